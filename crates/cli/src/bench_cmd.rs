@@ -1,0 +1,8 @@
+//! `vecswitch bench` (placeholder until its module is written).
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn main(_args: Args) -> anyhow::Result<()> {
+    anyhow::bail!("`vecswitch bench` is not built yet")
+}

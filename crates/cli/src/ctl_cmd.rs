@@ -1,0 +1,8 @@
+//! `vecswitch ctl` (placeholder until its module is written).
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn main(_args: Args) -> anyhow::Result<()> {
+    anyhow::bail!("`vecswitch ctl` is not built yet")
+}

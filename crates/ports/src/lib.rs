@@ -1,0 +1,96 @@
+//! Ports: the [`Port`] trait and its backends.
+//!
+//! - [`memif`]: shared-memory interface, wire-compatible with DPDK's `net_memif` and VPP's memif
+//!   (server and client roles, Unix control socket, shared rings).
+//! - [`af_packet`]: any kernel interface through an AF_PACKET socket with TPACKET_V3 mmap rings.
+//! - [`loopback`]: an in-process port pair for tests and benchmarks.
+//! - [`pcap`]: a wrapper around any port that writes what it receives and sends to a pcap file.
+//! - [`fault`]: a wrapper around any port that injects loss, corruption and reordering (seeded).
+//!
+//! A port moves packets between its medium and the [`Pool`]: `rx_burst` allocates buffers and fills
+//! them, `tx_burst` copies packets out. The caller keeps ownership of the handles passed to
+//! `tx_burst` and frees them afterwards, sent or not; what could not be sent is counted by the port
+//! as `tx_dropped`. This is the only crate (with the buffer pool) allowed `unsafe`, for sockets and
+//! shared memory, each block with a `// SAFETY:` comment.
+
+pub mod af_packet;
+pub mod fault;
+pub mod loopback;
+pub mod memif;
+pub mod pcap;
+
+use serde::Serialize;
+use vecswitch_buffer::Pool;
+
+/// Counters every port keeps, as `show ports` prints them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct PortStats {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    /// Frames the port could not take in (no buffer, bad descriptor, ring error).
+    pub rx_dropped: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    /// Frames handed to `tx_burst` that the port could not send (ring full, link down).
+    pub tx_dropped: u64,
+}
+
+/// Link state of a port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LinkState {
+    Up,
+    Down,
+}
+
+/// A packet port.
+pub trait Port: Send {
+    /// The port's name, as the config and `show ports` use it.
+    fn name(&self) -> &str;
+    /// Receives up to `max` packets: allocates buffers from `pool`, fills them, appends their handles
+    /// to `out`. Returns the number received. Sets `rx_port` is the caller's job.
+    fn rx_burst(&mut self, pool: &mut Pool, out: &mut Vec<u32>, max: usize) -> usize;
+    /// Sends `pkts` (copying them out); returns how many were sent. The caller still owns and frees
+    /// every handle.
+    fn tx_burst(&mut self, pool: &mut Pool, pkts: &[u32]) -> usize;
+    /// Housekeeping outside the fast path: accept or retry connections, handle peer messages.
+    /// Called by the worker between bursts at a low rate; never blocks.
+    fn poll_control(&mut self) {}
+    /// Counters since the port was created or last cleared.
+    fn stats(&self) -> PortStats;
+    /// Zeroes the counters.
+    fn clear_stats(&mut self);
+    /// Whether packets can flow now.
+    fn link(&self) -> LinkState;
+    /// A one-line description of the backend and its state (for `show ports`).
+    fn describe(&self) -> String {
+        String::new()
+    }
+}
+
+impl Port for Box<dyn Port> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn rx_burst(&mut self, pool: &mut Pool, out: &mut Vec<u32>, max: usize) -> usize {
+        (**self).rx_burst(pool, out, max)
+    }
+    fn tx_burst(&mut self, pool: &mut Pool, pkts: &[u32]) -> usize {
+        (**self).tx_burst(pool, pkts)
+    }
+    fn poll_control(&mut self) {
+        (**self).poll_control()
+    }
+    fn stats(&self) -> PortStats {
+        (**self).stats()
+    }
+    fn clear_stats(&mut self) {
+        (**self).clear_stats()
+    }
+    fn link(&self) -> LinkState {
+        (**self).link()
+    }
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+}
