@@ -1,0 +1,28 @@
+# vecswitch — thin wrappers; the README's two commands are `make demo` and `make test`.
+SHELL := /bin/bash
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+CARGO ?= cargo
+
+.PHONY: setup build test demo bench fuzz clean
+
+setup:
+	@scripts/setup.sh
+
+build: setup
+	$(CARGO) build --release --bin vecswitch
+
+test: setup
+	$(CARGO) build --workspace --all-targets
+	$(CARGO) test --workspace --no-fail-fast
+
+demo: build
+	scripts/demo.sh
+
+bench: build
+	$(CARGO) bench --workspace
+
+fuzz:
+	scripts/fuzz.sh
+
+clean:
+	$(CARGO) clean
