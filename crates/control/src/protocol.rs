@@ -1,0 +1,333 @@
+//! The control socket protocol: one JSON object per line each way.
+//!
+//! A request is an object whose `cmd` names the command; the other keys are its arguments:
+//!
+//! ```text
+//! {"cmd":"show","what":"ports"}
+//! {"cmd":"show","what":"mac","bridge":"br0"}
+//! {"cmd":"trace_add","count":10}
+//! {"cmd":"bridge_member_add","bridge":"br0","port":"p2"}
+//! {"cmd":"port_add","port":{"type":"memif","name":"p2","socket":"/run/m.sock","id":2}}
+//! ```
+//!
+//! The answer is `{"ok":true,"data":...}` or `{"ok":false,"error":"..."}`. A request that cannot be
+//! read gets an error naming the field and value ([`parse_request`]), never a dropped connection.
+//! The list of commands is [`Request`]; `docs/CONTROL.md` documents each.
+
+use crate::config::{BridgeConfig, PortConfig};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Longest request line the server reads (bytes, newline included).
+pub const MAX_REQUEST_LINE: usize = 1 << 20;
+
+/// What `show` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShowWhat {
+    Ports,
+    Bridge,
+    Mac,
+    Xconnect,
+    Runtime,
+    Errors,
+    Buffers,
+    Trace,
+    /// The running config (TOML-equivalent JSON).
+    Config,
+}
+
+impl ShowWhat {
+    /// Every accepted value, for error messages and help.
+    pub const ALL: &'static str = "ports, bridge, mac, xconnect, runtime, errors, buffers, trace, config";
+
+    /// Parses a word as `ctl show WORD` takes it.
+    pub fn from_word(w: &str) -> Option<ShowWhat> {
+        serde_json::from_value(Value::String(w.to_string())).ok()
+    }
+}
+
+/// One control request. On the wire the variant name is the `cmd` key (snake_case) and the fields
+/// are the other keys.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Request {
+    /// `show ports|bridge|mac|xconnect|runtime|errors|buffers|trace|config`; `bridge` narrows
+    /// `show bridge` and `show mac` to one bridge-domain.
+    Show {
+        what: ShowWhat,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bridge: Option<String>,
+    },
+    /// Zeroes port, node and error counters.
+    ClearCounters {},
+    /// Traces the next `count` packets.
+    TraceAdd { count: u32 },
+    /// Forgets the trace.
+    TraceClear {},
+    /// Writes the next `count` packets seen on `port` to the pcap file `file`.
+    Capture {
+        port: String,
+        file: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        count: Option<u64>,
+    },
+    /// Adds a port (same keys as a `[[port]]` table).
+    PortAdd { port: PortConfig },
+    /// Deletes a port; it must be in no bridge-domain or cross-connect.
+    PortDelete { name: String },
+    /// Sets a port's admin state.
+    PortState { name: String, up: bool },
+    /// Adds a bridge-domain (same keys as a `[[bridge]]` table; `ports` and `static_mac` allowed).
+    BridgeAdd { bridge: BridgeConfig },
+    /// Deletes a bridge-domain with its members and static MACs (the ports stay).
+    BridgeDelete { name: String },
+    BridgeMemberAdd { bridge: String, port: String },
+    BridgeMemberRemove { bridge: String, port: String },
+    /// Cross-connects `from` → `to`; `both` adds `to` → `from` too.
+    XconnectAdd {
+        from: String,
+        to: String,
+        #[serde(default)]
+        both: bool,
+    },
+    /// Removes the cross-connect whose receive side is `from`.
+    XconnectDelete { from: String },
+    MacAdd { bridge: String, mac: String, port: String },
+    MacDelete { bridge: String, mac: String },
+    /// Re-reads the config file (`path`, or the one the switch was started with) and applies the
+    /// difference; an invalid file is rejected whole and nothing changes.
+    Reload {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+    },
+}
+
+/// The answer to one request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Response {
+    pub fn ok(data: Value) -> Response {
+        Response { ok: true, data: Some(data), error: None }
+    }
+    pub fn err(msg: impl Into<String>) -> Response {
+        Response { ok: false, data: None, error: Some(msg.into()) }
+    }
+    /// One line of JSON (no newline).
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|e| format!(r#"{{"ok":false,"error":"cannot encode response: {e}"}}"#))
+    }
+}
+
+/// A request line that could not be understood.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad request: {0}")]
+pub struct RequestError(pub String);
+
+/// The `cmd` values [`parse_request`] accepts.
+pub const COMMANDS: &[&str] = &[
+    "show",
+    "clear_counters",
+    "trace_add",
+    "trace_clear",
+    "capture",
+    "port_add",
+    "port_delete",
+    "port_state",
+    "bridge_add",
+    "bridge_delete",
+    "bridge_member_add",
+    "bridge_member_remove",
+    "xconnect_add",
+    "xconnect_delete",
+    "mac_add",
+    "mac_delete",
+    "reload",
+];
+
+fn show_value(v: &Value) -> String {
+    let s = v.to_string();
+    if s.len() > 80 {
+        format!("{}…", &s[..s.char_indices().nth(80).map_or(s.len(), |(i, _)| i)])
+    } else {
+        s
+    }
+}
+
+/// Encodes a request as one line of JSON (no newline): `{"cmd":..., args...}`.
+pub fn encode_request(r: &Request) -> String {
+    // `cmd` first, for people reading the socket with `socat`.
+    let Ok(Value::Object(m)) = serde_json::to_value(r) else {
+        return String::from("{}");
+    };
+    let Some((cmd, args)) = m.into_iter().next() else {
+        return String::from("{}");
+    };
+    let mut out = format!("{{\"cmd\":{}", Value::String(cmd));
+    if let Value::Object(a) = args {
+        for (k, v) in a {
+            out.push(',');
+            out.push_str(&Value::String(k).to_string());
+            out.push(':');
+            out.push_str(&v.to_string());
+        }
+    }
+    out.push('}');
+    out
+}
+
+/// Parses one request line. Errors name the field (`cmd`, `count`, `port.ring_size`, ...), the
+/// value and what is accepted.
+pub fn parse_request(line: &str) -> Result<Request, RequestError> {
+    let v: Value = serde_json::from_str(line.trim())
+        .map_err(|e| RequestError(format!("not a JSON object ({e}); send one object per line, e.g. {{\"cmd\":\"show\",\"what\":\"ports\"}}")))?;
+    let Value::Object(mut obj) = v else {
+        return Err(RequestError(format!("request = {}: a JSON object with a \"cmd\" key", show_value(&v))));
+    };
+    let cmd = match obj.remove("cmd") {
+        Some(Value::String(s)) => s,
+        Some(other) => {
+            return Err(RequestError(format!("cmd = {}: a string, one of {}", show_value(&other), COMMANDS.join(", "))))
+        }
+        None => return Err(RequestError(format!("cmd: missing; one of {}", COMMANDS.join(", ")))),
+    };
+    if !COMMANDS.contains(&cmd.as_str()) {
+        return Err(RequestError(format!("cmd = {cmd:?}: one of {}", COMMANDS.join(", "))));
+    }
+    let args = Value::Object(obj);
+    let wrapped = Value::Object(Map::from_iter([(cmd.clone(), args.clone())]));
+    serde_path_to_error::deserialize::<_, Request>(wrapped).map_err(|e| {
+        // The path starts with the command name (the enum tag); drop it.
+        let path = e.path().to_string();
+        let field = path.strip_prefix(&cmd).unwrap_or(&path).trim_start_matches('.').to_string();
+        let inner = e.into_inner().to_string();
+        if field.is_empty() || field == "?" {
+            RequestError(format!("{cmd}: {inner}"))
+        } else {
+            let value = lookup(&args, &field).map(show_value).unwrap_or_else(|| "(missing)".into());
+            RequestError(format!("{cmd}: {field} = {value}: {inner}"))
+        }
+    })
+}
+
+/// The value at a dotted path like `port.ring_size` or `bridge.ports[1]`.
+fn lookup<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut cur = v;
+    for part in path.split('.') {
+        let (key, idx) = match part.find('[') {
+            Some(i) => (&part[..i], part[i + 1..].trim_end_matches(']').parse::<usize>().ok()),
+            None => (part, None),
+        };
+        if !key.is_empty() {
+            cur = cur.get(key)?;
+        }
+        if let Some(i) = idx {
+            cur = cur.get(i)?;
+        }
+    }
+    Some(cur)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_every_command() {
+        let reqs = vec![
+            Request::Show { what: ShowWhat::Ports, bridge: None },
+            Request::Show { what: ShowWhat::Mac, bridge: Some("br0".into()) },
+            Request::ClearCounters {},
+            Request::TraceAdd { count: 7 },
+            Request::TraceClear {},
+            Request::Capture { port: "p0".into(), file: "/tmp/x.pcap".into(), count: Some(5) },
+            Request::PortDelete { name: "p0".into() },
+            Request::PortState { name: "p0".into(), up: false },
+            Request::BridgeAdd { bridge: BridgeConfig::new("br9") },
+            Request::BridgeDelete { name: "br9".into() },
+            Request::BridgeMemberAdd { bridge: "b".into(), port: "p".into() },
+            Request::BridgeMemberRemove { bridge: "b".into(), port: "p".into() },
+            Request::XconnectAdd { from: "a".into(), to: "b".into(), both: true },
+            Request::XconnectDelete { from: "a".into() },
+            Request::MacAdd { bridge: "b".into(), mac: "02:00:00:00:00:01".into(), port: "p".into() },
+            Request::MacDelete { bridge: "b".into(), mac: "02:00:00:00:00:01".into() },
+            Request::Reload { path: None },
+            Request::Reload { path: Some("/etc/x.toml".into()) },
+        ];
+        for r in reqs {
+            let line = encode_request(&r);
+            assert!(line.starts_with("{\"cmd\":"), "{line}");
+            assert!(!line.contains('\n'));
+            assert_eq!(parse_request(&line).unwrap(), r, "{line}");
+        }
+    }
+
+    #[test]
+    fn wire_format_is_flat() {
+        assert_eq!(parse_request(r#"{"cmd":"trace_add","count":3}"#).unwrap(), Request::TraceAdd { count: 3 });
+        assert_eq!(
+            parse_request(r#" {"what":"ports","cmd":"show"} "#).unwrap(),
+            Request::Show { what: ShowWhat::Ports, bridge: None }
+        );
+        let r = parse_request(
+            r#"{"cmd":"port_add","port":{"type":"memif","name":"p9","socket":"/tmp/a.sock","id":3}}"#,
+        )
+        .unwrap();
+        match r {
+            Request::PortAdd { port } => assert_eq!(port.name(), "p9"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn err(line: &str) -> String {
+        parse_request(line).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn malformed_requests_name_field_and_value() {
+        let e = err("not json");
+        assert!(e.contains("not a JSON object"), "{e}");
+        let e = err("[1,2]");
+        assert!(e.contains("request = [1,2]"), "{e}");
+        let e = err(r#"{"what":"ports"}"#);
+        assert!(e.contains("cmd: missing"), "{e}");
+        let e = err(r#"{"cmd":"explode"}"#);
+        assert!(e.contains("cmd = \"explode\"") && e.contains("show"), "{e}");
+        let e = err(r#"{"cmd":5}"#);
+        assert!(e.contains("cmd = 5"), "{e}");
+        let e = err(r#"{"cmd":"trace_add","count":"many"}"#);
+        assert!(e.contains("count = \"many\""), "{e}");
+        let e = err(r#"{"cmd":"trace_add","count":-1}"#);
+        assert!(e.contains("count = -1"), "{e}");
+        let e = err(r#"{"cmd":"trace_add"}"#);
+        assert!(e.contains("count"), "{e}");
+        let e = err(r#"{"cmd":"show","what":"everything"}"#);
+        assert!(e.contains("what = \"everything\"") && e.contains("runtime"), "{e}");
+        let e = err(r#"{"cmd":"show","what":"ports","colour":"red"}"#);
+        assert!(e.contains("colour"), "{e}");
+        let e = err(r#"{"cmd":"port_add","port":{"type":"memif","name":"p","socket":"/x","ring_size":"big"}}"#);
+        assert!(e.contains("ring_size"), "{e}");
+    }
+
+    #[test]
+    fn show_words() {
+        assert_eq!(ShowWhat::from_word("runtime"), Some(ShowWhat::Runtime));
+        assert_eq!(ShowWhat::from_word("nope"), None);
+        for w in ShowWhat::ALL.split(", ") {
+            assert!(ShowWhat::from_word(w).is_some(), "{w}");
+        }
+    }
+
+    #[test]
+    fn responses_encode_as_documented() {
+        assert_eq!(Response::ok(serde_json::json!([1])).to_line(), r#"{"ok":true,"data":[1]}"#);
+        assert_eq!(Response::err("no").to_line(), r#"{"ok":false,"error":"no"}"#);
+    }
+}
