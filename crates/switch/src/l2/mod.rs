@@ -1,0 +1,102 @@
+//! Layer 2 tables and their control-side helpers.
+//!
+//! - [`mac_table::MacTable`]: the MAC table of all bridge domains (fast path: `learn`, `lookup`;
+//!   control: static entries, flush, incremental aging).
+//! - [`BridgeSettings`]: what a bridge domain does (learn, forward, flood, unknown-unicast flood,
+//!   MAC age, MAC limit).
+//! - [`format_mac`] / [`parse_mac`]: the `aa:bb:cc:dd:ee:ff` text form used by `show mac` and the
+//!   control API.
+
+pub mod mac_table;
+
+use serde::{Deserialize, Serialize};
+
+/// Default MAC age, seconds (as in VPP and Linux bridges: 300 s).
+pub const DEFAULT_MAC_AGE_S: u32 = 300;
+/// Default most learned entries per bridge domain.
+pub const DEFAULT_MAC_LIMIT: u32 = 1_000_000;
+
+/// What a bridge domain does. Every field can be changed while traffic flows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BridgeSettings {
+    /// Learn source MACs (`l2-learn`).
+    pub learn: bool,
+    /// Forward known unicast by the MAC table (`l2-fwd`); when off, every frame is dropped after
+    /// learning (`forwarding-disabled`).
+    pub forward: bool,
+    /// Flood broadcast and multicast frames to every other member (`l2-flood`).
+    pub flood: bool,
+    /// Flood unicast frames whose destination is not in the table.
+    pub uu_flood: bool,
+    /// Seconds after which a learned entry not seen again is removed; 0 = never.
+    pub mac_age_s: u32,
+    /// Most learned entries this bridge may hold; further stations are not learned
+    /// (`mac-limit-reached`). Static entries do not count.
+    pub mac_limit: u32,
+}
+
+impl Default for BridgeSettings {
+    fn default() -> Self {
+        BridgeSettings {
+            learn: true,
+            forward: true,
+            flood: true,
+            uu_flood: true,
+            mac_age_s: DEFAULT_MAC_AGE_S,
+            mac_limit: DEFAULT_MAC_LIMIT,
+        }
+    }
+}
+
+/// `aa:bb:cc:dd:ee:ff`.
+pub fn format_mac(mac: &[u8; 6]) -> String {
+    format!(
+        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+        mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]
+    )
+}
+
+/// Parses `aa:bb:cc:dd:ee:ff` (or with `-` separators); `None` if it is not six hex bytes.
+pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut out = [0u8; 6];
+    let mut n = 0;
+    for part in s.split([':', '-']) {
+        if n == 6 || part.len() != 2 {
+            return None;
+        }
+        out[n] = u8::from_str_radix(part, 16).ok()?;
+        n += 1;
+    }
+    (n == 6).then_some(out)
+}
+
+/// True for group (broadcast or multicast) addresses: the I/G bit, IEEE 802-2014 §8.2.
+#[inline]
+pub fn is_group(mac: &[u8; 6]) -> bool {
+    mac[0] & 1 != 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mac_text_roundtrip_and_rejects() {
+        let m = [0x02, 0xab, 0, 1, 0xff, 0x10];
+        assert_eq!(format_mac(&m), "02:ab:00:01:ff:10");
+        assert_eq!(parse_mac("02:ab:00:01:ff:10"), Some(m));
+        assert_eq!(parse_mac("02-AB-00-01-FF-10"), Some(m));
+        for bad in ["", "02:ab:00:01:ff", "02:ab:00:01:ff:10:11", "0g:ab:00:01:ff:10", "2:ab:00:01:ff:10"] {
+            assert_eq!(parse_mac(bad), None, "{bad}");
+        }
+        assert!(is_group(&[0xff; 6]) && is_group(&[0x01, 0, 0x5e, 0, 0, 1]) && !is_group(&m));
+    }
+
+    #[test]
+    fn settings_default_and_deserialize_partial() {
+        let s: BridgeSettings = serde_json::from_str(r#"{"uu_flood": false, "mac_limit": 5}"#).unwrap();
+        assert_eq!(s, BridgeSettings { uu_flood: false, mac_limit: 5, ..BridgeSettings::default() });
+        assert!(serde_json::from_str::<BridgeSettings>(r#"{"flod": true}"#).is_err());
+    }
+}

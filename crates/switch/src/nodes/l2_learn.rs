@@ -1,0 +1,73 @@
+//! `l2-learn`: learns the source MAC of each frame in its bridge domain's MAC table (IEEE
+//! 802.1Q-2018 §8.7 "Learning Process"): a new station is added, a known one refreshed, a station
+//! seen on another port moved (counted as `station-moves`) unless its entry is static. A bridge at
+//! its MAC limit learns nothing more (`mac-limit-reached`); the frame is forwarded all the same.
+//! Group (multicast) source addresses are never learned.
+//!
+//! Next edges: `l2-fwd`. Drops: `no-bridge` (bridge deleted while in flight; a bug guard).
+//! Counters (in `show errors`): `learned`, `station-moves`, `mac-limit-reached`, `mac-table-full`,
+//! `static-mac-seen-elsewhere`. Trace: `bd B src MAC rx-port N`.
+
+use vecswitch_buffer::Pool;
+use vecswitch_graph::{Cx, Next, Node, NodeInfo};
+
+use super::{macs, named_enum};
+use crate::l2::mac_table::LearnOutcome;
+use crate::l2::{format_mac, is_group};
+use crate::state::SwitchState;
+
+named_enum! {
+    /// Next edges of `l2-learn`.
+    pub enum Edge as edge { L2Fwd = "l2-fwd" }
+}
+named_enum! {
+    /// Drop reasons of `l2-learn`.
+    pub enum DropReason as drop { NoBridge = "no-bridge" }
+}
+
+/// The `l2-learn` node.
+#[derive(Debug, Default)]
+pub struct L2Learn;
+
+#[inline]
+fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
+    let hdr = cx.pool.header(h);
+    let (bd, rx) = (hdr.bd, hdr.rx_port);
+    let st = &mut *cx.state;
+    let Some(bridge) = st.bridges.get(bd as usize).and_then(Option::as_ref) else {
+        return DropReason::NoBridge.next();
+    };
+    let s = bridge.settings;
+    if let (true, Some((_, src))) = (s.learn, macs(cx.pool, h)) {
+        if !is_group(&src) {
+            let ev = &mut st.events;
+            match st.macs.learn(bd, &src, rx, st.now_s, s.mac_limit) {
+                LearnOutcome::Refreshed => {}
+                LearnOutcome::Learned => ev.learned += 1,
+                LearnOutcome::Moved { .. } => ev.station_moves += 1,
+                LearnOutcome::StaticKept => ev.static_mac_seen_elsewhere += 1,
+                LearnOutcome::LimitReached => ev.mac_limit_reached += 1,
+                LearnOutcome::TableFull => ev.mac_table_full += 1,
+            }
+        }
+    }
+    Edge::L2Fwd.next()
+}
+
+impl Node<SwitchState> for L2Learn {
+    fn info(&self) -> NodeInfo {
+        NodeInfo { name: "l2-learn", next_nodes: Edge::NAMES, drop_reasons: DropReason::NAMES }
+    }
+
+    fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
+        for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
+            *n = one(cx, h);
+        }
+    }
+
+    fn trace(&self, pool: &Pool, pkt: u32) -> String {
+        let h = pool.header(pkt);
+        let src = macs(pool, pkt).map_or_else(|| "?".to_string(), |(_, s)| format_mac(&s));
+        format!("bd {} src {} rx-port {}", h.bd, src, h.rx_port)
+    }
+}
