@@ -1,0 +1,263 @@
+//! AF_PACKET port over a veth pair whose far end sits in a network namespace the test creates.
+//! Needs root (CAP_NET_ADMIN for `ip`, CAP_NET_RAW for the sockets); the [`VethLab`] guard deletes
+//! the namespace and the veth pair when the test ends, panics included.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use vecswitch_buffer::Pool;
+use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketError, AfPacketPort};
+use vecswitch_ports::loopback::packet_from_bytes;
+use vecswitch_ports::{LinkState, Port};
+
+/// IEEE 802 "local experimental" EtherType: no kernel protocol will answer or forward it.
+const ETHERTYPE: u16 = 0x88b5;
+const MAGIC: u32 = 0x7665_6373; // "vecs"
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("`ip` (iproute2) must be installed");
+    assert!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+}
+
+/// A namespace `ns` holding veth end `peer`, whose other end `host` stays in our namespace.
+struct VethLab {
+    ns: String,
+    host: String,
+    peer: String,
+}
+
+impl VethLab {
+    fn new(mtu: u32) -> VethLab {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let id = format!("{}{}", std::process::id() % 100_000, N.fetch_add(1, Ordering::Relaxed));
+        // Built before any command runs so that Drop cleans up whatever got created.
+        let lab = VethLab { ns: format!("vsafp{id}"), host: format!("vsah{id}"), peer: format!("vsap{id}") };
+        let mtu = mtu.to_string();
+        ip(&["netns", "add", &lab.ns]);
+        ip(&["link", "add", &lab.host, "mtu", &mtu, "type", "veth", "peer", "name", &lab.peer, "mtu", &mtu]);
+        // No IPv6 on either end: no router solicitations or MLD reports in the counts.
+        std::fs::write(format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", lab.host), "1").ok();
+        ip(&["link", "set", &lab.peer, "netns", &lab.ns]);
+        let st = Command::new("ip")
+            .args(["netns", "exec", &lab.ns, "sh", "-c"])
+            .arg(format!("echo 1 > /proc/sys/net/ipv6/conf/{}/disable_ipv6", lab.peer))
+            .status()
+            .expect("ip netns exec");
+        assert!(st.success());
+        ip(&["link", "set", &lab.host, "up"]);
+        ip(&["-n", &lab.ns, "link", "set", &lab.peer, "up"]);
+        lab
+    }
+
+    fn netns_path(&self) -> String {
+        format!("/run/netns/{}", self.ns)
+    }
+
+    /// Our port on the host end and a second one on the far end, inside the namespace.
+    fn ports(&self, frame_size: u32) -> (AfPacketPort, AfPacketPort) {
+        let mut hc = AfPacketConfig::new("host", &self.host);
+        hc.frame_size = frame_size;
+        let mut pc = AfPacketConfig::new("peer", &self.peer);
+        pc.frame_size = frame_size;
+        let host = AfPacketPort::open(hc).expect("open host end");
+        let peer = AfPacketPort::open_in_netns(pc, &self.netns_path()).expect("open far end in netns");
+        wait_up(&host);
+        wait_up(&peer);
+        (host, peer)
+    }
+}
+
+impl Drop for VethLab {
+    fn drop(&mut self) {
+        // Deleting one end deletes the pair; deleting the namespace would too, but be explicit.
+        let _ = Command::new("ip").args(["link", "del", &self.host]).output();
+        let _ = Command::new("ip").args(["netns", "del", &self.ns]).output();
+    }
+}
+
+fn wait_up(p: &AfPacketPort) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while p.link() != LinkState::Up {
+        assert!(Instant::now() < deadline, "{} never came up", p.name());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn test_frame(dir: u8, seq: u32, len: usize) -> Vec<u8> {
+    let mut f = vec![0u8; len];
+    f[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x10 + dir]);
+    f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x20 + dir]);
+    f[12..14].copy_from_slice(&ETHERTYPE.to_be_bytes());
+    f[14..18].copy_from_slice(&MAGIC.to_be_bytes());
+    f[18] = dir;
+    f[19..23].copy_from_slice(&seq.to_be_bytes());
+    for (i, b) in f.iter_mut().enumerate().skip(23) {
+        *b = (i as u32).wrapping_mul(31).wrapping_add(seq) as u8;
+    }
+    f
+}
+
+/// (direction, seq) of one of our test frames; None for anything else.
+fn parse(bytes: &[u8]) -> Option<(u8, u32)> {
+    if bytes.len() < 23 || bytes[12..14] != ETHERTYPE.to_be_bytes() || bytes[14..18] != MAGIC.to_be_bytes() {
+        return None;
+    }
+    Some((bytes[18], u32::from_be_bytes(bytes[19..23].try_into().unwrap())))
+}
+
+struct Received {
+    ours: Vec<Vec<u8>>,
+    foreign: u64,
+}
+
+fn drain(port: &mut AfPacketPort, pool: &mut Pool, dir: u8, into: &mut Received, own_dir: u8) {
+    let mut got = Vec::new();
+    port.rx_burst(pool, &mut got, 256);
+    let mut bytes = Vec::new();
+    for &h in &got {
+        pool.copy_out(h, &mut bytes);
+        match parse(&bytes) {
+            Some((d, _)) if d == dir => into.ours.push(bytes.clone()),
+            Some((d, _)) => assert_ne!(d, own_dir, "{} received its own outgoing frame", port.name()),
+            None => into.foreign += 1,
+        }
+    }
+    pool.free_bulk(&got);
+}
+
+/// Sends `count` frames of `len` bytes from `tx` to `rx`, in bursts of up to 32, and checks that `rx`
+/// receives exactly those frames, in order, byte for byte.
+fn exchange(tx: &mut AfPacketPort, rx: &mut AfPacketPort, pool: &mut Pool, dir: u8, len: usize, count: u32) {
+    let tx_before = tx.stats();
+    let rx_before = rx.stats();
+    let mut recv = Received { ours: Vec::new(), foreign: 0 };
+    let mut own = Received { ours: Vec::new(), foreign: 0 };
+    let mut seq = 0u32;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while seq < count {
+        let n = (count - seq).min(32);
+        let pkts: Vec<u32> =
+            (seq..seq + n).map(|s| packet_from_bytes(pool, &test_frame(dir, s, len)).expect("pool")).collect();
+        let sent = tx.tx_burst(pool, &pkts);
+        pool.free_bulk(&pkts);
+        // A full TX ring is not an error: the frames after `sent` are retried.
+        seq += sent as u32;
+        drain(rx, pool, dir, &mut recv, 0xff);
+        drain(tx, pool, 0xff, &mut own, dir);
+        assert!(Instant::now() < deadline, "sending timed out at {seq}/{count}");
+    }
+    while (recv.ours.len() as u32) < count && Instant::now() < deadline {
+        drain(rx, pool, dir, &mut recv, 0xff);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // A little longer, to catch duplicates or frames that should not have come.
+    let settle = Instant::now() + Duration::from_millis(50);
+    while Instant::now() < settle {
+        drain(rx, pool, dir, &mut recv, 0xff);
+        drain(tx, pool, 0xff, &mut own, dir);
+    }
+    assert_eq!(recv.ours.len() as u32, count, "{len}-byte frames received");
+    for (i, f) in recv.ours.iter().enumerate() {
+        assert_eq!(f.len(), len);
+        assert_eq!(f, &test_frame(dir, i as u32, len), "frame {i} of {len} bytes differs");
+    }
+    let (ts, rs) = (tx.stats(), rx.stats());
+    assert_eq!(ts.tx_packets - tx_before.tx_packets, u64::from(count));
+    assert_eq!(ts.tx_bytes - tx_before.tx_bytes, u64::from(count) * len as u64);
+    assert_eq!(ts.tx_dropped - tx_before.tx_dropped, 0);
+    assert_eq!(rs.rx_packets - rx_before.rx_packets, u64::from(count) + recv.foreign);
+    assert_eq!(rs.rx_dropped - rx_before.rx_dropped, 0);
+    assert_eq!(rx.af_packet_stats().kernel_drops, 0);
+}
+
+#[test]
+fn afpacket_veth_exact_counts_both_directions_60_1514_9000() {
+    let lab = VethLab::new(9000);
+    // 16 KiB TX slots carry 9000-byte frames.
+    let (mut host, mut peer) = lab.ports(16384);
+    assert_eq!(host.mtu(), 9000);
+    let mut pool = Pool::new(8192);
+    for (len, count) in [(60usize, 1000u32), (1514, 300), (9000, 100)] {
+        exchange(&mut peer, &mut host, &mut pool, 1, len, count);
+        exchange(&mut host, &mut peer, &mut pool, 2, len, count);
+    }
+    assert_eq!(pool.in_use(), 0);
+    assert!(host.describe().contains(&lab.host));
+}
+
+#[test]
+fn afpacket_frames_too_long_for_slot_or_mtu_are_counted_not_sent() {
+    let lab = VethLab::new(1500);
+    // Default 2048-byte TX slots: 2000 bytes at most; the MTU allows 1518 with a VLAN tag.
+    let (mut host, mut peer) = lab.ports(2048);
+    let mut pool = Pool::new(64);
+    let too_big_for_mtu = packet_from_bytes(&mut pool, &test_frame(1, 0, 1600)).unwrap();
+    let too_big_for_slot = packet_from_bytes(&mut pool, &test_frame(1, 1, 9000)).unwrap();
+    let fine = packet_from_bytes(&mut pool, &test_frame(1, 2, 1514)).unwrap();
+    assert_eq!(host.tx_burst(&mut pool, &[too_big_for_mtu, too_big_for_slot, fine]), 1);
+    pool.free_bulk(&[too_big_for_mtu, too_big_for_slot, fine]);
+    let s = host.stats();
+    assert_eq!(s.tx_packets, 1);
+    assert_eq!(s.tx_dropped, 2);
+    assert_eq!(host.af_packet_stats().tx_too_long, 2);
+    let mut recv = Received { ours: Vec::new(), foreign: 0 };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while recv.ours.is_empty() && Instant::now() < deadline {
+        drain(&mut peer, &mut pool, 1, &mut recv, 0xff);
+    }
+    assert_eq!(recv.ours.len(), 1);
+    assert_eq!(parse(&recv.ours[0]), Some((1, 2)));
+}
+
+#[test]
+fn afpacket_kernel_ring_overflow_is_counted_in_rx_dropped() {
+    let lab = VethLab::new(1500);
+    let mut pc = AfPacketConfig::new("peer", &lab.peer);
+    // One page-sized block per ring: a few dozen small frames fill the RX ring.
+    pc.block_size = 4096;
+    pc.block_count = 2;
+    pc.frame_size = 2048;
+    let mut peer = AfPacketPort::open_in_netns(pc, &lab.netns_path()).unwrap();
+    let mut host = AfPacketPort::open(AfPacketConfig::new("host", &lab.host)).unwrap();
+    wait_up(&host);
+    wait_up(&peer);
+    let mut pool = Pool::new(1024);
+    let total = 500u32;
+    let mut seq = 0;
+    // Send everything before reading anything: the far ring must overflow.
+    while seq < total {
+        let pkts: Vec<u32> =
+            (seq..(seq + 32).min(total)).map(|s| packet_from_bytes(&mut pool, &test_frame(1, s, 60)).unwrap()).collect();
+        seq += host.tx_burst(&mut pool, &pkts) as u32;
+        pool.free_bulk(&pkts);
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let mut recv = Received { ours: Vec::new(), foreign: 0 };
+    for _ in 0..50 {
+        drain(&mut peer, &mut pool, 1, &mut recv, 0xff);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let drops = peer.af_packet_stats().kernel_drops;
+    assert!(drops > 0, "a 2-page ring cannot hold {total} frames");
+    assert_eq!(recv.ours.len() as u64 + recv.foreign + drops, u64::from(total));
+    assert_eq!(peer.stats().rx_dropped, drops);
+    // What did arrive is in order (the kernel drops at the tail, never reorders).
+    let seqs: Vec<u32> = recv.ours.iter().map(|f| parse(f).unwrap().1).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(pool.in_use(), 0);
+}
+
+#[test]
+fn afpacket_missing_interface_error_names_it() {
+    let err = AfPacketPort::open(AfPacketConfig::new("p0", "vsnosuchif0")).unwrap_err();
+    assert!(matches!(err, AfPacketError::NoSuchInterface { ref interface, .. } if interface == "vsnosuchif0"));
+    let msg = err.to_string();
+    assert!(msg.contains("vsnosuchif0") && msg.contains("does not exist"), "{msg}");
+}
+
+#[test]
+fn afpacket_missing_netns_error_names_it() {
+    let err = AfPacketPort::open_in_netns(AfPacketConfig::new("p0", "lo"), "/run/netns/vs-no-such-ns").unwrap_err();
+    assert!(err.to_string().contains("vs-no-such-ns"), "{err}");
+}
