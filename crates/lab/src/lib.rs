@@ -1,1 +1,26 @@
-//! placeholder
+//! The benchmark lab: procedures, simulated DUTs, results and reports.
+//!
+//! - [`Measurer`] ([`measurer`]) is the one interface between procedures and traffic: a trial at a
+//!   [`Load`] for a duration, or a back-to-back burst. The generator-backed measurer lives with the
+//!   DUT drivers; [`sim::SimDut`] is a seeded simulated DUT with known answers for tests.
+//! - [`procedures`] holds the searches and sweeps (RFC 2544 throughput and BestN/WorstN, latency,
+//!   linear loss sweep, RFC 9004 back-to-back, MLRsearch, soak, scale sweep).
+//! - [`results`] is the schema-versioned JSON document of a run (`vecswitch.results/1`) with its
+//!   provenance; [`report`] renders it as VSPERF-style Markdown and CSV or a self-contained HTML
+//!   report, and compares two runs.
+//! - [`suite`] describes a benchmark suite (TOML) and the [`suite::Dut`] / [`suite::Topology`]
+//!   interfaces that drivers implement.
+//!
+//! Units: loads in frames/s ([`Load`]); frame sizes include the FCS; line rate counts 20 bytes of
+//! preamble and inter-frame gap per frame ([`load`]).
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod load;
+pub mod measurer;
+pub mod procedures;
+pub mod sim;
+
+pub use error::LabError;
+pub use load::{LineRate, Load};
+pub use measurer::{BurstResult, LatencyStats, Measurer, TrialResult};

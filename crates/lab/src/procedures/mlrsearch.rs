@@ -1,0 +1,513 @@
+//! MLRsearch, after draft-ietf-bmwg-mlrsearch (Multiple Loss Ratio Search, the -08…-10 texts).
+//!
+//! One search serves several [`SearchGoal`]s at once — typically NDR (target loss ratio 0) and PDR
+//! (e.g. 0.5 %) — and reports, per goal, the Relevant Lower Bound, the Relevant Upper Bound and the
+//! Conditional Throughput. What the draft specifies normatively is how trial results classify a
+//! load for a goal (draft §5 "Load Classification", Appendix A) and what is reported; the order
+//! of trials (the "controller") is left to the implementation. Ours is written to be read:
+//!
+//! - **Load classification** ([`classify`]): at one load, trials with duration ≥ the goal's Final
+//!   Trial Duration are *full-length*, others *short*; a trial is *bad* when its loss ratio exceeds
+//!   the Goal Loss Ratio. Good short trials can cancel bad short ones at the exceed ratio
+//!   (`balancing = good_short × r / (1 − r)`), missing duration up to the Goal Duration Sum counts
+//!   as bad for the lower-bound test and as good for the upper-bound test. A load is an **upper
+//!   bound** when the effective bad duration exceeds the Goal Exceed Ratio share of the whole, a
+//!   **lower bound** when even with the missing duration counted bad it does not, else undecided.
+//! - **Bounds**: the Relevant Upper Bound is the smallest upper-bound load; the Relevant Lower
+//!   Bound the largest lower-bound load below it. A goal is done when
+//!   `(RUB − RLB) / RUB ≤ Goal Width`, when the max load is a lower bound, or when the min load is
+//!   an upper bound.
+//! - **Conditional Throughput** (Appendix A.2): among the full-length trials at the RLB (missing
+//!   duration counted as 100 % loss), the trial at the exceed-ratio quantile of the loss ratios;
+//!   its forwarding rate, `load × (1 − loss ratio)`.
+//! - **Controller**: for each goal, phases of growing trial duration from the Goal Initial Trial
+//!   Duration doubling to the Final Trial Duration; earlier phases use a provisional goal (duration
+//!   sum = one trial, width doubled per remaining phase) so cheap short trials find the region and
+//!   the final phase only confirms it. In each phase: re-measure the highest undecided load inside
+//!   the bracket; else measure the max load until an upper bound exists; else, below the first
+//!   upper bound, try the forwarding rate it measured, then bisect.
+//!
+//! Tester-limited trials never classify a load: the search lowers its max load to what the tester
+//! achieved, and a goal whose lower bound is that ceiling is flagged tester-limited.
+//!
+//! With Final Trial Duration = Duration Sum = 60 s and Exceed Ratio 0 the goal reproduces an
+//! RFC 2544 §26.1 throughput search (draft §4.8 "Compliance").
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::measurer::{Measurer, TrialResult};
+use crate::{LabError, Load};
+
+/// One search goal (draft §4.6 "Search Goal").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchGoal {
+    /// A name for reports: "NDR", "PDR".
+    pub name: String,
+    /// Goal Loss Ratio: a trial with a higher loss ratio is bad.
+    pub loss_ratio: f64,
+    /// Goal Exceed Ratio: share of the duration sum that may be bad at a lower bound.
+    pub exceed_ratio: f64,
+    /// Goal Width, relative: stop when (RUB − RLB) / RUB is at most this.
+    pub relative_width: f64,
+    pub initial_trial_duration: Duration,
+    pub final_trial_duration: Duration,
+    pub duration_sum: Duration,
+}
+
+impl SearchGoal {
+    /// NDR as FD.io CSIT runs it: loss 0, exceed 0.5, 1 s trials summing to 21 s, width 0.5 %.
+    pub fn ndr() -> SearchGoal {
+        SearchGoal {
+            name: "NDR".into(),
+            loss_ratio: 0.0,
+            exceed_ratio: 0.5,
+            relative_width: 0.005,
+            initial_trial_duration: Duration::from_secs(1),
+            final_trial_duration: Duration::from_secs(1),
+            duration_sum: Duration::from_secs(21),
+        }
+    }
+
+    /// PDR: as [`ndr`](Self::ndr) with a 0.5 % loss ratio.
+    pub fn pdr() -> SearchGoal {
+        SearchGoal { name: "PDR".into(), loss_ratio: 0.005, ..SearchGoal::ndr() }
+    }
+
+    /// RFC 2544-compliant goal (draft §4.8): one 60 s trial decides, zero loss.
+    pub fn rfc2544() -> SearchGoal {
+        SearchGoal {
+            name: "RFC2544".into(),
+            loss_ratio: 0.0,
+            exceed_ratio: 0.0,
+            relative_width: 0.001,
+            initial_trial_duration: Duration::from_secs(60),
+            final_trial_duration: Duration::from_secs(60),
+            duration_sum: Duration::from_secs(60),
+        }
+    }
+
+    fn validate(&self) -> Result<(), LabError> {
+        if !(0.0..1.0).contains(&self.loss_ratio) {
+            return Err(LabError::invalid("goal.loss_ratio", self.loss_ratio, "a ratio in [0, 1)"));
+        }
+        if !(0.0..1.0).contains(&self.exceed_ratio) {
+            return Err(LabError::invalid("goal.exceed_ratio", self.exceed_ratio, "a ratio in [0, 1)"));
+        }
+        if !(self.relative_width > 0.0 && self.relative_width < 1.0) {
+            return Err(LabError::invalid("goal.relative_width", self.relative_width, "a ratio in (0, 1)"));
+        }
+        if self.initial_trial_duration.is_zero() || self.initial_trial_duration > self.final_trial_duration {
+            return Err(LabError::invalid(
+                "goal.initial_trial_duration",
+                format!("{:?}", self.initial_trial_duration),
+                "positive and not longer than final_trial_duration",
+            ));
+        }
+        if self.duration_sum < self.final_trial_duration {
+            return Err(LabError::invalid(
+                "goal.duration_sum",
+                format!("{:?}", self.duration_sum),
+                "at least final_trial_duration",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MlrConfig {
+    /// Min Load / Max Load (draft §4.5), frames/s.
+    pub min_fps: f64,
+    pub max_fps: f64,
+    pub goals: Vec<SearchGoal>,
+    /// Safety budget: error after this many trials.
+    pub max_trials: usize,
+}
+
+impl MlrConfig {
+    /// NDR and PDR between `min_fps` and `max_fps`.
+    pub fn ndr_pdr(min_fps: f64, max_fps: f64) -> MlrConfig {
+        MlrConfig { min_fps, max_fps, goals: vec![SearchGoal::ndr(), SearchGoal::pdr()], max_trials: 2000 }
+    }
+}
+
+/// How a load classifies for a goal (draft §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadClass {
+    Upper,
+    Lower,
+    Undecided,
+}
+
+/// Per-goal outputs (draft §4.9 "Search Result").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GoalResult {
+    pub goal: SearchGoal,
+    pub relevant_lower_bound_fps: Option<f64>,
+    pub relevant_upper_bound_fps: Option<f64>,
+    pub conditional_throughput_fps: Option<f64>,
+    /// The lower bound is the tester's ceiling: the DUT may do more.
+    pub tester_limited: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MlrResult {
+    pub goals: Vec<GoalResult>,
+    pub trials: Vec<TrialResult>,
+    /// Sum of all trial durations (the search's cost).
+    pub trial_seconds: f64,
+    pub tester_ceiling_fps: Option<f64>,
+}
+
+/// Classifies a load for `goal` from the trials measured at it (draft §5, Appendix A.1).
+/// Tester-limited trials are ignored.
+pub fn classify(goal: &SearchGoal, trials: &[&TrialResult]) -> LoadClass {
+    let final_s = goal.final_trial_duration.as_secs_f64();
+    let (mut good_long, mut bad_long, mut good_short, mut bad_short) = (0.0, 0.0, 0.0, 0.0);
+    for t in trials.iter().filter(|t| !t.tester_limited) {
+        let d = t.intended_duration.as_secs_f64();
+        let bad = t.loss_ratio() > goal.loss_ratio;
+        let long = d >= final_s * (1.0 - 1e-9);
+        match (long, bad) {
+            (true, false) => good_long += d,
+            (true, true) => bad_long += d,
+            (false, false) => good_short += d,
+            (false, true) => bad_short += d,
+        }
+    }
+    let r = goal.exceed_ratio;
+    let balancing = good_short * r / (1.0 - r);
+    let effective_bad = bad_long + (bad_short - balancing).max(0.0);
+    let effective_whole = goal.duration_sum.as_secs_f64().max(good_long + effective_bad);
+    let quantile = effective_whole * r;
+    let eps = 1e-9 * effective_whole;
+    if effective_bad > quantile + eps {
+        LoadClass::Upper
+    } else if effective_whole - good_long <= quantile + eps {
+        LoadClass::Lower
+    } else {
+        LoadClass::Undecided
+    }
+}
+
+/// Conditional throughput at a load (draft Appendix A.2); `None` without full-length trials.
+pub fn conditional_throughput(goal: &SearchGoal, load_fps: f64, trials: &[&TrialResult]) -> Option<f64> {
+    let final_s = goal.final_trial_duration.as_secs_f64();
+    let mut full: Vec<&TrialResult> = trials
+        .iter()
+        .copied()
+        .filter(|t| !t.tester_limited && t.intended_duration.as_secs_f64() >= final_s * (1.0 - 1e-9))
+        .collect();
+    if full.is_empty() {
+        return None;
+    }
+    // Worst first: highest loss ratio.
+    full.sort_by(|a, b| b.loss_ratio().total_cmp(&a.loss_ratio()));
+    let sum: f64 = full.iter().map(|t| t.intended_duration.as_secs_f64()).sum();
+    let whole = goal.duration_sum.as_secs_f64().max(sum);
+    let missing = whole - sum; // counted as 100 % loss, the very worst
+    let mut remaining = whole * goal.exceed_ratio - missing;
+    if remaining < 0.0 {
+        return Some(0.0);
+    }
+    for t in &full {
+        remaining -= t.intended_duration.as_secs_f64();
+        if remaining < 0.0 {
+            return Some(load_fps * (1.0 - t.loss_ratio()));
+        }
+    }
+    full.last().map(|t| load_fps * (1.0 - t.loss_ratio()))
+}
+
+/// Runs MLRsearch for every goal of `cfg`; trials are shared between goals.
+pub fn mlrsearch<M: Measurer + ?Sized>(m: &mut M, cfg: &MlrConfig) -> Result<MlrResult, LabError> {
+    if !(cfg.min_fps.is_finite() && cfg.min_fps > 0.0) {
+        return Err(LabError::invalid("min_fps", cfg.min_fps, "a positive rate (MLRsearch needs a Min Load > 0)"));
+    }
+    if !(cfg.max_fps.is_finite() && cfg.max_fps > cfg.min_fps) {
+        return Err(LabError::invalid("max_fps", cfg.max_fps, "a finite rate above min_fps"));
+    }
+    if cfg.goals.is_empty() {
+        return Err(LabError::invalid("goals", "[]", "at least one search goal"));
+    }
+    for g in &cfg.goals {
+        g.validate()?;
+    }
+    let mut s = State { db: Vec::new(), max_fps: cfg.max_fps, min_fps: cfg.min_fps, ceiling: None };
+    for goal in &cfg.goals {
+        for phase_goal in phases(goal) {
+            loop {
+                let Some(load) = s.next_load(&phase_goal) else { break };
+                if s.db.len() >= cfg.max_trials {
+                    return Err(LabError::NoConvergence { procedure: "MLRsearch", max_trials: cfg.max_trials });
+                }
+                let t = m.trial(Load::fps(load), phase_goal.final_trial_duration)?;
+                if t.tester_limited {
+                    let reach = t.offered_fps() * 0.999;
+                    s.ceiling = Some(s.ceiling.map_or(t.offered_fps(), |c: f64| c.min(t.offered_fps())));
+                    s.max_fps = s.max_fps.min(reach).max(s.min_fps);
+                }
+                s.db.push(t);
+            }
+        }
+    }
+    let goals = cfg.goals.iter().map(|g| s.goal_result(g)).collect();
+    let trial_seconds = s.db.iter().map(|t| t.intended_duration.as_secs_f64()).sum();
+    Ok(MlrResult { goals, trials: s.db, trial_seconds, tester_ceiling_fps: s.ceiling })
+}
+
+/// The provisional goals of each phase, ending with `goal` itself.
+fn phases(goal: &SearchGoal) -> Vec<SearchGoal> {
+    let mut durations = vec![goal.initial_trial_duration];
+    while *durations.last().unwrap() < goal.final_trial_duration {
+        let next = (*durations.last().unwrap() * 2).min(goal.final_trial_duration);
+        durations.push(next);
+    }
+    let n = durations.len();
+    let mut out: Vec<SearchGoal> = durations[..n - 1]
+        .iter()
+        .enumerate()
+        .map(|(i, &d)| SearchGoal {
+            relative_width: (goal.relative_width * f64::from(1u32 << (n - 1 - i).min(8))).min(0.5),
+            initial_trial_duration: d,
+            final_trial_duration: d,
+            duration_sum: d,
+            ..goal.clone()
+        })
+        .collect();
+    out.push(goal.clone());
+    out
+}
+
+struct State {
+    db: Vec<TrialResult>,
+    max_fps: f64,
+    min_fps: f64,
+    ceiling: Option<f64>,
+}
+
+impl State {
+    /// Distinct measured loads (with at least one trial the tester managed), ascending, classified.
+    fn classified(&self, goal: &SearchGoal) -> Vec<(f64, LoadClass)> {
+        let mut loads: Vec<f64> =
+            self.db.iter().filter(|t| !t.tester_limited).map(|t| t.intended_load.fps).collect();
+        loads.sort_by(f64::total_cmp);
+        loads.dedup();
+        loads.into_iter().map(|l| (l, classify(goal, &self.at(l)))).collect()
+    }
+
+    fn at(&self, load: f64) -> Vec<&TrialResult> {
+        self.db.iter().filter(|t| t.intended_load.fps == load).collect()
+    }
+
+    fn bounds(&self, goal: &SearchGoal) -> (Vec<(f64, LoadClass)>, Option<f64>, Option<f64>) {
+        let c = self.classified(goal);
+        let rub = c.iter().find(|(_, k)| *k == LoadClass::Upper).map(|(l, _)| *l);
+        let rlb = c
+            .iter()
+            .filter(|(l, k)| *k == LoadClass::Lower && rub.map_or(true, |u| *l < u))
+            .map(|(l, _)| *l)
+            .last();
+        (c, rlb, rub)
+    }
+
+    /// The next load to measure for `goal`, or `None` when the goal is done.
+    fn next_load(&self, goal: &SearchGoal) -> Option<f64> {
+        let (classes, rlb, rub) = self.bounds(goal);
+        let lo = rlb.unwrap_or(f64::NEG_INFINITY);
+        let hi = rub.unwrap_or(f64::INFINITY);
+        // 1. An undecided load inside the bracket: measure it again, highest first.
+        if let Some((l, _)) = classes.iter().rev().find(|(l, k)| *k == LoadClass::Undecided && *l > lo && *l < hi) {
+            return Some(*l);
+        }
+        match (rlb, rub) {
+            // 2. No upper bound yet: the max load (unless it is already a lower bound).
+            (Some(l), None) if l >= self.max_fps => None,
+            (_, None) => Some(self.max_fps),
+            // 3. Upper bound but no lower bound: below it.
+            (None, Some(u)) => {
+                if u <= self.min_fps {
+                    return None;
+                }
+                let uppers = classes.iter().filter(|(_, k)| *k == LoadClass::Upper).count();
+                let hint = if uppers == 1 {
+                    // The forwarding rate measured at the upper bound is a good first guess.
+                    self.at(u).last().map(|t| t.received_fps()).unwrap_or(u / 2.0)
+                } else {
+                    (self.min_fps + u) / 2.0
+                };
+                let candidate = hint.min(u * (1.0 - goal.relative_width / 2.0));
+                if candidate <= self.min_fps || (u - self.min_fps) / u <= goal.relative_width {
+                    Some(self.min_fps)
+                } else {
+                    Some(candidate)
+                }
+            }
+            // 4. Both: done when narrow enough, else bisect.
+            (Some(l), Some(u)) => {
+                if (u - l) / u <= goal.relative_width {
+                    None
+                } else {
+                    Some((l + u) / 2.0)
+                }
+            }
+        }
+    }
+
+    fn goal_result(&self, goal: &SearchGoal) -> GoalResult {
+        let (_, rlb, rub) = self.bounds(goal);
+        let conditional_throughput_fps = rlb.and_then(|l| conditional_throughput(goal, l, &self.at(l)));
+        let tester_limited = match (rlb, self.ceiling) {
+            (Some(l), Some(_)) => rub.is_none() && l >= self.max_fps,
+            _ => false,
+        };
+        GoalResult {
+            goal: goal.clone(),
+            relevant_lower_bound_fps: rlb,
+            relevant_upper_bound_fps: rub,
+            conditional_throughput_fps,
+            tester_limited,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::{SimDut, SimModel};
+
+    fn trial(load: f64, secs: u64, lost: u64) -> TrialResult {
+        let d = Duration::from_secs(secs);
+        let offered = Load::fps(load).frames_in(secs as f64);
+        TrialResult::new(Load::fps(load), d, offered, offered - lost, d)
+    }
+
+    #[test]
+    fn classification_follows_the_draft_arithmetic() {
+        let g = SearchGoal::ndr(); // 1 s final, 21 s sum, exceed 0.5
+        let good = trial(1000.0, 1, 0);
+        let bad = trial(1000.0, 1, 1);
+        let refs = |g: usize, b: usize| -> Vec<TrialResult> {
+            std::iter::repeat(good.clone()).take(g).chain(std::iter::repeat(bad.clone()).take(b)).collect()
+        };
+        let cls = |v: &Vec<TrialResult>| classify(&g, &v.iter().collect::<Vec<_>>());
+        assert_eq!(cls(&refs(0, 0)), LoadClass::Undecided);
+        assert_eq!(cls(&refs(10, 0)), LoadClass::Undecided); // 11 s missing counted bad > 10.5
+        assert_eq!(cls(&refs(11, 0)), LoadClass::Lower);
+        assert_eq!(cls(&refs(0, 11)), LoadClass::Upper);
+        assert_eq!(cls(&refs(0, 10)), LoadClass::Undecided);
+        assert_eq!(cls(&refs(11, 10)), LoadClass::Lower);
+        assert_eq!(cls(&refs(10, 11)), LoadClass::Upper);
+        // RFC 2544 goal: one 60 s trial decides.
+        let r = SearchGoal::rfc2544();
+        assert_eq!(classify(&r, &[&trial(1.0, 60, 0)]), LoadClass::Lower);
+        assert_eq!(classify(&r, &[&trial(1000.0, 60, 1)]), LoadClass::Upper);
+        // Short bad trials make an upper bound at exceed ratio 0; short good ones never a lower.
+        assert_eq!(classify(&r, &[&trial(1000.0, 1, 1)]), LoadClass::Upper);
+        assert_eq!(classify(&r, &[&trial(1000.0, 1, 0)]), LoadClass::Undecided);
+        // Tester-limited trials are ignored.
+        let mut tl = trial(1000.0, 60, 0);
+        tl.tester_limited = true;
+        assert_eq!(classify(&r, &[&tl]), LoadClass::Undecided);
+    }
+
+    #[test]
+    fn conditional_throughput_takes_the_exceed_quantile() {
+        let g = SearchGoal { duration_sum: Duration::from_secs(4), ..SearchGoal::pdr() };
+        // Four 1 s trials at 1000 fps with losses 0, 1, 2, 3 frames; exceed 0.5 → 2 s of the worst
+        // are skipped (3 and 2), the quantile trial lost 1 frame.
+        let ts: Vec<TrialResult> = (0..4).map(|l| trial(1000.0, 1, l)).collect();
+        let refs: Vec<&TrialResult> = ts.iter().collect();
+        assert_eq!(conditional_throughput(&g, 1000.0, &refs), Some(999.0));
+    }
+
+    #[test]
+    fn ndr_and_pdr_on_linear_loss_dut() {
+        // No loss up to 1 Mfps, then loss ratio = (load − knee)/knee: PDR 0.5 % at 1.005 Mfps.
+        let mut dut = SimDut::new(SimModel::LinearLoss { knee_fps: 1e6, slope: 1.0 }, 1);
+        let r = mlrsearch(&mut dut, &MlrConfig::ndr_pdr(1e4, 1.488e7)).unwrap();
+        let ndr = &r.goals[0];
+        let pdr = &r.goals[1];
+        let (l, u) = (ndr.relevant_lower_bound_fps.unwrap(), ndr.relevant_upper_bound_fps.unwrap());
+        assert!(l <= 1e6 && u > 1e6 && (u - l) / u <= 0.005, "NDR {l}..{u}");
+        let (l, u) = (pdr.relevant_lower_bound_fps.unwrap(), pdr.relevant_upper_bound_fps.unwrap());
+        assert!(l <= 1.005e6 + 1.0 && u > 1.005e6 && (u - l) / u <= 0.005, "PDR {l}..{u}");
+        assert!(ndr.conditional_throughput_fps.unwrap() <= ndr.relevant_lower_bound_fps.unwrap());
+        assert!(!ndr.tester_limited && !pdr.tester_limited);
+        assert!((r.trial_seconds - dut.trial_seconds()).abs() < 1e-9);
+        // Each bound comes from at least 11 s of 1 s trials at the lower bound.
+        let at_lb = r.trials.iter().filter(|t| t.intended_load.fps == ndr.relevant_lower_bound_fps.unwrap()).count();
+        assert!(at_lb >= 11, "{at_lb}");
+    }
+
+    #[test]
+    fn sporadic_losses_are_absorbed_by_the_exceed_ratio() {
+        // 20 % of trials lose a few frames anywhere: with exceed ratio 0.5 NDR still finds the
+        // capacity; RFC 2544 (exceed 0) would be dragged down by the first unlucky trial.
+        let model = SimModel::Sporadic { capacity_fps: 1e6, probability: 0.2, max_lost: 3 };
+        let mut dut = SimDut::new(model, 11);
+        let cfg = MlrConfig { goals: vec![SearchGoal::ndr()], ..MlrConfig::ndr_pdr(1e4, 2e6) };
+        let r = mlrsearch(&mut dut, &cfg).unwrap();
+        let l = r.goals[0].relevant_lower_bound_fps.unwrap();
+        assert!(l <= 1e6 && l >= 0.99e6, "{l}");
+    }
+
+    #[test]
+    fn phased_durations_start_short() {
+        let goal = SearchGoal {
+            initial_trial_duration: Duration::from_secs(1),
+            final_trial_duration: Duration::from_secs(8),
+            duration_sum: Duration::from_secs(8),
+            ..SearchGoal::ndr()
+        };
+        let p = phases(&goal);
+        let ds: Vec<u64> = p.iter().map(|g| g.final_trial_duration.as_secs()).collect();
+        assert_eq!(ds, vec![1, 2, 4, 8]);
+        assert!(p[0].relative_width > p[3].relative_width);
+        let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 3e5 }, 1);
+        let r = mlrsearch(&mut dut, &MlrConfig { goals: vec![goal], ..MlrConfig::ndr_pdr(1e3, 1e6) }).unwrap();
+        assert_eq!(r.trials[0].intended_duration, Duration::from_secs(1));
+        assert_eq!(r.trials.last().unwrap().intended_duration, Duration::from_secs(8));
+        let l = r.goals[0].relevant_lower_bound_fps.unwrap();
+        let u = r.goals[0].relevant_upper_bound_fps.unwrap();
+        assert!(l <= 3e5 && u > 3e5 && (u - l) / u <= 0.005);
+        // The lower bound was confirmed by a full-length trial.
+        assert!(r.trials.iter().any(|t| t.intended_load.fps == l && t.intended_duration.as_secs() == 8));
+    }
+
+    #[test]
+    fn tester_limit_flags_goal_and_never_classifies() {
+        let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 5e6 }, 1).with_tester_limit(1e6);
+        let cfg = MlrConfig { goals: vec![SearchGoal::ndr()], ..MlrConfig::ndr_pdr(1e4, 1e7) };
+        let r = mlrsearch(&mut dut, &cfg).unwrap();
+        let g = &r.goals[0];
+        assert!(g.tester_limited, "{g:?}");
+        assert_eq!(g.relevant_upper_bound_fps, None);
+        assert!(g.relevant_lower_bound_fps.unwrap() > 0.99e6);
+        assert_eq!(r.tester_ceiling_fps, Some(1e6));
+    }
+
+    #[test]
+    fn dut_slower_than_min_load() {
+        let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 10.0 }, 1);
+        let cfg = MlrConfig { goals: vec![SearchGoal::ndr()], ..MlrConfig::ndr_pdr(1e3, 1e6) };
+        let r = mlrsearch(&mut dut, &cfg).unwrap();
+        assert_eq!(r.goals[0].relevant_lower_bound_fps, None);
+        assert_eq!(r.goals[0].relevant_upper_bound_fps, Some(1e3));
+        assert_eq!(r.goals[0].conditional_throughput_fps, None);
+    }
+
+    #[test]
+    fn invalid_goal_names_the_field() {
+        let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 10.0 }, 1);
+        let mut cfg = MlrConfig::ndr_pdr(1.0, 10.0);
+        cfg.goals[1].exceed_ratio = 1.0;
+        let e = mlrsearch(&mut dut, &cfg).unwrap_err().to_string();
+        assert!(e.contains("goal.exceed_ratio"), "{e}");
+        cfg = MlrConfig::ndr_pdr(0.0, 10.0);
+        assert!(mlrsearch(&mut dut, &cfg).unwrap_err().to_string().contains("min_fps"));
+    }
+}

@@ -1,0 +1,286 @@
+//! Simulated devices under test: [`SimDut`] implements [`Measurer`] with a known, seeded behaviour
+//! ([`SimModel`]) so every search can be tested against a known answer without sending a packet.
+//!
+//! Models (all deterministic for a given seed):
+//! - [`SimModel::Fixed`]: forwards up to `capacity_fps`, drops the excess.
+//! - [`SimModel::Noisy`]: capacity drawn per trial uniformly in `capacity_fps × (1 ± spread)`.
+//! - [`SimModel::Sporadic`]: like `Fixed`, but any trial, even far below capacity, loses a few
+//!   frames with some probability — the OVS-DPDK behaviour EANTC reports in seed 000 ("10 packets
+//!   out of a 1 million", loss at 12 % but not at 13–15 %).
+//! - [`SimModel::LinearLoss`]: no loss up to `knee_fps`, then a loss ratio growing linearly with
+//!   the load, `slope × (load − knee) / knee`, capped at 1.
+//!
+//! Any model can be given a buffer of `B` frames (`with_buffer`): excess frames fill it before they
+//! are dropped, and it drains at the model's capacity — the RFC 9004 back-to-back model, where a
+//! burst at line rate `R` into a DUT draining at `C` is lossless up to `B / (1 − C/R)` frames.
+//! A tester limit (`with_tester_limit`) caps what the simulated generator can offer, so trials
+//! above it come back tester-limited.
+//!
+//! The simulator counts the trial-seconds it has "spent" ([`SimDut::trial_seconds`]) so procedures
+//! can be compared on cost, as the MLRsearch draft compares search duration.
+
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::measurer::{BurstResult, LatencyStats, Measurer, TrialResult};
+use crate::{LabError, Load};
+
+/// The forwarding behaviour of a [`SimDut`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SimModel {
+    Fixed { capacity_fps: f64 },
+    Noisy { capacity_fps: f64, spread: f64 },
+    Sporadic { capacity_fps: f64, probability: f64, max_lost: u64 },
+    LinearLoss { knee_fps: f64, slope: f64 },
+}
+
+impl SimModel {
+    fn nominal_capacity(&self) -> f64 {
+        match *self {
+            SimModel::Fixed { capacity_fps }
+            | SimModel::Noisy { capacity_fps, .. }
+            | SimModel::Sporadic { capacity_fps, .. } => capacity_fps,
+            SimModel::LinearLoss { knee_fps, .. } => knee_fps,
+        }
+    }
+}
+
+/// A simulated DUT plus simulated generator.
+#[derive(Debug, Clone)]
+pub struct SimDut {
+    model: SimModel,
+    buffer_frames: u64,
+    line_rate_fps: f64,
+    tester_limit_fps: Option<f64>,
+    base_latency_ns: f64,
+    rng: ChaCha8Rng,
+    trial_seconds: f64,
+    trials: u64,
+    bursts: u64,
+}
+
+impl SimDut {
+    /// A DUT with `model`, no buffer, a 10GE/64-byte line rate for bursts, no tester limit, and a
+    /// 10 µs base latency.
+    pub fn new(model: SimModel, seed: u64) -> SimDut {
+        SimDut {
+            model,
+            buffer_frames: 0,
+            line_rate_fps: crate::LineRate::ten_gig(64).max_fps(),
+            tester_limit_fps: None,
+            base_latency_ns: 10_000.0,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            trial_seconds: 0.0,
+            trials: 0,
+            bursts: 0,
+        }
+    }
+
+    /// Gives the DUT a buffer of `frames` frames draining at the model's capacity.
+    pub fn with_buffer(mut self, frames: u64) -> SimDut {
+        self.buffer_frames = frames;
+        self
+    }
+
+    /// The rate at which back-to-back bursts arrive (the line rate).
+    pub fn with_line_rate(mut self, fps: f64) -> SimDut {
+        self.line_rate_fps = fps;
+        self
+    }
+
+    /// The simulated generator cannot offer more than `fps`.
+    pub fn with_tester_limit(mut self, fps: f64) -> SimDut {
+        self.tester_limit_fps = Some(fps);
+        self
+    }
+
+    /// Replaces the model (e.g. from a scale-sweep callback that "reconfigures the DUT").
+    pub fn set_model(&mut self, model: SimModel) {
+        self.model = model;
+    }
+
+    pub fn model(&self) -> SimModel {
+        self.model
+    }
+
+    /// Simulated seconds of traffic sent so far (trials and bursts).
+    pub fn trial_seconds(&self) -> f64 {
+        self.trial_seconds
+    }
+
+    /// Number of trials run so far.
+    pub fn trials(&self) -> u64 {
+        self.trials
+    }
+
+    /// Number of bursts run so far.
+    pub fn bursts(&self) -> u64 {
+        self.bursts
+    }
+
+    /// This trial's capacity (noise applied).
+    fn capacity(&mut self) -> f64 {
+        match self.model {
+            SimModel::Noisy { capacity_fps, spread } => {
+                let u: f64 = self.rng.gen_range(-1.0..=1.0);
+                capacity_fps * (1.0 + spread * u)
+            }
+            m => m.nominal_capacity(),
+        }
+    }
+
+    /// Frames lost when `offered` frames arrive at `rate` fps over `secs` seconds.
+    fn lost(&mut self, offered: u64, rate: f64, secs: f64) -> u64 {
+        let capacity = self.capacity();
+        let mut lost = match self.model {
+            SimModel::LinearLoss { knee_fps, slope } => {
+                if rate > knee_fps {
+                    let ratio = (slope * (rate - knee_fps) / knee_fps).min(1.0);
+                    (offered as f64 * ratio).round() as u64
+                } else {
+                    0
+                }
+            }
+            _ => {
+                let excess = offered as f64 - capacity * secs - self.buffer_frames as f64;
+                excess.max(0.0).round() as u64
+            }
+        };
+        if let SimModel::Sporadic { probability, max_lost, .. } = self.model {
+            if lost == 0 && max_lost > 0 && self.rng.gen_bool(probability.clamp(0.0, 1.0)) {
+                lost = self.rng.gen_range(1..=max_lost);
+            }
+        }
+        lost.min(offered)
+    }
+
+    fn latency(&mut self, rate: f64, received: u64) -> LatencyStats {
+        // Queueing-like growth towards capacity: base × (1 + ρ/(1−ρ)), ρ capped at 0.99.
+        let rho = (rate / self.model.nominal_capacity()).clamp(0.0, 0.99);
+        let avg = self.base_latency_ns * (1.0 + rho / (1.0 - rho));
+        let wobble: f64 = self.rng.gen_range(0.95..=1.05);
+        let avg = avg * wobble;
+        LatencyStats {
+            min_ns: self.base_latency_ns * 0.8,
+            avg_ns: avg,
+            max_ns: avg * 6.0,
+            p50_ns: avg * 0.95,
+            p90_ns: avg * 1.4,
+            p99_ns: avg * 2.0,
+            p99_9_ns: avg * 3.0,
+            p99_99_ns: avg * 4.5,
+            jitter_mean_ns: avg * 0.1,
+            jitter_max_ns: avg * 2.0,
+            samples: received,
+        }
+    }
+}
+
+impl Measurer for SimDut {
+    fn trial(&mut self, load: Load, duration: Duration) -> Result<TrialResult, LabError> {
+        if !(load.fps.is_finite() && load.fps >= 0.0) {
+            return Err(LabError::invalid("load_fps", load.fps, "a finite rate >= 0"));
+        }
+        let secs = duration.as_secs_f64();
+        let intended = load.frames_in(secs);
+        let offered = match self.tester_limit_fps {
+            Some(limit) => intended.min((limit * secs).floor() as u64),
+            None => intended,
+        };
+        let rate = if secs > 0.0 { offered as f64 / secs } else { 0.0 };
+        let lost = self.lost(offered, rate, secs);
+        let received = offered - lost;
+        self.trial_seconds += secs;
+        self.trials += 1;
+        let mut r = TrialResult::new(load, duration, offered, received, duration);
+        r.latency = Some(self.latency(rate, received));
+        Ok(r)
+    }
+
+    fn burst(&mut self, frames: u64) -> Result<BurstResult, LabError> {
+        let arrival = match self.tester_limit_fps {
+            Some(limit) if limit < self.line_rate_fps => limit,
+            _ => self.line_rate_fps,
+        };
+        let secs = frames as f64 / arrival;
+        let lost = self.lost(frames, arrival, secs);
+        self.trial_seconds += secs;
+        self.bursts += 1;
+        Ok(BurstResult {
+            intended_frames: frames,
+            offered_frames: frames,
+            received_frames: frames - lost,
+            tester_limited: arrival < self.line_rate_fps,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn fixed_capacity_drops_exactly_the_excess() {
+        let mut d = SimDut::new(SimModel::Fixed { capacity_fps: 1000.0 }, 1);
+        assert_eq!(d.trial(Load::fps(900.0), S).unwrap().lost_frames(), 0);
+        assert_eq!(d.trial(Load::fps(1000.0), S).unwrap().lost_frames(), 0);
+        assert_eq!(d.trial(Load::fps(1200.0), S).unwrap().lost_frames(), 200);
+        assert_eq!(d.trial_seconds(), 3.0);
+        assert_eq!(d.trials(), 3);
+    }
+
+    #[test]
+    fn tester_limit_caps_offered_and_flags_the_trial() {
+        let mut d = SimDut::new(SimModel::Fixed { capacity_fps: 1e6 }, 1).with_tester_limit(500.0);
+        let t = d.trial(Load::fps(800.0), S).unwrap();
+        assert!(t.tester_limited);
+        assert_eq!(t.offered_frames, 500);
+        assert_eq!(t.lost_frames(), 0);
+        let t = d.trial(Load::fps(400.0), S).unwrap();
+        assert!(!t.tester_limited);
+    }
+
+    #[test]
+    fn same_seed_same_results() {
+        let model = SimModel::Sporadic { capacity_fps: 1e6, probability: 0.3, max_lost: 10 };
+        let run = |seed| {
+            let mut d = SimDut::new(model, seed);
+            (0..50).map(|_| d.trial(Load::fps(5e5), S).unwrap().lost_frames()).collect::<Vec<_>>()
+        };
+        assert_eq!(run(7), run(7));
+        assert_ne!(run(7), run(8));
+        let losses = run(7);
+        assert!(losses.iter().any(|&l| l > 0) && losses.iter().any(|&l| l == 0));
+        assert!(losses.iter().all(|&l| l <= 10));
+    }
+
+    #[test]
+    fn linear_loss_grows_above_the_knee() {
+        let mut d = SimDut::new(SimModel::LinearLoss { knee_fps: 1000.0, slope: 0.5 }, 1);
+        assert_eq!(d.trial(Load::fps(1000.0), S).unwrap().lost_frames(), 0);
+        // 1200: 0.5 × 0.2 = 10 % of 1200 = 120.
+        assert_eq!(d.trial(Load::fps(1200.0), S).unwrap().lost_frames(), 120);
+        assert_eq!(d.trial(Load::fps(1e6), S).unwrap().received_frames, 0);
+    }
+
+    #[test]
+    fn buffered_dut_absorbs_bursts_up_to_the_rfc9004_length() {
+        // B = 1000 frames, drain 0.5 × R: lossless up to B / (1 − 0.5) = 2000 frames.
+        let mut d = SimDut::new(SimModel::Fixed { capacity_fps: 5e6 }, 1).with_buffer(1000).with_line_rate(1e7);
+        assert!(d.burst(2000).unwrap().lossless());
+        assert!(!d.burst(2002).unwrap().lossless());
+        assert_eq!(d.bursts(), 2);
+        assert!((d.trial_seconds() - 4002.0 / 1e7).abs() < 1e-12);
+    }
+
+    #[test]
+    fn bad_load_is_an_error_not_a_panic() {
+        let mut d = SimDut::new(SimModel::Fixed { capacity_fps: 1.0 }, 1);
+        assert!(d.trial(Load::fps(f64::NAN), S).is_err());
+        assert!(d.trial(Load::fps(-1.0), S).is_err());
+    }
+}
