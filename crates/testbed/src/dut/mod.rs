@@ -1,0 +1,181 @@
+//! Devices under test: the [`Dut`] trait and its drivers.
+//!
+//! | driver | name | links | how it runs |
+//! |---|---|---|---|
+//! | [`vecswitch::VecswitchDut`] | `vecswitch-xconnect`, `vecswitch-bridge` | memif, veth | writes a TOML config, runs `vecswitch run --config` |
+//! | [`linux_bridge::LinuxBridgeDut`] | `linux-bridge` | veth | one kernel bridge per port pair in the DUT namespace |
+//! | [`ovs::OvsDut`] | `ovs` | veth | `ovsdb-server` + `ovs-vswitchd` (userspace `netdev` datapath) under the run dir; afxdp ports, else system |
+//! | [`testpmd::TestpmdDut`] | `testpmd-io` | memif | `dpdk-testpmd --forward-mode=io`, the speed-of-light reference |
+//! | [`ovs_dpdk::OvsDpdkDut`] | `ovs-dpdk` | memif | refuses with the reason (see its module doc) |
+//!
+//! A driver gets the [`Wiring`] (which ports it must hold and which it must connect), starts its
+//! processes inside the DUT namespace on the DUT's CPU, and waits until it is ready (sockets exist,
+//! bridges are up). Drivers install nothing; a missing program is an error naming the package.
+
+pub mod linux_bridge;
+pub mod ovs;
+pub mod ovs_dpdk;
+pub mod testpmd;
+pub mod vecswitch;
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::placement::PlacedProcess;
+use crate::process::ChildGuard;
+use crate::topology::Wiring;
+
+/// A scale setting for scale sweeps (the reports' MAC-table and flow-count tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scale {
+    /// Pre-populate this many MAC entries (static entries pointing away from the test ports).
+    MacEntries(u32),
+    /// Install this many flows / rules.
+    Flows(u32),
+}
+
+/// A device under test.
+pub trait Dut: fmt::Debug + Send {
+    /// The driver's name (`vecswitch-xconnect`, `linux-bridge`, ...), as results show it.
+    fn name(&self) -> &str;
+
+    /// Version strings of what runs (program versions, kernel), for the results' provenance.
+    fn describe(&self) -> String;
+
+    /// Starts the DUT on `wiring` and returns when it forwards (or fails). Teardown is the
+    /// caller's job even when this fails ([`crate::Testbed::start`] does it).
+    fn setup(&mut self, wiring: &Wiring) -> Result<()>;
+
+    /// Stops everything `setup` started. Idempotent.
+    fn teardown(&mut self) -> Result<()>;
+
+    /// Applies a scale setting after `setup`. Drivers that cannot say so in the error.
+    fn configure_scale(&mut self, scale: Scale) -> Result<()> {
+        Err(Error::Unsupported {
+            dut: self.name().to_string(),
+            what: format!("scale setting {scale:?}"),
+            why: "this driver has no scale configuration".into(),
+        })
+    }
+
+    /// Its processes, for the placement record (role `dut`).
+    fn processes(&self) -> Vec<PlacedProcess>;
+
+    /// Fails if one of its processes exited.
+    fn check_alive(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The drivers by name, for configs and the CLI.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DutKind {
+    VecswitchXconnect { bin: PathBuf },
+    VecswitchBridge { bin: PathBuf },
+    LinuxBridge,
+    Ovs,
+    TestpmdIo,
+    OvsDpdk,
+}
+
+/// Names accepted by [`DutKind::parse`].
+pub const DUT_NAMES: &str =
+    "vecswitch-xconnect, vecswitch-bridge, linux-bridge, ovs, testpmd-io, ovs-dpdk";
+
+impl DutKind {
+    /// Parses a driver name; `vecswitch_bin` is the `vecswitch` binary for the vecswitch drivers
+    /// (`std::env::current_exe()` in the CLI, `CARGO_BIN_EXE_vecswitch` in tests).
+    pub fn parse(name: &str, vecswitch_bin: PathBuf) -> Result<DutKind> {
+        Ok(match name {
+            "vecswitch" | "vecswitch-xconnect" => DutKind::VecswitchXconnect { bin: vecswitch_bin },
+            "vecswitch-bridge" => DutKind::VecswitchBridge { bin: vecswitch_bin },
+            "linux-bridge" => DutKind::LinuxBridge,
+            "ovs" => DutKind::Ovs,
+            "testpmd-io" => DutKind::TestpmdIo,
+            "ovs-dpdk" => DutKind::OvsDpdk,
+            _ => {
+                return Err(Error::Invalid {
+                    field: "dut",
+                    value: name.to_string(),
+                    expected: DUT_NAMES.to_string(),
+                })
+            }
+        })
+    }
+
+    /// A fresh driver.
+    pub fn build(&self) -> Box<dyn Dut> {
+        match self {
+            DutKind::VecswitchXconnect { bin } => {
+                Box::new(vecswitch::VecswitchDut::new(bin.clone(), vecswitch::Mode::Xconnect))
+            }
+            DutKind::VecswitchBridge { bin } => {
+                Box::new(vecswitch::VecswitchDut::new(bin.clone(), vecswitch::Mode::Bridge))
+            }
+            DutKind::LinuxBridge => Box::new(linux_bridge::LinuxBridgeDut::new()),
+            DutKind::Ovs => Box::new(ovs::OvsDut::new()),
+            DutKind::TestpmdIo => Box::new(testpmd::TestpmdDut::new()),
+            DutKind::OvsDpdk => Box::new(ovs_dpdk::OvsDpdkDut::new()),
+        }
+    }
+}
+
+/// The placement record of one child process with role `dut`.
+pub(crate) fn placed(child: &ChildGuard, note: &str) -> PlacedProcess {
+    PlacedProcess {
+        role: "dut".into(),
+        name: child.name().to_string(),
+        pid: child.pid(),
+        cpus: child.cpus_allowed(),
+        note: note.to_string(),
+    }
+}
+
+/// First line of `program args` output, or a note that it could not be run.
+pub(crate) fn version_line(program: &str, args: &[&str]) -> String {
+    match crate::cmd::run(program, args) {
+        Ok(out) => out
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim()
+            .to_string(),
+        Err(_) => format!("{program}: version unknown"),
+    }
+}
+
+/// The kernel release (`uname -r`).
+pub(crate) fn kernel() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| format!("Linux {}", s.trim()))
+        .unwrap_or_else(|_| "Linux (release unknown)".into())
+}
+
+/// Error for a wiring a driver cannot hold.
+pub(crate) fn unsupported_wiring(dut: &str, w: &Wiring, why: &str) -> Error {
+    Error::Unsupported {
+        dut: dut.to_string(),
+        what: format!("topology {}", w.topology),
+        why: why.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_and_build() {
+        for n in ["vecswitch-xconnect", "vecswitch-bridge", "linux-bridge", "ovs", "testpmd-io", "ovs-dpdk"] {
+            let k = DutKind::parse(n, "/bin/vecswitch".into()).unwrap();
+            assert_eq!(k.build().name(), n);
+        }
+        let e = DutKind::parse("vpp", "/x".into()).unwrap_err().to_string();
+        assert!(e.contains("vpp") && e.contains("linux-bridge"), "{e}");
+    }
+}

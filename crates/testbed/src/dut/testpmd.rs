@@ -1,0 +1,259 @@
+//! `testpmd-io`: DPDK's `dpdk-testpmd` forwarding between two memif ports with `--forward-mode=io`
+//! (no header processing at all) — the speed-of-light reference any switch is compared with. The
+//! same helpers start testpmd as the PVP VNF (`--forward-mode=macswap`).
+//!
+//! Flags that matter on these machines (DESIGN.md, pitfalls): `--no-huge -m 1024 --no-pci
+//! --iova-mode=va`, a unique `--file-prefix` (here the run id, so stale runtime directories can be
+//! found), `--total-num-mbufs=32768`. Both lcores are mapped to one CPU (`--lcores=0@N,1@N`): the
+//! main lcore only waits for end of input, the forwarding lcore polls. memif sockets are filesystem
+//! sockets (`socket-abstract=no`; DPDK 22.11 defaults to abstract ones). testpmd runs
+//! non-interactively with a pipe as stdin: closing it stops forwarding and prints the forward
+//! statistics into the log (read them with [`TestpmdDut::port_stats`]) — memif counters reset when
+//! the peer disconnects, so the log is where they survive.
+
+use std::time::Duration;
+
+use crate::dut::{placed, unsupported_wiring, version_line, Dut};
+use crate::error::Result;
+use crate::placement::PlacedProcess;
+use crate::process::{ChildGuard, ProcessSpec};
+use crate::topology::{PortEnd, Wiring};
+
+/// The testpmd program (Debian package `dpdk-dev`).
+pub const TESTPMD: &str = "dpdk-testpmd";
+
+/// EAL arguments: no hugepages, no PCI, both lcores on `cpu`, file prefix `prefix`.
+pub fn eal_args(prefix: &str, cpu: usize) -> Vec<String> {
+    vec![
+        format!("--lcores=0@{cpu},1@{cpu}"),
+        "--main-lcore".into(),
+        "0".into(),
+        "--no-huge".into(),
+        "-m".into(),
+        "1024".into(),
+        "--no-pci".into(),
+        "--iova-mode=va".into(),
+        "--file-prefix".into(),
+        prefix.to_string(),
+    ]
+}
+
+/// Application arguments after `--` for `mode` (`io`, `macswap`, ...).
+pub fn app_args(mode: &str) -> Vec<String> {
+    vec![
+        "--".into(),
+        format!("--forward-mode={mode}"),
+        "--nb-cores=1".into(),
+        "--total-num-mbufs=32768".into(),
+    ]
+}
+
+/// The `--vdev` argument for memif port `index` on `end`.
+pub fn memif_vdev(index: usize, end: &PortEnd) -> Option<String> {
+    match end {
+        PortEnd::Memif {
+            socket, id, role, ..
+        } => Some(format!(
+            "--vdev=net_memif{index},role={},socket={},id={id},socket-abstract=no",
+            role.as_str(),
+            socket.display()
+        )),
+        PortEnd::Veth { .. } => None,
+    }
+}
+
+/// RX/TX counters of one port from testpmd's exit statistics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TestpmdPortStats {
+    pub rx_packets: u64,
+    pub rx_dropped: u64,
+    pub tx_packets: u64,
+    pub tx_dropped: u64,
+}
+
+/// Parses the "Forward statistics for port N" blocks testpmd prints when it stops.
+pub fn parse_forward_stats(log: &str) -> Vec<(u16, TestpmdPortStats)> {
+    let mut out: Vec<(u16, TestpmdPortStats)> = Vec::new();
+    let mut current: Option<u16> = None;
+    let num = |line: &str, key: &str| -> Option<u64> {
+        let i = line.find(key)? + key.len();
+        line[i..].split_whitespace().next()?.parse().ok()
+    };
+    for line in log.lines() {
+        if let Some(i) = line.find("Forward statistics for port") {
+            current = line[i + "Forward statistics for port".len()..]
+                .split_whitespace()
+                .next()
+                .and_then(|n| n.parse().ok());
+            if let Some(p) = current {
+                out.push((p, TestpmdPortStats::default()));
+            }
+            continue;
+        }
+        if line.contains("Accumulated forward statistics") {
+            current = None;
+        }
+        let (Some(_), Some(last)) = (current, out.last_mut()) else {
+            continue;
+        };
+        if let Some(v) = num(line, "RX-packets:") {
+            last.1.rx_packets = v;
+            last.1.rx_dropped = num(line, "RX-dropped:").unwrap_or(0);
+        }
+        if let Some(v) = num(line, "TX-packets:") {
+            last.1.tx_packets = v;
+            last.1.tx_dropped = num(line, "TX-dropped:").unwrap_or(0);
+        }
+    }
+    out
+}
+
+/// The `testpmd-io` DUT.
+#[derive(Debug, Default)]
+pub struct TestpmdDut {
+    child: Option<ChildGuard>,
+    prefix: Option<String>,
+    last_log: String,
+}
+
+impl TestpmdDut {
+    pub fn new() -> TestpmdDut {
+        TestpmdDut::default()
+    }
+
+    /// Per-port counters printed when testpmd stopped (after [`Dut::teardown`]).
+    pub fn port_stats(&self) -> Vec<(u16, TestpmdPortStats)> {
+        parse_forward_stats(&self.last_log)
+    }
+}
+
+impl Dut for TestpmdDut {
+    fn name(&self) -> &str {
+        "testpmd-io"
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "DPDK {} ({TESTPMD} --forward-mode=io, memif PMD)",
+            version_line("dpkg-query", &["-W", "-f=${Version}", "dpdk-dev"])
+        )
+    }
+
+    fn setup(&mut self, w: &Wiring) -> Result<()> {
+        if w.topology.is_pvp() || !w.all_dut_ports_memif() {
+            return Err(unsupported_wiring(
+                self.name(),
+                w,
+                "testpmd-io runs on phy2phy-memif only (two memif ports forwarded with io mode)",
+            ));
+        }
+        if !crate::cmd::have(TESTPMD) {
+            return Err(crate::Error::Unsupported {
+                dut: self.name().into(),
+                what: "this machine".into(),
+                why: format!("{TESTPMD} not found; install the Debian package dpdk-dev (make setup)"),
+            });
+        }
+        let prefix = format!("{}-dut", w.run_id);
+        let mut args = eal_args(&prefix, w.cores.dut);
+        args.extend(w.dut_ports.iter().enumerate().filter_map(|(i, p)| memif_vdev(i, p)));
+        args.extend(app_args("io"));
+        let spec = ProcessSpec::new("dut-testpmd", TESTPMD)
+            .args(args)
+            .netns(Some(&w.dut_netns))
+            .cpus(Some(vec![w.cores.dut]))
+            .stdin_pipe(true);
+        let mut child = ChildGuard::spawn(&spec, &w.run_dir)?;
+        self.prefix = Some(prefix);
+        for s in w.dut_server_sockets() {
+            let r = child.wait_for_path(&s, Duration::from_secs(30));
+            if let Err(e) = r {
+                self.child = Some(child);
+                return Err(e);
+            }
+        }
+        self.child = Some(child);
+        Ok(())
+    }
+
+    fn teardown(&mut self) -> Result<()> {
+        if let Some(mut c) = self.child.take() {
+            c.stop(Duration::from_secs(3));
+            self.last_log = c.log();
+        }
+        if let Some(p) = self.prefix.take() {
+            let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/{p}"));
+        }
+        Ok(())
+    }
+
+    fn processes(&self) -> Vec<PlacedProcess> {
+        self.child
+            .iter()
+            .map(|c| placed(c, "main lcore waits on stdin; forwarding lcore polls; both pinned to the DUT CPU"))
+            .collect()
+    }
+
+    fn check_alive(&mut self) -> Result<()> {
+        match &mut self.child {
+            Some(c) => c.check_alive(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for TestpmdDut {
+    fn drop(&mut self) {
+        let _ = self.teardown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::MemifRole;
+
+    #[test]
+    fn vdev_names_role_socket_and_filesystem_socket() {
+        let e = PortEnd::Memif {
+            name: "phy0".into(),
+            socket: "/tmp/r/phy0.sock".into(),
+            id: 0,
+            role: MemifRole::Server,
+        };
+        assert_eq!(
+            memif_vdev(0, &e).unwrap(),
+            "--vdev=net_memif0,role=server,socket=/tmp/r/phy0.sock,id=0,socket-abstract=no"
+        );
+    }
+
+    #[test]
+    fn forward_stats_parse() {
+        let log = "\
+  ---------------------- Forward statistics for port 0  ----------------------
+  RX-packets: 1000           RX-dropped: 3             RX-total: 1003
+  TX-packets: 990            TX-dropped: 10            TX-total: 1000
+  ----------------------------------------------------------------------------
+  ---------------------- Forward statistics for port 1  ----------------------
+  RX-packets: 1000           RX-dropped: 0             RX-total: 1000
+  TX-packets: 1000           TX-dropped: 0             TX-total: 1000
+  +++++++++++++++ Accumulated forward statistics for all ports+++++++++++++++
+  RX-packets: 2000           RX-dropped: 3             RX-total: 2003
+";
+        let s = parse_forward_stats(log);
+        assert_eq!(s.len(), 2);
+        assert_eq!(
+            s[0],
+            (
+                0,
+                TestpmdPortStats {
+                    rx_packets: 1000,
+                    rx_dropped: 3,
+                    tx_packets: 990,
+                    tx_dropped: 10
+                }
+            )
+        );
+        assert_eq!(s[1].1.tx_packets, 1000);
+    }
+}

@@ -1,0 +1,242 @@
+//! `vecswitch-xconnect` / `vecswitch-bridge`: the switch itself as the DUT.
+//!
+//! The driver writes a config (`<run dir>/dut.toml`, the schema of `vecswitch run --config`, see
+//! `docs/CONTROL.md`): one `[[port]]` per DUT port (memif servers or AF_PACKET on the DUT's veth
+//! ends), and per port pair either an `[[xconnect]]` (E-Line) or a two-port `[[bridge]]` (E-LAN with
+//! MAC learning). It runs `vecswitch run --config dut.toml` inside the DUT namespace, pinned to the
+//! DUT CPU, and is ready when its memif sockets (or its control socket) exist. The binary path
+//! comes from the caller (`current_exe()` in the CLI, `CARGO_BIN_EXE_vecswitch` in the CLI crate's
+//! tests).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::dut::{placed, version_line, Dut};
+use crate::error::{Error, Result};
+use crate::placement::PlacedProcess;
+use crate::process::{ChildGuard, ProcessSpec};
+use crate::topology::{PortEnd, Wiring};
+
+/// How the DUT connects each port pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `[[xconnect]] ports = [a, b]`.
+    Xconnect,
+    /// `[[bridge]] ports = [a, b]` (learning bridge-domain per pair).
+    Bridge,
+}
+
+fn toml_str(s: &str) -> String {
+    // TOML basic string: escape backslash and quote; our names and paths have no control chars.
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// The `vecswitch run` config for `ports`, connecting `pairs` (indexes into `ports`) with `mode`.
+pub fn config_toml(
+    ports: &[PortEnd],
+    pairs: &[(usize, usize)],
+    mode: Mode,
+    control_socket: &Path,
+    worker_cpu: Option<usize>,
+) -> String {
+    let mut s = String::from("# written by vecswitch-testbed\n[switch]\n");
+    let _ = writeln!(s, "control_socket = {}", toml_str(&control_socket.display().to_string()));
+    if let Some(cpu) = worker_cpu {
+        let _ = writeln!(s, "worker_cpu = {cpu}");
+    }
+    for p in ports {
+        s.push_str("\n[[port]]\n");
+        match p {
+            PortEnd::Memif {
+                name,
+                socket,
+                id,
+                role,
+            } => {
+                let _ = writeln!(s, "name = {}", toml_str(name));
+                s.push_str("type = \"memif\"\n");
+                let _ = writeln!(s, "socket = {}", toml_str(&socket.display().to_string()));
+                let _ = writeln!(s, "id = {id}");
+                let _ = writeln!(s, "role = {}", toml_str(role.as_str()));
+                s.push_str("ring_size = 1024\nmode = \"polling\"\n");
+            }
+            PortEnd::Veth { name, ifname, .. } => {
+                let _ = writeln!(s, "name = {}", toml_str(name));
+                s.push_str("type = \"af_packet\"\n");
+                let _ = writeln!(s, "interface = {}", toml_str(ifname));
+            }
+        }
+    }
+    for (n, (a, b)) in pairs.iter().enumerate() {
+        let (a, b) = (toml_str(ports[*a].name()), toml_str(ports[*b].name()));
+        match mode {
+            Mode::Xconnect => {
+                let _ = write!(s, "\n[[xconnect]]\nports = [{a}, {b}]\n");
+            }
+            Mode::Bridge => {
+                let _ = write!(s, "\n[[bridge]]\nname = \"br{n}\"\nports = [{a}, {b}]\n");
+            }
+        }
+    }
+    s
+}
+
+/// The vecswitch DUT.
+#[derive(Debug)]
+pub struct VecswitchDut {
+    bin: PathBuf,
+    mode: Mode,
+    child: Option<ChildGuard>,
+    config: Option<PathBuf>,
+}
+
+impl VecswitchDut {
+    pub fn new(bin: PathBuf, mode: Mode) -> VecswitchDut {
+        VecswitchDut {
+            bin,
+            mode,
+            child: None,
+            config: None,
+        }
+    }
+
+    /// The config file written by `setup`.
+    pub fn config_path(&self) -> Option<&Path> {
+        self.config.as_deref()
+    }
+}
+
+impl Dut for VecswitchDut {
+    fn name(&self) -> &str {
+        match self.mode {
+            Mode::Xconnect => "vecswitch-xconnect",
+            Mode::Bridge => "vecswitch-bridge",
+        }
+    }
+
+    fn describe(&self) -> String {
+        let bin = self.bin.display().to_string();
+        format!("{} ({})", version_line(&bin, &["--version"]), crate::dut::kernel())
+    }
+
+    fn setup(&mut self, w: &Wiring) -> Result<()> {
+        if !self.bin.is_file() {
+            return Err(Error::Invalid {
+                field: "vecswitch binary",
+                value: self.bin.display().to_string(),
+                expected: "the path of a built `vecswitch` executable (cargo build -p vecswitch-cli)".into(),
+            });
+        }
+        let ctl = w.run_dir.join("dut.ctl");
+        let toml = config_toml(&w.dut_ports, &w.pairs, self.mode, &ctl, Some(w.cores.dut));
+        let path = w.run_dir.join("dut.toml");
+        std::fs::write(&path, toml).map_err(|source| Error::Io {
+            what: "writing",
+            path: path.clone(),
+            source,
+        })?;
+        self.config = Some(path.clone());
+        let spec = ProcessSpec::new("dut-vecswitch", &self.bin.display().to_string())
+            .args(["run".to_string(), "--config".into(), path.display().to_string()])
+            .netns(Some(&w.dut_netns))
+            .cpus(Some(vec![w.cores.dut]));
+        let mut child = ChildGuard::spawn(&spec, &w.run_dir)?;
+        let mut ready: Vec<PathBuf> = w.dut_server_sockets();
+        if ready.is_empty() {
+            ready.push(ctl);
+        }
+        let mut r = Ok(());
+        for s in &ready {
+            r = child.wait_for_path(s, Duration::from_secs(20));
+            if r.is_err() {
+                break;
+            }
+        }
+        self.child = Some(child);
+        r
+    }
+
+    fn teardown(&mut self) -> Result<()> {
+        if let Some(mut c) = self.child.take() {
+            c.stop(Duration::from_secs(3));
+        }
+        Ok(())
+    }
+
+    fn processes(&self) -> Vec<PlacedProcess> {
+        self.child.iter().map(|c| placed(c, "")).collect()
+    }
+
+    fn check_alive(&mut self) -> Result<()> {
+        match &mut self.child {
+            Some(c) => c.check_alive(),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::MemifRole;
+
+    #[test]
+    fn xconnect_config_for_memif_and_veth() {
+        let ports = vec![
+            PortEnd::Memif {
+                name: "phy0".into(),
+                socket: "/r/phy0.sock".into(),
+                id: 0,
+                role: MemifRole::Server,
+            },
+            PortEnd::Veth {
+                name: "dut1".into(),
+                netns: "ns".into(),
+                ifname: "dut1".into(),
+                mac: "02:00:00:00:00:01".into(),
+            },
+        ];
+        let t = config_toml(&ports, &[(0, 1)], Mode::Xconnect, Path::new("/r/dut.ctl"), Some(1));
+        let expected = "\
+# written by vecswitch-testbed
+[switch]
+control_socket = \"/r/dut.ctl\"
+worker_cpu = 1
+
+[[port]]
+name = \"phy0\"
+type = \"memif\"
+socket = \"/r/phy0.sock\"
+id = 0
+role = \"server\"
+ring_size = 1024
+mode = \"polling\"
+
+[[port]]
+name = \"dut1\"
+type = \"af_packet\"
+interface = \"dut1\"
+
+[[xconnect]]
+ports = [\"phy0\", \"dut1\"]
+";
+        assert_eq!(t, expected);
+    }
+
+    #[test]
+    fn bridge_config_has_one_bridge_per_pair() {
+        let ports: Vec<PortEnd> = (0..4)
+            .map(|i| PortEnd::Memif {
+                name: format!("p{i}"),
+                socket: format!("/r/p{i}.sock").into(),
+                id: 0,
+                role: MemifRole::Server,
+            })
+            .collect();
+        let t = config_toml(&ports, &[(0, 2), (3, 1)], Mode::Bridge, Path::new("/c"), None);
+        assert!(t.contains("[[bridge]]\nname = \"br0\"\nports = [\"p0\", \"p2\"]"), "{t}");
+        assert!(t.contains("[[bridge]]\nname = \"br1\"\nports = [\"p3\", \"p1\"]"), "{t}");
+        assert!(!t.contains("worker_cpu"));
+    }
+}

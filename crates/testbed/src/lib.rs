@@ -1,0 +1,38 @@
+//! The testbed: the lab's topologies and the drivers of the devices under test (DUTs).
+//!
+//! - Resources with guaranteed cleanup: [`Netns`] (network namespaces; veth pairs made with
+//!   [`veth_pair`] live inside them), [`ChildGuard`] (DUT/VNF/daemon processes with log files and
+//!   CPU pinning), [`RunDir`] (one directory per run, named by a [`RunId`]), [`cleanup_stale`]
+//!   (leftovers of crashed runs) and the Ctrl-C path in [`signal`].
+//! - [`Topology`]: `phy2phy-memif`, `phy2phy-veth`, `pvp-memif`, `pvp-veth`. [`Testbed::build`]
+//!   creates the namespaces, links and socket paths and describes them as a [`Wiring`] — which
+//!   ports the generator holds, which the DUT must hold and which DUT ports it must connect;
+//!   [`Testbed::start`] sets a [`Dut`] up on it and starts the VNF of PVP; [`Testbed::placement`]
+//!   records which process runs on which CPU and says when processes share one.
+//! - [`Dut`] drivers in [`dut`]: `vecswitch` (cross-connect or bridge), `linux-bridge`, `ovs`
+//!   (userspace datapath, started by hand under the run directory), `testpmd-io` (the
+//!   speed-of-light reference over memif) and `ovs-dpdk` (which explains why it cannot run here).
+//!
+//! Traffic only ever flows on links the testbed created: veth pairs inside its own namespaces and
+//! memif sockets inside its run directory. Nothing is installed at run time; a missing peer
+//! program is an error that names the package.
+#![forbid(unsafe_code)]
+
+pub mod cmd;
+pub mod dut;
+mod error;
+pub mod netns;
+pub mod placement;
+pub mod process;
+pub mod rundir;
+pub mod signal;
+pub mod topology;
+
+pub use cmd::{wait_for, wait_for_result};
+pub use dut::{Dut, DutKind, Scale};
+pub use error::{Error, Result};
+pub use netns::{cleanup_stale, veth_pair, CleanupReport, Netns};
+pub use placement::{CorePlan, Placement, PlacedProcess};
+pub use process::{ChildGuard, ProcessSpec};
+pub use rundir::{RunDir, RunId, DEFAULT_PREFIX};
+pub use topology::{Link, MemifRole, PortEnd, Testbed, Topology, VnfKind, Wiring};

@@ -1,0 +1,164 @@
+//! Which process runs on which CPU.
+//!
+//! A [`CorePlan`] says where the generator, the DUT and the VNF should run (on the 2-core lab
+//! machine: generator on CPU 0, DUT on CPU 1, the VNF of PVP beside the DUT). A [`Placement`] is what
+//! actually ran: one [`PlacedProcess`] per process with the CPUs its threads were allowed on (read
+//! from `/proc`), and a note for every CPU that more than one role shares — results must say so
+//! (DESIGN.md: "topologies with more processes than cores must say so in their results").
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Where each role should run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CorePlan {
+    pub generator: usize,
+    pub dut: usize,
+    pub vnf: usize,
+}
+
+impl CorePlan {
+    /// Generator on CPU 0, DUT and VNF on CPU 1 — or everything on CPU 0 on a 1-CPU machine.
+    pub fn for_this_machine() -> CorePlan {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let other = if n >= 2 { 1 } else { 0 };
+        CorePlan {
+            generator: 0,
+            dut: other,
+            vnf: other,
+        }
+    }
+
+    /// `1 << cpu`, as RPS and OVS's pmd-cpu-mask want it.
+    pub fn mask(cpu: usize) -> u64 {
+        1u64 << cpu
+    }
+}
+
+impl Default for CorePlan {
+    fn default() -> Self {
+        CorePlan::for_this_machine()
+    }
+}
+
+/// One process (or the generator's threads in this process) and where it ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlacedProcess {
+    /// `generator`, `dut`, `vnf`.
+    pub role: String,
+    /// Program name (`vecswitch`, `dpdk-testpmd`, `ovs-vswitchd`, ...).
+    pub name: String,
+    pub pid: u32,
+    /// Distinct `Cpus_allowed_list` values of its threads (e.g. `["1"]`, or `["0", "1"]`).
+    pub cpus: Vec<String>,
+    /// Free text (e.g. "main lcore idle, forwarding lcore polls").
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+}
+
+/// Where everything ran, and which CPUs were shared.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    pub processes: Vec<PlacedProcess>,
+    /// One line per CPU used by more than one role, e.g. "cpu 1 shared by dut (vecswitch) and vnf
+    /// (dpdk-testpmd)". Empty when every role had its own CPU.
+    pub shared_cpus: Vec<String>,
+}
+
+impl Placement {
+    /// Builds the record and computes the shared-CPU notes. A process allowed on several CPUs
+    /// counts on each of them.
+    pub fn new(processes: Vec<PlacedProcess>) -> Placement {
+        let mut by_cpu: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        for p in &processes {
+            let mut cpus: Vec<usize> = p.cpus.iter().flat_map(|l| parse_cpu_list(l)).collect();
+            cpus.sort_unstable();
+            cpus.dedup();
+            for c in cpus {
+                let who = format!("{} ({})", p.role, p.name);
+                let v = by_cpu.entry(c).or_default();
+                if !v.contains(&who) {
+                    v.push(who);
+                }
+            }
+        }
+        let shared_cpus = by_cpu
+            .into_iter()
+            .filter(|(_, who)| who.len() > 1)
+            .map(|(cpu, who)| format!("cpu {cpu} shared by {}", who.join(" and ")))
+            .collect();
+        Placement {
+            processes,
+            shared_cpus,
+        }
+    }
+
+    /// Whether any CPU ran more than one role.
+    pub fn shares_cpus(&self) -> bool {
+        !self.shared_cpus.is_empty()
+    }
+}
+
+/// Parses a kernel CPU list (`"0-2,5"`) into CPU numbers; unparsable parts are skipped.
+pub fn parse_cpu_list(s: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
+                    if b >= a && b - a < 4096 {
+                        out.extend(a..=b);
+                    }
+                }
+            }
+            None => {
+                if let Ok(c) = part.parse() {
+                    out.push(c);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(role: &str, name: &str, cpus: &[&str]) -> PlacedProcess {
+        PlacedProcess {
+            role: role.into(),
+            name: name.into(),
+            pid: 1,
+            cpus: cpus.iter().map(|s| s.to_string()).collect(),
+            note: String::new(),
+        }
+    }
+
+    #[test]
+    fn cpu_lists_parse() {
+        assert_eq!(parse_cpu_list("0-2,5"), vec![0, 1, 2, 5]);
+        assert_eq!(parse_cpu_list("1"), vec![1]);
+        assert_eq!(parse_cpu_list("x,3"), vec![3]);
+        assert_eq!(parse_cpu_list(""), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn own_cores_share_nothing() {
+        let pl = Placement::new(vec![p("generator", "vecswitch", &["0"]), p("dut", "testpmd", &["1"])]);
+        assert!(!pl.shares_cpus());
+    }
+
+    #[test]
+    fn shared_core_is_named() {
+        let pl = Placement::new(vec![
+            p("generator", "vecswitch", &["0"]),
+            p("dut", "vecswitch", &["1"]),
+            p("vnf", "dpdk-testpmd", &["1"]),
+        ]);
+        assert_eq!(pl.shared_cpus, vec!["cpu 1 shared by dut (vecswitch) and vnf (dpdk-testpmd)"]);
+        let unpinned = Placement::new(vec![p("generator", "g", &["0-1"]), p("dut", "d", &["1"])]);
+        assert_eq!(unpinned.shared_cpus, vec!["cpu 1 shared by generator (g) and dut (d)"]);
+    }
+}

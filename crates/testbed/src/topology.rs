@@ -1,0 +1,545 @@
+//! Topologies (RFC 2544 / VSPERF vocabulary) and the [`Testbed`] that builds one.
+//!
+//! | name | generator holds | DUT holds | pairs the DUT connects |
+//! |---|---|---|---|
+//! | `phy2phy-memif` | 2 memif clients | 2 memif servers `phy0`, `phy1` | phy0–phy1 |
+//! | `phy2phy-veth` | `gen0`, `gen1` in namespace `<run>-gen` | `dut0`, `dut1` in `<run>-dut` | dut0–dut1 |
+//! | `pvp-memif` | 2 memif clients | `phy0`, `phy1`, `vnf0`, `vnf1` (memif servers) | phy0–vnf0, vnf1–phy1 |
+//! | `pvp-veth` | `gen0`, `gen1` (veth) | `dut0`, `dut1` (veth), `vnf0`, `vnf1` (memif) | dut0–vnf0, vnf1–dut1 |
+//!
+//! In PVP a VNF ([`VnfKind`]: `testpmd --forward-mode=macswap`, or a vecswitch cross-connect
+//! process) holds memif clients on the DUT's `vnf0`/`vnf1` and forwards between them.
+//!
+//! Veth links are made between two namespaces the testbed owns, so the generator's ends are isolated
+//! from the host. RPS steers the DUT ends' receive work to the DUT's CPU and the generator ends' to
+//! the generator's CPU (DESIGN.md: on veth the kernel otherwise does it on the sender's CPU). Every DUT
+//! and VNF process runs inside the DUT namespace, also on memif topologies, so that deleting the
+//! namespace ends them all (and [`crate::cleanup_stale`] finds processes of crashed runs).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::dut::Dut;
+use crate::error::{Error, Result};
+use crate::netns::{veth_pair, Netns};
+use crate::placement::{CorePlan, PlacedProcess, Placement};
+use crate::process::{ChildGuard, ProcessSpec};
+use crate::rundir::RunDir;
+
+/// How the generator's ports ("physical ports" in the reports) are emulated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Link {
+    /// memif shared memory: no root needed, the fastest path on this machine.
+    Memif,
+    /// veth pairs between namespaces, opened with AF_PACKET on both sides.
+    Veth,
+}
+
+/// The VNF of a PVP topology.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VnfKind {
+    /// `dpdk-testpmd --forward-mode=macswap` on two memif clients.
+    TestpmdMacswap,
+    /// `vecswitch run` with two memif clients cross-connected; the binary path is given.
+    VecswitchXconnect { bin: PathBuf },
+}
+
+impl VnfKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            VnfKind::TestpmdMacswap => "testpmd-macswap",
+            VnfKind::VecswitchXconnect { .. } => "vecswitch-xconnect",
+        }
+    }
+}
+
+/// A topology to build.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Topology {
+    Phy2Phy { link: Link },
+    Pvp { link: Link, vnf: VnfKind },
+}
+
+impl Topology {
+    pub fn link(&self) -> Link {
+        match self {
+            Topology::Phy2Phy { link } | Topology::Pvp { link, .. } => *link,
+        }
+    }
+
+    pub fn is_pvp(&self) -> bool {
+        matches!(self, Topology::Pvp { .. })
+    }
+}
+
+impl fmt::Display for Topology {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (t, link) = match self {
+            Topology::Phy2Phy { link } => ("phy2phy", link),
+            Topology::Pvp { link, .. } => ("pvp", link),
+        };
+        let l = match link {
+            Link::Memif => "memif",
+            Link::Veth => "veth",
+        };
+        write!(f, "{t}-{l}")
+    }
+}
+
+/// Names accepted by [`Topology::from_str`].
+pub const TOPOLOGY_NAMES: &str = "phy2phy-memif, phy2phy-veth, pvp-memif, pvp-veth";
+
+impl FromStr for Topology {
+    type Err = Error;
+    /// Parses `phy2phy-memif` etc.; PVP gets the testpmd macswap VNF (set `vnf` to change it).
+    fn from_str(s: &str) -> Result<Topology> {
+        let t = match s {
+            "phy2phy-memif" => Topology::Phy2Phy { link: Link::Memif },
+            "phy2phy-veth" => Topology::Phy2Phy { link: Link::Veth },
+            "pvp-memif" => Topology::Pvp {
+                link: Link::Memif,
+                vnf: VnfKind::TestpmdMacswap,
+            },
+            "pvp-veth" => Topology::Pvp {
+                link: Link::Veth,
+                vnf: VnfKind::TestpmdMacswap,
+            },
+            _ => {
+                return Err(Error::Invalid {
+                    field: "topology",
+                    value: s.to_string(),
+                    expected: TOPOLOGY_NAMES.to_string(),
+                })
+            }
+        };
+        Ok(t)
+    }
+}
+
+/// memif role of one end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemifRole {
+    Server,
+    Client,
+}
+
+impl MemifRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemifRole::Server => "server",
+            MemifRole::Client => "client",
+        }
+    }
+}
+
+/// One end of a link, as the process holding it must open it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum PortEnd {
+    Memif {
+        /// Port name (`phy0`, `vnf1`, ...).
+        name: String,
+        socket: PathBuf,
+        id: u32,
+        role: MemifRole,
+    },
+    Veth {
+        name: String,
+        /// Namespace the interface is in.
+        netns: String,
+        ifname: String,
+        mac: String,
+    },
+}
+
+impl PortEnd {
+    pub fn name(&self) -> &str {
+        match self {
+            PortEnd::Memif { name, .. } | PortEnd::Veth { name, .. } => name,
+        }
+    }
+
+    pub fn is_memif(&self) -> bool {
+        matches!(self, PortEnd::Memif { .. })
+    }
+
+    /// The same memif link seen from the other side (server ↔ client).
+    fn peer(&self, name: &str) -> PortEnd {
+        match self {
+            PortEnd::Memif {
+                socket, id, role, ..
+            } => PortEnd::Memif {
+                name: name.to_string(),
+                socket: socket.clone(),
+                id: *id,
+                role: match role {
+                    MemifRole::Server => MemifRole::Client,
+                    MemifRole::Client => MemifRole::Server,
+                },
+            },
+            PortEnd::Veth { .. } => self.clone(),
+        }
+    }
+}
+
+/// What a built topology looks like: everything a DUT driver and the generator need to know.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Wiring {
+    pub topology: Topology,
+    pub run_id: String,
+    pub run_dir: PathBuf,
+    /// Namespace every DUT/VNF process runs in.
+    pub dut_netns: String,
+    /// Namespace of the generator's veth ends (veth topologies only).
+    pub gen_netns: Option<String>,
+    /// The generator's two ports: traffic leaves on 0 and returns on 1 and vice versa.
+    pub gen_ports: Vec<PortEnd>,
+    /// The DUT's ports: `[phy0, phy1]`, or for PVP `[phy0, phy1, vnf0, vnf1]`.
+    pub dut_ports: Vec<PortEnd>,
+    /// Index pairs into `dut_ports` that the DUT connects (an xconnect, or a two-port bridge each).
+    pub pairs: Vec<(usize, usize)>,
+    /// The VNF's two ports (PVP only).
+    pub vnf_ports: Vec<PortEnd>,
+    pub cores: CorePlan,
+}
+
+impl Wiring {
+    /// Whether every DUT port is a memif end.
+    pub fn all_dut_ports_memif(&self) -> bool {
+        self.dut_ports.iter().all(PortEnd::is_memif)
+    }
+
+    /// Whether every DUT port is a veth end.
+    pub fn all_dut_ports_veth(&self) -> bool {
+        self.dut_ports.iter().all(|p| !p.is_memif())
+    }
+
+    /// Sockets the DUT creates as memif server (to wait for after starting it).
+    pub fn dut_server_sockets(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = self
+            .dut_ports
+            .iter()
+            .filter_map(|p| match p {
+                PortEnd::Memif {
+                    socket,
+                    role: MemifRole::Server,
+                    ..
+                } => Some(socket.clone()),
+                _ => None,
+            })
+            .collect();
+        v.dedup();
+        v
+    }
+}
+
+/// A built topology with its resources, and (after [`Testbed::start`]) the DUT and VNF running on
+/// it. Dropping it stops the VNF, tears the DUT down, deletes the namespaces (and veths) and the run
+/// directory, in that order.
+#[derive(Debug)]
+pub struct Testbed {
+    // Field order is drop order after `Drop::drop` ran: VNF, DUT, namespaces, run dir.
+    vnf: Option<ChildGuard>,
+    dut: Option<Box<dyn Dut>>,
+    wiring: Wiring,
+    dut_ns: Netns,
+    gen_ns: Option<Netns>,
+    run_dir: RunDir,
+}
+
+impl Testbed {
+    /// Builds `topology` in a fresh run directory with the default [`CorePlan`].
+    pub fn build(topology: Topology) -> Result<Testbed> {
+        Testbed::build_with(topology, RunDir::create()?, CorePlan::default())
+    }
+
+    /// Builds `topology` in `run_dir` with `cores`.
+    pub fn build_with(topology: Topology, run_dir: RunDir, cores: CorePlan) -> Result<Testbed> {
+        let id = run_dir.id().to_string();
+        let dut_ns = Netns::create(&format!("{id}-dut"))?;
+        let mut gen_ns = None;
+        let (gen_ports, mut dut_ports) = match topology.link() {
+            Link::Memif => {
+                let mut g = Vec::new();
+                let mut d = Vec::new();
+                for i in 0..2 {
+                    let dut_end = PortEnd::Memif {
+                        name: format!("phy{i}"),
+                        socket: run_dir.file(&format!("phy{i}.sock")),
+                        id: 0,
+                        role: MemifRole::Server,
+                    };
+                    g.push(dut_end.peer(&format!("gen{i}")));
+                    d.push(dut_end);
+                }
+                (g, d)
+            }
+            Link::Veth => {
+                let ns = Netns::create(&format!("{id}-gen"))?;
+                let mut g = Vec::new();
+                let mut d = Vec::new();
+                for i in 0..2 {
+                    let (gi, di) = (format!("gen{i}"), format!("dut{i}"));
+                    veth_pair(&ns, &gi, &dut_ns, &di)?;
+                    ns.link_up(&gi)?;
+                    dut_ns.link_up(&di)?;
+                    // Receive work on the receiver's own CPU (DESIGN.md, facts measured).
+                    ns.set_rps(&gi, CorePlan::mask(cores.generator))?;
+                    dut_ns.set_rps(&di, CorePlan::mask(cores.dut))?;
+                    g.push(PortEnd::Veth {
+                        name: gi.clone(),
+                        netns: ns.name().to_string(),
+                        mac: ns.mac(&gi)?,
+                        ifname: gi,
+                    });
+                    d.push(PortEnd::Veth {
+                        name: di.clone(),
+                        netns: dut_ns.name().to_string(),
+                        mac: dut_ns.mac(&di)?,
+                        ifname: di,
+                    });
+                }
+                for i in 0..2 {
+                    let (gi, di) = (format!("gen{i}"), format!("dut{i}"));
+                    crate::wait_for(
+                        &format!("veth {gi}/{di} carrier"),
+                        Duration::from_secs(5),
+                        || ns.oper_up(&gi) && dut_ns.oper_up(&di),
+                    )?;
+                }
+                gen_ns = Some(ns);
+                (g, d)
+            }
+        };
+        let mut pairs = vec![(0, 1)];
+        let mut vnf_ports = Vec::new();
+        if topology.is_pvp() {
+            pairs = vec![(0, 2), (3, 1)];
+            for i in 0..2 {
+                let dut_end = PortEnd::Memif {
+                    name: format!("vnf{i}"),
+                    socket: run_dir.file(&format!("vnf{i}.sock")),
+                    id: 0,
+                    role: MemifRole::Server,
+                };
+                vnf_ports.push(dut_end.peer(&format!("v{i}")));
+                dut_ports.push(dut_end);
+            }
+        }
+        let wiring = Wiring {
+            topology,
+            run_id: id,
+            run_dir: run_dir.path().to_path_buf(),
+            dut_netns: dut_ns.name().to_string(),
+            gen_netns: gen_ns.as_ref().map(|n| n.name().to_string()),
+            gen_ports,
+            dut_ports,
+            pairs,
+            vnf_ports,
+            cores,
+        };
+        Ok(Testbed {
+            vnf: None,
+            dut: None,
+            wiring,
+            dut_ns,
+            gen_ns,
+            run_dir,
+        })
+    }
+
+    pub fn wiring(&self) -> &Wiring {
+        &self.wiring
+    }
+
+    pub fn run_dir(&self) -> &RunDir {
+        &self.run_dir
+    }
+
+    /// Keeps the run directory (logs, configs) after the testbed is dropped.
+    pub fn keep_run_dir(&mut self) {
+        self.run_dir.keep();
+    }
+
+    pub fn dut_netns(&self) -> &Netns {
+        &self.dut_ns
+    }
+
+    pub fn gen_netns(&self) -> Option<&Netns> {
+        self.gen_ns.as_ref()
+    }
+
+    /// The DUT, once started.
+    pub fn dut(&self) -> Option<&dyn Dut> {
+        self.dut.as_deref()
+    }
+
+    pub fn dut_mut(&mut self) -> Option<&mut (dyn Dut + 'static)> {
+        self.dut.as_deref_mut()
+    }
+
+    /// Sets `dut` up on this topology, then (PVP) starts the VNF. On error the DUT is torn down
+    /// before returning.
+    pub fn start(&mut self, mut dut: Box<dyn Dut>) -> Result<()> {
+        if let Err(e) = dut.setup(&self.wiring) {
+            let _ = dut.teardown();
+            return Err(e);
+        }
+        self.dut = Some(dut);
+        if let Topology::Pvp { vnf, .. } = &self.wiring.topology {
+            let vnf = vnf.clone();
+            self.vnf = Some(start_vnf(&vnf, &self.wiring, self.run_dir.path())?);
+        }
+        Ok(())
+    }
+
+    /// Fails if the DUT or VNF process died (call between trials).
+    pub fn check_alive(&mut self) -> Result<()> {
+        if let Some(v) = &mut self.vnf {
+            v.check_alive()?;
+        }
+        if let Some(d) = &mut self.dut {
+            d.check_alive()?;
+        }
+        Ok(())
+    }
+
+    /// Where the generator (this process, `generator_pid`), the DUT's processes and the VNF ran.
+    pub fn placement(&self, generator: PlacedProcess) -> Placement {
+        let mut v = vec![generator];
+        if let Some(d) = &self.dut {
+            v.extend(d.processes());
+        }
+        if let Some(vnf) = &self.vnf {
+            v.push(PlacedProcess {
+                role: "vnf".into(),
+                name: vnf.name().to_string(),
+                pid: vnf.pid(),
+                cpus: vnf.cpus_allowed(),
+                note: String::new(),
+            });
+        }
+        Placement::new(v)
+    }
+
+    /// Stops the VNF and tears the DUT down now (also done on `Drop`); returns the DUT's teardown
+    /// error, if any.
+    pub fn stop(&mut self) -> Result<()> {
+        if let Some(mut v) = self.vnf.take() {
+            v.stop(Duration::from_secs(2));
+        }
+        match self.dut.take() {
+            Some(mut d) => d.teardown(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Testbed {
+    fn drop(&mut self) {
+        if let Err(e) = self.stop() {
+            eprintln!("testbed: DUT teardown: {e}");
+        }
+    }
+}
+
+/// Starts the PVP VNF on the wiring's `vnf_ports` (memif clients of the DUT's `vnf0`/`vnf1`).
+fn start_vnf(kind: &VnfKind, w: &Wiring, run_dir: &Path) -> Result<ChildGuard> {
+    let socks: Vec<PathBuf> = w
+        .vnf_ports
+        .iter()
+        .filter_map(|p| match p {
+            PortEnd::Memif { socket, .. } => Some(socket.clone()),
+            _ => None,
+        })
+        .collect();
+    for s in &socks {
+        crate::wait_for(
+            &format!("DUT memif socket {}", s.display()),
+            Duration::from_secs(20),
+            || s.exists(),
+        )?;
+    }
+    let spec = match kind {
+        VnfKind::TestpmdMacswap => {
+            let mut args = crate::dut::testpmd::eal_args(&format!("{}-vnf", w.run_id), w.cores.vnf);
+            args.extend(
+                w.vnf_ports
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, p)| crate::dut::testpmd::memif_vdev(i, p)),
+            );
+            args.extend(crate::dut::testpmd::app_args("macswap"));
+            ProcessSpec::new("vnf-testpmd", crate::dut::testpmd::TESTPMD)
+                .args(args)
+                .stdin_pipe(true)
+        }
+        VnfKind::VecswitchXconnect { bin } => {
+            let toml = crate::dut::vecswitch::config_toml(
+                &w.vnf_ports,
+                &[(0, 1)],
+                crate::dut::vecswitch::Mode::Xconnect,
+                &run_dir.join("vnf.ctl"),
+                Some(w.cores.vnf),
+            );
+            let path = run_dir.join("vnf.toml");
+            std::fs::write(&path, toml).map_err(|source| Error::Io {
+                what: "writing",
+                path: path.clone(),
+                source,
+            })?;
+            ProcessSpec::new("vnf-vecswitch", &bin.display().to_string())
+                .args(["run".to_string(), "--config".into(), path.display().to_string()])
+        }
+    };
+    let spec = spec
+        .netns(Some(&w.dut_netns))
+        .cpus(Some(vec![w.cores.vnf]));
+    let mut child = ChildGuard::spawn(&spec, run_dir)?;
+    // Give it a moment to fail on bad arguments before declaring it started.
+    std::thread::sleep(Duration::from_millis(300));
+    child.check_alive()?;
+    Ok(child)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for n in ["phy2phy-memif", "phy2phy-veth", "pvp-memif", "pvp-veth"] {
+            let t: Topology = n.parse().unwrap();
+            assert_eq!(t.to_string(), n);
+        }
+        let e = "p2p".parse::<Topology>().unwrap_err().to_string();
+        assert!(e.contains("p2p") && e.contains("phy2phy-memif"), "{e}");
+    }
+
+    #[test]
+    fn peer_flips_role() {
+        let s = PortEnd::Memif {
+            name: "phy0".into(),
+            socket: "/x.sock".into(),
+            id: 3,
+            role: MemifRole::Server,
+        };
+        assert_eq!(
+            s.peer("gen0"),
+            PortEnd::Memif {
+                name: "gen0".into(),
+                socket: "/x.sock".into(),
+                id: 3,
+                role: MemifRole::Client
+            }
+        );
+    }
+}
