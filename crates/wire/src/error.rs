@@ -115,6 +115,27 @@ pub enum Error {
         /// Protocol address length.
         protocol_len: u8,
     },
+    /// A TCP option whose length is below 2, runs past the option area, or does not match its
+    /// kind (RFC 9293 §3.2: MSS 4, window scale 3, SACK-permitted 2, SACK 2+8n, timestamps 10).
+    #[error("bad TCP option kind {kind} at option byte {offset}: length {len} (0 = missing) is below 2, runs past the header, or does not fit the kind")]
+    BadTcpOption {
+        /// Option kind.
+        kind: u8,
+        /// Option length byte (0 when missing).
+        len: u8,
+        /// Offset in the option area.
+        offset: usize,
+    },
+    /// An NDP option with length 0 or running past the message (RFC 4861 §4.6).
+    #[error("bad NDP option type {option_type} at message byte {offset}: length {len} (units of 8 bytes) is 0 or runs past the message")]
+    BadNdpOption {
+        /// Option type.
+        option_type: u8,
+        /// Option length in units of 8 bytes (0 when missing).
+        len: u8,
+        /// Offset in the ICMPv6 message.
+        offset: usize,
+    },
 }
 
 impl Error {
@@ -134,6 +155,8 @@ impl Error {
         "bad-tcp-data-offset",
         "bad-checksum",
         "unsupported-arp",
+        "bad-tcp-option",
+        "bad-ndp-option",
     ];
 
     /// A short, stable, kebab-case name of the error kind, used as a drop reason.
@@ -152,6 +175,8 @@ impl Error {
             Error::BadDataOffset { .. } => "bad-tcp-data-offset",
             Error::BadChecksum { .. } => "bad-checksum",
             Error::UnsupportedArp { .. } => "unsupported-arp",
+            Error::BadTcpOption { .. } => "bad-tcp-option",
+            Error::BadNdpOption { .. } => "bad-ndp-option",
         }
     }
 
@@ -186,6 +211,8 @@ mod tests {
             Error::BadDataOffset { data_offset: 4 },
             Error::BadChecksum { header: "IPv4 header", checksum: 1 },
             Error::UnsupportedArp { hardware_type: 6, protocol_type: 0x86dd, hardware_len: 6, protocol_len: 16 },
+            Error::BadTcpOption { kind: 2, len: 3, offset: 0 },
+            Error::BadNdpOption { option_type: 1, len: 0, offset: 24 },
         ];
         assert_eq!(samples.len(), Error::REASONS.len());
         for (i, e) in samples.iter().enumerate() {

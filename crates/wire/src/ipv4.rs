@@ -12,6 +12,7 @@ use crate::checksum;
 use crate::error::{Error, Result};
 use crate::field::{be16, be32};
 use crate::ip::IpProtocol;
+use crate::options::OptionBytes;
 
 mod field {
     use crate::field::*;
@@ -320,69 +321,8 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     }
 }
 
-/// IPv4 options as a value: up to 40 bytes, a multiple of 4 (pad with End-of-Options, RFC 791 §3.1).
-#[derive(Clone, Copy)]
-pub struct Ipv4Options {
-    bytes: [u8; 40],
-    len: u8,
-}
-
-impl Ipv4Options {
-    /// No options.
-    pub const EMPTY: Ipv4Options = Ipv4Options { bytes: [0; 40], len: 0 };
-
-    /// Options from their bytes; `None` unless the length is a multiple of 4 and at most 40.
-    pub fn new(bytes: &[u8]) -> Option<Self> {
-        if bytes.len() > 40 || bytes.len() & 3 != 0 {
-            return None;
-        }
-        let mut o = Self::EMPTY;
-        o.bytes[..bytes.len()].copy_from_slice(bytes);
-        o.len = bytes.len() as u8;
-        Some(o)
-    }
-
-    /// The option bytes.
-    pub fn as_slice(&self) -> &[u8] {
-        &self.bytes[..usize::from(self.len)]
-    }
-
-    /// Length in bytes.
-    pub fn len(&self) -> usize {
-        usize::from(self.len)
-    }
-
-    /// True when there are no options.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
-impl Default for Ipv4Options {
-    fn default() -> Self {
-        Self::EMPTY
-    }
-}
-
-impl PartialEq for Ipv4Options {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_slice() == other.as_slice()
-    }
-}
-
-impl Eq for Ipv4Options {}
-
-impl core::hash::Hash for Ipv4Options {
-    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
-        self.as_slice().hash(state);
-    }
-}
-
-impl core::fmt::Debug for Ipv4Options {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "Ipv4Options({:02x?})", self.as_slice())
-    }
-}
+/// IPv4 options as a value (up to 40 bytes, a multiple of 4: pad with End-of-Options, RFC 791 §3.1).
+pub type Ipv4Options = OptionBytes;
 
 /// An IPv4 header as a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -2,33 +2,52 @@
 //!
 //! Every header comes in two layers, smoltcp-style:
 //! - a view `Xxx<T: AsRef<[u8]>>` over a byte buffer ([`EthernetFrame`], [`VlanTag`],
-//!   [`Ipv4Packet`], [`UdpPacket`], …) with field byte ranges in a private `mod field`,
+//!   [`ArpPacket`], [`Ipv4Packet`], [`Ipv6Packet`], [`Icmpv4Packet`], [`Icmpv6Packet`],
+//!   [`UdpPacket`], [`TcpPacket`]) with field byte ranges in a private `mod field`,
 //!   `new_unchecked`, and `new_checked` / `check_len` whose promise is: *after `check_len`
 //!   succeeds, no accessor panics*. Getters read fields in network byte order; for
 //!   `T: AsMut<[u8]>` setters write them in place (the switch rewrites headers this way).
-//! - a repr `XxxRepr` ([`EthernetRepr`], [`VlanRepr`], [`Ipv4Repr`], [`UdpRepr`], …): a plain value
+//! - a repr `XxxRepr` ([`EthernetRepr`], [`VlanRepr`], [`ArpRepr`], [`Ipv4Repr`], [`Ipv6Repr`],
+//!   [`Icmpv4Repr`], [`Icmpv6Repr`], [`UdpRepr`], [`TcpRepr`]): a plain value
 //!   with `parse(&view) -> Result<Repr, Error>` (which checks lengths, versions and checksums) and
 //!   `emit(&mut view)`, plus `header_len()` / `buffer_len()`.
 //!
 //! [`L2Header::parse`] reads an Ethernet frame's addresses, up to two VLAN tags and final EtherType
 //! in one pass, as `ethernet-input` needs. [`checksum`] has the Internet checksum, pseudo-header
-//! sums and RFC 1624 incremental updates. Every failure is an [`Error`] whose
+//! sums and RFC 1624 incremental updates.
+//!
+//! Layers do not reach into each other: the caller slices (e.g. an IPv4 view's `payload()` is the
+//! buffer of the UDP view) and passes the addresses that L4 checksums need. Checksums over L4
+//! payloads are filled after the payload is written: `repr.emit(&mut view)`, write the payload,
+//! `view.fill_checksum(..)`. Every failure is an [`Error`] whose
 //! [`Error::reason`] is a stable kebab-case drop-reason name.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod arp;
 pub mod checksum;
 pub mod error;
 pub mod ethernet;
+pub mod icmpv4;
+pub mod icmpv6;
 pub mod ip;
 pub mod ipv4;
+pub mod ipv6;
+pub mod options;
+pub mod tcp;
 pub mod udp;
 pub mod vlan;
 
+pub use arp::{ArpOperation, ArpPacket, ArpRepr};
 pub use error::{Error, Result};
 pub use ethernet::{AddressParseError, EtherType, EthernetAddress, EthernetFrame, EthernetRepr};
+pub use icmpv4::{Icmpv4Message, Icmpv4Packet, Icmpv4Repr};
+pub use icmpv6::{Icmpv6Message, Icmpv6Packet, Icmpv6Repr, NdpOption};
 pub use ip::IpProtocol;
 pub use ipv4::{Ipv4Options, Ipv4Packet, Ipv4Repr};
+pub use ipv6::{Ipv6Packet, Ipv6Repr};
+pub use options::OptionBytes;
+pub use tcp::{TcpFlags, TcpOption, TcpOptions, TcpPacket, TcpRepr};
 pub use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 pub use udp::{UdpPacket, UdpRepr};
 pub use vlan::{L2Header, L2Tag, VlanRepr, VlanTag};
