@@ -32,6 +32,8 @@ use std::path::Path;
 pub const DEFAULT_BUFFERS: u32 = 16384;
 /// Default path of the control socket.
 pub const DEFAULT_CONTROL_SOCKET: &str = "/run/vecswitch/vecswitch.sock";
+/// Default size of the MAC table (entries over all bridge-domains).
+pub const DEFAULT_MAC_TABLE_ENTRIES: u32 = 1 << 20;
 /// Default memif ring size (descriptors per ring).
 pub const DEFAULT_RING_SIZE: u32 = 1024;
 /// Default memif packet buffer size in bytes.
@@ -72,6 +74,9 @@ pub struct SwitchConfig {
     /// CPU the worker thread is pinned to; none = not pinned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_cpu: Option<u32>,
+    /// MAC table entries over all bridge-domains (preallocated).
+    #[serde(default = "default_mac_table_entries")]
+    pub mac_table_entries: u32,
 }
 
 impl Default for SwitchConfig {
@@ -80,6 +85,7 @@ impl Default for SwitchConfig {
             buffers: DEFAULT_BUFFERS,
             control_socket: DEFAULT_CONTROL_SOCKET.to_string(),
             worker_cpu: None,
+            mac_table_entries: DEFAULT_MAC_TABLE_ENTRIES,
         }
     }
 }
@@ -89,6 +95,9 @@ fn default_buffers() -> u32 {
 }
 fn default_control_socket() -> String {
     DEFAULT_CONTROL_SOCKET.to_string()
+}
+fn default_mac_table_entries() -> u32 {
+    DEFAULT_MAC_TABLE_ENTRIES
 }
 fn default_ring_size() -> u32 {
     DEFAULT_RING_SIZE
@@ -239,6 +248,45 @@ pub struct AfPacketPortConfig {
     pub interface: String,
     #[serde(default)]
     pub admin: AdminState,
+    /// Bytes per ring block (power of two ≥ 4096); default 1 MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_size: Option<u32>,
+    /// Blocks per ring; default 8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_count: Option<u32>,
+    /// Bytes per TX slot (multiple of 16, 128..=block_size); default 2048.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame_size: Option<u32>,
+    /// Milliseconds the kernel keeps a partly filled RX block, 1..=1000; default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_timeout_ms: Option<u32>,
+    /// Send without the interface's qdisc; default false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qdisc_bypass: Option<bool>,
+    /// Promiscuous mode while open; default true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promiscuous: Option<bool>,
+    /// PACKET_FANOUT group id (hash mode); default none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fanout: Option<u16>,
+}
+
+impl AfPacketPortConfig {
+    /// An af_packet port with every optional key at its default.
+    pub fn new(name: &str, interface: &str) -> AfPacketPortConfig {
+        AfPacketPortConfig {
+            name: name.to_string(),
+            interface: interface.to_string(),
+            admin: AdminState::Up,
+            block_size: None,
+            block_count: None,
+            frame_size: None,
+            block_timeout_ms: None,
+            qdisc_bypass: None,
+            promiscuous: None,
+            fanout: None,
+        }
+    }
 }
 
 /// `[[xconnect]]`: an E-Line. Either `ports = [A, B]` (A→B, and B→A unless `bidirectional = false`)
@@ -296,6 +344,9 @@ pub struct BridgeConfig {
     /// Learn source MACs.
     #[serde(default = "default_true")]
     pub learn: bool,
+    /// Forward known unicast by the MAC table; when false every frame is dropped after learning.
+    #[serde(default = "default_true")]
+    pub forward: bool,
     /// Flood broadcast and multicast frames to all members.
     #[serde(default = "default_true")]
     pub flood: bool,
@@ -320,6 +371,7 @@ impl BridgeConfig {
             name: name.to_string(),
             ports: Vec::new(),
             learn: true,
+            forward: true,
             flood: true,
             uu_flood: true,
             mac_age: DEFAULT_MAC_AGE,
@@ -331,6 +383,7 @@ impl BridgeConfig {
     /// Whether the bridge-domain's own settings (not members, not static MACs) equal `other`'s.
     pub fn same_settings(&self, other: &BridgeConfig) -> bool {
         self.learn == other.learn
+            && self.forward == other.forward
             && self.flood == other.flood
             && self.uu_flood == other.uu_flood
             && self.mac_age == other.mac_age

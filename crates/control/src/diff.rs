@@ -20,6 +20,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BridgeSettingsConfig {
     pub learn: bool,
+    pub forward: bool,
     pub flood: bool,
     pub uu_flood: bool,
     pub mac_age: u32,
@@ -30,6 +31,7 @@ impl From<&BridgeConfig> for BridgeSettingsConfig {
     fn from(b: &BridgeConfig) -> Self {
         BridgeSettingsConfig {
             learn: b.learn,
+            forward: b.forward,
             flood: b.flood,
             uu_flood: b.uu_flood,
             mac_age: b.mac_age,
@@ -73,6 +75,13 @@ pub fn check_reloadable(old: &Config, new: &Config) -> Result<(), ValidationErro
             path: "switch.control_socket".into(),
             value: format!("{:?}", n.control_socket),
             expected: restart("switch.control_socket", format!("{:?}", o.control_socket)),
+        });
+    }
+    if o.mac_table_entries != n.mac_table_entries {
+        errs.push(ValidationError {
+            path: "switch.mac_table_entries".into(),
+            value: n.mac_table_entries.to_string(),
+            expected: restart("switch.mac_table_entries", o.mac_table_entries.to_string()),
         });
     }
     if o.worker_cpu != n.worker_cpu {
@@ -298,11 +307,7 @@ ports = ["v0", "v1"]
     fn unchanged_ports_and_bridges_are_not_touched_when_a_port_is_added() {
         let old = cfg(SERVICES);
         let mut new = old.clone();
-        new.ports.push(PortConfig::AfPacket(crate::config::AfPacketPortConfig {
-            name: "v2".into(),
-            interface: "veth2".into(),
-            admin: AdminState::Up,
-        }));
+        new.ports.push(PortConfig::AfPacket(crate::config::AfPacketPortConfig::new("v2", "veth2")));
         new.bridges[0].ports.push("v2".into());
         let ch = diff(&old, &new);
         assert_eq!(

@@ -1,17 +1,23 @@
 //! The control plane: the declarative config ([`config::Config`], TOML), its whole-config
 //! validation ([`validate::validate`]), the diff between a running config and a new one
-//! ([`diff::diff`] → [`diff::Change`]s) and its application onto a running switch
-//! ([`apply`]), the control socket's JSON-lines protocol ([`protocol::Request`] /
-//! [`protocol::Response`]), the server that answers it ([`server`]), the client side that `vecswitch
-//! ctl` uses ([`client`]) and the plain-text tables it prints ([`render`]).
+//! ([`diff::diff`] → [`diff::Change`]s), its all-or-nothing application onto a dataplane
+//! ([`apply::apply_changes`] through the [`apply::Dataplane`] trait, implemented for the switch in
+//! [`switch_impl`]), the one place ports are opened from config ([`ports::open_port`]), the
+//! [`controller::Controller`] that owns the running config and answers requests, the control
+//! socket's JSON-lines protocol ([`protocol::Request`] / [`protocol::Response`]), the socket server
+//! and client ([`server`]) and the plain-text tables `vecswitch ctl` prints ([`render`]).
 //!
 //! Every change, from a config file or from a socket request, goes the same way: edit a copy of the
-//! running config, validate it whole, diff it against the running one, apply the changes through
-//! `SwitchHandle::call`, and only then make it the running config. A rejected change leaves the switch
-//! untouched.
+//! running config, validate it whole, diff it against the running one, apply the changes on the
+//! worker through `SwitchHandle::call`, and only then make it the running config. A rejected change
+//! leaves the switch untouched.
 #![forbid(unsafe_code)]
 
+pub mod apply;
 pub mod config;
+pub mod controller;
 pub mod diff;
+pub mod ports;
 pub mod protocol;
+pub mod switch_impl;
 pub mod validate;

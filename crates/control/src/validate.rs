@@ -21,6 +21,8 @@ pub const RING_SIZE_RANGE: std::ops::RangeInclusive<u32> = 256..=16384;
 pub const MEMIF_BUFFER_SIZE_RANGE: std::ops::RangeInclusive<u32> = 128..=65535;
 /// Accepted pool sizes.
 pub const BUFFERS_RANGE: std::ops::RangeInclusive<u32> = 1024..=4_194_304;
+/// Accepted MAC table sizes.
+pub const MAC_TABLE_RANGE: std::ops::RangeInclusive<u32> = 1024..=(1 << 26);
 /// Accepted `mac_limit` values.
 pub const MAC_LIMIT_RANGE: std::ops::RangeInclusive<u32> = 1..=16_777_216;
 
@@ -131,6 +133,9 @@ fn check_switch(c: &Config, e: &mut Errs) {
     if !BUFFERS_RANGE.contains(&s.buffers) {
         e.push("switch.buffers".into(), s.buffers, format!("a buffer count in {BUFFERS_RANGE:?}"));
     }
+    if !MAC_TABLE_RANGE.contains(&s.mac_table_entries) {
+        e.push("switch.mac_table_entries".into(), s.mac_table_entries, format!("an entry count in {MAC_TABLE_RANGE:?}"));
+    }
     if s.control_socket.is_empty() || s.control_socket.len() > MAX_SOCKET_PATH || s.control_socket.starts_with('@') {
         e.push(
             "switch.control_socket".into(),
@@ -147,6 +152,12 @@ fn check_ports(c: &Config, e: &mut Errs) -> HashSet<String> {
     let mut memif_roles: HashMap<&str, (MemifRole, usize)> = HashMap::new();
     let mut ifaces: HashMap<&str, usize> = HashMap::new();
     for (i, p) in c.ports.iter().enumerate() {
+        // The backend's own rules for its tuning keys (name and interface are checked below).
+        if let Some((field, value, accepted)) = crate::ports::check_backend(p) {
+            if field != "name" && field != "interface" {
+                e.push(format!("port[{i}].{field}"), value, accepted);
+            }
+        }
         let name = p.name();
         if let Err(why) = check_name(name) {
             e.push(format!("port[{i}].name"), q(name), why);

@@ -1,0 +1,123 @@
+//! [`Dataplane`] for the real switch (`vecswitch_switch::Switch`): each call maps to the switch's
+//! control API and its `SwitchError` becomes the message.
+
+use crate::apply::Dataplane;
+use crate::diff::BridgeSettingsConfig;
+use crate::protocol::ShowWhat;
+use serde_json::Value;
+use vecswitch_ports::Port;
+use vecswitch_switch::{BridgeSettings, Switch};
+
+fn settings(s: &BridgeSettingsConfig) -> BridgeSettings {
+    BridgeSettings {
+        learn: s.learn,
+        forward: s.forward,
+        flood: s.flood,
+        uu_flood: s.uu_flood,
+        mac_age_s: s.mac_age,
+        mac_limit: s.mac_limit,
+    }
+}
+
+fn json<T: serde::Serialize>(v: T) -> Result<Value, String> {
+    serde_json::to_value(v).map_err(|e| format!("cannot encode answer: {e}"))
+}
+
+impl Dataplane for Switch {
+    fn add_port(&mut self, name: &str, port: Box<dyn Port>) -> Result<(), String> {
+        Switch::add_port(self, name, port).map(|_| ()).map_err(|e| e.to_string())
+    }
+    fn delete_port(&mut self, name: &str) -> Result<Box<dyn Port>, String> {
+        Switch::delete_port(self, name).map_err(|e| e.to_string())
+    }
+    fn set_port_admin(&mut self, name: &str, up: bool) -> Result<(), String> {
+        Switch::set_port_admin(self, name, up).map_err(|e| e.to_string())
+    }
+    fn add_bridge(&mut self, name: &str, s: &BridgeSettingsConfig) -> Result<(), String> {
+        Switch::add_bridge(self, name, settings(s)).map(|_| ()).map_err(|e| e.to_string())
+    }
+    fn delete_bridge(&mut self, name: &str) -> Result<(), String> {
+        Switch::delete_bridge(self, name).map_err(|e| e.to_string())
+    }
+    fn set_bridge_settings(&mut self, name: &str, s: &BridgeSettingsConfig) -> Result<(), String> {
+        Switch::set_bridge_settings(self, name, settings(s)).map_err(|e| e.to_string())
+    }
+    fn add_bridge_member(&mut self, bridge: &str, port: &str) -> Result<(), String> {
+        Switch::add_bridge_member(self, bridge, port).map_err(|e| e.to_string())
+    }
+    fn remove_bridge_member(&mut self, bridge: &str, port: &str) -> Result<(), String> {
+        Switch::remove_bridge_member(self, bridge, port).map_err(|e| e.to_string())
+    }
+    fn add_xconnect(&mut self, from: &str, to: &str) -> Result<(), String> {
+        Switch::add_xconnect(self, from, to).map_err(|e| e.to_string())
+    }
+    fn delete_xconnect(&mut self, from: &str) -> Result<(), String> {
+        Switch::delete_xconnect(self, from).map_err(|e| e.to_string())
+    }
+    fn add_static_mac(&mut self, bridge: &str, mac: [u8; 6], port: &str) -> Result<(), String> {
+        Switch::add_static_mac(self, bridge, mac, port).map_err(|e| e.to_string())
+    }
+    fn delete_static_mac(&mut self, bridge: &str, mac: [u8; 6]) -> Result<(), String> {
+        Switch::delete_static_mac(self, bridge, mac).map_err(|e| e.to_string())
+    }
+    fn show(&mut self, what: ShowWhat, bridge: Option<&str>) -> Result<Value, String> {
+        match what {
+            ShowWhat::Ports => json(self.show_ports()),
+            ShowWhat::Bridge => {
+                let mut b = self.show_bridges();
+                if let Some(name) = bridge {
+                    b.retain(|x| x.name == name);
+                    if b.is_empty() {
+                        return Err(format!(
+                            "no bridge named `{name}`; bridges are: {}",
+                            list(self.show_bridges().into_iter().map(|b| b.name))
+                        ));
+                    }
+                }
+                json(b)
+            }
+            ShowWhat::Mac => json(self.show_mac(bridge).map_err(|e| e.to_string())?),
+            ShowWhat::Xconnect => {
+                let x: Vec<Value> = self
+                    .show_ports()
+                    .into_iter()
+                    .filter_map(|p| match p.service {
+                        vecswitch_switch::ServiceInfo::Xconnect { to } => {
+                            Some(serde_json::json!({"from": p.name, "to": to}))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                Ok(Value::Array(x))
+            }
+            ShowWhat::Runtime => json(self.show_runtime()),
+            ShowWhat::Errors => json(self.show_errors()),
+            ShowWhat::Buffers => json(self.show_buffers()),
+            ShowWhat::Trace => json(self.show_trace()),
+            // Answered by the controller from the running config, never by the dataplane.
+            ShowWhat::Config => Err("show config is answered by the controller".into()),
+        }
+    }
+    fn clear_counters(&mut self) {
+        Switch::clear_counters(self)
+    }
+    fn trace_add(&mut self, count: u32) {
+        Switch::trace_add(self, count)
+    }
+    fn trace_clear(&mut self) {
+        Switch::trace_clear(self)
+    }
+    fn capture(&mut self, port: &str, _file: &str, _count: Option<u64>) -> Result<(), String> {
+        // The switch has no capture call yet (requested from its owner); say so rather than pretend.
+        Err(format!("capture on port `{port}` is not available: this switch build has no packet capture yet"))
+    }
+}
+
+fn list(names: impl Iterator<Item = String>) -> String {
+    let v: Vec<String> = names.collect();
+    if v.is_empty() {
+        "(none)".into()
+    } else {
+        v.join(", ")
+    }
+}
