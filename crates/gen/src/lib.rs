@@ -5,16 +5,26 @@
 //! - [`rate`]: offered load ([`Rate`], [`LinkSpeed`]) and the [`Pacer`] that schedules frames.
 //! - [`flow`]: which header fields vary per flow and how ([`FieldRange`]).
 //! - [`signature`]: the stream id / sequence / timestamp every frame carries after its UDP header.
+//! - [`stream`]: a stream's headers and ranges ([`StreamSpec`]) compiled into a [`StreamBuilder`] that
+//!   writes frame `n` from per-size templates with incremental checksum updates.
+//! - [`rx`]: finding the signature in a received frame (anything else is counted as foreign).
 //! - [`analyze`]: per-stream receive analysis (loss, duplicates, reordering, latency, jitter).
+//! - [`engine`]: the [`Generator`] that runs a [`TrialSpec`] on its ports and returns a
+//!   [`TrialReport`]; [`Progress`] lets another thread print live counters.
 #![forbid(unsafe_code)]
 
 pub mod analyze;
+pub mod engine;
 pub mod flow;
 pub mod rate;
+pub mod rx;
 pub mod signature;
 pub mod size;
+pub mod stream;
 
 pub use analyze::{Latency, StreamAnalyzer, StreamRx};
+pub use engine::{Generator, PortReport, Progress, StreamReport, TrialLength, TrialReport, TrialSpec};
+pub use stream::{StreamBuilder, StreamSpec, VlanSpec};
 pub use flow::{Field, FieldMode, FieldRange};
 pub use rate::{Clock, LinkSpeed, MonoClock, Pacer, Rate};
 pub use size::{SizeSequence, SizeSpec};
@@ -24,4 +34,6 @@ pub use size::{SizeSequence, SizeSpec};
 pub enum GenError {
     #[error("invalid {field} {value:?}: accepted {accepted}")]
     Config { field: String, value: String, accepted: String },
+    #[error("port {port} did not come up within {waited:?}")]
+    LinkDown { port: String, waited: std::time::Duration },
 }

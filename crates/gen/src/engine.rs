@@ -1,0 +1,692 @@
+//! The engine: a [`Generator`] owns one or two ports and a buffer pool and runs [`TrialSpec`]s on one
+//! thread, returning a [`TrialReport`].
+//!
+//! A trial has four phases: wait for the links, warm-up (frames flagged as warm-up in their
+//! signature, counted apart), the measured phase (every tx port paced by its own [`Pacer`], every
+//! port polled for receive between batches), and the drain (receive only, until every frame sent has
+//! arrived or the drain time is over). Loss is counted after the drain.
+//!
+//! The generator knows its limits: if the frames it offered fell short of the intended count or
+//! rate by more than the tolerance, or a port refused frames (ring full), the report says
+//! `tester_limited` with the achieved rate — it is never reported as loss of the device under test.
+//! Refused frames are rebuilt and offered again (same sequence numbers), so they never show as loss.
+
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use vecswitch_buffer::{Pool, DATA_SIZE};
+use vecswitch_ports::{LinkState, Port, PortStats};
+
+use crate::analyze::{StreamAnalyzer, StreamRx};
+use crate::rate::{Clock, MonoClock, Pacer, Rate};
+use crate::rx::{find_signature, RxError};
+use crate::signature::{self, Layout};
+use crate::stream::{SizeRaised, StreamBuilder, StreamSpec};
+use crate::GenError;
+
+/// Frames built and offered to a port per `tx_burst` call.
+pub const TX_BATCH: usize = 32;
+/// Frames asked of a port per `rx_burst` call.
+pub const RX_BATCH: usize = 256;
+/// Buffers in the generator's pool.
+const POOL_BUFFERS: u32 = 4096;
+
+/// How long the measured phase lasts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TrialLength {
+    /// Send for this long (at the rate: `rate × duration` frames per tx port).
+    Duration(Duration),
+    /// Send exactly this many frames per tx port.
+    Count(u64),
+}
+
+/// One trial: what to send, how fast, for how long.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrialSpec {
+    pub streams: Vec<StreamSpec>,
+    /// Offered load of each transmitting port (its streams share it equally).
+    pub rate: Rate,
+    pub length: TrialLength,
+    /// Traffic sent before the measured phase (to fill MAC tables and caches); not counted.
+    pub warmup: Duration,
+    /// Receive-only time after the last frame before loss is counted.
+    pub drain: Duration,
+    /// Frames sent back to back per burst (1 = evenly spaced).
+    pub burst: u32,
+    /// Relative shortfall of offered load tolerated before the trial is marked tester-limited.
+    pub tolerance: f64,
+    /// How long to wait for the ports' links to come up.
+    pub link_timeout: Duration,
+}
+
+impl TrialSpec {
+    /// A trial of `streams` at `rate` for `length`, no warm-up, 100 ms drain, smooth pacing, 0.1 %
+    /// tolerance, 5 s link timeout.
+    pub fn new(streams: Vec<StreamSpec>, rate: Rate, length: TrialLength) -> TrialSpec {
+        TrialSpec {
+            streams,
+            rate,
+            length,
+            warmup: Duration::ZERO,
+            drain: Duration::from_millis(100),
+            burst: 1,
+            tolerance: 0.001,
+            link_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// One stream's results.
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamReport {
+    pub id: u16,
+    pub name: String,
+    pub tx_port: usize,
+    pub rx_port: usize,
+    /// Frame sizes (with FCS) the stream sends (after raising).
+    pub sizes: Vec<u16>,
+    pub sizes_raised: Vec<SizeRaised>,
+    pub tx: u64,
+    /// Bytes sent counting frame sizes with FCS.
+    pub tx_bytes: u64,
+    #[serde(flatten)]
+    pub rx: StreamRx,
+    /// Frames of this stream received on another port than `rx_port` (not counted in `rx`).
+    pub rx_wrong_port: u64,
+    /// `tx − rx_unique` after the drain.
+    pub lost: u64,
+    /// `lost / tx` (0 when nothing was sent).
+    pub loss_ratio: f64,
+}
+
+/// One port's results.
+#[derive(Debug, Clone, Serialize)]
+pub struct PortReport {
+    pub index: usize,
+    pub name: String,
+    /// Frames of the measured phase sent on this port.
+    pub tx: u64,
+    /// Frames received with a valid signature of this trial.
+    pub rx_ours: u64,
+    /// Frames received without a valid signature of this trial, by reason.
+    pub foreign: u64,
+    pub foreign_reasons: Vec<(String, u64)>,
+    /// Warm-up frames received (any time).
+    pub rx_warmup: u64,
+    /// Frames the port refused (ring full) and that were offered again.
+    pub tx_refused: u64,
+    /// The port's own counters over the trial.
+    pub port_stats: PortStats,
+    /// Intended offered rate (frames/s), `None` for [`Rate::Max`].
+    pub intended_fps: Option<f64>,
+    /// Achieved offered rate: frames sent / max(intended duration, time of the last send).
+    pub offered_fps: f64,
+    /// Layer-2 bits per second offered (frame sizes with FCS).
+    pub offered_bps: f64,
+}
+
+/// Everything a trial measured (serialised as-is into results files).
+#[derive(Debug, Clone, Serialize)]
+pub struct TrialReport {
+    pub rate: Rate,
+    pub length: TrialLength,
+    pub streams: Vec<StreamReport>,
+    pub ports: Vec<PortReport>,
+    pub tx: u64,
+    pub rx: u64,
+    pub lost: u64,
+    pub loss_ratio: f64,
+    pub duplicated: u64,
+    pub reordered: u64,
+    pub foreign: u64,
+    /// Seconds from the first to the last frame sent in the measured phase.
+    pub tx_seconds: f64,
+    /// Seconds spent draining.
+    pub drain_seconds: f64,
+    /// The generator could not offer the intended load (see `tester_limited_reasons`).
+    pub tester_limited: bool,
+    pub tester_limited_reasons: Vec<String>,
+}
+
+/// Counters another thread can read while a trial runs (for progress lines).
+#[derive(Debug, Default)]
+pub struct Progress {
+    tx: AtomicU64,
+    rx: AtomicU64,
+    phase: AtomicU8,
+}
+
+/// Phase of a running trial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Idle,
+    Link,
+    Warmup,
+    Measure,
+    Drain,
+}
+
+impl Progress {
+    /// Frames sent in the current phase so far.
+    pub fn sent(&self) -> u64 {
+        self.tx.load(Ordering::Relaxed)
+    }
+    /// Frames with our signature received in the current phase so far.
+    pub fn received(&self) -> u64 {
+        self.rx.load(Ordering::Relaxed)
+    }
+    pub fn phase(&self) -> Phase {
+        match self.phase.load(Ordering::Relaxed) {
+            1 => Phase::Link,
+            2 => Phase::Warmup,
+            3 => Phase::Measure,
+            4 => Phase::Drain,
+            _ => Phase::Idle,
+        }
+    }
+    fn set(&self, phase: Phase, tx: u64, rx: u64) {
+        self.phase.store(phase as u8, Ordering::Relaxed);
+        self.tx.store(tx, Ordering::Relaxed);
+        self.rx.store(rx, Ordering::Relaxed);
+    }
+}
+
+/// Per-stream run state.
+#[derive(Debug)]
+struct RunStream {
+    b: StreamBuilder,
+    /// Next sequence number (= frames of this stream sent in the phase).
+    next_seq: u64,
+    tx_bytes: u64,
+    an: StreamAnalyzer,
+    wrong_port: u64,
+    /// Whether some of the stream's frames carry the compact signature.
+    sends_compact: bool,
+}
+
+/// Per-port run state.
+#[derive(Debug, Default)]
+struct RunPort {
+    streams: Vec<usize>,
+    rr: usize,
+    pacer: Option<Pacer>,
+    tx: u64,
+    refused: u64,
+    rx_ours: u64,
+    rx_warmup: u64,
+    foreign: [u64; 8],
+    last_tx_ns: u64,
+    intended_fps: Option<f64>,
+}
+
+const FOREIGN_REASONS: [&str; 8] =
+    ["bad-l2", "not-ip", "bad-ip", "ip-fragment", "not-udp", "bad-udp", "no-signature", "unknown-stream"];
+
+fn foreign_index(e: RxError) -> usize {
+    match e {
+        RxError::BadL2 => 0,
+        RxError::NotIp => 1,
+        RxError::BadIp => 2,
+        RxError::Fragment => 3,
+        RxError::NotUdp => 4,
+        RxError::BadUdp => 5,
+        RxError::NoSignature => 6,
+    }
+}
+
+/// The traffic generator.
+pub struct Generator {
+    ports: Vec<Box<dyn Port>>,
+    pool: Pool,
+    clock: MonoClock,
+    progress: Arc<Progress>,
+    scratch: Vec<u8>,
+    rx_handles: Vec<u32>,
+    tx_handles: Vec<u32>,
+}
+
+impl std::fmt::Debug for Generator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Generator").field("ports", &self.ports.iter().map(|p| p.name().to_string()).collect::<Vec<_>>()).finish()
+    }
+}
+
+impl Generator {
+    /// A generator on one or two ports (port indices in stream specs refer to this order).
+    pub fn new(ports: Vec<Box<dyn Port>>) -> Result<Generator, GenError> {
+        if ports.is_empty() || ports.len() > 2 {
+            return Err(GenError::Config {
+                field: "ports".into(),
+                value: ports.len().to_string(),
+                accepted: "1 or 2 ports".into(),
+            });
+        }
+        Ok(Generator {
+            ports,
+            pool: Pool::new(POOL_BUFFERS),
+            clock: MonoClock::new(),
+            progress: Arc::new(Progress::default()),
+            scratch: vec![0u8; crate::size::MAX_FRAME as usize],
+            rx_handles: Vec::with_capacity(RX_BATCH),
+            tx_handles: Vec::with_capacity(TX_BATCH),
+        })
+    }
+
+    /// Counters of the running trial, readable from another thread.
+    pub fn progress(&self) -> Arc<Progress> {
+        Arc::clone(&self.progress)
+    }
+
+    /// The ports (e.g. to read their stats).
+    pub fn ports(&self) -> &[Box<dyn Port>] {
+        &self.ports
+    }
+
+    /// Gives the ports back.
+    pub fn into_ports(self) -> Vec<Box<dyn Port>> {
+        self.ports
+    }
+
+    /// Runs one trial.
+    pub fn run_trial(&mut self, spec: &TrialSpec) -> Result<TrialReport, GenError> {
+        spec.rate.validate()?;
+        if spec.streams.is_empty() {
+            return Err(GenError::Config { field: "streams".into(), value: "0".into(), accepted: "at least one stream".into() });
+        }
+        if !(0.0..1.0).contains(&spec.tolerance) {
+            return Err(GenError::Config {
+                field: "tolerance".into(),
+                value: spec.tolerance.to_string(),
+                accepted: "0 <= tolerance < 1".into(),
+            });
+        }
+        let nports = self.ports.len();
+        let mut streams = Vec::with_capacity(spec.streams.len());
+        let mut ports: Vec<RunPort> = (0..nports).map(|_| RunPort::default()).collect();
+        for (i, s) in spec.streams.iter().enumerate() {
+            for (what, p) in [("tx_port", s.tx_port), ("rx_port", s.rx_port)] {
+                if p >= nports {
+                    return Err(GenError::Config {
+                        field: format!("stream {i} {what}"),
+                        value: p.to_string(),
+                        accepted: format!("a port index 0..{nports}"),
+                    });
+                }
+            }
+            let id = u16::try_from(i).unwrap_or(u16::MAX);
+            let b = StreamBuilder::new(id, s)?;
+            let sends_compact = b.sends_compact();
+            ports[s.tx_port].streams.push(i);
+            streams.push(RunStream {
+                b,
+                next_seq: 0,
+                tx_bytes: 0,
+                an: StreamAnalyzer::new(),
+                wrong_port: 0,
+                sends_compact,
+            });
+        }
+        if spec.burst == 0 {
+            return Err(GenError::Config { field: "burst".into(), value: "0".into(), accepted: "1 or more frames".into() });
+        }
+
+        // Links.
+        self.progress.set(Phase::Link, 0, 0);
+        let t0 = self.clock.now_ns();
+        loop {
+            for p in self.ports.iter_mut() {
+                p.poll_control();
+            }
+            if let Some(down) = self.ports.iter().position(|p| p.link() != LinkState::Up) {
+                if self.clock.now_ns() - t0 > spec.link_timeout.as_nanos() as u64 {
+                    return Err(GenError::LinkDown { port: self.ports[down].name().to_string(), waited: spec.link_timeout });
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            } else {
+                break;
+            }
+        }
+
+        // Per-port intended rate: the port's streams' mean frame size sets fps for bps/percent rates.
+        for port in ports.iter_mut() {
+            if port.streams.is_empty() {
+                continue;
+            }
+            let mean = port.streams.iter().map(|&s| streams[s].b.sizes().mean_size()).sum::<f64>() / port.streams.len() as f64;
+            port.intended_fps = spec.rate.fps(mean);
+        }
+
+        // Warm-up.
+        if !spec.warmup.is_zero() {
+            self.progress.set(Phase::Warmup, 0, 0);
+            let start = self.clock.now_ns();
+            for port in ports.iter_mut() {
+                port.pacer = Some(Pacer::new(start, port.intended_fps, spec.burst as u64, None));
+            }
+            let end = start + spec.warmup.as_nanos() as u64;
+            self.send_phase(&mut ports, &mut streams, true, Some(end));
+            let drain_end = self.clock.now_ns() + spec.drain.as_nanos() as u64;
+            while self.clock.now_ns() < drain_end {
+                self.poll_rx(&mut ports, &mut streams);
+            }
+            for s in streams.iter_mut() {
+                s.next_seq = 0;
+                s.tx_bytes = 0;
+                s.an = StreamAnalyzer::new();
+                s.wrong_port = 0;
+            }
+            for port in ports.iter_mut() {
+                let w = port.rx_warmup;
+                *port = RunPort { streams: std::mem::take(&mut port.streams), intended_fps: port.intended_fps, rx_warmup: w, ..RunPort::default() };
+            }
+        }
+
+        // Measured phase.
+        for p in self.ports.iter_mut() {
+            p.clear_stats();
+        }
+        self.progress.set(Phase::Measure, 0, 0);
+        let start = self.clock.now_ns();
+        let (limit, end, intended_ns) = match spec.length {
+            TrialLength::Count(n) => (Some(n), None, None),
+            TrialLength::Duration(d) => {
+                let d_ns = d.as_nanos() as u64;
+                (None, Some(start + d_ns), Some(d_ns))
+            }
+        };
+        for port in ports.iter_mut() {
+            let lim = match (limit, port.intended_fps, spec.length) {
+                (Some(n), _, _) => Some(n),
+                (None, Some(fps), TrialLength::Duration(d)) => Some((fps * d.as_secs_f64()).round() as u64),
+                _ => None,
+            };
+            port.pacer = Some(Pacer::new(start, port.intended_fps, spec.burst as u64, lim));
+        }
+        self.send_phase(&mut ports, &mut streams, false, end);
+        let tx_done = self.clock.now_ns();
+
+        // Drain.
+        let tx_total: u64 = streams.iter().map(|s| s.next_seq).sum();
+        self.progress.set(Phase::Drain, tx_total, ports.iter().map(|p| p.rx_ours).sum());
+        let drain_start = self.clock.now_ns();
+        let drain_end = drain_start + spec.drain.as_nanos() as u64;
+        loop {
+            let got = self.poll_rx(&mut ports, &mut streams);
+            let all_in = streams.iter().all(|s| s.an.rx_unique() >= s.next_seq);
+            let now = self.clock.now_ns();
+            if now >= drain_end || (all_in && got == 0) {
+                break;
+            }
+        }
+        let drain_seconds = (self.clock.now_ns() - drain_start) as f64 / 1e9;
+        self.progress.set(Phase::Idle, tx_total, ports.iter().map(|p| p.rx_ours).sum());
+
+        Ok(self.report(spec, &ports, &streams, start, tx_done, intended_ns, drain_seconds))
+    }
+
+    /// Sends until every pacer is finished or `end` passes, polling receive between batches.
+    fn send_phase(&mut self, ports: &mut [RunPort], streams: &mut [RunStream], warmup: bool, end: Option<u64>) {
+        let mut iter: u32 = 0;
+        loop {
+            let now = self.clock.now_ns();
+            if end.is_some_and(|e| now >= e) {
+                break;
+            }
+            let mut all_done = true;
+            for pi in 0..ports.len() {
+                if ports[pi].streams.is_empty() {
+                    continue;
+                }
+                let Some(pacer) = ports[pi].pacer.as_mut() else { continue };
+                if pacer.finished() {
+                    continue;
+                }
+                all_done = false;
+                let n = pacer.due(now, TX_BATCH as u64) as usize;
+                if n == 0 {
+                    continue;
+                }
+                let si = ports[pi].streams[ports[pi].rr];
+                ports[pi].rr = (ports[pi].rr + 1) % ports[pi].streams.len();
+                let sent = self.send_batch(pi, &mut streams[si], n, warmup, now);
+                let port = &mut ports[pi];
+                if sent < n {
+                    port.refused += (n - sent) as u64;
+                    if let Some(p) = port.pacer.as_mut() {
+                        p.unrelease((n - sent) as u64);
+                    }
+                }
+                port.tx += sent as u64;
+                port.last_tx_ns = self.clock.now_ns();
+            }
+            if all_done {
+                break;
+            }
+            self.poll_rx(ports, streams);
+            iter = iter.wrapping_add(1);
+            if iter % 64 == 0 {
+                let tx: u64 = ports.iter().map(|p| p.tx).sum();
+                let rx: u64 = ports.iter().map(|p| p.rx_ours).sum();
+                self.progress.set(if warmup { Phase::Warmup } else { Phase::Measure }, tx, rx);
+                for p in self.ports.iter_mut() {
+                    p.poll_control();
+                }
+            }
+        }
+    }
+
+    /// Builds `n` frames of stream `s` and offers them to port `pi`; returns how many it took. The
+    /// sequence numbers of refused frames are given back (they are rebuilt next time).
+    fn send_batch(&mut self, pi: usize, s: &mut RunStream, n: usize, warmup: bool, now: u64) -> usize {
+        self.tx_handles.clear();
+        for k in 0..n {
+            let seq = s.next_seq + k as u64;
+            let len = s.b.wire_len(seq);
+            let h = if len <= DATA_SIZE {
+                let Some(h) = self.pool.alloc() else { break };
+                if !self.pool.set_len(h, len) {
+                    self.pool.free(h);
+                    break;
+                }
+                s.b.build(seq, now, warmup, self.pool.data_mut(h));
+                h
+            } else {
+                let buf = &mut self.scratch[..len];
+                s.b.build(seq, now, warmup, buf);
+                match vecswitch_ports::loopback::packet_from_bytes(&mut self.pool, buf) {
+                    Some(h) => h,
+                    None => break,
+                }
+            };
+            self.tx_handles.push(h);
+        }
+        let built = self.tx_handles.len();
+        let sent = if built == 0 { 0 } else { self.ports[pi].tx_burst(&mut self.pool, &self.tx_handles) };
+        self.pool.free_bulk(&self.tx_handles);
+        for k in 0..sent {
+            s.tx_bytes += s.b.frame_size(s.next_seq + k as u64) as u64;
+        }
+        s.next_seq += sent as u64;
+        sent.min(n)
+    }
+
+    /// Receives one burst from every port and analyses it; returns frames received.
+    fn poll_rx(&mut self, ports: &mut [RunPort], streams: &mut [RunStream]) -> usize {
+        let mut total = 0;
+        for pi in 0..self.ports.len() {
+            self.rx_handles.clear();
+            let n = self.ports[pi].rx_burst(&mut self.pool, &mut self.rx_handles, RX_BATCH);
+            if n == 0 {
+                continue;
+            }
+            total += n;
+            let rx_ns = self.clock.now_ns();
+            for &h in &self.rx_handles {
+                let hdr = self.pool.header(h);
+                let chained = hdr.total_len as usize != hdr.len as usize;
+                let len = hdr.total_len as usize;
+                let res = if chained {
+                    self.pool.copy_out(h, &mut self.scratch);
+                    let r = find_signature(&self.scratch);
+                    self.scratch.resize(crate::size::MAX_FRAME as usize, 0);
+                    r
+                } else {
+                    find_signature(self.pool.data(h))
+                };
+                let port = &mut ports[pi];
+                match res {
+                    Err(e) => port.foreign[foreign_index(e)] += 1,
+                    Ok(sig) if sig.warmup => port.rx_warmup += 1,
+                    Ok(sig) => {
+                        let Some(s) = streams.get_mut(sig.stream as usize) else {
+                            port.foreign[7] += 1;
+                            continue;
+                        };
+                        if s.b.spec().rx_port != pi {
+                            s.wrong_port += 1;
+                            continue;
+                        }
+                        if sig.layout == Layout::Compact && !s.sends_compact {
+                            // A stream that only sends full signatures never sends compact ones.
+                            port.foreign[7] += 1;
+                            continue;
+                        }
+                        let bits = sig.layout.seq_bits();
+                        let seq = signature::extend(sig.seq as u64, bits, s.an.next_expected());
+                        let tx_ns = match sig.layout {
+                            Layout::Full => sig.tx_ns,
+                            Layout::Compact => signature::extend_tx_time(sig.tx_ns as u32, rx_ns),
+                        };
+                        // Frame size as RFC 2544 counts it: bytes on the link + FCS.
+                        s.an.record(seq, tx_ns, rx_ns, len + crate::size::FCS_LEN, s.next_seq);
+                        port.rx_ours += 1;
+                    }
+                }
+            }
+            self.pool.free_bulk(&self.rx_handles);
+        }
+        total
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn report(
+        &self,
+        spec: &TrialSpec,
+        ports: &[RunPort],
+        streams: &[RunStream],
+        start: u64,
+        tx_done: u64,
+        intended_ns: Option<u64>,
+        drain_seconds: f64,
+    ) -> TrialReport {
+        let mut reasons = Vec::new();
+        let stream_reports: Vec<StreamReport> = streams
+            .iter()
+            .map(|s| {
+                let rx = s.an.report();
+                let lost = s.next_seq.saturating_sub(rx.rx_unique);
+                StreamReport {
+                    id: s.b.id(),
+                    name: s.b.spec().name.clone(),
+                    tx_port: s.b.spec().tx_port,
+                    rx_port: s.b.spec().rx_port,
+                    sizes: s.b.sizes().sizes().to_vec(),
+                    sizes_raised: s.b.raised().to_vec(),
+                    tx: s.next_seq,
+                    tx_bytes: s.tx_bytes,
+                    rx,
+                    rx_wrong_port: s.wrong_port,
+                    lost,
+                    loss_ratio: if s.next_seq == 0 { 0.0 } else { lost as f64 / s.next_seq as f64 },
+                }
+            })
+            .collect();
+        let mut port_reports = Vec::new();
+        for (i, p) in ports.iter().enumerate() {
+            let last = p.last_tx_ns.max(start);
+            let mut secs = (last - start) as f64 / 1e9;
+            let mut intended_count = None;
+            if let Some(fps) = p.intended_fps {
+                let intended_secs = match spec.length {
+                    TrialLength::Count(n) => n as f64 / fps,
+                    TrialLength::Duration(_) => intended_ns.unwrap_or(0) as f64 / 1e9,
+                };
+                intended_count = Some(match spec.length {
+                    TrialLength::Count(n) => n,
+                    TrialLength::Duration(d) => (fps * d.as_secs_f64()).round() as u64,
+                });
+                secs = secs.max(intended_secs);
+            }
+            let tx_bytes: u64 = p.streams.iter().map(|&s| streams[s].tx_bytes).sum();
+            let offered_fps = if secs > 0.0 { p.tx as f64 / secs } else { 0.0 };
+            let offered_bps = if secs > 0.0 { tx_bytes as f64 * 8.0 / secs } else { 0.0 };
+            if !p.streams.is_empty() {
+                if let (Some(fps), Some(count)) = (p.intended_fps, intended_count) {
+                    if (p.tx as f64) < count as f64 * (1.0 - spec.tolerance) {
+                        reasons.push(format!(
+                            "port {i} ({}) sent {} of {} intended frames",
+                            self.ports[i].name(),
+                            p.tx,
+                            count
+                        ));
+                    }
+                    if offered_fps < fps * (1.0 - spec.tolerance) {
+                        reasons.push(format!(
+                            "port {i} ({}) offered {:.0} fps, intended {:.0} fps ({:.3} % short)",
+                            self.ports[i].name(),
+                            offered_fps,
+                            fps,
+                            (1.0 - offered_fps / fps) * 100.0
+                        ));
+                    }
+                }
+                if p.refused > 0 && spec.rate != Rate::Max {
+                    reasons.push(format!("port {i} ({}) refused {} frames (tx ring full)", self.ports[i].name(), p.refused));
+                }
+            }
+            let foreign: u64 = p.foreign.iter().sum();
+            port_reports.push(PortReport {
+                index: i,
+                name: self.ports[i].name().to_string(),
+                tx: p.tx,
+                rx_ours: p.rx_ours,
+                foreign,
+                foreign_reasons: FOREIGN_REASONS
+                    .iter()
+                    .zip(p.foreign.iter())
+                    .filter(|(_, &n)| n > 0)
+                    .map(|(r, &n)| (r.to_string(), n))
+                    .collect(),
+                rx_warmup: p.rx_warmup,
+                tx_refused: p.refused,
+                port_stats: self.ports[i].stats(),
+                intended_fps: if p.streams.is_empty() { None } else { p.intended_fps },
+                offered_fps,
+                offered_bps,
+            });
+        }
+        let tx: u64 = stream_reports.iter().map(|s| s.tx).sum();
+        let rx: u64 = stream_reports.iter().map(|s| s.rx.rx_unique).sum();
+        let lost: u64 = stream_reports.iter().map(|s| s.lost).sum();
+        TrialReport {
+            rate: spec.rate,
+            length: spec.length,
+            tx,
+            rx,
+            lost,
+            loss_ratio: if tx == 0 { 0.0 } else { lost as f64 / tx as f64 },
+            duplicated: stream_reports.iter().map(|s| s.rx.duplicated).sum(),
+            reordered: stream_reports.iter().map(|s| s.rx.reordered).sum(),
+            foreign: port_reports.iter().map(|p| p.foreign).sum(),
+            streams: stream_reports,
+            ports: port_reports,
+            tx_seconds: (tx_done.saturating_sub(start)) as f64 / 1e9,
+            drain_seconds,
+            tester_limited: !reasons.is_empty(),
+            tester_limited_reasons: reasons,
+        }
+    }
+}
