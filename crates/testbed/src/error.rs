@@ -59,6 +59,13 @@ pub enum Error {
         value: String,
         expected: String,
     },
+    /// A generator port could not be opened.
+    #[error("opening generator port {port}: {source}")]
+    Port {
+        port: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A stop was requested (Ctrl-C / SIGTERM) while waiting; the caller should unwind and clean up.
     #[error("stop requested (signal received); tearing down")]
     Stopped,

@@ -12,6 +12,8 @@
 //! - [`Dut`] drivers in [`dut`]: `vecswitch` (cross-connect or bridge), `linux-bridge`, `ovs`
 //!   (userspace datapath, started by hand under the run directory), `testpmd-io` (the
 //!   speed-of-light reference over memif) and `ovs-dpdk` (which explains why it cannot run here).
+//! - [`GenMeasurer`]: the lab's `Measurer` on the generator ports of a [`Testbed`] (crates/gen's
+//!   `Generator`), mapping each `TrialReport` onto the lab's `TrialResult`.
 //!
 //! Traffic only ever flows on links the testbed created: veth pairs inside its own namespaces and
 //! memif sockets inside its run directory. Nothing is installed at run time; a missing peer
@@ -20,7 +22,9 @@
 
 pub mod cmd;
 pub mod dut;
+pub mod gen_ports;
 mod error;
+pub mod measurer;
 pub mod netns;
 pub mod placement;
 pub mod process;
@@ -30,7 +34,9 @@ pub mod topology;
 
 pub use cmd::{wait_for, wait_for_result};
 pub use dut::{Dut, DutKind, Scale};
+pub use gen_ports::{open_generator_ports, open_port, wait_links_up};
 pub use error::{Error, Result};
+pub use measurer::{default_streams, generator_placement, GenMeasurer};
 pub use netns::{cleanup_stale, veth_pair, CleanupReport, Netns};
 pub use placement::{CorePlan, Placement, PlacedProcess};
 pub use process::{ChildGuard, ProcessSpec};

@@ -1,0 +1,120 @@
+//! Helpers shared by the testbed's integration tests: test frames and a counted exchange over two
+//! generator ports.
+#![allow(dead_code)]
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use vecswitch_buffer::Pool;
+use vecswitch_ports::Port;
+
+/// EtherType for local experiments (IEEE 802 "Local Experimental Ethertype 1").
+pub const ETHERTYPE_EXP: u16 = 0x88b5;
+
+/// A 60-byte frame (64 on the wire with FCS): dst, src, local-experimental EtherType, then a
+/// 4-byte tag and a 4-byte sequence number, zero padding.
+pub fn frame(dst: [u8; 6], src: [u8; 6], tag: u32, seq: u32) -> Vec<u8> {
+    let mut f = Vec::with_capacity(60);
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&ETHERTYPE_EXP.to_be_bytes());
+    f.extend_from_slice(&tag.to_be_bytes());
+    f.extend_from_slice(&seq.to_be_bytes());
+    f.resize(60, 0);
+    f
+}
+
+/// (tag, seq) of a test frame, or None for anything else.
+pub fn parse(bytes: &[u8]) -> Option<(u32, u32)> {
+    if bytes.len() < 22 || bytes[12..14] != ETHERTYPE_EXP.to_be_bytes() {
+        return None;
+    }
+    let tag = u32::from_be_bytes(bytes[14..18].try_into().ok()?);
+    let seq = u32::from_be_bytes(bytes[18..22].try_into().ok()?);
+    Some((tag, seq))
+}
+
+/// What one exchange saw on the receiving port.
+#[derive(Debug, Default)]
+pub struct Exchange {
+    pub sent: u32,
+    /// Distinct sequence numbers received with our tag.
+    pub received: BTreeSet<u32>,
+    pub duplicates: u32,
+    /// Frames that were not ours (other tags or not test frames).
+    pub foreign: u32,
+    /// Bytes of the first frame received with our tag.
+    pub first: Option<Vec<u8>>,
+}
+
+/// Sends `count` frames tagged `tag` from `tx` (in bursts of 32, retrying what the port did not
+/// take) and receives on `rx` until all arrived or `timeout` passed.
+pub fn exchange(
+    pool: &mut Pool,
+    tx: &mut Box<dyn Port>,
+    rx: &mut Box<dyn Port>,
+    dst: [u8; 6],
+    src: [u8; 6],
+    tag: u32,
+    count: u32,
+    timeout: Duration,
+) -> Exchange {
+    let mut ex = Exchange::default();
+    let start = Instant::now();
+    let mut seq = 0u32;
+    let mut got = Vec::new();
+    let mut bytes = Vec::new();
+    while start.elapsed() < timeout && (ex.received.len() as u32) < count {
+        tx.poll_control();
+        rx.poll_control();
+        if seq < count {
+            let n = (count - seq).min(32);
+            let mut pkts = Vec::new();
+            for i in 0..n {
+                let h = pool.alloc().expect("pool has buffers");
+                assert!(pool.write_packet(h, &frame(dst, src, tag, seq + i)));
+                pkts.push(h);
+            }
+            let sent = tx.tx_burst(pool, &pkts);
+            pool.free_bulk(&pkts);
+            seq += sent as u32;
+        }
+        got.clear();
+        rx.rx_burst(pool, &mut got, 256);
+        for &h in &got {
+            bytes.clear();
+            pool.copy_out(h, &mut bytes);
+            match parse(&bytes) {
+                Some((t, s)) if t == tag => {
+                    if ex.first.is_none() {
+                        ex.first = Some(bytes.clone());
+                    }
+                    if !ex.received.insert(s) {
+                        ex.duplicates += 1;
+                    }
+                }
+                _ => ex.foreign += 1,
+            }
+        }
+        pool.free_bulk(&got);
+        if got.is_empty() {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+    ex.sent = seq;
+    ex
+}
+
+/// The `vecswitch` binary built beside this test (`cargo build -p vecswitch-cli`), or
+/// `VECSWITCH_BIN`.
+pub fn vecswitch_bin() -> std::path::PathBuf {
+    if let Some(p) = std::env::var_os("VECSWITCH_BIN") {
+        return p.into();
+    }
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/<test> -> target/<profile>/vecswitch
+    exe.parent()
+        .and_then(|d| d.parent())
+        .map(|d| d.join("vecswitch"))
+        .expect("target directory")
+}
