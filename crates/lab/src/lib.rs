@@ -8,17 +8,19 @@
 //! - [`results`] is the schema-versioned JSON document of a run (`vecswitch.results/1`) with its
 //!   provenance; [`report`] renders it as VSPERF-style Markdown and CSV or a self-contained HTML
 //!   report, and compares two runs.
-//! - [`suite`] describes a benchmark suite (TOML) and the [`suite::Dut`] / [`suite::Topology`]
-//!   interfaces that drivers implement.
+//! - [`demo`] runs every procedure against simulated DUTs to produce a complete example run.
 //!
 //! Units: loads in frames/s ([`Load`]); frame sizes include the FCS; line rate counts 20 bytes of
 //! preamble and inter-frame gap per frame ([`load`]).
 #![forbid(unsafe_code)]
 
+pub mod demo;
 pub mod error;
 pub mod load;
 pub mod measurer;
 pub mod procedures;
+pub mod report;
+pub mod results;
 pub mod sim;
 
 pub use error::LabError;

@@ -1,0 +1,118 @@
+//! A complete simulated run: [`simulated_run`] runs every procedure against two seeded simulated
+//! DUTs — `sim-steady` (fixed capacity, like VPP in seed 000) and `sim-sporadic` (sporadic small
+//! losses, like OVS-DPDK in seed 000) — behind a simulated generator whose calibrated limit is
+//! below line rate at 64 bytes, so some results are tester-limited.
+//!
+//! It exists to exercise the whole results → report path (tests, `vecswitch bench --simulate`,
+//! screenshots of the HTML report) without a network; its figures are the simulator's, not a
+//! switch's, and every record says `sim-` in its device name.
+
+use std::time::Duration;
+
+use crate::procedures::back_to_back::{back_to_back, BackToBackConfig};
+use crate::procedures::latency::{latency_at, LatencyConfig};
+use crate::procedures::linear::{linear_sweep, LinearSweepConfig};
+use crate::procedures::mlrsearch::{mlrsearch, MlrConfig};
+use crate::procedures::scale::scale_sweep;
+use crate::procedures::soak::{soak, SoakConfig};
+use crate::procedures::throughput::{throughput, ThroughputConfig, TrialPolicy};
+use crate::results::{CalibratedLimit, GeneratorInfo, Outcome, Provenance, RunResults, TestRecord};
+use crate::sim::{SimDut, SimModel};
+use crate::{LabError, LineRate, Load};
+
+/// The simulated generator's limit: 9 Mfps whatever the frame size (10GE line rate at 64 B is
+/// 14.88 Mfps, so 64-byte results at the top are tester-limited).
+pub const SIM_GENERATOR_LIMIT_FPS: f64 = 9e6;
+
+/// The two simulated devices: name and model for a given line rate.
+fn devices(line: &LineRate) -> Vec<(&'static str, SimModel)> {
+    let cap = |pps: f64| pps.min(line.max_fps());
+    vec![
+        ("sim-steady", SimModel::Fixed { capacity_fps: cap(12e6) }),
+        ("sim-sporadic", SimModel::Sporadic { capacity_fps: cap(4e6), probability: 0.2, max_lost: 20 }),
+    ]
+}
+
+fn record(id: &str, desc: &str, vswitch: &str, line: LineRate, outcome: Outcome) -> TestRecord {
+    TestRecord {
+        id: id.into(),
+        description: desc.into(),
+        deployment: "phy2phy".into(),
+        vswitch: vswitch.into(),
+        traffic_type: "udp".into(),
+        frame_size: line.frame_size,
+        line,
+        bidirectional: false,
+        flows: Some(1),
+        scale: None,
+        outcome,
+    }
+}
+
+/// Runs the demo suite with `seed` and returns its results document.
+pub fn simulated_run(seed: u64, command: Vec<String>) -> Result<RunResults, LabError> {
+    let mut run = RunResults::new(Provenance::collect(command, Some(serde_json::json!({ "simulated": true, "seed": seed }))));
+    let sizes = [64u32, 128, 256, 512, 1024, 1518];
+    run.generator = Some(GeneratorInfo {
+        name: "sim-gen".into(),
+        calibrated_limits: sizes.iter().map(|&f| CalibratedLimit { frame_size: f, max_fps: SIM_GENERATOR_LIMIT_FPS }).collect(),
+    });
+    let d = Duration::from_secs(1);
+    for &size in &sizes {
+        let line = LineRate::ten_gig(size);
+        for (name, model) in devices(&line) {
+            let mut dut = SimDut::new(model, seed).with_tester_limit(SIM_GENERATOR_LIMIT_FPS);
+            let mut cfg = ThroughputConfig::new(0.0, line.max_fps(), d);
+            cfg.loss_tolerance = 0.00001; // 0.001 %, seed 000
+            cfg.policy = TrialPolicy::BestOf(3);
+            let t = throughput(&mut dut, &cfg)?;
+            run.tests.push(record("phy2phy_tput", "RFC 2544 §26.1 throughput, best of 3, 0.001 % loss", name, line, Outcome::Throughput(t)));
+        }
+    }
+    let line = LineRate::ten_gig(64);
+    for (name, model) in devices(&line) {
+        let mk = || SimDut::new(model, seed).with_tester_limit(SIM_GENERATOR_LIMIT_FPS);
+        let m = mlrsearch(&mut mk(), &MlrConfig::ndr_pdr(line.max_fps() * 0.01, line.max_fps()))?;
+        run.tests.push(record("phy2phy_ndrpdr", "MLRsearch NDR/PDR", name, line, Outcome::Mlrsearch(m)));
+
+        let capacity = match model {
+            SimModel::Fixed { capacity_fps } | SimModel::Sporadic { capacity_fps, .. } => capacity_fps,
+            _ => line.max_fps(),
+        };
+        let thr = capacity.min(SIM_GENERATOR_LIMIT_FPS);
+        let lat = latency_at(&mut mk(), thr, &LatencyConfig { trial_duration: d, repetitions: 3, ..Default::default() })?;
+        run.tests.push(record("phy2phy_latency", "RFC 2544 §26.2 latency at 100/90/50/10 % of throughput", name, line, Outcome::Latency(lat)));
+
+        let sweep = linear_sweep(&mut mk(), &LinearSweepConfig::new(line, d))?;
+        run.tests.push(record("phy2phy_linear_loss", "Linear loss sweep 1..100 % (seed 000)", name, line, Outcome::LinearSweep(sweep)));
+
+        let mut b2b_dut = SimDut::new(model, seed).with_buffer(4096).with_line_rate(line.max_fps());
+        let mut b2b_cfg = BackToBackConfig::new(line.max_fps(), capacity);
+        b2b_cfg.repetitions = 10;
+        let b = back_to_back(&mut b2b_dut, &b2b_cfg)?;
+        run.tests.push(record("phy2phy_back2back", "RFC 9004 back-to-back frames", name, line, Outcome::BackToBack(b)));
+
+        let sk = soak(&mut mk(), &SoakConfig { load: Load::fps(thr * 0.9), total: Duration::from_secs(300), interval: Duration::from_secs(10) })?;
+        run.tests.push(record("phy2phy_soak", "Soak at 90 % of throughput, 10 s intervals", name, line, Outcome::Soak(sk)));
+
+        // MAC-table scale sweep: capacity falls off past 2 000 entries.
+        let mut scale_dut = mk();
+        let cfg = ThroughputConfig::new(0.0, line.max_fps(), d);
+        let points = scale_sweep(
+            &mut scale_dut,
+            &[2, 2_000, 20_000, 200_000, 1_000_000],
+            |dut, n| {
+                let factor = if n <= 2000 { 1.0 } else { 1.0 / (1.0 + (n as f64 / 2000.0).log10()) };
+                dut.set_model(SimModel::Fixed { capacity_fps: capacity * factor });
+                Ok(())
+            },
+            |dut| throughput(dut, &cfg),
+        )?;
+        for p in points {
+            let mut r = record("phy2phy_mac_scale", "RFC 2544 throughput per MAC table size", name, line, Outcome::Throughput(p.result));
+            r.scale = Some(p.scale);
+            run.tests.push(r);
+        }
+    }
+    Ok(run)
+}

@@ -1,0 +1,343 @@
+//! The HTML report: one self-contained page (inline CSS, inline SVG, no scripts, nothing fetched)
+//! with provenance, the generator's calibrated limits, a summary table, charts (throughput vs frame
+//! size per device with the generator's limit and the line rate as dashed references, throughput
+//! vs table size, latency percentiles, loss vs offered load, back-to-back), and every test's
+//! metrics and raw trials. Tester-limited results are flagged in the tables (red rows) and charts
+//! (red rings).
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use crate::measurer::TrialResult;
+use crate::report::svg::{esc, human, Bar, BarChart, LineChart, Point, Series};
+use crate::results::{Cell, Outcome, Row, RunResults, TestRecord, COLUMNS};
+
+const CSS: &str = "body{font-family:sans-serif;margin:2em auto;max-width:1100px;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:13px}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}
+th{background:#f3f3f3}td.t,th.t{text-align:left}tr.tl td{background:#fde8e8}
+.badge{background:#d00;color:#fff;border-radius:3px;padding:1px 5px;font-size:11px}
+figure{margin:1em 0}details{margin:.5em 0 1.5em}h2{border-bottom:2px solid #eee;padding-bottom:.2em}
+.note{color:#555;font-size:13px}";
+
+const SUMMARY_COLUMNS: &[&str] = &[
+    "id", "vswitch", "deployment", "packet_size", "procedure", "goal", "scale", "throughput_rx_fps",
+    "throughput_rx_percent", "frame_loss_percent", "avg_latency_ns", "max_latency_ns", "b2b_frames", "tester_limited",
+];
+
+pub fn render(run: &RunResults) -> String {
+    let mut s = String::new();
+    let _ = write!(s, "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>vecswitch benchmark report</title><style>{CSS}</style></head><body>");
+    let _ = write!(s, "<h1>vecswitch benchmark report</h1>");
+    provenance(&mut s, run);
+    summary(&mut s, run);
+    charts(&mut s, run);
+    details(&mut s, run);
+    s.push_str("</body></html>\n");
+    s
+}
+
+fn provenance(s: &mut String, run: &RunResults) {
+    let p = &run.provenance;
+    let _ = write!(s, "<h2>Provenance</h2><table>");
+    let mut kv = |k: &str, v: String| {
+        let _ = write!(s, "<tr><th class=t>{}</th><td class=t>{}</td></tr>", esc(k), esc(&v));
+    };
+    kv("schema", run.schema.clone());
+    kv("date", p.date.clone());
+    let dirty = if p.git_dirty == Some(true) { " (uncommitted changes)" } else { "" };
+    kv("git revision", format!("{}{dirty}", p.git_revision.as_deref().unwrap_or("unknown")));
+    kv("command", p.command.join(" "));
+    kv("host", p.hostname.clone().unwrap_or_default());
+    kv("kernel", p.kernel.clone().unwrap_or_default());
+    kv("CPU", format!("{} × {}", p.cores.unwrap_or(0), p.cpu_model.as_deref().unwrap_or("unknown")));
+    kv("tool version", p.tool_version.clone());
+    if let Some(c) = &p.config {
+        kv("config", c.to_string());
+    }
+    s.push_str("</table>");
+    if let Some(g) = &run.generator {
+        let _ = write!(s, "<h3>Traffic generator: {}</h3><p class=note>Calibrated limits (generator alone). Results at or near these rates measure the tester, not the DUT.</p><table><tr><th>frame size (B)</th><th>calibrated max (frames/s)</th></tr>", esc(&g.name));
+        for c in &g.calibrated_limits {
+            let _ = write!(s, "<tr><td>{}</td><td>{:.0}</td></tr>", c.frame_size, c.max_fps);
+        }
+        s.push_str("</table>");
+    }
+}
+
+fn is_tl(r: &Row) -> bool {
+    r.get("tester_limited") == Some(&Cell::Flag(true))
+}
+
+fn row_table(s: &mut String, cols: &[&str], rows: &[Row]) {
+    let cols: Vec<&str> = cols.iter().copied().filter(|c| rows.iter().any(|r| r.contains_key(c))).collect();
+    s.push_str("<table><tr>");
+    for c in &cols {
+        let _ = write!(s, "<th>{}</th>", esc(c));
+    }
+    s.push_str("</tr>");
+    for r in rows {
+        let _ = write!(s, "<tr{}>", if is_tl(r) { " class=tl" } else { "" });
+        for c in &cols {
+            match r.get(c) {
+                Some(Cell::Flag(true)) => s.push_str("<td><span class=badge>tester-limited</span></td>"),
+                Some(Cell::Text(t)) => {
+                    let _ = write!(s, "<td class=t>{}</td>", esc(t));
+                }
+                Some(v) => {
+                    let _ = write!(s, "<td>{}</td>", esc(&v.to_string()));
+                }
+                None => s.push_str("<td></td>"),
+            }
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</table>");
+}
+
+fn summary(s: &mut String, run: &RunResults) {
+    let rows: Vec<Row> = run
+        .tests
+        .iter()
+        .flat_map(|t| {
+            let mut rows = t.rows();
+            // The summary keeps one line per sweep: its last (highest-load) step.
+            if matches!(t.outcome, Outcome::LinearSweep(_)) && rows.len() > 1 {
+                rows.drain(..rows.len() - 1);
+            }
+            rows
+        })
+        .collect();
+    let _ = write!(s, "<h2>Summary</h2>");
+    if rows.iter().any(is_tl) {
+        s.push_str("<p class=note><span class=badge>tester-limited</span> rows: the generator could not offer the intended load; the figure is the tester's ceiling, never DUT loss.</p>");
+    }
+    row_table(s, SUMMARY_COLUMNS, &rows);
+}
+
+fn series_name(t: &TestRecord, extra: &str) -> String {
+    let mut n = format!("{} {}", t.vswitch, t.deployment);
+    if !extra.is_empty() {
+        n.push(' ');
+        n.push_str(extra);
+    }
+    n
+}
+
+fn charts(s: &mut String, run: &RunResults) {
+    s.push_str("<h2>Charts</h2>");
+    // Throughput vs frame size, one series per device/deployment/procedure (no scale points).
+    let mut by_series: BTreeMap<String, Vec<Point>> = BTreeMap::new();
+    let mut line_rate: BTreeMap<u32, f64> = BTreeMap::new();
+    let mut scale_series: BTreeMap<String, Vec<Point>> = BTreeMap::new();
+    for t in &run.tests {
+        for r in t.rows() {
+            let Some(fps) = r.get("throughput_rx_fps").and_then(Cell::num) else { continue };
+            let goal = match (&t.outcome, r.get("goal")) {
+                (Outcome::Throughput(_), _) => "RFC2544".to_string(),
+                (Outcome::Mlrsearch(_), Some(Cell::Text(g))) => g.clone(),
+                _ => continue,
+            };
+            let p = Point { x: f64::from(t.frame_size), y: fps, flag: is_tl(&r) };
+            match t.scale {
+                Some(sc) => scale_series
+                    .entry(series_name(t, &format!("{} B {goal}", t.frame_size)))
+                    .or_default()
+                    .push(Point { x: sc as f64, ..p }),
+                None => {
+                    by_series.entry(series_name(t, &goal)).or_default().push(p);
+                    line_rate.insert(t.frame_size, t.line.max_fps());
+                }
+            }
+        }
+    }
+    if !by_series.is_empty() {
+        let mut series: Vec<Series> =
+            by_series.into_iter().map(|(name, points)| Series { name, points, reference: false }).collect();
+        series.push(Series {
+            name: "line rate".into(),
+            points: line_rate.iter().map(|(&f, &m)| Point { x: f64::from(f), y: m, flag: false }).collect(),
+            reference: true,
+        });
+        if let Some(g) = &run.generator {
+            series.push(Series {
+                name: format!("{} limit", g.name),
+                points: g.calibrated_limits.iter().map(|c| Point { x: f64::from(c.frame_size), y: c.max_fps, flag: false }).collect(),
+                reference: true,
+            });
+        }
+        let sizes: Vec<(f64, String)> = line_rate.keys().map(|&f| (f64::from(f), f.to_string())).collect();
+        figure(s, LineChart {
+            title: "Throughput vs frame size".into(),
+            x_label: "frame size (bytes, FCS included)".into(),
+            y_label: "frames/s".into(),
+            series,
+            log_x: true,
+            log_y: true,
+            x_categories: Some(sizes),
+        }.render(), "Dashed: theoretical line rate and the generator's calibrated limit.");
+    }
+    if !scale_series.is_empty() {
+        let series = scale_series.into_iter().map(|(name, points)| Series { name, points, reference: false }).collect();
+        figure(s, LineChart {
+            title: "Throughput vs table size".into(),
+            x_label: "table entries / flows".into(),
+            y_label: "frames/s".into(),
+            series,
+            log_x: true,
+            log_y: false,
+            x_categories: None,
+        }.render(), "");
+    }
+    // Latency percentiles.
+    let cats = ["min", "p50", "p90", "p99", "p99.9", "p99.99", "max"];
+    let mut lat_series = Vec::new();
+    for t in &run.tests {
+        if let Outcome::Latency(points) = &t.outcome {
+            for p in points {
+                if let Some(l) = &p.stats {
+                    let ys = [l.min_ns, l.p50_ns, l.p90_ns, l.p99_ns, l.p99_9_ns, l.p99_99_ns, l.max_ns];
+                    lat_series.push(Series {
+                        name: series_name(t, &format!("{} B {:.0}%", t.frame_size, p.fraction * 100.0)),
+                        points: ys.iter().enumerate().map(|(i, &y)| Point { x: i as f64, y: y / 1e3, flag: p.tester_limited_trials > 0 }).collect(),
+                        reference: false,
+                    });
+                }
+            }
+        }
+    }
+    if !lat_series.is_empty() {
+        if lat_series.len() > 8 {
+            lat_series.retain(|s| s.name.ends_with("100%"));
+        }
+        figure(s, LineChart {
+            title: "Latency percentiles".into(),
+            x_label: "percentile".into(),
+            y_label: "latency (µs)".into(),
+            series: lat_series,
+            log_x: false,
+            log_y: true,
+            x_categories: Some(cats.iter().enumerate().map(|(i, c)| (i as f64, c.to_string())).collect()),
+        }.render(), "Percent = load as a share of the measured throughput (RFC 2544 §26.2).");
+    }
+    // Loss vs offered load.
+    let mut loss_series = Vec::new();
+    for t in &run.tests {
+        if let Outcome::LinearSweep(points) = &t.outcome {
+            loss_series.push(Series {
+                name: series_name(t, &format!("{} B", t.frame_size)),
+                points: points.iter().map(|p| Point { x: p.percent, y: p.loss_ratio * 100.0, flag: p.tester_limited }).collect(),
+                reference: false,
+            });
+        }
+    }
+    if !loss_series.is_empty() {
+        figure(s, LineChart {
+            title: "Frame loss vs offered load".into(),
+            x_label: "offered load (% of line rate)".into(),
+            y_label: "frame loss (%)".into(),
+            series: loss_series,
+            ..Default::default()
+        }.render(), "RFC 2544 §26.3 frame loss rate per step.");
+    }
+    // Back-to-back.
+    let bars: Vec<Bar> = run
+        .tests
+        .iter()
+        .filter_map(|t| match &t.outcome {
+            Outcome::BackToBack(b) if b.applicable => Some(Bar {
+                label: format!("{} {} B", t.vswitch, t.frame_size),
+                value: b.average_frames,
+                range: Some((b.min_frames as f64, b.max_frames as f64)),
+                flag: b.tester_limited,
+            }),
+            _ => None,
+        })
+        .collect();
+    if !bars.is_empty() {
+        figure(s, BarChart { title: "Back-to-back frames (RFC 9004)".into(), y_label: "longest lossless burst (frames)".into(), bars }.render(),
+            "Bar: average over repetitions; whisker: min–max.");
+    }
+}
+
+fn figure(s: &mut String, svg: String, caption: &str) {
+    let _ = write!(s, "<figure>{svg}<figcaption class=note>{}</figcaption></figure>", esc(caption));
+}
+
+fn details(s: &mut String, run: &RunResults) {
+    s.push_str("<h2>Tests</h2>");
+    for t in &run.tests {
+        let rows = t.rows();
+        let tl = rows.iter().any(is_tl);
+        let _ = write!(
+            s,
+            "<h3>{} — {} {} B ({}){}</h3><p class=note>{} · deployment {} · traffic {} · {} × {:.0} Mb/s{}{}</p>",
+            esc(&t.id),
+            esc(&t.vswitch),
+            t.frame_size,
+            t.outcome.name(),
+            if tl { " <span class=badge>tester-limited</span>" } else { "" },
+            esc(&t.description),
+            esc(&t.deployment),
+            esc(&t.traffic_type),
+            t.line.ports,
+            t.line.bits_per_second / 1e6,
+            if t.bidirectional { " · bidirectional" } else { "" },
+            t.scale.map(|x| format!(" · scale {x}")).unwrap_or_default(),
+        );
+        let cols: Vec<&str> = COLUMNS.iter().copied().filter(|c| !["id", "vswitch", "deployment", "traffic_type", "packet_size", "procedure"].contains(c)).collect();
+        row_table(s, &cols, &rows);
+        let trials = trials_of(t);
+        if !trials.is_empty() {
+            let _ = write!(s, "<details><summary>{} trials</summary><table><tr><th>#</th><th>intended fps</th><th>duration s</th><th>offered</th><th>received</th><th>loss %</th><th>tester</th></tr>", trials.len());
+            for (i, tr) in trials.iter().enumerate() {
+                let _ = write!(
+                    s,
+                    "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.6}</td><td>{}</td></tr>",
+                    if tr.tester_limited { " class=tl" } else { "" },
+                    i + 1,
+                    human(tr.intended_load.fps),
+                    tr.intended_duration.as_secs_f64(),
+                    tr.offered_frames,
+                    tr.received_frames,
+                    tr.loss_percent(),
+                    if tr.tester_limited { "<span class=badge>limited</span>" } else { "" }
+                );
+            }
+            s.push_str("</table></details>");
+        }
+    }
+}
+
+fn trials_of(t: &TestRecord) -> Vec<&TrialResult> {
+    match &t.outcome {
+        Outcome::Throughput(r) => r.trials.iter().collect(),
+        Outcome::Mlrsearch(r) => r.trials.iter().collect(),
+        Outcome::Latency(p) => p.iter().flat_map(|p| p.trials.iter()).collect(),
+        Outcome::LinearSweep(p) => p.iter().map(|p| &p.trial).collect(),
+        Outcome::Soak(r) => r.intervals.iter().collect(),
+        Outcome::BackToBack(_) => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::tests::sample_run;
+
+    #[test]
+    fn self_contained_with_all_charts_and_flags() {
+        let run = sample_run();
+        let html = render(&run);
+        assert!(html.starts_with("<!DOCTYPE html>"));
+        // Nothing external: no scripts, no links, no remote URLs except the SVG namespace.
+        assert!(!html.contains("<script") && !html.contains("<link") && !html.contains("src="));
+        assert_eq!(html.matches("http").count(), html.matches("http://www.w3.org/2000/svg").count());
+        for title in ["Throughput vs frame size", "Latency percentiles", "Frame loss vs offered load", "Back-to-back frames", "Throughput vs table size"] {
+            assert!(html.contains(title), "missing chart {title}");
+        }
+        assert!(html.contains("calibrated max"));
+        assert!(html.contains("class=tl"));
+        assert!(html.contains(run.provenance.date.as_str()));
+        assert!(!html.contains("NaN") && !html.contains(">inf"));
+    }
+}

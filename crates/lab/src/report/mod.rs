@@ -1,0 +1,26 @@
+//! Renderers for a [`RunResults`](crate::results::RunResults) document:
+//!
+//! - [`markdown`]: VSPERF-style result pages (`Metric | Result` per test, as `result_*.md`);
+//! - [`csv`]: one row per result line, VSPERF column names ([`crate::results::COLUMNS`]);
+//! - [`html`]: one self-contained page (no external JS/CSS) with inline SVG charts drawn by
+//!   [`svg`]: throughput vs frame size per device (with the generator's calibrated limit),
+//!   latency percentiles, loss vs offered load, back-to-back;
+//! - [`compare`]: what regressed between two runs beyond a threshold.
+
+pub mod compare;
+pub mod csv;
+pub mod html;
+pub mod markdown;
+pub mod svg;
+
+pub use compare::{compare, Comparison};
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use crate::results::RunResults;
+
+    /// The full simulated demo run: every procedure, two devices, some tester-limited results.
+    pub(crate) fn sample_run() -> RunResults {
+        crate::demo::simulated_run(1, vec!["test".into()]).expect("demo run")
+    }
+}

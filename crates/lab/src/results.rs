@@ -1,0 +1,534 @@
+//! The results document of one run: [`RunResults`] (schema `vecswitch.results/1`), its
+//! [`Provenance`], the generator's calibrated limits ([`GeneratorInfo`]) and one [`TestRecord`] per
+//! test with the procedure's full result ([`Outcome`]) — every trial included.
+//!
+//! Benchmark results are data with provenance (STYLE.md habit 11, cloud-hypervisor's
+//! performance-metrics): git revision, command and config, kernel, CPU and date travel with the
+//! raw trials, so any figure in a report can be traced to how it was produced.
+//!
+//! [`TestRecord::rows`] flattens a test into rows of VSPERF-named metrics ([`COLUMNS`]) that the
+//! Markdown, CSV and HTML renderers and `compare` share.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::procedures::back_to_back::BackToBackResult;
+use crate::procedures::latency::LatencyPoint;
+use crate::procedures::linear::SweepPoint;
+use crate::procedures::mlrsearch::MlrResult;
+use crate::procedures::soak::SoakResult;
+use crate::procedures::throughput::ThroughputResult;
+use crate::{LabError, LatencyStats, LineRate};
+
+/// The schema identifier every results document carries.
+pub const SCHEMA: &str = "vecswitch.results/1";
+
+/// One run: everything needed to render a report or compare with another run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResults {
+    pub schema: String,
+    pub provenance: Provenance,
+    pub generator: Option<GeneratorInfo>,
+    pub tests: Vec<TestRecord>,
+}
+
+impl RunResults {
+    pub fn new(provenance: Provenance) -> RunResults {
+        RunResults { schema: SCHEMA.to_string(), provenance, generator: None, tests: Vec::new() }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("results serialise: no non-string map keys")
+    }
+
+    /// Parses a results document and checks its schema.
+    pub fn from_json(text: &str, path: &Path) -> Result<RunResults, LabError> {
+        let v: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| LabError::BadResults { path: path.into(), reason: format!("invalid JSON: {e}") })?;
+        match v.get("schema").and_then(|s| s.as_str()) {
+            Some(SCHEMA) => {}
+            Some(other) => {
+                return Err(LabError::BadResults {
+                    path: path.into(),
+                    reason: format!("schema {other:?} is not supported (expected {SCHEMA:?})"),
+                })
+            }
+            None => {
+                return Err(LabError::BadResults { path: path.into(), reason: format!("no \"schema\" field (expected {SCHEMA:?})") })
+            }
+        }
+        serde_json::from_value(v).map_err(|e| LabError::BadResults { path: path.into(), reason: e.to_string() })
+    }
+
+    pub fn load(path: &Path) -> Result<RunResults, LabError> {
+        let text = std::fs::read_to_string(path).map_err(|source| LabError::Io { path: path.into(), source })?;
+        RunResults::from_json(&text, path)
+    }
+
+    pub fn save(&self, path: &Path) -> Result<(), LabError> {
+        std::fs::write(path, self.to_json()).map_err(|source| LabError::Io { path: path.into(), source })
+    }
+}
+
+/// Where and how a run was produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// `git rev-parse HEAD`, when run inside a git checkout.
+    pub git_revision: Option<String>,
+    /// Uncommitted changes in the checkout (`git status --porcelain` not empty).
+    pub git_dirty: Option<bool>,
+    /// The command line that produced the run.
+    pub command: Vec<String>,
+    /// The suite/config the run used, as given.
+    pub config: Option<serde_json::Value>,
+    pub hostname: Option<String>,
+    /// Kernel release (`uname -r`).
+    pub kernel: Option<String>,
+    pub cpu_model: Option<String>,
+    pub cores: Option<u32>,
+    /// UTC, RFC 3339.
+    pub date: String,
+    pub tool_version: String,
+}
+
+impl Provenance {
+    /// Collects provenance from this machine; anything unavailable is `None`, never an error.
+    pub fn collect(command: Vec<String>, config: Option<serde_json::Value>) -> Provenance {
+        let git = |args: &[&str]| {
+            std::process::Command::new("git")
+                .args(args)
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        };
+        let read = |p: &str| std::fs::read_to_string(p).ok().map(|s| s.trim().to_string());
+        let cpu_model = read("/proc/cpuinfo").and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        });
+        Provenance {
+            git_revision: git(&["rev-parse", "HEAD"]),
+            git_dirty: git(&["status", "--porcelain", "--untracked-files=no"]).map(|s| !s.is_empty()),
+            command,
+            config,
+            hostname: read("/proc/sys/kernel/hostname"),
+            kernel: read("/proc/sys/kernel/osrelease"),
+            cpu_model,
+            cores: std::thread::available_parallelism().ok().map(|n| n.get() as u32),
+            date: rfc3339_utc(SystemTime::now()),
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+}
+
+/// Formats a time as `YYYY-MM-DDTHH:MM:SSZ` (UTC).
+pub fn rfc3339_utc(t: SystemTime) -> String {
+    let secs = t.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's days_from_civil inverse).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// The traffic generator used, and what it was measured to sustain on its own (loopback).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GeneratorInfo {
+    pub name: String,
+    /// Calibrated maximum rate per frame size: results at or near it are the tester's, not the DUT's.
+    pub calibrated_limits: Vec<CalibratedLimit>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CalibratedLimit {
+    pub frame_size: u32,
+    pub max_fps: f64,
+}
+
+impl GeneratorInfo {
+    pub fn limit_for(&self, frame_size: u32) -> Option<f64> {
+        self.calibrated_limits.iter().find(|c| c.frame_size == frame_size).map(|c| c.max_fps)
+    }
+}
+
+/// One test: what was measured, on what, and the procedure's full result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestRecord {
+    /// VSPERF-style test id: `phy2phy_tput`, `pvp_back2back`, …
+    pub id: String,
+    pub description: String,
+    /// `phy2phy`, `pvp`, `pvvp`, …
+    pub deployment: String,
+    /// The device under test: `vecswitch`, `ovs`, `linux-bridge`, `testpmd`, …
+    pub vswitch: String,
+    /// `udp`, `ethernet`, `ipv4`, …
+    pub traffic_type: String,
+    pub frame_size: u32,
+    pub line: LineRate,
+    pub bidirectional: bool,
+    pub flows: Option<u64>,
+    /// Table size of a scale sweep point (MAC entries, routes).
+    pub scale: Option<u64>,
+    pub outcome: Outcome,
+}
+
+/// A procedure's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "procedure", content = "result", rename_all = "kebab-case")]
+pub enum Outcome {
+    Throughput(ThroughputResult),
+    Latency(Vec<LatencyPoint>),
+    LinearSweep(Vec<SweepPoint>),
+    BackToBack(BackToBackResult),
+    Mlrsearch(MlrResult),
+    Soak(SoakResult),
+}
+
+impl Outcome {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Throughput(_) => "throughput",
+            Outcome::Latency(_) => "latency",
+            Outcome::LinearSweep(_) => "linear-sweep",
+            Outcome::BackToBack(_) => "back-to-back",
+            Outcome::Mlrsearch(_) => "mlrsearch",
+            Outcome::Soak(_) => "soak",
+        }
+    }
+}
+
+/// Column names of the flat tables, VSPERF's names first.
+pub const COLUMNS: &[&str] = &[
+    "id",
+    "deployment",
+    "vswitch",
+    "traffic_type",
+    "packet_size",
+    "procedure",
+    "goal",
+    "scale",
+    "flows",
+    "throughput_rx_fps",
+    "throughput_rx_mbps",
+    "throughput_rx_percent",
+    "tx_rate_fps",
+    "tx_rate_mbps",
+    "tx_rate_percent",
+    "frame_loss_percent",
+    "min_latency_ns",
+    "avg_latency_ns",
+    "max_latency_ns",
+    "p50_latency_ns",
+    "p99_latency_ns",
+    "p99_9_latency_ns",
+    "p99_99_latency_ns",
+    "jitter_mean_ns",
+    "jitter_max_ns",
+    "lower_bound_fps",
+    "upper_bound_fps",
+    "b2b_frames",
+    "b2b_frames_min",
+    "b2b_frames_max",
+    "b2b_frames_stdev",
+    "b2b_frame_loss_percent",
+    "implied_buffer_time_us",
+    "corrected_buffer_time_us",
+    "trials",
+    "tester_limited",
+    "note",
+];
+
+/// A value in a flat row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Num(f64),
+    Text(String),
+    Flag(bool),
+}
+
+impl Cell {
+    pub fn num(&self) -> Option<f64> {
+        match self {
+            Cell::Num(x) => Some(*x),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Cell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Cell::Num(x) if x.fract() == 0.0 && x.abs() < 1e15 => write!(f, "{x:.0}"),
+            Cell::Num(x) => write!(f, "{x:.3}"),
+            Cell::Text(s) => f.write_str(s),
+            Cell::Flag(b) => f.write_str(if *b { "True" } else { "False" }),
+        }
+    }
+}
+
+/// One flat row: column name → value (columns absent for this kind of test are left out).
+pub type Row = BTreeMap<&'static str, Cell>;
+
+impl TestRecord {
+    /// The rows this test contributes to the tables: one for throughput, back-to-back and soak;
+    /// one per goal (MLRsearch), per load fraction (latency), per step (linear sweep).
+    pub fn rows(&self) -> Vec<Row> {
+        let base = |procedure: &str| {
+            let mut r = Row::new();
+            r.insert("id", Cell::Text(self.id.clone()));
+            r.insert("deployment", Cell::Text(self.deployment.clone()));
+            r.insert("vswitch", Cell::Text(self.vswitch.clone()));
+            r.insert("traffic_type", Cell::Text(self.traffic_type.clone()));
+            r.insert("packet_size", Cell::Num(f64::from(self.frame_size)));
+            r.insert("procedure", Cell::Text(procedure.to_string()));
+            if let Some(s) = self.scale {
+                r.insert("scale", Cell::Num(s as f64));
+            }
+            if let Some(f) = self.flows {
+                r.insert("flows", Cell::Num(f as f64));
+            }
+            r
+        };
+        let line = &self.line;
+        let rates = |r: &mut Row, rx_fps: f64, tx_fps: f64| {
+            r.insert("throughput_rx_fps", Cell::Num(rx_fps));
+            r.insert("throughput_rx_mbps", Cell::Num(line.mbps(rx_fps)));
+            r.insert("throughput_rx_percent", Cell::Num(line.percent(rx_fps)));
+            r.insert("tx_rate_fps", Cell::Num(tx_fps));
+            r.insert("tx_rate_mbps", Cell::Num(line.mbps(tx_fps)));
+            r.insert("tx_rate_percent", Cell::Num(line.percent(tx_fps)));
+        };
+        let name = self.outcome.name();
+        match &self.outcome {
+            Outcome::Throughput(t) => {
+                let mut r = base(name);
+                match t.throughput_fps {
+                    Some(x) => {
+                        // The last non-learning trial at the result carries the measured rates.
+                        let at = t
+                            .trials
+                            .iter()
+                            .rev()
+                            .find(|tr| tr.intended_load.fps == x && !tr.tester_limited);
+                        let (rx, tx, loss) = at.map_or((x, x, 0.0), |tr| (tr.received_fps(), tr.offered_fps(), tr.loss_percent()));
+                        rates(&mut r, rx, tx);
+                        r.insert("frame_loss_percent", Cell::Num(loss));
+                        if let Some(l) = at.and_then(|tr| tr.latency.as_ref()) {
+                            insert_latency(&mut r, l);
+                        }
+                        if !t.verified {
+                            r.insert("note", Cell::Text("not verified".into()));
+                        }
+                    }
+                    None => {
+                        r.insert("note", Cell::Text("no load passed".into()));
+                    }
+                }
+                r.insert("trials", Cell::Num(t.trials.len() as f64));
+                r.insert("tester_limited", Cell::Flag(t.tester_limited));
+                vec![r]
+            }
+            Outcome::Mlrsearch(m) => m
+                .goals
+                .iter()
+                .map(|g| {
+                    let mut r = base(name);
+                    r.insert("goal", Cell::Text(g.goal.name.clone()));
+                    if let Some(ct) = g.conditional_throughput_fps {
+                        let tx = g.relevant_lower_bound_fps.unwrap_or(ct);
+                        rates(&mut r, ct, tx);
+                    }
+                    if let Some(l) = g.relevant_lower_bound_fps {
+                        r.insert("lower_bound_fps", Cell::Num(l));
+                    }
+                    if let Some(u) = g.relevant_upper_bound_fps {
+                        r.insert("upper_bound_fps", Cell::Num(u));
+                    }
+                    r.insert("frame_loss_percent", Cell::Num(g.goal.loss_ratio * 100.0));
+                    r.insert("trials", Cell::Num(m.trials.len() as f64));
+                    r.insert("tester_limited", Cell::Flag(g.tester_limited));
+                    r.insert("note", Cell::Text(format!("{:.0} trial-seconds; loss column = goal loss ratio", m.trial_seconds)));
+                    r
+                })
+                .collect(),
+            Outcome::Latency(points) => points
+                .iter()
+                .map(|p| {
+                    let mut r = base(name);
+                    r.insert("goal", Cell::Text(format!("{:.0}% of throughput", p.fraction * 100.0)));
+                    let rx: f64 = mean(p.trials.iter().filter(|t| !t.tester_limited).map(|t| t.received_fps()));
+                    rates(&mut r, rx, p.load_fps);
+                    r.insert("frame_loss_percent", Cell::Num(p.max_loss_ratio * 100.0));
+                    if let Some(s) = &p.stats {
+                        insert_latency(&mut r, s);
+                    }
+                    r.insert("trials", Cell::Num(p.trials.len() as f64));
+                    r.insert("tester_limited", Cell::Flag(p.tester_limited_trials > 0));
+                    r
+                })
+                .collect(),
+            Outcome::LinearSweep(points) => points
+                .iter()
+                .map(|p| {
+                    let mut r = base(name);
+                    rates(&mut r, p.trial.received_fps(), p.trial.offered_fps());
+                    r.insert("frame_loss_percent", Cell::Num(p.loss_ratio * 100.0));
+                    r.insert("trials", Cell::Num(1.0));
+                    r.insert("tester_limited", Cell::Flag(p.tester_limited));
+                    r
+                })
+                .collect(),
+            Outcome::BackToBack(b) => {
+                let mut r = base(name);
+                if b.applicable {
+                    r.insert("b2b_frames", Cell::Num(b.average_frames));
+                    r.insert("b2b_frames_min", Cell::Num(b.min_frames as f64));
+                    r.insert("b2b_frames_max", Cell::Num(b.max_frames as f64));
+                    r.insert("b2b_frames_stdev", Cell::Num(b.stdev_frames));
+                    r.insert("b2b_frame_loss_percent", Cell::Num(0.0));
+                    r.insert("implied_buffer_time_us", Cell::Num(b.implied_buffer_time_s * 1e6));
+                    r.insert("corrected_buffer_time_us", Cell::Num(b.corrected_buffer_time_s * 1e6));
+                    if b.max_burst_lossless {
+                        r.insert("note", Cell::Text("longest burst tried was lossless: buffer may be larger".into()));
+                    }
+                } else {
+                    r.insert("note", Cell::Text("not applicable: throughput at line rate (RFC 9004 §5.1)".into()));
+                }
+                r.insert("trials", Cell::Num(b.bursts.len() as f64));
+                r.insert("tester_limited", Cell::Flag(b.tester_limited));
+                vec![r]
+            }
+            Outcome::Soak(s) => {
+                let mut r = base(name);
+                let counted: Vec<_> = s.intervals.iter().filter(|t| !t.tester_limited).collect();
+                let rx = mean(counted.iter().map(|t| t.received_fps()));
+                let tx = mean(counted.iter().map(|t| t.offered_fps()));
+                rates(&mut r, rx, tx);
+                r.insert("frame_loss_percent", Cell::Num(s.loss_ratio * 100.0));
+                let lat: Vec<LatencyStats> = counted.iter().filter_map(|t| t.latency.clone()).collect();
+                if let Some(l) = LatencyStats::combine(&lat) {
+                    insert_latency(&mut r, &l);
+                }
+                r.insert("trials", Cell::Num(s.intervals.len() as f64));
+                r.insert("tester_limited", Cell::Flag(s.tester_limited_intervals > 0));
+                r.insert("note", Cell::Text(format!("{} of {} intervals lossy", s.lossy_intervals, s.intervals.len())));
+                vec![r]
+            }
+        }
+    }
+}
+
+fn insert_latency(r: &mut Row, l: &LatencyStats) {
+    r.insert("min_latency_ns", Cell::Num(l.min_ns));
+    r.insert("avg_latency_ns", Cell::Num(l.avg_ns));
+    r.insert("max_latency_ns", Cell::Num(l.max_ns));
+    r.insert("p50_latency_ns", Cell::Num(l.p50_ns));
+    r.insert("p99_latency_ns", Cell::Num(l.p99_ns));
+    r.insert("p99_9_latency_ns", Cell::Num(l.p99_9_ns));
+    r.insert("p99_99_latency_ns", Cell::Num(l.p99_99_ns));
+    r.insert("jitter_mean_ns", Cell::Num(l.jitter_mean_ns));
+    r.insert("jitter_max_ns", Cell::Num(l.jitter_max_ns));
+}
+
+fn mean(it: impl Iterator<Item = f64>) -> f64 {
+    let (s, n) = it.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    if n == 0 {
+        0.0
+    } else {
+        s / n as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::procedures::throughput::{throughput, ThroughputConfig};
+    use crate::sim::{SimDut, SimModel};
+    use std::time::Duration;
+
+    pub(crate) fn sample_throughput_record() -> TestRecord {
+        let line = LineRate::ten_gig(64);
+        let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 0.5 * line.max_fps() }, 1);
+        let t = throughput(&mut dut, &ThroughputConfig::new(0.0, line.max_fps(), Duration::from_secs(1))).unwrap();
+        TestRecord {
+            id: "phy2phy_tput".into(),
+            description: "LTD.Throughput.RFC2544.PacketLossRatio".into(),
+            deployment: "phy2phy".into(),
+            vswitch: "sim".into(),
+            traffic_type: "udp".into(),
+            frame_size: 64,
+            line,
+            bidirectional: false,
+            flows: Some(1),
+            scale: None,
+            outcome: Outcome::Throughput(t),
+        }
+    }
+
+    #[test]
+    fn json_round_trip_keeps_every_trial_and_the_schema() {
+        let mut run = RunResults::new(Provenance::collect(vec!["test".into()], None));
+        run.tests.push(sample_throughput_record());
+        let text = run.to_json();
+        assert!(text.contains("\"schema\": \"vecswitch.results/1\""));
+        assert!(text.contains("\"procedure\": \"throughput\""));
+        let back = RunResults::from_json(&text, Path::new("x.json")).unwrap();
+        assert_eq!(back, run);
+        let Outcome::Throughput(t) = &back.tests[0].outcome else { panic!() };
+        assert!(t.trials.len() > 5);
+    }
+
+    #[test]
+    fn wrong_or_missing_schema_is_rejected_with_the_path() {
+        let e = RunResults::from_json(r#"{"schema":"other/9"}"#, Path::new("a.json")).unwrap_err().to_string();
+        assert!(e.contains("a.json") && e.contains("other/9") && e.contains(SCHEMA), "{e}");
+        let e = RunResults::from_json("{}", Path::new("b.json")).unwrap_err().to_string();
+        assert!(e.contains("no \"schema\""), "{e}");
+        assert!(RunResults::from_json("not json", Path::new("c.json")).is_err());
+    }
+
+    #[test]
+    fn provenance_has_date_cores_and_kernel() {
+        let p = Provenance::collect(vec!["vecswitch".into(), "bench".into()], None);
+        assert_eq!(p.date.len(), 20);
+        assert!(p.date.ends_with('Z'));
+        assert!(p.cores.unwrap() >= 1);
+        assert!(p.kernel.is_some());
+    }
+
+    #[test]
+    fn rfc3339_known_dates() {
+        assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339_utc(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339_utc(UNIX_EPOCH + Duration::from_secs(1_700_000_000)), "2023-11-14T22:13:20Z");
+    }
+
+    #[test]
+    fn throughput_row_uses_vsperf_fields() {
+        let rec = sample_throughput_record();
+        let rows = rec.rows();
+        assert_eq!(rows.len(), 1);
+        let r = &rows[0];
+        let pct = r["throughput_rx_percent"].num().unwrap();
+        assert!(pct <= 50.0 && pct > 49.9, "{pct}");
+        let fps = r["throughput_rx_fps"].num().unwrap();
+        assert!((r["throughput_rx_mbps"].num().unwrap() - fps * 64.0 * 8.0 / 1e6).abs() < 1e-6);
+        assert_eq!(r["frame_loss_percent"].num(), Some(0.0));
+        assert!(r.contains_key("avg_latency_ns"));
+        assert_eq!(r["tester_limited"], Cell::Flag(false));
+        assert!(r.keys().all(|k| COLUMNS.contains(k)));
+    }
+}
