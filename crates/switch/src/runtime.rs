@@ -39,6 +39,7 @@ impl Default for SwitchConfig {
 
 /// Ports' `poll_control` is called once every this many poll iterations (and on every idle one).
 pub const CONTROL_EVERY_POLLS: u64 = 1024;
+const _: () = assert!(CONTROL_EVERY_POLLS.is_power_of_two());
 /// MAC table slots examined per aging step.
 pub const AGE_SLOTS_PER_STEP: usize = 512;
 /// Least time between two aging steps. At 1,000 steps/s × 512 slots, a table for 1M entries
@@ -215,7 +216,7 @@ impl Switch {
         if received == 0 {
             self.stats.idle_polls += 1;
         }
-        if received == 0 || self.stats.polls % CONTROL_EVERY_POLLS == 0 {
+        if received == 0 || self.stats.polls & (CONTROL_EVERY_POLLS - 1) == 0 {
             for p in self.state.ports.iter_mut().flatten() {
                 p.port.poll_control();
             }

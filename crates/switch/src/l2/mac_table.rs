@@ -313,7 +313,7 @@ impl MacTable {
     /// `include_static`). Returns how many were removed. A control-side operation: it scans the table.
     pub fn flush(&mut self, bd: u16, port: Option<PortId>, include_static: bool) -> usize {
         self.remove_where(|e| {
-            e.bd == bd && port.map_or(true, |p| p == e.port) && (include_static || !e.is_static)
+            e.bd == bd && (port.is_none() || port == Some(e.port)) && (include_static || !e.is_static)
         })
     }
 
@@ -367,7 +367,7 @@ impl MacTable {
             .enumerate()
             .filter(|(_, s)| s.key != 0)
             .map(|(i, _)| self.entry_at(i))
-            .filter(|e| bd.map_or(true, |b| b == e.bd))
+            .filter(|e| bd.is_none() || bd == Some(e.bd))
             .collect()
     }
 

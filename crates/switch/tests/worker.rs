@@ -1,0 +1,64 @@
+//! The worker thread: control calls run between iterations and return their results; traffic flows
+//! while it runs; stop gives the switch back; an idle worker sleeps.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use vecswitch_buffer::Pool;
+use vecswitch_switch::{spawn, BridgeSettings, Switch, SwitchConfig, SwitchError};
+
+#[test]
+fn worker_forwards_and_answers_calls() {
+    let mut sw = Switch::new(SwitchConfig { buffers: 2048, mac_table_entries: 1024, ..Default::default() });
+    let (p0, mut peer0) = wire("p0");
+    let (p1, mut peer1) = wire("p1");
+    sw.add_port("p0", p0).unwrap();
+    sw.add_port("p1", p1).unwrap();
+    let h = spawn(sw).unwrap();
+    assert!(h.is_running());
+    h.call(|sw| {
+        sw.add_bridge("br", BridgeSettings::default())?;
+        sw.add_bridge_member("br", "p0")?;
+        sw.add_bridge_member("br", "p1")
+    })
+    .unwrap()
+    .unwrap();
+    let err = h.call(|sw| sw.add_bridge_member("nope", "p0")).unwrap().unwrap_err();
+    assert!(matches!(err, SwitchError::NoBridge { .. }));
+
+    let mut tp = Pool::new(1024);
+    let frames: Vec<Vec<u8>> = (0..300).map(|i| frame(BCAST, mac(i), 60)).collect();
+    send(&mut peer0, &mut tp, &frames);
+    // Wait (bounded) until the worker has forwarded all of them.
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while got.len() < frames.len() && Instant::now() < deadline {
+        got.extend(drain(&mut peer1, &mut tp));
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(got, frames);
+    let learned = h.call(|sw| sw.show_bridges()[0].learned).unwrap();
+    assert_eq!(learned, 300);
+
+    // Idle now: after a while the worker has slept rather than spun.
+    std::thread::sleep(Duration::from_millis(50));
+    let rt = h.call(|sw| sw.show_runtime()).unwrap();
+    assert!(rt.loop_stats.idle_sleeps > 0);
+    assert!(rt.loop_stats.polls >= rt.loop_stats.idle_polls);
+    assert_eq!(rt.loop_stats.rx_packets, 300);
+
+    let sw = h.stop().unwrap();
+    assert_eq!(sw.show_buffers().in_use, 0);
+    assert_eq!(tp.in_use(), 0);
+}
+
+#[test]
+fn dropping_the_handle_stops_the_worker() {
+    let h = spawn(Switch::new(SwitchConfig { buffers: 64, mac_table_entries: 16, ..Default::default() })).unwrap();
+    let polls = h.call(|sw| sw.show_runtime().loop_stats.polls).unwrap();
+    let later = h.call(|sw| sw.show_runtime().loop_stats.polls).unwrap();
+    assert!(later >= polls);
+    drop(h); // joins; the test would hang (and time out) if it did not stop
+}
