@@ -19,5 +19,6 @@ pub mod controller;
 pub mod diff;
 pub mod ports;
 pub mod protocol;
+pub mod server;
 pub mod switch_impl;
 pub mod validate;
