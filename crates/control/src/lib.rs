@@ -19,6 +19,7 @@ pub mod controller;
 pub mod diff;
 pub mod ports;
 pub mod protocol;
+pub mod render;
 pub mod server;
 pub mod switch_impl;
 pub mod validate;
