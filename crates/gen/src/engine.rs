@@ -60,11 +60,14 @@ pub struct TrialSpec {
     pub tolerance: f64,
     /// How long to wait for the ports' links to come up.
     pub link_timeout: Duration,
+    /// How long the ports may refuse every frame (tx ring full, link gone) before the generator
+    /// stops sending; the trial is then tester-limited.
+    pub stall_timeout: Duration,
 }
 
 impl TrialSpec {
     /// A trial of `streams` at `rate` for `length`, no warm-up, 100 ms drain, smooth pacing, 0.1 %
-    /// tolerance, 5 s link timeout.
+    /// tolerance, 5 s link timeout, 1 s stall timeout.
     pub fn new(streams: Vec<StreamSpec>, rate: Rate, length: TrialLength) -> TrialSpec {
         TrialSpec {
             streams,
@@ -75,6 +78,7 @@ impl TrialSpec {
             burst: 1,
             tolerance: 0.001,
             link_timeout: Duration::from_secs(5),
+            stall_timeout: Duration::from_secs(1),
         }
     }
 }
@@ -367,7 +371,7 @@ impl Generator {
                 port.pacer = Some(Pacer::new(start, port.intended_fps, spec.burst as u64, None));
             }
             let end = start + spec.warmup.as_nanos() as u64;
-            self.send_phase(&mut ports, &mut streams, true, Some(end));
+            self.send_phase(&mut ports, &mut streams, true, Some(end), spec.stall_timeout);
             let drain_end = self.clock.now_ns() + spec.drain.as_nanos() as u64;
             while self.clock.now_ns() < drain_end {
                 self.poll_rx(&mut ports, &mut streams);
@@ -405,7 +409,7 @@ impl Generator {
             };
             port.pacer = Some(Pacer::new(start, port.intended_fps, spec.burst as u64, lim));
         }
-        self.send_phase(&mut ports, &mut streams, false, end);
+        let stalled = self.send_phase(&mut ports, &mut streams, false, end, spec.stall_timeout);
         let tx_done = self.clock.now_ns();
 
         // Drain.
@@ -424,16 +428,38 @@ impl Generator {
         let drain_seconds = (self.clock.now_ns() - drain_start) as f64 / 1e9;
         self.progress.set(Phase::Idle, tx_total, ports.iter().map(|p| p.rx_ours).sum());
 
-        Ok(self.report(spec, &ports, &streams, start, tx_done, intended_ns, drain_seconds))
+        let mut report = self.report(spec, &ports, &streams, start, tx_done, intended_ns, drain_seconds);
+        if stalled {
+            report.tester_limited = true;
+            report.tester_limited_reasons.push(format!(
+                "the ports refused every frame for {:?}; sending stopped early",
+                spec.stall_timeout
+            ));
+        }
+        Ok(report)
     }
 
-    /// Sends until every pacer is finished or `end` passes, polling receive between batches.
-    fn send_phase(&mut self, ports: &mut [RunPort], streams: &mut [RunStream], warmup: bool, end: Option<u64>) {
+    /// Sends until every pacer is finished or `end` passes, polling receive between batches. Returns
+    /// true if it stopped because the ports refused everything for `stall` (then some frames were
+    /// never sent).
+    fn send_phase(
+        &mut self,
+        ports: &mut [RunPort],
+        streams: &mut [RunStream],
+        warmup: bool,
+        end: Option<u64>,
+        stall: Duration,
+    ) -> bool {
         let mut iter: u32 = 0;
+        let stall_ns = stall.as_nanos() as u64;
+        let mut last_accept = self.clock.now_ns();
         loop {
             let now = self.clock.now_ns();
             if end.is_some_and(|e| now >= e) {
-                break;
+                return false;
+            }
+            if now.saturating_sub(last_accept) > stall_ns {
+                return true;
             }
             let mut all_done = true;
             for pi in 0..ports.len() {
@@ -459,11 +485,14 @@ impl Generator {
                         p.unrelease((n - sent) as u64);
                     }
                 }
-                port.tx += sent as u64;
-                port.last_tx_ns = self.clock.now_ns();
+                if sent > 0 {
+                    port.tx += sent as u64;
+                    port.last_tx_ns = self.clock.now_ns();
+                    last_accept = port.last_tx_ns;
+                }
             }
             if all_done {
-                break;
+                return false;
             }
             self.poll_rx(ports, streams);
             iter = iter.wrapping_add(1);
