@@ -201,7 +201,11 @@ impl AfPacketConfig {
     /// Defaults for port `name` on `interface`: 8 blocks of 1 MiB per ring, 2048-byte TX slots
     /// (frames up to 2000 bytes), 1 ms block timeout, promiscuous, no qdisc bypass, no fanout.
     pub fn new(name: &str, interface: &str) -> AfPacketConfig {
-        AfPacketConfig { name: name.to_string(), interface: interface.to_string(), ..Default::default() }
+        AfPacketConfig {
+            name: name.to_string(),
+            interface: interface.to_string(),
+            ..Default::default()
+        }
     }
 
     /// The largest frame the TX ring can carry.
@@ -212,12 +216,20 @@ impl AfPacketConfig {
     /// Checks every field; the error names the first bad one, its value and what is accepted.
     pub fn validate(&self) -> Result<(), AfPacketError> {
         let bad = |field: &'static str, value: String, accepted: &'static str| {
-            Err(AfPacketError::Config { port: self.name.clone(), field, value, accepted })
+            Err(AfPacketError::Config {
+                port: self.name.clone(),
+                field,
+                value,
+                accepted,
+            })
         };
         if self.name.is_empty() {
             return bad("name", format!("{:?}", self.name), "a non-empty port name");
         }
-        if self.interface.is_empty() || self.interface.len() > 15 || self.interface.contains(['/', '\0', ' ']) {
+        if self.interface.is_empty()
+            || self.interface.len() > 15
+            || self.interface.contains(['/', '\0', ' '])
+        {
             return bad(
                 "interface",
                 format!("{:?}", self.interface),
@@ -225,7 +237,11 @@ impl AfPacketConfig {
             );
         }
         if self.block_size < PAGE_SIZE || !self.block_size.is_power_of_two() {
-            return bad("block_size", self.block_size.to_string(), "a power of two >= 4096 (one page)");
+            return bad(
+                "block_size",
+                self.block_size.to_string(),
+                "a power of two >= 4096 (one page)",
+            );
         }
         if self.block_count == 0 {
             return bad("block_count", self.block_count.to_string(), "at least 1");
@@ -238,10 +254,18 @@ impl AfPacketConfig {
             );
         }
         if self.frame_size < 128 || self.frame_size & 15 != 0 || self.frame_size > self.block_size {
-            return bad("frame_size", self.frame_size.to_string(), "a multiple of 16 from 128 to block_size");
+            return bad(
+                "frame_size",
+                self.frame_size.to_string(),
+                "a multiple of 16 from 128 to block_size",
+            );
         }
         if self.block_timeout_ms == 0 || self.block_timeout_ms > 1000 {
-            return bad("block_timeout_ms", self.block_timeout_ms.to_string(), "1 to 1000 milliseconds");
+            return bad(
+                "block_timeout_ms",
+                self.block_timeout_ms.to_string(),
+                "1 to 1000 milliseconds",
+            );
         }
         Ok(())
     }
@@ -251,8 +275,15 @@ impl AfPacketConfig {
 #[derive(Debug, Error)]
 pub enum AfPacketError {
     #[error("af_packet port {port:?}: {field} = {value} is not accepted; expected {accepted}")]
-    Config { port: String, field: &'static str, value: String, accepted: &'static str },
-    #[error("af_packet port {port:?}: interface {interface:?} does not exist in this network namespace")]
+    Config {
+        port: String,
+        field: &'static str,
+        value: String,
+        accepted: &'static str,
+    },
+    #[error(
+        "af_packet port {port:?}: interface {interface:?} does not exist in this network namespace"
+    )]
     NoSuchInterface { port: String, interface: String },
     #[error("af_packet port {port:?}: cannot open network namespace {netns:?}")]
     Netns {
@@ -357,7 +388,13 @@ fn setsockopt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, value: &T) ->
     // SAFETY: `value` is a live, initialised `T` and the length passed is exactly its size; the
     // kernel only reads it.
     let rc = unsafe {
-        libc::setsockopt(fd, level, name, (value as *const T).cast(), core::mem::size_of::<T>() as libc::socklen_t)
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (value as *const T).cast(),
+            core::mem::size_of::<T>() as libc::socklen_t,
+        )
     };
     if rc == 0 {
         Ok(())
@@ -375,14 +412,23 @@ impl AfPacketPort {
         // SAFETY: `ifname` is a valid NUL-terminated string that lives across the call.
         let ifindex = unsafe { libc::if_nametoindex(ifname.as_ptr()) };
         if ifindex == 0 {
-            return Err(AfPacketError::NoSuchInterface { port: c.name.clone(), interface: c.interface.clone() });
+            return Err(AfPacketError::NoSuchInterface {
+                port: c.name.clone(),
+                interface: c.interface.clone(),
+            });
         }
         let ifindex = ifindex as i32;
 
         // Protocol 0: the socket receives nothing until `bind` names the interface, so no frame of
         // another interface slips into the ring meanwhile.
         // SAFETY: plain syscall with constant arguments.
-        let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) };
+        let raw = unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                0,
+            )
+        };
         if raw < 0 {
             return Err(os_err(c, "socket(AF_PACKET)"));
         }
@@ -396,7 +442,8 @@ impl AfPacketPort {
             setsockopt(f, sys::SOL_PACKET, sys::PACKET_QDISC_BYPASS, &1i32)
                 .map_err(|_| os_err(c, "setsockopt(PACKET_QDISC_BYPASS)"))?;
         }
-        setsockopt(f, sys::SOL_PACKET, sys::PACKET_LOSS, &1i32).map_err(|_| os_err(c, "setsockopt(PACKET_LOSS)"))?;
+        setsockopt(f, sys::SOL_PACKET, sys::PACKET_LOSS, &1i32)
+            .map_err(|_| os_err(c, "setsockopt(PACKET_LOSS)"))?;
         // Best effort: older kernels lack it, and the RX walk filters PACKET_OUTGOING anyway.
         let _ = setsockopt(f, sys::SOL_PACKET, sys::PACKET_IGNORE_OUTGOING, &1i32);
 
@@ -413,7 +460,10 @@ impl AfPacketPort {
         setsockopt(f, sys::SOL_PACKET, sys::PACKET_RX_RING, &rx_req)
             .map_err(|_| os_err(c, "setsockopt(PACKET_RX_RING)"))?;
         // The kernel takes a V3 TX ring only without the block-retire fields.
-        let tx_req = sys::TpacketReq3 { retire_blk_tov: 0, ..rx_req };
+        let tx_req = sys::TpacketReq3 {
+            retire_blk_tov: 0,
+            ..rx_req
+        };
         setsockopt(f, sys::SOL_PACKET, sys::PACKET_TX_RING, &tx_req)
             .map_err(|_| os_err(c, "setsockopt(PACKET_TX_RING)"))?;
 
@@ -422,12 +472,22 @@ impl AfPacketPort {
         // SAFETY: maps the socket's rings (RX then TX, each `ring_bytes`), as packet_mmap.rst
         // describes; the result is checked before use and unmapped by `Mapping::drop`.
         let base = unsafe {
-            libc::mmap(ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, f, 0)
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                f,
+                0,
+            )
         };
         if base == libc::MAP_FAILED {
             return Err(os_err(c, "mmap(rings)"));
         }
-        let map = Mapping { base: base.cast(), len };
+        let map = Mapping {
+            base: base.cast(),
+            len,
+        };
 
         // SAFETY: sockaddr_ll is plain old data; all-zero is a valid value.
         let mut sll: libc::sockaddr_ll = unsafe { core::mem::zeroed() };
@@ -446,7 +506,11 @@ impl AfPacketPort {
             return Err(os_err(c, "bind"));
         }
         if c.promiscuous {
-            let mreq = sys::PacketMreq { ifindex, kind: sys::PACKET_MR_PROMISC, ..Default::default() };
+            let mreq = sys::PacketMreq {
+                ifindex,
+                kind: sys::PACKET_MR_PROMISC,
+                ..Default::default()
+            };
             setsockopt(f, sys::SOL_PACKET, sys::PACKET_ADD_MEMBERSHIP, &mreq)
                 .map_err(|_| os_err(c, "setsockopt(PACKET_ADD_MEMBERSHIP promisc)"))?;
         }
@@ -476,7 +540,10 @@ impl AfPacketPort {
             kernel_freeze: Cell::new(0),
             config,
         };
-        port.mtu = port.ifreq(libc::SIOCGIFMTU as libc::c_ulong).map(|d| d as usize).unwrap_or(1500);
+        port.mtu = port
+            .ifreq(libc::SIOCGIFMTU as libc::c_ulong)
+            .map(|d| d as usize)
+            .unwrap_or(1500);
         Ok(port)
     }
 
@@ -484,12 +551,19 @@ impl AfPacketPort {
     /// `/run/netns/NAME`, or `/proc/PID/ns/net`). The socket stays in that namespace; the port is
     /// used from any thread like any other. Entering the namespace happens on a short-lived thread,
     /// so the caller's thread keeps its own namespace.
-    pub fn open_in_netns(config: AfPacketConfig, netns: &str) -> Result<AfPacketPort, AfPacketError> {
+    pub fn open_in_netns(
+        config: AfPacketConfig,
+        netns: &str,
+    ) -> Result<AfPacketPort, AfPacketError> {
         config.validate()?;
         let netns = netns.to_string();
         std::thread::scope(|s| {
             s.spawn(move || {
-                let ns_err = |source| AfPacketError::Netns { port: config.name.clone(), netns: netns.clone(), source };
+                let ns_err = |source| AfPacketError::Netns {
+                    port: config.name.clone(),
+                    netns: netns.clone(),
+                    source,
+                };
                 let file = std::fs::File::open(&netns).map_err(ns_err)?;
                 // SAFETY: `file` is an open namespace descriptor; setns only changes this
                 // short-lived thread's network namespace.
@@ -527,7 +601,11 @@ impl AfPacketPort {
     /// The backend's detailed counters.
     pub fn af_packet_stats(&self) -> AfPacketStats {
         self.poll_kernel_stats();
-        AfPacketStats { kernel_drops: self.kernel_drops.get(), kernel_freeze_q: self.kernel_freeze.get(), ..self.extra }
+        AfPacketStats {
+            kernel_drops: self.kernel_drops.get(),
+            kernel_freeze_q: self.kernel_freeze.get(),
+            ..self.extra
+        }
     }
 
     /// Reads (and thereby resets) the kernel's counters and adds them to ours.
@@ -545,20 +623,31 @@ impl AfPacketPort {
             )
         };
         if rc == 0 {
-            self.kernel_drops.set(self.kernel_drops.get() + u64::from(st.drops));
-            self.kernel_freeze.set(self.kernel_freeze.get() + u64::from(st.freeze_q_cnt));
+            self.kernel_drops
+                .set(self.kernel_drops.get() + u64::from(st.drops));
+            self.kernel_freeze
+                .set(self.kernel_freeze.get() + u64::from(st.freeze_q_cnt));
         }
     }
 
     /// `ioctl(SIOCGIF*)` on our interface, returning the first 4 bytes of the union as i32.
     fn ifreq(&self, request: libc::c_ulong) -> Option<i32> {
-        let mut req = sys::IfReq { name: [0; 16], data: [0; 24] };
+        let mut req = sys::IfReq {
+            name: [0; 16],
+            data: [0; 24],
+        };
         for (d, s) in req.name.iter_mut().zip(self.config.interface.bytes()) {
             *d = s as libc::c_char;
         }
         // SAFETY: `req` is a properly sized `struct ifreq` with a NUL-terminated name (validated to
         // at most 15 bytes); the kernel writes within it.
-        let rc = unsafe { libc::ioctl(self.fd.as_raw_fd(), request as _, &mut req as *mut sys::IfReq) };
+        let rc = unsafe {
+            libc::ioctl(
+                self.fd.as_raw_fd(),
+                request as _,
+                &mut req as *mut sys::IfReq,
+            )
+        };
         (rc == 0).then(|| i32::from_ne_bytes(req.data[..4].try_into().expect("4 bytes")))
     }
 
@@ -627,13 +716,24 @@ impl AfPacketPort {
     fn tx_slot_ptr(&self, i: usize) -> *mut u8 {
         let block = i / self.tx_slots_per_block;
         let within = i % self.tx_slots_per_block;
-        self.map.base.wrapping_add(self.tx_base + block * self.block_size + within * self.config.frame_size as usize)
+        self.map.base.wrapping_add(
+            self.tx_base + block * self.block_size + within * self.config.frame_size as usize,
+        )
     }
 
     fn kick(&mut self) {
         // SAFETY: sendto with a NULL buffer of length 0 on our packet socket: the documented way to
         // ask the kernel to send the TX ring's pending slots (packet_mmap.rst); nothing is read.
-        let rc = unsafe { libc::sendto(self.fd.as_raw_fd(), ptr::null(), 0, libc::MSG_DONTWAIT, ptr::null(), 0) };
+        let rc = unsafe {
+            libc::sendto(
+                self.fd.as_raw_fd(),
+                ptr::null(),
+                0,
+                libc::MSG_DONTWAIT,
+                ptr::null(),
+                0,
+            )
+        };
         if rc < 0 {
             let e = io::Error::last_os_error();
             match e.raw_os_error() {
@@ -662,7 +762,8 @@ impl Port for AfPacketPort {
             }
             let num = Self::read_u32(bp.wrapping_add(sys::block::NUM_PKTS));
             if self.rx_done == 0 && self.rx_offset == 0 {
-                self.rx_offset = Self::read_u32(bp.wrapping_add(sys::block::OFFSET_TO_FIRST_PKT)) as usize;
+                self.rx_offset =
+                    Self::read_u32(bp.wrapping_add(sys::block::OFFSET_TO_FIRST_PKT)) as usize;
             }
             while got < max && self.rx_done < num {
                 let off = self.rx_offset;
@@ -756,7 +857,10 @@ impl Port for AfPacketPort {
                 ptr::write_volatile(slot.add(sys::hdr3::LEN).cast::<u32>(), len as u32);
                 ptr::write_volatile(slot.add(sys::hdr3::SNAPLEN).cast::<u32>(), len as u32);
             }
-            Self::store_status(slot.wrapping_add(sys::hdr3::STATUS), sys::TP_STATUS_SEND_REQUEST);
+            Self::store_status(
+                slot.wrapping_add(sys::hdr3::STATUS),
+                sys::TP_STATUS_SEND_REQUEST,
+            );
             self.tx_next = (self.tx_next + 1) % self.tx_slots;
             self.stats.tx_packets += 1;
             self.stats.tx_bytes += len as u64;
@@ -790,7 +894,9 @@ impl Port for AfPacketPort {
 
     fn link(&self) -> LinkState {
         match self.ifreq(libc::SIOCGIFFLAGS as libc::c_ulong) {
-            Some(flags) if flags & libc::IFF_UP != 0 && flags & libc::IFF_RUNNING != 0 => LinkState::Up,
+            Some(flags) if flags & libc::IFF_UP != 0 && flags & libc::IFF_RUNNING != 0 => {
+                LinkState::Up
+            }
             _ => LinkState::Down,
         }
     }
@@ -805,7 +911,11 @@ impl Port for AfPacketPort {
             self.block_size,
             self.tx_slots,
             self.config.frame_size,
-            if self.config.fanout.is_some() { " fanout" } else { "" }
+            if self.config.fanout.is_some() {
+                " fanout"
+            } else {
+                ""
+            }
         )
     }
 }
@@ -834,22 +944,103 @@ mod tests {
     fn each_bad_field_is_named_with_its_value() {
         let base = AfPacketConfig::new("p", "eth0");
         let cases: Vec<(AfPacketConfig, &str, &str)> = vec![
-            (AfPacketConfig { name: String::new(), ..base.clone() }, "name", "\"\""),
-            (AfPacketConfig { interface: "a-very-long-ifname".into(), ..base.clone() }, "interface", "\"a-very-long-ifname\""),
-            (AfPacketConfig { interface: "a/b".into(), ..base.clone() }, "interface", "\"a/b\""),
-            (AfPacketConfig { block_size: 6000, ..base.clone() }, "block_size", "6000"),
-            (AfPacketConfig { block_size: 2048, ..base.clone() }, "block_size", "2048"),
-            (AfPacketConfig { block_count: 0, ..base.clone() }, "block_count", "0"),
-            (AfPacketConfig { block_count: 2000, ..base.clone() }, "block_count", "2000"),
-            (AfPacketConfig { frame_size: 100, ..base.clone() }, "frame_size", "100"),
-            (AfPacketConfig { frame_size: 2050, ..base.clone() }, "frame_size", "2050"),
-            (AfPacketConfig { block_size: 4096, frame_size: 8192, ..base.clone() }, "frame_size", "8192"),
-            (AfPacketConfig { block_timeout_ms: 0, ..base.clone() }, "block_timeout_ms", "0"),
+            (
+                AfPacketConfig {
+                    name: String::new(),
+                    ..base.clone()
+                },
+                "name",
+                "\"\"",
+            ),
+            (
+                AfPacketConfig {
+                    interface: "a-very-long-ifname".into(),
+                    ..base.clone()
+                },
+                "interface",
+                "\"a-very-long-ifname\"",
+            ),
+            (
+                AfPacketConfig {
+                    interface: "a/b".into(),
+                    ..base.clone()
+                },
+                "interface",
+                "\"a/b\"",
+            ),
+            (
+                AfPacketConfig {
+                    block_size: 6000,
+                    ..base.clone()
+                },
+                "block_size",
+                "6000",
+            ),
+            (
+                AfPacketConfig {
+                    block_size: 2048,
+                    ..base.clone()
+                },
+                "block_size",
+                "2048",
+            ),
+            (
+                AfPacketConfig {
+                    block_count: 0,
+                    ..base.clone()
+                },
+                "block_count",
+                "0",
+            ),
+            (
+                AfPacketConfig {
+                    block_count: 2000,
+                    ..base.clone()
+                },
+                "block_count",
+                "2000",
+            ),
+            (
+                AfPacketConfig {
+                    frame_size: 100,
+                    ..base.clone()
+                },
+                "frame_size",
+                "100",
+            ),
+            (
+                AfPacketConfig {
+                    frame_size: 2050,
+                    ..base.clone()
+                },
+                "frame_size",
+                "2050",
+            ),
+            (
+                AfPacketConfig {
+                    block_size: 4096,
+                    frame_size: 8192,
+                    ..base.clone()
+                },
+                "frame_size",
+                "8192",
+            ),
+            (
+                AfPacketConfig {
+                    block_timeout_ms: 0,
+                    ..base.clone()
+                },
+                "block_timeout_ms",
+                "0",
+            ),
         ];
         for (c, field, value) in cases {
             assert_eq!(field_of(&c), Some((field, value.to_string())), "{c:?}");
             let msg = c.validate().unwrap_err().to_string();
-            assert!(msg.contains(field) && msg.contains(value) && msg.contains("expected"), "{msg}");
+            assert!(
+                msg.contains(field) && msg.contains(value) && msg.contains("expected"),
+                "{msg}"
+            );
         }
     }
 }

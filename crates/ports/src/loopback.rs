@@ -60,7 +60,11 @@ struct Queue {
 
 impl Queue {
     fn new(capacity: usize) -> Arc<Mutex<Queue>> {
-        Arc::new(Mutex::new(Queue { frames: VecDeque::with_capacity(capacity), spare: Vec::new(), capacity }))
+        Arc::new(Mutex::new(Queue {
+            frames: VecDeque::with_capacity(capacity),
+            spare: Vec::new(),
+            capacity,
+        }))
     }
 }
 
@@ -87,14 +91,28 @@ pub fn pair(a: &str, b: &str) -> (LoopbackPort, LoopbackPort) {
 }
 
 /// Two connected ports whose queues (one per direction) hold `capacity` frames each.
-pub fn pair_with_capacity(a: &str, b: &str, capacity: usize) -> Result<(LoopbackPort, LoopbackPort), LoopbackError> {
+pub fn pair_with_capacity(
+    a: &str,
+    b: &str,
+    capacity: usize,
+) -> Result<(LoopbackPort, LoopbackPort), LoopbackError> {
     if capacity == 0 {
         return Err(LoopbackError::Capacity { value: capacity });
     }
     let ab = Queue::new(capacity);
     let ba = Queue::new(capacity);
-    let pa = LoopbackPort { name: a.to_string(), tx: ab.clone(), rx: ba.clone(), stats: PortStats::default() };
-    let pb = LoopbackPort { name: b.to_string(), tx: ba, rx: ab, stats: PortStats::default() };
+    let pa = LoopbackPort {
+        name: a.to_string(),
+        tx: ab.clone(),
+        rx: ba.clone(),
+        stats: PortStats::default(),
+    };
+    let pb = LoopbackPort {
+        name: b.to_string(),
+        tx: ba,
+        rx: ab,
+        stats: PortStats::default(),
+    };
     Ok((pa, pb))
 }
 
@@ -122,7 +140,9 @@ impl Port for LoopbackPort {
             let Some(bytes) = q.frames.front() else { break };
             // Out of buffers: leave the frame queued (the sender already counted it as sent and it is
             // not lost yet); the next burst retries.
-            let Some(h) = packet_from_bytes(pool, bytes) else { break };
+            let Some(h) = packet_from_bytes(pool, bytes) else {
+                break;
+            };
             let len = bytes.len() as u64;
             let v = q.frames.pop_front().expect("front exists");
             q.spare.push(v);
@@ -174,7 +194,11 @@ impl Port for LoopbackPort {
 
     fn describe(&self) -> String {
         let cap = lock(&self.rx).capacity;
-        format!("loopback queue {} frames, {} pending rx", cap, self.rx_pending())
+        format!(
+            "loopback queue {} frames, {} pending rx",
+            cap,
+            self.rx_pending()
+        )
     }
 }
 
@@ -197,12 +221,24 @@ impl Replay {
     /// A replay port cycling through `templates` forever.
     pub fn new(name: &str, templates: Vec<Vec<u8>>) -> Result<Replay, LoopbackError> {
         if templates.is_empty() {
-            return Err(LoopbackError::NoTemplates { port: name.to_string() });
+            return Err(LoopbackError::NoTemplates {
+                port: name.to_string(),
+            });
         }
         if let Some(index) = templates.iter().position(|t| t.is_empty()) {
-            return Err(LoopbackError::EmptyTemplate { port: name.to_string(), index });
+            return Err(LoopbackError::EmptyTemplate {
+                port: name.to_string(),
+                index,
+            });
         }
-        Ok(Replay { name: name.to_string(), templates, next: 0, limit: None, produced: 0, stats: PortStats::default() })
+        Ok(Replay {
+            name: name.to_string(),
+            templates,
+            next: 0,
+            limit: None,
+            produced: 0,
+            stats: PortStats::default(),
+        })
     }
 
     /// Stops handing out frames after `total` of them (counted since creation or [`Replay::rewind`]).
@@ -282,8 +318,17 @@ impl Port for Replay {
 
     fn describe(&self) -> String {
         match self.limit {
-            Some(l) => format!("replay {} templates, {}/{} frames", self.templates.len(), self.produced, l),
-            None => format!("replay {} templates, {} frames", self.templates.len(), self.produced),
+            Some(l) => format!(
+                "replay {} templates, {}/{} frames",
+                self.templates.len(),
+                self.produced,
+                l
+            ),
+            None => format!(
+                "replay {} templates, {} frames",
+                self.templates.len(),
+                self.produced
+            ),
         }
     }
 }
@@ -348,7 +393,9 @@ mod tests {
     fn rx_burst_never_returns_more_than_max() {
         let mut pool = Pool::new(1024);
         let (mut a, mut b) = pair("a", "b");
-        let pkts: Vec<u32> = (0..300).map(|i| packet_from_bytes(&mut pool, &frame(i, 64)).unwrap()).collect();
+        let pkts: Vec<u32> = (0..300)
+            .map(|i| packet_from_bytes(&mut pool, &frame(i, 64)).unwrap())
+            .collect();
         assert_eq!(a.tx_burst(&mut pool, &pkts), 300);
         pool.free_bulk(&pkts);
         let mut got = Vec::new();
@@ -364,7 +411,9 @@ mod tests {
     fn full_queue_counts_tx_drops() {
         let mut pool = Pool::new(64);
         let (mut a, mut b) = pair_with_capacity("a", "b", 4).unwrap();
-        let pkts: Vec<u32> = (0..7).map(|i| packet_from_bytes(&mut pool, &frame(i, 64)).unwrap()).collect();
+        let pkts: Vec<u32> = (0..7)
+            .map(|i| packet_from_bytes(&mut pool, &frame(i, 64)).unwrap())
+            .collect();
         assert_eq!(a.tx_burst(&mut pool, &pkts), 4);
         assert_eq!(a.stats().tx_dropped, 3);
         assert_eq!(a.stats().tx_packets, 4);
@@ -389,7 +438,9 @@ mod tests {
     fn empty_pool_leaves_frames_queued() {
         let mut pool = Pool::new(4);
         let (mut a, mut b) = pair("a", "b");
-        let pkts: Vec<u32> = (0..3).map(|i| packet_from_bytes(&mut pool, &frame(i, 64)).unwrap()).collect();
+        let pkts: Vec<u32> = (0..3)
+            .map(|i| packet_from_bytes(&mut pool, &frame(i, 64)).unwrap())
+            .collect();
         assert_eq!(a.tx_burst(&mut pool, &pkts), 3);
         pool.free_bulk(&pkts[1..]);
         // One buffer still in use by the test: hold 3 more so the pool is empty.
@@ -493,7 +544,9 @@ mod tests {
 
     #[test]
     fn replay_stops_at_limit_and_rewinds() {
-        let mut r = Replay::new("gen", vec![frame(0, 64), frame(1, 64)]).unwrap().with_limit(600);
+        let mut r = Replay::new("gen", vec![frame(0, 64), frame(1, 64)])
+            .unwrap()
+            .with_limit(600);
         let mut pool = Pool::new(1024);
         let mut got = Vec::new();
         assert_eq!(r.rx_burst(&mut pool, &mut got, 256), 256);
@@ -515,9 +568,18 @@ mod tests {
 
     #[test]
     fn replay_rejects_bad_templates_naming_them() {
-        assert_eq!(Replay::new("g", vec![]).unwrap_err(), LoopbackError::NoTemplates { port: "g".into() });
+        assert_eq!(
+            Replay::new("g", vec![]).unwrap_err(),
+            LoopbackError::NoTemplates { port: "g".into() }
+        );
         let e = Replay::new("g", vec![vec![1], vec![]]).unwrap_err();
-        assert_eq!(e, LoopbackError::EmptyTemplate { port: "g".into(), index: 1 });
+        assert_eq!(
+            e,
+            LoopbackError::EmptyTemplate {
+                port: "g".into(),
+                index: 1
+            }
+        );
         assert!(e.to_string().contains("template 1"));
     }
 

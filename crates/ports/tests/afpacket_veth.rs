@@ -16,8 +16,16 @@ const ETHERTYPE: u16 = 0x88b5;
 const MAGIC: u32 = 0x7665_6373; // "vecs"
 
 fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("`ip` (iproute2) must be installed");
-    assert!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .expect("`ip` (iproute2) must be installed");
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A namespace `ns` holding veth end `peer`, whose other end `host` stays in our namespace.
@@ -30,18 +38,36 @@ struct VethLab {
 impl VethLab {
     fn new(mtu: u32) -> VethLab {
         static N: AtomicU32 = AtomicU32::new(0);
-        let id = format!("{}{}", std::process::id() % 100_000, N.fetch_add(1, Ordering::Relaxed));
+        let id = format!(
+            "{}{}",
+            std::process::id() % 100_000,
+            N.fetch_add(1, Ordering::Relaxed)
+        );
         // Built before any command runs so that Drop cleans up whatever got created.
-        let lab = VethLab { ns: format!("vsafp{id}"), host: format!("vsah{id}"), peer: format!("vsap{id}") };
+        let lab = VethLab {
+            ns: format!("vsafp{id}"),
+            host: format!("vsah{id}"),
+            peer: format!("vsap{id}"),
+        };
         let mtu = mtu.to_string();
         ip(&["netns", "add", &lab.ns]);
-        ip(&["link", "add", &lab.host, "mtu", &mtu, "type", "veth", "peer", "name", &lab.peer, "mtu", &mtu]);
+        ip(&[
+            "link", "add", &lab.host, "mtu", &mtu, "type", "veth", "peer", "name", &lab.peer,
+            "mtu", &mtu,
+        ]);
         // No IPv6 on either end: no router solicitations or MLD reports in the counts.
-        std::fs::write(format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", lab.host), "1").ok();
+        std::fs::write(
+            format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", lab.host),
+            "1",
+        )
+        .ok();
         ip(&["link", "set", &lab.peer, "netns", &lab.ns]);
         let st = Command::new("ip")
             .args(["netns", "exec", &lab.ns, "sh", "-c"])
-            .arg(format!("echo 1 > /proc/sys/net/ipv6/conf/{}/disable_ipv6", lab.peer))
+            .arg(format!(
+                "echo 1 > /proc/sys/net/ipv6/conf/{}/disable_ipv6",
+                lab.peer
+            ))
             .status()
             .expect("ip netns exec");
         assert!(st.success());
@@ -61,7 +87,8 @@ impl VethLab {
         let mut pc = AfPacketConfig::new("peer", &self.peer);
         pc.frame_size = frame_size;
         let host = AfPacketPort::open(hc).expect("open host end");
-        let peer = AfPacketPort::open_in_netns(pc, &self.netns_path()).expect("open far end in netns");
+        let peer =
+            AfPacketPort::open_in_netns(pc, &self.netns_path()).expect("open far end in netns");
         wait_up(&host);
         wait_up(&peer);
         (host, peer)
@@ -71,7 +98,9 @@ impl VethLab {
 impl Drop for VethLab {
     fn drop(&mut self) {
         // Deleting one end deletes the pair; deleting the namespace would too, but be explicit.
-        let _ = Command::new("ip").args(["link", "del", &self.host]).output();
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.host])
+            .output();
         let _ = Command::new("ip").args(["netns", "del", &self.ns]).output();
     }
 }
@@ -100,10 +129,16 @@ fn test_frame(dir: u8, seq: u32, len: usize) -> Vec<u8> {
 
 /// (direction, seq) of one of our test frames; None for anything else.
 fn parse(bytes: &[u8]) -> Option<(u8, u32)> {
-    if bytes.len() < 23 || bytes[12..14] != ETHERTYPE.to_be_bytes() || bytes[14..18] != MAGIC.to_be_bytes() {
+    if bytes.len() < 23
+        || bytes[12..14] != ETHERTYPE.to_be_bytes()
+        || bytes[14..18] != MAGIC.to_be_bytes()
+    {
         return None;
     }
-    Some((bytes[18], u32::from_be_bytes(bytes[19..23].try_into().unwrap())))
+    Some((
+        bytes[18],
+        u32::from_be_bytes(bytes[19..23].try_into().unwrap()),
+    ))
 }
 
 struct Received {
@@ -119,7 +154,12 @@ fn drain(port: &mut AfPacketPort, pool: &mut Pool, dir: u8, into: &mut Received,
         pool.copy_out(h, &mut bytes);
         match parse(&bytes) {
             Some((d, _)) if d == dir => into.ours.push(bytes.clone()),
-            Some((d, _)) => assert_ne!(d, own_dir, "{} received its own outgoing frame", port.name()),
+            Some((d, _)) => assert_ne!(
+                d,
+                own_dir,
+                "{} received its own outgoing frame",
+                port.name()
+            ),
             None => into.foreign += 1,
         }
     }
@@ -128,24 +168,41 @@ fn drain(port: &mut AfPacketPort, pool: &mut Pool, dir: u8, into: &mut Received,
 
 /// Sends `count` frames of `len` bytes from `tx` to `rx`, in bursts of up to 32, and checks that `rx`
 /// receives exactly those frames, in order, byte for byte.
-fn exchange(tx: &mut AfPacketPort, rx: &mut AfPacketPort, pool: &mut Pool, dir: u8, len: usize, count: u32) {
+fn exchange(
+    tx: &mut AfPacketPort,
+    rx: &mut AfPacketPort,
+    pool: &mut Pool,
+    dir: u8,
+    len: usize,
+    count: u32,
+) {
     let tx_before = tx.stats();
     let rx_before = rx.stats();
-    let mut recv = Received { ours: Vec::new(), foreign: 0 };
-    let mut own = Received { ours: Vec::new(), foreign: 0 };
+    let mut recv = Received {
+        ours: Vec::new(),
+        foreign: 0,
+    };
+    let mut own = Received {
+        ours: Vec::new(),
+        foreign: 0,
+    };
     let mut seq = 0u32;
     let deadline = Instant::now() + Duration::from_secs(20);
     while seq < count {
         let n = (count - seq).min(32);
-        let pkts: Vec<u32> =
-            (seq..seq + n).map(|s| packet_from_bytes(pool, &test_frame(dir, s, len)).expect("pool")).collect();
+        let pkts: Vec<u32> = (seq..seq + n)
+            .map(|s| packet_from_bytes(pool, &test_frame(dir, s, len)).expect("pool"))
+            .collect();
         let sent = tx.tx_burst(pool, &pkts);
         pool.free_bulk(&pkts);
         // A full TX ring is not an error: the frames after `sent` are retried.
         seq += sent as u32;
         drain(rx, pool, dir, &mut recv, 0xff);
         drain(tx, pool, 0xff, &mut own, dir);
-        assert!(Instant::now() < deadline, "sending timed out at {seq}/{count}");
+        assert!(
+            Instant::now() < deadline,
+            "sending timed out at {seq}/{count}"
+        );
     }
     while (recv.ours.len() as u32) < count && Instant::now() < deadline {
         drain(rx, pool, dir, &mut recv, 0xff);
@@ -160,13 +217,23 @@ fn exchange(tx: &mut AfPacketPort, rx: &mut AfPacketPort, pool: &mut Pool, dir: 
     assert_eq!(recv.ours.len() as u32, count, "{len}-byte frames received");
     for (i, f) in recv.ours.iter().enumerate() {
         assert_eq!(f.len(), len);
-        assert_eq!(f, &test_frame(dir, i as u32, len), "frame {i} of {len} bytes differs");
+        assert_eq!(
+            f,
+            &test_frame(dir, i as u32, len),
+            "frame {i} of {len} bytes differs"
+        );
     }
     let (ts, rs) = (tx.stats(), rx.stats());
     assert_eq!(ts.tx_packets - tx_before.tx_packets, u64::from(count));
-    assert_eq!(ts.tx_bytes - tx_before.tx_bytes, u64::from(count) * len as u64);
+    assert_eq!(
+        ts.tx_bytes - tx_before.tx_bytes,
+        u64::from(count) * len as u64
+    );
     assert_eq!(ts.tx_dropped - tx_before.tx_dropped, 0);
-    assert_eq!(rs.rx_packets - rx_before.rx_packets, u64::from(count) + recv.foreign);
+    assert_eq!(
+        rs.rx_packets - rx_before.rx_packets,
+        u64::from(count) + recv.foreign
+    );
     assert_eq!(rs.rx_dropped - rx_before.rx_dropped, 0);
     assert_eq!(rx.af_packet_stats().kernel_drops, 0);
 }
@@ -195,13 +262,19 @@ fn afpacket_frames_too_long_for_slot_or_mtu_are_counted_not_sent() {
     let too_big_for_mtu = packet_from_bytes(&mut pool, &test_frame(1, 0, 1600)).unwrap();
     let too_big_for_slot = packet_from_bytes(&mut pool, &test_frame(1, 1, 9000)).unwrap();
     let fine = packet_from_bytes(&mut pool, &test_frame(1, 2, 1514)).unwrap();
-    assert_eq!(host.tx_burst(&mut pool, &[too_big_for_mtu, too_big_for_slot, fine]), 1);
+    assert_eq!(
+        host.tx_burst(&mut pool, &[too_big_for_mtu, too_big_for_slot, fine]),
+        1
+    );
     pool.free_bulk(&[too_big_for_mtu, too_big_for_slot, fine]);
     let s = host.stats();
     assert_eq!(s.tx_packets, 1);
     assert_eq!(s.tx_dropped, 2);
     assert_eq!(host.af_packet_stats().tx_too_long, 2);
-    let mut recv = Received { ours: Vec::new(), foreign: 0 };
+    let mut recv = Received {
+        ours: Vec::new(),
+        foreign: 0,
+    };
     let deadline = Instant::now() + Duration::from_secs(5);
     while recv.ours.is_empty() && Instant::now() < deadline {
         drain(&mut peer, &mut pool, 1, &mut recv, 0xff);
@@ -227,20 +300,27 @@ fn afpacket_kernel_ring_overflow_is_counted_in_rx_dropped() {
     let mut seq = 0;
     // Send everything before reading anything: the far ring must overflow.
     while seq < total {
-        let pkts: Vec<u32> =
-            (seq..(seq + 32).min(total)).map(|s| packet_from_bytes(&mut pool, &test_frame(1, s, 60)).unwrap()).collect();
+        let pkts: Vec<u32> = (seq..(seq + 32).min(total))
+            .map(|s| packet_from_bytes(&mut pool, &test_frame(1, s, 60)).unwrap())
+            .collect();
         seq += host.tx_burst(&mut pool, &pkts) as u32;
         pool.free_bulk(&pkts);
     }
     std::thread::sleep(Duration::from_millis(100));
-    let mut recv = Received { ours: Vec::new(), foreign: 0 };
+    let mut recv = Received {
+        ours: Vec::new(),
+        foreign: 0,
+    };
     for _ in 0..50 {
         drain(&mut peer, &mut pool, 1, &mut recv, 0xff);
         std::thread::sleep(Duration::from_millis(2));
     }
     let drops = peer.af_packet_stats().kernel_drops;
     assert!(drops > 0, "a 2-page ring cannot hold {total} frames");
-    assert_eq!(recv.ours.len() as u64 + recv.foreign + drops, u64::from(total));
+    assert_eq!(
+        recv.ours.len() as u64 + recv.foreign + drops,
+        u64::from(total)
+    );
     assert_eq!(peer.stats().rx_dropped, drops);
     // What did arrive is in order (the kernel drops at the tail, never reorders).
     let seqs: Vec<u32> = recv.ours.iter().map(|f| parse(f).unwrap().1).collect();
@@ -251,13 +331,20 @@ fn afpacket_kernel_ring_overflow_is_counted_in_rx_dropped() {
 #[test]
 fn afpacket_missing_interface_error_names_it() {
     let err = AfPacketPort::open(AfPacketConfig::new("p0", "vsnosuchif0")).unwrap_err();
-    assert!(matches!(err, AfPacketError::NoSuchInterface { ref interface, .. } if interface == "vsnosuchif0"));
+    assert!(
+        matches!(err, AfPacketError::NoSuchInterface { ref interface, .. } if interface == "vsnosuchif0")
+    );
     let msg = err.to_string();
-    assert!(msg.contains("vsnosuchif0") && msg.contains("does not exist"), "{msg}");
+    assert!(
+        msg.contains("vsnosuchif0") && msg.contains("does not exist"),
+        "{msg}"
+    );
 }
 
 #[test]
 fn afpacket_missing_netns_error_names_it() {
-    let err = AfPacketPort::open_in_netns(AfPacketConfig::new("p0", "lo"), "/run/netns/vs-no-such-ns").unwrap_err();
+    let err =
+        AfPacketPort::open_in_netns(AfPacketConfig::new("p0", "lo"), "/run/netns/vs-no-such-ns")
+            .unwrap_err();
     assert!(err.to_string().contains("vs-no-such-ns"), "{err}");
 }
