@@ -4,7 +4,7 @@
 //! before it is read; anything else is [`RxError`] (a named reason, never a panic). The receiver does
 //! not trust a fixed offset, so frames whose tags a DUT pushed or popped are still recognised.
 
-use vecswitch_wire::{EtherType, IpProtocol, Ipv4Packet, L2Header, UdpPacket};
+use vecswitch_wire::{EtherType, IpProtocol, Ipv4Packet, Ipv6Packet, L2Header, UdpPacket};
 
 use crate::signature::{self, Signature};
 
@@ -42,27 +42,6 @@ impl RxError {
     }
 }
 
-/// Fixed IPv6 header length (RFC 8200 §3).
-const IPV6_HEADER_LEN: usize = 40;
-
-/// The UDP datagram (header included) of an IPv6 packet without extension headers. The IPv6 header is
-/// read here with explicit length checks: version nibble, next header at byte 6, payload length at
-/// bytes 4..6 (RFC 8200 §3).
-fn ipv6_udp(l3: &[u8]) -> Result<&[u8], RxError> {
-    if l3.len() < IPV6_HEADER_LEN || l3[0] >> 4 != 6 {
-        return Err(RxError::BadIp);
-    }
-    let payload_len = u16::from_be_bytes([l3[4], l3[5]]) as usize;
-    let end = IPV6_HEADER_LEN + payload_len;
-    if end > l3.len() {
-        return Err(RxError::BadIp);
-    }
-    if IpProtocol(l3[6]) != IpProtocol::UDP {
-        return Err(RxError::NotUdp);
-    }
-    Ok(&l3[IPV6_HEADER_LEN..end])
-}
-
 /// Reads the generator's signature from a received frame (bytes on the link, no FCS).
 pub fn find_signature(frame: &[u8]) -> Result<Signature, RxError> {
     let l2 = L2Header::parse(frame).map_err(|_| RxError::BadL2)?;
@@ -81,7 +60,16 @@ pub fn find_signature(frame: &[u8]) -> Result<Signature, RxError> {
             }
             &l3[ip.header_len()..ip.total_len() as usize]
         }
-        EtherType::IPV6 => ipv6_udp(l3)?,
+        EtherType::IPV6 => {
+            let ip = Ipv6Packet::new_checked(l3).map_err(|_| RxError::BadIp)?;
+            if ip.version() != 6 {
+                return Err(RxError::BadIp);
+            }
+            if ip.next_header() != IpProtocol::UDP {
+                return Err(RxError::NotUdp);
+            }
+            &l3[vecswitch_wire::ipv6::HEADER_LEN..vecswitch_wire::ipv6::HEADER_LEN + ip.payload_len() as usize]
+        }
         _ => return Err(RxError::NotIp),
     };
     let udp = UdpPacket::new_checked(udp_bytes).map_err(|_| RxError::BadUdp)?;

@@ -16,7 +16,8 @@ use std::net::IpAddr;
 use serde::Serialize;
 use vecswitch_wire::checksum;
 use vecswitch_wire::{
-    EtherType, EthernetAddress, IpProtocol, Ipv4Packet, Ipv4Repr, L2Header, L2Tag, UdpPacket, UdpRepr,
+    EtherType, EthernetAddress, IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, L2Header, L2Tag, UdpPacket,
+    UdpRepr,
 };
 
 use crate::flow::{self, Field, FieldRange};
@@ -92,6 +93,16 @@ impl StreamSpec {
             ranges: Vec::new(),
             seed: 0,
         }
+    }
+
+    /// Like [`StreamSpec::ipv4`] with IPv6 addresses from 2001:2::/48, the IPv6 benchmarking range
+    /// (RFC 5180 §5): 2001:2::{tx}:1 → 2001:2:0:1::{rx}:1. 64-byte frames are raised to 76 (see
+    /// [`signature::min_frame_size`]).
+    pub fn ipv6(tx: usize, rx: usize) -> StreamSpec {
+        let mut s = StreamSpec::ipv4(tx, rx);
+        s.src_ip = IpAddr::V6(std::net::Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, tx as u16, 1));
+        s.dst_ip = IpAddr::V6(std::net::Ipv6Addr::new(0x2001, 2, 0, 1, 0, 0, rx as u16, 1));
+        s
     }
 
     /// The same stream sent the other way (ports, MACs, addresses and UDP ports swapped), for
@@ -194,9 +205,6 @@ impl StreamBuilder {
         if spec.src_ip.is_ipv6() != spec.dst_ip.is_ipv6() {
             return Err(cfg_err("dst-ip", spec.dst_ip, "an address of the same family as src-ip"));
         }
-        if ipv6 {
-            return Err(cfg_err("ip version", 6, "IPv4 only until the wire crate's IPv6 header lands"));
-        }
         let min = spec.min_frame_size();
         let max_stream = if SizeSequence::new(&spec.size, spec.seed, |s| s.max(min))
             .sizes()
@@ -251,25 +259,30 @@ impl StreamBuilder {
             let mut bytes = vec![0u8; wire_len];
             l2.emit(&mut bytes).map_err(|e| cfg_err("size", size, format!("room for the L2 header ({e})")))?;
             let udp_len = wire_len - l4;
-            let (src, dst) = match (spec.src_ip, spec.dst_ip) {
-                (IpAddr::V4(s), IpAddr::V4(d)) => (s, d),
-                _ => unreachable!("checked above: IPv4 only"),
+            let ip_csum_off = match (spec.src_ip, spec.dst_ip) {
+                (IpAddr::V4(src), IpAddr::V4(dst)) => {
+                    Ipv4Repr::new(src, dst, IpProtocol::UDP, udp_len).emit(&mut Ipv4Packet::new_unchecked(&mut bytes[l3..]));
+                    Some(l3 + 10)
+                }
+                (IpAddr::V6(src), IpAddr::V6(dst)) => {
+                    Ipv6Repr::new(src, dst, IpProtocol::UDP, udp_len).emit(&mut Ipv6Packet::new_unchecked(&mut bytes[l3..]));
+                    None
+                }
+                _ => return Err(cfg_err("dst-ip", spec.dst_ip, "an address of the same family as src-ip")),
             };
-            let ip = Ipv4Repr::new(src, dst, IpProtocol::UDP, udp_len);
-            ip.emit(&mut Ipv4Packet::new_unchecked(&mut bytes[l3..]));
             let udp = UdpRepr { src_port: spec.src_port, dst_port: spec.dst_port, payload_len: udp_len - 8 };
             let mut u = UdpPacket::new_unchecked(&mut bytes[l4..]);
             udp.emit(&mut u);
             u.fill_checksum(&spec.src_ip, &spec.dst_ip);
             let udp_csum = u.checksum();
-            let ip_csum = Ipv4Packet::new_unchecked(&bytes[l3..]).checksum();
+            let ip_csum = if ipv6 { 0 } else { Ipv4Packet::new_unchecked(&bytes[l3..]).checksum() };
             let layout = Layout::for_room(udp_len - 8).ok_or_else(|| cfg_err("size", size, format!("{min}..={MAX_FRAME}")))?;
             templates.push(Template {
                 bytes,
                 layout,
                 sig_off: l4 + 8,
                 udp_csum_off: l4 + 6,
-                ip_csum_off: Some(l3 + 10),
+                ip_csum_off,
                 udp_csum,
                 ip_csum,
             });
@@ -527,6 +540,56 @@ mod tests {
         spec.seed = 78;
         let c = StreamBuilder::new(0, &spec).unwrap();
         assert!((0..2000).any(|n| build(&a, n, n).len() != build(&c, n, n).len()));
+    }
+
+    fn assert_checksum_v6(f: &[u8]) {
+        let l2 = L2Header::parse(f).unwrap();
+        let ip = vecswitch_wire::Ipv6Packet::new_checked(&f[l2.l3_offset..]).unwrap();
+        let (src, dst) = (IpAddr::V6(ip.src_addr()), IpAddr::V6(ip.dst_addr()));
+        let udp = UdpPacket::new_checked(ip.payload()).unwrap();
+        assert!(udp.verify_checksum(&src, &dst), "UDP checksum");
+        assert_eq!(udp.checksum(), udp.compute_checksum(&src, &dst), "incremental == full recomputation");
+    }
+
+    #[test]
+    fn ipv6_small_frames_are_raised_to_carry_the_signature() {
+        let mut spec = StreamSpec::ipv6(0, 1);
+        spec.vlans = vec![VlanSpec::dot1ad(1), VlanSpec::dot1q(2)];
+        spec.size = SizeSpec::imix();
+        let b = StreamBuilder::new(0, &spec).unwrap();
+        assert_eq!(b.raised(), &[SizeRaised { requested: 64, built: 84 }]);
+        assert_eq!(b.sizes().sizes(), &[84, 570, 1518]);
+        let f = (0..12).map(|n| build(&b, n, n)).find(|f| f.len() == 80).unwrap();
+        assert_eq!(&f[12..22], &[0x88, 0xa8, 0, 1, 0x81, 0x00, 0, 2, 0x86, 0xdd]);
+        assert_checksum_v6(&f);
+        assert_eq!(find_signature(&f).unwrap().layout, Layout::Compact);
+        // Untagged IPv6 at 64 B becomes 76 B; 84 B is the first size with the full signature.
+        let mut spec = StreamSpec::ipv6(0, 1);
+        assert_eq!(StreamBuilder::new(0, &spec).unwrap().sizes().sizes(), &[76]);
+        spec.size = SizeSpec::Fixed(84);
+        assert!(!StreamBuilder::new(0, &spec).unwrap().sends_compact());
+    }
+
+    #[test]
+    fn ipv6_ranges_keep_udp_checksum_valid() {
+        let mut spec = StreamSpec::ipv6(0, 1);
+        spec.size = SizeSpec::Fixed(128);
+        spec.flows = 4096;
+        spec.ranges = vec![
+            FieldRange { field: Field::SrcIp, count: 4096, mode: FieldMode::Random { seed: 3 } },
+            FieldRange { field: Field::DstIp, count: 64, mode: FieldMode::Increment },
+            FieldRange { field: Field::DstPort, count: 100, mode: FieldMode::Increment },
+        ];
+        let b = StreamBuilder::new(9, &spec).unwrap();
+        let mut srcs = std::collections::HashSet::new();
+        for n in 0..5000 {
+            let f = build(&b, n, 12345 + n);
+            assert_checksum_v6(&f);
+            srcs.insert(f[22..38].to_vec());
+            let sig = find_signature(&f).unwrap();
+            assert_eq!((sig.stream, sig.seq as u64, sig.tx_ns), (9, n, 12345 + n));
+        }
+        assert_eq!(srcs.len(), 4096);
     }
 
     #[test]
