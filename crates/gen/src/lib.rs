@@ -11,9 +11,11 @@
 //! - [`analyze`]: per-stream receive analysis (loss, duplicates, reordering, latency, jitter).
 //! - [`engine`]: the [`Generator`] that runs a [`TrialSpec`] on its ports and returns a
 //!   [`TrialReport`]; [`Progress`] lets another thread print live counters.
+//! - [`calibrate`]: the generator's own maximum rate and latency floor on its ports, without a DUT.
 #![forbid(unsafe_code)]
 
 pub mod analyze;
+pub mod calibrate;
 pub mod engine;
 pub mod flow;
 pub mod rate;
@@ -23,6 +25,7 @@ pub mod size;
 pub mod stream;
 
 pub use analyze::{Latency, StreamAnalyzer, StreamRx};
+pub use calibrate::{calibrate, CalibrationPoint, CalibrationReport};
 pub use engine::{Generator, PortReport, Progress, StreamReport, TrialLength, TrialReport, TrialSpec};
 pub use stream::{StreamBuilder, StreamSpec, VlanSpec};
 pub use flow::{Field, FieldMode, FieldRange};

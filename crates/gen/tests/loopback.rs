@@ -214,3 +214,26 @@ fn config_errors_name_the_field() {
     assert!(e.contains("rx_port") && e.contains("0..2"), "{e}");
     assert!(Generator::new(vec![]).is_err());
 }
+
+#[test]
+fn calibration_over_a_loopback_pair_reports_each_size() {
+    let (a, b) = loopback::pair("a", "b");
+    let mut g = Generator::new(vec![boxed(a), boxed(b)]).unwrap();
+    let rep = vecswitch_gen::calibrate(
+        &mut g,
+        &StreamSpec::ipv4(0, 1),
+        &[64, 1518],
+        Duration::from_millis(50),
+        Rate::Pps(10_000.0),
+    )
+    .unwrap();
+    assert_eq!(rep.points.len(), 2);
+    assert_eq!((rep.tx_port.as_str(), rep.rx_port.as_str()), ("a", "b"));
+    for p in &rep.points {
+        assert!(p.max_tx_fps > 0.0 && p.max_rx_fps > 0.0);
+        assert!(p.floor_latency.samples > 0);
+        assert!(p.floor_latency.min_ns <= p.floor_latency.p50_ns);
+        assert!(p.floor_latency.p50_ns <= p.floor_latency.max_ns);
+    }
+    assert_eq!(rep.points[1].size, 1518);
+}
