@@ -389,10 +389,11 @@ impl<P: Port> Capture<P> {
 
     /// Whether frames are still being written (not stopped by the limit, an error or `finish`).
     pub fn is_capturing(&self) -> bool {
-        self.error.is_none()
-            && !self.stopped
-            && self.writer.is_some()
-            && !self.max_frames.is_some_and(|m| self.captured() >= m)
+        let under_limit = match self.max_frames {
+            Some(m) => self.captured() < m,
+            None => true,
+        };
+        self.error.is_none() && !self.stopped && self.writer.is_some() && under_limit
     }
 
     /// The write error that stopped the capture, if any.
