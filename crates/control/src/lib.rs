@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod apply;
+pub mod command;
 pub mod config;
 pub mod controller;
 pub mod diff;

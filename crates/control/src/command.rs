@@ -1,0 +1,304 @@
+//! The words of `vecswitch ctl <command...>` (vppctl-like) turned into a [`Request`]:
+//! [`parse_words`]. Relative file paths (`reload FILE`, `capture PORT FILE`) are made absolute
+//! against the caller's directory, since the switch runs elsewhere.
+//!
+//! ```text
+//! show ports|bridge [BRIDGE]|mac [BRIDGE]|xconnect|runtime|errors|buffers|trace|config
+//! clear counters
+//! trace add N | trace clear
+//! capture PORT FILE [COUNT]
+//! port add NAME TYPE [KEY=VALUE ...]      e.g. port add p2 memif socket=/run/m.sock id=2
+//! port del NAME | port up NAME | port down NAME
+//! bridge add NAME [--no-learn] [--no-forward] [--no-flood] [--no-uu-flood] [--mac-age S] [--mac-limit N]
+//! bridge del NAME
+//! bridge member add|del BRIDGE PORT
+//! xconnect add FROM TO [--both] | xconnect del FROM
+//! mac add BRIDGE MAC PORT | mac del BRIDGE MAC
+//! reload [FILE]
+//! ```
+
+use crate::config::{BridgeConfig, PortConfig};
+use crate::protocol::{Request, ShowWhat};
+use serde::Deserialize;
+use std::path::Path;
+
+/// The usage text printed with a command error.
+pub const USAGE: &str = "commands:
+  show ports|bridge [BRIDGE]|mac [BRIDGE]|xconnect|runtime|errors|buffers|trace|config
+  clear counters
+  trace add N | trace clear
+  capture PORT FILE [COUNT]
+  port add NAME TYPE [KEY=VALUE ...]   (TYPE memif|af_packet; keys as in [[port]])
+  port del NAME | port up NAME | port down NAME
+  bridge add NAME [--no-learn] [--no-forward] [--no-flood] [--no-uu-flood] [--mac-age S] [--mac-limit N]
+  bridge del NAME
+  bridge member add|del BRIDGE PORT
+  xconnect add FROM TO [--both] | xconnect del FROM
+  mac add BRIDGE MAC PORT | mac del BRIDGE MAC
+  reload [FILE]";
+
+fn absolute(p: &str, cwd: &Path) -> String {
+    let path = Path::new(p);
+    if path.is_absolute() {
+        p.to_string()
+    } else {
+        cwd.join(path).display().to_string()
+    }
+}
+
+fn num<T: std::str::FromStr>(what: &str, v: &str, accepted: &str) -> Result<T, String> {
+    v.parse().map_err(|_| format!("{what} = {v:?}: {accepted}"))
+}
+
+fn arity(w: &[&str], n: usize, usage: &str) -> Result<(), String> {
+    if w.len() == n {
+        Ok(())
+    } else {
+        Err(format!("`{}`: expected `{usage}`", w.join(" ")))
+    }
+}
+
+/// A `KEY=VALUE` value as TOML: integers and booleans typed, anything else a string.
+fn toml_value(v: &str) -> toml::Value {
+    if let Ok(i) = v.parse::<i64>() {
+        toml::Value::Integer(i)
+    } else if v == "true" || v == "false" {
+        toml::Value::Boolean(v == "true")
+    } else {
+        toml::Value::String(v.to_string())
+    }
+}
+
+fn port_add(w: &[&str]) -> Result<Request, String> {
+    if w.len() < 4 {
+        return Err("`port add`: expected `port add NAME TYPE [KEY=VALUE ...]`".into());
+    }
+    let mut t = toml::map::Map::new();
+    t.insert("name".into(), toml::Value::String(w[2].into()));
+    t.insert("type".into(), toml::Value::String(w[3].into()));
+    for kv in &w[4..] {
+        let (k, v) = kv.split_once('=').ok_or_else(|| format!("port add: {kv:?}: a KEY=VALUE pair, e.g. socket=/run/m.sock"))?;
+        if k == "name" || k == "type" {
+            return Err(format!("port add: {k}: given as NAME and TYPE already"));
+        }
+        t.insert(k.to_string(), toml_value(v));
+    }
+    let port = PortConfig::deserialize(toml::Value::Table(t)).map_err(|e| format!("port add: {}", e.to_string().trim()))?;
+    Ok(Request::PortAdd { port })
+}
+
+fn bridge_add(w: &[&str]) -> Result<Request, String> {
+    if w.len() < 3 {
+        return Err("`bridge add`: expected `bridge add NAME [options]`".into());
+    }
+    let mut b = BridgeConfig::new(w[2]);
+    let mut i = 3;
+    while i < w.len() {
+        match w[i] {
+            "--no-learn" => b.learn = false,
+            "--no-forward" => b.forward = false,
+            "--no-flood" => b.flood = false,
+            "--no-uu-flood" => b.uu_flood = false,
+            opt @ ("--mac-age" | "--mac-limit") => {
+                let v = w.get(i + 1).ok_or_else(|| format!("bridge add: {opt} needs a value"))?;
+                if opt == "--mac-age" {
+                    b.mac_age = num("--mac-age", v, "seconds, 0..=4294967295 (0 = never age)")?;
+                } else {
+                    b.mac_limit = num("--mac-limit", v, "a number of entries")?;
+                }
+                i += 1;
+            }
+            other => {
+                return Err(format!(
+                    "bridge add: {other:?}: one of --no-learn, --no-forward, --no-flood, --no-uu-flood, --mac-age S, --mac-limit N"
+                ))
+            }
+        }
+        i += 1;
+    }
+    Ok(Request::BridgeAdd { bridge: b })
+}
+
+fn show(w: &[&str]) -> Result<Request, String> {
+    let word = w.get(1).copied().unwrap_or("");
+    let what = match word {
+        "interface" | "interfaces" | "int" | "port" => Some(ShowWhat::Ports),
+        "bridge-domain" | "bridges" => Some(ShowWhat::Bridge),
+        "l2fib" | "macs" => Some(ShowWhat::Mac),
+        "xconnects" => Some(ShowWhat::Xconnect),
+        "error" => Some(ShowWhat::Errors),
+        _ => ShowWhat::from_word(word),
+    }
+    .ok_or_else(|| format!("show {word:?}: one of {}", ShowWhat::ALL))?;
+    let bridge = match (what, w.len()) {
+        (_, 2) => None,
+        (ShowWhat::Bridge | ShowWhat::Mac, 3) => Some(w[2].to_string()),
+        _ => return Err(format!("`{}`: only `show bridge` and `show mac` take one more word (a bridge name)", w.join(" "))),
+    };
+    Ok(Request::Show { what, bridge })
+}
+
+/// Parses the command words. `cwd` resolves relative file paths.
+pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, String> {
+    let w: Vec<&str> = words.iter().map(String::as_str).collect();
+    let first = w.first().copied().unwrap_or("");
+    let second = w.get(1).copied().unwrap_or("");
+    match (first, second) {
+        ("show", _) => show(&w),
+        ("clear", "counters") => arity(&w, 2, "clear counters").map(|_| Request::ClearCounters {}),
+        ("trace", "add") => {
+            arity(&w, 3, "trace add N")?;
+            Ok(Request::TraceAdd { count: num("N", w[2], "a packet count, 0..=4294967295")? })
+        }
+        ("trace", "clear") => arity(&w, 2, "trace clear").map(|_| Request::TraceClear {}),
+        ("capture", _) => {
+            if w.len() != 3 && w.len() != 4 {
+                return Err("`capture`: expected `capture PORT FILE [COUNT]`".into());
+            }
+            let count = w.get(3).map(|c| num("COUNT", c, "a packet count")).transpose()?;
+            Ok(Request::Capture { port: w[1].into(), file: absolute(w[2], cwd), count })
+        }
+        ("port", "add") => port_add(&w),
+        ("port", "del" | "delete") => {
+            arity(&w, 3, "port del NAME")?;
+            Ok(Request::PortDelete { name: w[2].into() })
+        }
+        ("port", "up" | "down") => {
+            arity(&w, 3, "port up|down NAME")?;
+            Ok(Request::PortState { name: w[2].into(), up: second == "up" })
+        }
+        ("bridge", "add") => bridge_add(&w),
+        ("bridge", "del" | "delete") => {
+            arity(&w, 3, "bridge del NAME")?;
+            Ok(Request::BridgeDelete { name: w[2].into() })
+        }
+        ("bridge", "member") => {
+            arity(&w, 5, "bridge member add|del BRIDGE PORT")?;
+            let (bridge, port) = (w[3].to_string(), w[4].to_string());
+            match w[2] {
+                "add" => Ok(Request::BridgeMemberAdd { bridge, port }),
+                "del" | "delete" | "remove" => Ok(Request::BridgeMemberRemove { bridge, port }),
+                other => Err(format!("bridge member {other:?}: add or del")),
+            }
+        }
+        ("xconnect", "add") => {
+            let both = w.get(4) == Some(&"--both");
+            arity(&w, if both { 5 } else { 4 }, "xconnect add FROM TO [--both]")?;
+            Ok(Request::XconnectAdd { from: w[2].into(), to: w[3].into(), both })
+        }
+        ("xconnect", "del" | "delete") => {
+            arity(&w, 3, "xconnect del FROM")?;
+            Ok(Request::XconnectDelete { from: w[2].into() })
+        }
+        ("mac", "add") => {
+            arity(&w, 5, "mac add BRIDGE MAC PORT")?;
+            Ok(Request::MacAdd { bridge: w[2].into(), mac: w[3].into(), port: w[4].into() })
+        }
+        ("mac", "del" | "delete") => {
+            arity(&w, 4, "mac del BRIDGE MAC")?;
+            Ok(Request::MacDelete { bridge: w[2].into(), mac: w[3].into() })
+        }
+        ("reload", _) => match w.len() {
+            1 => Ok(Request::Reload { path: None }),
+            2 => Ok(Request::Reload { path: Some(absolute(w[1], cwd)) }),
+            _ => Err("`reload`: expected `reload [FILE]`".into()),
+        },
+        _ => Err(format!("unknown command `{}`", w.join(" "))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{MemifMode, MemifRole};
+
+    fn p(s: &str) -> Result<Request, String> {
+        let words: Vec<String> = s.split_whitespace().map(String::from).collect();
+        parse_words(&words, Path::new("/home/u"))
+    }
+
+    #[test]
+    fn show_commands_and_aliases() {
+        assert_eq!(p("show runtime").unwrap(), Request::Show { what: ShowWhat::Runtime, bridge: None });
+        assert_eq!(p("show interface").unwrap(), Request::Show { what: ShowWhat::Ports, bridge: None });
+        assert_eq!(p("show mac br0").unwrap(), Request::Show { what: ShowWhat::Mac, bridge: Some("br0".into()) });
+        assert_eq!(p("show bridge-domain").unwrap(), Request::Show { what: ShowWhat::Bridge, bridge: None });
+        assert!(p("show ports extra").unwrap_err().contains("only `show bridge` and `show mac`"));
+        assert!(p("show nothing").unwrap_err().contains("runtime"));
+    }
+
+    #[test]
+    fn every_verb() {
+        assert_eq!(p("clear counters").unwrap(), Request::ClearCounters {});
+        assert_eq!(p("trace add 10").unwrap(), Request::TraceAdd { count: 10 });
+        assert_eq!(p("trace clear").unwrap(), Request::TraceClear {});
+        assert_eq!(
+            p("capture p0 out.pcap 100").unwrap(),
+            Request::Capture { port: "p0".into(), file: "/home/u/out.pcap".into(), count: Some(100) }
+        );
+        assert_eq!(p("port del p0").unwrap(), Request::PortDelete { name: "p0".into() });
+        assert_eq!(p("port down p0").unwrap(), Request::PortState { name: "p0".into(), up: false });
+        assert_eq!(p("bridge del b").unwrap(), Request::BridgeDelete { name: "b".into() });
+        assert_eq!(
+            p("bridge member add b p").unwrap(),
+            Request::BridgeMemberAdd { bridge: "b".into(), port: "p".into() }
+        );
+        assert_eq!(
+            p("bridge member del b p").unwrap(),
+            Request::BridgeMemberRemove { bridge: "b".into(), port: "p".into() }
+        );
+        assert_eq!(p("xconnect add a b").unwrap(), Request::XconnectAdd { from: "a".into(), to: "b".into(), both: false });
+        assert_eq!(p("xconnect add a b --both").unwrap(), Request::XconnectAdd { from: "a".into(), to: "b".into(), both: true });
+        assert_eq!(p("xconnect del a").unwrap(), Request::XconnectDelete { from: "a".into() });
+        assert_eq!(
+            p("mac add b 02:00:00:00:00:01 p").unwrap(),
+            Request::MacAdd { bridge: "b".into(), mac: "02:00:00:00:00:01".into(), port: "p".into() }
+        );
+        assert_eq!(p("mac del b 02:00:00:00:00:01").unwrap(), Request::MacDelete { bridge: "b".into(), mac: "02:00:00:00:00:01".into() });
+        assert_eq!(p("reload").unwrap(), Request::Reload { path: None });
+        assert_eq!(p("reload /etc/v.toml").unwrap(), Request::Reload { path: Some("/etc/v.toml".into()) });
+        assert_eq!(p("reload v.toml").unwrap(), Request::Reload { path: Some("/home/u/v.toml".into()) });
+    }
+
+    #[test]
+    fn bridge_add_options() {
+        let Request::BridgeAdd { bridge } = p("bridge add br1 --no-learn --no-uu-flood --mac-age 60 --mac-limit 10").unwrap() else {
+            panic!()
+        };
+        assert_eq!(bridge.name, "br1");
+        assert!(!bridge.learn && !bridge.uu_flood && bridge.flood && bridge.forward);
+        assert_eq!((bridge.mac_age, bridge.mac_limit), (60, 10));
+        assert!(p("bridge add br1 --mac-age soon").unwrap_err().contains("--mac-age = \"soon\""));
+        assert!(p("bridge add br1 --colour").unwrap_err().contains("--colour"));
+        assert!(p("bridge add br1 --mac-limit").unwrap_err().contains("needs a value"));
+    }
+
+    #[test]
+    fn port_add_key_values() {
+        let Request::PortAdd { port } = p("port add p2 memif socket=/run/m.sock id=2 role=client mode=interrupt").unwrap() else {
+            panic!()
+        };
+        match port {
+            PortConfig::Memif(m) => {
+                assert_eq!((m.name.as_str(), m.socket.as_str(), m.id), ("p2", "/run/m.sock", 2));
+                assert_eq!((m.role, m.mode), (MemifRole::Client, MemifMode::Interrupt));
+            }
+            other => panic!("{other:?}"),
+        }
+        let Request::PortAdd { port } = p("port add v1 af_packet interface=veth1 promiscuous=false").unwrap() else { panic!() };
+        assert_eq!(port.type_name(), "af_packet");
+        assert!(p("port add v1 af_packet interface=veth1 colour=red").unwrap_err().contains("colour"));
+        assert!(p("port add v1 tap").unwrap_err().contains("tap"));
+        assert!(p("port add v1 memif socket").unwrap_err().contains("KEY=VALUE"));
+        assert!(p("port add v1").unwrap_err().contains("NAME TYPE"));
+    }
+
+    #[test]
+    fn wrong_arity_and_unknown() {
+        assert!(p("trace add").unwrap_err().contains("trace add N"));
+        assert!(p("trace add x").unwrap_err().contains("N = \"x\""));
+        assert!(p("mac add b 02:00:00:00:00:01").unwrap_err().contains("mac add BRIDGE MAC PORT"));
+        assert!(p("frobnicate").unwrap_err().contains("unknown command `frobnicate`"));
+        assert!(p("").unwrap_err().contains("unknown command"));
+    }
+}
