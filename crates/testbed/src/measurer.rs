@@ -111,10 +111,14 @@ impl<'a> GenMeasurer<'a> {
         })
     }
 
-    /// Opens the testbed's generator ports, pins the calling thread (which runs the trials) to the
-    /// generator CPU, and checks the testbed's processes before every trial.
-    pub fn for_testbed(tb: &'a mut Testbed, streams: Vec<StreamSpec>) -> Result<GenMeasurer<'a>> {
-        let ports = crate::gen_ports::open_generator_ports(tb.wiring())?;
+    /// A measurer on `ports` (from [`Testbed::open_generator_ports`], opened before the DUT
+    /// started) that pins the calling thread (which runs the trials) to the generator CPU and
+    /// checks the testbed's processes before every trial.
+    pub fn for_testbed(
+        tb: &'a mut Testbed,
+        ports: Vec<Box<dyn Port>>,
+        streams: Vec<StreamSpec>,
+    ) -> Result<GenMeasurer<'a>> {
         pin_current_thread(tb.wiring().cores.generator)?;
         let mut m = GenMeasurer::new(ports, streams)?;
         m.testbed = Some(tb);

@@ -2,12 +2,14 @@
 //!
 //! | name | generator holds | DUT holds | pairs the DUT connects |
 //! |---|---|---|---|
-//! | `phy2phy-memif` | 2 memif clients | 2 memif servers `phy0`, `phy1` | phy0–phy1 |
+//! | `phy2phy-memif` | 2 memif servers | 2 memif clients `phy0`, `phy1` | phy0–phy1 |
 //! | `phy2phy-veth` | `gen0`, `gen1` in namespace `<run>-gen` | `dut0`, `dut1` in `<run>-dut` | dut0–dut1 |
-//! | `pvp-memif` | 2 memif clients | `phy0`, `phy1`, `vnf0`, `vnf1` (memif servers) | phy0–vnf0, vnf1–phy1 |
+//! | `pvp-memif` | 2 memif servers | `phy0`, `phy1` (memif clients), `vnf0`, `vnf1` (memif servers) | phy0–vnf0, vnf1–phy1 |
 //! | `pvp-veth` | `gen0`, `gen1` (veth) | `dut0`, `dut1` (veth), `vnf0`, `vnf1` (memif) | dut0–vnf0, vnf1–dut1 |
 //!
-//! In PVP a VNF ([`VnfKind`]: `testpmd --forward-mode=macswap`, or a vecswitch cross-connect
+//! On memif links the generator is the server (open its ports with
+//! [`Testbed::open_generator_ports`] before [`Testbed::start`]); toward the VNF the DUT is the
+//! server. In PVP a VNF ([`VnfKind`]: `testpmd --forward-mode=macswap`, or a vecswitch cross-connect
 //! process) holds memif clients on the DUT's `vnf0`/`vnf1` and forwards between them.
 //!
 //! Veth links are made between two namespaces the testbed owns, so the generator's ends are isolated
@@ -222,6 +224,21 @@ impl Wiring {
         self.dut_ports.iter().all(|p| !p.is_memif())
     }
 
+    /// Sockets the generator listens on as memif server (they must exist before the DUT starts).
+    pub fn gen_server_sockets(&self) -> Vec<PathBuf> {
+        self.gen_ports
+            .iter()
+            .filter_map(|p| match p {
+                PortEnd::Memif {
+                    socket,
+                    role: MemifRole::Server,
+                    ..
+                } => Some(socket.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Sockets the DUT creates as memif server (to wait for after starting it).
     pub fn dut_server_sockets(&self) -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = self
@@ -271,14 +288,17 @@ impl Testbed {
                 let mut g = Vec::new();
                 let mut d = Vec::new();
                 for i in 0..2 {
-                    let dut_end = PortEnd::Memif {
-                        name: format!("phy{i}"),
+                    // The generator is the memif server of the "physical" links: it listens
+                    // before the DUT starts, and DPDK's memif client (testpmd as the DUT) does
+                    // not retry a connection, so the sockets must exist first.
+                    let gen_end = PortEnd::Memif {
+                        name: format!("gen{i}"),
                         socket: run_dir.file(&format!("phy{i}.sock")),
                         id: 0,
                         role: MemifRole::Server,
                     };
-                    g.push(dut_end.peer(&format!("gen{i}")));
-                    d.push(dut_end);
+                    d.push(gen_end.peer(&format!("phy{i}")));
+                    g.push(gen_end);
                 }
                 (g, d)
             }
@@ -386,9 +406,25 @@ impl Testbed {
         self.dut.as_deref_mut()
     }
 
+    /// Opens the generator's ports ([`crate::open_generator_ports`]). On memif topologies call it
+    /// before [`Testbed::start`]: the generator is the memif server the DUT connects to.
+    pub fn open_generator_ports(&self) -> Result<Vec<Box<dyn vecswitch_ports::Port>>> {
+        crate::gen_ports::open_generator_ports(&self.wiring)
+    }
+
     /// Sets `dut` up on this topology, then (PVP) starts the VNF. On error the DUT is torn down
-    /// before returning.
+    /// before returning. On memif topologies the generator's ports must be open already (their
+    /// server sockets exist), else this fails saying so.
     pub fn start(&mut self, mut dut: Box<dyn Dut>) -> Result<()> {
+        for s in self.wiring.gen_server_sockets() {
+            if !s.exists() {
+                return Err(Error::Invalid {
+                    field: "generator memif socket",
+                    value: s.display().to_string(),
+                    expected: "an open generator port: call Testbed::open_generator_ports before start".into(),
+                });
+            }
+        }
         if let Err(e) = dut.setup(&self.wiring) {
             let _ = dut.teardown();
             return Err(e);
@@ -478,7 +514,8 @@ fn start_vnf(kind: &VnfKind, w: &Wiring, run_dir: &Path) -> Result<ChildGuard> {
                     .filter_map(|(i, p)| crate::dut::testpmd::memif_vdev(i, p)),
             );
             args.extend(crate::dut::testpmd::app_args("macswap"));
-            ProcessSpec::new("vnf-testpmd", crate::dut::testpmd::TESTPMD)
+            ProcessSpec::new("vnf-testpmd", "stdbuf")
+                .args(["-oL", crate::dut::testpmd::TESTPMD])
                 .args(args)
                 .stdin_pipe(true)
         }
@@ -504,9 +541,14 @@ fn start_vnf(kind: &VnfKind, w: &Wiring, run_dir: &Path) -> Result<ChildGuard> {
         .netns(Some(&w.dut_netns))
         .cpus(Some(vec![w.cores.vnf]));
     let mut child = ChildGuard::spawn(&spec, run_dir)?;
-    // Give it a moment to fail on bad arguments before declaring it started.
-    std::thread::sleep(Duration::from_millis(300));
-    child.check_alive()?;
+    match kind {
+        VnfKind::TestpmdMacswap => {
+            child.wait_for_log("Press enter to exit", Duration::from_secs(30))?
+        }
+        VnfKind::VecswitchXconnect { .. } => {
+            child.wait_for_path(&run_dir.join("vnf.ctl"), Duration::from_secs(20))?
+        }
+    }
     Ok(child)
 }
 

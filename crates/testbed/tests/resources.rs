@@ -185,5 +185,6 @@ fn pvp_memif_wiring_pairs_phy_with_vnf_ports() {
     assert_eq!(w.pairs, vec![(0, 2), (3, 1)]);
     assert_eq!(w.vnf_ports.len(), 2);
     assert!(w.gen_netns.is_none());
-    assert_eq!(w.dut_server_sockets().len(), 4);
+    assert_eq!(w.dut_server_sockets().len(), 2);
+    assert_eq!(w.gen_server_sockets().len(), 2);
 }

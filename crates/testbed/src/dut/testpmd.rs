@@ -158,22 +158,19 @@ impl Dut for TestpmdDut {
         let mut args = eal_args(&prefix, w.cores.dut);
         args.extend(w.dut_ports.iter().enumerate().filter_map(|(i, p)| memif_vdev(i, p)));
         args.extend(app_args("io"));
-        let spec = ProcessSpec::new("dut-testpmd", TESTPMD)
+        // Line-buffered stdout, so that "Press enter to exit" (forwarding started) reaches the
+        // log at once instead of at exit.
+        let spec = ProcessSpec::new("dut-testpmd", "stdbuf")
+            .args(["-oL".to_string(), TESTPMD.to_string()])
             .args(args)
             .netns(Some(&w.dut_netns))
             .cpus(Some(vec![w.cores.dut]))
             .stdin_pipe(true);
         let mut child = ChildGuard::spawn(&spec, &w.run_dir)?;
         self.prefix = Some(prefix);
-        for s in w.dut_server_sockets() {
-            let r = child.wait_for_path(&s, Duration::from_secs(30));
-            if let Err(e) = r {
-                self.child = Some(child);
-                return Err(e);
-            }
-        }
+        let r = child.wait_for_log("Press enter to exit", Duration::from_secs(30));
         self.child = Some(child);
-        Ok(())
+        r
     }
 
     fn teardown(&mut self) -> Result<()> {

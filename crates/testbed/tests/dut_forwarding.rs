@@ -1,0 +1,151 @@
+//! DUTs forward frames end to end on the topologies the testbed builds (root; namespaces, veth and
+//! memif created by each test and removed by the guards even when an assert fails).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{exchange, vecswitch_bin};
+use vecswitch_buffer::Pool;
+use vecswitch_ports::Port;
+use vecswitch_testbed::dut::linux_bridge::LinuxBridgeDut;
+use vecswitch_testbed::dut::ovs::OvsDut;
+use vecswitch_testbed::dut::testpmd::TestpmdDut;
+use vecswitch_testbed::{
+    generator_placement, open_generator_ports, wait_links_up, Dut, DutKind, Link, Scale, Testbed,
+    Topology,
+};
+
+const A: [u8; 6] = [0x02, 0, 0, 0, 0, 0xa1];
+const B: [u8; 6] = [0x02, 0, 0, 0, 0, 0xb2];
+
+/// Builds `topo`, opens the generator ports (memif servers must listen before the DUT starts),
+/// starts `dut`.
+fn start(topo: Topology, dut: Box<dyn Dut>) -> (Testbed, Vec<Box<dyn Port>>) {
+    let mut tb = Testbed::build(topo).unwrap();
+    let ports = tb.open_generator_ports().unwrap();
+    tb.start(dut).unwrap();
+    (tb, ports)
+}
+
+/// Sends `n` frames 0→1 and `n` frames 1→0 and checks every one arrived once, unchanged.
+fn both_ways(ports: &mut [Box<dyn Port>], n: u32) {
+    wait_links_up(ports, Duration::from_secs(20)).unwrap();
+    let mut pool = Pool::new(4096);
+    let (p0, p1) = ports.split_at_mut(1);
+    let fwd = exchange(&mut pool, &mut p0[0], &mut p1[0], B, A, 0xf00d, n, Duration::from_secs(20));
+    assert_eq!(fwd.sent, n);
+    assert_eq!(fwd.received.len() as u32, n, "0->1 lost {} of {n}", n - fwd.received.len() as u32);
+    assert_eq!(fwd.duplicates, 0);
+    assert_eq!(fwd.first.as_deref(), Some(&common::frame(B, A, 0xf00d, 0)[..]));
+    let back = exchange(&mut pool, &mut p1[0], &mut p0[0], A, B, 0xbeef, n, Duration::from_secs(20));
+    assert_eq!(back.received.len() as u32, n, "1->0 lost {} of {n}", n - back.received.len() as u32);
+    assert_eq!(back.duplicates, 0);
+}
+
+#[test]
+fn linux_bridge_phy2phy_veth_forwards_frames_both_ways() {
+    let (mut tb, mut ports) = start(Topology::Phy2Phy { link: Link::Veth }, Box::new(LinuxBridgeDut::new()));
+    both_ways(&mut ports, 500);
+    let pl = tb.placement(generator_placement());
+    assert!(pl.processes.iter().any(|p| p.role == "dut" && p.name == "kernel-bridge"));
+    // Scale: static FDB entries land in the bridge.
+    tb.dut_mut().unwrap().configure_scale(Scale::MacEntries(100)).unwrap();
+    let fdb = tb.dut_netns().exec("bridge", &["fdb", "show", "br", "br0"]).unwrap();
+    assert_eq!(fdb.lines().filter(|l| l.starts_with("02:5c:") && l.contains("static")).count(), 100);
+    assert!(tb.dut_mut().unwrap().configure_scale(Scale::Flows(10)).is_err());
+}
+
+#[test]
+fn linux_bridge_refuses_memif() {
+    let mut tb = Testbed::build(Topology::Phy2Phy { link: Link::Memif }).unwrap();
+    let _ports = tb.open_generator_ports().unwrap();
+    let e = tb.start(Box::new(LinuxBridgeDut::new())).unwrap_err().to_string();
+    assert!(e.contains("linux-bridge") && e.contains("phy2phy-memif"), "{e}");
+}
+
+#[test]
+fn ovs_phy2phy_veth_forwards_frames_both_ways() {
+    let (mut tb, mut ports) = start(Topology::Phy2Phy { link: Link::Veth }, Box::new(OvsDut::new()));
+    let desc = tb.dut().unwrap().describe();
+    assert!(desc.contains("Open vSwitch") && desc.contains("dut0:"), "{desc}");
+    both_ways(&mut ports, 300);
+    tb.dut_mut().unwrap().configure_scale(Scale::Flows(50)).unwrap();
+    both_ways(&mut ports, 100);
+    let pl = tb.placement(generator_placement());
+    let vswitchd = pl.processes.iter().find(|p| p.name == "dut-ovs-vswitchd").unwrap();
+    let dut_cpu = tb.wiring().cores.dut.to_string();
+    assert_eq!(vswitchd.cpus, vec![dut_cpu], "{pl:?}");
+    // Clean shutdown leaves no daemon behind.
+    let pids: Vec<u32> = pl.processes.iter().filter(|p| p.role == "dut").map(|p| p.pid).collect();
+    tb.stop().unwrap();
+    for pid in pids {
+        // Reaped by the guards, so the pid is gone (pid reuse within the test is not expected).
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "ovs process {pid} still there");
+    }
+}
+
+#[test]
+fn testpmd_io_phy2phy_memif_forwards_frames_both_ways() {
+    let (tb, mut ports) = start(Topology::Phy2Phy { link: Link::Memif }, Box::new(TestpmdDut::new()));
+    both_ways(&mut ports, 1000);
+    let pl = tb.placement(generator_placement());
+    let dut = pl.processes.iter().find(|p| p.role == "dut").unwrap();
+    assert_eq!(dut.cpus, vec![tb.wiring().cores.dut.to_string()], "{pl:?}");
+}
+
+#[test]
+fn testpmd_io_counts_what_it_forwarded() {
+    let tb = Testbed::build(Topology::Phy2Phy { link: Link::Memif }).unwrap();
+    let mut ports = open_generator_ports(tb.wiring()).unwrap();
+    let mut dut = TestpmdDut::new();
+    dut.setup(tb.wiring()).unwrap();
+    {
+        wait_links_up(&mut ports, Duration::from_secs(20)).unwrap();
+        let mut pool = Pool::new(4096);
+        let (p0, p1) = ports.split_at_mut(1);
+        let ex = exchange(&mut pool, &mut p0[0], &mut p1[0], B, A, 7, 777, Duration::from_secs(20));
+        assert_eq!(ex.received.len(), 777);
+        // Read testpmd's counters while the memif peers are still connected (they reset on
+        // disconnect): stopping testpmd prints them.
+        dut.teardown().unwrap();
+    }
+    let stats = dut.port_stats();
+    assert_eq!(stats.len(), 2, "{stats:?}");
+    assert_eq!(stats[0].1.rx_packets, 777);
+    assert_eq!(stats[1].1.tx_packets, 777);
+    drop(tb);
+}
+
+#[test]
+fn ovs_dpdk_refuses_with_reason() {
+    let mut tb = Testbed::build(Topology::Phy2Phy { link: Link::Memif }).unwrap();
+    let _ports = tb.open_generator_ports().unwrap();
+    let e = tb.start(DutKind::OvsDpdk.build()).unwrap_err().to_string();
+    assert!(e.contains("ovs-dpdk") && e.contains("memif") && e.contains("TESTBED.md"), "{e}");
+}
+
+#[test]
+#[ignore = "needs `vecswitch run --config` (crates/cli run_cmd); run with --ignored once it lands"]
+fn vecswitch_xconnect_phy2phy_memif_forwards_frames_both_ways() {
+    let bin = vecswitch_bin();
+    assert!(bin.is_file(), "build the binary first: cargo build -p vecswitch-cli ({})", bin.display());
+    let (_tb, mut ports) = start(Topology::Phy2Phy { link: Link::Memif }, DutKind::VecswitchXconnect { bin }.build());
+    both_ways(&mut ports, 1000);
+}
+
+#[test]
+#[ignore = "needs `vecswitch run --config` (crates/cli run_cmd); run with --ignored once it lands"]
+fn vecswitch_xconnect_phy2phy_veth_forwards_frames_both_ways() {
+    let bin = vecswitch_bin();
+    assert!(bin.is_file(), "build the binary first: cargo build -p vecswitch-cli ({})", bin.display());
+    let (_tb, mut ports) = start(Topology::Phy2Phy { link: Link::Veth }, DutKind::VecswitchXconnect { bin }.build());
+    both_ways(&mut ports, 300);
+}
+
+#[test]
+fn memif_start_before_generator_ports_is_refused_with_the_fix() {
+    let mut tb = Testbed::build(Topology::Phy2Phy { link: Link::Memif }).unwrap();
+    let e = tb.start(Box::new(TestpmdDut::new())).unwrap_err().to_string();
+    assert!(e.contains("open_generator_ports"), "{e}");
+}
