@@ -11,6 +11,7 @@
 //!   [`l2::BridgeSettings`].
 //! - [`state`]: [`SwitchState`] — ports with admin state and service, bridges, MAC table, counters.
 //! - [`error`]: [`SwitchError`], one variant per way a control call fails.
+//! - [`testing`]: setups for benchmarks, the instruction-count example and the fuzz target.
 #![forbid(unsafe_code)]
 
 pub mod error;
@@ -18,6 +19,7 @@ pub mod l2;
 pub mod nodes;
 pub mod runtime;
 pub mod state;
+pub mod testing;
 pub mod worker;
 
 pub use error::SwitchError;

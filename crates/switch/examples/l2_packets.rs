@@ -1,0 +1,65 @@
+//! Processes exactly K packets through the L2 graph and prints K, for counting instructions per
+//! packet with callgrind (criterion's wall-clock figures vary with the host; instruction counts do
+//! not):
+//!
+//! ```text
+//! cargo build --release -p vecswitch-switch --example l2_packets
+//! valgrind --tool=callgrind --toggle-collect='*run_packets*' \
+//!     target/release/examples/l2_packets bridge 1000000 100000
+//! # instructions/packet = "Collected" Ir total / K (printed by the example)
+//! ```
+//!
+//! Arguments: `MODE` (`xconnect` or `bridge`), `ENTRIES` (MAC table entries for `bridge`; ignored
+//! for `xconnect`), `K` (packets, a multiple of 256 is exact; default 100000). Only `run_packets` is
+//! collected with `--toggle-collect`, so building the switch and filling the table are left out.
+
+use std::process::ExitCode;
+
+use vecswitch_switch::testing::{bridge_switch, xconnect_switch};
+use vecswitch_switch::Switch;
+
+/// Polls until the source has handed out all its packets; returns how many were received.
+#[inline(never)]
+fn run_packets(sw: &mut Switch) -> u64 {
+    let mut total = 0u64;
+    loop {
+        let n = sw.poll_once();
+        if n == 0 {
+            return total;
+        }
+        total += n as u64;
+    }
+}
+
+fn usage(msg: &str) -> ExitCode {
+    eprintln!("{msg}\nusage: l2_packets xconnect|bridge ENTRIES [K]");
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(mode) = args.first() else { return usage("missing MODE") };
+    let entries: u32 = match args.get(1).map(|s| s.parse()) {
+        None => 2,
+        Some(Ok(v)) => v,
+        Some(Err(_)) => return usage(&format!("invalid ENTRIES {:?}: accepted a whole number", args[1])),
+    };
+    let k: u64 = match args.get(2).map(|s| s.parse()) {
+        None => 100_000,
+        Some(Ok(v)) if v > 0 => v,
+        _ => return usage(&format!("invalid K {:?}: accepted a whole number above 0", args[2])),
+    };
+    let mut sw = match mode.as_str() {
+        "xconnect" => xconnect_switch(Some(k)),
+        "bridge" => bridge_switch(entries, Some(k)),
+        m => return usage(&format!("invalid MODE {m:?}: accepted xconnect or bridge")),
+    };
+    let got = run_packets(&mut sw);
+    let sent: u64 = sw.show_ports().iter().map(|p| p.stats.tx_packets).sum();
+    println!("mode={mode} entries={entries} packets={got} sent={sent}");
+    if got != k || sent != k || sw.show_buffers().in_use != 0 {
+        eprintln!("expected {k} packets received and sent and no buffer in use");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}

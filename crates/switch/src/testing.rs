@@ -1,0 +1,160 @@
+//! Setups shared by the benchmarks (`benches/l2.rs`), the instruction-count example
+//! (`examples/l2_packets.rs`), the fuzz target (`fuzz/`) and property tests. Not used by the switch
+//! itself.
+//!
+//! - [`xconnect_switch`]: two ports, `src` (a `loopback::Replay` source) cross-connected to `sink`.
+//! - [`bridge_switch`]: a bridge of the same two ports whose MAC table is pre-populated with
+//!   `entries` stations, half behind each port, and a source whose frames go between stations
+//!   spread over the whole table (every frame a table hit for its source and its destination).
+//! - [`fuzz_frames`]: runs arbitrary bytes, cut into frames, through ethernet-input, a bridge and an
+//!   xconnect, and checks that every buffer comes back.
+
+use vecswitch_ports::loopback::{packet_from_bytes, Replay};
+
+use crate::{BridgeSettings, Switch, SwitchConfig};
+
+/// A locally administered unicast MAC for station `i`.
+pub fn station(i: u32) -> [u8; 6] {
+    let b = i.to_be_bytes();
+    [0x02, 0x5e, b[0], b[1], b[2], b[3]]
+}
+
+/// A 64-byte frame (60 without FCS, RFC 2544 §9's smallest) from `src` to `dst`.
+pub fn frame64(dst: [u8; 6], src: [u8; 6]) -> Vec<u8> {
+    let mut f = vec![0u8; 60];
+    f[0..6].copy_from_slice(&dst);
+    f[6..12].copy_from_slice(&src);
+    f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    f
+}
+
+fn replay(name: &str, templates: Vec<Vec<u8>>, limit: Option<u64>) -> Box<Replay> {
+    // Templates are never empty here, so Replay::new cannot fail.
+    let r = Replay::new(name, templates).expect("non-empty templates");
+    Box::new(match limit {
+        Some(n) => r.with_limit(n),
+        None => r,
+    })
+}
+
+fn base_switch(mac_entries: usize) -> Switch {
+    Switch::new(SwitchConfig { buffers: 8192, mac_table_entries: mac_entries.max(1024), ..Default::default() })
+}
+
+/// Port `src` (a replay source of 64-byte frames, `limit` frames in all or endless) cross-connected
+/// to port `sink` (a replay port that only counts what it is sent).
+pub fn xconnect_switch(limit: Option<u64>) -> Switch {
+    let mut sw = base_switch(1024);
+    let t = vec![frame64(station(1), station(0))];
+    sw.add_port("src", replay("src", t.clone(), limit)).expect("fresh switch");
+    sw.add_port("sink", replay("sink", t, Some(0))).expect("fresh switch");
+    sw.add_xconnect("src", "sink").expect("ports exist");
+    sw
+}
+
+/// Templates the bridge source replays: at most this many distinct frames.
+pub const BRIDGE_TEMPLATES: u32 = 16_384;
+
+/// A bridge of `src` and `sink` with `entries` (≥ 2) learned stations: even stations behind `src`,
+/// odd ones behind `sink`. `src` replays frames from even to odd stations spread evenly over the
+/// table (`limit` frames in all, or endless), so each frame refreshes its source and hits its
+/// destination. Aging is off so that the table stays as built.
+pub fn bridge_switch(entries: u32, limit: Option<u64>) -> Switch {
+    let entries = entries.max(2);
+    let mut sw = base_switch(entries as usize + entries as usize / 8);
+    let pairs = entries / 2;
+    let n = pairs.min(BRIDGE_TEMPLATES);
+    let stride = pairs / n;
+    let templates: Vec<Vec<u8>> = (0..n)
+        .map(|k| {
+            // Source and destination from different parts of the table.
+            let s = (k * stride) % pairs;
+            let d = ((k * stride) + pairs / 2) % pairs;
+            frame64(station(2 * d + 1), station(2 * s))
+        })
+        .collect();
+    sw.add_port("src", replay("src", templates, limit)).expect("fresh switch");
+    sw.add_port("sink", replay("sink", vec![frame64(station(0), station(1))], Some(0))).expect("fresh switch");
+    let settings = BridgeSettings { mac_age_s: 0, mac_limit: u32::MAX, ..Default::default() };
+    sw.add_bridge("br", settings).expect("fresh switch");
+    sw.add_bridge_member("br", "src").expect("ports exist");
+    sw.add_bridge_member("br", "sink").expect("ports exist");
+    populate(&mut sw, entries);
+    sw.clear_counters();
+    sw
+}
+
+/// Learns stations 0..entries (even ones on port 0, odd on port 1) by injecting one frame from each
+/// to a station that is already known on the same port, so nothing is flooded.
+fn populate(sw: &mut Switch, entries: u32) {
+    let mut batch = Vec::with_capacity(256);
+    for first in (0..entries).step_by(256) {
+        for port in 0..2u16 {
+            batch.clear();
+            for i in (first..(first + 256).min(entries)).filter(|i| i % 2 == port as u32) {
+                let dst = if port == 0 { station(0) } else { station(1) };
+                if let Some(h) = packet_from_bytes(sw.pool_mut(), &frame64(dst, station(i))) {
+                    batch.push(h);
+                }
+            }
+            sw.inject(port, &batch);
+        }
+    }
+}
+
+/// Runs `data` through a switch as frames: each frame is a length byte (0-255, +0..=2 more
+/// length bytes for jumbo sizes picked by the top bits of the next byte) followed by that many
+/// bytes, until `data` runs out. Frames enter on one of four ports (a bridge of three, one
+/// cross-connected to a bridge member) chosen by the frame's first byte. Panics only if a buffer is
+/// not returned to the pool (the property under test) — never on any input.
+pub fn fuzz_frames(data: &[u8]) {
+    let mut sw = Switch::new(SwitchConfig { buffers: 512, mac_table_entries: 64, ..Default::default() });
+    for p in ["a", "b", "c", "x"] {
+        sw.add_port(p, replay(p, vec![vec![0u8]], Some(0))).expect("fresh switch");
+    }
+    let settings = BridgeSettings { mac_limit: 16, ..Default::default() };
+    sw.add_bridge("br", settings).expect("fresh switch");
+    for p in ["a", "b", "c"] {
+        sw.add_bridge_member("br", p).expect("ports exist");
+    }
+    sw.add_xconnect("x", "a").expect("ports exist");
+    sw.trace_add(8);
+    let mut rest = data;
+    let mut batch: Vec<(u16, u32)> = Vec::new();
+    while let Some((&len, tail)) = rest.split_first() {
+        let mut len = len as usize;
+        let mut tail = tail;
+        if let Some((&ext, t)) = tail.split_first() {
+            // Top bit set: this byte adds 256 × its low 4 bits (frames up to ~4 KiB, chained).
+            if ext & 0x80 != 0 {
+                len += 256 * (ext & 0x0f) as usize;
+                tail = t;
+            }
+        }
+        let n = len.min(tail.len());
+        let bytes = &tail[..n];
+        rest = &tail[n..];
+        let port = bytes.first().map_or(0, |b| (b % 4) as u16);
+        if let Some(h) = packet_from_bytes(sw.pool_mut(), bytes) {
+            batch.push((port, h));
+        }
+        if batch.len() == 64 {
+            flush(&mut sw, &mut batch);
+        }
+    }
+    flush(&mut sw, &mut batch);
+    sw.age_all();
+    let _ = (sw.show_errors(), sw.show_trace(), sw.show_mac(None), sw.show_runtime());
+    assert_eq!(sw.pool().in_use(), 0, "every buffer returns to the pool");
+    assert_eq!(sw.pool().stats().double_frees, 0, "no buffer freed twice");
+}
+
+fn flush(sw: &mut Switch, batch: &mut Vec<(u16, u32)>) {
+    for port in 0..4u16 {
+        let hs: Vec<u32> = batch.iter().filter(|(p, _)| *p == port).map(|&(_, h)| h).collect();
+        if !hs.is_empty() {
+            sw.inject(port, &hs);
+        }
+    }
+    batch.clear();
+}
