@@ -1,8 +1,481 @@
-//! `vecswitch gen` (placeholder until its module is written).
+//! `vecswitch gen`: the traffic generator from the command line.
+//!
+//! ```text
+//! vecswitch gen --port memif:/run/vs.sock:0:client --port memif:/run/vs.sock:1:client \
+//!     --size imix --rate 50%@10G --duration 10s --flows 1000 --bidir
+//! vecswitch gen calibrate --port memif:/tmp/c.sock:0:server --port memif:/tmp/c.sock:0:client
+//! ```
+//!
+//! Flags are parsed raw by clap, then resolved into the generator's types ([`StreamSpec`],
+//! [`TrialSpec`]); every resolution error names the flag, the value and what is accepted. The
+//! summary goes to stdout (or JSON with `--json`), a progress line to stderr once a second.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use vecswitch_gen::engine::Phase;
+use vecswitch_gen::{
+    Field, FieldMode, FieldRange, Generator, Rate, SizeSpec, StreamSpec, TrialLength, TrialReport, TrialSpec, VlanSpec,
+};
+use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort};
+use vecswitch_ports::memif::{MemifConfig, MemifPort, Role};
+use vecswitch_ports::Port;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Args {
+    #[command(subcommand)]
+    cmd: Option<Sub>,
+    #[command(flatten)]
+    run: RunArgs,
+}
 
-pub fn main(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`vecswitch gen` is not built yet")
+#[derive(Debug, clap::Subcommand)]
+enum Sub {
+    /// Measure the generator's own maximum rate and latency floor with its tx port looped to its rx
+    /// port (no device under test).
+    Calibrate(CalibrateArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct PortArgs {
+    /// A port: `memif:SOCKET[:ID[:client|server]]` (default id 0, client) or
+    /// `afp:IFNAME[@NETNS_PATH]`. Give one (sent and received on the same port) or two (A sends,
+    /// B receives; both ways with --bidir).
+    #[arg(long = "port", required = true, num_args = 1)]
+    ports: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    #[command(flatten)]
+    ports: PortArgs,
+    /// Frame size with FCS (64..=9000), `imix`, `imix-trex`, `imix-spirent-tcpv4`, or a custom mix
+    /// `size:weight,...`.
+    #[arg(long, default_value = "64")]
+    size: String,
+    /// Offered load per transmitting port: `PCT%@SPEED` (e.g. 50%@10G), `N[k|M|G]pps`,
+    /// `N[k|M|G]bps` (layer-2 bits), or `max`.
+    #[arg(long, default_value = "10%@10G")]
+    rate: String,
+    /// Length of the measured phase (e.g. 10s, 500ms, 2m).
+    #[arg(long, conflicts_with = "count")]
+    duration: Option<String>,
+    /// Frames per transmitting port instead of a duration.
+    #[arg(long)]
+    count: Option<u64>,
+    /// Distinct flows per stream (1..=1000000).
+    #[arg(long, default_value_t = 1)]
+    flows: u32,
+    /// Fields that vary per flow: comma list of src-mac, dst-mac, src-ip, dst-ip, src-port, dst-port.
+    #[arg(long, default_value = "src-ip,dst-ip")]
+    flow_fields: String,
+    /// Visit the flows' field values in a seeded random order instead of incrementing.
+    #[arg(long)]
+    random_flows: bool,
+    /// VLAN id (0..=4094); give twice for two tags (outer first).
+    #[arg(long = "vlan")]
+    vlans: Vec<u16>,
+    /// With two --vlan: the outer tag is an 802.1ad S-tag (TPID 0x88a8) instead of 802.1Q.
+    #[arg(long)]
+    qinq: bool,
+    /// IPv6 instead of IPv4.
+    #[arg(long)]
+    ipv6: bool,
+    /// Source MAC of the A→B stream (B→A uses it as destination).
+    #[arg(long)]
+    src_mac: Option<String>,
+    /// Destination MAC of the A→B stream.
+    #[arg(long)]
+    dst_mac: Option<String>,
+    /// Seed of every random choice (mix order, random flows).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Send both ways: A→B and B→A (needs two ports).
+    #[arg(long)]
+    bidir: bool,
+    /// Warm-up traffic before the measured phase (not counted), e.g. 1s.
+    #[arg(long, default_value = "0s")]
+    warmup: String,
+    /// Receive-only time after the last frame before loss is counted.
+    #[arg(long, default_value = "500ms")]
+    drain: String,
+    /// Frames sent back to back per burst (1 = evenly spaced).
+    #[arg(long, default_value_t = 1)]
+    burst: u32,
+    /// Shortfall of offered load tolerated before the trial is marked tester-limited (fraction).
+    #[arg(long, default_value_t = 0.001)]
+    tolerance: f64,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct CalibrateArgs {
+    #[command(flatten)]
+    ports: PortArgs,
+    /// Frame sizes (with FCS) to calibrate, comma-separated.
+    #[arg(long, default_value = "64,128,256,512,1024,1518")]
+    sizes: String,
+    /// Length of each of the two trials per size.
+    #[arg(long, default_value = "2s")]
+    duration: String,
+    /// Rate of the latency-floor trial.
+    #[arg(long, default_value = "10kpps")]
+    floor_rate: String,
+    /// IPv6 frames.
+    #[arg(long)]
+    ipv6: bool,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn main(args: Args) -> Result<()> {
+    match args.cmd {
+        Some(Sub::Calibrate(c)) => calibrate(c),
+        None => run(args.run),
+    }
+}
+
+/// Parses `10s`, `500ms`, `2m`, `1.5s`, `250us`.
+fn parse_duration(flag: &str, s: &str) -> Result<Duration> {
+    let t = s.trim();
+    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix("us") {
+        (n, 1e-6)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t, f64::NAN)
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() && mult.is_finite() => Ok(Duration::from_secs_f64(v * mult)),
+        _ => bail!("invalid --{flag} {s:?}: accepted a duration such as 10s, 500ms, 250us, 2m, 1h"),
+    }
+}
+
+fn parse_mac(flag: &str, s: &str) -> Result<[u8; 6]> {
+    let parts: Vec<&str> = s.split(':').collect();
+    let mut m = [0u8; 6];
+    if parts.len() != 6 {
+        bail!("invalid --{flag} {s:?}: accepted a MAC address such as 02:00:00:00:00:01");
+    }
+    for (i, p) in parts.iter().enumerate() {
+        m[i] = u8::from_str_radix(p, 16)
+            .with_context(|| format!("invalid --{flag} {s:?}: accepted a MAC address such as 02:00:00:00:00:01"))?;
+    }
+    Ok(m)
+}
+
+/// Opens a port from its `--port` spec.
+fn open_port(spec: &str, index: usize) -> Result<Box<dyn Port>> {
+    let accepted = "memif:SOCKET[:ID[:client|server]] or afp:IFNAME[@NETNS_PATH]";
+    if let Some(rest) = spec.strip_prefix("memif:") {
+        let mut it = rest.split(':');
+        let path = it.next().filter(|p| !p.is_empty());
+        let Some(path) = path else { bail!("invalid --port {spec:?}: no socket path; accepted {accepted}") };
+        let id: u32 = match it.next() {
+            None => 0,
+            Some(i) => i.parse().with_context(|| format!("invalid --port {spec:?}: id {i:?} is not a number; accepted {accepted}"))?,
+        };
+        let role = match it.next() {
+            None | Some("client") => Role::Client,
+            Some("server") => Role::Server,
+            Some(r) => bail!("invalid --port {spec:?}: role {r:?}; accepted client or server"),
+        };
+        if it.next().is_some() {
+            bail!("invalid --port {spec:?}: too many fields; accepted {accepted}");
+        }
+        let name = format!("memif{index}");
+        let port = MemifPort::new(MemifConfig::new(&name, path, id, role)).with_context(|| format!("opening --port {spec}"))?;
+        return Ok(Box::new(port));
+    }
+    if let Some(rest) = spec.strip_prefix("afp:") {
+        let (ifname, netns) = match rest.split_once('@') {
+            Some((i, n)) => (i, Some(n)),
+            None => (rest, None),
+        };
+        if ifname.is_empty() {
+            bail!("invalid --port {spec:?}: no interface name; accepted {accepted}");
+        }
+        let cfg = AfPacketConfig { frame_size: 16384, ..AfPacketConfig::new(ifname, ifname) };
+        let port = match netns {
+            Some(ns) => AfPacketPort::open_in_netns(cfg, ns),
+            None => AfPacketPort::open(cfg),
+        }
+        .with_context(|| format!("opening --port {spec}"))?;
+        return Ok(Box::new(port));
+    }
+    bail!("invalid --port {spec:?}: accepted {accepted}")
+}
+
+fn open_ports(specs: &[String]) -> Result<Vec<Box<dyn Port>>> {
+    if specs.is_empty() || specs.len() > 2 {
+        bail!("invalid number of --port: {}; accepted 1 or 2", specs.len());
+    }
+    specs.iter().enumerate().map(|(i, s)| open_port(s, i)).collect()
+}
+
+/// Resolves the flags into the A→B stream (and B→A with --bidir).
+fn streams(a: &RunArgs, nports: usize) -> Result<Vec<StreamSpec>> {
+    let rx = if nports > 1 { 1 } else { 0 };
+    let mut s = if a.ipv6 { StreamSpec::ipv6(0, rx) } else { StreamSpec::ipv4(0, rx) };
+    s.size = SizeSpec::parse(&a.size)?;
+    s.seed = a.seed;
+    s.flows = a.flows;
+    if let Some(m) = &a.src_mac {
+        s.src_mac = parse_mac("src-mac", m)?;
+    }
+    if let Some(m) = &a.dst_mac {
+        s.dst_mac = parse_mac("dst-mac", m)?;
+    }
+    s.vlans = match (a.vlans.as_slice(), a.qinq) {
+        ([], false) => vec![],
+        ([v], false) => vec![VlanSpec::dot1q(*v)],
+        ([o, i], qinq) => vec![if qinq { VlanSpec::dot1ad(*o) } else { VlanSpec::dot1q(*o) }, VlanSpec::dot1q(*i)],
+        (_, true) => bail!("invalid --qinq: it needs exactly two --vlan (outer, inner)"),
+        (v, _) => bail!("invalid --vlan given {} times: accepted at most 2 (outer, inner)", v.len()),
+    };
+    if a.flows > 1 {
+        for f in a.flow_fields.split(',').filter(|f| !f.trim().is_empty()) {
+            let field = Field::parse(f)?;
+            let mode = if a.random_flows {
+                FieldMode::Random { seed: a.seed ^ (field as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) }
+            } else {
+                FieldMode::Increment
+            };
+            s.ranges.push(FieldRange { field, count: a.flows, mode });
+        }
+        if s.ranges.is_empty() {
+            bail!("invalid --flow-fields {:?}: accepted a comma list of src-mac, dst-mac, src-ip, dst-ip, src-port, dst-port", a.flow_fields);
+        }
+    }
+    let mut v = vec![s.clone()];
+    if a.bidir {
+        if nports < 2 {
+            bail!("invalid --bidir with one --port: accepted with two ports");
+        }
+        v.push(s.reversed());
+    }
+    Ok(v)
+}
+
+/// Prints a progress line to stderr once a second until `stop` is set.
+fn spawn_progress(progress: Arc<vecswitch_gen::Progress>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut last_tx = 0u64;
+        let mut ticks = 0u32;
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(100));
+            ticks += 1;
+            if ticks % 10 != 0 {
+                continue;
+            }
+            let (tx, rx) = (progress.sent(), progress.received());
+            let phase = match progress.phase() {
+                Phase::Idle => continue,
+                Phase::Link => "waiting for link",
+                Phase::Warmup => "warm-up",
+                Phase::Measure => "measure",
+                Phase::Drain => "drain",
+            };
+            let rate = tx.saturating_sub(last_tx);
+            last_tx = tx;
+            let mut e = std::io::stderr().lock();
+            let _ = writeln!(e, "gen: {phase:<16} tx {tx:>14} rx {rx:>14}  {:>9.3} Mfps", rate as f64 / 1e6);
+        }
+    })
+}
+
+fn run(a: RunArgs) -> Result<()> {
+    let rate = Rate::parse(&a.rate)?;
+    let length = match (&a.duration, a.count) {
+        (_, Some(n)) => TrialLength::Count(n),
+        (Some(d), None) => TrialLength::Duration(parse_duration("duration", d)?),
+        (None, None) => TrialLength::Duration(Duration::from_secs(10)),
+    };
+    let ports = open_ports(&a.ports.ports)?;
+    let streams = streams(&a, ports.len())?;
+    let mut spec = TrialSpec::new(streams, rate, length);
+    spec.warmup = parse_duration("warmup", &a.warmup)?;
+    spec.drain = parse_duration("drain", &a.drain)?;
+    spec.burst = a.burst;
+    spec.tolerance = a.tolerance;
+    let mut gen = Generator::new(ports)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let progress = spawn_progress(gen.progress(), Arc::clone(&stop));
+    let res = gen.run_trial(&spec);
+    stop.store(true, Ordering::Relaxed);
+    let _ = progress.join();
+    let report = res?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", summary(&a, &report));
+    }
+    Ok(())
+}
+
+fn fmt_ns(ns: u64) -> String {
+    if ns >= 10_000_000 {
+        format!("{:.1} ms", ns as f64 / 1e6)
+    } else if ns >= 10_000 {
+        format!("{:.1} µs", ns as f64 / 1e3)
+    } else {
+        format!("{ns} ns")
+    }
+}
+
+/// The readable summary of a trial.
+fn summary(a: &RunArgs, r: &TrialReport) -> String {
+    let mut o = String::new();
+    let length = match r.length {
+        TrialLength::Duration(d) => format!("{:.3} s", d.as_secs_f64()),
+        TrialLength::Count(n) => format!("{n} frames"),
+    };
+    o += &format!("trial: size {}, rate {} per port, {length} (sent for {:.3} s, drained {:.3} s)\n", a.size, a.rate, r.tx_seconds, r.drain_seconds);
+    for p in &r.ports {
+        let intended = p.intended_fps.map(|f| format!("{f:.0}")).unwrap_or_else(|| "max".into());
+        o += &format!(
+            "port {} {:<10} tx {:>12}  offered {:>12.0} fps ({:.1} Mbit/s L2), intended {intended} fps; rx ours {:>12}, foreign {}, warm-up {}, refused {}\n",
+            p.index, p.name, p.tx, p.offered_fps, p.offered_bps / 1e6, p.rx_ours, p.foreign, p.rx_warmup, p.tx_refused
+        );
+        for (reason, n) in &p.foreign_reasons {
+            o += &format!("    foreign {reason}: {n}\n");
+        }
+    }
+    for s in &r.streams {
+        o += &format!(
+            "stream {} ({} -> {}): tx {} rx {} lost {} ({:.6} %) dup {} reordered {} wrong-port {}\n",
+            s.name, s.tx_port, s.rx_port, s.tx, s.rx.rx_unique, s.lost, s.loss_ratio * 100.0, s.rx.duplicated, s.rx.reordered, s.rx_wrong_port
+        );
+        for raised in &s.sizes_raised {
+            o += &format!(
+                "    note: {} B frames cannot carry headers + signature; sent as {} B\n",
+                raised.requested, raised.built
+            );
+        }
+        let l = &s.rx.latency;
+        if l.samples > 0 {
+            o += &format!(
+                "    latency min {} avg {} max {}; p50 {} p90 {} p99 {} p99.9 {} p99.99 {}; jitter avg {} max {}\n",
+                fmt_ns(l.min_ns),
+                fmt_ns(l.avg_ns as u64),
+                fmt_ns(l.max_ns),
+                fmt_ns(l.p50_ns),
+                fmt_ns(l.p90_ns),
+                fmt_ns(l.p99_ns),
+                fmt_ns(l.p99_9_ns),
+                fmt_ns(l.p99_99_ns),
+                fmt_ns(l.jitter_avg_ns as u64),
+                fmt_ns(l.jitter_max_ns)
+            );
+        }
+    }
+    if r.tester_limited {
+        o += "TESTER-LIMITED: the generator did not offer the intended load; loss figures are not the DUT's alone\n";
+        for m in &r.tester_limited_reasons {
+            o += &format!("    {m}\n");
+        }
+    }
+    o
+}
+
+fn calibrate(c: CalibrateArgs) -> Result<()> {
+    let sizes: Vec<u16> = c
+        .sizes
+        .split(',')
+        .map(|s| {
+            let v: u16 = s.trim().parse().with_context(|| format!("invalid --sizes {:?}: accepted a comma list of sizes 64..=9000", c.sizes))?;
+            SizeSpec::Fixed(v).validate()?;
+            Ok(v)
+        })
+        .collect::<Result<_>>()?;
+    let duration = parse_duration("duration", &c.duration)?;
+    let floor = Rate::parse(&c.floor_rate)?;
+    let ports = open_ports(&c.ports.ports)?;
+    let rx = if ports.len() > 1 { 1 } else { 0 };
+    let template = if c.ipv6 { StreamSpec::ipv6(0, rx) } else { StreamSpec::ipv4(0, rx) };
+    let mut gen = Generator::new(ports)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let progress = spawn_progress(gen.progress(), Arc::clone(&stop));
+    let res = vecswitch_gen::calibrate(&mut gen, &template, &sizes, duration, floor);
+    stop.store(true, Ordering::Relaxed);
+    let _ = progress.join();
+    let rep = res?;
+    if c.json {
+        println!("{}", serde_json::to_string_pretty(&rep)?);
+        return Ok(());
+    }
+    println!("calibration: {} -> {} (no DUT), {} per trial", rep.tx_port, rep.rx_port, c.duration);
+    println!("{:>6} {:>14} {:>14} {:>10} {:>12} {:>12} {:>12}", "size", "max tx fps", "max rx fps", "lost", "floor min", "floor p50", "floor p99");
+    for p in &rep.points {
+        println!(
+            "{:>6} {:>14.0} {:>14.0} {:>10} {:>12} {:>12} {:>12}",
+            p.size,
+            p.max_tx_fps,
+            p.max_rx_fps,
+            p.max_lost,
+            fmt_ns(p.floor_latency.min_ns),
+            fmt_ns(p.floor_latency.p50_ns),
+            fmt_ns(p.floor_latency.p99_ns)
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, clap::Parser)]
+    struct T {
+        #[command(flatten)]
+        a: RunArgs,
+    }
+
+    fn args(v: &[&str]) -> RunArgs {
+        let mut all = vec!["t", "--port", "afp:x", "--port", "afp:y"];
+        all.extend_from_slice(v);
+        T::try_parse_from(all).unwrap().a
+    }
+
+    #[test]
+    fn flags_resolve_into_streams() {
+        let a = args(&["--size", "imix", "--vlan", "100", "--vlan", "200", "--qinq", "--flows", "1000", "--bidir", "--ipv6"]);
+        let s = streams(&a, 2).unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].vlans, vec![VlanSpec::dot1ad(100), VlanSpec::dot1q(200)]);
+        assert!(s[0].src_ip.is_ipv6());
+        assert_eq!(s[0].ranges.len(), 2);
+        assert_eq!((s[1].tx_port, s[1].rx_port), (1, 0));
+        assert_eq!(s[0].size, SizeSpec::imix());
+    }
+
+    #[test]
+    fn bad_flags_name_what_is_accepted() {
+        let e = streams(&args(&["--vlan", "1", "--qinq"]), 2).unwrap_err().to_string();
+        assert!(e.contains("--qinq"), "{e}");
+        let e = streams(&args(&["--bidir"]), 1).unwrap_err().to_string();
+        assert!(e.contains("--bidir"), "{e}");
+        let e = streams(&args(&["--flows", "10", "--flow-fields", "src-ip,ttl"]), 2).unwrap_err().to_string();
+        assert!(e.contains("ttl") && e.contains("accepted"), "{e}");
+        assert!(parse_duration("duration", "10").is_err());
+        assert_eq!(parse_duration("duration", "1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("duration", "250us").unwrap(), Duration::from_micros(250));
+        assert!(open_port("tcp:1", 0).err().unwrap().to_string().contains("accepted"));
+        assert!(open_port("memif:/tmp/x:0:peer", 0).err().unwrap().to_string().contains("role"));
+        assert!(parse_mac("src-mac", "02:00:00:00:00").is_err());
+    }
 }
