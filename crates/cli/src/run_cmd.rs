@@ -1,8 +1,84 @@
-//! `vecswitch run` (placeholder until its module is written).
+//! `vecswitch run --config FILE.toml [--socket PATH]`: validates the config, binds the control
+//! socket, builds the switch, starts its worker, applies the config, then serves the control socket
+//! until SIGINT or SIGTERM, and on the way out removes the socket file and stops the worker.
+
+use anyhow::{bail, Context};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use vecswitch_control::config::Config;
+use vecswitch_control::controller::Controller;
+use vecswitch_control::server::ControlSocket;
+use vecswitch_control::validate::validate;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The switch's config file (TOML; see docs/CONTROL.md).
+    #[arg(long, short = 'c', value_name = "FILE")]
+    config: PathBuf,
+    /// Control socket path (overrides `[switch] control_socket`).
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+}
 
-pub fn main(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`vecswitch run` is not built yet")
+pub fn main(args: Args) -> anyhow::Result<()> {
+    let config_path = std::path::absolute(&args.config)
+        .with_context(|| format!("config path {}", args.config.display()))?;
+    let cfg = Config::from_file(&config_path)?;
+    validate(&cfg)?;
+    let socket_path = args.socket.clone().unwrap_or_else(|| PathBuf::from(&cfg.switch.control_socket));
+
+    // Signals first, so that a SIGTERM during start-up still ends in a clean exit.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handlers")?;
+    }
+
+    // The socket before the ports: a second `vecswitch run` on the same socket fails here, before
+    // it opens anything.
+    let socket = ControlSocket::bind(&socket_path)?;
+
+    let sw = vecswitch_switch::Switch::new(vecswitch_switch::SwitchConfig {
+        buffers: cfg.switch.buffers,
+        mac_table_entries: cfg.switch.mac_table_entries as usize,
+        ..Default::default()
+    });
+    let handle = vecswitch_switch::spawn(sw).context("starting the worker thread")?;
+    if let Some(cpu) = cfg.switch.worker_cpu {
+        let ids = core_affinity::get_core_ids().unwrap_or_default();
+        let Some(id) = ids.iter().copied().find(|c| c.id == cpu as usize) else {
+            bail!(
+                "switch.worker_cpu = {cpu}: a CPU this process may run on ({})",
+                ids.iter().map(|c| c.id.to_string()).collect::<Vec<_>>().join(", ")
+            );
+        };
+        let pinned = handle.call(move |_| core_affinity::set_for_current(id)).context("pinning the worker")?;
+        if !pinned {
+            bail!("switch.worker_cpu = {cpu}: the worker thread could not be pinned to it");
+        }
+    }
+
+    let (nports, nbridges, nxc) = (cfg.ports.len(), cfg.bridges.len(), cfg.xconnect_directions().len());
+    let ctl = Controller::start(
+        Box::new(handle),
+        Arc::new(vecswitch_control::ports::open_port),
+        cfg,
+        Some(config_path.clone()),
+    )
+    .with_context(|| format!("applying {}", config_path.display()))?;
+    eprintln!(
+        "vecswitch: running {} ({nports} ports, {nbridges} bridges, {nxc} xconnect directions); control socket {}",
+        config_path.display(),
+        socket.path().display()
+    );
+
+    let ctl = Arc::new(Mutex::new(ctl));
+    socket.serve(Arc::clone(&ctl), &stop);
+    drop(socket); // removes the socket file
+    eprintln!("vecswitch: signal received, stopping");
+    if stop.load(Ordering::Relaxed) {
+        // Dropping the controller drops the SwitchHandle, which stops and joins the worker.
+        drop(ctl);
+    }
+    Ok(())
 }

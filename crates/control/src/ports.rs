@@ -2,9 +2,30 @@
 //! backend of `vecswitch_ports` (memif, af_packet). Adding a backend means a variant in
 //! [`PortConfig`], its checks in [`crate::validate`] and one arm here.
 
-use crate::config::{AfPacketPortConfig, MemifPortConfig, PortConfig};
+use crate::config::{AfPacketPortConfig, MemifMode, MemifPortConfig, MemifRole, PortConfig};
+use crate::validate::parse_mac;
 use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort};
+use vecswitch_ports::memif::{self, MemifConfig, MemifPort};
 use vecswitch_ports::Port;
+
+/// The memif backend's config for a `type = "memif"` port. `ring_size` must be a power of two
+/// (validation checks it); its log2 is what the protocol carries.
+pub fn memif_config(c: &MemifPortConfig) -> MemifConfig {
+    let role = match c.role {
+        MemifRole::Server => memif::Role::Server,
+        MemifRole::Client => memif::Role::Client,
+    };
+    let mut m = MemifConfig::new(&c.name, &c.socket, c.id, role);
+    m.ring_size_log2 = c.ring_size.max(1).ilog2().min(u32::from(u8::MAX)) as u8;
+    m.buffer_size = c.buffer_size;
+    m.mode = match c.mode {
+        MemifMode::Polling => memif::Mode::Polling,
+        MemifMode::Interrupt => memif::Mode::Interrupt,
+    };
+    m.secret = c.secret.clone();
+    m.mac = c.mac.as_deref().and_then(parse_mac);
+    m
+}
 
 /// The af_packet backend's config for a `type = "af_packet"` port.
 pub fn af_packet_config(c: &AfPacketPortConfig) -> AfPacketConfig {
@@ -40,12 +61,24 @@ pub fn check_backend(p: &PortConfig) -> Option<(String, String, String)> {
             }
             _ => None,
         },
-        PortConfig::Memif(_) => None,
+        PortConfig::Memif(c) => match memif_config(c).validate() {
+            Err(memif::MemifError::InvalidConfig { field, value, accepted }) => {
+                let field = match field {
+                    "socket_path" => "socket",
+                    "ring_size_log2" => "ring_size",
+                    f => f,
+                };
+                Some((field.to_string(), value, accepted.to_string()))
+            }
+            _ => None,
+        },
     }
 }
 
 fn open_memif(c: &MemifPortConfig) -> Result<Box<dyn Port>, String> {
-    Err(format!("memif port `{}`: the memif backend is not available in this build", c.name))
+    MemifPort::new(memif_config(c))
+        .map(|p| Box::new(p) as Box<dyn Port>)
+        .map_err(|e| format!("memif port `{}`: {e}", c.name))
 }
 
 /// Opens the port `p` describes. The error names the port and the cause.

@@ -243,7 +243,13 @@ fn runtime(data: &Value) -> String {
             cell(n, "vectors"),
             cell(n, "packets"),
             cell(n, "drops"),
-            at(n, "clocks_per_packet").and_then(Value::as_f64).map_or("-".into(), |c| format!("{c:.2e}")),
+            at(n, "clocks_per_packet").and_then(Value::as_f64).map_or("-".into(), |c| {
+                if c == 0.0 {
+                    "0".into()
+                } else {
+                    format!("{c:.2e}")
+                }
+            }),
             cell(n, "vectors_per_call"),
         ]);
     }

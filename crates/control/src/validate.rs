@@ -49,12 +49,9 @@ pub struct ValidationErrors(pub Vec<ValidationError>);
 
 impl fmt::Display for ValidationErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid config ({} error{}): ", self.0.len(), if self.0.len() == 1 { "" } else { "s" })?;
-        for (i, e) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str("; ")?;
-            }
-            write!(f, "{e}")?;
+        write!(f, "invalid config ({} error{}):", self.0.len(), if self.0.len() == 1 { "" } else { "s" })?;
+        for e in &self.0 {
+            write!(f, "\n  {e}")?;
         }
         Ok(())
     }
@@ -154,7 +151,8 @@ fn check_ports(c: &Config, e: &mut Errs) -> HashSet<String> {
     for (i, p) in c.ports.iter().enumerate() {
         // The backend's own rules for its tuning keys (name and interface are checked below).
         if let Some((field, value, accepted)) = crate::ports::check_backend(p) {
-            if field != "name" && field != "interface" {
+            // Skip what the checks below report with their own words.
+            if !matches!(field.as_str(), "name" | "interface" | "socket" | "ring_size" | "buffer_size" | "secret") {
                 e.push(format!("port[{i}].{field}"), value, accepted);
             }
         }
@@ -192,8 +190,8 @@ fn check_ports(c: &Config, e: &mut Errs) -> HashSet<String> {
                     );
                 }
                 if let Some(s) = &m.secret {
-                    if s.len() > MAX_MEMIF_SECRET {
-                        e.push(format!("port[{i}].secret"), q(s), format!("at most {MAX_MEMIF_SECRET} bytes"));
+                    if s.is_empty() || s.len() > MAX_MEMIF_SECRET || s.contains('\0') {
+                        e.push(format!("port[{i}].secret"), q(s), format!("1..={MAX_MEMIF_SECRET} bytes without NUL"));
                     }
                 }
                 if let Some(mac) = &m.mac {
