@@ -8,6 +8,9 @@
 //! - [`results`] is the schema-versioned JSON document of a run (`vecswitch.results/1`) with its
 //!   provenance; [`report`] renders it as VSPERF-style Markdown and CSV or a self-contained HTML
 //!   report, and compares two runs.
+//! - [`suite`] is the TOML suite format of `vecswitch bench` and [`suite::run_test`], which runs one
+//!   suite test on any measurer (the testbed crate supplies topologies, DUT drivers and the
+//!   generator-backed measurer).
 //! - [`demo`] runs every procedure against simulated DUTs to produce a complete example run.
 //!
 //! Units: loads in frames/s ([`Load`]); frame sizes include the FCS; line rate counts 20 bytes of
@@ -22,6 +25,7 @@ pub mod procedures;
 pub mod report;
 pub mod results;
 pub mod sim;
+pub mod suite;
 
 pub use error::LabError;
 pub use load::{LineRate, Load};

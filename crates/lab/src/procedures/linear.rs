@@ -47,7 +47,7 @@ pub struct SweepPoint {
 }
 
 pub fn linear_sweep<M: Measurer + ?Sized>(m: &mut M, cfg: &LinearSweepConfig) -> Result<Vec<SweepPoint>, LabError> {
-    if !(cfg.step_pct > 0.0) {
+    if cfg.step_pct.is_nan() || cfg.step_pct <= 0.0 {
         return Err(LabError::invalid("step_pct", cfg.step_pct, "a positive percentage"));
     }
     if !(cfg.start_pct > 0.0 && cfg.start_pct <= cfg.end_pct) {

@@ -88,7 +88,7 @@ impl SearchGoal {
         }
     }
 
-    fn validate(&self) -> Result<(), LabError> {
+    pub fn validate(&self) -> Result<(), LabError> {
         if !(0.0..1.0).contains(&self.loss_ratio) {
             return Err(LabError::invalid("goal.loss_ratio", self.loss_ratio, "a ratio in [0, 1)"));
         }
@@ -239,8 +239,7 @@ pub fn mlrsearch<M: Measurer + ?Sized>(m: &mut M, cfg: &MlrConfig) -> Result<Mlr
     let mut s = State { db: Vec::new(), max_fps: cfg.max_fps, min_fps: cfg.min_fps, ceiling: None };
     for goal in &cfg.goals {
         for phase_goal in phases(goal) {
-            loop {
-                let Some(load) = s.next_load(&phase_goal) else { break };
+            while let Some(load) = s.next_load(&phase_goal) {
                 if s.db.len() >= cfg.max_trials {
                     return Err(LabError::NoConvergence { procedure: "MLRsearch", max_trials: cfg.max_trials });
                 }
@@ -308,9 +307,9 @@ impl State {
         let rub = c.iter().find(|(_, k)| *k == LoadClass::Upper).map(|(l, _)| *l);
         let rlb = c
             .iter()
-            .filter(|(l, k)| *k == LoadClass::Lower && rub.map_or(true, |u| *l < u))
-            .map(|(l, _)| *l)
-            .last();
+            .rev()
+            .find(|(l, k)| *k == LoadClass::Lower && !matches!(rub, Some(u) if *l >= u))
+            .map(|(l, _)| *l);
         (c, rlb, rub)
     }
 
@@ -391,7 +390,9 @@ mod tests {
         let good = trial(1000.0, 1, 0);
         let bad = trial(1000.0, 1, 1);
         let refs = |g: usize, b: usize| -> Vec<TrialResult> {
-            std::iter::repeat(good.clone()).take(g).chain(std::iter::repeat(bad.clone()).take(b)).collect()
+            let mut v = vec![good.clone(); g];
+            v.extend(vec![bad.clone(); b]);
+            v
         };
         let cls = |v: &Vec<TrialResult>| classify(&g, &v.iter().collect::<Vec<_>>());
         assert_eq!(cls(&refs(0, 0)), LoadClass::Undecided);
@@ -452,7 +453,7 @@ mod tests {
         let cfg = MlrConfig { goals: vec![SearchGoal::ndr()], ..MlrConfig::ndr_pdr(1e4, 2e6) };
         let r = mlrsearch(&mut dut, &cfg).unwrap();
         let l = r.goals[0].relevant_lower_bound_fps.unwrap();
-        assert!(l <= 1e6 && l >= 0.99e6, "{l}");
+        assert!((0.99e6..=1e6).contains(&l), "{l}");
     }
 
     #[test]

@@ -12,7 +12,8 @@ use crate::measurer::TrialResult;
 use crate::report::svg::{esc, human, Bar, BarChart, LineChart, Point, Series};
 use crate::results::{Cell, Outcome, Row, RunResults, TestRecord, COLUMNS};
 
-const CSS: &str = "body{font-family:sans-serif;margin:2em auto;max-width:1100px;color:#222}
+const CSS: &str = "body{font-family:sans-serif;margin:2em auto;max-width:1200px;color:#222}
+.scroll{overflow-x:auto}
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:13px}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}
 th{background:#f3f3f3}td.t,th.t{text-align:left}tr.tl td{background:#fde8e8}
 .badge{background:#d00;color:#fff;border-radius:3px;padding:1px 5px;font-size:11px}
@@ -70,7 +71,7 @@ fn is_tl(r: &Row) -> bool {
 
 fn row_table(s: &mut String, cols: &[&str], rows: &[Row]) {
     let cols: Vec<&str> = cols.iter().copied().filter(|c| rows.iter().any(|r| r.contains_key(c))).collect();
-    s.push_str("<table><tr>");
+    s.push_str("<div class=scroll><table><tr>");
     for c in &cols {
         let _ = write!(s, "<th>{}</th>", esc(c));
     }
@@ -91,7 +92,7 @@ fn row_table(s: &mut String, cols: &[&str], rows: &[Row]) {
         }
         s.push_str("</tr>");
     }
-    s.push_str("</table>");
+    s.push_str("</table></div>");
 }
 
 fn summary(s: &mut String, run: &RunResults) {
@@ -129,6 +130,7 @@ fn charts(s: &mut String, run: &RunResults) {
     let mut by_series: BTreeMap<String, Vec<Point>> = BTreeMap::new();
     let mut line_rate: BTreeMap<u32, f64> = BTreeMap::new();
     let mut scale_series: BTreeMap<String, Vec<Point>> = BTreeMap::new();
+    let mut sizes_seen = std::collections::BTreeSet::new();
     for t in &run.tests {
         for r in t.rows() {
             let Some(fps) = r.get("throughput_rx_fps").and_then(Cell::num) else { continue };
@@ -138,6 +140,7 @@ fn charts(s: &mut String, run: &RunResults) {
                 _ => continue,
             };
             let p = Point { x: f64::from(t.frame_size), y: fps, flag: is_tl(&r) };
+            sizes_seen.insert(t.frame_size);
             match t.scale {
                 Some(sc) => scale_series
                     .entry(series_name(t, &format!("{} B {goal}", t.frame_size)))
@@ -165,13 +168,25 @@ fn charts(s: &mut String, run: &RunResults) {
                 reference: true,
             });
         }
-        let sizes: Vec<(f64, String)> = line_rate.keys().map(|&f| (f64::from(f), f.to_string())).collect();
+        // Frame sizes as evenly spaced categories (64 … 1518 crowd each other on any numeric axis).
+        if let Some(g) = &run.generator {
+            sizes_seen.extend(g.calibrated_limits.iter().map(|c| c.frame_size));
+        }
+        let index: Vec<u32> = sizes_seen.iter().copied().collect();
+        let pos = |x: f64| index.iter().position(|&f| f64::from(f) == x).map_or(f64::NAN, |i| i as f64);
+        for se in &mut series {
+            for p in &mut se.points {
+                p.x = pos(p.x);
+            }
+            se.points.retain(|p| p.x.is_finite());
+        }
+        let sizes: Vec<(f64, String)> = index.iter().enumerate().map(|(i, f)| (i as f64, f.to_string())).collect();
         figure(s, LineChart {
             title: "Throughput vs frame size".into(),
             x_label: "frame size (bytes, FCS included)".into(),
             y_label: "frames/s".into(),
             series,
-            log_x: true,
+            log_x: false,
             log_y: true,
             x_categories: Some(sizes),
         }.render(), "Dashed: theoretical line rate and the generator's calibrated limit.");

@@ -5,10 +5,10 @@
 
 use std::fmt::Write;
 
-const W: f64 = 760.0;
+const W: f64 = 860.0;
 const H: f64 = 380.0;
 const ML: f64 = 80.0;
-const MR: f64 = 190.0;
+const MR: f64 = 270.0;
 const MT: f64 = 36.0;
 const MB: f64 = 56.0;
 const PALETTE: [&str; 8] = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
@@ -184,9 +184,11 @@ impl LineChart {
         let _ = write!(s, r##"<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" fill="none" stroke="#444"/>"##);
         // Series.
         let mut color_i = 0;
+        let mut ref_i = 0;
         for (i, se) in self.series.iter().enumerate() {
             let color = if se.reference {
-                "#666"
+                ref_i += 1;
+                ["#666", "#c0392b", "#8e44ad"][(ref_i - 1) % 3]
             } else {
                 color_i += 1;
                 PALETTE[(color_i - 1) % PALETTE.len()]
@@ -214,7 +216,7 @@ impl LineChart {
             // Legend.
             let ly = MT + 10.0 + i as f64 * 18.0;
             let lx = W - MR + 12.0;
-            let _ = write!(s, r#"<line x1="{lx}" x2="{}" y1="{ly}" y2="{ly}" stroke="{color}" stroke-width="3"{dash}/><text x="{}" y="{}">{}</text>"#, lx + 22.0, lx + 28.0, ly + 4.0, esc(&truncate(&se.name, 24)));
+            let _ = write!(s, r#"<line x1="{lx}" x2="{}" y1="{ly}" y2="{ly}" stroke="{color}" stroke-width="3"{dash}/><text x="{}" y="{}">{}</text>"#, lx + 22.0, lx + 28.0, ly + 4.0, esc(&truncate(&se.name, 36)));
         }
         if self.series.iter().any(|se| se.points.iter().any(|p| p.flag)) {
             let ly = MT + 10.0 + self.series.len() as f64 * 18.0;

@@ -1,0 +1,614 @@
+//! Benchmark suites: the TOML file `vecswitch bench SUITE.toml` runs ([`Suite`]), and
+//! [`run_test`], which runs one [`TestSpec`] on any [`Measurer`] and returns its [`Outcome`].
+//!
+//! A suite names the devices under test ([`DutSpec`]: a driver name and a topology name, as the
+//! testbed crate's `DutKind::parse` and `Topology::from_str` accept them — the lab does not depend
+//! on the testbed, the bench command joins the two), the frame sizes and line rate, and the tests
+//! in order. A test that needs the throughput (latency, back-to-back, soak) uses the one measured
+//! by an earlier `throughput` or `mlrsearch` test of the same device and frame size.
+//!
+//! ```toml
+//! name = "phy2phy baseline"
+//! frame_sizes = [64, 512, 1518]
+//! line_rate_gbps = 10
+//! bidirectional = false
+//!
+//! [[dut]]
+//! name = "vecswitch-xconnect"
+//! topology = "phy2phy-memif"
+//!
+//! [[test]]
+//! procedure = "throughput"
+//! trial_duration_s = 10
+//! loss_tolerance_percent = 0.001
+//! policy = "best-of-5"
+//!
+//! [[test]]
+//! procedure = "back2back"
+//! repetitions = 50
+//! ```
+//!
+//! `docs/METHODOLOGY.md` documents every key. Unknown keys are errors (a typo must not silently
+//! fall back to a default).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::measurer::Measurer;
+use crate::procedures::back_to_back::{back_to_back, BackToBackConfig};
+use crate::procedures::latency::{latency_at, LatencyConfig};
+use crate::procedures::linear::{linear_sweep, LinearSweepConfig};
+use crate::procedures::mlrsearch::{mlrsearch, MlrConfig, SearchGoal};
+use crate::procedures::soak::{soak, SoakConfig};
+use crate::procedures::throughput::{throughput, ThroughputConfig, TrialPolicy};
+use crate::results::Outcome;
+use crate::sim::SimModel;
+use crate::{LabError, LineRate, Load};
+
+/// A benchmark suite file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Suite {
+    pub name: String,
+    #[serde(default = "default_sizes")]
+    pub frame_sizes: Vec<u32>,
+    #[serde(default = "default_gbps")]
+    pub line_rate_gbps: f64,
+    #[serde(default)]
+    pub bidirectional: bool,
+    /// Flows per direction the generator sends (VSPERF's "1 flow", "4096 flows").
+    #[serde(default)]
+    pub flows: Option<u64>,
+    #[serde(rename = "dut")]
+    pub duts: Vec<DutSpec>,
+    #[serde(rename = "test")]
+    pub tests: Vec<TestSpec>,
+}
+
+fn default_sizes() -> Vec<u32> {
+    crate::load::RFC2544_FRAME_SIZES.to_vec()
+}
+
+fn default_gbps() -> f64 {
+    10.0
+}
+
+/// A device under test and where it runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DutSpec {
+    /// Driver name: vecswitch-xconnect, vecswitch-bridge, linux-bridge, ovs, testpmd-io, …
+    pub name: String,
+    /// Topology name: phy2phy-memif, phy2phy-veth, pvp-memif, pvp-veth.
+    pub topology: String,
+    /// Model used instead of the real device by `vecswitch bench --simulate`.
+    #[serde(default)]
+    pub sim: Option<SimSpec>,
+}
+
+impl DutSpec {
+    /// `phy2phy` / `pvp` / … : the topology name up to its first `-`, VSPERF's "deployment".
+    pub fn deployment(&self) -> &str {
+        self.topology.split('-').next().unwrap_or(&self.topology)
+    }
+}
+
+/// A simulated device for `--simulate` runs (see [`crate::sim`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "model", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum SimSpec {
+    Fixed { capacity_mfps: f64, #[serde(default)] buffer_frames: u64 },
+    Noisy { capacity_mfps: f64, spread: f64, #[serde(default)] buffer_frames: u64 },
+    Sporadic { capacity_mfps: f64, probability: f64, max_lost: u64, #[serde(default)] buffer_frames: u64 },
+    LinearLoss { knee_mfps: f64, slope: f64 },
+}
+
+impl SimSpec {
+    pub fn model(&self) -> SimModel {
+        match *self {
+            SimSpec::Fixed { capacity_mfps, .. } => SimModel::Fixed { capacity_fps: capacity_mfps * 1e6 },
+            SimSpec::Noisy { capacity_mfps, spread, .. } => SimModel::Noisy { capacity_fps: capacity_mfps * 1e6, spread },
+            SimSpec::Sporadic { capacity_mfps, probability, max_lost, .. } => {
+                SimModel::Sporadic { capacity_fps: capacity_mfps * 1e6, probability, max_lost }
+            }
+            SimSpec::LinearLoss { knee_mfps, slope } => SimModel::LinearLoss { knee_fps: knee_mfps * 1e6, slope },
+        }
+    }
+
+    pub fn buffer_frames(&self) -> u64 {
+        match *self {
+            SimSpec::Fixed { buffer_frames, .. }
+            | SimSpec::Noisy { buffer_frames, .. }
+            | SimSpec::Sporadic { buffer_frames, .. } => buffer_frames,
+            SimSpec::LinearLoss { .. } => 0,
+        }
+    }
+}
+
+/// One test of the suite, run for every DUT and frame size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "procedure", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum TestSpec {
+    /// RFC 2544 §26.1 (and BestN/WorstN).
+    Throughput {
+        #[serde(default)]
+        id: Option<String>,
+        #[serde(default = "d10")]
+        trial_duration_s: f64,
+        #[serde(default)]
+        loss_tolerance_percent: f64,
+        /// Stop width as a percentage of line rate.
+        #[serde(default = "d01")]
+        resolution_percent: f64,
+        /// `single`, `best-of-N`, `worst-of-N`.
+        #[serde(default = "single")]
+        policy: String,
+        #[serde(default = "yes")]
+        verify: bool,
+        /// Learning trial before the search: seconds at 10 % of line rate (0 = none).
+        #[serde(default)]
+        learning_s: f64,
+        /// Run once per table size / flow count (scale sweep); the bench command reconfigures the
+        /// DUT before each point.
+        #[serde(default)]
+        scale: Option<ScaleSpec>,
+    },
+    /// RFC 2544 §26.2 at fractions of the measured throughput.
+    Latency {
+        #[serde(default)]
+        id: Option<String>,
+        #[serde(default = "fractions")]
+        fractions_percent: Vec<f64>,
+        #[serde(default = "d120")]
+        trial_duration_s: f64,
+        #[serde(default = "reps20")]
+        repetitions: u32,
+    },
+    /// Linear loss sweep (seed 000), RFC 2544 §26.3 loss per step.
+    Linear {
+        #[serde(default)]
+        id: Option<String>,
+        #[serde(default = "one")]
+        start_percent: f64,
+        #[serde(default = "hundred")]
+        end_percent: f64,
+        #[serde(default = "one")]
+        step_percent: f64,
+        #[serde(default = "d10")]
+        trial_duration_s: f64,
+    },
+    /// RFC 9004 back-to-back frames.
+    Back2back {
+        #[serde(default)]
+        id: Option<String>,
+        #[serde(default = "reps50")]
+        repetitions: u32,
+        /// Longest burst tried, in seconds at line rate (RFC 2544 §26.4: 2 s).
+        #[serde(default = "two")]
+        max_burst_s: f64,
+        #[serde(default = "one_u64")]
+        resolution_frames: u64,
+    },
+    /// draft-ietf-bmwg-mlrsearch.
+    Mlrsearch {
+        #[serde(default)]
+        id: Option<String>,
+        /// Defaults to NDR and PDR (0.5 %).
+        #[serde(default)]
+        goals: Vec<GoalSpec>,
+        #[serde(default = "one")]
+        min_percent: f64,
+    },
+    /// Fixed load for a long time.
+    Soak {
+        #[serde(default)]
+        id: Option<String>,
+        /// Load as a percentage of the measured throughput.
+        #[serde(default = "ninety")]
+        percent_of_throughput: f64,
+        duration_s: f64,
+        #[serde(default = "d10")]
+        interval_s: f64,
+    },
+}
+
+/// An MLRsearch goal in a suite; omitted keys take the NDR defaults of [`SearchGoal::ndr`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoalSpec {
+    pub name: String,
+    #[serde(default)]
+    pub loss_percent: f64,
+    #[serde(default = "half")]
+    pub exceed_ratio: f64,
+    #[serde(default = "width")]
+    pub relative_width: f64,
+    #[serde(default = "one")]
+    pub initial_trial_duration_s: f64,
+    #[serde(default = "one")]
+    pub final_trial_duration_s: f64,
+    #[serde(default = "d21")]
+    pub duration_sum_s: f64,
+}
+
+impl GoalSpec {
+    pub fn goal(&self) -> Result<SearchGoal, LabError> {
+        Ok(SearchGoal {
+            name: self.name.clone(),
+            loss_ratio: self.loss_percent / 100.0,
+            exceed_ratio: self.exceed_ratio,
+            relative_width: self.relative_width,
+            initial_trial_duration: secs("goal.initial_trial_duration_s", self.initial_trial_duration_s)?,
+            final_trial_duration: secs("goal.final_trial_duration_s", self.final_trial_duration_s)?,
+            duration_sum: secs("goal.duration_sum_s", self.duration_sum_s)?,
+        })
+    }
+}
+
+fn half() -> f64 {
+    0.5
+}
+fn width() -> f64 {
+    0.005
+}
+fn d21() -> f64 {
+    21.0
+}
+
+/// A scale sweep's points and what they mean.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScaleSpec {
+    /// `mac-entries` or `flows`.
+    pub kind: String,
+    pub points: Vec<u64>,
+}
+
+fn d10() -> f64 {
+    10.0
+}
+fn d01() -> f64 {
+    0.1
+}
+fn d120() -> f64 {
+    120.0
+}
+fn single() -> String {
+    "single".into()
+}
+fn yes() -> bool {
+    true
+}
+fn fractions() -> Vec<f64> {
+    vec![100.0, 90.0, 50.0, 10.0]
+}
+fn reps20() -> u32 {
+    20
+}
+fn reps50() -> u32 {
+    50
+}
+fn one() -> f64 {
+    1.0
+}
+fn one_u64() -> u64 {
+    1
+}
+fn hundred() -> f64 {
+    100.0
+}
+fn two() -> f64 {
+    2.0
+}
+fn ninety() -> f64 {
+    90.0
+}
+
+/// Parses `best-of-5`, `worst-of-3`, `single`.
+pub fn parse_policy(s: &str) -> Result<TrialPolicy, LabError> {
+    const EXPECTED: &str = "single, best-of-N or worst-of-N with N >= 1";
+    let n = |rest: &str| rest.parse::<u32>().ok().filter(|n| *n >= 1).ok_or_else(|| LabError::invalid("policy", s, EXPECTED));
+    if s == "single" {
+        Ok(TrialPolicy::Single)
+    } else if let Some(rest) = s.strip_prefix("best-of-") {
+        Ok(TrialPolicy::BestOf(n(rest)?))
+    } else if let Some(rest) = s.strip_prefix("worst-of-") {
+        Ok(TrialPolicy::WorstOf(n(rest)?))
+    } else {
+        Err(LabError::invalid("policy", s, EXPECTED))
+    }
+}
+
+fn secs(field: &'static str, s: f64) -> Result<Duration, LabError> {
+    if s.is_finite() && s > 0.0 && s < 1e7 {
+        Ok(Duration::from_secs_f64(s))
+    } else {
+        Err(LabError::invalid(field, s, "a positive number of seconds"))
+    }
+}
+
+impl TestSpec {
+    /// The procedure's name as results show it.
+    pub fn procedure(&self) -> &'static str {
+        match self {
+            TestSpec::Throughput { .. } => "throughput",
+            TestSpec::Latency { .. } => "latency",
+            TestSpec::Linear { .. } => "linear",
+            TestSpec::Back2back { .. } => "back2back",
+            TestSpec::Mlrsearch { .. } => "mlrsearch",
+            TestSpec::Soak { .. } => "soak",
+        }
+    }
+
+    /// VSPERF-style id: the given one, or `<deployment>_<short procedure name>`.
+    pub fn id(&self, deployment: &str) -> String {
+        let (given, short) = match self {
+            TestSpec::Throughput { id, .. } => (id, "tput"),
+            TestSpec::Latency { id, .. } => (id, "latency"),
+            TestSpec::Linear { id, .. } => (id, "linear_loss"),
+            TestSpec::Back2back { id, .. } => (id, "back2back"),
+            TestSpec::Mlrsearch { id, .. } => (id, "ndrpdr"),
+            TestSpec::Soak { id, .. } => (id, "soak"),
+        };
+        given.clone().unwrap_or_else(|| format!("{deployment}_{short}"))
+    }
+
+    /// Whether the test needs a throughput measured before it.
+    pub fn needs_throughput(&self) -> bool {
+        matches!(self, TestSpec::Latency { .. } | TestSpec::Back2back { .. } | TestSpec::Soak { .. })
+    }
+
+    pub fn scale(&self) -> Option<&ScaleSpec> {
+        match self {
+            TestSpec::Throughput { scale, .. } => scale.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+impl Suite {
+    /// Parses and validates a suite; errors name the key, the value and what is accepted.
+    pub fn parse(text: &str) -> Result<Suite, LabError> {
+        let suite: Suite = toml::from_str(text).map_err(|e| LabError::invalid("suite", e.message().to_string(), "a suite as documented in docs/METHODOLOGY.md"))?;
+        suite.validate()?;
+        Ok(suite)
+    }
+
+    pub fn validate(&self) -> Result<(), LabError> {
+        if self.duts.is_empty() {
+            return Err(LabError::invalid("dut", "none", "at least one [[dut]] table"));
+        }
+        if self.tests.is_empty() {
+            return Err(LabError::invalid("test", "none", "at least one [[test]] table"));
+        }
+        for &f in &self.frame_sizes {
+            LineRate::new(self.line_rate_gbps * 1e9, f, 1)?;
+        }
+        let mut have_throughput = false;
+        for t in &self.tests {
+            if t.needs_throughput() && !have_throughput {
+                return Err(LabError::invalid(
+                    "test.procedure",
+                    t.procedure(),
+                    "after a throughput or mlrsearch test (it runs at the measured throughput)",
+                ));
+            }
+            if let TestSpec::Mlrsearch { goals, .. } = t {
+                for g in goals {
+                    g.goal()?.validate()?;
+                }
+            }
+            have_throughput |= matches!(t, TestSpec::Throughput { scale: None, .. } | TestSpec::Mlrsearch { .. });
+            if let TestSpec::Throughput { policy, scale, .. } = t {
+                parse_policy(policy)?;
+                if let Some(s) = scale {
+                    if s.kind != "mac-entries" && s.kind != "flows" {
+                        return Err(LabError::invalid("test.scale.kind", &s.kind, "mac-entries or flows"));
+                    }
+                    if s.points.is_empty() {
+                        return Err(LabError::invalid("test.scale.points", "[]", "at least one point"));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The line rate for one frame size (2 ports when bidirectional).
+    pub fn line(&self, frame_size: u32) -> Result<LineRate, LabError> {
+        LineRate::new(self.line_rate_gbps * 1e9, frame_size, if self.bidirectional { 2 } else { 1 })
+    }
+}
+
+/// Runs one test on `m`. `throughput_fps` is the throughput measured earlier for the same DUT and
+/// frame size (required by latency, back-to-back and soak). Scale sweeps are the caller's loop
+/// (it must reconfigure the DUT); this runs one point.
+pub fn run_test<M: Measurer + ?Sized>(
+    m: &mut M,
+    spec: &TestSpec,
+    line: &LineRate,
+    throughput_fps: Option<f64>,
+) -> Result<Outcome, LabError> {
+    let max = line.max_fps();
+    let need = || {
+        throughput_fps.filter(|x| *x > 0.0).ok_or_else(|| {
+            LabError::invalid("throughput", "not measured", "a throughput or mlrsearch test earlier in the suite that found a rate")
+        })
+    };
+    Ok(match spec {
+        TestSpec::Throughput { trial_duration_s, loss_tolerance_percent, resolution_percent, policy, verify, learning_s, .. } => {
+            let mut c = ThroughputConfig::new(0.0, max, secs("trial_duration_s", *trial_duration_s)?);
+            c.loss_tolerance = loss_tolerance_percent / 100.0;
+            c.resolution_fps = max * resolution_percent / 100.0;
+            c.policy = parse_policy(policy)?;
+            c.verify = *verify;
+            if *learning_s > 0.0 {
+                c.learning = Some((Load::percent_of(10.0, line), secs("learning_s", *learning_s)?));
+            }
+            Outcome::Throughput(throughput(m, &c)?)
+        }
+        TestSpec::Latency { fractions_percent, trial_duration_s, repetitions, .. } => {
+            let c = LatencyConfig {
+                fractions: fractions_percent.iter().map(|p| p / 100.0).collect(),
+                trial_duration: secs("trial_duration_s", *trial_duration_s)?,
+                repetitions: *repetitions,
+            };
+            Outcome::Latency(latency_at(m, need()?, &c)?)
+        }
+        TestSpec::Linear { start_percent, end_percent, step_percent, trial_duration_s, .. } => {
+            let c = LinearSweepConfig {
+                line: *line,
+                start_pct: *start_percent,
+                end_pct: *end_percent,
+                step_pct: *step_percent,
+                trial_duration: secs("trial_duration_s", *trial_duration_s)?,
+            };
+            Outcome::LinearSweep(linear_sweep(m, &c)?)
+        }
+        TestSpec::Back2back { repetitions, max_burst_s, resolution_frames, .. } => {
+            let mut c = BackToBackConfig::new(max, need()?);
+            c.repetitions = *repetitions;
+            c.max_burst = (max * max_burst_s).ceil() as u64;
+            c.resolution_frames = *resolution_frames;
+            Outcome::BackToBack(back_to_back(m, &c)?)
+        }
+        TestSpec::Mlrsearch { goals, min_percent, .. } => {
+            let mut c = MlrConfig::ndr_pdr(max * min_percent / 100.0, max);
+            if !goals.is_empty() {
+                c.goals = goals.iter().map(GoalSpec::goal).collect::<Result<_, _>>()?;
+            }
+            Outcome::Mlrsearch(mlrsearch(m, &c)?)
+        }
+        TestSpec::Soak { percent_of_throughput, duration_s, interval_s, .. } => {
+            let c = SoakConfig {
+                load: Load::fps(need()? * percent_of_throughput / 100.0),
+                total: secs("duration_s", *duration_s)?,
+                interval: secs("interval_s", *interval_s)?,
+            };
+            Outcome::Soak(soak(m, &c)?)
+        }
+    })
+}
+
+/// The throughput an outcome found, for the tests that follow it.
+pub fn found_throughput(o: &Outcome) -> Option<f64> {
+    match o {
+        Outcome::Throughput(t) => t.throughput_fps,
+        // The first goal (NDR by default) decides.
+        Outcome::Mlrsearch(m) => m.goals.first().and_then(|g| g.relevant_lower_bound_fps),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::SimDut;
+
+    const EXAMPLE: &str = r#"
+name = "phy2phy baseline"
+frame_sizes = [64, 1518]
+line_rate_gbps = 10
+
+[[dut]]
+name = "vecswitch-xconnect"
+topology = "phy2phy-memif"
+sim = { model = "fixed", capacity_mfps = 5.0, buffer_frames = 2048 }
+
+[[dut]]
+name = "ovs"
+topology = "phy2phy-veth"
+sim = { model = "sporadic", capacity_mfps = 0.8, probability = 0.2, max_lost = 10 }
+
+[[test]]
+procedure = "throughput"
+trial_duration_s = 1
+loss_tolerance_percent = 0.001
+policy = "best-of-3"
+
+[[test]]
+procedure = "latency"
+trial_duration_s = 1
+repetitions = 2
+
+[[test]]
+procedure = "back2back"
+repetitions = 3
+
+[[test]]
+procedure = "mlrsearch"
+goals = [{ name = "NDR" }, { name = "PDR", loss_percent = 0.5, duration_sum_s = 11 }]
+
+[[test]]
+procedure = "throughput"
+id = "phy2phy_mac_scale"
+trial_duration_s = 1
+scale = { kind = "mac-entries", points = [2, 2000, 20000] }
+"#;
+
+    #[test]
+    fn example_suite_parses_with_defaults() {
+        let s = Suite::parse(EXAMPLE).unwrap();
+        assert_eq!(s.frame_sizes, vec![64, 1518]);
+        assert_eq!(s.duts.len(), 2);
+        assert_eq!(s.duts[1].deployment(), "phy2phy");
+        assert_eq!(s.tests.len(), 5);
+        assert_eq!(s.tests[0].id("phy2phy"), "phy2phy_tput");
+        assert_eq!(s.tests[4].id("phy2phy"), "phy2phy_mac_scale");
+        assert_eq!(s.tests[4].scale().unwrap().points, vec![2, 2000, 20000]);
+        let TestSpec::Latency { fractions_percent, .. } = &s.tests[1] else { panic!() };
+        assert_eq!(fractions_percent, &vec![100.0, 90.0, 50.0, 10.0]);
+    }
+
+    #[test]
+    fn suite_runs_on_simulated_duts() {
+        let s = Suite::parse(EXAMPLE).unwrap();
+        let line = s.line(64).unwrap();
+        let dut = &s.duts[0];
+        let sim = dut.sim.as_ref().unwrap();
+        let mut m = SimDut::new(sim.model(), 1).with_buffer(sim.buffer_frames()).with_line_rate(line.max_fps());
+        let mut thr = None;
+        for t in s.tests.iter().filter(|t| t.scale().is_none()) {
+            let o = run_test(&mut m, t, &line, thr).unwrap();
+            thr = thr.or(found_throughput(&o));
+        }
+        let x = thr.unwrap();
+        assert!(x <= 5e6 && 5e6 - x <= line.max_fps() * 0.001, "{x}");
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let bad = EXAMPLE.replace("policy = \"best-of-3\"", "policy = \"best-of-zero\"");
+        let e = Suite::parse(&bad).unwrap_err().to_string();
+        assert!(e.contains("policy") && e.contains("best-of-zero"), "{e}");
+        let bad = EXAMPLE.replace("trial_duration_s = 1\nloss", "trial_duraton_s = 1\nloss");
+        let e = Suite::parse(&bad).unwrap_err().to_string();
+        assert!(e.contains("trial_duraton_s"), "{e}");
+        let bad = EXAMPLE.replace("frame_sizes = [64, 1518]", "frame_sizes = [32]");
+        assert!(Suite::parse(&bad).unwrap_err().to_string().contains("frame_size"));
+        // Latency before any throughput test.
+        let bad = "name = \"x\"\n[[dut]]\nname = \"ovs\"\ntopology = \"phy2phy-veth\"\n[[test]]\nprocedure = \"latency\"\n";
+        let e = Suite::parse(bad).unwrap_err().to_string();
+        assert!(e.contains("latency") && e.contains("throughput"), "{e}");
+        let bad = EXAMPLE.replace("kind = \"mac-entries\"", "kind = \"routes\"");
+        assert!(Suite::parse(&bad).unwrap_err().to_string().contains("test.scale.kind"));
+    }
+
+    #[test]
+    fn policies() {
+        assert_eq!(parse_policy("single").unwrap(), TrialPolicy::Single);
+        assert_eq!(parse_policy("best-of-5").unwrap(), TrialPolicy::BestOf(5));
+        assert_eq!(parse_policy("worst-of-2").unwrap(), TrialPolicy::WorstOf(2));
+        assert!(parse_policy("worst-of-0").is_err());
+        assert!(parse_policy("median").is_err());
+    }
+
+    #[test]
+    fn tests_needing_throughput_fail_without_it() {
+        let mut m = SimDut::new(SimModel::Fixed { capacity_fps: 1e6 }, 1);
+        let spec = TestSpec::Back2back { id: None, repetitions: 1, max_burst_s: 2.0, resolution_frames: 1 };
+        let e = run_test(&mut m, &spec, &LineRate::ten_gig(64), None).unwrap_err().to_string();
+        assert!(e.contains("throughput"), "{e}");
+    }
+}
