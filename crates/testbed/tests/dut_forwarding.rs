@@ -68,6 +68,7 @@ fn linux_bridge_refuses_memif() {
 fn ovs_phy2phy_veth_forwards_frames_both_ways() {
     let (mut tb, mut ports) = start(Topology::Phy2Phy { link: Link::Veth }, Box::new(OvsDut::new()));
     let desc = tb.dut().unwrap().describe();
+    eprintln!("ovs: {desc}");
     assert!(desc.contains("Open vSwitch") && desc.contains("dut0:"), "{desc}");
     both_ways(&mut ports, 300);
     tb.dut_mut().unwrap().configure_scale(Scale::Flows(50)).unwrap();

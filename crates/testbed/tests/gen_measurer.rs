@@ -1,0 +1,76 @@
+//! GenMeasurer end to end: the real generator through testpmd-io over memif, mapped onto the
+//! lab's TrialResult / BurstResult, and a short RFC 2544 throughput search driven through it.
+//! (Own test binary: it runs alone, not beside the other forwarding tests.)
+
+use std::time::Duration;
+
+use vecswitch_lab::procedures::throughput::{throughput, ThroughputConfig};
+use vecswitch_lab::{Load, Measurer};
+use vecswitch_testbed::dut::testpmd::TestpmdDut;
+use vecswitch_testbed::{default_streams, generator_placement, GenMeasurer, Link, Testbed, Topology};
+
+#[test]
+fn gen_measurer_trial_burst_and_search_through_testpmd_io() {
+    let mut tb = Testbed::build(Topology::Phy2Phy { link: Link::Memif }).unwrap();
+    let ports = tb.open_generator_ports().unwrap();
+    tb.start(Box::new(TestpmdDut::new())).unwrap();
+    let gen_cpu = tb.wiring().cores.generator;
+    {
+        let mut m = GenMeasurer::for_testbed(&mut tb, ports, default_streams(64, true))
+            .unwrap()
+            .drain(Duration::from_millis(200));
+
+        // One trial at a modest load, both directions.
+        let load = Load::fps(4_000.0);
+        let r = m.trial(load, Duration::from_millis(500)).unwrap();
+        let rep = m.reports().last().unwrap().clone();
+        assert_eq!(r.offered_frames, rep.tx);
+        let unique: u64 = rep.streams.iter().map(|s| s.rx.rx_unique).sum();
+        assert_eq!(r.received_frames, unique);
+        assert_eq!(r.intended_frames, 2_000);
+        // 2 000 frames/s per port.
+        assert!(rep.ports.iter().all(|p| p.intended_fps == Some(2_000.0)), "{:?}", rep.ports);
+        assert!(r.offered_frames > 0 && r.received_frames <= r.offered_frames, "{r:?}");
+        assert_eq!(r.tester_limited, rep.tester_limited || (r.offered_frames as f64) < 2_000.0 * 0.999);
+        // Both streams came back through testpmd.
+        assert!(rep.streams.iter().all(|s| s.rx.rx_unique > 0), "{:?}", rep.streams);
+        let lat = r.latency.clone().expect("latency measured");
+        assert!(lat.samples > 0 && lat.min_ns > 0.0 && lat.min_ns <= lat.max_ns, "{lat:?}");
+
+        // A back-to-back burst.
+        let b = m.burst(200).unwrap();
+        assert_eq!(b.intended_frames, 200);
+        assert!(b.received_frames <= b.offered_frames);
+        assert!(b.received_frames > 0, "{b:?}");
+
+        // A short RFC 2544 search through the real measurer: it completes, and every trial it
+        // ran is consistent (received never exceeds offered).
+        // Loads stay low: the test build of the generator is unoptimised and shares the machine
+        // with the build; above a few 10 kpps its trials come back tester-limited.
+        let mut cfg = ThroughputConfig::new(1_000.0, 8_000.0, Duration::from_millis(200));
+        cfg.resolution_fps = 3_000.0;
+        cfg.max_trials = 30;
+        let res = match throughput(&mut m, &cfg) {
+            Ok(r) => r,
+            Err(e) => {
+                for r in m.reports() {
+                    eprintln!(
+                        "trial: tx {} rx {} lost {} limited {} {:?}",
+                        r.tx, r.rx, r.lost, r.tester_limited, r.tester_limited_reasons
+                    );
+                }
+                panic!("search failed: {e}");
+            }
+        };
+        assert!(!res.trials.is_empty());
+        assert!(res.trials.iter().all(|t| t.received_frames <= t.offered_frames));
+        assert!(res.throughput_fps.is_some() || res.tester_limited, "{res:?}");
+    }
+    // The generator thread ran pinned to the generator CPU; the DUT on its own.
+    let pl = tb.placement(generator_placement());
+    let g = &pl.processes[0];
+    assert_eq!(g.cpus, vec![gen_cpu.to_string()], "{pl:?}");
+    if tb.wiring().cores.dut != gen_cpu {
+        assert!(!pl.shares_cpus(), "{pl:?}");
+    }
+}
