@@ -344,6 +344,222 @@ impl Drop for Mapping {
     }
 }
 
+/// The RX ring: `block_count` TPACKET_V3 blocks of `block_size` bytes, and where reading stands.
+#[derive(Debug)]
+struct RxRing {
+    base: *mut u8,
+    block_size: usize,
+    block_count: usize,
+    /// The block being read, packets of it already consumed, and the offset of the next one.
+    block: usize,
+    done: u32,
+    offset: usize,
+}
+
+/// Loads a status word (acquire: the data the kernel wrote before handing over is then visible).
+///
+/// # Safety
+///
+/// `p` must point at a 4-byte aligned `u32` inside a live ring, a word that is only ever accessed
+/// atomically (block and slot status words are: the kernel and we hand ownership over through them).
+#[inline]
+unsafe fn load_status(p: *mut u8) -> u32 {
+    // SAFETY: guaranteed by the caller (see above).
+    unsafe { AtomicU32::from_ptr(p.cast()) }.load(Ordering::Acquire)
+}
+
+/// Stores a status word (release: our writes to the block or slot happen before the hand-over).
+///
+/// # Safety
+///
+/// As for [`load_status`].
+#[inline]
+unsafe fn store_status(p: *mut u8, v: u32) {
+    // SAFETY: guaranteed by the caller (see above).
+    unsafe { AtomicU32::from_ptr(p.cast()) }.store(v, Ordering::Release)
+}
+
+impl RxRing {
+    /// # Safety
+    ///
+    /// `base` must be 16-byte aligned and valid for reads and writes of `block_size * block_count`
+    /// bytes for as long as the ring is used, shared only with the kernel's packet socket (or, in
+    /// tests, with nobody). `block_size` must be a multiple of 16.
+    unsafe fn new(base: *mut u8, block_size: usize, block_count: usize) -> RxRing {
+        RxRing {
+            base,
+            block_size,
+            block_count,
+            block: 0,
+            done: 0,
+            offset: 0,
+        }
+    }
+
+    /// Address of byte `off` of the current block, if `len` bytes from there lie inside the block
+    /// and `off` is a multiple of `align` (a power of two).
+    #[inline]
+    fn at(&self, off: usize, len: usize, align: usize) -> Option<*mut u8> {
+        let end = off.checked_add(len)?;
+        (end <= self.block_size && off & (align - 1) == 0)
+            .then(|| self.base.wrapping_add(self.block * self.block_size + off))
+    }
+
+    /// The `u32` at `off` of the current block; 0 if it is not an aligned field inside the block.
+    #[inline]
+    fn u32_at(&self, off: usize) -> u32 {
+        match self.at(off, 4, 4) {
+            // SAFETY: inside the ring (checked by `at`, ring size from `new`'s contract), 4-aligned
+            // (blocks are 16-aligned); read only while the block is ours (status USER), volatile
+            // because the memory is shared with the kernel.
+            Some(p) => unsafe { ptr::read_volatile(p.cast::<u32>()) },
+            None => 0,
+        }
+    }
+
+    /// The `u16` at `off` of the current block; 0 if it is not an aligned field inside the block.
+    #[inline]
+    fn u16_at(&self, off: usize) -> u16 {
+        match self.at(off, 2, 2) {
+            // SAFETY: as in `u32_at`, 2 bytes, 2-aligned.
+            Some(p) => unsafe { ptr::read_volatile(p.cast::<u16>()) },
+            None => 0,
+        }
+    }
+
+    /// The byte at `off` of the current block; 0 if outside it.
+    #[inline]
+    fn u8_at(&self, off: usize) -> u8 {
+        match self.at(off, 1, 1) {
+            // SAFETY: as in `u32_at`, one byte.
+            Some(p) => unsafe { ptr::read_volatile(p) },
+            None => 0,
+        }
+    }
+
+    /// The current block's status word.
+    #[inline]
+    fn status(&self) -> u32 {
+        let p = self
+            .base
+            .wrapping_add(self.block * self.block_size + sys::block::STATUS);
+        // SAFETY: block < block_count and STATUS + 4 <= 16 <= block_size: inside the ring; 4-aligned;
+        // the block status word is only accessed atomically, by us and by the kernel.
+        unsafe { load_status(p) }
+    }
+
+    /// Returns the current block to the kernel and moves to the next one.
+    fn release_block(&mut self) {
+        let p = self
+            .base
+            .wrapping_add(self.block * self.block_size + sys::block::STATUS);
+        // SAFETY: as in `status`.
+        unsafe { store_status(p, sys::TP_STATUS_KERNEL) };
+        self.block = (self.block + 1) % self.block_count;
+        self.done = 0;
+        self.offset = 0;
+    }
+
+    /// Copies `len` bytes at `off` of the current block into a new pool packet (chained when longer
+    /// than one buffer). `None` if the bytes are not inside the block or the pool is empty.
+    fn copy_in(&self, pool: &mut Pool, off: usize, len: usize) -> Option<u32> {
+        let src = self.at(off, len, 1)?;
+        let h = pool.alloc()?;
+        let first = len.min(DATA_SIZE);
+        let dst = &mut pool.raw_mut(h)[HEADROOM..HEADROOM + first];
+        // SAFETY: `src..src+len` is inside the block (checked by `at`), which the kernel does not
+        // write while its status is TP_STATUS_USER; `dst` is process-private pool memory.
+        unsafe { ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), first) };
+        pool.set_len(h, first);
+        let mut done = first;
+        while done < len {
+            let n = (len - done).min(DATA_SIZE);
+            // SAFETY: as above: bytes inside a user-owned block, not written meanwhile; the slice
+            // lives only for this call.
+            let seg = unsafe { core::slice::from_raw_parts(src.add(done), n) };
+            if !pool.append_segment(h, seg) {
+                pool.free(h);
+                return None;
+            }
+            done += n;
+        }
+        Some(h)
+    }
+
+    /// Moves up to `max` frames from ready blocks into `pool`, appending handles to `out`.
+    /// Descriptors are bounds-checked against their block before use: a bad one drops the rest of
+    /// its block (counted once in `rx_bad_descriptor`), never reads outside the ring.
+    fn burst(
+        &mut self,
+        pool: &mut Pool,
+        out: &mut Vec<u32>,
+        max: usize,
+        stats: &mut PortStats,
+        extra: &mut AfPacketStats,
+    ) -> usize {
+        let mut got = 0;
+        // Visit every block at most once per burst.
+        let mut blocks_seen = 0;
+        while got < max && blocks_seen < self.block_count {
+            if self.status() & sys::TP_STATUS_USER == 0 {
+                break;
+            }
+            let num = self.u32_at(sys::block::NUM_PKTS);
+            if self.done == 0 && self.offset == 0 {
+                self.offset = self.u32_at(sys::block::OFFSET_TO_FIRST_PKT) as usize;
+            }
+            while got < max && self.done < num {
+                let off = self.offset;
+                if self.at(off, sys::hdr3::HDRLEN, 4).is_none() {
+                    extra.rx_bad_descriptor += 1;
+                    stats.rx_dropped += 1;
+                    self.done = num;
+                    break;
+                }
+                let next = self.u32_at(off + sys::hdr3::NEXT_OFFSET) as usize;
+                let snaplen = self.u32_at(off + sys::hdr3::SNAPLEN) as usize;
+                let wire_len = self.u32_at(off + sys::hdr3::LEN) as usize;
+                let mac = usize::from(self.u16_at(off + sys::hdr3::MAC));
+                let pkttype = self.u8_at(off + sys::hdr3::PKTTYPE);
+                self.done += 1;
+                self.offset = off + next;
+                if self.at(off + mac, snaplen, 1).is_none() || (next == 0 && self.done < num) {
+                    extra.rx_bad_descriptor += 1;
+                    stats.rx_dropped += 1;
+                    self.done = num;
+                    break;
+                }
+                if pkttype == sys::PACKET_OUTGOING {
+                    extra.rx_outgoing_ignored += 1;
+                    continue;
+                }
+                if snaplen < wire_len {
+                    extra.rx_truncated += 1;
+                    stats.rx_dropped += 1;
+                    continue;
+                }
+                match self.copy_in(pool, off + mac, snaplen) {
+                    Some(h) => {
+                        out.push(h);
+                        stats.rx_packets += 1;
+                        stats.rx_bytes += snaplen as u64;
+                        got += 1;
+                    }
+                    None => {
+                        extra.rx_no_buffer += 1;
+                        stats.rx_dropped += 1;
+                    }
+                }
+            }
+            if self.done >= num {
+                self.release_block();
+                blocks_seen += 1;
+            }
+        }
+        got
+    }
+}
+
 /// A port on a kernel interface through an AF_PACKET socket (see the module doc).
 #[derive(Debug)]
 pub struct AfPacketPort {
@@ -354,11 +570,7 @@ pub struct AfPacketPort {
     map: Mapping,
     fd: OwnedFd,
     block_size: usize,
-    block_count: usize,
-    /// RX: the block being read, packets of it already consumed, and the offset of the next one.
-    rx_block: usize,
-    rx_done: u32,
-    rx_offset: usize,
+    rx: RxRing,
     /// TX: ring starts at `map.base + tx_base`; next slot to fill.
     tx_base: usize,
     tx_slots: usize,
@@ -488,6 +700,7 @@ impl AfPacketPort {
             base: base.cast(),
             len,
         };
+        let map_base = map.base;
 
         // SAFETY: sockaddr_ll is plain old data; all-zero is a valid value.
         let mut sll: libc::sockaddr_ll = unsafe { core::mem::zeroed() };
@@ -526,10 +739,9 @@ impl AfPacketPort {
             map,
             fd,
             block_size: c.block_size as usize,
-            block_count: c.block_count as usize,
-            rx_block: 0,
-            rx_done: 0,
-            rx_offset: 0,
+            // SAFETY: the mapping starts with the RX ring of block_count blocks of block_size
+            // bytes, page-aligned, and lives in `port.map` as long as `port.rx`.
+            rx: unsafe { RxRing::new(map_base, c.block_size as usize, c.block_count as usize) },
             tx_base: ring_bytes,
             tx_slots: (frames_per_block * c.block_count) as usize,
             tx_slots_per_block: frames_per_block as usize,
@@ -675,67 +887,6 @@ impl AfPacketPort {
     }
 
     #[inline]
-    fn rx_block_ptr(&self, b: usize) -> *mut u8 {
-        // SAFETY (of the arithmetic): b < block_count, so the offset stays inside the RX ring.
-        self.map.base.wrapping_add(b * self.block_size)
-    }
-
-    /// Loads a block or slot status word (acquire: the data behind it is then visible to us).
-    #[inline]
-    fn load_status(p: *mut u8) -> u32 {
-        // SAFETY: `p` points at a 4-byte aligned u32 status word inside the live mapping (block and
-        // slot starts are page/16-byte aligned, status offsets are multiples of 4). The kernel and
-        // we hand blocks and slots over through this word, so it is only accessed atomically.
-        unsafe { AtomicU32::from_ptr(p.cast()) }.load(Ordering::Acquire)
-    }
-
-    /// Stores a status word (release: our writes to the block or slot happen before the hand-over).
-    #[inline]
-    fn store_status(p: *mut u8, v: u32) {
-        // SAFETY: as in `load_status`.
-        unsafe { AtomicU32::from_ptr(p.cast()) }.store(v, Ordering::Release)
-    }
-
-    #[inline]
-    fn read_u32(p: *const u8) -> u32 {
-        // SAFETY: callers pass pointers to 4-byte aligned fields inside a block or slot that the
-        // user side currently owns (status USER / AVAILABLE) and that are bounds-checked.
-        unsafe { ptr::read_volatile(p.cast::<u32>()) }
-    }
-
-    /// Returns the current RX block to the kernel and moves to the next one.
-    fn release_rx_block(&mut self) {
-        let p = self.rx_block_ptr(self.rx_block);
-        Self::store_status(p.wrapping_add(sys::block::STATUS), sys::TP_STATUS_KERNEL);
-        self.rx_block = (self.rx_block + 1) % self.block_count;
-        self.rx_done = 0;
-        self.rx_offset = 0;
-    }
-
-    /// Copies `len` bytes at `src` (inside an RX block we own) into a new pool packet.
-    fn copy_in(pool: &mut Pool, src: *const u8, len: usize) -> Option<u32> {
-        let h = pool.alloc()?;
-        let first = len.min(DATA_SIZE);
-        let dst = &mut pool.raw_mut(h)[HEADROOM..HEADROOM + first];
-        // SAFETY: `src..src+len` was bounds-checked against the block, which the kernel does not
-        // write while its status is TP_STATUS_USER; `dst` is a distinct process-private buffer.
-        unsafe { ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), first) };
-        pool.set_len(h, first);
-        let mut off = first;
-        while off < len {
-            let n = (len - off).min(DATA_SIZE);
-            // SAFETY: as above: bounds-checked bytes of a user-owned block, not written meanwhile.
-            let seg = unsafe { core::slice::from_raw_parts(src.add(off), n) };
-            if !pool.append_segment(h, seg) {
-                pool.free(h);
-                return None;
-            }
-            off += n;
-        }
-        Some(h)
-    }
-
-    #[inline]
     fn tx_slot_ptr(&self, i: usize) -> *mut u8 {
         let block = i / self.tx_slots_per_block;
         let within = i % self.tx_slots_per_block;
@@ -774,72 +925,8 @@ impl Port for AfPacketPort {
     }
 
     fn rx_burst(&mut self, pool: &mut Pool, out: &mut Vec<u32>, max: usize) -> usize {
-        let mut got = 0;
-        // Visit at most every block once per burst.
-        let mut blocks_seen = 0;
-        while got < max && blocks_seen <= self.block_count {
-            let bp = self.rx_block_ptr(self.rx_block);
-            let status = Self::load_status(bp.wrapping_add(sys::block::STATUS));
-            if status & sys::TP_STATUS_USER == 0 {
-                break;
-            }
-            let num = Self::read_u32(bp.wrapping_add(sys::block::NUM_PKTS));
-            if self.rx_done == 0 && self.rx_offset == 0 {
-                self.rx_offset =
-                    Self::read_u32(bp.wrapping_add(sys::block::OFFSET_TO_FIRST_PKT)) as usize;
-            }
-            while got < max && self.rx_done < num {
-                let off = self.rx_offset;
-                // Descriptor must lie inside the block before any field is read.
-                if off & 3 != 0 || off + sys::hdr3::HDRLEN > self.block_size {
-                    self.extra.rx_bad_descriptor += 1;
-                    self.stats.rx_dropped += 1;
-                    self.rx_done = num;
-                    break;
-                }
-                let hp = bp.wrapping_add(off);
-                let next = Self::read_u32(hp.wrapping_add(sys::hdr3::NEXT_OFFSET)) as usize;
-                let snaplen = Self::read_u32(hp.wrapping_add(sys::hdr3::SNAPLEN)) as usize;
-                let wire_len = Self::read_u32(hp.wrapping_add(sys::hdr3::LEN)) as usize;
-                let mac = Self::read_u32(hp.wrapping_add(sys::hdr3::MAC)) as usize & 0xffff;
-                // SAFETY: PKTTYPE < HDRLEN, checked to be inside the block above.
-                let pkttype = unsafe { ptr::read_volatile(hp.add(sys::hdr3::PKTTYPE)) };
-                self.rx_done += 1;
-                self.rx_offset = off + next;
-                if off + mac + snaplen > self.block_size || (next == 0 && self.rx_done < num) {
-                    self.extra.rx_bad_descriptor += 1;
-                    self.stats.rx_dropped += 1;
-                    self.rx_done = num;
-                    break;
-                }
-                if pkttype == sys::PACKET_OUTGOING {
-                    self.extra.rx_outgoing_ignored += 1;
-                    continue;
-                }
-                if snaplen < wire_len {
-                    self.extra.rx_truncated += 1;
-                    self.stats.rx_dropped += 1;
-                    continue;
-                }
-                match Self::copy_in(pool, hp.wrapping_add(mac), snaplen) {
-                    Some(h) => {
-                        out.push(h);
-                        self.stats.rx_packets += 1;
-                        self.stats.rx_bytes += snaplen as u64;
-                        got += 1;
-                    }
-                    None => {
-                        self.extra.rx_no_buffer += 1;
-                        self.stats.rx_dropped += 1;
-                    }
-                }
-            }
-            if self.rx_done >= num {
-                self.release_rx_block();
-                blocks_seen += 1;
-            }
-        }
-        got
+        self.rx
+            .burst(pool, out, max, &mut self.stats, &mut self.extra)
     }
 
     fn tx_burst(&mut self, pool: &mut Pool, pkts: &[u32]) -> usize {
@@ -854,7 +941,9 @@ impl Port for AfPacketPort {
                 continue;
             }
             let slot = self.tx_slot_ptr(self.tx_next);
-            let status = Self::load_status(slot.wrapping_add(sys::hdr3::STATUS));
+            // SAFETY: tx_next < tx_slots, so `slot` is a 16-aligned slot start inside the TX ring;
+            // its status word is only accessed atomically (kernel and us).
+            let status = unsafe { load_status(slot.wrapping_add(sys::hdr3::STATUS)) };
             if status & sys::TP_STATUS_WRONG_FORMAT != 0 {
                 self.extra.tx_kernel_rejected += 1;
                 self.stats.tx_dropped += 1;
@@ -865,25 +954,29 @@ impl Port for AfPacketPort {
                 break;
             }
             // The slot is ours (AVAILABLE): write data after the header, then hand it over.
-            let mut dst = slot.wrapping_add(sys::hdr3::SIZE);
+            let data = slot.wrapping_add(sys::hdr3::SIZE);
+            let mut copied = 0;
             for seg in pool.segments(h) {
-                // SAFETY: the slot is user-owned (status AVAILABLE, checked above) and holds
-                // frame_size - 48 >= len bytes of data; `seg` is process-private pool memory.
-                unsafe {
-                    ptr::copy_nonoverlapping(seg.as_ptr(), dst, seg.len());
-                    dst = dst.add(seg.len());
-                }
+                // Never more than `len` (<= frame_size - 48, checked above), whatever the chain says.
+                let n = seg.len().min(len - copied);
+                // SAFETY: the slot is user-owned (status AVAILABLE, checked above) and has room for
+                // frame_size - 48 >= len >= copied + n bytes of data; `seg` is process-private.
+                unsafe { ptr::copy_nonoverlapping(seg.as_ptr(), data.add(copied), n) };
+                copied += n;
             }
-            // SAFETY: header fields of the user-owned slot, 4-byte aligned (slot is 16-aligned).
+            // SAFETY: header fields of the user-owned slot, 4-byte aligned (slots are 16-aligned).
             unsafe {
                 ptr::write_volatile(slot.add(sys::hdr3::NEXT_OFFSET).cast::<u32>(), 0);
                 ptr::write_volatile(slot.add(sys::hdr3::LEN).cast::<u32>(), len as u32);
                 ptr::write_volatile(slot.add(sys::hdr3::SNAPLEN).cast::<u32>(), len as u32);
             }
-            Self::store_status(
-                slot.wrapping_add(sys::hdr3::STATUS),
-                sys::TP_STATUS_SEND_REQUEST,
-            );
+            // SAFETY: as for the load above.
+            unsafe {
+                store_status(
+                    slot.wrapping_add(sys::hdr3::STATUS),
+                    sys::TP_STATUS_SEND_REQUEST,
+                )
+            };
             self.tx_next = (self.tx_next + 1) % self.tx_slots;
             self.stats.tx_packets += 1;
             self.stats.tx_bytes += len as u64;
@@ -930,7 +1023,7 @@ impl Port for AfPacketPort {
             self.config.interface,
             self.ifindex,
             self.mtu,
-            self.block_count,
+            self.rx.block_count,
             self.block_size,
             self.tx_slots,
             self.config.frame_size,
@@ -946,6 +1039,190 @@ impl Port for AfPacketPort {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A simulated RX ring in ordinary memory, filled the way the kernel fills one.
+    struct FakeRing {
+        mem: Vec<u128>,
+        block_size: usize,
+        blocks: usize,
+    }
+
+    impl FakeRing {
+        fn new(block_size: usize, blocks: usize) -> FakeRing {
+            FakeRing {
+                mem: vec![0u128; block_size * blocks / 16],
+                block_size,
+                blocks,
+            }
+        }
+        fn ring(&mut self) -> RxRing {
+            // SAFETY: `mem` is 16-aligned, block_size * blocks bytes, outlives the ring in each test
+            // and nobody else writes it while the ring reads.
+            unsafe { RxRing::new(self.mem.as_mut_ptr().cast(), self.block_size, self.blocks) }
+        }
+        fn bytes(&mut self) -> &mut [u8] {
+            let len = self.mem.len() * 16;
+            // SAFETY: reinterpreting the u128 buffer as bytes, same length, u8 has no alignment.
+            unsafe { core::slice::from_raw_parts_mut(self.mem.as_mut_ptr().cast(), len) }
+        }
+        fn put32(&mut self, at: usize, v: u32) {
+            self.bytes()[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+        }
+        /// Fills block `b` with `frames` (bytes, pkttype) and hands it to user space.
+        fn fill(&mut self, b: usize, frames: &[(Vec<u8>, u8)]) {
+            let base = b * self.block_size;
+            let mut off = 48;
+            self.put32(base + sys::block::OFFSET_TO_FIRST_PKT, off as u32);
+            self.put32(base + sys::block::NUM_PKTS, frames.len() as u32);
+            for (i, (f, pkttype)) in frames.iter().enumerate() {
+                let mac = 80;
+                let next = if i + 1 == frames.len() {
+                    0
+                } else {
+                    (mac + f.len() + 15) & !15
+                };
+                let h = base + off;
+                self.put32(h + sys::hdr3::NEXT_OFFSET, next as u32);
+                self.put32(h + sys::hdr3::SNAPLEN, f.len() as u32);
+                self.put32(h + sys::hdr3::LEN, f.len() as u32);
+                self.bytes()[h + sys::hdr3::MAC..h + sys::hdr3::MAC + 2]
+                    .copy_from_slice(&(mac as u16).to_ne_bytes());
+                self.bytes()[h + sys::hdr3::PKTTYPE] = *pkttype;
+                self.bytes()[h + mac..h + mac + f.len()].copy_from_slice(f);
+                off += next;
+            }
+            self.put32(base + sys::block::STATUS, sys::TP_STATUS_USER);
+        }
+        fn status(&mut self, b: usize) -> u32 {
+            let at = b * self.block_size + sys::block::STATUS;
+            u32::from_ne_bytes(self.bytes()[at..at + 4].try_into().unwrap())
+        }
+    }
+
+    fn frame(seq: u8, len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i as u8).wrapping_add(seq)).collect()
+    }
+
+    #[test]
+    fn rx_walk_reads_frames_across_blocks_and_bursts_and_returns_blocks() {
+        let mut fake = FakeRing::new(16384, 3);
+        fake.fill(
+            0,
+            &[
+                (frame(0, 60), 0),
+                (frame(1, 1514), 0),
+                (frame(2, 64), sys::PACKET_OUTGOING),
+            ],
+        );
+        fake.fill(1, &[(frame(3, 9000), 0), (frame(4, 60), 0)]);
+        let mut ring = fake.ring();
+        let mut pool = Pool::new(64);
+        let (mut stats, mut extra) = (PortStats::default(), AfPacketStats::default());
+        let mut out = Vec::new();
+        // Burst of 1 stops inside block 0; the block stays ours until it is read to the end.
+        assert_eq!(
+            ring.burst(&mut pool, &mut out, 1, &mut stats, &mut extra),
+            1
+        );
+        assert_eq!(fake.status(0), sys::TP_STATUS_USER);
+        assert_eq!(
+            ring.burst(&mut pool, &mut out, 256, &mut stats, &mut extra),
+            3
+        );
+        assert_eq!(fake.status(0), sys::TP_STATUS_KERNEL);
+        assert_eq!(fake.status(1), sys::TP_STATUS_KERNEL);
+        assert_eq!(
+            ring.burst(&mut pool, &mut out, 256, &mut stats, &mut extra),
+            0
+        );
+        let expected = [frame(0, 60), frame(1, 1514), frame(3, 9000), frame(4, 60)];
+        let mut bytes = Vec::new();
+        for (h, e) in out.iter().zip(expected.iter()) {
+            pool.copy_out(*h, &mut bytes);
+            assert_eq!(&bytes, e);
+        }
+        assert_eq!(out.len(), 4);
+        assert_eq!(extra.rx_outgoing_ignored, 1);
+        assert_eq!(stats.rx_packets, 4);
+        assert_eq!(stats.rx_bytes, 60 + 1514 + 9000 + 60);
+        pool.free_bulk(&out);
+        // The ring wraps: block 2, then block 0 again.
+        fake.fill(2, &[(frame(5, 100), 0)]);
+        fake.fill(0, &[(frame(6, 100), 0)]);
+        out.clear();
+        assert_eq!(
+            ring.burst(&mut pool, &mut out, 256, &mut stats, &mut extra),
+            2
+        );
+        pool.copy_out(out[1], &mut bytes);
+        assert_eq!(bytes, frame(6, 100));
+        pool.free_bulk(&out);
+        assert_eq!(pool.in_use(), 0);
+    }
+
+    #[test]
+    fn rx_walk_drops_truncated_frames_and_counts_empty_pool() {
+        let mut fake = FakeRing::new(8192, 1);
+        fake.fill(
+            0,
+            &[(frame(0, 60), 0), (frame(1, 60), 0), (frame(2, 60), 0)],
+        );
+        // Frame 1 was cut by the kernel: snaplen 60 < len 100.
+        let second = 48 + ((80 + 60 + 15) & !15);
+        fake.put32(second + sys::hdr3::LEN, 100);
+        let mut ring = fake.ring();
+        let mut pool = Pool::new(1);
+        let (mut stats, mut extra) = (PortStats::default(), AfPacketStats::default());
+        let mut out = Vec::new();
+        assert_eq!(
+            ring.burst(&mut pool, &mut out, 256, &mut stats, &mut extra),
+            1
+        );
+        assert_eq!(
+            (extra.rx_truncated, extra.rx_no_buffer, stats.rx_dropped),
+            (1, 1, 2)
+        );
+        pool.free_bulk(&out);
+    }
+
+    #[test]
+    fn rx_walk_survives_hostile_descriptors() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let mut pool = Pool::new(256);
+        for round in 0..3000 {
+            let mut fake = FakeRing::new(4096, 2);
+            fake.fill(
+                0,
+                &[(frame(0, 60), 0), (frame(1, 200), 0), (frame(2, 1000), 0)],
+            );
+            fake.fill(1, &[(frame(3, 60), 0)]);
+            // Scribble over headers: offsets, lengths, counts, anything.
+            for _ in 0..rng.gen_range(1..6) {
+                // Mostly block headers and the first descriptors, sometimes anywhere.
+                let at = if rng.gen_bool(0.7) {
+                    rng.gen_range(0..2) * 4096 + rng.gen_range(0..64) * 4
+                } else {
+                    rng.gen_range(0..2 * 4096 / 4) * 4
+                };
+                let v: u32 = match rng.gen_range(0..3) {
+                    0 => rng.gen(),
+                    1 => rng.gen_range(0..8192),
+                    _ => u32::MAX - rng.gen_range(0..64),
+                };
+                fake.put32(at, v);
+            }
+            let mut ring = fake.ring();
+            let (mut stats, mut extra) = (PortStats::default(), AfPacketStats::default());
+            let mut out = Vec::new();
+            for _ in 0..4 {
+                ring.burst(&mut pool, &mut out, 256, &mut stats, &mut extra);
+            }
+            assert_eq!(stats.rx_packets as usize, out.len(), "round {round}");
+            pool.free_bulk(&out);
+            assert_eq!(pool.in_use(), 0, "round {round}");
+        }
+    }
 
     fn field_of(c: &AfPacketConfig) -> Option<(&'static str, String)> {
         match c.validate() {
