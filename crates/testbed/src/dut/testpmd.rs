@@ -1,6 +1,8 @@
-//! `testpmd-io`: DPDK's `dpdk-testpmd` forwarding between two memif ports with `--forward-mode=io`
-//! (no header processing at all) — the speed-of-light reference any switch is compared with. The
-//! same helpers start testpmd as the PVP VNF (`--forward-mode=macswap`).
+//! `testpmd-io`: DPDK's `dpdk-testpmd` forwarding between memif ports with `--forward-mode=io`
+//! (no header processing at all) — the speed-of-light reference any switch is compared with: two
+//! ports in phy2phy-memif, four in pvp-memif (listed pair by pair, so testpmd's default "paired"
+//! port topology forwards phy0↔vnf0 and vnf1↔phy1). The same helpers start testpmd as the PVP
+//! VNF (`--forward-mode=macswap`).
 //!
 //! Flags that matter on these machines (DESIGN.md, pitfalls): `--no-huge -m 1024 --no-pci
 //! --iova-mode=va`, a unique `--file-prefix` (here the run id, so stale runtime directories can be
@@ -140,11 +142,11 @@ impl Dut for TestpmdDut {
     }
 
     fn setup(&mut self, w: &Wiring) -> Result<()> {
-        if w.topology.is_pvp() || !w.all_dut_ports_memif() {
+        if !w.all_dut_ports_memif() {
             return Err(unsupported_wiring(
                 self.name(),
                 w,
-                "testpmd-io runs on phy2phy-memif only (two memif ports forwarded with io mode)",
+                "testpmd-io holds memif ports only; use phy2phy-memif or pvp-memif",
             ));
         }
         if !crate::cmd::have(TESTPMD) {
@@ -156,7 +158,14 @@ impl Dut for TestpmdDut {
         }
         let prefix = format!("{}-dut", w.run_id);
         let mut args = eal_args(&prefix, w.cores.dut);
-        args.extend(w.dut_ports.iter().enumerate().filter_map(|(i, p)| memif_vdev(i, p)));
+        // testpmd's default port topology is "paired" (0↔1, 2↔3, ...), so the ports are listed
+        // pair by pair: phy2phy phy0,phy1; PVP phy0,vnf0 and vnf1,phy1.
+        let ordered: Vec<&PortEnd> = w
+            .pairs
+            .iter()
+            .flat_map(|&(a, b)| [&w.dut_ports[a], &w.dut_ports[b]])
+            .collect();
+        args.extend(ordered.iter().enumerate().filter_map(|(i, p)| memif_vdev(i, p)));
         args.extend(app_args("io"));
         // Line-buffered stdout, so that "Press enter to exit" (forwarding started) reaches the
         // log at once instead of at exit.

@@ -1,0 +1,43 @@
+//! PVP: generator → DUT → VNF (testpmd macswap over memif) → DUT → generator.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{exchange, frame};
+use vecswitch_buffer::Pool;
+use vecswitch_testbed::dut::testpmd::TestpmdDut;
+use vecswitch_testbed::{generator_placement, wait_links_up, Link, Testbed, Topology, VnfKind};
+
+const A: [u8; 6] = [0x02, 0, 0, 0, 0, 0xa1];
+const B: [u8; 6] = [0x02, 0, 0, 0, 0, 0xb2];
+
+#[test]
+fn pvp_memif_testpmd_io_with_macswap_vnf_forwards_both_ways() {
+    let topo = Topology::Pvp { link: Link::Memif, vnf: VnfKind::TestpmdMacswap };
+    let mut tb = Testbed::build(topo).unwrap();
+    let mut ports = tb.open_generator_ports().unwrap();
+    tb.start(Box::new(TestpmdDut::new())).unwrap();
+    wait_links_up(&mut ports, Duration::from_secs(20)).unwrap();
+    let mut pool = Pool::new(4096);
+    let (p0, p1) = ports.split_at_mut(1);
+    let fwd = exchange(&mut pool, &mut p0[0], &mut p1[0], B, A, 0x1111, 500, Duration::from_secs(20));
+    assert_eq!(fwd.received.len(), 500, "lost {}", 500 - fwd.received.len());
+    assert_eq!(fwd.duplicates, 0);
+    // The VNF swapped the MAC addresses: the frame went through it, not around it.
+    assert_eq!(fwd.first.as_deref(), Some(&frame(A, B, 0x1111, 0)[..]));
+    let back = exchange(&mut pool, &mut p1[0], &mut p0[0], A, B, 0x2222, 500, Duration::from_secs(20));
+    assert_eq!(back.received.len(), 500, "lost {}", 500 - back.received.len());
+    assert_eq!(back.first.as_deref(), Some(&frame(B, A, 0x2222, 0)[..]));
+
+    // Three roles on two CPUs: the record says the DUT and the VNF share one.
+    let pl = tb.placement(generator_placement());
+    assert!(pl.processes.iter().any(|p| p.role == "vnf" && p.name == "vnf-testpmd"), "{pl:?}");
+    if tb.wiring().cores.dut == tb.wiring().cores.vnf {
+        let cpu = tb.wiring().cores.dut;
+        assert!(
+            pl.shared_cpus.iter().any(|s| s.starts_with(&format!("cpu {cpu} shared by")) && s.contains("vnf (vnf-testpmd)")),
+            "{pl:?}"
+        );
+    }
+}
