@@ -1,0 +1,453 @@
+//! End-to-end tests of `vecswitch run` and `vecswitch ctl`: a real switch process with memif server
+//! ports (no traffic needs a peer; one test connects a memif client from this process), driven
+//! through the control socket. Every switch process is stopped by a Drop guard, every temporary
+//! directory removed, even when a test fails.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_vecswitch");
+
+/// A temporary directory removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let d = std::env::temp_dir().join(format!("vsw-ctl-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        TempDir(d)
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A running `vecswitch run`; killed on drop if still running.
+struct Switch {
+    child: Option<Child>,
+    socket: PathBuf,
+}
+
+impl Switch {
+    fn start(config: &Path, socket: &Path) -> Switch {
+        let child = Command::new(BIN)
+            .args(["run", "--config"])
+            .arg(config)
+            .arg("--socket")
+            .arg(socket)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn vecswitch run");
+        let mut sw = Switch { child: Some(child), socket: socket.to_path_buf() };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if UnixStream::connect(socket).is_ok() {
+                return sw;
+            }
+            if let Some(status) = sw.child.as_mut().unwrap().try_wait().unwrap() {
+                let out = sw.child.take().unwrap().wait_with_output().unwrap();
+                panic!("vecswitch run exited with {status}: {}", String::from_utf8_lossy(&out.stderr));
+            }
+            assert!(Instant::now() < deadline, "control socket {} did not appear", socket.display());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn ctl(&self, words: &str) -> Output {
+        ctl_at(&self.socket, words)
+    }
+
+    /// Runs a ctl command that must succeed; returns its stdout.
+    fn ok(&self, words: &str) -> String {
+        let out = self.ctl(words);
+        assert!(
+            out.status.success(),
+            "`ctl {words}` failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Runs a ctl command that must fail; returns its stderr.
+    fn fails(&self, words: &str) -> String {
+        let out = self.ctl(words);
+        assert!(!out.status.success(), "`ctl {words}` should fail: {}", String::from_utf8_lossy(&out.stdout));
+        String::from_utf8(out.stderr).unwrap()
+    }
+
+    /// `ctl --json <words>` → the answer's `data`.
+    fn json(&self, words: &str) -> Value {
+        let out = self.ok(&format!("--json {words}"));
+        let v: Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(v["ok"], true, "{v}");
+        v["data"].clone()
+    }
+
+    /// Sends SIGTERM and waits for the exit.
+    fn terminate(mut self) -> (std::process::ExitStatus, String) {
+        let mut child = self.child.take().unwrap();
+        let st = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+        assert!(st.success());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("vecswitch run did not exit on SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().unwrap();
+        (out.status, String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+impl Drop for Switch {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn ctl_at(socket: &Path, words: &str) -> Output {
+    Command::new(BIN)
+        .arg("ctl")
+        .arg("--socket")
+        .arg(socket)
+        .args(words.split_whitespace())
+        .output()
+        .expect("run vecswitch ctl")
+}
+
+/// Three memif server ports on one socket (ids 0..2), an E-Line p0<->p1, a bridge with p2.
+fn base_config(d: &TempDir) -> String {
+    let memif = d.path("memif.sock");
+    format!(
+        r#"
+[switch]
+buffers = 4096
+mac_table_entries = 4096
+
+[[port]]
+name = "p0"
+type = "memif"
+socket = "{m}"
+id = 0
+
+[[port]]
+name = "p1"
+type = "memif"
+socket = "{m}"
+id = 1
+
+[[port]]
+name = "p2"
+type = "memif"
+socket = "{m}"
+id = 2
+
+[[xconnect]]
+ports = ["p0", "p1"]
+
+[[bridge]]
+name = "br0"
+ports = ["p2"]
+  [[bridge.static_mac]]
+  mac = "02:00:00:00:00:01"
+  port = "p2"
+"#,
+        m = memif.display()
+    )
+}
+
+fn start(tag: &str) -> (TempDir, Switch, PathBuf) {
+    let d = TempDir::new(tag);
+    let cfg = d.path("switch.toml");
+    std::fs::write(&cfg, base_config(&d)).unwrap();
+    let sw = Switch::start(&cfg, &d.path("ctl.sock"));
+    (d, sw, cfg)
+}
+
+fn names(v: &Value) -> Vec<String> {
+    v.as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn control_socket_is_0660_and_shows_work() {
+    let (_d, sw, _) = start("show");
+    let m = std::fs::metadata(&sw.socket).unwrap();
+    assert!(m.file_type().is_socket());
+    assert_eq!(m.permissions().mode() & 0o777, 0o660, "socket must not be world-accessible");
+
+    let ports = sw.ok("show ports");
+    let lines: Vec<&str> = ports.lines().collect();
+    assert!(lines[0].starts_with("Name") && lines[0].contains("RX packets"), "{ports}");
+    assert!(lines[1].starts_with("p0") && lines[1].contains("xconnect -> p1"), "{ports}");
+    assert!(lines[3].starts_with("p2") && lines[3].contains("bridge br0"), "{ports}");
+
+    let rt = sw.ok("show runtime");
+    assert!(rt.contains("Name") && rt.contains("Calls") && rt.contains("Vectors/Call"), "{rt}");
+    assert!(rt.contains("ethernet-input"), "{rt}");
+
+    let mac = sw.ok("show mac br0");
+    assert!(mac.contains("02:00:00:00:00:01") && mac.contains("static"), "{mac}");
+    assert!(sw.ok("show bridge").contains("br0"));
+    assert!(sw.ok("show buffers").contains("4096"));
+    assert!(sw.ok("show xconnect").contains("p0    p1"));
+
+    let v = sw.json("show ports");
+    assert_eq!(names(&v), ["p0", "p1", "p2"]);
+    assert_eq!(v[0]["link"], "down", "a memif server with no peer stays down");
+    assert_eq!(sw.json("show buffers")["total"], 4096);
+}
+
+#[test]
+fn runtime_changes_are_validated_like_the_file() {
+    let (d, sw, _) = start("edit");
+    let m = d.path("memif.sock");
+    assert_eq!(sw.ok(&format!("port add p3 memif socket={} id=3", m.display())).trim(), "add memif port p3");
+    assert_eq!(sw.ok("bridge member add br0 p3").trim(), "add port p3 to bridge br0");
+    assert_eq!(sw.json("show bridge br0")[0]["members"], serde_json::json!(["p2", "p3"]));
+
+    // p0 is cross-connected: refused with the field, value and reason; nothing changes.
+    let e = sw.fails("bridge member add br0 p0");
+    assert!(e.contains("bridge[0].ports[2] = \"p0\"") && e.contains("xconnect[0]"), "{e}");
+    assert_eq!(sw.json("show bridge br0")[0]["members"], serde_json::json!(["p2", "p3"]));
+
+    let e = sw.fails("mac add br0 01:00:5e:00:00:01 p3");
+    assert!(e.contains("static_mac[1].mac"), "{e}");
+    sw.ok("mac add br0 02:00:00:00:00:33 p3");
+    assert_eq!(sw.json("show mac br0").as_array().unwrap().len(), 2);
+    sw.ok("mac del br0 02:00:00:00:00:33");
+
+    sw.ok("bridge add br1 --no-learn --mac-age 0");
+    let b = sw.json("show bridge br1");
+    assert_eq!(b[0]["settings"]["learn"], false);
+    assert_eq!(b[0]["settings"]["mac_age_s"], 0);
+    sw.ok("bridge member del br0 p3");
+    sw.ok("bridge member add br1 p3");
+    sw.ok("bridge del br1");
+    sw.ok("port del p3");
+    assert_eq!(names(&sw.json("show ports")), ["p0", "p1", "p2"]);
+
+    sw.ok("xconnect del p0");
+    assert_eq!(sw.json("show xconnect"), serde_json::json!([{"from": "p1", "to": "p0"}]));
+    sw.ok("xconnect add p0 p1");
+    assert_eq!(sw.json("show xconnect").as_array().unwrap().len(), 2);
+
+    sw.ok("port down p2");
+    assert_eq!(sw.json("show ports")[2]["admin_up"], false);
+    sw.ok("trace add 10");
+    sw.ok("clear counters");
+    assert!(sw.fails("show mac nobridge").contains("nobridge"));
+    assert!(sw.fails("frobnicate").contains("unknown command"));
+}
+
+#[test]
+fn invalid_reload_is_rejected_whole_and_changes_nothing() {
+    let (d, sw, cfg) = start("badreload");
+    let before: Vec<String> =
+        ["show ports", "show bridge", "show mac", "show xconnect", "show config"].iter().map(|c| sw.ok(c)).collect();
+
+    // Several errors at once: all named, none applied (the valid new port p9 is not added either).
+    let bad = d.path("bad.toml");
+    let mut text = base_config(&d);
+    text = text.replace("id = 1\n", "id = 1\nring_size = 1000\n");
+    text.push_str(&format!(
+        "\n[[port]]\nname = \"p9\"\ntype = \"memif\"\nsocket = \"{}\"\nid = 9\n\n[[bridge]]\nname = \"br2\"\nports = [\"ghost\"]\n",
+        d.path("memif.sock").display()
+    ));
+    std::fs::write(&bad, text).unwrap();
+    let e = sw.fails(&format!("reload {}", bad.display()));
+    assert!(e.contains("port[1].ring_size = 1000"), "{e}");
+    assert!(e.contains("bridge[1].ports[0] = \"ghost\""), "{e}");
+
+    // Not even TOML.
+    std::fs::write(&bad, "[[port]\nname=").unwrap();
+    assert!(sw.fails(&format!("reload {}", bad.display())).contains("bad.toml"));
+    // [switch] cannot change without a restart.
+    std::fs::write(&bad, base_config(&d).replace("buffers = 4096", "buffers = 8192")).unwrap();
+    assert!(sw.fails(&format!("reload {}", bad.display())).contains("switch.buffers"));
+
+    let after: Vec<String> =
+        ["show ports", "show bridge", "show mac", "show xconnect", "show config"].iter().map(|c| sw.ok(c)).collect();
+    assert_eq!(before, after);
+    // The original file still reloads to "no change".
+    assert_eq!(sw.ok(&format!("reload {}", cfg.display())).trim(), "no change");
+}
+
+#[test]
+fn valid_reload_applies_only_the_difference() {
+    let (d, sw, cfg) = start("reload");
+    sw.ok("mac add br0 02:00:00:00:00:44 p2"); // a run-time change the file does not have
+    let m = d.path("memif.sock");
+    let text = base_config(&d).replace("ports = [\"p2\"]", "ports = [\"p2\", \"p3\"]")
+        + &format!("\n[[port]]\nname = \"p3\"\ntype = \"memif\"\nsocket = \"{}\"\nid = 3\n", m.display());
+    std::fs::write(&cfg, text).unwrap();
+    let out = sw.ok("reload");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "remove static mac 02:00:00:00:00:44 from bridge br0",
+            "add memif port p3",
+            "add port p3 to bridge br0",
+        ],
+        "{out}"
+    );
+    assert_eq!(names(&sw.json("show ports")), ["p0", "p1", "p2", "p3"]);
+    let macs = sw.json("show mac br0");
+    assert_eq!(macs.as_array().unwrap().len(), 1);
+    assert_eq!(macs[0]["mac"], "02:00:00:00:00:01");
+}
+
+/// A memif client in this process sends to p0; a reload that adds a port must keep p0's connection
+/// and counters (the port object is not re-created).
+#[test]
+fn reload_keeps_unchanged_ports_connected_with_their_counters() {
+    use vecswitch_buffer::Pool;
+    use vecswitch_ports::memif::{MemifConfig, MemifPort, Role};
+    use vecswitch_ports::{LinkState, Port};
+
+    let (d, sw, cfg) = start("keep");
+    let m = d.path("memif.sock");
+    let mut peer = MemifPort::new(MemifConfig::new("peer", &m.display().to_string(), 0, Role::Client)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while peer.link() != LinkState::Up {
+        assert!(Instant::now() < deadline, "memif client did not connect to p0");
+        peer.poll_control();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut pool = Pool::new(256);
+    let frame = {
+        let mut f = vec![0u8; 64];
+        f[..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 3]);
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f
+    };
+    let mut sent = 0;
+    while sent < 10 {
+        let h = pool.alloc().unwrap();
+        assert!(pool.write_packet(h, &frame));
+        sent += peer.tx_burst(&mut pool, &[h]);
+        pool.free(h);
+        peer.poll_control();
+    }
+    let rx = |sw: &Switch| sw.json("show ports")[0]["stats"]["rx_packets"].as_u64().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while rx(&sw) < 10 {
+        assert!(Instant::now() < deadline, "p0 did not receive the 10 frames");
+        peer.poll_control();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let connects = peer.connects();
+    assert_eq!(sw.json("show ports")[0]["link"], "up");
+
+    let text = base_config(&d) + &format!("\n[[port]]\nname = \"p4\"\ntype = \"memif\"\nsocket = \"{}\"\nid = 4\n", m.display());
+    std::fs::write(&cfg, text).unwrap();
+    assert_eq!(sw.ok("reload").trim(), "add memif port p4");
+    for _ in 0..20 {
+        peer.poll_control();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let p0 = &sw.json("show ports")[0];
+    assert_eq!(p0["stats"]["rx_packets"], 10, "{p0}");
+    assert_eq!(p0["link"], "up", "{p0}");
+    assert_eq!(peer.link(), LinkState::Up);
+    assert_eq!(peer.connects(), connects, "the peer was not reconnected");
+}
+
+#[test]
+fn malformed_requests_get_errors_and_the_server_lives_on() {
+    let (_d, sw, _) = start("garbage");
+    let mut s = UnixStream::connect(&sw.socket).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"hello\n{\"cmd\":\"trace_add\",\"count\":\"lots\"}\n{\"cmd\":\"show\",\"what\":\"everything\"}\n").unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        let mut line = String::new();
+        r.read_line(&mut line).unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["ok"], false, "{v}");
+        answers.push(v["error"].as_str().unwrap().to_string());
+    }
+    assert!(answers[0].contains("not a JSON object"), "{answers:?}");
+    assert!(answers[1].contains("count = \"lots\""), "{answers:?}");
+    assert!(answers[2].contains("what = \"everything\""), "{answers:?}");
+    // A client that leaves mid-request.
+    let mut half = UnixStream::connect(&sw.socket).unwrap();
+    half.write_all(b"{\"cmd\":\"port_del").unwrap();
+    drop(half);
+    drop(s);
+    assert_eq!(names(&sw.json("show ports")), ["p0", "p1", "p2"]);
+}
+
+#[test]
+fn sigterm_exits_cleanly_and_removes_the_socket() {
+    let (_d, sw, _) = start("term");
+    let socket = sw.socket.clone();
+    let (status, stderr) = sw.terminate();
+    assert!(status.success(), "exit {status}: {stderr}");
+    assert!(!socket.exists(), "socket file left behind");
+}
+
+#[test]
+fn second_switch_on_the_same_socket_is_refused() {
+    let (d, sw, cfg) = start("twice");
+    let out = Command::new(BIN)
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .arg("--socket")
+        .arg(&sw.socket)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("in use"), "{}", String::from_utf8_lossy(&out.stderr));
+    // The first one still answers.
+    assert_eq!(names(&sw.json("show ports")), ["p0", "p1", "p2"]);
+    drop(d);
+}
+
+#[test]
+fn invalid_config_fails_at_start_with_every_error() {
+    let d = TempDir::new("badstart");
+    let cfg = d.path("bad.toml");
+    std::fs::write(
+        &cfg,
+        "[[port]]\nname = \"p0\"\ntype = \"memif\"\nsocket = \"/tmp/x.sock\"\nring_size = 3\n[[xconnect]]\nports = [\"p0\", \"nope\"]\n",
+    )
+    .unwrap();
+    let socket = d.path("ctl.sock");
+    let out = Command::new(BIN).args(["run", "--config"]).arg(&cfg).arg("--socket").arg(&socket).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("port[0].ring_size = 3"), "{e}");
+    assert!(e.contains("xconnect[0].ports[1] = \"nope\""), "{e}");
+    assert!(!socket.exists());
+    // And ctl without a switch says where it tried.
+    let out = ctl_at(&socket, "show ports");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&socket.display().to_string()));
+}
