@@ -251,6 +251,12 @@ impl Ring<'_> {
             std::ptr::write_volatile(p.add(field::D_OFFSET) as *mut u32, d.offset);
         }
     }
+    /// Zeroes the flags of descriptor `slot`.
+    pub fn clear_desc_flags(&self, slot: u16) {
+        let p = self.desc_ptr(slot);
+        // SAFETY: as in `desc`.
+        unsafe { std::ptr::write_volatile(p.add(field::D_FLAGS) as *mut u16, 0) }
+    }
     /// Writes only `flags` and `length` of descriptor `slot`.
     pub fn set_desc_len_flags(&self, slot: u16, length: u32, flags: u16) {
         let p = self.desc_ptr(slot);
@@ -409,6 +415,19 @@ impl RxQueue {
                     cur = start;
                     break;
                 }
+            }
+        }
+        if self.side == Side::Server {
+            // Hand the slots back with their flags cleared. DPDK before 26.03 (e.g. 22.11 in Debian
+            // 12) transmits with `flags |= MEMIF_DESC_FLAG_NEXT` and never clears the bit, so a slot
+            // that once held a chain keeps NEXT on the next lap and would glue unrelated frames
+            // together (fixed upstream by "net/memif: fix descriptor Tx flags corruption"). The
+            // consumer owns the slots until it publishes `tail`, so clearing them is within the
+            // protocol. (A client re-posts its receive slots with flags 0 in `refill`.)
+            let mut s = self.last;
+            while s != cur {
+                ring.clear_desc_flags(s);
+                s = s.wrapping_add(1);
             }
         }
         self.last = cur;
@@ -859,6 +878,40 @@ mod tests {
         let (c, err, _) = rx_raw(&[next, bad, next, last, last]);
         assert_eq!((c.packets, c.dropped), (1, 1));
         assert_eq!(err.bad_region, 1);
+    }
+
+    #[test]
+    fn server_rx_clears_flags_so_stale_next_bits_cannot_glue_frames() {
+        // A producer that only ever ORs NEXT in (DPDK 22.11's memif Tx) and never clears it.
+        let (regions, _tx, mut rx) = setup();
+        let ring = rx.ring.ring(&regions);
+        let rb = ring_bytes(LOG2) as u32;
+        let mut pool = Pool::new(64);
+        let mut err = MemifErrors::default();
+        let mut out = Vec::new();
+        let mut head = 0u16;
+        let put = |head: &mut u16, next: bool| {
+            let d = ring.desc(*head);
+            let flags = d.flags | if next { DESC_FLAG_NEXT } else { 0 };
+            ring.set_desc(*head, Desc { flags, region: 0, length: 100, offset: rb });
+            *head = head.wrapping_add(1);
+        };
+        // Lap 1: 8 chains of 2 descriptors.
+        for _ in 0..8 {
+            put(&mut head, true);
+            put(&mut head, false);
+        }
+        ring.set_head(head, Ordering::Release);
+        assert_eq!(rx.rx(&regions, &mut pool, &mut out, 64, &mut err).packets, 8);
+        // Lap 2: 16 single-descriptor frames in the same slots.
+        for _ in 0..16 {
+            put(&mut head, false);
+        }
+        ring.set_head(head, Ordering::Release);
+        let c = rx.rx(&regions, &mut pool, &mut out, 64, &mut err);
+        assert_eq!((c.packets, c.bytes), (16, 1600));
+        pool.free_bulk(&out);
+        assert_eq!(pool.in_use(), 0);
     }
 
     #[test]
