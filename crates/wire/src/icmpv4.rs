@@ -165,6 +165,16 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Icmpv4Packet<T> {
         self.buffer.as_mut()[field::ECHO_SEQNO].copy_from_slice(&v.to_be_bytes());
     }
 
+    /// Rewrite the echo identifier and update the checksum incrementally (NAT of ICMP queries);
+    /// returns the old identifier.
+    pub fn set_echo_ident_incremental(&mut self, ident: u16) -> u16 {
+        let old = self.echo_ident();
+        self.set_echo_ident(ident);
+        let c = checksum::update16(self.checksum(), old, ident);
+        self.set_checksum(c);
+        old
+    }
+
     /// Mutable data.
     pub fn data_mut(&mut self) -> &mut [u8] {
         &mut self.buffer.as_mut()[field::DATA]
@@ -323,6 +333,17 @@ mod tests {
         p.fill_checksum();
         assert_eq!(Icmpv4Repr::parse(&Icmpv4Packet::new_checked(&b[..]).unwrap()).unwrap(), r);
         assert_eq!(Icmpv4Message::TIME_EXCEEDED.to_string(), "time-exceeded");
+    }
+
+    #[test]
+    fn echo_ident_rewrite_keeps_checksum_valid() {
+        let mut b = echo_bytes();
+        let mut p = Icmpv4Packet::new_checked(&mut b[..]).unwrap();
+        assert_eq!(p.set_echo_ident_incremental(0xfffe), 0x1234);
+        assert!(p.verify_checksum());
+        let incr = p.checksum();
+        p.fill_checksum();
+        assert_eq!(incr, p.checksum());
     }
 
     #[test]

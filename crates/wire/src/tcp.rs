@@ -381,6 +381,31 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
         self.set_checksum(c);
     }
 
+    /// Rewrite the source port and update the checksum incrementally (NAT); returns the old port.
+    pub fn set_src_port_incremental(&mut self, port: u16) -> u16 {
+        let old = self.src_port();
+        self.set_src_port(port);
+        let c = checksum::update16(self.checksum(), old, port);
+        self.set_checksum(c);
+        old
+    }
+
+    /// Rewrite the destination port and update the checksum incrementally (NAT); returns the old port.
+    pub fn set_dst_port_incremental(&mut self, port: u16) -> u16 {
+        let old = self.dst_port();
+        self.set_dst_port(port);
+        let c = checksum::update16(self.checksum(), old, port);
+        self.set_checksum(c);
+        old
+    }
+
+    /// Update the checksum for an IPv4 address in the pseudo header that changed from `old` to
+    /// `new` (after NAT rewrote the IP header).
+    pub fn update_checksum_for_addr(&mut self, old: std::net::Ipv4Addr, new: std::net::Ipv4Addr) {
+        let c = checksum::update32(self.checksum(), u32::from(old), u32::from(new));
+        self.set_checksum(c);
+    }
+
     /// Lower the MSS option to `max` if it is larger (MSS clamping on a tunnel or NAT edge),
     /// updating the checksum incrementally (RFC 1624). Returns the old MSS when it changed. A
     /// malformed option list is left alone.
@@ -676,6 +701,26 @@ mod tests {
                     Err(e) => prop_assert_eq!(e.reason(), "bad-tcp-option"),
                 }
             }
+        }
+
+        #[test]
+        fn nat_rewrite_matches_fill(
+            payload in proptest::collection::vec(any::<u8>(), 0..32),
+            s in any::<u32>(), d in any::<u32>(), nd in any::<u32>(), dp in any::<u16>(), ndp in any::<u16>(),
+        ) {
+            let (s, d, nd) = (Ipv4Addr::from(s), Ipv4Addr::from(d), Ipv4Addr::from(nd));
+            let r = TcpRepr { dst_port: dp, payload_len: payload.len(), ..syn_repr() };
+            let mut buf = vec![0u8; r.buffer_len()];
+            let mut p = TcpPacket::new_unchecked(&mut buf[..]);
+            r.emit(&mut p);
+            p.payload_mut().copy_from_slice(&payload);
+            p.fill_checksum(&s.into(), &d.into());
+            prop_assert_eq!(p.set_dst_port_incremental(ndp), dp);
+            p.update_checksum_for_addr(d, nd);
+            prop_assert!(p.verify_checksum(&s.into(), &nd.into()));
+            let incr = p.checksum();
+            p.fill_checksum(&s.into(), &nd.into());
+            prop_assert_eq!(incr, p.checksum());
         }
 
         #[test]

@@ -7,7 +7,7 @@
 //! To build a datagram: `UdpRepr::emit` (header, checksum zeroed), write the payload through
 //! `payload_mut`, then `fill_checksum(src, dst)`.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use crate::checksum;
 use crate::error::{Error, Result};
@@ -151,6 +151,42 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
         let c = self.compute_checksum(src, dst);
         self.set_checksum(c);
     }
+
+    /// Apply an RFC 1624 update to the checksum, keeping "no checksum" (0, IPv4 only) as it is and
+    /// sending a zero result as 0xffff (RFC 768).
+    fn adjust_checksum(&mut self, f: impl FnOnce(u16) -> u16) {
+        let c = self.checksum();
+        if c == 0 {
+            return;
+        }
+        let n = match f(c) {
+            0 => 0xffff,
+            n => n,
+        };
+        self.set_checksum(n);
+    }
+
+    /// Rewrite the source port and update the checksum incrementally (NAT); returns the old port.
+    pub fn set_src_port_incremental(&mut self, port: u16) -> u16 {
+        let old = self.src_port();
+        self.set_src_port(port);
+        self.adjust_checksum(|c| checksum::update16(c, old, port));
+        old
+    }
+
+    /// Rewrite the destination port and update the checksum incrementally (NAT); returns the old port.
+    pub fn set_dst_port_incremental(&mut self, port: u16) -> u16 {
+        let old = self.dst_port();
+        self.set_dst_port(port);
+        self.adjust_checksum(|c| checksum::update16(c, old, port));
+        old
+    }
+
+    /// Update the checksum for an IPv4 address in the pseudo header that changed from `old` to
+    /// `new` (after NAT rewrote the IP header).
+    pub fn update_checksum_for_addr(&mut self, old: Ipv4Addr, new: Ipv4Addr) {
+        self.adjust_checksum(|c| checksum::update32(c, u32::from(old), u32::from(new)));
+    }
 }
 
 /// A UDP header as a value.
@@ -211,7 +247,7 @@ impl UdpRepr {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use std::net::{Ipv4Addr, Ipv6Addr};
+    use std::net::Ipv6Addr;
 
     fn v4() -> (IpAddr, IpAddr) {
         (Ipv4Addr::new(192, 168, 0, 1).into(), Ipv4Addr::new(192, 168, 0, 199).into())
@@ -321,7 +357,48 @@ mod tests {
         assert!(matches!(UdpRepr::parse(&UdpPacket::new_unchecked(&b[..]), &s, &d), Err(Error::BadChecksum { .. })));
     }
 
+    #[test]
+    fn nat_rewrites_keep_checksum_valid() {
+        let (s, d) = v4();
+        let mut b = known();
+        let mut p = UdpPacket::new_checked(&mut b[..]).unwrap();
+        p.fill_checksum(&s, &d);
+        let new_src = Ipv4Addr::new(203, 0, 113, 9);
+        assert_eq!(p.set_src_port_incremental(61000), 1234);
+        p.update_checksum_for_addr(Ipv4Addr::new(192, 168, 0, 1), new_src);
+        assert!(p.verify_checksum(&new_src.into(), &d));
+        assert_eq!(p.set_dst_port_incremental(5353), 53);
+        let incr = p.checksum();
+        p.fill_checksum(&new_src.into(), &d);
+        assert_eq!(incr, p.checksum());
+        // "No checksum" stays so.
+        let mut b = known();
+        let mut p = UdpPacket::new_checked(&mut b[..]).unwrap();
+        p.set_src_port_incremental(1);
+        p.update_checksum_for_addr(Ipv4Addr::new(192, 168, 0, 1), new_src);
+        assert_eq!(p.checksum(), 0);
+    }
+
     proptest! {
+        #[test]
+        fn nat_rewrite_matches_fill(
+            payload in proptest::collection::vec(any::<u8>(), 0..32),
+            s in any::<u32>(), d in any::<u32>(), ns in any::<u32>(), sp in any::<u16>(), nsp in any::<u16>(),
+        ) {
+            let (s, d, ns) = (Ipv4Addr::from(s), Ipv4Addr::from(d), Ipv4Addr::from(ns));
+            let r = UdpRepr { src_port: sp, dst_port: 53, payload_len: payload.len() };
+            let mut buf = vec![0u8; r.buffer_len()];
+            let mut p = UdpPacket::new_unchecked(&mut buf[..]);
+            r.emit(&mut p);
+            p.payload_mut().copy_from_slice(&payload);
+            p.fill_checksum(&s.into(), &d.into());
+            p.set_src_port_incremental(nsp);
+            p.update_checksum_for_addr(s, ns);
+            let incr = p.checksum();
+            p.fill_checksum(&ns.into(), &d.into());
+            prop_assert_eq!(incr, p.checksum());
+        }
+
         #[test]
         fn parse_never_panics(data in proptest::collection::vec(any::<u8>(), 0..40), src in any::<u32>()) {
             let p = UdpPacket::new_unchecked(&data[..]);
