@@ -19,6 +19,9 @@ pub struct Args {
     /// Control socket path (overrides `[switch] control_socket`).
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
+    /// Only check the config (parse and validate it whole), print a summary and exit.
+    #[arg(long)]
+    check: bool,
 }
 
 pub fn main(args: Args) -> anyhow::Result<()> {
@@ -26,6 +29,16 @@ pub fn main(args: Args) -> anyhow::Result<()> {
         .with_context(|| format!("config path {}", args.config.display()))?;
     let cfg = Config::from_file(&config_path)?;
     validate(&cfg)?;
+    if args.check {
+        println!(
+            "{}: ok ({} ports, {} bridges, {} xconnect directions)",
+            config_path.display(),
+            cfg.ports.len(),
+            cfg.bridges.len(),
+            cfg.xconnect_directions().len()
+        );
+        return Ok(());
+    }
     let socket_path = args.socket.clone().unwrap_or_else(|| PathBuf::from(&cfg.switch.control_socket));
 
     // Signals first, so that a SIGTERM during start-up still ends in a clean exit.
