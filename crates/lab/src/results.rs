@@ -272,7 +272,12 @@ impl std::fmt::Display for Cell {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Cell::Num(x) if x.fract() == 0.0 && x.abs() < 1e15 => write!(f, "{x:.0}"),
-            Cell::Num(x) => write!(f, "{x:.3}"),
+            Cell::Num(x) if x.abs() >= 1.0 => write!(f, "{x:.3}"),
+            // Small values (loss percentages) keep 4 significant digits: 0.000 would hide loss.
+            Cell::Num(x) => {
+                let prec = (3 - x.abs().log10().floor() as i32).clamp(3, 12) as usize;
+                write!(f, "{x:.prec$}")
+            }
             Cell::Text(s) => f.write_str(s),
             Cell::Flag(b) => f.write_str(if *b { "True" } else { "False" }),
         }
@@ -514,6 +519,14 @@ mod tests {
         assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339_utc(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29T00:00:00Z");
         assert_eq!(rfc3339_utc(UNIX_EPOCH + Duration::from_secs(1_700_000_000)), "2023-11-14T22:13:20Z");
+    }
+
+    #[test]
+    fn small_numbers_keep_significant_digits() {
+        assert_eq!(Cell::Num(0.00012346).to_string(), "0.0001235");
+        assert_eq!(Cell::Num(0.5).to_string(), "0.5000");
+        assert_eq!(Cell::Num(12.25).to_string(), "12.250");
+        assert_eq!(Cell::Num(42.0).to_string(), "42");
     }
 
     #[test]

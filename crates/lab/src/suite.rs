@@ -42,7 +42,7 @@ use crate::procedures::linear::{linear_sweep, LinearSweepConfig};
 use crate::procedures::mlrsearch::{mlrsearch, MlrConfig, SearchGoal};
 use crate::procedures::soak::{soak, SoakConfig};
 use crate::procedures::throughput::{throughput, ThroughputConfig, TrialPolicy};
-use crate::results::Outcome;
+use crate::results::{Outcome, TestRecord};
 use crate::sim::SimModel;
 use crate::{LabError, LineRate, Load};
 
@@ -491,6 +491,53 @@ pub fn run_test<M: Measurer + ?Sized>(
     })
 }
 
+/// Runs every test of `suite` for one DUT and frame size on `m` and returns the records.
+///
+/// The caller owns the topology: it builds it for `dut`, makes the measurer, calls this, and tears
+/// down. `reconfigure(m, scale, point)` is called before each point of a scale sweep (the testbed
+/// maps it to `Dut::configure_scale`). The throughput found by the first throughput or mlrsearch
+/// test feeds the latency, back-to-back and soak tests that follow.
+pub fn run_for_dut(
+    suite: &Suite,
+    dut: &DutSpec,
+    line: &LineRate,
+    m: &mut dyn Measurer,
+    reconfigure: &mut dyn FnMut(&mut dyn Measurer, &ScaleSpec, u64) -> Result<(), LabError>,
+) -> Result<Vec<TestRecord>, LabError> {
+    let mut records = Vec::new();
+    let mut thr = None;
+    let record = |spec: &TestSpec, outcome: Outcome, scale: Option<u64>| TestRecord {
+        id: spec.id(dut.deployment()),
+        description: format!("{} ({})", spec.procedure(), dut.topology),
+        deployment: dut.deployment().to_string(),
+        vswitch: dut.name.clone(),
+        traffic_type: "udp".into(),
+        frame_size: line.frame_size,
+        line: *line,
+        bidirectional: suite.bidirectional,
+        flows: suite.flows,
+        scale,
+        outcome,
+    };
+    for spec in &suite.tests {
+        match spec.scale() {
+            Some(sc) => {
+                for &point in &sc.points {
+                    reconfigure(m, sc, point)?;
+                    let o = run_test(m, spec, line, thr)?;
+                    records.push(record(spec, o, Some(point)));
+                }
+            }
+            None => {
+                let o = run_test(m, spec, line, thr)?;
+                thr = thr.or(found_throughput(&o));
+                records.push(record(spec, o, None));
+            }
+        }
+    }
+    Ok(records)
+}
+
 /// The throughput an outcome found, for the tests that follow it.
 pub fn found_throughput(o: &Outcome) -> Option<f64> {
     match o {
@@ -593,6 +640,26 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
         assert!(e.contains("latency") && e.contains("throughput"), "{e}");
         let bad = EXAMPLE.replace("kind = \"mac-entries\"", "kind = \"routes\"");
         assert!(Suite::parse(&bad).unwrap_err().to_string().contains("test.scale.kind"));
+    }
+
+    #[test]
+    fn run_for_dut_records_every_test_and_scale_point() {
+        let s = Suite::parse(EXAMPLE).unwrap();
+        let line = s.line(1518).unwrap();
+        let sim = s.duts[1].sim.as_ref().unwrap();
+        let mut m = SimDut::new(sim.model(), 3).with_line_rate(line.max_fps());
+        let mut seen = Vec::new();
+        let recs = run_for_dut(&s, &s.duts[1], &line, &mut m, &mut |_, sc, p| {
+            seen.push((sc.kind.clone(), p));
+            Ok(())
+        })
+        .unwrap();
+        // 4 plain tests + 3 scale points.
+        assert_eq!(recs.len(), 7);
+        assert_eq!(seen, vec![("mac-entries".to_string(), 2), ("mac-entries".to_string(), 2000), ("mac-entries".to_string(), 20000)]);
+        assert!(recs.iter().all(|r| r.vswitch == "ovs" && r.frame_size == 1518 && r.deployment == "phy2phy"));
+        assert_eq!(recs.iter().filter(|r| r.scale.is_some()).count(), 3);
+        assert_eq!(recs[2].outcome.name(), "back-to-back");
     }
 
     #[test]

@@ -3,9 +3,12 @@
 //! Rows of both runs ([`TestRecord::rows`](crate::results::TestRecord::rows)) are matched by what
 //! identifies them (test id, device, deployment, frame size, procedure, goal, scale, flows). For
 //! each matched pair the key metrics are compared: throughput-like metrics regress when they drop
-//! by more than `threshold_pct` percent, latency and loss when they rise by more than it (a loss
-//! appearing where there was none is always a regression). Rows present in only one run are
-//! listed. A change involving a tester-limited row is marked, because it may be the tester's.
+//! by more than `threshold_pct` percent, latency and loss when they rise by more than it. Loss
+//! must also grow by more than [`LOSS_FLOOR_PERCENT`] percentage points (0.001 %, the tolerance
+//! EANTC accepted in seed 000), so sporadic few-frame losses do not drown real regressions; a
+//! loss appearing where there was none is a regression once above that floor. Rows present in
+//! only one run are listed. A change involving a tester-limited row is marked, because it may be
+//! the tester's.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -18,6 +21,8 @@ use crate::results::{Cell, Row, RunResults};
 const HIGHER_BETTER: &[&str] = &["throughput_rx_fps", "lower_bound_fps", "b2b_frames"];
 /// Metrics where lower is better.
 const LOWER_BETTER: &[&str] = &["avg_latency_ns", "max_latency_ns", "p99_latency_ns", "frame_loss_percent"];
+/// Loss changes smaller than this many percentage points are noise, not regressions.
+pub const LOSS_FLOOR_PERCENT: f64 = 0.001;
 /// Columns that identify a row.
 const KEY: &[&str] = &["id", "vswitch", "deployment", "packet_size", "procedure", "goal", "scale", "flows"];
 
@@ -57,7 +62,8 @@ impl Comparison {
                 for c in list {
                     let tl = if c.tester_limited { " (tester-limited)" } else { "" };
                     let pct = if c.change_pct.is_finite() { format!("{:+.2}%", c.change_pct) } else { "new".into() };
-                    let _ = writeln!(s, "| {}{tl} | {} | {:.3} | {:.3} | {pct} |", c.key, c.metric, c.a, c.b);
+                    let (a, b) = (Cell::Num(c.a), Cell::Num(c.b));
+                    let _ = writeln!(s, "| {}{tl} | {} | {a} | {b} | {pct} |", c.key, c.metric);
                 }
                 s.push('\n');
             }
@@ -107,6 +113,9 @@ pub fn compare(a: &RunResults, b: &RunResults, threshold_pct: f64) -> Comparison
                     (vb - va) / va.abs() * 100.0
                 };
                 let worse = if higher_better { -change_pct } else { change_pct };
+                if m == "frame_loss_percent" && (vb - va).abs() <= LOSS_FLOOR_PERCENT {
+                    continue;
+                }
                 let c = Change { key: key.clone(), metric: m, a: va, b: vb, change_pct, tester_limited: tl };
                 if worse > threshold_pct {
                     out.regressions.push(c);
@@ -153,6 +162,20 @@ mod tests {
         // And B → A is an improvement.
         assert!(compare(&b, &a, 5.0).improvements.iter().any(|r| r.metric == "throughput_rx_fps"));
         assert!(c.render().contains("throughput_rx_fps"));
+    }
+
+    #[test]
+    fn loss_below_the_floor_is_noise() {
+        let a = sample_run();
+        let mut b = a.clone();
+        let Outcome::Throughput(t) = &mut b.tests[0].outcome else { panic!() };
+        let x = t.throughput_fps.unwrap();
+        // One frame lost out of millions: far below 0.001 %.
+        for tr in t.trials.iter_mut().filter(|tr| tr.intended_load.fps == x) {
+            tr.received_frames -= 1;
+        }
+        let c = compare(&a, &b, 1.0);
+        assert!(!c.regressions.iter().any(|r| r.metric == "frame_loss_percent"), "{:?}", c.regressions);
     }
 
     #[test]
