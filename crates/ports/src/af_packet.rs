@@ -75,6 +75,8 @@ mod sys {
 
     pub const TP_STATUS_KERNEL: u32 = 0;
     pub const TP_STATUS_USER: u32 = 1;
+    pub const TP_STATUS_VLAN_VALID: u32 = 1 << 4;
+    pub const TP_STATUS_VLAN_TPID_VALID: u32 = 1 << 6;
     pub const TP_STATUS_SEND_REQUEST: u32 = 1;
     pub const TP_STATUS_SENDING: u32 = 2;
     pub const TP_STATUS_WRONG_FORMAT: u32 = 4;
@@ -133,6 +135,9 @@ mod sys {
         pub const LEN: usize = 16;
         pub const STATUS: usize = 20;
         pub const MAC: usize = 24;
+        /// `hv1.tp_vlan_tci` (u32) and `hv1.tp_vlan_tpid` (u16).
+        pub const VLAN_TCI: usize = 32;
+        pub const VLAN_TPID: usize = 36;
         /// `TPACKET_ALIGN(sizeof(struct tpacket3_hdr))`: where `sockaddr_ll` starts on RX, and where
         /// frame data starts in a TX slot.
         pub const SIZE: usize = 48;
@@ -152,8 +157,14 @@ mod sys {
 const PAGE_SIZE: u32 = 4096;
 /// Largest ring the config accepts (per direction), to catch typos before they pin gigabytes.
 const MAX_RING_BYTES: u64 = 1 << 30;
-/// Ethernet header (14) plus one VLAN tag (4): what a frame may carry beyond the MTU.
-const L2_OVERHEAD: usize = 18;
+/// Ethernet header: what a frame carries beyond the MTU.
+const ETH_HLEN: usize = 14;
+/// Destination and source MAC addresses, before the EtherType or the first VLAN tag.
+const MAC_ADDRS: usize = 12;
+/// One VLAN tag (TPID + TCI).
+const VLAN_TAG: usize = 4;
+/// The 802.1Q TPID.
+const ETH_P_8021Q: u16 = 0x8100;
 
 /// Configuration of an AF_PACKET port.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -460,21 +471,51 @@ impl RxRing {
         self.offset = 0;
     }
 
-    /// Copies `len` bytes at `off` of the current block into a new pool packet (chained when longer
-    /// than one buffer). `None` if the bytes are not inside the block or the pool is empty.
-    fn copy_in(&self, pool: &mut Pool, off: usize, len: usize) -> Option<u32> {
+    /// Copies the `len` bytes at `off` of the current block into a new pool packet (chained when
+    /// longer than one buffer), putting `tag` back after the two MAC addresses when the kernel took
+    /// the outer VLAN tag off. `None` if the bytes are not inside the block or the pool is empty.
+    fn copy_in(
+        &self,
+        pool: &mut Pool,
+        off: usize,
+        len: usize,
+        tag: Option<[u8; 4]>,
+    ) -> Option<u32> {
         let src = self.at(off, len, 1)?;
+        // A tag goes after the MAC addresses; a frame too short to have them keeps no tag.
+        let tag = tag.filter(|_| len >= MAC_ADDRS);
+        let total = len + if tag.is_some() { VLAN_TAG } else { 0 };
         let h = pool.alloc()?;
-        let first = len.min(DATA_SIZE);
+        let first = total.min(DATA_SIZE);
         let dst = &mut pool.raw_mut(h)[HEADROOM..HEADROOM + first];
-        // SAFETY: `src..src+len` is inside the block (checked by `at`), which the kernel does not
-        // write while its status is TP_STATUS_USER; `dst` is process-private pool memory.
-        unsafe { ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), first) };
+        let mut done = match tag {
+            None => {
+                // SAFETY: `src..src+len` is inside the block (checked by `at`), which the kernel does
+                // not write while its status is TP_STATUS_USER; `dst` is process-private pool
+                // memory of `first <= len` bytes.
+                unsafe { ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), first) };
+                first
+            }
+            Some(t) => {
+                let rest = first - MAC_ADDRS - VLAN_TAG;
+                // SAFETY: as above; `first` = min(len + 4, DATA_SIZE) >= 16, and 12 + rest <= len
+                // source bytes are read.
+                unsafe {
+                    ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), MAC_ADDRS);
+                    ptr::copy_nonoverlapping(
+                        src.add(MAC_ADDRS),
+                        dst.as_mut_ptr().add(MAC_ADDRS + VLAN_TAG),
+                        rest,
+                    );
+                }
+                dst[MAC_ADDRS..MAC_ADDRS + VLAN_TAG].copy_from_slice(&t);
+                MAC_ADDRS + rest
+            }
+        };
         pool.set_len(h, first);
-        let mut done = first;
         while done < len {
             let n = (len - done).min(DATA_SIZE);
-            // SAFETY: as above: bytes inside a user-owned block, not written meanwhile; the slice
+            // SAFETY: bytes inside a user-owned block (as above), not written meanwhile; the slice
             // lives only for this call.
             let seg = unsafe { core::slice::from_raw_parts(src.add(done), n) };
             if !pool.append_segment(h, seg) {
@@ -521,6 +562,7 @@ impl RxRing {
                 let wire_len = self.u32_at(off + sys::hdr3::LEN) as usize;
                 let mac = usize::from(self.u16_at(off + sys::hdr3::MAC));
                 let pkttype = self.u8_at(off + sys::hdr3::PKTTYPE);
+                let status = self.u32_at(off + sys::hdr3::STATUS);
                 self.done += 1;
                 self.offset = off + next;
                 if self.at(off + mac, snaplen, 1).is_none() || (next == 0 && self.done < num) {
@@ -538,11 +580,25 @@ impl RxRing {
                     stats.rx_dropped += 1;
                     continue;
                 }
-                match self.copy_in(pool, off + mac, snaplen) {
+                // The kernel moves the outer VLAN tag into the descriptor (skb_vlan_untag on
+                // receive); the switch must see the frame as it was on the wire (IEEE 802.1Q §9.3).
+                let tag = (status & sys::TP_STATUS_VLAN_VALID != 0).then(|| {
+                    let tpid = if status & sys::TP_STATUS_VLAN_TPID_VALID != 0 {
+                        self.u16_at(off + sys::hdr3::VLAN_TPID)
+                    } else {
+                        ETH_P_8021Q
+                    };
+                    let tci = self.u32_at(off + sys::hdr3::VLAN_TCI) as u16;
+                    let mut t = [0u8; 4];
+                    t[..2].copy_from_slice(&tpid.to_be_bytes());
+                    t[2..].copy_from_slice(&tci.to_be_bytes());
+                    t
+                });
+                match self.copy_in(pool, off + mac, snaplen, tag) {
                     Some(h) => {
                         out.push(h);
                         stats.rx_packets += 1;
-                        stats.rx_bytes += snaplen as u64;
+                        stats.rx_bytes += u64::from(pool.header(h).total_len);
                         got += 1;
                     }
                     None => {
@@ -930,12 +986,18 @@ impl Port for AfPacketPort {
     }
 
     fn tx_burst(&mut self, pool: &mut Pool, pkts: &[u32]) -> usize {
-        let max_len = self.config.max_tx_frame().min(self.mtu + L2_OVERHEAD);
+        let slot_max = self.config.max_tx_frame();
         let mut sent = 0;
         let mut queued = false;
         for (i, &h) in pkts.iter().enumerate() {
             let len = pool.header(h).total_len as usize;
-            if len > max_len || len == 0 {
+            // The kernel sends MTU + 14 bytes, 4 more when the frame carries an 802.1Q tag
+            // (packet_extra_vlan_len_allowed); anything longer it would drop silently.
+            let d = pool.data(h);
+            let q_tagged =
+                d.len() >= ETH_HLEN && d[MAC_ADDRS..ETH_HLEN] == ETH_P_8021Q.to_be_bytes();
+            let mtu_max = self.mtu + ETH_HLEN + if q_tagged { VLAN_TAG } else { 0 };
+            if len > slot_max || len > mtu_max || len == 0 {
                 self.extra.tx_too_long += 1;
                 self.stats.tx_dropped += 1;
                 continue;
@@ -1068,8 +1130,10 @@ mod tests {
         fn put32(&mut self, at: usize, v: u32) {
             self.bytes()[at..at + 4].copy_from_slice(&v.to_ne_bytes());
         }
-        /// Fills block `b` with `frames` (bytes, pkttype) and hands it to user space.
-        fn fill(&mut self, b: usize, frames: &[(Vec<u8>, u8)]) {
+        /// Fills block `b` with `frames` (bytes, pkttype) and hands it to user space; returns
+        /// where each descriptor starts.
+        fn fill(&mut self, b: usize, frames: &[(Vec<u8>, u8)]) -> Vec<usize> {
+            let mut descs = Vec::new();
             let base = b * self.block_size;
             let mut off = 48;
             self.put32(base + sys::block::OFFSET_TO_FIRST_PKT, off as u32);
@@ -1082,6 +1146,7 @@ mod tests {
                     (mac + f.len() + 15) & !15
                 };
                 let h = base + off;
+                descs.push(h);
                 self.put32(h + sys::hdr3::NEXT_OFFSET, next as u32);
                 self.put32(h + sys::hdr3::SNAPLEN, f.len() as u32);
                 self.put32(h + sys::hdr3::LEN, f.len() as u32);
@@ -1092,6 +1157,7 @@ mod tests {
                 off += next;
             }
             self.put32(base + sys::block::STATUS, sys::TP_STATUS_USER);
+            descs
         }
         fn status(&mut self, b: usize) -> u32 {
             let at = b * self.block_size + sys::block::STATUS;
@@ -1156,6 +1222,69 @@ mod tests {
         );
         pool.copy_out(out[1], &mut bytes);
         assert_eq!(bytes, frame(6, 100));
+        pool.free_bulk(&out);
+        assert_eq!(pool.in_use(), 0);
+    }
+
+    #[test]
+    fn rx_walk_puts_back_the_vlan_tag_the_kernel_took_off() {
+        let mut fake = FakeRing::new(32768, 1);
+        // As the kernel stores them: the outer tag removed from the bytes, kept in the descriptor.
+        let descs = fake.fill(
+            0,
+            &[
+                (frame(0, 60), 0),
+                (frame(1, 9000), 0),
+                (frame(2, 60), 0),
+                (frame(3, 8), 0),
+            ],
+        );
+        let tagged = [
+            (
+                descs[0],
+                sys::TP_STATUS_VLAN_VALID | sys::TP_STATUS_VLAN_TPID_VALID,
+                0x88a8u16,
+                0x6064u32,
+            ),
+            (
+                descs[1],
+                sys::TP_STATUS_VLAN_VALID | sys::TP_STATUS_VLAN_TPID_VALID,
+                0x8100,
+                100,
+            ),
+            // Old kernels: no TPID given, 802.1Q assumed.
+            (descs[2], sys::TP_STATUS_VLAN_VALID, 0x1234, 7),
+            // Runt: no room for MAC addresses, the tag is not invented.
+            (descs[3], sys::TP_STATUS_VLAN_VALID, 0x8100, 9),
+        ];
+        for &(d, status, tpid, tci) in &tagged {
+            fake.put32(d + sys::hdr3::STATUS, status);
+            fake.put32(d + sys::hdr3::VLAN_TCI, tci);
+            fake.bytes()[d + sys::hdr3::VLAN_TPID..d + sys::hdr3::VLAN_TPID + 2]
+                .copy_from_slice(&tpid.to_ne_bytes());
+        }
+        let mut ring = fake.ring();
+        let mut pool = Pool::new(64);
+        let (mut stats, mut extra) = (PortStats::default(), AfPacketStats::default());
+        let mut out = Vec::new();
+        assert_eq!(
+            ring.burst(&mut pool, &mut out, 256, &mut stats, &mut extra),
+            4
+        );
+        let with_tag = |f: Vec<u8>, tag: [u8; 4]| [&f[..12], &tag[..], &f[12..]].concat();
+        let expected = [
+            with_tag(frame(0, 60), [0x88, 0xa8, 0x60, 0x64]),
+            with_tag(frame(1, 9000), [0x81, 0x00, 0x00, 100]),
+            with_tag(frame(2, 60), [0x81, 0x00, 0x00, 7]),
+            frame(3, 8),
+        ];
+        let mut bytes = Vec::new();
+        for (h, e) in out.iter().zip(expected.iter()) {
+            pool.copy_out(*h, &mut bytes);
+            assert_eq!(&bytes, e);
+            assert_eq!(pool.header(*h).total_len as usize, e.len());
+        }
+        assert_eq!(stats.rx_bytes, 64 + 9004 + 64 + 8);
         pool.free_bulk(&out);
         assert_eq!(pool.in_use(), 0);
     }

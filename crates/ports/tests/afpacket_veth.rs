@@ -256,31 +256,105 @@ fn afpacket_veth_exact_counts_both_directions_60_1514_9000() {
 #[test]
 fn afpacket_frames_too_long_for_slot_or_mtu_are_counted_not_sent() {
     let lab = VethLab::new(1500);
-    // Default 2048-byte TX slots: 2000 bytes at most; the MTU allows 1518 with a VLAN tag.
+    // Default 2048-byte TX slots: 2000 bytes at most; MTU 1500 allows 1514 bytes, 1518 with an
+    // 802.1Q tag.
     let (mut host, mut peer) = lab.ports(2048);
     let mut pool = Pool::new(64);
-    let too_big_for_mtu = packet_from_bytes(&mut pool, &test_frame(1, 0, 1600)).unwrap();
-    let too_big_for_slot = packet_from_bytes(&mut pool, &test_frame(1, 1, 9000)).unwrap();
-    let fine = packet_from_bytes(&mut pool, &test_frame(1, 2, 1514)).unwrap();
-    assert_eq!(
-        host.tx_burst(&mut pool, &[too_big_for_mtu, too_big_for_slot, fine]),
-        1
-    );
-    pool.free_bulk(&[too_big_for_mtu, too_big_for_slot, fine]);
+    let mut q_tagged = test_frame(1, 3, 1518);
+    q_tagged[12..14].copy_from_slice(&[0x81, 0x00]);
+    q_tagged[14..16].copy_from_slice(&[0x00, 0x64]);
+    q_tagged[16..18].copy_from_slice(&ETHERTYPE.to_be_bytes());
+    let frames = [
+        test_frame(1, 0, 1600), // over the MTU
+        test_frame(1, 1, 9000), // over the slot
+        test_frame(1, 2, 1514), // fits
+        test_frame(1, 4, 1518), // untagged 1518: over the MTU
+        q_tagged.clone(),       // tagged 1518: fits
+    ];
+    let pkts: Vec<u32> = frames
+        .iter()
+        .map(|f| packet_from_bytes(&mut pool, f).unwrap())
+        .collect();
+    assert_eq!(host.tx_burst(&mut pool, &pkts), 2);
+    pool.free_bulk(&pkts);
     let s = host.stats();
-    assert_eq!(s.tx_packets, 1);
-    assert_eq!(s.tx_dropped, 2);
-    assert_eq!(host.af_packet_stats().tx_too_long, 2);
-    let mut recv = Received {
-        ours: Vec::new(),
-        foreign: 0,
-    };
+    assert_eq!(s.tx_packets, 2);
+    assert_eq!(s.tx_dropped, 3);
+    assert_eq!(host.af_packet_stats().tx_too_long, 3);
+    let mut got = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(5);
-    while recv.ours.is_empty() && Instant::now() < deadline {
-        drain(&mut peer, &mut pool, 1, &mut recv, 0xff);
+    while got.len() < 2 && Instant::now() < deadline {
+        peer.rx_burst(&mut pool, &mut got, 256);
     }
-    assert_eq!(recv.ours.len(), 1);
-    assert_eq!(parse(&recv.ours[0]), Some((1, 2)));
+    std::thread::sleep(Duration::from_millis(20));
+    peer.rx_burst(&mut pool, &mut got, 256);
+    let mut bytes = Vec::new();
+    let seen: Vec<Vec<u8>> = got
+        .iter()
+        .map(|&h| {
+            pool.copy_out(h, &mut bytes);
+            bytes.clone()
+        })
+        .collect();
+    pool.free_bulk(&got);
+    assert_eq!(seen, vec![frames[2].clone(), q_tagged]);
+}
+
+/// A frame of `len` bytes with the given VLAN tags (TPID, TCI) after the MAC addresses.
+fn tagged_frame(seq: u32, len: usize, tags: &[(u16, u16)]) -> Vec<u8> {
+    let mut f = test_frame(3, seq, len);
+    let mut at = 12;
+    for &(tpid, tci) in tags {
+        f[at..at + 2].copy_from_slice(&tpid.to_be_bytes());
+        f[at + 2..at + 4].copy_from_slice(&tci.to_be_bytes());
+        at += 4;
+    }
+    f[at..at + 2].copy_from_slice(&ETHERTYPE.to_be_bytes());
+    f
+}
+
+#[test]
+fn afpacket_vlan_tags_arrive_as_sent_both_directions() {
+    let lab = VethLab::new(1500);
+    let (mut host, mut peer) = lab.ports(2048);
+    let mut pool = Pool::new(256);
+    let frames = vec![
+        tagged_frame(0, 64, &[(0x8100, 100)]),
+        tagged_frame(1, 64, &[(0x8100, 0x6000)]), // priority-tagged: VID 0, PCP 3
+        tagged_frame(2, 1518, &[(0x8100, 4094)]),
+        tagged_frame(3, 68, &[(0x88a8, 200), (0x8100, 300)]), // Q-in-Q
+        tagged_frame(4, 1514, &[(0x88a8, 10), (0x8100, 20)]),
+        test_frame(3, 5, 60),
+    ];
+    for round in 0..2 {
+        let (tx, rx) = if round == 0 {
+            (&mut host, &mut peer)
+        } else {
+            (&mut peer, &mut host)
+        };
+        let pkts: Vec<u32> = frames
+            .iter()
+            .map(|f| packet_from_bytes(&mut pool, f).unwrap())
+            .collect();
+        assert_eq!(tx.tx_burst(&mut pool, &pkts), frames.len());
+        pool.free_bulk(&pkts);
+        let mut got = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while got.len() < frames.len() && Instant::now() < deadline {
+            rx.rx_burst(&mut pool, &mut got, 256);
+        }
+        let mut bytes = Vec::new();
+        let seen: Vec<Vec<u8>> = got
+            .iter()
+            .map(|&h| {
+                pool.copy_out(h, &mut bytes);
+                bytes.clone()
+            })
+            .collect();
+        pool.free_bulk(&got);
+        assert_eq!(seen, frames, "{} -> {}", tx.name(), rx.name());
+    }
+    assert_eq!(pool.in_use(), 0);
 }
 
 #[test]
