@@ -1,8 +1,9 @@
 //! IPv6 fixed header (RFC 8200 §3): the view [`Ipv6Packet`] and the value [`Ipv6Repr`].
 //!
-//! Extension headers are not walked here: `next_header` names the first one and `payload()` starts
-//! right after the fixed header. A payload length of 0 is taken literally (jumbograms, RFC 2675,
-//! are not supported).
+//! `next_header` names the first extension header (if any) and `payload()` starts right after the
+//! fixed header; [`Ipv6Packet::upper_layer`] walks the extension headers (RFC 8200 §4) to the
+//! upper-layer protocol and its offset, noting a fragment header ([`Ipv6Fragment`]). A payload
+//! length of 0 is taken literally (jumbograms, RFC 2675, are not supported).
 
 use std::net::Ipv6Addr;
 
@@ -114,6 +115,76 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
     pub fn payload(&self) -> &[u8] {
         &self.buffer.as_ref()[HEADER_LEN..HEADER_LEN + usize::from(self.payload_len())]
     }
+
+    /// Walk the extension headers (hop-by-hop, routing, fragment, destination options, AH,
+    /// mobility, HIP, shim6 — RFC 8200 §4, RFC 7045) to the upper-layer protocol. Stops at the
+    /// first other next-header value (ESP and "no next header" included). Needs
+    /// [`Self::check_len`] to have passed; a header running past the payload is
+    /// [`Error::Truncated`].
+    pub fn upper_layer(&self) -> Result<Ipv6Upper> {
+        let payload = self.payload();
+        let mut proto = self.next_header();
+        let mut at = 0usize;
+        let mut fragment = None;
+        loop {
+            let len = match proto.0 {
+                // Hop-by-hop, routing, destination options, mobility, HIP, shim6: length in
+                // 8-octet units, not counting the first 8 (RFC 8200 §4.3–4.6).
+                0 | 43 | 60 | 135 | 139 | 140 => {
+                    let Some(&l) = payload.get(at + 1) else {
+                        return Err(Error::Truncated { header: "IPv6 extension header", len: payload.len(), need: at + 2 });
+                    };
+                    (usize::from(l) + 1) * 8
+                }
+                // Fragment header: 8 bytes (RFC 8200 §4.5).
+                44 => 8,
+                // Authentication header: length in 4-octet units minus 2 (RFC 4302 §2.2).
+                51 => {
+                    let Some(&l) = payload.get(at + 1) else {
+                        return Err(Error::Truncated { header: "IPv6 extension header", len: payload.len(), need: at + 2 });
+                    };
+                    (usize::from(l) + 2) * 4
+                }
+                _ => return Ok(Ipv6Upper { protocol: proto, offset: HEADER_LEN + at, fragment }),
+            };
+            let Some(h) = payload.get(at..at + len) else {
+                return Err(Error::Truncated { header: "IPv6 extension header", len: payload.len(), need: at + len });
+            };
+            if proto == IpProtocol::IPV6_FRAG {
+                let off_flags = be16(&h[2..4]);
+                fragment = Some(Ipv6Fragment {
+                    offset: off_flags & 0xfff8,
+                    more_frags: off_flags & 1 != 0,
+                    ident: be32(&h[4..8]),
+                });
+            }
+            proto = IpProtocol(h[0]);
+            at += len;
+        }
+    }
+}
+
+/// Where an IPv6 packet's upper layer starts, from [`Ipv6Packet::upper_layer`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Ipv6Upper {
+    /// The upper-layer protocol (or the next header the walk stopped at, e.g. ESP or 59).
+    pub protocol: IpProtocol,
+    /// Offset of the upper-layer header from the start of the IPv6 header.
+    pub offset: usize,
+    /// The fragment header, if the packet has one (then only the first fragment, offset 0, holds
+    /// the upper-layer header).
+    pub fragment: Option<Ipv6Fragment>,
+}
+
+/// The fields of an IPv6 fragment header (RFC 8200 §4.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Ipv6Fragment {
+    /// Fragment offset in bytes (a multiple of 8).
+    pub offset: u16,
+    /// More-fragments flag.
+    pub more_frags: bool,
+    /// Identification.
+    pub ident: u32,
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
@@ -303,6 +374,55 @@ mod tests {
         assert_eq!(Ipv6Repr::parse(&Ipv6Packet::new_unchecked(&b[..])).unwrap_err(), Error::BadVersion { version: 4, expected: 6 });
     }
 
+    fn with_payload(next: u8, payload: &[u8]) -> Vec<u8> {
+        let r = Ipv6Repr::new(Ipv6Addr::LOCALHOST, Ipv6Addr::LOCALHOST, IpProtocol(next), payload.len());
+        let mut b = vec![0u8; r.buffer_len()];
+        let mut p = Ipv6Packet::new_unchecked(&mut b[..]);
+        r.emit(&mut p);
+        p.payload_mut().copy_from_slice(payload);
+        b
+    }
+
+    #[test]
+    fn upper_layer_walks_extension_headers() {
+        // No extension headers.
+        let b = known();
+        let u = Ipv6Packet::new_checked(&b[..]).unwrap().upper_layer().unwrap();
+        assert_eq!(u, Ipv6Upper { protocol: IpProtocol::UDP, offset: 40, fragment: None });
+        // Hop-by-hop (8 bytes) → destination options (16 bytes) → fragment → TCP.
+        let mut pl = vec![60, 0, 5, 2, 0, 0, 1, 0]; // HBH: next 60, len 0, router alert
+        pl.extend_from_slice(&[44, 1, 1, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]); // dst opts, PadN
+        pl.extend_from_slice(&[6, 0, 0x05, 0x79, 0xde, 0xad, 0xbe, 0xef]); // frag: offset 175*8, M=1
+        pl.extend_from_slice(&[0u8; 20]);
+        let b = with_payload(0, &pl);
+        let u = Ipv6Packet::new_checked(&b[..]).unwrap().upper_layer().unwrap();
+        assert_eq!(u.protocol, IpProtocol::TCP);
+        assert_eq!(u.offset, 40 + 8 + 16 + 8);
+        assert_eq!(u.fragment, Some(Ipv6Fragment { offset: 0x0578, more_frags: true, ident: 0xdead_beef }));
+        // AH: payload len 4 → (4 + 2) * 4 = 24 bytes.
+        let mut pl = vec![17, 4];
+        pl.resize(24, 0);
+        pl.extend_from_slice(&[0u8; 8]);
+        let b = with_payload(51, &pl);
+        assert_eq!(Ipv6Packet::new_checked(&b[..]).unwrap().upper_layer().unwrap().offset, 40 + 24);
+        // ESP and no-next-header stop the walk.
+        let b = with_payload(50, &[0; 8]);
+        assert_eq!(Ipv6Packet::new_checked(&b[..]).unwrap().upper_layer().unwrap().protocol, IpProtocol(50));
+    }
+
+    #[test]
+    fn upper_layer_truncated() {
+        // Destination options announcing 16 bytes with 8 present.
+        let b = with_payload(60, &[6, 1, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            Ipv6Packet::new_checked(&b[..]).unwrap().upper_layer(),
+            Err(Error::Truncated { header: "IPv6 extension header", len: 8, need: 16 })
+        );
+        // Hop-by-hop with no length byte.
+        let b = with_payload(0, &[6]);
+        assert_eq!(Ipv6Packet::new_checked(&b[..]).unwrap().upper_layer().unwrap_err().reason(), "truncated");
+    }
+
     #[test]
     fn setters_keep_other_bits() {
         let mut b = known();
@@ -314,6 +434,14 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn upper_layer_never_panics(next in prop::sample::select(vec![0u8, 43, 44, 51, 60, 6, 17]), payload in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let b = with_payload(next, &payload);
+            if let Ok(u) = Ipv6Packet::new_checked(&b[..]).unwrap().upper_layer() {
+                prop_assert!(u.offset <= b.len());
+            }
+        }
+
         #[test]
         fn parse_never_panics(data in proptest::collection::vec(any::<u8>(), 0..80)) {
             let p = Ipv6Packet::new_unchecked(&data[..]);

@@ -45,7 +45,7 @@ pub use icmpv4::{Icmpv4Message, Icmpv4Packet, Icmpv4Repr};
 pub use icmpv6::{Icmpv6Message, Icmpv6Packet, Icmpv6Repr, NdpOption};
 pub use ip::IpProtocol;
 pub use ipv4::{Ipv4Options, Ipv4Packet, Ipv4Repr};
-pub use ipv6::{Ipv6Packet, Ipv6Repr};
+pub use ipv6::{Ipv6Fragment, Ipv6Packet, Ipv6Repr, Ipv6Upper};
 pub use options::OptionBytes;
 pub use tcp::{TcpFlags, TcpOption, TcpOptions, TcpPacket, TcpRepr};
 pub use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
