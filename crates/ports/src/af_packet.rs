@@ -20,13 +20,20 @@
 //!   `TP_STATUS_KERNEL`. A partly filled block is retired after `block_timeout_ms`. Frames we sent
 //!   ourselves come back on an AF_PACKET socket as `PACKET_OUTGOING`: `PACKET_IGNORE_OUTGOING`
 //!   keeps them out of the ring (kernel >= 4.20) and the walk skips any that still arrive.
+//!   The kernel strips the outer VLAN tag of every received frame into the descriptor
+//!   (`skb_vlan_untag` runs before packet taps; `TP_STATUS_VLAN_VALID`, `tp_vlan_tci`,
+//!   `tp_vlan_tpid`): the walk puts it back after the MAC addresses, so the switch sees tagged
+//!   and Q-in-Q frames exactly as they were on the wire. Every descriptor offset and length is
+//!   checked against its block before use ([`AfPacketStats::rx_bad_descriptor`]).
 //! - **TX: TPACKET_V3 frame ring** (kernel >= 4.11). V3 TX is not block based: the kernel accepts
 //!   a V3 TX ring only with fixed `frame_size` slots, each starting with a `tpacket3_hdr`, data at
 //!   offset 48 (`TPACKET_ALIGN(sizeof(tpacket3_hdr))`). We use V3 rather than V2 because a socket has
 //!   one `PACKET_VERSION` for both rings, and V3 is what the RX side needs. A burst fills slots
 //!   (`TP_STATUS_SEND_REQUEST`) and one `sendto(fd, NULL, 0, MSG_DONTWAIT)` asks the kernel to send
 //!   them without waiting; slots come back as `TP_STATUS_AVAILABLE`. A frame longer than
-//!   `frame_size - 48` or than the interface MTU allows is counted in `tx_dropped`, never sent.
+//!   `frame_size - 48`, or than the kernel accepts for the MTU (MTU + 14 bytes, + 4 more for an
+//!   802.1Q-tagged frame), is counted in `tx_dropped` and [`AfPacketStats::tx_too_long`], never
+//!   handed to the kernel (which would drop it without a trace).
 //!   `PACKET_LOSS` is set so that the kernel skips a frame it refuses instead of stalling the ring.
 //!
 //! The socket is non-blocking; [`AfPacketPort::raw_fd`] is readable (`POLLIN`) when an RX block is
