@@ -35,7 +35,7 @@ pub struct GenMeasurer<'a> {
     streams: Vec<StreamSpec>,
     warmup: Duration,
     drain: Duration,
-    testbed: Option<&'a mut Testbed>,
+    testbed: Option<&'a Testbed>,
     reports: Vec<TrialReport>,
 }
 
@@ -115,7 +115,7 @@ impl<'a> GenMeasurer<'a> {
     /// started) that pins the calling thread (which runs the trials) to the generator CPU and
     /// checks the testbed's processes before every trial.
     pub fn for_testbed(
-        tb: &'a mut Testbed,
+        tb: &'a Testbed,
         ports: Vec<Box<dyn Port>>,
         streams: Vec<StreamSpec>,
     ) -> Result<GenMeasurer<'a>> {
@@ -144,7 +144,7 @@ impl<'a> GenMeasurer<'a> {
 
     /// The testbed, if the measurer was made with [`GenMeasurer::for_testbed`].
     pub fn testbed(&self) -> Option<&Testbed> {
-        self.testbed.as_deref()
+        self.testbed
     }
 
     fn tx_ports(&self) -> usize {
@@ -163,7 +163,7 @@ impl<'a> GenMeasurer<'a> {
                 reason: "stop requested (signal)".into(),
             });
         }
-        if let Some(tb) = self.testbed.as_deref_mut() {
+        if let Some(tb) = self.testbed {
             tb.check_alive().map_err(|e| LabError::Trial {
                 load_fps,
                 reason: e.to_string(),

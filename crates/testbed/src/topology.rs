@@ -21,6 +21,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -264,8 +265,10 @@ impl Wiring {
 #[derive(Debug)]
 pub struct Testbed {
     // Field order is drop order after `Drop::drop` ran: VNF, DUT, namespaces, run dir.
-    vnf: Option<ChildGuard>,
-    dut: Option<Box<dyn Dut>>,
+    // Behind mutexes so that a `&Testbed` serves both the measurer (liveness checks between
+    // trials) and the bench loop (scale reconfiguration) at the same time.
+    vnf: Mutex<Option<ChildGuard>>,
+    dut: Mutex<Option<Box<dyn Dut>>>,
     wiring: Wiring,
     dut_ns: Netns,
     gen_ns: Option<Netns>,
@@ -367,8 +370,8 @@ impl Testbed {
             cores,
         };
         Ok(Testbed {
-            vnf: None,
-            dut: None,
+            vnf: Mutex::new(None),
+            dut: Mutex::new(None),
             wiring,
             dut_ns,
             gen_ns,
@@ -397,13 +400,27 @@ impl Testbed {
         self.gen_ns.as_ref()
     }
 
-    /// The DUT, once started.
-    pub fn dut(&self) -> Option<&dyn Dut> {
-        self.dut.as_deref()
+    /// Runs `f` on the DUT, once started (None before [`Testbed::start`]).
+    pub fn with_dut<R>(&self, f: impl FnOnce(&mut (dyn Dut + 'static)) -> R) -> Option<R> {
+        let mut g = lock(&self.dut);
+        g.as_deref_mut().map(f)
     }
 
-    pub fn dut_mut(&mut self) -> Option<&mut (dyn Dut + 'static)> {
-        self.dut.as_deref_mut()
+    /// The DUT's name and version strings, once started.
+    pub fn describe_dut(&self) -> Option<String> {
+        self.with_dut(|d| format!("{}: {}", d.name(), d.describe()))
+    }
+
+    /// Applies a scale setting to the running DUT (see [`Dut::configure_scale`]).
+    pub fn configure_scale(&self, scale: crate::dut::Scale) -> Result<()> {
+        self.with_dut(|d| d.configure_scale(scale))
+            .unwrap_or_else(|| {
+                Err(Error::Invalid {
+                    field: "testbed state",
+                    value: "no DUT started".into(),
+                    expected: "configure_scale after Testbed::start".into(),
+                })
+            })
     }
 
     /// Opens the generator's ports ([`crate::open_generator_ports`]). On memif topologies call it
@@ -429,20 +446,20 @@ impl Testbed {
             let _ = dut.teardown();
             return Err(e);
         }
-        self.dut = Some(dut);
+        *lock(&self.dut) = Some(dut);
         if let Topology::Pvp { vnf, .. } = &self.wiring.topology {
             let vnf = vnf.clone();
-            self.vnf = Some(start_vnf(&vnf, &self.wiring, self.run_dir.path())?);
+            *lock(&self.vnf) = Some(start_vnf(&vnf, &self.wiring, self.run_dir.path())?);
         }
         Ok(())
     }
 
     /// Fails if the DUT or VNF process died (call between trials).
-    pub fn check_alive(&mut self) -> Result<()> {
-        if let Some(v) = &mut self.vnf {
+    pub fn check_alive(&self) -> Result<()> {
+        if let Some(v) = lock(&self.vnf).as_mut() {
             v.check_alive()?;
         }
-        if let Some(d) = &mut self.dut {
+        if let Some(d) = lock(&self.dut).as_mut() {
             d.check_alive()?;
         }
         Ok(())
@@ -451,10 +468,10 @@ impl Testbed {
     /// Where the generator (this process, `generator_pid`), the DUT's processes and the VNF ran.
     pub fn placement(&self, generator: PlacedProcess) -> Placement {
         let mut v = vec![generator];
-        if let Some(d) = &self.dut {
+        if let Some(d) = lock(&self.dut).as_ref() {
             v.extend(d.processes());
         }
-        if let Some(vnf) = &self.vnf {
+        if let Some(vnf) = lock(&self.vnf).as_ref() {
             v.push(PlacedProcess {
                 role: "vnf".into(),
                 name: vnf.name().to_string(),
@@ -469,10 +486,11 @@ impl Testbed {
     /// Stops the VNF and tears the DUT down now (also done on `Drop`); returns the DUT's teardown
     /// error, if any.
     pub fn stop(&mut self) -> Result<()> {
-        if let Some(mut v) = self.vnf.take() {
+        if let Some(mut v) = lock(&self.vnf).take() {
             v.stop(Duration::from_secs(2));
         }
-        match self.dut.take() {
+        let dut = lock(&self.dut).take();
+        match dut {
             Some(mut d) => d.teardown(),
             None => Ok(()),
         }
@@ -485,6 +503,11 @@ impl Drop for Testbed {
             eprintln!("testbed: DUT teardown: {e}");
         }
     }
+}
+
+/// Locks a mutex, also after a panic elsewhere poisoned it (teardown must still run).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Starts the PVP VNF on the wiring's `vnf_ports` (memif clients of the DUT's `vnf0`/`vnf1`).

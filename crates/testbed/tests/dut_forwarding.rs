@@ -45,15 +45,15 @@ fn both_ways(ports: &mut [Box<dyn Port>], n: u32) {
 
 #[test]
 fn linux_bridge_phy2phy_veth_forwards_frames_both_ways() {
-    let (mut tb, mut ports) = start(Topology::Phy2Phy { link: Link::Veth }, Box::new(LinuxBridgeDut::new()));
+    let (tb, mut ports) = start(Topology::Phy2Phy { link: Link::Veth }, Box::new(LinuxBridgeDut::new()));
     both_ways(&mut ports, 500);
     let pl = tb.placement(generator_placement());
     assert!(pl.processes.iter().any(|p| p.role == "dut" && p.name == "kernel-bridge"));
     // Scale: static FDB entries land in the bridge.
-    tb.dut_mut().unwrap().configure_scale(Scale::MacEntries(100)).unwrap();
+    tb.configure_scale(Scale::MacEntries(100)).unwrap();
     let fdb = tb.dut_netns().exec("bridge", &["fdb", "show", "br", "br0"]).unwrap();
     assert_eq!(fdb.lines().filter(|l| l.starts_with("02:5c:") && l.contains("static")).count(), 100);
-    assert!(tb.dut_mut().unwrap().configure_scale(Scale::Flows(10)).is_err());
+    assert!(tb.configure_scale(Scale::Flows(10)).is_err());
 }
 
 #[test]
@@ -67,11 +67,11 @@ fn linux_bridge_refuses_memif() {
 #[test]
 fn ovs_phy2phy_veth_forwards_frames_both_ways() {
     let (mut tb, mut ports) = start(Topology::Phy2Phy { link: Link::Veth }, Box::new(OvsDut::new()));
-    let desc = tb.dut().unwrap().describe();
+    let desc = tb.describe_dut().unwrap();
     eprintln!("ovs: {desc}");
     assert!(desc.contains("Open vSwitch") && desc.contains("dut0:"), "{desc}");
     both_ways(&mut ports, 300);
-    tb.dut_mut().unwrap().configure_scale(Scale::Flows(50)).unwrap();
+    tb.configure_scale(Scale::Flows(50)).unwrap();
     both_ways(&mut ports, 100);
     let pl = tb.placement(generator_placement());
     let vswitchd = pl.processes.iter().find(|p| p.name == "dut-ovs-vswitchd").unwrap();

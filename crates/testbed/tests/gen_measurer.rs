@@ -16,7 +16,7 @@ fn gen_measurer_trial_burst_and_search_through_testpmd_io() {
     tb.start(Box::new(TestpmdDut::new())).unwrap();
     let gen_cpu = tb.wiring().cores.generator;
     {
-        let mut m = GenMeasurer::for_testbed(&mut tb, ports, default_streams(64, true))
+        let mut m = GenMeasurer::for_testbed(&tb, ports, default_streams(64, true))
             .unwrap()
             .drain(Duration::from_millis(200));
 

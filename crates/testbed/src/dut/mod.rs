@@ -71,6 +71,26 @@ pub trait Dut: fmt::Debug + Send {
     }
 }
 
+impl Scale {
+    /// From a suite's scale kind (`mac-entries`, `flows`) and point.
+    pub fn parse(kind: &str, n: u64) -> Result<Scale> {
+        let n32 = u32::try_from(n).map_err(|_| Error::Invalid {
+            field: "scale point",
+            value: n.to_string(),
+            expected: format!("at most {}", u32::MAX),
+        })?;
+        match kind {
+            "mac-entries" => Ok(Scale::MacEntries(n32)),
+            "flows" => Ok(Scale::Flows(n32)),
+            _ => Err(Error::Invalid {
+                field: "scale kind",
+                value: kind.to_string(),
+                expected: "mac-entries or flows".into(),
+            }),
+        }
+    }
+}
+
 /// The drivers by name, for configs and the CLI.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -175,6 +195,10 @@ mod tests {
             let k = DutKind::parse(n, "/bin/vecswitch".into()).unwrap();
             assert_eq!(k.build().name(), n);
         }
+        assert_eq!(Scale::parse("flows", 10).unwrap(), Scale::Flows(10));
+        assert_eq!(Scale::parse("mac-entries", 7).unwrap(), Scale::MacEntries(7));
+        let e = Scale::parse("vlans", 1).unwrap_err().to_string();
+        assert!(e.contains("vlans") && e.contains("mac-entries"), "{e}");
         let e = DutKind::parse("vpp", "/x".into()).unwrap_err().to_string();
         assert!(e.contains("vpp") && e.contains("linux-bridge"), "{e}");
     }

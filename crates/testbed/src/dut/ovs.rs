@@ -107,10 +107,10 @@ impl OvsDut {
                 .vsctl(&["get", "interface", ifname, "ofport"])
                 .unwrap_or_default();
             let err = err.trim().trim_matches('"');
-            if err.is_empty() || err == "[]" {
-                if ofport.trim().parse::<i64>().is_ok_and(|p| p > 0) {
-                    return Ok("afxdp".into());
-                }
+            if (err.is_empty() || err == "[]")
+                && ofport.trim().parse::<i64>().is_ok_and(|p| p > 0)
+            {
+                return Ok("afxdp".into());
             }
             tracing::warn!(ifname, err, "afxdp port failed; falling back to a system port");
             self.vsctl(&["del-port", br, ifname])?;

@@ -49,6 +49,7 @@ pub struct Exchange {
 
 /// Sends `count` frames tagged `tag` from `tx` (in bursts of 32, retrying what the port did not
 /// take) and receives on `rx` until all arrived or `timeout` passed.
+#[allow(clippy::too_many_arguments)] // a test helper; each argument is one field of the frame
 pub fn exchange(
     pool: &mut Pool,
     tx: &mut Box<dyn Port>,
