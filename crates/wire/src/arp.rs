@@ -266,6 +266,23 @@ impl ArpRepr {
     }
 }
 
+impl fmt::Display for ArpRepr {
+    /// `request who-has T tell S (MAC)` / `reply S is-at MAC`, as tcpdump says it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.operation {
+            ArpOperation::REQUEST => write!(
+                f,
+                "arp request who-has {} tell {} ({})",
+                self.target_protocol_addr, self.source_protocol_addr, self.source_hardware_addr
+            ),
+            ArpOperation::REPLY => {
+                write!(f, "arp reply {} is-at {}", self.source_protocol_addr, self.source_hardware_addr)
+            }
+            op => write!(f, "arp {op} {} > {}", self.source_protocol_addr, self.target_protocol_addr),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

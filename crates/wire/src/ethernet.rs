@@ -304,6 +304,13 @@ impl EthernetRepr {
     }
 }
 
+impl fmt::Display for EthernetRepr {
+    /// `src > dst type`, e.g. `02:00:00:00:00:01 > ff:ff:ff:ff:ff:ff arp`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} > {} {}", self.src_addr, self.dst_addr, self.ethertype)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

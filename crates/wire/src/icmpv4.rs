@@ -289,6 +289,21 @@ impl Icmpv4Repr {
     }
 }
 
+impl fmt::Display for Icmpv4Repr {
+    /// `icmp echo-request id I seq S len L`, or `icmp TYPE code C len L`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Icmpv4Repr::EchoRequest { ident, seq_no, data_len } => {
+                write!(f, "icmp echo-request id {ident} seq {seq_no} len {data_len}")
+            }
+            Icmpv4Repr::EchoReply { ident, seq_no, data_len } => {
+                write!(f, "icmp echo-reply id {ident} seq {seq_no} len {data_len}")
+            }
+            Icmpv4Repr::Other { msg_type, code, data_len, .. } => write!(f, "icmp {msg_type} code {code} len {data_len}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -504,6 +504,40 @@ impl Icmpv6Repr {
     }
 }
 
+impl fmt::Display for Icmpv6Repr {
+    /// `icmpv6 echo-request id I seq S len L`, `icmpv6 neighbor-solicitation who-has T[ from MAC]`, …
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Icmpv6Repr::EchoRequest { ident, seq_no, data_len } => {
+                write!(f, "icmpv6 echo-request id {ident} seq {seq_no} len {data_len}")
+            }
+            Icmpv6Repr::EchoReply { ident, seq_no, data_len } => {
+                write!(f, "icmpv6 echo-reply id {ident} seq {seq_no} len {data_len}")
+            }
+            Icmpv6Repr::NeighborSolicit { target_addr, source_lladdr } => {
+                write!(f, "icmpv6 neighbor-solicitation who-has {target_addr}")?;
+                match source_lladdr {
+                    Some(m) => write!(f, " from {m}"),
+                    None => Ok(()),
+                }
+            }
+            Icmpv6Repr::NeighborAdvert { router, solicited, override_flag, target_addr, target_lladdr } => {
+                write!(f, "icmpv6 neighbor-advertisement {target_addr}")?;
+                if let Some(m) = target_lladdr {
+                    write!(f, " is-at {m}")?;
+                }
+                for (on, name) in [(router, " router"), (solicited, " solicited"), (override_flag, " override")] {
+                    if on {
+                        f.write_str(name)?;
+                    }
+                }
+                Ok(())
+            }
+            Icmpv6Repr::Other { msg_type, code, data_len, .. } => write!(f, "icmpv6 {msg_type} code {code} len {data_len}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

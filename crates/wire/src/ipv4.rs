@@ -442,6 +442,20 @@ impl Ipv4Repr {
     }
 }
 
+impl core::fmt::Display for Ipv4Repr {
+    /// `ipv4 SRC > DST PROTO ttl T len L[ frag OFF[+]][ df]`.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "ipv4 {} > {} {} ttl {} len {}", self.src_addr, self.dst_addr, self.protocol, self.ttl, self.payload_len)?;
+        if self.frag_offset != 0 || self.more_frags {
+            write!(f, " frag {}{}", self.frag_offset, if self.more_frags { "+" } else { "" })?;
+        }
+        if self.dont_frag {
+            f.write_str(" df")?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

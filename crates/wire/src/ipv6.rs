@@ -315,6 +315,13 @@ impl Ipv6Repr {
     }
 }
 
+impl core::fmt::Display for Ipv6Repr {
+    /// `ipv6 SRC > DST NEXT hlim H len L`.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "ipv6 {} > {} {} hlim {} len {}", self.src_addr, self.dst_addr, self.next_header, self.hop_limit, self.payload_len)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -519,6 +519,17 @@ impl TcpRepr {
     }
 }
 
+impl fmt::Display for TcpRepr {
+    /// `tcp SPORT > DPORT [FLAGS] seq S ack A win W len L`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "tcp {} > {} [{}] seq {} ack {} win {} len {}",
+            self.src_port, self.dst_port, self.flags, self.seq_number, self.ack_number, self.window, self.payload_len
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

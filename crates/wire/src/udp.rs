@@ -243,6 +243,13 @@ impl UdpRepr {
     }
 }
 
+impl core::fmt::Display for UdpRepr {
+    /// `udp SPORT > DPORT len L`.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "udp {} > {} len {}", self.src_port, self.dst_port, self.payload_len)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -296,6 +296,31 @@ impl L2Header {
     }
 }
 
+impl core::fmt::Display for VlanRepr {
+    /// `vlan VID pcp P[ dei] TYPE`.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "vlan {} pcp {}{} {}", self.vid, self.pcp, if self.dei { " dei" } else { "" }, self.ethertype)
+    }
+}
+
+impl core::fmt::Display for L2Header {
+    /// `src > dst[ vlan OUTER[/INNER]] TYPE`, or `llc len N` for 802.3 frames.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{} > {}", self.src_addr, self.dst_addr)?;
+        if let Some(o) = self.outer {
+            write!(f, " vlan {}", o.vid)?;
+            if let Some(i) = self.inner {
+                write!(f, "/{}", i.vid)?;
+            }
+        }
+        if self.is_llc() {
+            write!(f, " llc len {}", self.ethertype.0)
+        } else {
+            write!(f, " {}", self.ethertype)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
