@@ -113,6 +113,10 @@ pub struct PortReport {
     pub name: String,
     /// Frames of the measured phase sent on this port.
     pub tx: u64,
+    /// Every frame received on this port in the measured phase and drain (ours, warm-up, foreign).
+    pub rx_all: u64,
+    /// Their bytes on the link (no FCS).
+    pub rx_all_bytes: u64,
     /// Frames received with a valid signature of this trial.
     pub rx_ours: u64,
     /// Frames received without a valid signature of this trial, by reason.
@@ -221,6 +225,9 @@ struct RunPort {
     refused: u64,
     rx_ours: u64,
     rx_warmup: u64,
+    /// Every frame received (ours, warm-up, foreign) and its bytes on the link.
+    rx_all: u64,
+    rx_all_bytes: u64,
     foreign: [u64; 8],
     last_tx_ns: u64,
     intended_fps: Option<f64>,
@@ -294,6 +301,25 @@ impl Generator {
         self.ports
     }
 
+    /// Polls the ports' control paths until every link is up; an error names the first port still
+    /// down after `timeout`.
+    pub fn wait_link(&mut self, timeout: Duration) -> Result<(), GenError> {
+        self.progress.set(Phase::Link, 0, 0);
+        let t0 = self.clock.now_ns();
+        loop {
+            for p in self.ports.iter_mut() {
+                p.poll_control();
+            }
+            let Some(down) = self.ports.iter().position(|p| p.link() != LinkState::Up) else {
+                return Ok(());
+            };
+            if self.clock.now_ns() - t0 > timeout.as_nanos() as u64 {
+                return Err(GenError::LinkDown { port: self.ports[down].name().to_string(), waited: timeout });
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// Runs one trial.
     pub fn run_trial(&mut self, spec: &TrialSpec) -> Result<TrialReport, GenError> {
         spec.rate.validate()?;
@@ -337,22 +363,7 @@ impl Generator {
             return Err(GenError::Config { field: "burst".into(), value: "0".into(), accepted: "1 or more frames".into() });
         }
 
-        // Links.
-        self.progress.set(Phase::Link, 0, 0);
-        let t0 = self.clock.now_ns();
-        loop {
-            for p in self.ports.iter_mut() {
-                p.poll_control();
-            }
-            if let Some(down) = self.ports.iter().position(|p| p.link() != LinkState::Up) {
-                if self.clock.now_ns() - t0 > spec.link_timeout.as_nanos() as u64 {
-                    return Err(GenError::LinkDown { port: self.ports[down].name().to_string(), waited: spec.link_timeout });
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            } else {
-                break;
-            }
-        }
+        self.wait_link(spec.link_timeout)?;
 
         // Per-port intended rate: the port's streams' mean frame size sets fps for bps/percent rates.
         for port in ports.iter_mut() {
@@ -437,6 +448,45 @@ impl Generator {
             ));
         }
         Ok(report)
+    }
+
+    /// Receives without sending: until nothing has arrived for `quiet` (and at least `min` has
+    /// passed), or `max` has passed. Counts every frame per port; with no streams running, frames
+    /// carrying a signature count as foreign (`unknown-stream`). For peers that send their own
+    /// traffic (testpmd `txonly`, a capture replay).
+    pub fn listen(&mut self, min: Duration, quiet: Duration, max: Duration) -> Vec<PortReport> {
+        let mut ports: Vec<RunPort> = (0..self.ports.len()).map(|_| RunPort::default()).collect();
+        for p in self.ports.iter_mut() {
+            p.clear_stats();
+        }
+        let start = self.clock.now_ns();
+        let mut last_rx = start;
+        let mut iter = 0u32;
+        loop {
+            let got = self.poll_rx(&mut ports, &mut []);
+            let now = self.clock.now_ns();
+            if got > 0 {
+                last_rx = now;
+            }
+            let elapsed = now - start;
+            if elapsed >= max.as_nanos() as u64
+                || (elapsed >= min.as_nanos() as u64 && now - last_rx >= quiet.as_nanos() as u64)
+            {
+                break;
+            }
+            iter = iter.wrapping_add(1);
+            if iter % 1024 == 0 {
+                let rx: u64 = ports.iter().map(|p| p.rx_all).sum();
+                self.progress.set(Phase::Drain, 0, rx);
+                for p in self.ports.iter_mut() {
+                    p.poll_control();
+                }
+            }
+        }
+        self.progress.set(Phase::Idle, 0, ports.iter().map(|p| p.rx_all).sum());
+        let secs = (self.clock.now_ns() - start) as f64 / 1e9;
+        let spec = TrialSpec::new(Vec::new(), Rate::Max, TrialLength::Duration(Duration::from_secs_f64(secs)));
+        self.report(&spec, &ports, &[], start, start, None, 0.0).ports
     }
 
     /// Sends until every pacer is finished or `end` passes, polling receive between batches. Returns
@@ -553,10 +603,12 @@ impl Generator {
             }
             total += n;
             let rx_ns = self.clock.now_ns();
+            ports[pi].rx_all += n as u64;
             for &h in &self.rx_handles {
                 let hdr = self.pool.header(h);
                 let chained = hdr.total_len as usize != hdr.len as usize;
                 let len = hdr.total_len as usize;
+                ports[pi].rx_all_bytes += len as u64;
                 let res = if chained {
                     self.pool.copy_out(h, &mut self.scratch);
                     let r = find_signature(&self.scratch);
@@ -681,6 +733,8 @@ impl Generator {
                 index: i,
                 name: self.ports[i].name().to_string(),
                 tx: p.tx,
+                rx_all: p.rx_all,
+                rx_all_bytes: p.rx_all_bytes,
                 rx_ours: p.rx_ours,
                 foreign,
                 foreign_reasons: FOREIGN_REASONS
