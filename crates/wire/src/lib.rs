@@ -19,8 +19,44 @@
 //! Layers do not reach into each other: the caller slices (e.g. an IPv4 view's `payload()` is the
 //! buffer of the UDP view) and passes the addresses that L4 checksums need. Checksums over L4
 //! payloads are filled after the payload is written: `repr.emit(&mut view)`, write the payload,
-//! `view.fill_checksum(..)`. Every failure is an [`Error`] whose
-//! [`Error::reason`] is a stable kebab-case drop-reason name.
+//! `view.fill_checksum(..)`. Every failure is an [`Error`] whose [`Error::reason`] is a stable
+//! kebab-case drop-reason name ([`Error::REASONS`] lists them all).
+//!
+//! ```
+//! use vecswitch_wire::*;
+//!
+//! // Build a VLAN-tagged IPv4/UDP frame...
+//! let ip = Ipv4Repr::new(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), IpProtocol::UDP, 8 + 4);
+//! let udp = UdpRepr { src_port: 1024, dst_port: 7, payload_len: 4 };
+//! let mut frame = vec![0u8; 18 + ip.buffer_len()];
+//! let l2 = L2Header {
+//!     dst_addr: "02:00:00:00:00:02".parse().unwrap(),
+//!     src_addr: "02:00:00:00:00:01".parse().unwrap(),
+//!     outer: Some(L2Tag { tpid: EtherType::VLAN, pcp: 0, dei: false, vid: 100 }),
+//!     inner: None,
+//!     ethertype: EtherType::IPV4,
+//!     l3_offset: 18,
+//! };
+//! l2.emit(&mut frame).unwrap();
+//! let mut ip_view = Ipv4Packet::new_unchecked(&mut frame[18..]);
+//! ip.emit(&mut ip_view);
+//! let mut udp_view = UdpPacket::new_unchecked(ip_view.payload_mut());
+//! udp.emit(&mut udp_view);
+//! udp_view.payload_mut().copy_from_slice(b"ping");
+//! udp_view.fill_checksum(&ip.src_addr.into(), &ip.dst_addr.into());
+//!
+//! // ...and read it back, layer by layer; every step checks before it trusts.
+//! let l2 = L2Header::parse(&frame).unwrap();
+//! assert_eq!((l2.outer_vid(), l2.ethertype), (Some(100), EtherType::IPV4));
+//! let ip_view = Ipv4Packet::new_checked(&frame[l2.l3_offset..]).unwrap();
+//! let ip = Ipv4Repr::parse(&ip_view).unwrap();
+//! let udp_view = UdpPacket::new_checked(ip_view.payload()).unwrap();
+//! let udp = UdpRepr::parse(&udp_view, &ip.src_addr.into(), &ip.dst_addr.into()).unwrap();
+//! assert_eq!((udp.dst_port, udp_view.payload()), (7, &b"ping"[..]));
+//!
+//! // A malformed frame is an error with a drop-reason name, never a panic.
+//! assert_eq!(L2Header::parse(&frame[..10]).unwrap_err().reason(), "runt");
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
