@@ -380,12 +380,24 @@ fn afpacket_kernel_ring_overflow_is_counted_in_rx_dropped() {
         seq += host.tx_burst(&mut pool, &pkts) as u32;
         pool.free_bulk(&pkts);
     }
-    std::thread::sleep(Duration::from_millis(100));
+    // Frames still in the kernel's backlog under load arrive later: wait until every frame is
+    // accounted for (received or dropped), then a little longer to see that nothing else comes.
     let mut recv = Received {
         ours: Vec::new(),
         foreign: 0,
     };
-    for _ in 0..50 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        drain(&mut peer, &mut pool, 1, &mut recv, 0xff);
+        let drops = peer.af_packet_stats().kernel_drops;
+        if recv.ours.len() as u64 + recv.foreign + drops >= u64::from(total)
+            || Instant::now() > deadline
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    for _ in 0..10 {
         drain(&mut peer, &mut pool, 1, &mut recv, 0xff);
         std::thread::sleep(Duration::from_millis(2));
     }
