@@ -5,16 +5,23 @@
 //! vecswitch bench --simulate [--seed N] [-o results.json]     # built-in demo suite
 //! ```
 //!
+//! Without `--simulate`, for every `[[dut]]` and frame size it builds the topology with the testbed
+//! crate (namespaces, veth/memif links, run directory — all removed afterwards, also on Ctrl-C),
+//! starts the DUT driver, drives the real generator through `GenMeasurer`, maps scale points to
+//! `Testbed::configure_scale`, and records the DUT description and CPU placement with each test.
+//! This needs root (namespaces) and the peer programs the drivers use.
+//!
 //! `--simulate` runs against the lab's seeded simulated DUTs (no network, no root): each
 //! `[[dut]]` of the suite needs a `sim` model. Without a suite it runs the lab's demo (every
 //! procedure, two simulated devices). Either way it shows what a run produces and feeds
-//! `vecswitch report`. Real DUTs (`vecswitch bench SUITE.toml` without `--simulate`) plug in through
-//! the testbed's topologies, DUT drivers and generator-backed measurer.
+//! `vecswitch report`.
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use vecswitch_lab::results::{Provenance, RunResults};
+use vecswitch_lab::results::{GeneratorInfo, Provenance, RunResults};
+use vecswitch_lab::LabError;
+use vecswitch_testbed as testbed;
 use vecswitch_lab::sim::SimDut;
 use vecswitch_lab::suite::{run_for_dut, Suite};
 
@@ -38,9 +45,8 @@ pub fn main(args: Args) -> anyhow::Result<()> {
     let run = match (&args.suite, args.simulate) {
         (None, true) => vecswitch_lab::demo::simulated_run(args.seed, command).context("simulated demo run")?,
         (Some(path), true) => simulate_suite(path, args.seed, command)?,
-        (_, false) => bail!(
-            "`vecswitch bench` runs only with --simulate for now: suites against real DUTs are not wired to the testbed yet"
-        ),
+        (Some(path), false) => real_suite(path, command)?,
+        (None, false) => bail!("`vecswitch bench` needs a SUITE.toml (see docs/METHODOLOGY.md), or --simulate for the demo"),
     };
     run.save(&args.output).with_context(|| format!("writing {}", args.output.display()))?;
     let rows: usize = run.tests.iter().map(|t| t.rows().len()).sum();
@@ -68,6 +74,54 @@ fn simulate_suite(path: &PathBuf, seed: u64, command: Vec<String>) -> anyhow::Re
             // Simulated devices have no tables: scale points re-run the same model.
             let records = run_for_dut(&suite, dut, &line, &mut m, &mut |_, _, _| Ok(()))
                 .with_context(|| format!("{} at {size} B", dut.name))?;
+            run.tests.extend(records);
+        }
+    }
+    Ok(run)
+}
+
+fn real_suite(path: &PathBuf, command: Vec<String>) -> anyhow::Result<RunResults> {
+    let (suite, config) = read_suite(path)?;
+    if suite.flows.is_some_and(|f| f > 1) {
+        bail!("flows = {} in {}: only 1 flow per direction is wired to the generator yet", suite.flows.unwrap_or(0), path.display());
+    }
+    testbed::signal::install_stop_handler().context("installing the Ctrl-C handler")?;
+    let stale = testbed::cleanup_stale(testbed::DEFAULT_PREFIX);
+    eprintln!("bench: stale resources of earlier runs: {stale:?}");
+    let bin = std::env::current_exe().context("locating the vecswitch binary for the vecswitch drivers")?;
+    let mut run = RunResults::new(Provenance::collect(command, Some(config)));
+    // The generator is not calibrated per run yet: no limits recorded, so reports show none.
+    run.generator = Some(GeneratorInfo { name: "vecswitch-gen".into(), calibrated_limits: Vec::new() });
+    for (i, dut) in suite.duts.iter().enumerate() {
+        let topology: testbed::Topology =
+            dut.topology.parse().with_context(|| format!("dut[{i}].topology"))?;
+        let kind = testbed::DutKind::parse(&dut.name, bin.clone()).with_context(|| format!("dut[{i}].name"))?;
+        for &size in &suite.frame_sizes {
+            let line = suite.line(size)?;
+            let size16 = u16::try_from(size).context("frame size")?;
+            eprintln!("bench: {} on {} at {size} B", dut.name, dut.topology);
+            let mut tb = testbed::Testbed::build(topology.clone()).with_context(|| format!("building {}", dut.topology))?;
+            let ports = tb.open_generator_ports().context("opening the generator ports")?;
+            tb.start(kind.build()).with_context(|| format!("starting {}", dut.name))?;
+            let describe = tb.describe_dut();
+            let records = {
+                let tbr = &tb;
+                let mut m = testbed::GenMeasurer::for_testbed(tbr, ports, testbed::default_streams(size16, suite.bidirectional))
+                    .context("generator")?;
+                vecswitch_lab::suite::run_for_dut(&suite, dut, &line, &mut m, &mut |_, sc, point| {
+                    let n = u32::try_from(point).map_err(|_| LabError::invalid("test.scale.points", point, "at most 4294967295"))?;
+                    let scale = if sc.kind == "flows" { testbed::Scale::Flows(n) } else { testbed::Scale::MacEntries(n) };
+                    tbr.configure_scale(scale).map_err(|e| LabError::Dut(e.to_string()))
+                })
+            };
+            let placement = tb.placement(testbed::generator_placement());
+            let stopped = tb.stop();
+            let mut records = records.with_context(|| format!("{} at {size} B", dut.name))?;
+            stopped.with_context(|| format!("stopping {}", dut.name))?;
+            let setup = serde_json::json!({ "topology": dut.topology, "dut": describe, "placement": placement });
+            for r in &mut records {
+                r.setup = Some(setup.clone());
+            }
             run.tests.extend(records);
         }
     }

@@ -45,6 +45,7 @@ fn record(id: &str, desc: &str, vswitch: &str, line: LineRate, outcome: Outcome)
         bidirectional: false,
         flows: Some(1),
         scale: None,
+        setup: None,
         outcome,
     }
 }

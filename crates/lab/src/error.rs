@@ -13,6 +13,10 @@ pub enum LabError {
     #[error("trial at {load_fps:.1} frames/s failed: {reason}")]
     Trial { load_fps: f64, reason: String },
 
+    /// The device under test (or its driver) failed: setup, reconfiguration, a process exited.
+    #[error("device under test: {0}")]
+    Dut(String),
+
     /// A search ran out of its trial budget before reaching its stop condition.
     #[error("{procedure} did not converge within {max_trials} trials")]
     NoConvergence { procedure: &'static str, max_trials: usize },

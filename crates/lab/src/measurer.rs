@@ -18,6 +18,11 @@ use crate::{LabError, Load};
 /// A trial is tester-limited when it offered fewer than this fraction of the intended frames.
 pub const TESTER_LIMIT_TOLERANCE: f64 = 0.999;
 
+/// After a tester-limited trial, searches retry this fraction below the rate the tester achieved:
+/// a software generator's achievable rate jitters by several percent from trial to trial (measured
+/// on the lab's memif topology), so retrying just below it would chase the ceiling down step by step.
+pub const TESTER_CEILING_MARGIN: f64 = 0.05;
+
 /// Drives traffic through a DUT and counts what comes back.
 pub trait Measurer {
     /// Offers `load` for `duration` and reports what was intended, offered and received.

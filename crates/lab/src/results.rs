@@ -182,6 +182,9 @@ pub struct TestRecord {
     pub flows: Option<u64>,
     /// Table size of a scale sweep point (MAC entries, routes).
     pub scale: Option<u64>,
+    /// How the test ran: DUT versions, topology, CPU placement (which processes shared a core).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<serde_json::Value>,
     pub outcome: Outcome,
 }
 
@@ -479,6 +482,7 @@ mod tests {
             bidirectional: false,
             flows: Some(1),
             scale: None,
+            setup: None,
             outcome: Outcome::Throughput(t),
         }
     }

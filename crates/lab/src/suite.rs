@@ -517,6 +517,7 @@ pub fn run_for_dut(
         bidirectional: suite.bidirectional,
         flows: suite.flows,
         scale,
+        setup: None,
         outcome,
     };
     for spec in &suite.tests {

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::measurer::{Measurer, TrialResult};
+use crate::measurer::{Measurer, TrialResult, TESTER_CEILING_MARGIN};
 use crate::{LabError, Load};
 
 /// How many trials decide one step of a search, and how.
@@ -206,7 +206,7 @@ pub fn throughput<M: Measurer + ?Sized>(m: &mut M, cfg: &ThroughputConfig) -> Re
         }
     }
     let tester_limited = match (found, s.ceiling) {
-        (Some(x), Some(c)) => x >= c - 2.0 * cfg.resolution_fps,
+        (Some(x), Some(c)) => x >= c * (1.0 - TESTER_CEILING_MARGIN) - 2.0 * cfg.resolution_fps,
         _ => false,
     };
     Ok(ThroughputResult {
@@ -274,15 +274,15 @@ impl<M: Measurer + ?Sized> Search<'_, M> {
     /// Highest passing load in `[lo, hi]`; `hi` is tried first when `test_top`, otherwise it is
     /// known to fail.
     fn bisect(&mut self, lo: f64, mut hi: f64, test_top: bool) -> Result<Option<f64>, LabError> {
-        // A tester-limited top lowers the ceiling to what the tester achieved (just below it, so
-        // the next trial is within reach) and tries again there.
+        // A tester-limited top lowers the ceiling to what the tester achieved, less a margin so the
+        // next trial is within reach, and tries again there.
         if test_top {
             loop {
                 match self.step(hi, StepPurpose::Search)? {
                     Verdict::Pass => return Ok(Some(hi)),
                     Verdict::Fail => break,
                     Verdict::TesterLimited { offered_fps } => {
-                        let below = offered_fps * 0.999;
+                        let below = offered_fps * (1.0 - TESTER_CEILING_MARGIN);
                         if below < lo || below >= hi {
                             return Ok(None);
                         }
@@ -302,7 +302,7 @@ impl<M: Measurer + ?Sized> Search<'_, M> {
                     lo_b = mid;
                 }
                 Verdict::Fail => hi_b = mid,
-                Verdict::TesterLimited { offered_fps } => hi_b = mid.min(offered_fps * 0.999),
+                Verdict::TesterLimited { offered_fps } => hi_b = mid.min(offered_fps * (1.0 - TESTER_CEILING_MARGIN)),
             }
         }
         if best.is_none() {
@@ -374,7 +374,7 @@ mod tests {
         let r = throughput(&mut dut, &cfg).unwrap();
         let x = r.throughput_fps.unwrap();
         assert!(r.tester_limited, "{r:?}");
-        assert!(x <= 1e6 && x > 0.99e6, "{x}");
+        assert!(x <= 1e6 && x >= 0.94e6, "{x}");
         assert_eq!(r.tester_ceiling_fps, Some(1e6));
         assert!(r.steps.iter().any(|s| matches!(s.verdict, Verdict::TesterLimited { .. })));
         // No trial shows DUT loss: the limited ones lost nothing of what was offered.
