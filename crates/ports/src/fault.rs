@@ -186,8 +186,9 @@ pub struct Faulty<P: Port> {
     rx_ready: VecDeque<u32>,
     /// RX frames held back for reordering.
     rx_held: Vec<u32>,
-    /// TX copies held back for reordering (owned by the wrapper).
-    tx_held: Vec<u32>,
+    /// A TX copy held back for reordering (owned by the wrapper), and how many times to send it
+    /// (2 when it was also duplicated).
+    tx_held: Option<(u32, u8)>,
     scratch: Vec<u32>,
 }
 
@@ -207,7 +208,7 @@ impl<P: Port> Faulty<P> {
             tx: Direction::new(config.seed, TX_STREAM, config.tx),
             rx_ready: VecDeque::new(),
             rx_held: Vec::new(),
-            tx_held: Vec::new(),
+            tx_held: None,
             scratch: Vec::new(),
         })
     }
@@ -232,17 +233,15 @@ impl<P: Port> Faulty<P> {
 
     /// Frames the wrapper holds (RX ready or held, TX held).
     pub fn held(&self) -> usize {
-        self.rx_ready.len() + self.rx_held.len() + self.tx_held.len()
+        self.rx_ready.len() + self.rx_held.len() + usize::from(self.tx_held.map_or(0, |(_, n)| n))
     }
 
     /// Frees every frame the wrapper holds. Call before dropping it to return them to the pool.
     pub fn release(&mut self, pool: &mut Pool) {
-        for h in self
-            .rx_ready
-            .drain(..)
-            .chain(self.rx_held.drain(..))
-            .chain(self.tx_held.drain(..))
-        {
+        for h in self.rx_ready.drain(..).chain(self.rx_held.drain(..)) {
+            pool.free(h);
+        }
+        if let Some((h, _)) = self.tx_held.take() {
             pool.free(h);
         }
     }
@@ -326,7 +325,7 @@ impl<P: Port> Port for Faulty<P> {
             if dup {
                 self.tx.stats.duplicated += 1;
             }
-            if fate.reorder && self.tx_held.is_empty() {
+            if fate.reorder && self.tx_held.is_none() {
                 // The caller frees `orig` after this call: hold a copy we own.
                 let held = if h == orig {
                     pool.clone_packet(orig)
@@ -334,10 +333,7 @@ impl<P: Port> Port for Faulty<P> {
                     owned.pop()
                 };
                 if let Some(c) = held {
-                    self.tx_held.push(c);
-                    if dup {
-                        self.tx_held.push(c);
-                    }
+                    self.tx_held = Some((c, if dup { 2 } else { 1 }));
                     self.tx.stats.reordered += 1;
                     continue;
                 }
@@ -346,11 +342,11 @@ impl<P: Port> Port for Faulty<P> {
             if dup {
                 list.push(h);
             }
-            for held in self.tx_held.drain(..) {
-                list.push(held);
-                if owned.last() != Some(&held) {
-                    owned.push(held);
+            if let Some((held, copies)) = self.tx_held.take() {
+                for _ in 0..copies {
+                    list.push(held);
                 }
+                owned.push(held);
             }
         }
         let sent = self.inner.tx_burst(pool, &list);
@@ -685,6 +681,33 @@ mod tests {
         assert_eq!((st.corrupted, st.reordered), (5, 3));
         f.release(&mut pool);
         assert_eq!(pool.in_use(), 0);
+    }
+
+    #[test]
+    fn tx_duplicate_and_reorder_together_free_each_copy_once() {
+        let (a, mut b) = pair("a", "b");
+        let cfg = FaultConfig {
+            seed: 2,
+            tx: rates(0.0, 0.0, 1.0, 1.0),
+            ..Default::default()
+        };
+        let mut f = Faulty::new(a, cfg).unwrap();
+        let mut pool = Pool::new(64);
+        let pkts: Vec<u32> = (0..3)
+            .map(|s| packet_from_bytes(&mut pool, &frame(s)).unwrap())
+            .collect();
+        assert_eq!(f.tx_burst(&mut pool, &pkts), 3);
+        pool.free_bulk(&pkts);
+        // 0 held (twice), 1 sent twice then 0 twice, 2 held (twice).
+        assert_eq!(f.held(), 2);
+        let mut got = Vec::new();
+        b.rx_burst(&mut pool, &mut got, 256);
+        let seqs: Vec<u32> = got.iter().map(|&h| decode(pool.data(h)).0).collect();
+        assert_eq!(seqs, vec![1, 1, 0, 0]);
+        pool.free_bulk(&got);
+        f.release(&mut pool);
+        assert_eq!(pool.in_use(), 0);
+        assert_eq!(pool.stats().double_frees, 0);
     }
 
     #[test]
