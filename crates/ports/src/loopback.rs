@@ -207,6 +207,9 @@ impl Port for LoopbackPort {
 /// `rx_burst` hands out copies of the templates in order, cycling back to the first, until the
 /// optional total `limit` is reached; after that it returns 0 until [`Replay::rewind`]. `tx_burst`
 /// counts (`tx_packets`, `tx_bytes`) and accepts everything.
+///
+/// When the pool runs dry a burst ends early and `rx_dropped` counts one (a sign of pool pressure
+/// in a benchmark); nothing is skipped, the next burst continues with the same template.
 #[derive(Debug, Clone)]
 pub struct Replay {
     name: String,
