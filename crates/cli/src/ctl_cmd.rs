@@ -24,7 +24,12 @@ pub struct Args {
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     timeout: u64,
     /// The command, e.g. `show runtime` or `bridge member add br0 p2`.
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
     command: Vec<String>,
 }
 
@@ -43,7 +48,10 @@ pub fn main(args: Args) -> anyhow::Result<()> {
         return Ok(());
     }
     if !resp.ok {
-        bail!("{}", resp.error.unwrap_or_else(|| "the switch refused the request".into()));
+        bail!(
+            "{}",
+            resp.error.unwrap_or_else(|| "the switch refused the request".into())
+        );
     }
     let data = resp.data.unwrap_or(serde_json::Value::Null);
     print!("{}", render(&req, &data));

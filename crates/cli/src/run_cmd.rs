@@ -25,8 +25,8 @@ pub struct Args {
 }
 
 pub fn main(args: Args) -> anyhow::Result<()> {
-    let config_path = std::path::absolute(&args.config)
-        .with_context(|| format!("config path {}", args.config.display()))?;
+    let config_path =
+        std::path::absolute(&args.config).with_context(|| format!("config path {}", args.config.display()))?;
     let cfg = Config::from_file(&config_path)?;
     validate(&cfg)?;
     if args.check {
@@ -39,7 +39,10 @@ pub fn main(args: Args) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-    let socket_path = args.socket.clone().unwrap_or_else(|| PathBuf::from(&cfg.switch.control_socket));
+    let socket_path = args
+        .socket
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&cfg.switch.control_socket));
 
     // Signals first, so that a SIGTERM during start-up still ends in a clean exit.
     let stop = Arc::new(AtomicBool::new(false));
@@ -65,7 +68,9 @@ pub fn main(args: Args) -> anyhow::Result<()> {
                 ids.iter().map(|c| c.id.to_string()).collect::<Vec<_>>().join(", ")
             );
         };
-        let pinned = handle.call(move |_| core_affinity::set_for_current(id)).context("pinning the worker")?;
+        let pinned = handle
+            .call(move |_| core_affinity::set_for_current(id))
+            .context("pinning the worker")?;
         if !pinned {
             bail!("switch.worker_cpu = {cpu}: the worker thread could not be pinned to it");
         }

@@ -53,7 +53,10 @@ impl Switch {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn vecswitch run");
-        let mut sw = Switch { child: Some(child), socket: socket.to_path_buf() };
+        let mut sw = Switch {
+            child: Some(child),
+            socket: socket.to_path_buf(),
+        };
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if UnixStream::connect(socket).is_ok() {
@@ -61,9 +64,16 @@ impl Switch {
             }
             if let Some(status) = sw.child.as_mut().unwrap().try_wait().unwrap() {
                 let out = sw.child.take().unwrap().wait_with_output().unwrap();
-                panic!("vecswitch run exited with {status}: {}", String::from_utf8_lossy(&out.stderr));
+                panic!(
+                    "vecswitch run exited with {status}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
             }
-            assert!(Instant::now() < deadline, "control socket {} did not appear", socket.display());
+            assert!(
+                Instant::now() < deadline,
+                "control socket {} did not appear",
+                socket.display()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -87,7 +97,11 @@ impl Switch {
     /// Runs a ctl command that must fail; returns its stderr.
     fn fails(&self, words: &str) -> String {
         let out = self.ctl(words);
-        assert!(!out.status.success(), "`ctl {words}` should fail: {}", String::from_utf8_lossy(&out.stdout));
+        assert!(
+            !out.status.success(),
+            "`ctl {words}` should fail: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         String::from_utf8(out.stderr).unwrap()
     }
 
@@ -102,7 +116,10 @@ impl Switch {
     /// Sends SIGTERM and waits for the exit.
     fn terminate(mut self) -> (std::process::ExitStatus, String) {
         let mut child = self.child.take().unwrap();
-        let st = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+        let st = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
         assert!(st.success());
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
@@ -189,7 +206,11 @@ fn start(tag: &str) -> (TempDir, Switch, PathBuf) {
 }
 
 fn names(v: &Value) -> Vec<String> {
-    v.as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap().to_string()).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap().to_string())
+        .collect()
 }
 
 #[test]
@@ -197,16 +218,29 @@ fn control_socket_is_0660_and_shows_work() {
     let (_d, sw, _) = start("show");
     let m = std::fs::metadata(&sw.socket).unwrap();
     assert!(m.file_type().is_socket());
-    assert_eq!(m.permissions().mode() & 0o777, 0o660, "socket must not be world-accessible");
+    assert_eq!(
+        m.permissions().mode() & 0o777,
+        0o660,
+        "socket must not be world-accessible"
+    );
 
     let ports = sw.ok("show ports");
     let lines: Vec<&str> = ports.lines().collect();
-    assert!(lines[0].starts_with("Name") && lines[0].contains("RX packets"), "{ports}");
-    assert!(lines[1].starts_with("p0") && lines[1].contains("xconnect -> p1"), "{ports}");
+    assert!(
+        lines[0].starts_with("Name") && lines[0].contains("RX packets"),
+        "{ports}"
+    );
+    assert!(
+        lines[1].starts_with("p0") && lines[1].contains("xconnect -> p1"),
+        "{ports}"
+    );
     assert!(lines[3].starts_with("p2") && lines[3].contains("bridge br0"), "{ports}");
 
     let rt = sw.ok("show runtime");
-    assert!(rt.contains("Name") && rt.contains("Calls") && rt.contains("Vectors/Call"), "{rt}");
+    assert!(
+        rt.contains("Name") && rt.contains("Calls") && rt.contains("Vectors/Call"),
+        "{rt}"
+    );
     assert!(rt.contains("ethernet-input"), "{rt}");
 
     let mac = sw.ok("show mac br0");
@@ -225,14 +259,26 @@ fn control_socket_is_0660_and_shows_work() {
 fn runtime_changes_are_validated_like_the_file() {
     let (d, sw, _) = start("edit");
     let m = d.path("memif.sock");
-    assert_eq!(sw.ok(&format!("port add p3 memif socket={} id=3", m.display())).trim(), "add memif port p3");
+    assert_eq!(
+        sw.ok(&format!("port add p3 memif socket={} id=3", m.display())).trim(),
+        "add memif port p3"
+    );
     assert_eq!(sw.ok("bridge member add br0 p3").trim(), "add port p3 to bridge br0");
-    assert_eq!(sw.json("show bridge br0")[0]["members"], serde_json::json!(["p2", "p3"]));
+    assert_eq!(
+        sw.json("show bridge br0")[0]["members"],
+        serde_json::json!(["p2", "p3"])
+    );
 
     // p0 is cross-connected: refused with the field, value and reason; nothing changes.
     let e = sw.fails("bridge member add br0 p0");
-    assert!(e.contains("bridge[0].ports[2] = \"p0\"") && e.contains("xconnect[0]"), "{e}");
-    assert_eq!(sw.json("show bridge br0")[0]["members"], serde_json::json!(["p2", "p3"]));
+    assert!(
+        e.contains("bridge[0].ports[2] = \"p0\"") && e.contains("xconnect[0]"),
+        "{e}"
+    );
+    assert_eq!(
+        sw.json("show bridge br0")[0]["members"],
+        serde_json::json!(["p2", "p3"])
+    );
 
     let e = sw.fails("mac add br0 01:00:5e:00:00:01 p3");
     assert!(e.contains("static_mac[1].mac"), "{e}");
@@ -251,7 +297,10 @@ fn runtime_changes_are_validated_like_the_file() {
     assert_eq!(names(&sw.json("show ports")), ["p0", "p1", "p2"]);
 
     sw.ok("xconnect del p0");
-    assert_eq!(sw.json("show xconnect"), serde_json::json!([{"from": "p1", "to": "p0"}]));
+    assert_eq!(
+        sw.json("show xconnect"),
+        serde_json::json!([{"from": "p1", "to": "p0"}])
+    );
     sw.ok("xconnect add p0 p1");
     assert_eq!(sw.json("show xconnect").as_array().unwrap().len(), 2);
 
@@ -266,8 +315,10 @@ fn runtime_changes_are_validated_like_the_file() {
 #[test]
 fn invalid_reload_is_rejected_whole_and_changes_nothing() {
     let (d, sw, cfg) = start("badreload");
-    let before: Vec<String> =
-        ["show ports", "show bridge", "show mac", "show xconnect", "show config"].iter().map(|c| sw.ok(c)).collect();
+    let before: Vec<String> = ["show ports", "show bridge", "show mac", "show xconnect", "show config"]
+        .iter()
+        .map(|c| sw.ok(c))
+        .collect();
 
     // Several errors at once: all named, none applied (the valid new port p9 is not added either).
     let bad = d.path("bad.toml");
@@ -287,10 +338,14 @@ fn invalid_reload_is_rejected_whole_and_changes_nothing() {
     assert!(sw.fails(&format!("reload {}", bad.display())).contains("bad.toml"));
     // [switch] cannot change without a restart.
     std::fs::write(&bad, base_config(&d).replace("buffers = 4096", "buffers = 8192")).unwrap();
-    assert!(sw.fails(&format!("reload {}", bad.display())).contains("switch.buffers"));
+    assert!(sw
+        .fails(&format!("reload {}", bad.display()))
+        .contains("switch.buffers"));
 
-    let after: Vec<String> =
-        ["show ports", "show bridge", "show mac", "show xconnect", "show config"].iter().map(|c| sw.ok(c)).collect();
+    let after: Vec<String> = ["show ports", "show bridge", "show mac", "show xconnect", "show config"]
+        .iter()
+        .map(|c| sw.ok(c))
+        .collect();
     assert_eq!(before, after);
     // The original file still reloads to "no change".
     assert_eq!(sw.ok(&format!("reload {}", cfg.display())).trim(), "no change");
@@ -302,7 +357,10 @@ fn valid_reload_applies_only_the_difference() {
     sw.ok("mac add br0 02:00:00:00:00:44 p2"); // a run-time change the file does not have
     let m = d.path("memif.sock");
     let text = base_config(&d).replace("ports = [\"p2\"]", "ports = [\"p2\", \"p3\"]")
-        + &format!("\n[[port]]\nname = \"p3\"\ntype = \"memif\"\nsocket = \"{}\"\nid = 3\n", m.display());
+        + &format!(
+            "\n[[port]]\nname = \"p3\"\ntype = \"memif\"\nsocket = \"{}\"\nid = 3\n",
+            m.display()
+        );
     std::fs::write(&cfg, text).unwrap();
     let out = sw.ok("reload");
     let lines: Vec<&str> = out.lines().collect();
@@ -364,7 +422,11 @@ fn reload_keeps_unchanged_ports_connected_with_their_counters() {
     let connects = peer.connects();
     assert_eq!(sw.json("show ports")[0]["link"], "up");
 
-    let text = base_config(&d) + &format!("\n[[port]]\nname = \"p4\"\ntype = \"memif\"\nsocket = \"{}\"\nid = 4\n", m.display());
+    let text = base_config(&d)
+        + &format!(
+            "\n[[port]]\nname = \"p4\"\ntype = \"memif\"\nsocket = \"{}\"\nid = 4\n",
+            m.display()
+        );
     std::fs::write(&cfg, text).unwrap();
     assert_eq!(sw.ok("reload").trim(), "add memif port p4");
     for _ in 0..20 {
@@ -383,7 +445,8 @@ fn malformed_requests_get_errors_and_the_server_lives_on() {
     let (_d, sw, _) = start("garbage");
     let mut s = UnixStream::connect(&sw.socket).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(b"hello\n{\"cmd\":\"trace_add\",\"count\":\"lots\"}\n{\"cmd\":\"show\",\"what\":\"everything\"}\n").unwrap();
+    s.write_all(b"hello\n{\"cmd\":\"trace_add\",\"count\":\"lots\"}\n{\"cmd\":\"show\",\"what\":\"everything\"}\n")
+        .unwrap();
     let mut r = BufReader::new(s.try_clone().unwrap());
     let mut answers = Vec::new();
     for _ in 0..3 {
@@ -424,7 +487,11 @@ fn second_switch_on_the_same_socket_is_refused() {
         .output()
         .unwrap();
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("in use"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("in use"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // The first one still answers.
     assert_eq!(names(&sw.json("show ports")), ["p0", "p1", "p2"]);
     drop(d);
@@ -440,7 +507,13 @@ fn invalid_config_fails_at_start_with_every_error() {
     )
     .unwrap();
     let socket = d.path("ctl.sock");
-    let out = Command::new(BIN).args(["run", "--config"]).arg(&cfg).arg("--socket").arg(&socket).output().unwrap();
+    let out = Command::new(BIN)
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .arg("--socket")
+        .arg(&socket)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("port[0].ring_size = 3"), "{e}");

@@ -77,7 +77,11 @@ pub fn describe(c: &Change) -> String {
 enum Undo {
     Change(Change),
     /// Put back the port object that a `DeletePort` took out, with its admin state.
-    Readd { name: String, port: Box<dyn Port>, up: bool },
+    Readd {
+        name: String,
+        port: Box<dyn Port>,
+        up: bool,
+    },
 }
 
 fn mac_of(mac: &str) -> Result<[u8; 6], String> {
@@ -95,7 +99,10 @@ fn apply_one(
     Ok(match c {
         Change::RemoveXconnect { from, to } => {
             dp.delete_xconnect(from)?;
-            Undo::Change(Change::AddXconnect { from: from.clone(), to: to.clone() })
+            Undo::Change(Change::AddXconnect {
+                from: from.clone(),
+                to: to.clone(),
+            })
         }
         Change::RemoveStaticMac { bridge, mac } => {
             dp.delete_static_mac(bridge, mac_of(mac)?)?;
@@ -104,23 +111,38 @@ fn apply_one(
                 .and_then(|b| b.static_mac.iter().find(|s| parse_mac(&s.mac) == parse_mac(mac)))
                 .map(|s| s.port.clone())
                 .unwrap_or_default();
-            Undo::Change(Change::AddStaticMac { bridge: bridge.clone(), mac: mac.clone(), port })
+            Undo::Change(Change::AddStaticMac {
+                bridge: bridge.clone(),
+                mac: mac.clone(),
+                port,
+            })
         }
         Change::RemoveBridgeMember { bridge, port } => {
             dp.remove_bridge_member(bridge, port)?;
-            Undo::Change(Change::AddBridgeMember { bridge: bridge.clone(), port: port.clone() })
+            Undo::Change(Change::AddBridgeMember {
+                bridge: bridge.clone(),
+                port: port.clone(),
+            })
         }
         Change::DeleteBridge { name } => {
             dp.delete_bridge(name)?;
-            let settings = old.bridge(name).map(BridgeSettingsConfig::from).unwrap_or_else(|| {
-                BridgeSettingsConfig::from(&crate::config::BridgeConfig::new(name))
-            });
-            Undo::Change(Change::AddBridge { name: name.clone(), settings })
+            let settings = old
+                .bridge(name)
+                .map(BridgeSettingsConfig::from)
+                .unwrap_or_else(|| BridgeSettingsConfig::from(&crate::config::BridgeConfig::new(name)));
+            Undo::Change(Change::AddBridge {
+                name: name.clone(),
+                settings,
+            })
         }
         Change::DeletePort { name } => {
             let port = dp.delete_port(name)?;
-            let up = old.port(name).map_or(true, |p| p.admin().is_up());
-            Undo::Readd { name: name.clone(), port, up }
+            let up = old.port(name).map(|p| p.admin().is_up()).unwrap_or(true);
+            Undo::Readd {
+                name: name.clone(),
+                port,
+                up,
+            }
         }
         Change::AddPort { port } => {
             let name = port.name();
@@ -140,7 +162,10 @@ fn apply_one(
         }
         Change::SetPortAdmin { name, up } => {
             dp.set_port_admin(name, *up)?;
-            Undo::Change(Change::SetPortAdmin { name: name.clone(), up: !*up })
+            Undo::Change(Change::SetPortAdmin {
+                name: name.clone(),
+                up: !*up,
+            })
         }
         Change::AddBridge { name, settings } => {
             dp.add_bridge(name, settings)?;
@@ -148,20 +173,35 @@ fn apply_one(
         }
         Change::SetBridgeSettings { name, settings } => {
             dp.set_bridge_settings(name, settings)?;
-            let before = old.bridge(name).map(BridgeSettingsConfig::from).unwrap_or_else(|| settings.clone());
-            Undo::Change(Change::SetBridgeSettings { name: name.clone(), settings: before })
+            let before = old
+                .bridge(name)
+                .map(BridgeSettingsConfig::from)
+                .unwrap_or_else(|| settings.clone());
+            Undo::Change(Change::SetBridgeSettings {
+                name: name.clone(),
+                settings: before,
+            })
         }
         Change::AddBridgeMember { bridge, port } => {
             dp.add_bridge_member(bridge, port)?;
-            Undo::Change(Change::RemoveBridgeMember { bridge: bridge.clone(), port: port.clone() })
+            Undo::Change(Change::RemoveBridgeMember {
+                bridge: bridge.clone(),
+                port: port.clone(),
+            })
         }
         Change::AddStaticMac { bridge, mac, port } => {
             dp.add_static_mac(bridge, mac_of(mac)?, port)?;
-            Undo::Change(Change::RemoveStaticMac { bridge: bridge.clone(), mac: mac.clone() })
+            Undo::Change(Change::RemoveStaticMac {
+                bridge: bridge.clone(),
+                mac: mac.clone(),
+            })
         }
         Change::AddXconnect { from, to } => {
             dp.add_xconnect(from, to)?;
-            Undo::Change(Change::RemoveXconnect { from: from.clone(), to: to.clone() })
+            Undo::Change(Change::RemoveXconnect {
+                from: from.clone(),
+                to: to.clone(),
+            })
         }
     })
 }
@@ -199,7 +239,11 @@ pub fn apply_changes(
                         undo_failures.push(e);
                     }
                 }
-                return Err(ApplyError { what: describe(c), message, undo_failures });
+                return Err(ApplyError {
+                    what: describe(c),
+                    message,
+                    undo_failures,
+                });
             }
         }
     }
@@ -232,7 +276,10 @@ pub(crate) mod fake {
             0
         }
         fn stats(&self) -> PortStats {
-            PortStats { rx_packets: u64::from(self.serial), ..Default::default() }
+            PortStats {
+                rx_packets: u64::from(self.serial),
+                ..Default::default()
+            }
         }
         fn clear_stats(&mut self) {}
         fn link(&self) -> LinkState {
@@ -249,7 +296,10 @@ pub(crate) mod fake {
                 return Err(format!("cannot open {}", p.name()));
             }
             let serial = n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            Ok(Box::new(NullPort { name: p.name().to_string(), serial }) as Box<dyn Port>)
+            Ok(Box::new(NullPort {
+                name: p.name().to_string(),
+                serial,
+            }) as Box<dyn Port>)
         })
     }
 
@@ -278,8 +328,11 @@ pub(crate) mod fake {
         }
         /// A comparable snapshot of the state (ports with serials, bridges, xconnects, macs).
         pub fn snapshot(&self) -> String {
-            let ports: Vec<String> =
-                self.ports.iter().map(|(n, (p, up))| format!("{n}#{}:{up}", p.stats().rx_packets)).collect();
+            let ports: Vec<String> = self
+                .ports
+                .iter()
+                .map(|(n, (p, up))| format!("{n}#{}:{up}", p.stats().rx_packets))
+                .collect();
             format!("{ports:?} {:?} {:?} {:?}", self.bridges, self.xconnects, self.macs)
         }
     }
@@ -302,11 +355,17 @@ pub(crate) mod fake {
             for (_, m) in self.bridges.values_mut() {
                 m.remove(name);
             }
-            self.ports.remove(name).map(|(p, _)| p).ok_or_else(|| format!("no port {name}"))
+            self.ports
+                .remove(name)
+                .map(|(p, _)| p)
+                .ok_or_else(|| format!("no port {name}"))
         }
         fn set_port_admin(&mut self, name: &str, up: bool) -> Result<(), String> {
             self.call(format!("set_port_admin {name} {up}"))?;
-            self.ports.get_mut(name).map(|p| p.1 = up).ok_or_else(|| format!("no port {name}"))
+            self.ports
+                .get_mut(name)
+                .map(|p| p.1 = up)
+                .ok_or_else(|| format!("no port {name}"))
         }
         fn add_bridge(&mut self, name: &str, s: &BridgeSettingsConfig) -> Result<(), String> {
             self.call(format!("add_bridge {name}"))?;
@@ -316,23 +375,37 @@ pub(crate) mod fake {
         fn delete_bridge(&mut self, name: &str) -> Result<(), String> {
             self.call(format!("delete_bridge {name}"))?;
             self.macs.retain(|(b, _), _| b != name);
-            self.bridges.remove(name).map(|_| ()).ok_or_else(|| format!("no bridge {name}"))
+            self.bridges
+                .remove(name)
+                .map(|_| ())
+                .ok_or_else(|| format!("no bridge {name}"))
         }
         fn set_bridge_settings(&mut self, name: &str, s: &BridgeSettingsConfig) -> Result<(), String> {
             self.call(format!("set_bridge_settings {name}"))?;
-            self.bridges.get_mut(name).map(|b| b.0 = s.clone()).ok_or_else(|| format!("no bridge {name}"))
+            self.bridges
+                .get_mut(name)
+                .map(|b| b.0 = s.clone())
+                .ok_or_else(|| format!("no bridge {name}"))
         }
         fn add_bridge_member(&mut self, bridge: &str, port: &str) -> Result<(), String> {
             self.call(format!("add_bridge_member {bridge} {port}"))?;
             if !self.ports.contains_key(port) {
                 return Err(format!("no port {port}"));
             }
-            self.bridges.get_mut(bridge).map(|b| b.1.insert(port.into())).map(|_| ()).ok_or_else(|| format!("no bridge {bridge}"))
+            self.bridges
+                .get_mut(bridge)
+                .map(|b| b.1.insert(port.into()))
+                .map(|_| ())
+                .ok_or_else(|| format!("no bridge {bridge}"))
         }
         fn remove_bridge_member(&mut self, bridge: &str, port: &str) -> Result<(), String> {
             self.call(format!("remove_bridge_member {bridge} {port}"))?;
             self.macs.retain(|(b, _), p| !(b == bridge && p == port));
-            self.bridges.get_mut(bridge).map(|b| b.1.remove(port)).map(|_| ()).ok_or_else(|| format!("no bridge {bridge}"))
+            self.bridges
+                .get_mut(bridge)
+                .map(|b| b.1.remove(port))
+                .map(|_| ())
+                .ok_or_else(|| format!("no bridge {bridge}"))
         }
         fn add_xconnect(&mut self, from: &str, to: &str) -> Result<(), String> {
             self.call(format!("add_xconnect {from} {to}"))?;
@@ -341,7 +414,10 @@ pub(crate) mod fake {
         }
         fn delete_xconnect(&mut self, from: &str) -> Result<(), String> {
             self.call(format!("delete_xconnect {from}"))?;
-            self.xconnects.remove(from).map(|_| ()).ok_or_else(|| format!("no xconnect from {from}"))
+            self.xconnects
+                .remove(from)
+                .map(|_| ())
+                .ok_or_else(|| format!("no xconnect from {from}"))
         }
         fn add_static_mac(&mut self, bridge: &str, mac: [u8; 6], port: &str) -> Result<(), String> {
             self.call(format!("add_static_mac {bridge} {port}"))?;
@@ -350,7 +426,10 @@ pub(crate) mod fake {
         }
         fn delete_static_mac(&mut self, bridge: &str, mac: [u8; 6]) -> Result<(), String> {
             self.call(format!("delete_static_mac {bridge}"))?;
-            self.macs.remove(&(bridge.to_string(), mac)).map(|_| ()).ok_or_else(|| "no such mac".to_string())
+            self.macs
+                .remove(&(bridge.to_string(), mac))
+                .map(|_| ())
+                .ok_or_else(|| "no such mac".to_string())
         }
         fn show(&mut self, what: ShowWhat, _bridge: Option<&str>) -> Result<serde_json::Value, String> {
             Ok(match what {
@@ -428,7 +507,14 @@ ports = ["v0", "v1"]
 
     fn build(c: &Config) -> Fake {
         let mut dp = Fake::default();
-        apply_changes(&mut dp, &diff(&Config::default(), c), &Config::default(), HashMap::new(), &*factory()).unwrap();
+        apply_changes(
+            &mut dp,
+            &diff(&Config::default(), c),
+            &Config::default(),
+            HashMap::new(),
+            &*factory(),
+        )
+        .unwrap();
         dp
     }
 
@@ -441,7 +527,12 @@ ports = ["v0", "v1"]
         assert_eq!(dp.xconnects.get("p0").map(String::as_str), Some("p1"));
         assert_eq!(dp.xconnects.get("p1").map(String::as_str), Some("p0"));
         assert_eq!(dp.bridges["br0"].1.len(), 2);
-        assert_eq!(dp.macs.get(&("br0".to_string(), [2, 0, 0, 0, 0, 1])).map(String::as_str), Some("v0"));
+        assert_eq!(
+            dp.macs
+                .get(&("br0".to_string(), [2, 0, 0, 0, 0, 1]))
+                .map(String::as_str),
+            Some("v0")
+        );
     }
 
     #[test]
@@ -491,8 +582,14 @@ ports = ["v0", "v1"]
         let mut dp = build(&old);
         let before = dp.snapshot();
         let mut new = old.clone();
-        new.ports.push(PortConfig::AfPacket(crate::config::AfPacketPortConfig::new("bad0", "veth9")));
-        new.bridges.push(crate::config::BridgeConfig { ports: vec!["v0".into()], ..crate::config::BridgeConfig::new("b") });
+        new.ports
+            .push(PortConfig::AfPacket(crate::config::AfPacketPortConfig::new(
+                "bad0", "veth9",
+            )));
+        new.bridges.push(crate::config::BridgeConfig {
+            ports: vec!["v0".into()],
+            ..crate::config::BridgeConfig::new("b")
+        });
         let ch = diff(&old, &new);
         let e = apply_changes(&mut dp, &ch, &old, HashMap::new(), &*factory()).unwrap_err();
         assert!(e.message.contains("cannot open bad0"), "{e}");
@@ -504,8 +601,21 @@ ports = ["v0", "v1"]
         let new = cfg("");
         let mut dp = Fake::default();
         let mut pre: HashMap<String, Box<dyn Port>> = HashMap::new();
-        pre.insert("p0".into(), Box::new(fake::NullPort { name: "p0".into(), serial: 999 }));
-        apply_changes(&mut dp, &diff(&Config::default(), &new), &Config::default(), pre, &*factory()).unwrap();
+        pre.insert(
+            "p0".into(),
+            Box::new(fake::NullPort {
+                name: "p0".into(),
+                serial: 999,
+            }),
+        );
+        apply_changes(
+            &mut dp,
+            &diff(&Config::default(), &new),
+            &Config::default(),
+            pre,
+            &*factory(),
+        )
+        .unwrap();
         assert_eq!(dp.ports["p0"].0.stats().rx_packets, 999);
     }
 }

@@ -77,13 +77,16 @@ fn port_add(w: &[&str]) -> Result<Request, String> {
     t.insert("name".into(), toml::Value::String(w[2].into()));
     t.insert("type".into(), toml::Value::String(w[3].into()));
     for kv in &w[4..] {
-        let (k, v) = kv.split_once('=').ok_or_else(|| format!("port add: {kv:?}: a KEY=VALUE pair, e.g. socket=/run/m.sock"))?;
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| format!("port add: {kv:?}: a KEY=VALUE pair, e.g. socket=/run/m.sock"))?;
         if k == "name" || k == "type" {
             return Err(format!("port add: {k}: given as NAME and TYPE already"));
         }
         t.insert(k.to_string(), toml_value(v));
     }
-    let port = PortConfig::deserialize(toml::Value::Table(t)).map_err(|e| format!("port add: {}", e.to_string().trim()))?;
+    let port =
+        PortConfig::deserialize(toml::Value::Table(t)).map_err(|e| format!("port add: {}", e.to_string().trim()))?;
     Ok(Request::PortAdd { port })
 }
 
@@ -133,7 +136,12 @@ fn show(w: &[&str]) -> Result<Request, String> {
     let bridge = match (what, w.len()) {
         (_, 2) => None,
         (ShowWhat::Bridge | ShowWhat::Mac, 3) => Some(w[2].to_string()),
-        _ => return Err(format!("`{}`: only `show bridge` and `show mac` take one more word (a bridge name)", w.join(" "))),
+        _ => {
+            return Err(format!(
+                "`{}`: only `show bridge` and `show mac` take one more word (a bridge name)",
+                w.join(" ")
+            ))
+        }
     };
     Ok(Request::Show { what, bridge })
 }
@@ -148,7 +156,9 @@ pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, String> {
         ("clear", "counters") => arity(&w, 2, "clear counters").map(|_| Request::ClearCounters {}),
         ("trace", "add") => {
             arity(&w, 3, "trace add N")?;
-            Ok(Request::TraceAdd { count: num("N", w[2], "a packet count, 0..=4294967295")? })
+            Ok(Request::TraceAdd {
+                count: num("N", w[2], "a packet count, 0..=4294967295")?,
+            })
         }
         ("trace", "clear") => arity(&w, 2, "trace clear").map(|_| Request::TraceClear {}),
         ("capture", _) => {
@@ -156,7 +166,11 @@ pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, String> {
                 return Err("`capture`: expected `capture PORT FILE [COUNT]`".into());
             }
             let count = w.get(3).map(|c| num("COUNT", c, "a packet count")).transpose()?;
-            Ok(Request::Capture { port: w[1].into(), file: absolute(w[2], cwd), count })
+            Ok(Request::Capture {
+                port: w[1].into(),
+                file: absolute(w[2], cwd),
+                count,
+            })
         }
         ("port", "add") => port_add(&w),
         ("port", "del" | "delete") => {
@@ -165,7 +179,10 @@ pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, String> {
         }
         ("port", "up" | "down") => {
             arity(&w, 3, "port up|down NAME")?;
-            Ok(Request::PortState { name: w[2].into(), up: second == "up" })
+            Ok(Request::PortState {
+                name: w[2].into(),
+                up: second == "up",
+            })
         }
         ("bridge", "add") => bridge_add(&w),
         ("bridge", "del" | "delete") => {
@@ -184,7 +201,11 @@ pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, String> {
         ("xconnect", "add") => {
             let both = w.get(4) == Some(&"--both");
             arity(&w, if both { 5 } else { 4 }, "xconnect add FROM TO [--both]")?;
-            Ok(Request::XconnectAdd { from: w[2].into(), to: w[3].into(), both })
+            Ok(Request::XconnectAdd {
+                from: w[2].into(),
+                to: w[3].into(),
+                both,
+            })
         }
         ("xconnect", "del" | "delete") => {
             arity(&w, 3, "xconnect del FROM")?;
@@ -192,15 +213,24 @@ pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, String> {
         }
         ("mac", "add") => {
             arity(&w, 5, "mac add BRIDGE MAC PORT")?;
-            Ok(Request::MacAdd { bridge: w[2].into(), mac: w[3].into(), port: w[4].into() })
+            Ok(Request::MacAdd {
+                bridge: w[2].into(),
+                mac: w[3].into(),
+                port: w[4].into(),
+            })
         }
         ("mac", "del" | "delete") => {
             arity(&w, 4, "mac del BRIDGE MAC")?;
-            Ok(Request::MacDelete { bridge: w[2].into(), mac: w[3].into() })
+            Ok(Request::MacDelete {
+                bridge: w[2].into(),
+                mac: w[3].into(),
+            })
         }
         ("reload", _) => match w.len() {
             1 => Ok(Request::Reload { path: None }),
-            2 => Ok(Request::Reload { path: Some(absolute(w[1], cwd)) }),
+            2 => Ok(Request::Reload {
+                path: Some(absolute(w[1], cwd)),
+            }),
             _ => Err("`reload`: expected `reload [FILE]`".into()),
         },
         _ => Err(format!("unknown command `{}`", w.join(" "))),
@@ -219,11 +249,37 @@ mod tests {
 
     #[test]
     fn show_commands_and_aliases() {
-        assert_eq!(p("show runtime").unwrap(), Request::Show { what: ShowWhat::Runtime, bridge: None });
-        assert_eq!(p("show interface").unwrap(), Request::Show { what: ShowWhat::Ports, bridge: None });
-        assert_eq!(p("show mac br0").unwrap(), Request::Show { what: ShowWhat::Mac, bridge: Some("br0".into()) });
-        assert_eq!(p("show bridge-domain").unwrap(), Request::Show { what: ShowWhat::Bridge, bridge: None });
-        assert!(p("show ports extra").unwrap_err().contains("only `show bridge` and `show mac`"));
+        assert_eq!(
+            p("show runtime").unwrap(),
+            Request::Show {
+                what: ShowWhat::Runtime,
+                bridge: None
+            }
+        );
+        assert_eq!(
+            p("show interface").unwrap(),
+            Request::Show {
+                what: ShowWhat::Ports,
+                bridge: None
+            }
+        );
+        assert_eq!(
+            p("show mac br0").unwrap(),
+            Request::Show {
+                what: ShowWhat::Mac,
+                bridge: Some("br0".into())
+            }
+        );
+        assert_eq!(
+            p("show bridge-domain").unwrap(),
+            Request::Show {
+                what: ShowWhat::Bridge,
+                bridge: None
+            }
+        );
+        assert!(p("show ports extra")
+            .unwrap_err()
+            .contains("only `show bridge` and `show mac`"));
         assert!(p("show nothing").unwrap_err().contains("runtime"));
     }
 
@@ -234,48 +290,107 @@ mod tests {
         assert_eq!(p("trace clear").unwrap(), Request::TraceClear {});
         assert_eq!(
             p("capture p0 out.pcap 100").unwrap(),
-            Request::Capture { port: "p0".into(), file: "/home/u/out.pcap".into(), count: Some(100) }
+            Request::Capture {
+                port: "p0".into(),
+                file: "/home/u/out.pcap".into(),
+                count: Some(100)
+            }
         );
         assert_eq!(p("port del p0").unwrap(), Request::PortDelete { name: "p0".into() });
-        assert_eq!(p("port down p0").unwrap(), Request::PortState { name: "p0".into(), up: false });
+        assert_eq!(
+            p("port down p0").unwrap(),
+            Request::PortState {
+                name: "p0".into(),
+                up: false
+            }
+        );
         assert_eq!(p("bridge del b").unwrap(), Request::BridgeDelete { name: "b".into() });
         assert_eq!(
             p("bridge member add b p").unwrap(),
-            Request::BridgeMemberAdd { bridge: "b".into(), port: "p".into() }
+            Request::BridgeMemberAdd {
+                bridge: "b".into(),
+                port: "p".into()
+            }
         );
         assert_eq!(
             p("bridge member del b p").unwrap(),
-            Request::BridgeMemberRemove { bridge: "b".into(), port: "p".into() }
+            Request::BridgeMemberRemove {
+                bridge: "b".into(),
+                port: "p".into()
+            }
         );
-        assert_eq!(p("xconnect add a b").unwrap(), Request::XconnectAdd { from: "a".into(), to: "b".into(), both: false });
-        assert_eq!(p("xconnect add a b --both").unwrap(), Request::XconnectAdd { from: "a".into(), to: "b".into(), both: true });
-        assert_eq!(p("xconnect del a").unwrap(), Request::XconnectDelete { from: "a".into() });
+        assert_eq!(
+            p("xconnect add a b").unwrap(),
+            Request::XconnectAdd {
+                from: "a".into(),
+                to: "b".into(),
+                both: false
+            }
+        );
+        assert_eq!(
+            p("xconnect add a b --both").unwrap(),
+            Request::XconnectAdd {
+                from: "a".into(),
+                to: "b".into(),
+                both: true
+            }
+        );
+        assert_eq!(
+            p("xconnect del a").unwrap(),
+            Request::XconnectDelete { from: "a".into() }
+        );
         assert_eq!(
             p("mac add b 02:00:00:00:00:01 p").unwrap(),
-            Request::MacAdd { bridge: "b".into(), mac: "02:00:00:00:00:01".into(), port: "p".into() }
+            Request::MacAdd {
+                bridge: "b".into(),
+                mac: "02:00:00:00:00:01".into(),
+                port: "p".into()
+            }
         );
-        assert_eq!(p("mac del b 02:00:00:00:00:01").unwrap(), Request::MacDelete { bridge: "b".into(), mac: "02:00:00:00:00:01".into() });
+        assert_eq!(
+            p("mac del b 02:00:00:00:00:01").unwrap(),
+            Request::MacDelete {
+                bridge: "b".into(),
+                mac: "02:00:00:00:00:01".into()
+            }
+        );
         assert_eq!(p("reload").unwrap(), Request::Reload { path: None });
-        assert_eq!(p("reload /etc/v.toml").unwrap(), Request::Reload { path: Some("/etc/v.toml".into()) });
-        assert_eq!(p("reload v.toml").unwrap(), Request::Reload { path: Some("/home/u/v.toml".into()) });
+        assert_eq!(
+            p("reload /etc/v.toml").unwrap(),
+            Request::Reload {
+                path: Some("/etc/v.toml".into())
+            }
+        );
+        assert_eq!(
+            p("reload v.toml").unwrap(),
+            Request::Reload {
+                path: Some("/home/u/v.toml".into())
+            }
+        );
     }
 
     #[test]
     fn bridge_add_options() {
-        let Request::BridgeAdd { bridge } = p("bridge add br1 --no-learn --no-uu-flood --mac-age 60 --mac-limit 10").unwrap() else {
+        let Request::BridgeAdd { bridge } =
+            p("bridge add br1 --no-learn --no-uu-flood --mac-age 60 --mac-limit 10").unwrap()
+        else {
             panic!()
         };
         assert_eq!(bridge.name, "br1");
         assert!(!bridge.learn && !bridge.uu_flood && bridge.flood && bridge.forward);
         assert_eq!((bridge.mac_age, bridge.mac_limit), (60, 10));
-        assert!(p("bridge add br1 --mac-age soon").unwrap_err().contains("--mac-age = \"soon\""));
+        assert!(p("bridge add br1 --mac-age soon")
+            .unwrap_err()
+            .contains("--mac-age = \"soon\""));
         assert!(p("bridge add br1 --colour").unwrap_err().contains("--colour"));
         assert!(p("bridge add br1 --mac-limit").unwrap_err().contains("needs a value"));
     }
 
     #[test]
     fn port_add_key_values() {
-        let Request::PortAdd { port } = p("port add p2 memif socket=/run/m.sock id=2 role=client mode=interrupt").unwrap() else {
+        let Request::PortAdd { port } =
+            p("port add p2 memif socket=/run/m.sock id=2 role=client mode=interrupt").unwrap()
+        else {
             panic!()
         };
         match port {
@@ -285,9 +400,13 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let Request::PortAdd { port } = p("port add v1 af_packet interface=veth1 promiscuous=false").unwrap() else { panic!() };
+        let Request::PortAdd { port } = p("port add v1 af_packet interface=veth1 promiscuous=false").unwrap() else {
+            panic!()
+        };
         assert_eq!(port.type_name(), "af_packet");
-        assert!(p("port add v1 af_packet interface=veth1 colour=red").unwrap_err().contains("colour"));
+        assert!(p("port add v1 af_packet interface=veth1 colour=red")
+            .unwrap_err()
+            .contains("colour"));
         assert!(p("port add v1 tap").unwrap_err().contains("tap"));
         assert!(p("port add v1 memif socket").unwrap_err().contains("KEY=VALUE"));
         assert!(p("port add v1").unwrap_err().contains("NAME TYPE"));
@@ -297,7 +416,9 @@ mod tests {
     fn wrong_arity_and_unknown() {
         assert!(p("trace add").unwrap_err().contains("trace add N"));
         assert!(p("trace add x").unwrap_err().contains("N = \"x\""));
-        assert!(p("mac add b 02:00:00:00:00:01").unwrap_err().contains("mac add BRIDGE MAC PORT"));
+        assert!(p("mac add b 02:00:00:00:00:01")
+            .unwrap_err()
+            .contains("mac add BRIDGE MAC PORT"));
         assert!(p("frobnicate").unwrap_err().contains("unknown command `frobnicate`"));
         assert!(p("").unwrap_err().contains("unknown command"));
     }

@@ -555,8 +555,15 @@ mac_age = 0
 
     #[test]
     fn one_way_xconnects_have_one_direction() {
-        let x = XconnectConfig { ports: Some(vec!["a".into(), "b".into()]), bidirectional: false, ..Default::default() };
+        let x = XconnectConfig {
+            ports: Some(vec!["a".into(), "b".into()]),
+            bidirectional: false,
+            ..Default::default()
+        };
         assert_eq!(x.directions(), vec![("a".into(), "b".into())]);
-        assert_eq!(XconnectConfig::one_way("c", "d").directions(), vec![("c".into(), "d".into())]);
+        assert_eq!(
+            XconnectConfig::one_way("c", "d").directions(),
+            vec![("c".into(), "d".into())]
+        );
     }
 }

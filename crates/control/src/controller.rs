@@ -30,7 +30,8 @@ pub trait Worker: Send + Sync {
 
 impl Worker for vecswitch_switch::SwitchHandle {
     fn run(&self, job: Job) -> Result<(), String> {
-        self.call(move |sw: &mut vecswitch_switch::Switch| job(sw)).map_err(|e| e.to_string())
+        self.call(move |sw: &mut vecswitch_switch::Switch| job(sw))
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -87,7 +88,10 @@ pub struct Controller {
 
 impl std::fmt::Debug for Controller {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Controller").field("running", &self.running).field("config_path", &self.config_path).finish()
+        f.debug_struct("Controller")
+            .field("running", &self.running)
+            .field("config_path", &self.config_path)
+            .finish()
     }
 }
 
@@ -99,8 +103,16 @@ impl Controller {
         config: Config,
         config_path: Option<PathBuf>,
     ) -> Result<Controller, ControlError> {
-        let empty = Config { switch: config.switch.clone(), ..Config::default() };
-        let mut c = Controller { worker, factory, running: empty, config_path };
+        let empty = Config {
+            switch: config.switch.clone(),
+            ..Config::default()
+        };
+        let mut c = Controller {
+            worker,
+            factory,
+            running: empty,
+            config_path,
+        };
         c.set_config(config)?;
         Ok(c)
     }
@@ -134,8 +146,10 @@ impl Controller {
         let old = self.running.clone();
         let factory = Arc::clone(&self.factory);
         let ch = changes.clone();
-        exec(&*self.worker, move |dp| apply_changes(dp, &ch, &old, prebuilt, &*factory))
-            .map_err(ControlError::Worker)??;
+        exec(&*self.worker, move |dp| {
+            apply_changes(dp, &ch, &old, prebuilt, &*factory)
+        })
+        .map_err(ControlError::Worker)??;
         self.running = new;
         Ok(changes)
     }
@@ -153,17 +167,28 @@ impl Controller {
 
     fn known_ports(&self) -> String {
         let v: Vec<&str> = self.running.ports.iter().map(|p| p.name()).collect();
-        if v.is_empty() { "(none)".into() } else { v.join(", ") }
+        if v.is_empty() {
+            "(none)".into()
+        } else {
+            v.join(", ")
+        }
     }
 
     fn known_bridges(&self) -> String {
         let v: Vec<&str> = self.running.bridges.iter().map(|b| b.name.as_str()).collect();
-        if v.is_empty() { "(none)".into() } else { v.join(", ") }
+        if v.is_empty() {
+            "(none)".into()
+        } else {
+            v.join(", ")
+        }
     }
 
     fn bridge_index(&self, name: &str) -> Result<usize, ControlError> {
         self.running.bridges.iter().position(|b| b.name == name).ok_or_else(|| {
-            ControlError::Request(format!("bridge = {name:?}: the name of a bridge-domain; bridges are: {}", self.known_bridges()))
+            ControlError::Request(format!(
+                "bridge = {name:?}: the name of a bridge-domain; bridges are: {}",
+                self.known_bridges()
+            ))
         })
     }
 
@@ -171,12 +196,18 @@ impl Controller {
         if self.running.port(name).is_some() {
             Ok(())
         } else {
-            Err(ControlError::Request(format!("port = {name:?}: the name of a port; ports are: {}", self.known_ports())))
+            Err(ControlError::Request(format!(
+                "port = {name:?}: the name of a port; ports are: {}",
+                self.known_ports()
+            )))
         }
     }
 
     /// Applies one edit to a copy of the running config.
-    fn edit(&mut self, f: impl FnOnce(&mut Config, &Controller) -> Result<(), ControlError>) -> Result<Vec<Change>, ControlError> {
+    fn edit(
+        &mut self,
+        f: impl FnOnce(&mut Config, &Controller) -> Result<(), ControlError>,
+    ) -> Result<Vec<Change>, ControlError> {
         let mut new = self.running.clone();
         f(&mut new, self)?;
         self.set_config(new)
@@ -198,9 +229,9 @@ impl Controller {
         let w = &*self.worker;
         let done = |r: Result<(), String>| r.map(|_| serde_json::Value::Null).map_err(ControlError::Request);
         match req {
-            Request::Show { what: ShowWhat::Config, .. } => {
-                serde_json::to_value(&self.running).map_err(|e| ControlError::Worker(e.to_string()))
-            }
+            Request::Show {
+                what: ShowWhat::Config, ..
+            } => serde_json::to_value(&self.running).map_err(|e| ControlError::Worker(e.to_string())),
             Request::Show { what, bridge } => {
                 if let Some(b) = &bridge {
                     if !matches!(what, ShowWhat::Bridge | ShowWhat::Mac) {
@@ -209,7 +240,9 @@ impl Controller {
                         )));
                     }
                 }
-                exec(w, move |dp| dp.show(what, bridge.as_deref())).map_err(ControlError::Worker)?.map_err(ControlError::Request)
+                exec(w, move |dp| dp.show(what, bridge.as_deref()))
+                    .map_err(ControlError::Worker)?
+                    .map_err(ControlError::Request)
             }
             Request::ClearCounters {} => done(exec(w, |dp| dp.clear_counters())),
             Request::TraceAdd { count } => done(exec(w, move |dp| dp.trace_add(count))),
@@ -286,7 +319,11 @@ impl Controller {
                     if !b.ports.contains(&port) {
                         return Err(ControlError::Request(format!(
                             "port = {port:?}: a member of bridge {bridge:?}; its members are: {}",
-                            if b.ports.is_empty() { "(none)".into() } else { b.ports.join(", ") }
+                            if b.ports.is_empty() {
+                                "(none)".into()
+                            } else {
+                                b.ports.join(", ")
+                            }
                         )));
                     }
                     b.ports.retain(|p| *p != port);
@@ -300,7 +337,12 @@ impl Controller {
                     me.port_must_exist(&from)?;
                     me.port_must_exist(&to)?;
                     if both {
-                        c.xconnects.push(XconnectConfig { ports: Some(vec![from, to]), bidirectional: true, from: None, to: None });
+                        c.xconnects.push(XconnectConfig {
+                            ports: Some(vec![from, to]),
+                            bidirectional: true,
+                            from: None,
+                            to: None,
+                        });
                     } else {
                         c.xconnects.push(XconnectConfig::one_way(&from, &to));
                     }
@@ -327,7 +369,9 @@ impl Controller {
                     if found {
                         Ok(())
                     } else {
-                        Err(ControlError::Request(format!("from = {from:?}: a port with a cross-connect")))
+                        Err(ControlError::Request(format!(
+                            "from = {from:?}: a port with a cross-connect"
+                        )))
                     }
                 })
                 .map(Self::changed),
@@ -341,13 +385,16 @@ impl Controller {
             Request::MacDelete { bridge, mac } => self
                 .edit(|c, me| {
                     let i = me.bridge_index(&bridge)?;
-                    let m = parse_mac(&mac)
-                        .ok_or_else(|| ControlError::Request(format!("mac = {mac:?}: a MAC address like 02:00:00:00:00:01")))?;
+                    let m = parse_mac(&mac).ok_or_else(|| {
+                        ControlError::Request(format!("mac = {mac:?}: a MAC address like 02:00:00:00:00:01"))
+                    })?;
                     let b = &mut c.bridges[i];
                     let before = b.static_mac.len();
                     b.static_mac.retain(|s| parse_mac(&s.mac) != Some(m));
                     if b.static_mac.len() == before {
-                        return Err(ControlError::Request(format!("mac = {mac:?}: a static MAC of bridge {bridge:?}")));
+                        return Err(ControlError::Request(format!(
+                            "mac = {mac:?}: a static MAC of bridge {bridge:?}"
+                        )));
                     }
                     Ok(())
                 })
@@ -432,7 +479,10 @@ ports = ["v0"]
     #[test]
     fn member_add_and_remove_go_through_validation() {
         let (mut c, l) = start();
-        let r = req(&mut c, r#"{"cmd":"port_add","port":{"type":"af_packet","name":"v1","interface":"veth1"}}"#);
+        let r = req(
+            &mut c,
+            r#"{"cmd":"port_add","port":{"type":"af_packet","name":"v1","interface":"veth1"}}"#,
+        );
         assert!(r.ok, "{r:?}");
         let r = req(&mut c, r#"{"cmd":"bridge_member_add","bridge":"br0","port":"v1"}"#);
         assert!(r.ok, "{r:?}");
@@ -453,7 +503,10 @@ ports = ["v0"]
     fn unknown_names_are_reported_with_the_known_ones() {
         let (mut c, _) = start();
         let r = req(&mut c, r#"{"cmd":"bridge_member_add","bridge":"nope","port":"v0"}"#);
-        assert_eq!(r.error.unwrap(), "bridge = \"nope\": the name of a bridge-domain; bridges are: br0");
+        assert_eq!(
+            r.error.unwrap(),
+            "bridge = \"nope\": the name of a bridge-domain; bridges are: br0"
+        );
         let r = req(&mut c, r#"{"cmd":"port_delete","name":"zz"}"#);
         assert!(r.error.unwrap().contains("ports are: p0, p1, v0"));
         let r = req(&mut c, r#"{"cmd":"port_delete","name":"v0"}"#);
@@ -469,7 +522,10 @@ ports = ["v0"]
         assert_eq!(f.xconnects.len(), 1);
         assert_eq!(f.xconnects.get("p1").map(String::as_str), Some("p0"));
         drop(f);
-        assert_eq!(c.running().xconnect_directions(), vec![("p1".to_string(), "p0".to_string())]);
+        assert_eq!(
+            c.running().xconnect_directions(),
+            vec![("p1".to_string(), "p0".to_string())]
+        );
         let r = req(&mut c, r#"{"cmd":"xconnect_delete","from":"p0"}"#);
         assert!(r.error.unwrap().contains("from = \"p0\""));
     }
@@ -477,17 +533,30 @@ ports = ["v0"]
     #[test]
     fn static_macs_and_bridges() {
         let (mut c, l) = start();
-        let r = req(&mut c, r#"{"cmd":"mac_add","bridge":"br0","mac":"02:00:00:00:00:07","port":"v0"}"#);
+        let r = req(
+            &mut c,
+            r#"{"cmd":"mac_add","bridge":"br0","mac":"02:00:00:00:00:07","port":"v0"}"#,
+        );
         assert!(r.ok, "{r:?}");
         assert_eq!(l.0.lock().unwrap().macs.len(), 1);
-        let r = req(&mut c, r#"{"cmd":"mac_add","bridge":"br0","mac":"ff:ff:ff:ff:ff:ff","port":"v0"}"#);
+        let r = req(
+            &mut c,
+            r#"{"cmd":"mac_add","bridge":"br0","mac":"ff:ff:ff:ff:ff:ff","port":"v0"}"#,
+        );
         assert!(r.error.unwrap().contains("bridge[0].static_mac[1].mac"));
-        let r = req(&mut c, r#"{"cmd":"mac_delete","bridge":"br0","mac":"02:00:00:00:00:07"}"#);
+        let r = req(
+            &mut c,
+            r#"{"cmd":"mac_delete","bridge":"br0","mac":"02:00:00:00:00:07"}"#,
+        );
         assert!(r.ok, "{r:?}");
         assert!(l.0.lock().unwrap().macs.is_empty());
-        let r = c.handle(Request::BridgeAdd { bridge: BridgeConfig::new("br1") });
+        let r = c.handle(Request::BridgeAdd {
+            bridge: BridgeConfig::new("br1"),
+        });
         assert!(r.ok, "{r:?}");
-        let r = c.handle(Request::BridgeAdd { bridge: BridgeConfig::new("br1") });
+        let r = c.handle(Request::BridgeAdd {
+            bridge: BridgeConfig::new("br1"),
+        });
         assert!(r.error.unwrap().contains("bridge[2].name = \"br1\""));
         let r = req(&mut c, r#"{"cmd":"bridge_delete","name":"br1"}"#);
         assert!(r.ok, "{r:?}");
@@ -498,7 +567,10 @@ ports = ["v0"]
     fn port_open_failure_changes_nothing() {
         let (mut c, l) = start();
         let before = snapshot(&l);
-        let r = req(&mut c, r#"{"cmd":"port_add","port":{"type":"af_packet","name":"bad1","interface":"veth5"}}"#);
+        let r = req(
+            &mut c,
+            r#"{"cmd":"port_add","port":{"type":"af_packet","name":"bad1","interface":"veth5"}}"#,
+        );
         assert!(r.error.unwrap().contains("cannot open bad1"));
         assert_eq!(snapshot(&l), before);
         assert!(c.running().port("bad1").is_none());
@@ -510,18 +582,32 @@ ports = ["v0"]
         std::fs::create_dir_all(&dir).unwrap();
         let (mut c, l) = start();
         let good = dir.join("good.toml");
-        std::fs::write(&good, format!("{BASE}\n[[port]]\nname = \"v9\"\ntype = \"af_packet\"\ninterface = \"veth9\"\n")).unwrap();
-        let r = c.handle(Request::Reload { path: Some(good.display().to_string()) });
+        std::fs::write(
+            &good,
+            format!("{BASE}\n[[port]]\nname = \"v9\"\ntype = \"af_packet\"\ninterface = \"veth9\"\n"),
+        )
+        .unwrap();
+        let r = c.handle(Request::Reload {
+            path: Some(good.display().to_string()),
+        });
         assert!(r.ok, "{r:?}");
         assert_eq!(r.data.unwrap()["changes"], serde_json::json!(["add af_packet port v9"]));
         let before = snapshot(&l);
         let running = c.running().clone();
         let bad = dir.join("bad.toml");
-        std::fs::write(&bad, BASE.replace("interface = \"veth0\"", "interface = \"veth0\"\nring_size = 5")).unwrap();
-        let r = c.handle(Request::Reload { path: Some(bad.display().to_string()) });
+        std::fs::write(
+            &bad,
+            BASE.replace("interface = \"veth0\"", "interface = \"veth0\"\nring_size = 5"),
+        )
+        .unwrap();
+        let r = c.handle(Request::Reload {
+            path: Some(bad.display().to_string()),
+        });
         assert!(r.error.unwrap().contains("ring_size"));
         std::fs::write(&bad, BASE.replace("ports = [\"v0\"]", "ports = [\"v0\", \"p1\"]")).unwrap();
-        let r = c.handle(Request::Reload { path: Some(bad.display().to_string()) });
+        let r = c.handle(Request::Reload {
+            path: Some(bad.display().to_string()),
+        });
         assert!(r.error.unwrap().contains("bridge[0].ports[1]"));
         assert_eq!(snapshot(&l), before);
         assert_eq!(c.running(), &running);

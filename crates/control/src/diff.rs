@@ -44,25 +44,60 @@ impl From<&BridgeConfig> for BridgeSettingsConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "change", rename_all = "snake_case")]
 pub enum Change {
-    RemoveXconnect { from: String, to: String },
-    RemoveStaticMac { bridge: String, mac: String },
-    RemoveBridgeMember { bridge: String, port: String },
-    DeleteBridge { name: String },
-    DeletePort { name: String },
-    AddPort { port: PortConfig },
-    SetPortAdmin { name: String, up: bool },
-    AddBridge { name: String, settings: BridgeSettingsConfig },
-    SetBridgeSettings { name: String, settings: BridgeSettingsConfig },
-    AddBridgeMember { bridge: String, port: String },
-    AddStaticMac { bridge: String, mac: String, port: String },
-    AddXconnect { from: String, to: String },
+    RemoveXconnect {
+        from: String,
+        to: String,
+    },
+    RemoveStaticMac {
+        bridge: String,
+        mac: String,
+    },
+    RemoveBridgeMember {
+        bridge: String,
+        port: String,
+    },
+    DeleteBridge {
+        name: String,
+    },
+    DeletePort {
+        name: String,
+    },
+    AddPort {
+        port: PortConfig,
+    },
+    SetPortAdmin {
+        name: String,
+        up: bool,
+    },
+    AddBridge {
+        name: String,
+        settings: BridgeSettingsConfig,
+    },
+    SetBridgeSettings {
+        name: String,
+        settings: BridgeSettingsConfig,
+    },
+    AddBridgeMember {
+        bridge: String,
+        port: String,
+    },
+    AddStaticMac {
+        bridge: String,
+        mac: String,
+        port: String,
+    },
+    AddXconnect {
+        from: String,
+        to: String,
+    },
 }
 
 /// Rejects a new config whose `[switch]` section differs from the running one's.
 pub fn check_reloadable(old: &Config, new: &Config) -> Result<(), ValidationErrors> {
     let mut errs = Vec::new();
     let (o, n) = (&old.switch, &new.switch);
-    let restart = |field: &str, running: String| format!("the running value ({running}); `{field}` changes need a restart");
+    let restart =
+        |field: &str, running: String| format!("the running value ({running}); `{field}` changes need a restart");
     if o.buffers != n.buffers {
         errs.push(ValidationError {
             path: "switch.buffers".into(),
@@ -104,7 +139,10 @@ fn norm_mac(m: &str) -> String {
 
 /// static MACs of a bridge: normalized MAC → port.
 fn static_macs(b: &BridgeConfig) -> BTreeMap<String, String> {
-    b.static_mac.iter().map(|s| (norm_mac(&s.mac), s.port.clone())).collect()
+    b.static_mac
+        .iter()
+        .map(|s| (norm_mac(&s.mac), s.port.clone()))
+        .collect()
 }
 
 /// The changes that take a switch running `old` to `new`. Both configs must be valid.
@@ -130,7 +168,10 @@ pub fn diff(old: &Config, new: &Config) -> Vec<Change> {
     let new_x: BTreeSet<(String, String)> = new.xconnect_directions().into_iter().collect();
     for (f, t) in &old_x {
         if !new_x.contains(&(f.clone(), t.clone())) || gone(f) || gone(t) {
-            detach.push(Change::RemoveXconnect { from: f.clone(), to: t.clone() });
+            detach.push(Change::RemoveXconnect {
+                from: f.clone(),
+                to: t.clone(),
+            });
         }
     }
     for (f, t) in new.xconnect_directions() {
@@ -149,19 +190,28 @@ pub fn diff(old: &Config, new: &Config) -> Vec<Change> {
         let new_macs = nb.map(static_macs).unwrap_or_default();
         for (mac, port) in &old_macs {
             if nb.is_none() || new_macs.get(mac) != Some(port) || gone(port) {
-                macs_detach.push(Change::RemoveStaticMac { bridge: ob.name.clone(), mac: mac.clone() });
+                macs_detach.push(Change::RemoveStaticMac {
+                    bridge: ob.name.clone(),
+                    mac: mac.clone(),
+                });
             }
         }
         for p in &ob.ports {
-            if nb.map_or(true, |nb| !nb.ports.contains(p)) || gone(p) {
-                detach.push(Change::RemoveBridgeMember { bridge: ob.name.clone(), port: p.clone() });
+            if !nb.is_some_and(|nb| nb.ports.contains(p)) || gone(p) {
+                detach.push(Change::RemoveBridgeMember {
+                    bridge: ob.name.clone(),
+                    port: p.clone(),
+                });
             }
         }
         match nb {
             None => delete.push(Change::DeleteBridge { name: ob.name.clone() }),
             Some(nb) => {
                 if !ob.same_settings(nb) {
-                    create.push(Change::SetBridgeSettings { name: nb.name.clone(), settings: nb.into() });
+                    create.push(Change::SetBridgeSettings {
+                        name: nb.name.clone(),
+                        settings: nb.into(),
+                    });
                 }
             }
         }
@@ -169,17 +219,27 @@ pub fn diff(old: &Config, new: &Config) -> Vec<Change> {
     for nb in &new.bridges {
         let ob = old.bridge(&nb.name);
         if ob.is_none() {
-            create.push(Change::AddBridge { name: nb.name.clone(), settings: nb.into() });
+            create.push(Change::AddBridge {
+                name: nb.name.clone(),
+                settings: nb.into(),
+            });
         }
         for p in &nb.ports {
-            if ob.map_or(true, |ob| !ob.ports.contains(p)) || fresh(p) {
-                members_attach.push(Change::AddBridgeMember { bridge: nb.name.clone(), port: p.clone() });
+            if !ob.is_some_and(|ob| ob.ports.contains(p)) || fresh(p) {
+                members_attach.push(Change::AddBridgeMember {
+                    bridge: nb.name.clone(),
+                    port: p.clone(),
+                });
             }
         }
         let old_macs = ob.map(static_macs).unwrap_or_default();
         for (mac, port) in static_macs(nb) {
             if old_macs.get(&mac) != Some(&port) || fresh(&port) {
-                macs_attach.push(Change::AddStaticMac { bridge: nb.name.clone(), mac, port });
+                macs_attach.push(Change::AddStaticMac {
+                    bridge: nb.name.clone(),
+                    mac,
+                    port,
+                });
             }
         }
     }
@@ -189,14 +249,19 @@ pub fn diff(old: &Config, new: &Config) -> Vec<Change> {
     let mut port_create = Vec::new();
     for p in &old.ports {
         if gone(p.name()) {
-            port_delete.push(Change::DeletePort { name: p.name().to_string() });
+            port_delete.push(Change::DeletePort {
+                name: p.name().to_string(),
+            });
         }
     }
     for p in &new.ports {
         if fresh(p.name()) {
             port_create.push(Change::AddPort { port: p.clone() });
         } else if old_ports.get(p.name()).is_some_and(|o| o.admin() != p.admin()) {
-            port_create.push(Change::SetPortAdmin { name: p.name().to_string(), up: p.admin().is_up() });
+            port_create.push(Change::SetPortAdmin {
+                name: p.name().to_string(),
+                up: p.admin().is_up(),
+            });
         }
     }
 
@@ -263,7 +328,10 @@ ports = ["v0", "v1"]
 "#;
 
     fn pos(changes: &[Change], c: &Change) -> usize {
-        changes.iter().position(|x| x == c).unwrap_or_else(|| panic!("{c:?} not in {changes:#?}"))
+        changes
+            .iter()
+            .position(|x| x == c)
+            .unwrap_or_else(|| panic!("{c:?} not in {changes:#?}"))
     }
 
     #[test]
@@ -277,16 +345,49 @@ ports = ["v0", "v1"]
         let new = cfg(SERVICES);
         let ch = diff(&Config::default(), &new);
         assert_eq!(ch.iter().filter(|c| matches!(c, Change::AddPort { .. })).count(), 4);
-        let add_v0 = pos(&ch, &Change::AddPort { port: new.port("v0").unwrap().clone() });
-        let add_br = pos(&ch, &Change::AddBridge { name: "br0".into(), settings: new.bridge("br0").unwrap().into() });
-        let member = pos(&ch, &Change::AddBridgeMember { bridge: "br0".into(), port: "v0".into() });
+        let add_v0 = pos(
+            &ch,
+            &Change::AddPort {
+                port: new.port("v0").unwrap().clone(),
+            },
+        );
+        let add_br = pos(
+            &ch,
+            &Change::AddBridge {
+                name: "br0".into(),
+                settings: new.bridge("br0").unwrap().into(),
+            },
+        );
+        let member = pos(
+            &ch,
+            &Change::AddBridgeMember {
+                bridge: "br0".into(),
+                port: "v0".into(),
+            },
+        );
         let mac = pos(
             &ch,
-            &Change::AddStaticMac { bridge: "br0".into(), mac: "02:00:00:00:00:01".into(), port: "v0".into() },
+            &Change::AddStaticMac {
+                bridge: "br0".into(),
+                mac: "02:00:00:00:00:01".into(),
+                port: "v0".into(),
+            },
         );
-        let xc = pos(&ch, &Change::AddXconnect { from: "p1".into(), to: "p0".into() });
-        assert!(add_v0 < add_br && add_br < member && member < mac && mac < xc, "{ch:#?}");
-        assert!(ch.contains(&Change::AddXconnect { from: "p0".into(), to: "p1".into() }));
+        let xc = pos(
+            &ch,
+            &Change::AddXconnect {
+                from: "p1".into(),
+                to: "p0".into(),
+            },
+        );
+        assert!(
+            add_v0 < add_br && add_br < member && member < mac && mac < xc,
+            "{ch:#?}"
+        );
+        assert!(ch.contains(&Change::AddXconnect {
+            from: "p0".into(),
+            to: "p1".into()
+        }));
         assert_eq!(ch.len(), 4 + 1 + 2 + 1 + 2);
     }
 
@@ -294,11 +395,29 @@ ports = ["v0", "v1"]
     fn to_empty_tears_down_in_reverse_order() {
         let old = cfg(SERVICES);
         let ch = diff(&old, &Config::default());
-        let mac = pos(&ch, &Change::RemoveStaticMac { bridge: "br0".into(), mac: "02:00:00:00:00:01".into() });
-        let member = pos(&ch, &Change::RemoveBridgeMember { bridge: "br0".into(), port: "v0".into() });
+        let mac = pos(
+            &ch,
+            &Change::RemoveStaticMac {
+                bridge: "br0".into(),
+                mac: "02:00:00:00:00:01".into(),
+            },
+        );
+        let member = pos(
+            &ch,
+            &Change::RemoveBridgeMember {
+                bridge: "br0".into(),
+                port: "v0".into(),
+            },
+        );
         let br = pos(&ch, &Change::DeleteBridge { name: "br0".into() });
         let port = pos(&ch, &Change::DeletePort { name: "v0".into() });
-        let xc = pos(&ch, &Change::RemoveXconnect { from: "p0".into(), to: "p1".into() });
+        let xc = pos(
+            &ch,
+            &Change::RemoveXconnect {
+                from: "p0".into(),
+                to: "p1".into(),
+            },
+        );
         assert!(mac < member && member < br && br < port && xc < port, "{ch:#?}");
         assert_eq!(ch.len(), 1 + 2 + 2 + 1 + 4);
     }
@@ -307,14 +426,22 @@ ports = ["v0", "v1"]
     fn unchanged_ports_and_bridges_are_not_touched_when_a_port_is_added() {
         let old = cfg(SERVICES);
         let mut new = old.clone();
-        new.ports.push(PortConfig::AfPacket(crate::config::AfPacketPortConfig::new("v2", "veth2")));
+        new.ports
+            .push(PortConfig::AfPacket(crate::config::AfPacketPortConfig::new(
+                "v2", "veth2",
+            )));
         new.bridges[0].ports.push("v2".into());
         let ch = diff(&old, &new);
         assert_eq!(
             ch,
             vec![
-                Change::AddPort { port: new.port("v2").unwrap().clone() },
-                Change::AddBridgeMember { bridge: "br0".into(), port: "v2".into() },
+                Change::AddPort {
+                    port: new.port("v2").unwrap().clone()
+                },
+                Change::AddBridgeMember {
+                    bridge: "br0".into(),
+                    port: "v2".into()
+                },
             ]
         );
     }
@@ -324,7 +451,13 @@ ports = ["v0", "v1"]
         let old = cfg(SERVICES);
         let mut new = old.clone();
         new.ports[0].set_admin(AdminState::Down);
-        assert_eq!(diff(&old, &new), vec![Change::SetPortAdmin { name: "p0".into(), up: false }]);
+        assert_eq!(
+            diff(&old, &new),
+            vec![Change::SetPortAdmin {
+                name: "p0".into(),
+                up: false
+            }]
+        );
     }
 
     #[test]
@@ -336,12 +469,27 @@ ports = ["v0", "v1"]
         }
         let ch = diff(&old, &new);
         let expect = vec![
-            Change::RemoveStaticMac { bridge: "br0".into(), mac: "02:00:00:00:00:01".into() },
-            Change::RemoveBridgeMember { bridge: "br0".into(), port: "v0".into() },
+            Change::RemoveStaticMac {
+                bridge: "br0".into(),
+                mac: "02:00:00:00:00:01".into(),
+            },
+            Change::RemoveBridgeMember {
+                bridge: "br0".into(),
+                port: "v0".into(),
+            },
             Change::DeletePort { name: "v0".into() },
-            Change::AddPort { port: new.ports[2].clone() },
-            Change::AddBridgeMember { bridge: "br0".into(), port: "v0".into() },
-            Change::AddStaticMac { bridge: "br0".into(), mac: "02:00:00:00:00:01".into(), port: "v0".into() },
+            Change::AddPort {
+                port: new.ports[2].clone(),
+            },
+            Change::AddBridgeMember {
+                bridge: "br0".into(),
+                port: "v0".into(),
+            },
+            Change::AddStaticMac {
+                bridge: "br0".into(),
+                mac: "02:00:00:00:00:01".into(),
+                port: "v0".into(),
+            },
         ];
         assert_eq!(ch, expect);
         // An xconnected port: both directions are re-attached.
@@ -351,8 +499,29 @@ ports = ["v0", "v1"]
         }
         let ch = diff(&old, &new);
         assert_eq!(ch.len(), 2 + 2 + 2, "{ch:#?}");
-        assert!(pos(&ch, &Change::RemoveXconnect { from: "p1".into(), to: "p0".into() }) < pos(&ch, &Change::DeletePort { name: "p0".into() }));
-        assert!(pos(&ch, &Change::AddPort { port: new.ports[0].clone() }) < pos(&ch, &Change::AddXconnect { from: "p1".into(), to: "p0".into() }));
+        assert!(
+            pos(
+                &ch,
+                &Change::RemoveXconnect {
+                    from: "p1".into(),
+                    to: "p0".into()
+                }
+            ) < pos(&ch, &Change::DeletePort { name: "p0".into() })
+        );
+        assert!(
+            pos(
+                &ch,
+                &Change::AddPort {
+                    port: new.ports[0].clone()
+                }
+            ) < pos(
+                &ch,
+                &Change::AddXconnect {
+                    from: "p1".into(),
+                    to: "p0".into()
+                }
+            )
+        );
     }
 
     #[test]
@@ -360,16 +529,36 @@ ports = ["v0", "v1"]
         let old = cfg(SERVICES);
         let mut new = old.clone();
         new.bridges[0].learn = false;
-        new.bridges[0].static_mac[0] = StaticMacConfig { mac: "02:00:00:00:00:01".into(), port: "v1".into() };
-        new.bridges[0].static_mac.push(StaticMacConfig { mac: "02:00:00:00:00:AA".into(), port: "v0".into() });
+        new.bridges[0].static_mac[0] = StaticMacConfig {
+            mac: "02:00:00:00:00:01".into(),
+            port: "v1".into(),
+        };
+        new.bridges[0].static_mac.push(StaticMacConfig {
+            mac: "02:00:00:00:00:AA".into(),
+            port: "v0".into(),
+        });
         let ch = diff(&old, &new);
         assert_eq!(
             ch,
             vec![
-                Change::RemoveStaticMac { bridge: "br0".into(), mac: "02:00:00:00:00:01".into() },
-                Change::SetBridgeSettings { name: "br0".into(), settings: (&new.bridges[0]).into() },
-                Change::AddStaticMac { bridge: "br0".into(), mac: "02:00:00:00:00:01".into(), port: "v1".into() },
-                Change::AddStaticMac { bridge: "br0".into(), mac: "02:00:00:00:00:aa".into(), port: "v0".into() },
+                Change::RemoveStaticMac {
+                    bridge: "br0".into(),
+                    mac: "02:00:00:00:00:01".into()
+                },
+                Change::SetBridgeSettings {
+                    name: "br0".into(),
+                    settings: (&new.bridges[0]).into()
+                },
+                Change::AddStaticMac {
+                    bridge: "br0".into(),
+                    mac: "02:00:00:00:00:01".into(),
+                    port: "v1".into()
+                },
+                Change::AddStaticMac {
+                    bridge: "br0".into(),
+                    mac: "02:00:00:00:00:aa".into(),
+                    port: "v0".into()
+                },
             ]
         );
     }
@@ -394,9 +583,18 @@ ports = ["v0", "v1"]
         assert_eq!(
             ch,
             vec![
-                Change::RemoveXconnect { from: "p1".into(), to: "p0".into() },
-                Change::RemoveBridgeMember { bridge: "br0".into(), port: "v1".into() },
-                Change::AddXconnect { from: "v1".into(), to: "p0".into() },
+                Change::RemoveXconnect {
+                    from: "p1".into(),
+                    to: "p0".into()
+                },
+                Change::RemoveBridgeMember {
+                    bridge: "br0".into(),
+                    port: "v1".into()
+                },
+                Change::AddXconnect {
+                    from: "v1".into(),
+                    to: "p0".into()
+                },
             ]
         );
     }

@@ -56,9 +56,9 @@ pub fn af_packet_config(c: &AfPacketPortConfig) -> AfPacketConfig {
 pub fn check_backend(p: &PortConfig) -> Option<(String, String, String)> {
     match p {
         PortConfig::AfPacket(c) => match af_packet_config(c).validate() {
-            Err(vecswitch_ports::af_packet::AfPacketError::Config { field, value, accepted, .. }) => {
-                Some((field.to_string(), value, accepted.to_string()))
-            }
+            Err(vecswitch_ports::af_packet::AfPacketError::Config {
+                field, value, accepted, ..
+            }) => Some((field.to_string(), value, accepted.to_string())),
             _ => None,
         },
         PortConfig::Memif(c) => match memif_config(c).validate() {

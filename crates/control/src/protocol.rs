@@ -62,7 +62,9 @@ pub enum Request {
     /// Zeroes port, node and error counters.
     ClearCounters {},
     /// Traces the next `count` packets.
-    TraceAdd { count: u32 },
+    TraceAdd {
+        count: u32,
+    },
     /// Forgets the trace.
     TraceClear {},
     /// Writes the next `count` packets seen on `port` to the pcap file `file`.
@@ -73,17 +75,34 @@ pub enum Request {
         count: Option<u64>,
     },
     /// Adds a port (same keys as a `[[port]]` table).
-    PortAdd { port: PortConfig },
+    PortAdd {
+        port: PortConfig,
+    },
     /// Deletes a port; it must be in no bridge-domain or cross-connect.
-    PortDelete { name: String },
+    PortDelete {
+        name: String,
+    },
     /// Sets a port's admin state.
-    PortState { name: String, up: bool },
+    PortState {
+        name: String,
+        up: bool,
+    },
     /// Adds a bridge-domain (same keys as a `[[bridge]]` table; `ports` and `static_mac` allowed).
-    BridgeAdd { bridge: BridgeConfig },
+    BridgeAdd {
+        bridge: BridgeConfig,
+    },
     /// Deletes a bridge-domain with its members and static MACs (the ports stay).
-    BridgeDelete { name: String },
-    BridgeMemberAdd { bridge: String, port: String },
-    BridgeMemberRemove { bridge: String, port: String },
+    BridgeDelete {
+        name: String,
+    },
+    BridgeMemberAdd {
+        bridge: String,
+        port: String,
+    },
+    BridgeMemberRemove {
+        bridge: String,
+        port: String,
+    },
     /// Cross-connects `from` → `to`; `both` adds `to` → `from` too.
     XconnectAdd {
         from: String,
@@ -92,9 +111,18 @@ pub enum Request {
         both: bool,
     },
     /// Removes the cross-connect whose receive side is `from`.
-    XconnectDelete { from: String },
-    MacAdd { bridge: String, mac: String, port: String },
-    MacDelete { bridge: String, mac: String },
+    XconnectDelete {
+        from: String,
+    },
+    MacAdd {
+        bridge: String,
+        mac: String,
+        port: String,
+    },
+    MacDelete {
+        bridge: String,
+        mac: String,
+    },
     /// Re-reads the config file (`path`, or the one the switch was started with) and applies the
     /// difference; an invalid file is rejected whole and nothing changes.
     Reload {
@@ -115,14 +143,23 @@ pub struct Response {
 
 impl Response {
     pub fn ok(data: Value) -> Response {
-        Response { ok: true, data: Some(data), error: None }
+        Response {
+            ok: true,
+            data: Some(data),
+            error: None,
+        }
     }
     pub fn err(msg: impl Into<String>) -> Response {
-        Response { ok: false, data: None, error: Some(msg.into()) }
+        Response {
+            ok: false,
+            data: None,
+            error: Some(msg.into()),
+        }
     }
     /// One line of JSON (no newline).
     pub fn to_line(&self) -> String {
-        serde_json::to_string(self).unwrap_or_else(|e| format!(r#"{{"ok":false,"error":"cannot encode response: {e}"}}"#))
+        serde_json::to_string(self)
+            .unwrap_or_else(|e| format!(r#"{{"ok":false,"error":"cannot encode response: {e}"}}"#))
     }
 }
 
@@ -186,15 +223,25 @@ pub fn encode_request(r: &Request) -> String {
 /// Parses one request line. Errors name the field (`cmd`, `count`, `port.ring_size`, ...), the
 /// value and what is accepted.
 pub fn parse_request(line: &str) -> Result<Request, RequestError> {
-    let v: Value = serde_json::from_str(line.trim())
-        .map_err(|e| RequestError(format!("not a JSON object ({e}); send one object per line, e.g. {{\"cmd\":\"show\",\"what\":\"ports\"}}")))?;
+    let v: Value = serde_json::from_str(line.trim()).map_err(|e| {
+        RequestError(format!(
+            "not a JSON object ({e}); send one object per line, e.g. {{\"cmd\":\"show\",\"what\":\"ports\"}}"
+        ))
+    })?;
     let Value::Object(mut obj) = v else {
-        return Err(RequestError(format!("request = {}: a JSON object with a \"cmd\" key", show_value(&v))));
+        return Err(RequestError(format!(
+            "request = {}: a JSON object with a \"cmd\" key",
+            show_value(&v)
+        )));
     };
     let cmd = match obj.remove("cmd") {
         Some(Value::String(s)) => s,
         Some(other) => {
-            return Err(RequestError(format!("cmd = {}: a string, one of {}", show_value(&other), COMMANDS.join(", "))))
+            return Err(RequestError(format!(
+                "cmd = {}: a string, one of {}",
+                show_value(&other),
+                COMMANDS.join(", ")
+            )))
         }
         None => return Err(RequestError(format!("cmd: missing; one of {}", COMMANDS.join(", ")))),
     };
@@ -206,12 +253,18 @@ pub fn parse_request(line: &str) -> Result<Request, RequestError> {
     serde_path_to_error::deserialize::<_, Request>(wrapped).map_err(|e| {
         // The path starts with the command name (the enum tag); drop it.
         let path = e.path().to_string();
-        let field = path.strip_prefix(&cmd).unwrap_or(&path).trim_start_matches('.').to_string();
+        let field = path
+            .strip_prefix(&cmd)
+            .unwrap_or(&path)
+            .trim_start_matches('.')
+            .to_string();
         let inner = e.into_inner().to_string();
         if field.is_empty() || field == "?" {
             RequestError(format!("{cmd}: {inner}"))
         } else {
-            let value = lookup(&args, &field).map(show_value).unwrap_or_else(|| "(missing)".into());
+            let value = lookup(&args, &field)
+                .map(show_value)
+                .unwrap_or_else(|| "(missing)".into());
             RequestError(format!("{cmd}: {field} = {value}: {inner}"))
         }
     })
@@ -242,24 +295,58 @@ mod tests {
     #[test]
     fn round_trip_every_command() {
         let reqs = vec![
-            Request::Show { what: ShowWhat::Ports, bridge: None },
-            Request::Show { what: ShowWhat::Mac, bridge: Some("br0".into()) },
+            Request::Show {
+                what: ShowWhat::Ports,
+                bridge: None,
+            },
+            Request::Show {
+                what: ShowWhat::Mac,
+                bridge: Some("br0".into()),
+            },
             Request::ClearCounters {},
             Request::TraceAdd { count: 7 },
             Request::TraceClear {},
-            Request::Capture { port: "p0".into(), file: "/tmp/x.pcap".into(), count: Some(5) },
+            Request::Capture {
+                port: "p0".into(),
+                file: "/tmp/x.pcap".into(),
+                count: Some(5),
+            },
             Request::PortDelete { name: "p0".into() },
-            Request::PortState { name: "p0".into(), up: false },
-            Request::BridgeAdd { bridge: BridgeConfig::new("br9") },
+            Request::PortState {
+                name: "p0".into(),
+                up: false,
+            },
+            Request::BridgeAdd {
+                bridge: BridgeConfig::new("br9"),
+            },
             Request::BridgeDelete { name: "br9".into() },
-            Request::BridgeMemberAdd { bridge: "b".into(), port: "p".into() },
-            Request::BridgeMemberRemove { bridge: "b".into(), port: "p".into() },
-            Request::XconnectAdd { from: "a".into(), to: "b".into(), both: true },
+            Request::BridgeMemberAdd {
+                bridge: "b".into(),
+                port: "p".into(),
+            },
+            Request::BridgeMemberRemove {
+                bridge: "b".into(),
+                port: "p".into(),
+            },
+            Request::XconnectAdd {
+                from: "a".into(),
+                to: "b".into(),
+                both: true,
+            },
             Request::XconnectDelete { from: "a".into() },
-            Request::MacAdd { bridge: "b".into(), mac: "02:00:00:00:00:01".into(), port: "p".into() },
-            Request::MacDelete { bridge: "b".into(), mac: "02:00:00:00:00:01".into() },
+            Request::MacAdd {
+                bridge: "b".into(),
+                mac: "02:00:00:00:00:01".into(),
+                port: "p".into(),
+            },
+            Request::MacDelete {
+                bridge: "b".into(),
+                mac: "02:00:00:00:00:01".into(),
+            },
             Request::Reload { path: None },
-            Request::Reload { path: Some("/etc/x.toml".into()) },
+            Request::Reload {
+                path: Some("/etc/x.toml".into()),
+            },
         ];
         for r in reqs {
             let line = encode_request(&r);
@@ -271,15 +358,20 @@ mod tests {
 
     #[test]
     fn wire_format_is_flat() {
-        assert_eq!(parse_request(r#"{"cmd":"trace_add","count":3}"#).unwrap(), Request::TraceAdd { count: 3 });
+        assert_eq!(
+            parse_request(r#"{"cmd":"trace_add","count":3}"#).unwrap(),
+            Request::TraceAdd { count: 3 }
+        );
         assert_eq!(
             parse_request(r#" {"what":"ports","cmd":"show"} "#).unwrap(),
-            Request::Show { what: ShowWhat::Ports, bridge: None }
+            Request::Show {
+                what: ShowWhat::Ports,
+                bridge: None
+            }
         );
-        let r = parse_request(
-            r#"{"cmd":"port_add","port":{"type":"memif","name":"p9","socket":"/tmp/a.sock","id":3}}"#,
-        )
-        .unwrap();
+        let r =
+            parse_request(r#"{"cmd":"port_add","port":{"type":"memif","name":"p9","socket":"/tmp/a.sock","id":3}}"#)
+                .unwrap();
         match r {
             Request::PortAdd { port } => assert_eq!(port.name(), "p9"),
             other => panic!("{other:?}"),
@@ -327,7 +419,10 @@ mod tests {
 
     #[test]
     fn responses_encode_as_documented() {
-        assert_eq!(Response::ok(serde_json::json!([1])).to_line(), r#"{"ok":true,"data":[1]}"#);
+        assert_eq!(
+            Response::ok(serde_json::json!([1])).to_line(),
+            r#"{"ok":true,"data":[1]}"#
+        );
         assert_eq!(Response::err("no").to_line(), r#"{"ok":false,"error":"no"}"#);
     }
 }

@@ -23,7 +23,10 @@ pub struct Table {
 
 impl Table {
     pub fn new(head: &[(&str, Align)]) -> Table {
-        Table { head: head.iter().map(|(h, a)| (h.to_string(), *a)).collect(), rows: Vec::new() }
+        Table {
+            head: head.iter().map(|(h, a)| (h.to_string(), *a)).collect(),
+            rows: Vec::new(),
+        }
     }
 
     pub fn row(&mut self, cells: Vec<String>) {
@@ -198,7 +201,11 @@ fn macs(data: &Value) -> String {
                 Some(false) => "dynamic".into(),
                 None => "-".into(),
             },
-            if is_static == Some(true) { "-".into() } else { cell(m, "age_s") },
+            if is_static == Some(true) {
+                "-".into()
+            } else {
+                cell(m, "age_s")
+            },
         ]);
     }
     format!("{}{} entries\n", t.render(), items(data).len())
@@ -243,13 +250,9 @@ fn runtime(data: &Value) -> String {
             cell(n, "vectors"),
             cell(n, "packets"),
             cell(n, "drops"),
-            at(n, "clocks_per_packet").and_then(Value::as_f64).map_or("-".into(), |c| {
-                if c == 0.0 {
-                    "0".into()
-                } else {
-                    format!("{c:.2e}")
-                }
-            }),
+            at(n, "clocks_per_packet")
+                .and_then(Value::as_f64)
+                .map_or("-".into(), |c| if c == 0.0 { "0".into() } else { format!("{c:.2e}") }),
             cell(n, "vectors_per_call"),
         ]);
     }
@@ -269,7 +272,15 @@ fn errors(data: &Value) -> String {
 }
 
 fn buffers(data: &Value) -> String {
-    let mut t = Table::new(&[("Total", R), ("Free", R), ("In use", R), ("Size", R), ("Headroom", R), ("Double frees", R), ("Alloc failures", R)]);
+    let mut t = Table::new(&[
+        ("Total", R),
+        ("Free", R),
+        ("In use", R),
+        ("Size", R),
+        ("Headroom", R),
+        ("Double frees", R),
+        ("Alloc failures", R),
+    ]);
     t.row(vec![
         cell(data, "total"),
         cell(data, "free"),
@@ -375,8 +386,14 @@ mod tests {
         let lines: Vec<&str> = s.lines().collect();
         assert!(lines[0].starts_with("Poll loop: 100 polls, 90 idle"), "{s}");
         assert_eq!(lines[1], "Clock: 2.600 GHz");
-        assert_eq!(lines[2], "Name            Calls  Vectors  Packets  Drops  Clocks/pkt  Vectors/Call");
-        assert_eq!(lines[3], "ethernet-input     10       10     2560      3      4.15e1          1.00");
+        assert_eq!(
+            lines[2],
+            "Name            Calls  Vectors  Packets  Drops  Clocks/pkt  Vectors/Call"
+        );
+        assert_eq!(
+            lines[3],
+            "ethernet-input     10       10     2560      3      4.15e1          1.00"
+        );
         assert!(lines[4].starts_with("l2-fwd"));
     }
 
@@ -405,7 +422,10 @@ mod tests {
 
     #[test]
     fn errors_trace_and_changes() {
-        let s = render(&show(ShowWhat::Errors), &json!([{"node": "l2-fwd", "reason": "no-member", "count": 12}]));
+        let s = render(
+            &show(ShowWhat::Errors),
+            &json!([{"node": "l2-fwd", "reason": "no-member", "count": 12}]),
+        );
         assert_eq!(s, "Count  Node    Reason\n   12  l2-fwd  no-member\n");
         assert!(render(&show(ShowWhat::Errors), &json!([])).contains("(no errors)"));
         let s = render(
@@ -413,12 +433,21 @@ mod tests {
             &json!([{"packet": 1, "node": "ethernet-input", "next": "l2-learn", "detail": "02:.. -> ff:.."},
                     {"packet": 1, "node": "l2-learn", "next": "drop: mac-limit", "detail": ""}]),
         );
-        assert_eq!(s, "Packet 1\n  ethernet-input -> l2-learn\n    02:.. -> ff:..\n  l2-learn -> drop: mac-limit\n");
+        assert_eq!(
+            s,
+            "Packet 1\n  ethernet-input -> l2-learn\n    02:.. -> ff:..\n  l2-learn -> drop: mac-limit\n"
+        );
         let s = render(&Request::ClearCounters {}, &Value::Null);
         assert_eq!(s, "");
-        let s = render(&Request::Reload { path: None }, &json!({"changes": ["add port p1 to bridge br0"]}));
+        let s = render(
+            &Request::Reload { path: None },
+            &json!({"changes": ["add port p1 to bridge br0"]}),
+        );
         assert_eq!(s, "add port p1 to bridge br0\n");
-        assert_eq!(render(&Request::Reload { path: None }, &json!({"changes": []})), "no change\n");
+        assert_eq!(
+            render(&Request::Reload { path: None }, &json!({"changes": []})),
+            "no change\n"
+        );
     }
 
     #[test]

@@ -66,13 +66,17 @@ impl ControlSocket {
     /// Creates the socket at `path` with mode 0660.
     pub fn bind(path: &Path) -> Result<ControlSocket, SocketError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|source| SocketError::Dir { dir: dir.display().to_string(), source })?;
+            std::fs::create_dir_all(dir).map_err(|source| SocketError::Dir {
+                dir: dir.display().to_string(),
+                source,
+            })?;
         }
         if std::fs::symlink_metadata(path).is_ok() {
             // Someone answering there: refuse. Nobody: a stale file from a crashed run; replace it.
             if UnixStream::connect(path).is_ok() {
-                return Err(SocketError::InUse { path: path.display().to_string() });
+                return Err(SocketError::InUse {
+                    path: path.display().to_string(),
+                });
             }
             std::fs::remove_file(path).map_err(io_err("remove stale", path))?;
         }
@@ -93,7 +97,10 @@ impl ControlSocket {
             std::fs::rename(&tmp, path).map_err(io_err("rename into place", path))?;
         }
         listener.set_nonblocking(true).map_err(io_err("configure", path))?;
-        Ok(ControlSocket { path: path.to_path_buf(), listener })
+        Ok(ControlSocket {
+            path: path.to_path_buf(),
+            listener,
+        })
     }
 
     /// The socket's path.
@@ -146,7 +153,9 @@ fn read_line(r: &mut impl BufRead, max: usize) -> io::Result<Option<Result<Strin
         // End of stream without a newline: the client stopped mid-request.
         return Ok(None);
     }
-    Ok(Some(String::from_utf8(buf).map_err(|_| "request is not UTF-8".to_string())))
+    Ok(Some(
+        String::from_utf8(buf).map_err(|_| "request is not UTF-8".to_string()),
+    ))
 }
 
 /// Serves one connection: request lines in, response lines out.
@@ -193,9 +202,15 @@ pub fn request(path: &Path, req: &Request, timeout: Duration) -> Result<Response
     let mut answer = String::new();
     r.read_line(&mut answer).map_err(io_err("read from", path))?;
     if answer.is_empty() {
-        return Err(SocketError::BadAnswer { path: p(), message: "the switch closed the connection without answering".into() });
+        return Err(SocketError::BadAnswer {
+            path: p(),
+            message: "the switch closed the connection without answering".into(),
+        });
     }
-    serde_json::from_str(&answer).map_err(|e| SocketError::BadAnswer { path: p(), message: format!("{e}: {}", answer.trim()) })
+    serde_json::from_str(&answer).map_err(|e| SocketError::BadAnswer {
+        path: p(),
+        message: format!("{e}: {}", answer.trim()),
+    })
 }
 
 #[cfg(test)]
@@ -239,13 +254,23 @@ mod tests {
             "t",
         )
         .unwrap();
-        let c = Controller::start(Box::new(Local(Mutex::new(Fake::default()))), Arc::from(factory()), cfg, None).unwrap();
+        let c = Controller::start(
+            Box::new(Local(Mutex::new(Fake::default()))),
+            Arc::from(factory()),
+            cfg,
+            None,
+        )
+        .unwrap();
         let sock = ControlSocket::bind(path).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let s2 = Arc::clone(&stop);
         let c = Arc::new(Mutex::new(c));
         let thread = std::thread::spawn(move || sock.serve(c, &s2));
-        Running { stop, thread: Some(thread), path: path.to_path_buf() }
+        Running {
+            stop,
+            thread: Some(thread),
+            path: path.to_path_buf(),
+        }
     }
 
     fn raw(path: &Path, bytes: &[u8]) -> String {
@@ -288,7 +313,15 @@ mod tests {
     fn requests_and_malformed_lines_over_the_socket() {
         let d = tmpdir("req");
         let srv = run_server(&d.0.join("ctl.sock"));
-        let r = request(&srv.path, &Request::Show { what: ShowWhat::Ports, bridge: None }, Duration::from_secs(10)).unwrap();
+        let r = request(
+            &srv.path,
+            &Request::Show {
+                what: ShowWhat::Ports,
+                bridge: None,
+            },
+            Duration::from_secs(10),
+        )
+        .unwrap();
         assert!(r.ok, "{r:?}");
         assert_eq!(r.data.unwrap()[0]["name"], "p0");
         let line = raw(&srv.path, b"{\"cmd\":\"trace_add\",\"count\":\"x\"}\n");
@@ -313,7 +346,15 @@ mod tests {
         }
         // Connect and close without a byte.
         drop(UnixStream::connect(&srv.path).unwrap());
-        let r = request(&srv.path, &Request::Show { what: ShowWhat::Config, bridge: None }, Duration::from_secs(10)).unwrap();
+        let r = request(
+            &srv.path,
+            &Request::Show {
+                what: ShowWhat::Config,
+                bridge: None,
+            },
+            Duration::from_secs(10),
+        )
+        .unwrap();
         let cfg: Config = serde_json::from_value(r.data.unwrap()).unwrap();
         assert_eq!(cfg.bridges[0].ports, vec!["p0".to_string()]);
     }
@@ -332,12 +373,21 @@ mod tests {
         let _ = BufReader::new(s).read_line(&mut line);
         assert!(line.contains("longer than"), "{line}");
         // And the server still answers.
-        assert!(request(&srv.path, &Request::ClearCounters {}, Duration::from_secs(10)).unwrap().ok);
+        assert!(
+            request(&srv.path, &Request::ClearCounters {}, Duration::from_secs(10))
+                .unwrap()
+                .ok
+        );
     }
 
     #[test]
     fn connect_error_names_the_path() {
-        let e = request(Path::new("/nonexistent/vsw.sock"), &Request::ClearCounters {}, Duration::from_secs(1)).unwrap_err();
+        let e = request(
+            Path::new("/nonexistent/vsw.sock"),
+            &Request::ClearCounters {},
+            Duration::from_secs(1),
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("/nonexistent/vsw.sock"), "{e}");
     }
 }

@@ -25,7 +25,9 @@ fn json<T: serde::Serialize>(v: T) -> Result<Value, String> {
 
 impl Dataplane for Switch {
     fn add_port(&mut self, name: &str, port: Box<dyn Port>) -> Result<(), String> {
-        Switch::add_port(self, name, port).map(|_| ()).map_err(|e| e.to_string())
+        Switch::add_port(self, name, port)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
     fn delete_port(&mut self, name: &str) -> Result<Box<dyn Port>, String> {
         Switch::delete_port(self, name).map_err(|e| e.to_string())
@@ -34,7 +36,9 @@ impl Dataplane for Switch {
         Switch::set_port_admin(self, name, up).map_err(|e| e.to_string())
     }
     fn add_bridge(&mut self, name: &str, s: &BridgeSettingsConfig) -> Result<(), String> {
-        Switch::add_bridge(self, name, settings(s)).map(|_| ()).map_err(|e| e.to_string())
+        Switch::add_bridge(self, name, settings(s))
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
     fn delete_bridge(&mut self, name: &str) -> Result<(), String> {
         Switch::delete_bridge(self, name).map_err(|e| e.to_string())
@@ -109,7 +113,9 @@ impl Dataplane for Switch {
     }
     fn capture(&mut self, port: &str, _file: &str, _count: Option<u64>) -> Result<(), String> {
         // The switch has no capture call yet (requested from its owner); say so rather than pretend.
-        Err(format!("capture on port `{port}` is not available: this switch build has no packet capture yet"))
+        Err(format!(
+            "capture on port `{port}` is not available: this switch build has no packet capture yet"
+        ))
     }
 }
 
@@ -165,7 +171,11 @@ ports = ["v0", "v1"]
 "#;
 
     fn start() -> Controller {
-        let sw = Switch::new(SwitchConfig { buffers: 1024, mac_table_entries: 1024, ..Default::default() });
+        let sw = Switch::new(SwitchConfig {
+            buffers: 1024,
+            mac_table_entries: 1024,
+            ..Default::default()
+        });
         Controller::start(
             Box::new(Local(Mutex::new(sw))),
             Arc::from(factory()),
@@ -182,7 +192,10 @@ ports = ["v0", "v1"]
     }
 
     fn all(c: &mut Controller) -> Vec<serde_json::Value> {
-        [ShowWhat::Ports, ShowWhat::Bridge, ShowWhat::Mac, ShowWhat::Xconnect].into_iter().map(|w| show(c, w)).collect()
+        [ShowWhat::Ports, ShowWhat::Bridge, ShowWhat::Mac, ShowWhat::Xconnect]
+            .into_iter()
+            .map(|w| show(c, w))
+            .collect()
     }
 
     #[test]
@@ -191,7 +204,10 @@ ports = ["v0", "v1"]
         let ports = show(&mut c, ShowWhat::Ports);
         assert_eq!(ports.as_array().unwrap().len(), 4);
         assert_eq!(ports[0]["service"], serde_json::json!({"type": "xconnect", "to": "p1"}));
-        assert_eq!(ports[2]["service"], serde_json::json!({"type": "bridge", "bridge": "br0"}));
+        assert_eq!(
+            ports[2]["service"],
+            serde_json::json!({"type": "bridge", "bridge": "br0"})
+        );
         let macs = show(&mut c, ShowWhat::Mac);
         assert_eq!(macs[0]["mac"], "02:00:00:00:00:01");
         assert_eq!(macs[0]["static"], true);
@@ -218,7 +234,10 @@ ports = ["v0", "v1"]
         assert_eq!(show(&mut c, ShowWhat::Mac).as_array().unwrap().len(), 1);
         // Back to the original, and to nothing at all.
         c.set_config(Config::from_toml(CFG, "t").unwrap()).unwrap();
-        let empty = Config { switch: c.running().switch.clone(), ..Config::default() };
+        let empty = Config {
+            switch: c.running().switch.clone(),
+            ..Config::default()
+        };
         c.set_config(empty).unwrap();
         assert_eq!(show(&mut c, ShowWhat::Ports), serde_json::json!([]));
         assert_eq!(show(&mut c, ShowWhat::Bridge), serde_json::json!([]));
@@ -234,8 +253,15 @@ ports = ["v0", "v1"]
         // A port that fails to open, in a change that also deletes the bridge.
         let mut bad = c.running().clone();
         bad.bridges.clear();
-        bad.ports.push(PortConfig::AfPacket(crate::config::AfPacketPortConfig::new("bad9", "veth9")));
-        assert!(c.set_config(bad).unwrap_err().to_string().contains("nothing was changed"));
+        bad.ports
+            .push(PortConfig::AfPacket(crate::config::AfPacketPortConfig::new(
+                "bad9", "veth9",
+            )));
+        assert!(c
+            .set_config(bad)
+            .unwrap_err()
+            .to_string()
+            .contains("nothing was changed"));
         assert_eq!(all(&mut c), before);
     }
 }

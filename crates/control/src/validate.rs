@@ -49,7 +49,12 @@ pub struct ValidationErrors(pub Vec<ValidationError>);
 
 impl fmt::Display for ValidationErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid config ({} error{}):", self.0.len(), if self.0.len() == 1 { "" } else { "s" })?;
+        write!(
+            f,
+            "invalid config ({} error{}):",
+            self.0.len(),
+            if self.0.len() == 1 { "" } else { "s" }
+        )?;
         for e in &self.0 {
             write!(f, "\n  {e}")?;
         }
@@ -83,14 +88,21 @@ pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
 
 /// Formats a MAC address the way `show mac` prints it.
 pub fn format_mac(m: [u8; 6]) -> String {
-    format!("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5])
+    format!(
+        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+        m[0], m[1], m[2], m[3], m[4], m[5]
+    )
 }
 
 struct Errs(Vec<ValidationError>);
 
 impl Errs {
     fn push(&mut self, path: String, value: impl fmt::Display, expected: impl Into<String>) {
-        self.0.push(ValidationError { path, value: value.to_string(), expected: expected.into() });
+        self.0.push(ValidationError {
+            path,
+            value: value.to_string(),
+            expected: expected.into(),
+        });
     }
 }
 
@@ -128,10 +140,18 @@ pub fn validate(c: &Config) -> Result<(), ValidationErrors> {
 fn check_switch(c: &Config, e: &mut Errs) {
     let s = &c.switch;
     if !BUFFERS_RANGE.contains(&s.buffers) {
-        e.push("switch.buffers".into(), s.buffers, format!("a buffer count in {BUFFERS_RANGE:?}"));
+        e.push(
+            "switch.buffers".into(),
+            s.buffers,
+            format!("a buffer count in {BUFFERS_RANGE:?}"),
+        );
     }
     if !MAC_TABLE_RANGE.contains(&s.mac_table_entries) {
-        e.push("switch.mac_table_entries".into(), s.mac_table_entries, format!("an entry count in {MAC_TABLE_RANGE:?}"));
+        e.push(
+            "switch.mac_table_entries".into(),
+            s.mac_table_entries,
+            format!("an entry count in {MAC_TABLE_RANGE:?}"),
+        );
     }
     if s.control_socket.is_empty() || s.control_socket.len() > MAX_SOCKET_PATH || s.control_socket.starts_with('@') {
         e.push(
@@ -152,7 +172,10 @@ fn check_ports(c: &Config, e: &mut Errs) -> HashSet<String> {
         // The backend's own rules for its tuning keys (name and interface are checked below).
         if let Some((field, value, accepted)) = crate::ports::check_backend(p) {
             // Skip what the checks below report with their own words.
-            if !matches!(field.as_str(), "name" | "interface" | "socket" | "ring_size" | "buffer_size" | "secret") {
+            if !matches!(
+                field.as_str(),
+                "name" | "interface" | "socket" | "ring_size" | "buffer_size" | "secret"
+            ) {
                 e.push(format!("port[{i}].{field}"), value, accepted);
             }
         }
@@ -160,7 +183,11 @@ fn check_ports(c: &Config, e: &mut Errs) -> HashSet<String> {
         if let Err(why) = check_name(name) {
             e.push(format!("port[{i}].name"), q(name), why);
         } else if let Some(first) = names.get(name) {
-            e.push(format!("port[{i}].name"), q(name), format!("a unique name (port[{first}] has it already)"));
+            e.push(
+                format!("port[{i}].name"),
+                q(name),
+                format!("a unique name (port[{first}] has it already)"),
+            );
         } else {
             names.insert(name, i);
         }
@@ -191,15 +218,21 @@ fn check_ports(c: &Config, e: &mut Errs) -> HashSet<String> {
                 }
                 if let Some(s) = &m.secret {
                     if s.is_empty() || s.len() > MAX_MEMIF_SECRET || s.contains('\0') {
-                        e.push(format!("port[{i}].secret"), q(s), format!("1..={MAX_MEMIF_SECRET} bytes without NUL"));
+                        e.push(
+                            format!("port[{i}].secret"),
+                            q(s),
+                            format!("1..={MAX_MEMIF_SECRET} bytes without NUL"),
+                        );
                     }
                 }
                 if let Some(mac) = &m.mac {
                     match parse_mac(mac) {
                         None => e.push(format!("port[{i}].mac"), q(mac), "a MAC address like 02:00:00:00:00:01"),
-                        Some(b) if b[0] & 1 == 1 => {
-                            e.push(format!("port[{i}].mac"), q(mac), "a unicast MAC (lowest bit of the first byte clear)")
-                        }
+                        Some(b) if b[0] & 1 == 1 => e.push(
+                            format!("port[{i}].mac"),
+                            q(mac),
+                            "a unicast MAC (lowest bit of the first byte clear)",
+                        ),
                         Some(_) => {}
                     }
                 }
@@ -276,7 +309,11 @@ fn check_xconnects(c: &Config, ports: &HashSet<String>, owner: &mut HashMap<Stri
             }
             (None, Some(f), Some(t)) => {
                 if !x.bidirectional {
-                    e.push(format!("{svc}.bidirectional"), "false", "only with `ports = [A, B]`; from/to is one direction already");
+                    e.push(
+                        format!("{svc}.bidirectional"),
+                        "false",
+                        "only with `ports = [A, B]`; from/to is one direction already",
+                    );
                 }
                 let okf = check_port_ref(format!("{svc}.from"), f, ports, e);
                 let okt = check_port_ref(format!("{svc}.to"), t, ports, e);
@@ -301,11 +338,19 @@ fn check_xconnects(c: &Config, ports: &HashSet<String>, owner: &mut HashMap<Stri
         };
         for (path, from, to) in pairs {
             if from == to {
-                e.push(path.clone(), q(&from), "two different ports (a port cannot be cross-connected to itself)");
+                e.push(
+                    path.clone(),
+                    q(&from),
+                    "two different ports (a port cannot be cross-connected to itself)",
+                );
                 continue;
             }
             if let Some(other) = owner.get(&from) {
-                e.push(path, q(&from), format!("a port in no other service ({other} has it already)"));
+                e.push(
+                    path,
+                    q(&from),
+                    format!("a port in no other service ({other} has it already)"),
+                );
             } else {
                 owner.insert(from, svc.clone());
             }
@@ -320,10 +365,18 @@ fn check_bridges(c: &Config, ports: &HashSet<String>, owner: &mut HashMap<String
         if let Err(why) = check_name(&b.name) {
             e.push(format!("{svc}.name"), q(&b.name), why);
         } else if let Some(first) = names.insert(b.name.as_str(), i) {
-            e.push(format!("{svc}.name"), q(&b.name), format!("a unique name (bridge[{first}] has it already)"));
+            e.push(
+                format!("{svc}.name"),
+                q(&b.name),
+                format!("a unique name (bridge[{first}] has it already)"),
+            );
         }
         if !MAC_LIMIT_RANGE.contains(&b.mac_limit) {
-            e.push(format!("{svc}.mac_limit"), b.mac_limit, format!("a limit in {MAC_LIMIT_RANGE:?}"));
+            e.push(
+                format!("{svc}.mac_limit"),
+                b.mac_limit,
+                format!("a limit in {MAC_LIMIT_RANGE:?}"),
+            );
         }
         let mut members = HashSet::new();
         for (j, p) in b.ports.iter().enumerate() {
@@ -336,7 +389,11 @@ fn check_bridges(c: &Config, ports: &HashSet<String>, owner: &mut HashMap<String
                 continue;
             }
             if let Some(other) = owner.get(p) {
-                e.push(path, q(p), format!("a port in no other service ({other} has it already)"));
+                e.push(
+                    path,
+                    q(p),
+                    format!("a port in no other service ({other} has it already)"),
+                );
             } else {
                 owner.insert(p.clone(), svc.clone());
             }
@@ -362,7 +419,11 @@ fn check_bridges(c: &Config, ports: &HashSet<String>, owner: &mut HashMap<String
                 }
             }
             if !members.contains(s.port.as_str()) {
-                e.push(format!("{path}.port"), q(&s.port), format!("a member port of bridge {:?}", b.name));
+                e.push(
+                    format!("{path}.port"),
+                    q(&s.port),
+                    format!("a member port of bridge {:?}", b.name),
+                );
             }
         }
     }
@@ -429,7 +490,14 @@ ports = ["v0", "v1"]
     #[test]
     fn mac_parsing() {
         assert_eq!(parse_mac("02:00:0A:bb:cc:ff"), Some([2, 0, 0x0a, 0xbb, 0xcc, 0xff]));
-        for bad in ["", "02:00:00:00:00", "02:00:00:00:00:00:00", "2:00:00:00:00:00", "zz:00:00:00:00:00", "02-00-00-00-00-00"] {
+        for bad in [
+            "",
+            "02:00:00:00:00",
+            "02:00:00:00:00:00:00",
+            "2:00:00:00:00:00",
+            "zz:00:00:00:00:00",
+            "02-00-00-00-00-00",
+        ] {
             assert_eq!(parse_mac(bad), None, "{bad}");
         }
         assert_eq!(format_mac([2, 0, 0x0a, 0xbb, 0xcc, 0xff]), "02:00:0a:bb:cc:ff");
@@ -545,7 +613,10 @@ ports = ["v0", "v1"]
         assert_eq!(e.0[0].path, "bridge[0].ports[2]");
         assert!(e.0[0].expected.contains("xconnect[0]"), "{e}");
         let mut c = base();
-        c.bridges.push(BridgeConfig { ports: vec!["v1".into()], ..BridgeConfig::new("br1") });
+        c.bridges.push(BridgeConfig {
+            ports: vec!["v1".into()],
+            ..BridgeConfig::new("br1")
+        });
         assert!(errs(&c).has_path("bridge[1].ports[0]"));
         let mut c = base();
         c.xconnects.push(XconnectConfig::one_way("p0", "v0"));
@@ -568,7 +639,12 @@ ports = ["v0", "v1"]
         c.xconnects[0].from = Some("p0".into());
         assert!(errs(&c).has_path("xconnect[0]"));
         let mut c = base();
-        c.xconnects[0] = XconnectConfig { ports: None, bidirectional: true, from: Some("p0".into()), to: None };
+        c.xconnects[0] = XconnectConfig {
+            ports: None,
+            bidirectional: true,
+            from: Some("p0".into()),
+            to: None,
+        };
         assert!(errs(&c).has_path("xconnect[0]"));
         let mut c = base();
         c.xconnects[0].ports = Some(vec!["p0".into(), "p0".into()]);
@@ -589,10 +665,22 @@ ports = ["v0", "v1"]
     #[test]
     fn static_mac_errors() {
         let mut c = base();
-        c.bridges[0].static_mac.push(StaticMacConfig { mac: "02:00:00:00:00:0g".into(), port: "v0".into() });
-        c.bridges[0].static_mac.push(StaticMacConfig { mac: "ff:ff:ff:ff:ff:ff".into(), port: "v0".into() });
-        c.bridges[0].static_mac.push(StaticMacConfig { mac: "02:00:00:00:00:01".into(), port: "v1".into() });
-        c.bridges[0].static_mac.push(StaticMacConfig { mac: "02:00:00:00:00:05".into(), port: "p0".into() });
+        c.bridges[0].static_mac.push(StaticMacConfig {
+            mac: "02:00:00:00:00:0g".into(),
+            port: "v0".into(),
+        });
+        c.bridges[0].static_mac.push(StaticMacConfig {
+            mac: "ff:ff:ff:ff:ff:ff".into(),
+            port: "v0".into(),
+        });
+        c.bridges[0].static_mac.push(StaticMacConfig {
+            mac: "02:00:00:00:00:01".into(),
+            port: "v1".into(),
+        });
+        c.bridges[0].static_mac.push(StaticMacConfig {
+            mac: "02:00:00:00:00:05".into(),
+            port: "p0".into(),
+        });
         let e = errs(&c);
         assert!(e.has_path("bridge[0].static_mac[1].mac"), "{e}");
         assert!(e.has_path("bridge[0].static_mac[2].mac"), "{e}");
@@ -607,7 +695,10 @@ ports = ["v0", "v1"]
         c.switch.buffers = 10;
         c.switch.control_socket = String::new();
         let e = errs(&c);
-        assert!(e.has_path("switch.buffers") && e.has_path("switch.control_socket"), "{e}");
+        assert!(
+            e.has_path("switch.buffers") && e.has_path("switch.control_socket"),
+            "{e}"
+        );
     }
 
     #[test]
