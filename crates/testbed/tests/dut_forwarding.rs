@@ -127,7 +127,6 @@ fn ovs_dpdk_refuses_with_reason() {
 }
 
 #[test]
-#[ignore = "needs `vecswitch run --config` (crates/cli run_cmd); run with --ignored once it lands"]
 fn vecswitch_xconnect_phy2phy_memif_forwards_frames_both_ways() {
     let bin = vecswitch_bin();
     assert!(bin.is_file(), "build the binary first: cargo build -p vecswitch-cli ({})", bin.display());
@@ -136,7 +135,7 @@ fn vecswitch_xconnect_phy2phy_memif_forwards_frames_both_ways() {
 }
 
 #[test]
-#[ignore = "needs `vecswitch run --config` (crates/cli run_cmd); run with --ignored once it lands"]
+#[ignore = "known bug: `vecswitch run`'s af_packet ports receive nothing on the DUT veth ends, while a second AF_PACKET socket opened in the same namespace sees every frame (found 2026-11-22); run with --ignored"]
 fn vecswitch_xconnect_phy2phy_veth_forwards_frames_both_ways() {
     let bin = vecswitch_bin();
     assert!(bin.is_file(), "build the binary first: cargo build -p vecswitch-cli ({})", bin.display());
@@ -149,4 +148,12 @@ fn memif_start_before_generator_ports_is_refused_with_the_fix() {
     let mut tb = Testbed::build(Topology::Phy2Phy { link: Link::Memif }).unwrap();
     let e = tb.start(Box::new(TestpmdDut::new())).unwrap_err().to_string();
     assert!(e.contains("open_generator_ports"), "{e}");
+}
+
+#[test]
+fn vecswitch_bridge_phy2phy_memif_forwards_frames_both_ways() {
+    let bin = vecswitch_bin();
+    assert!(bin.is_file(), "build the binary first: cargo build -p vecswitch-cli ({})", bin.display());
+    let (_tb, mut ports) = start(Topology::Phy2Phy { link: Link::Memif }, DutKind::VecswitchBridge { bin }.build());
+    both_ways(&mut ports, 500);
 }

@@ -7,17 +7,28 @@ use std::time::Duration;
 use common::{exchange, frame};
 use vecswitch_buffer::Pool;
 use vecswitch_testbed::dut::testpmd::TestpmdDut;
-use vecswitch_testbed::{generator_placement, wait_links_up, Link, Testbed, Topology, VnfKind};
+use vecswitch_testbed::{generator_placement, Dut, DutKind, wait_links_up, Link, Testbed, Topology, VnfKind};
 
 const A: [u8; 6] = [0x02, 0, 0, 0, 0, 0xa1];
 const B: [u8; 6] = [0x02, 0, 0, 0, 0, 0xb2];
 
 #[test]
 fn pvp_memif_testpmd_io_with_macswap_vnf_forwards_both_ways() {
+    pvp_forwards_both_ways(Box::new(TestpmdDut::new()));
+}
+
+#[test]
+fn pvp_memif_vecswitch_xconnect_with_macswap_vnf_forwards_both_ways() {
+    let bin = common::vecswitch_bin();
+    assert!(bin.is_file(), "build the binary first: cargo build -p vecswitch-cli ({})", bin.display());
+    pvp_forwards_both_ways(DutKind::VecswitchXconnect { bin }.build());
+}
+
+fn pvp_forwards_both_ways(dut: Box<dyn Dut>) {
     let topo = Topology::Pvp { link: Link::Memif, vnf: VnfKind::TestpmdMacswap };
     let mut tb = Testbed::build(topo).unwrap();
     let mut ports = tb.open_generator_ports().unwrap();
-    tb.start(Box::new(TestpmdDut::new())).unwrap();
+    tb.start(dut).unwrap();
     wait_links_up(&mut ports, Duration::from_secs(20)).unwrap();
     let mut pool = Pool::new(4096);
     let (p0, p1) = ports.split_at_mut(1);
