@@ -127,3 +127,35 @@ fn real_suite(path: &PathBuf, command: Vec<String>) -> anyhow::Result<RunResults
     }
     Ok(run)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn simulated_suite_covers_every_dut_size_and_test() {
+        let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/suites/simulated.toml"));
+        let run = simulate_suite(&path, 1, vec!["test".into()]).unwrap();
+        // 2 DUTs × 3 frame sizes × 5 tests.
+        assert_eq!(run.tests.len(), 30);
+        assert!(run.provenance.config.as_ref().unwrap().get("dut").is_some());
+        let ovs_1518 = run
+            .tests
+            .iter()
+            .find(|t| t.vswitch == "ovs" && t.frame_size == 1518 && t.outcome.name() == "throughput")
+            .unwrap();
+        let row = &ovs_1518.rows()[0];
+        // The sporadic model's capacity is 0.84 Mfps, above 1518-byte line rate (812 744 fps).
+        let fps = row["throughput_rx_fps"].num().unwrap();
+        assert!(fps > 0.99 * 812_743.8 && fps <= 812_744.0, "{fps}");
+    }
+
+    #[test]
+    fn simulate_without_sim_model_names_the_dut() {
+        let dir = std::env::temp_dir().join(format!("vecswitch-bench-nosim-{}", std::process::id()));
+        std::fs::write(&dir, "name = \"x\"\n[[dut]]\nname = \"ovs\"\ntopology = \"phy2phy-veth\"\n[[test]]\nprocedure = \"throughput\"\n").unwrap();
+        let e = simulate_suite(&dir, 1, vec![]).unwrap_err().to_string();
+        let _ = std::fs::remove_file(&dir);
+        assert!(e.contains("dut[0] (ovs)") && e.contains("sim"), "{e}");
+    }
+}

@@ -87,3 +87,69 @@ fn compare(a: &CompareArgs) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct T {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn run(argv: &[&str]) -> anyhow::Result<()> {
+        let t = T::try_parse_from(std::iter::once("report").chain(argv.iter().copied()))?;
+        main(t.args)
+    }
+
+    /// A scratch directory removed on drop, also when the test fails.
+    struct Scratch(PathBuf);
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            let p = std::env::temp_dir().join(format!("vecswitch-report-{name}-{}", std::process::id()));
+            std::fs::create_dir_all(&p).unwrap();
+            Scratch(p)
+        }
+        fn path(&self, f: &str) -> String {
+            self.0.join(f).to_string_lossy().into_owned()
+        }
+    }
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn renders_every_format_and_compares() {
+        let dir = Scratch::new("formats");
+        let a = vecswitch_lab::demo::simulated_run(1, vec!["test".into()]).unwrap();
+        a.save(Path::new(&dir.path("a.json"))).unwrap();
+        for (fmt, needle) in [("html", "<!DOCTYPE html>"), ("md", "| Metric | Result |"), ("csv", "throughput_rx_fps")] {
+            let out = dir.path(&format!("out.{fmt}"));
+            run(&[fmt, &dir.path("a.json"), "-o", &out]).unwrap();
+            assert!(std::fs::read_to_string(&out).unwrap().contains(needle), "{fmt}");
+        }
+        // Identical runs: no regression, exit OK.
+        run(&["compare", &dir.path("a.json"), &dir.path("a.json")]).unwrap();
+        // A different seed changes sporadic-loss figures beyond 0.1 %: non-zero exit.
+        let b = vecswitch_lab::demo::simulated_run(2, vec!["test".into()]).unwrap();
+        b.save(Path::new(&dir.path("b.json"))).unwrap();
+        let e = run(&["compare", &dir.path("a.json"), &dir.path("b.json"), "--threshold", "0.1"]).unwrap_err();
+        assert!(e.to_string().contains("regressed by more than 0.1%"), "{e}");
+    }
+
+    #[test]
+    fn errors_name_the_file_and_the_value() {
+        let dir = Scratch::new("errors");
+        let e = run(&["md", &dir.path("missing.json")]).unwrap_err();
+        assert!(format!("{e:#}").contains("missing.json"), "{e:#}");
+        std::fs::write(dir.path("bad.json"), r#"{"schema":"vsperf/2"}"#).unwrap();
+        let e = run(&["csv", &dir.path("bad.json")]).unwrap_err();
+        assert!(format!("{e:#}").contains("vsperf/2"), "{e:#}");
+        let e = run(&["compare", &dir.path("bad.json"), &dir.path("bad.json"), "--threshold=-3"]).unwrap_err();
+        assert!(e.to_string().contains("--threshold -3"), "{e}");
+    }
+}

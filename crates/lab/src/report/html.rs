@@ -299,6 +299,17 @@ fn details(s: &mut String, run: &RunResults) {
             if t.bidirectional { " · bidirectional" } else { "" },
             t.scale.map(|x| format!(" · scale {x}")).unwrap_or_default(),
         );
+        if let Some(setup) = &t.setup {
+            let shared: Vec<String> = setup
+                .pointer("/placement/shared_cpus")
+                .and_then(|v| v.as_array())
+                .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+                .unwrap_or_default();
+            for note in &shared {
+                let _ = write!(s, "<p class=note><span class=badge>shared CPU</span> {}</p>", esc(note));
+            }
+            let _ = write!(s, "<details><summary>setup</summary><pre>{}</pre></details>", esc(&serde_json::to_string_pretty(setup).unwrap_or_default()));
+        }
         let cols: Vec<&str> = COLUMNS.iter().copied().filter(|c| !["id", "vswitch", "deployment", "traffic_type", "packet_size", "procedure"].contains(c)).collect();
         row_table(s, &cols, &rows);
         let trials = trials_of(t);
@@ -338,6 +349,18 @@ fn trials_of(t: &TestRecord) -> Vec<&TrialResult> {
 mod tests {
     use super::*;
     use crate::report::tests::sample_run;
+
+    #[test]
+    fn setup_and_shared_cpus_are_shown() {
+        let mut run = sample_run();
+        run.tests[0].setup = Some(serde_json::json!({
+            "dut": "testpmd <io>",
+            "placement": { "processes": [], "shared_cpus": ["cpu 1 shared by dut (vecswitch) and vnf (dpdk-testpmd)"] }
+        }));
+        let html = render(&run);
+        assert!(html.contains("shared CPU</span> cpu 1 shared by dut (vecswitch) and vnf (dpdk-testpmd)"));
+        assert!(html.contains("testpmd &lt;io&gt;"));
+    }
 
     #[test]
     fn self_contained_with_all_charts_and_flags() {
