@@ -491,6 +491,9 @@ pub fn run_test<M: Measurer + ?Sized>(
     })
 }
 
+/// Called before each scale point: `(measurer, the test's scale spec, the point)`.
+pub type Reconfigure<'a> = dyn FnMut(&mut dyn Measurer, &ScaleSpec, u64) -> Result<(), LabError> + 'a;
+
 /// Runs every test of `suite` for one DUT and frame size on `m` and returns the records.
 ///
 /// The caller owns the topology: it builds it for `dut`, makes the measurer, calls this, and tears
@@ -502,7 +505,7 @@ pub fn run_for_dut(
     dut: &DutSpec,
     line: &LineRate,
     m: &mut dyn Measurer,
-    reconfigure: &mut dyn FnMut(&mut dyn Measurer, &ScaleSpec, u64) -> Result<(), LabError>,
+    reconfigure: &mut Reconfigure<'_>,
 ) -> Result<Vec<TestRecord>, LabError> {
     let mut records = Vec::new();
     let mut thr = None;

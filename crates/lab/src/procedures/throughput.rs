@@ -374,7 +374,7 @@ mod tests {
         let r = throughput(&mut dut, &cfg).unwrap();
         let x = r.throughput_fps.unwrap();
         assert!(r.tester_limited, "{r:?}");
-        assert!(x <= 1e6 && x >= 0.94e6, "{x}");
+        assert!((0.94e6..=1e6).contains(&x), "{x}");
         assert_eq!(r.tester_ceiling_fps, Some(1e6));
         assert!(r.steps.iter().any(|s| matches!(s.verdict, Verdict::TesterLimited { .. })));
         // No trial shows DUT loss: the limited ones lost nothing of what was offered.
