@@ -62,9 +62,21 @@ fn ring_size_is_the_smaller_of_both_sides() {
     let (mut srv, mut cli) = (MemifPort::new(s).unwrap(), MemifPort::new(c).unwrap());
     connect_all(&mut [&mut srv, &mut cli]);
     assert_eq!((srv.ring_size_log2(), cli.ring_size_log2()), (9, 9));
-    assert!(srv.describe().contains("ring=512 (2^9)"), "{}", srv.describe());
-    assert!(srv.describe().contains("state=connected"), "{}", srv.describe());
-    assert!(cli.describe().starts_with("memif client socket="), "{}", cli.describe());
+    assert!(
+        srv.describe().contains("ring=512 (2^9)"),
+        "{}",
+        srv.describe()
+    );
+    assert!(
+        srv.describe().contains("state=connected"),
+        "{}",
+        srv.describe()
+    );
+    assert!(
+        cli.describe().starts_with("memif client socket="),
+        "{}",
+        cli.describe()
+    );
 }
 
 #[test]
@@ -77,7 +89,10 @@ fn one_socket_serves_two_ids() {
     let mut c1 = MemifPort::new(MemifConfig::new("c1", &sock, 1, Role::Client)).unwrap();
     // A second server with an id already served on this socket is refused.
     let dup = MemifPort::new(MemifConfig::new("s0b", &sock, 0, Role::Server)).unwrap_err();
-    assert!(matches!(dup, MemifError::DuplicateId { id: 0, .. }), "{dup}");
+    assert!(
+        matches!(dup, MemifError::DuplicateId { id: 0, .. }),
+        "{dup}"
+    );
     connect_all(&mut [&mut s0, &mut s1, &mut c0, &mut c1]);
     let mut pool = Pool::new(1024);
     transfer(&mut c0, &mut s0, &mut pool, 300);
@@ -144,7 +159,11 @@ fn abstract_socket_connects() {
 }
 
 fn readable(fd: std::os::fd::RawFd) -> bool {
-    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
     // SAFETY: one valid pollfd; zero timeout.
     let r = unsafe { libc::poll(&mut p, 1, 0) };
     r == 1 && p.revents & libc::POLLIN != 0
@@ -183,7 +202,13 @@ fn interrupt_mode_kicks_and_polling_mode_does_not() {
 #[test]
 fn tx_while_down_is_counted_not_sent() {
     let dir = TempDir::new("down");
-    let mut cli = MemifPort::new(MemifConfig::new("cli", &dir.sock("none.sock"), 0, Role::Client)).unwrap();
+    let mut cli = MemifPort::new(MemifConfig::new(
+        "cli",
+        &dir.sock("none.sock"),
+        0,
+        Role::Client,
+    ))
+    .unwrap();
     cli.poll_control();
     assert_eq!(cli.state(), MemifState::Idle);
     let mut pool = Pool::new(8);
@@ -199,19 +224,34 @@ fn config_errors_name_field_value_and_range() {
     let mut c = MemifConfig::new("m", "/tmp/x.sock", 0, Role::Server);
     c.ring_size_log2 = 7;
     let e = MemifPort::new(c.clone()).unwrap_err().to_string();
-    assert!(e.contains("ring_size_log2") && e.contains(" 7 ") && e.contains("8..=14"), "{e}");
+    assert!(
+        e.contains("ring_size_log2") && e.contains(" 7 ") && e.contains("8..=14"),
+        "{e}"
+    );
     c.ring_size_log2 = 15;
-    assert!(MemifPort::new(c.clone()).unwrap_err().to_string().contains("= 15"));
+    assert!(MemifPort::new(c.clone())
+        .unwrap_err()
+        .to_string()
+        .contains("= 15"));
     c.ring_size_log2 = 10;
     c.buffer_size = 64;
     let e = MemifPort::new(c.clone()).unwrap_err().to_string();
-    assert!(e.contains("buffer_size") && e.contains("64") && e.contains("128..=65535"), "{e}");
+    assert!(
+        e.contains("buffer_size") && e.contains("64") && e.contains("128..=65535"),
+        "{e}"
+    );
     c.buffer_size = 2048;
     c.num_queues = 2;
-    assert!(MemifPort::new(c.clone()).unwrap_err().to_string().contains("num_queues"));
+    assert!(MemifPort::new(c.clone())
+        .unwrap_err()
+        .to_string()
+        .contains("num_queues"));
     c.num_queues = 1;
     c.secret = Some("x".repeat(25));
-    assert!(MemifPort::new(c.clone()).unwrap_err().to_string().contains("secret"));
+    assert!(MemifPort::new(c.clone())
+        .unwrap_err()
+        .to_string()
+        .contains("secret"));
     c.secret = None;
     c.socket_path = "/".repeat(200);
     let e = MemifPort::new(c.clone()).unwrap_err().to_string();

@@ -19,14 +19,22 @@ fn open_fds() -> usize {
 }
 
 fn memif_mappings() -> usize {
-    std::fs::read_to_string("/proc/self/maps").unwrap().lines().filter(|l| l.contains("memif_region")).count()
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("memif_region"))
+        .count()
 }
 
 fn wait_down(p: &mut MemifPort) {
     let t0 = Instant::now();
     while p.link() == LinkState::Up {
         p.poll_control();
-        assert!(t0.elapsed() < Duration::from_secs(10), "{} did not notice the peer leaving", p.describe());
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "{} did not notice the peer leaving",
+            p.describe()
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
 }
@@ -45,10 +53,23 @@ impl RawPeer {
             for (i, b) in path.bytes().enumerate() {
                 sun.sun_path[i] = b as _;
             }
-            let r = libc::connect(fd, &sun as *const _ as *const _, std::mem::size_of_val(&sun) as _);
+            let r = libc::connect(
+                fd,
+                &sun as *const _ as *const _,
+                std::mem::size_of_val(&sun) as _,
+            );
             assert_eq!(r, 0, "connect {path}");
-            let tv = libc::timeval { tv_sec: 10, tv_usec: 0 };
-            libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, &tv as *const _ as *const _, 16);
+            let tv = libc::timeval {
+                tv_sec: 10,
+                tv_usec: 0,
+            };
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVTIMEO,
+                &tv as *const _ as *const _,
+                16,
+            );
             RawPeer(fd)
         }
     }
@@ -59,11 +80,21 @@ impl RawPeer {
         loop {
             srv.poll_control();
             // SAFETY: reads into a live buffer of its length; MSG_DONTWAIT never blocks.
-            let n = unsafe { libc::recv(self.0, buf.as_mut_ptr() as *mut _, buf.len(), libc::MSG_DONTWAIT) };
+            let n = unsafe {
+                libc::recv(
+                    self.0,
+                    buf.as_mut_ptr() as *mut _,
+                    buf.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
             if n >= 0 {
                 return buf[..n as usize].to_vec();
             }
-            assert!(t0.elapsed() < Duration::from_secs(10), "no message from server");
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "no message from server"
+            );
             std::thread::sleep(Duration::from_millis(1));
         }
     }
@@ -96,7 +127,11 @@ fn peers_leave_and_return_without_leaks() {
             let mut cli = MemifPort::new(MemifConfig::new("cli", &sock, 0, Role::Client)).unwrap();
             connect_all(&mut [&mut srv, &mut cli]);
             assert_eq!(srv.connects(), round);
-            assert_eq!(memif_mappings(), maps0 + 2, "one region mapped by each side");
+            assert_eq!(
+                memif_mappings(),
+                maps0 + 2,
+                "one region mapped by each side"
+            );
             transfer(&mut cli, &mut srv, &mut pool, 200);
             transfer(&mut srv, &mut cli, &mut pool, 200);
             drop(cli);
@@ -156,7 +191,10 @@ fn peers_leave_and_return_without_leaks() {
     }
     assert_eq!(pool.in_use(), 0, "no Pool buffer leaked");
     assert_eq!(memif_mappings(), maps0, "no shared mapping leaked");
-    assert!(!std::path::Path::new(&sock).exists(), "socket file removed with its last server");
+    assert!(
+        !std::path::Path::new(&sock).exists(),
+        "socket file removed with its last server"
+    );
     drop(dir);
     assert_eq!(open_fds(), fds0, "no file descriptor leaked");
 }

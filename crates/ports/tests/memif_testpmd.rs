@@ -59,7 +59,15 @@ impl TestPmd {
         let mut child = Command::new("stdbuf")
             .arg("-oL")
             .arg(testpmd_path())
-            .args(["-l", "0,1", "--no-huge", "-m", "1024", "--no-pci", "--iova-mode=va"])
+            .args([
+                "-l",
+                "0,1",
+                "--no-huge",
+                "-m",
+                "1024",
+                "--no-pci",
+                "--iova-mode=va",
+            ])
             .arg(format!("--file-prefix={prefix}"))
             .arg(format!("--vdev={vdev}"))
             .args(["--", "-i", "--total-num-mbufs=32768"])
@@ -84,7 +92,12 @@ impl TestPmd {
         pump(Box::new(child.stdout.take().unwrap()), out.clone());
         pump(Box::new(child.stderr.take().unwrap()), out.clone());
         let stdin = child.stdin.take().unwrap();
-        TestPmd { child, stdin, out, prefix }
+        TestPmd {
+            child,
+            stdin,
+            out,
+            prefix,
+        }
     }
 
     fn output(&self) -> String {
@@ -113,18 +126,29 @@ impl TestPmd {
             if let Some(block) = text.split("NIC statistics for port 0").nth(1) {
                 if block.contains("Tx-pps") {
                     let num = |key: &str| -> u64 {
-                        let at = block.find(key).unwrap_or_else(|| panic!("no {key} in {block}"));
+                        let at = block
+                            .find(key)
+                            .unwrap_or_else(|| panic!("no {key} in {block}"));
                         block[at + key.len()..]
                             .split_whitespace()
                             .next()
                             .and_then(|w| w.parse().ok())
                             .unwrap_or_else(|| panic!("bad {key} in {block}"))
                     };
-                    return (num("RX-packets:"), num("RX-bytes:"), num("TX-packets:"), num("TX-bytes:"));
+                    return (
+                        num("RX-packets:"),
+                        num("RX-bytes:"),
+                        num("TX-packets:"),
+                        num("TX-bytes:"),
+                    );
                 }
             }
             self.check_alive();
-            assert!(t0.elapsed() < Duration::from_secs(20), "no stats from testpmd:\n{}", self.output());
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "no stats from testpmd:\n{}",
+                self.output()
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -175,7 +199,10 @@ fn send_n(port: &mut MemifPort, pool: &mut Pool, n: u64, sizes: &[usize]) -> u64
         let mut burst = Vec::new();
         for i in 0..(n - sent).min(32) {
             let seq = sent + i;
-            burst.push(make_packet(pool, &frame_bytes(seq, sizes[(seq % sizes.len() as u64) as usize])));
+            burst.push(make_packet(
+                pool,
+                &frame_bytes(seq, sizes[(seq % sizes.len() as u64) as usize]),
+            ));
         }
         let k = port.tx_burst(pool, &burst);
         for &h in &burst[..k] {
@@ -186,7 +213,10 @@ fn send_n(port: &mut MemifPort, pool: &mut Pool, n: u64, sizes: &[usize]) -> u64
         if k == 0 {
             port.poll_control();
             assert_eq!(port.link(), LinkState::Up, "link went down while sending");
-            assert!(t0.elapsed() < Duration::from_secs(60), "sending stalled at {sent}/{n}");
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "sending stalled at {sent}/{n}"
+            );
             std::thread::yield_now();
         }
     }
@@ -194,7 +224,12 @@ fn send_n(port: &mut MemifPort, pool: &mut Pool, n: u64, sizes: &[usize]) -> u64
 }
 
 /// Receives until nothing has arrived for `quiet`; returns the frames received.
-fn drain(port: &mut MemifPort, pool: &mut Pool, quiet: Duration, mut each: impl FnMut(&Pool, u32)) -> u64 {
+fn drain(
+    port: &mut MemifPort,
+    pool: &mut Pool,
+    quiet: Duration,
+    mut each: impl FnMut(&Pool, u32),
+) -> u64 {
     let mut n = 0;
     let mut last = Instant::now();
     let mut out = Vec::new();
@@ -297,7 +332,11 @@ fn echo(role_of_us: Role, n: u64) {
         let t0 = Instant::now();
         while !std::path::Path::new(&sock).exists() {
             pmd.check_alive();
-            assert!(t0.elapsed() < Duration::from_secs(60), "testpmd did not create {sock}:\n{}", pmd.output());
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "testpmd did not create {sock}:\n{}",
+                pmd.output()
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -313,7 +352,10 @@ fn echo(role_of_us: Role, n: u64) {
     while next_rx < n {
         if sent < n && sent - next_rx < 256 {
             let seq = sent;
-            let h = make_packet(&mut pool, &frame_bytes(seq, JUMBO[(seq % JUMBO.len() as u64) as usize]));
+            let h = make_packet(
+                &mut pool,
+                &frame_bytes(seq, JUMBO[(seq % JUMBO.len() as u64) as usize]),
+            );
             sent += port.tx_burst(&mut pool, &[h]) as u64;
             pool.free(h);
         }
@@ -410,7 +452,11 @@ fn client_to_testpmd_server_rxonly_exact() {
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    assert_eq!((stats.0, stats.1), (N, bytes), "testpmd RX-packets / RX-bytes");
+    assert_eq!(
+        (stats.0, stats.1),
+        (N, bytes),
+        "testpmd RX-packets / RX-bytes"
+    );
     assert_eq!(pool.in_use(), 0);
 }
 
@@ -437,7 +483,10 @@ fn server_survives_testpmd_restart() {
         let t0 = Instant::now();
         while srv.link() == LinkState::Up {
             srv.poll_control();
-            assert!(t0.elapsed() < Duration::from_secs(10), "server did not notice testpmd leaving");
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "server did not notice testpmd leaving"
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
         assert!(srv.last_disconnect().is_some());

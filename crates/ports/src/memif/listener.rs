@@ -52,30 +52,70 @@ static REGISTRY: Mutex<Vec<(String, Weak<Mutex<Listener>>)>> = Mutex::new(Vec::n
 
 /// Registers `(path, id)` for `port`, creating the listening socket if this is the first id on
 /// `path`. `hello` is what connections routed to this id were greeted with... (see [`Listener::poll`]).
-pub fn register(path: &str, id: u32, port: &str, hello: msg::Hello) -> Result<Arc<Mutex<Listener>>, MemifError> {
+pub fn register(
+    path: &str,
+    id: u32,
+    port: &str,
+    hello: msg::Hello,
+) -> Result<Arc<Mutex<Listener>>, MemifError> {
     let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
     reg.retain(|(_, w)| w.strong_count() > 0);
-    if let Some(l) = reg.iter().find(|(p, _)| p == path).and_then(|(_, w)| w.upgrade()) {
+    if let Some(l) = reg
+        .iter()
+        .find(|(p, _)| p == path)
+        .and_then(|(_, w)| w.upgrade())
+    {
         {
             let mut g = l.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(s) = g.slots.get(&id) {
-                return Err(MemifError::DuplicateId { socket: path.to_string(), id, other: s.port.clone() });
+                return Err(MemifError::DuplicateId {
+                    socket: path.to_string(),
+                    id,
+                    other: s.port.clone(),
+                });
             }
-            g.slots.insert(id, Slot { port: port.to_string(), busy: false, hello, handoff: None });
+            g.slots.insert(
+                id,
+                Slot {
+                    port: port.to_string(),
+                    busy: false,
+                    hello,
+                    handoff: None,
+                },
+            );
         }
         return Ok(l);
     }
     let addr = SockAddr::parse(path);
-    let fd = sys::listen(&addr).map_err(|source| MemifError::Socket { socket: path.to_string(), source })?;
+    let fd = sys::listen(&addr).map_err(|source| MemifError::Socket {
+        socket: path.to_string(),
+        source,
+    })?;
     let mut slots = HashMap::new();
-    slots.insert(id, Slot { port: port.to_string(), busy: false, hello, handoff: None });
-    let l = Arc::new(Mutex::new(Listener { addr, fd, pending: Vec::new(), slots }));
+    slots.insert(
+        id,
+        Slot {
+            port: port.to_string(),
+            busy: false,
+            hello,
+            handoff: None,
+        },
+    );
+    let l = Arc::new(Mutex::new(Listener {
+        addr,
+        fd,
+        pending: Vec::new(),
+        slots,
+    }));
     reg.push((path.to_string(), Arc::downgrade(&l)));
     Ok(l)
 }
 
 fn reject(sock: &OwnedFd, reason: &str) {
-    let m = Msg::Disconnect { code: 0, reason: reason.to_string() };
+    let m = Msg::Disconnect {
+        code: 0,
+        reason: reason.to_string(),
+    };
     let _ = sys::send_msg(sock.as_fd(), &m.emit(), None);
 }
 
@@ -109,10 +149,17 @@ impl Listener {
                 Ok(Some(sock)) => {
                     // Every id on a socket advertises the same limits: take any slot's HELLO
                     // (DPDK's is fixed per process too). The one with the smallest id, for determinism.
-                    let hello = self.slots.iter().min_by_key(|(id, _)| **id).map(|(_, s)| s.hello.clone());
+                    let hello = self
+                        .slots
+                        .iter()
+                        .min_by_key(|(id, _)| **id)
+                        .map(|(_, s)| s.hello.clone());
                     let Some(hello) = hello else { break };
                     if sys::send_msg(sock.as_fd(), &Msg::Hello(hello).emit(), None).is_ok() {
-                        self.pending.push(Pending { sock, since: Instant::now() });
+                        self.pending.push(Pending {
+                            sock,
+                            since: Instant::now(),
+                        });
                     }
                 }
                 Ok(None) => break,

@@ -174,7 +174,11 @@ impl MemifConfig {
     /// Checks every field; the error names the field, the value and what is accepted.
     pub fn validate(&self) -> Result<(), MemifError> {
         let bad = |field: &'static str, value: String, accepted: &'static str| {
-            Err(MemifError::InvalidConfig { field, value, accepted })
+            Err(MemifError::InvalidConfig {
+                field,
+                value,
+                accepted,
+            })
         };
         if self.name.is_empty() {
             return bad("name", "\"\"".into(), "a non-empty name");
@@ -192,13 +196,25 @@ impl MemifConfig {
             );
         }
         if !RING_SIZE_LOG2_RANGE.contains(&self.ring_size_log2) {
-            return bad("ring_size_log2", self.ring_size_log2.to_string(), "8..=14 (256..=16384 descriptors)");
+            return bad(
+                "ring_size_log2",
+                self.ring_size_log2.to_string(),
+                "8..=14 (256..=16384 descriptors)",
+            );
         }
         if !BUFFER_SIZE_RANGE.contains(&self.buffer_size) {
-            return bad("buffer_size", self.buffer_size.to_string(), "128..=65535 bytes");
+            return bad(
+                "buffer_size",
+                self.buffer_size.to_string(),
+                "128..=65535 bytes",
+            );
         }
         if self.num_queues != 1 {
-            return bad("num_queues", self.num_queues.to_string(), "1 (one queue pair)");
+            return bad(
+                "num_queues",
+                self.num_queues.to_string(),
+                "1 (one queue pair)",
+            );
         }
         if let Some(s) = &self.secret {
             if s.is_empty() || s.len() > msg::SECRET_SIZE || s.contains('\0') {
@@ -213,9 +229,17 @@ impl MemifConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum MemifError {
     #[error("memif config: {field} = {value} is not accepted; accepted: {accepted}")]
-    InvalidConfig { field: &'static str, value: String, accepted: &'static str },
+    InvalidConfig {
+        field: &'static str,
+        value: String,
+        accepted: &'static str,
+    },
     #[error("memif socket {socket}: interface id {id} is already served by port {other:?}")]
-    DuplicateId { socket: String, id: u32, other: String },
+    DuplicateId {
+        socket: String,
+        id: u32,
+        other: String,
+    },
     #[error("memif socket {socket}: {source}")]
     Socket {
         socket: String,
@@ -275,13 +299,22 @@ struct Connected {
 
 #[derive(Debug)]
 enum State {
-    Idle { next_try: Instant },
+    Idle {
+        next_try: Instant,
+    },
     /// Server: INIT accepted, receiving regions and rings.
     ServerHandshake(Link),
     /// Client: waiting for HELLO.
-    ClientHello { sock: OwnedFd, since: Instant },
+    ClientHello {
+        sock: OwnedFd,
+        since: Instant,
+    },
     /// Client: sending INIT.. CONNECT one per ACK, then waiting for CONNECTED.
-    ClientHandshake { link: Link, queue: VecDeque<(Msg, Attach)>, log2: u8 },
+    ClientHandshake {
+        link: Link,
+        queue: VecDeque<(Msg, Attach)>,
+        log2: u8,
+    },
     Connected(Box<Connected>),
 }
 
@@ -295,6 +328,8 @@ pub struct MemifPort {
     errors: MemifErrors,
     connects: u64,
     last_disconnect: Option<String>,
+    /// `errors.bad_ring_index` when `poll_control` last looked.
+    bad_index_seen: u64,
 }
 
 /// Why a handshake step failed: the reason sent to the peer in DISCONNECT.
@@ -306,17 +341,25 @@ impl MemifPort {
     pub fn new(cfg: MemifConfig) -> Result<MemifPort, MemifError> {
         cfg.validate()?;
         let listener = match cfg.role {
-            Role::Server => Some(listener::register(&cfg.socket_path, cfg.id, &cfg.name, hello(&cfg))?),
+            Role::Server => Some(listener::register(
+                &cfg.socket_path,
+                cfg.id,
+                &cfg.name,
+                hello(&cfg),
+            )?),
             Role::Client => None,
         };
         Ok(MemifPort {
             cfg,
             listener,
-            state: State::Idle { next_try: Instant::now() },
+            state: State::Idle {
+                next_try: Instant::now(),
+            },
             stats: PortStats::default(),
             errors: MemifErrors::default(),
             connects: 0,
             last_disconnect: None,
+            bad_index_seen: 0,
         })
     }
 
@@ -400,7 +443,10 @@ impl MemifPort {
             State::Connected(c) => Some(&c.link.sock),
         };
         if let Some(s) = sock {
-            let m = Msg::Disconnect { code: 0, reason: reason.to_string() };
+            let m = Msg::Disconnect {
+                code: 0,
+                reason: reason.to_string(),
+            };
             let _ = sys::send_msg(s.as_fd(), &m.emit(), None);
         }
         self.teardown(format!("local: {reason}"));
@@ -412,10 +458,14 @@ impl MemifPort {
             return;
         }
         tracing::info!(port = %self.cfg.name, reason = %why, "memif disconnected");
-        self.state = State::Idle { next_try: Instant::now() + RETRY_INTERVAL };
+        self.state = State::Idle {
+            next_try: Instant::now() + RETRY_INTERVAL,
+        };
         self.last_disconnect = Some(why);
         if let Some(l) = &self.listener {
-            l.lock().unwrap_or_else(|e| e.into_inner()).set_busy(self.cfg.id, false);
+            l.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .set_busy(self.cfg.id, false);
         }
     }
 
@@ -520,7 +570,9 @@ impl MemifPort {
 
     fn on_server_msg(&mut self, m: Msg, fd: Option<OwnedFd>) -> Result<(), Reject> {
         let rx_flags = self.rx_ring_flags();
-        let State::ServerHandshake(link) = &mut self.state else { return Ok(()) };
+        let State::ServerHandshake(link) = &mut self.state else {
+            return Ok(());
+        };
         match m {
             Msg::AddRegion { index, size } => {
                 let fd = fd.ok_or("Missing region fd")?;
@@ -538,7 +590,11 @@ impl MemifPort {
                 }
                 let rr = RingRef::new(&link.regions, r.region, r.offset, r.log2_ring_size)
                     .map_err(|_| "Invalid ring")?;
-                let slot = if r.flags & msg::ADD_RING_FLAG_C2S != 0 { &mut link.c2s } else { &mut link.s2c };
+                let slot = if r.flags & msg::ADD_RING_FLAG_C2S != 0 {
+                    &mut link.c2s
+                } else {
+                    &mut link.s2c
+                };
                 if slot.is_some() {
                     return Err("Ring already added");
                 }
@@ -560,9 +616,12 @@ impl MemifPort {
                     ring.set_tail(0, std::sync::atomic::Ordering::Relaxed);
                 }
                 c2s.ring(&link.regions).set_flags(rx_flags);
-                let State::ServerHandshake(link) =
-                    std::mem::replace(&mut self.state, State::Idle { next_try: Instant::now() })
-                else {
+                let State::ServerHandshake(link) = std::mem::replace(
+                    &mut self.state,
+                    State::Idle {
+                        next_try: Instant::now(),
+                    },
+                ) else {
                     unreachable!()
                 };
                 self.state = State::Connected(Box::new(Connected {
@@ -589,13 +648,24 @@ impl MemifPort {
     }
 
     fn poll_client_idle(&mut self) {
-        let State::Idle { next_try } = self.state else { return };
+        let State::Idle { next_try } = self.state else {
+            return;
+        };
         if Instant::now() < next_try {
             return;
         }
         match sys::connect(&SockAddr::parse(&self.cfg.socket_path)) {
-            Ok(sock) => self.state = State::ClientHello { sock, since: Instant::now() },
-            Err(_) => self.state = State::Idle { next_try: Instant::now() + RETRY_INTERVAL },
+            Ok(sock) => {
+                self.state = State::ClientHello {
+                    sock,
+                    since: Instant::now(),
+                }
+            }
+            Err(_) => {
+                self.state = State::Idle {
+                    next_try: Instant::now() + RETRY_INTERVAL,
+                }
+            }
         }
     }
 
@@ -608,9 +678,12 @@ impl MemifPort {
         if !ring::LOG2_RING_SIZE_RANGE.contains(&log2) {
             return Err("Unsupported ring size");
         }
-        let State::ClientHello { sock, .. } =
-            std::mem::replace(&mut self.state, State::Idle { next_try: Instant::now() })
-        else {
+        let State::ClientHello { sock, .. } = std::mem::replace(
+            &mut self.state,
+            State::Idle {
+                next_try: Instant::now(),
+            },
+        ) else {
             return Ok(());
         };
         let link = match build_client_link(sock, log2, self.cfg.buffer_size, &h.name) {
@@ -619,7 +692,9 @@ impl MemifPort {
                 tracing::warn!(port = %self.cfg.name, error = %e, "memif: cannot create shared memory");
                 // The socket was moved into the failed build and is closed by now.
                 self.last_disconnect = Some(format!("local: cannot create shared memory: {e}"));
-                self.state = State::Idle { next_try: Instant::now() + RETRY_INTERVAL };
+                self.state = State::Idle {
+                    next_try: Instant::now() + RETRY_INTERVAL,
+                };
                 return Ok(());
             }
         };
@@ -632,14 +707,26 @@ impl MemifPort {
             name: "vecswitch".into(),
         };
         let ring = |flags, offset| {
-            Msg::AddRing(msg::AddRing { flags, index: 0, region: 0, offset, log2_ring_size: log2, private_hdr_size: 0 })
+            Msg::AddRing(msg::AddRing {
+                flags,
+                index: 0,
+                region: 0,
+                offset,
+                log2_ring_size: log2,
+                private_hdr_size: 0,
+            })
         };
         let size = link.regions[0].len() as u64;
         let mut queue = VecDeque::from([
             (Msg::AddRegion { index: 0, size }, Attach::Region),
             (ring(msg::ADD_RING_FLAG_C2S, 0), Attach::C2sEvent),
             (ring(0, rb), Attach::S2cEvent),
-            (Msg::Connect { if_name: self.cfg.name.clone() }, Attach::None),
+            (
+                Msg::Connect {
+                    if_name: self.cfg.name.clone(),
+                },
+                Attach::None,
+            ),
         ]);
         queue.push_front((Msg::Init(init), Attach::None));
         self.state = State::ClientHandshake { link, queue, log2 };
@@ -648,8 +735,12 @@ impl MemifPort {
     }
 
     fn client_send_next(&mut self) {
-        let State::ClientHandshake { link, queue, .. } = &mut self.state else { return };
-        let Some((m, attach)) = queue.pop_front() else { return };
+        let State::ClientHandshake { link, queue, .. } = &mut self.state else {
+            return;
+        };
+        let Some((m, attach)) = queue.pop_front() else {
+            return;
+        };
         let fd = match attach {
             Attach::None => None,
             Attach::Region => link.regions[0].fd(),
@@ -665,25 +756,45 @@ impl MemifPort {
         match (&mut self.state, m) {
             (_, Msg::Disconnect { reason, .. }) => self.teardown(format!("peer: {reason}")),
             (State::ClientHello { .. }, Msg::Hello(h)) => self.on_hello(h)?,
-            (State::ClientHandshake { queue, .. }, Msg::Ack) if !queue.is_empty() => self.client_send_next(),
-            (State::ClientHandshake { queue, .. }, Msg::Connected { if_name }) if queue.is_empty() => {
-                let State::ClientHandshake { link, log2, .. } =
-                    std::mem::replace(&mut self.state, State::Idle { next_try: Instant::now() })
-                else {
+            (State::ClientHandshake { queue, .. }, Msg::Ack) if !queue.is_empty() => {
+                self.client_send_next()
+            }
+            (State::ClientHandshake { queue, .. }, Msg::Connected { if_name })
+                if queue.is_empty() =>
+            {
+                let State::ClientHandshake { link, log2, .. } = std::mem::replace(
+                    &mut self.state,
+                    State::Idle {
+                        next_try: Instant::now(),
+                    },
+                ) else {
                     unreachable!()
                 };
-                let (Some((c2s, _)), Some((s2c, _))) = (&link.c2s, &link.s2c) else { unreachable!() };
+                let (Some((c2s, _)), Some((s2c, _))) = (&link.c2s, &link.s2c) else {
+                    unreachable!()
+                };
                 let (c2s, s2c) = (*c2s, *s2c);
                 let bsize = self.cfg.buffer_size;
                 let rb = ring::ring_bytes(log2) as u32;
                 let n = 1u32 << log2;
-                let c2s_bufs = ClientBuffers { base: 2 * rb, size: bsize };
-                let s2c_bufs = ClientBuffers { base: 2 * rb + n * bsize, size: bsize };
+                let c2s_bufs = ClientBuffers {
+                    base: 2 * rb,
+                    size: bsize,
+                };
+                let s2c_bufs = ClientBuffers {
+                    base: 2 * rb + n * bsize,
+                    size: bsize,
+                };
                 s2c.ring(&link.regions).set_flags(self.rx_ring_flags());
                 let mut rx = RxQueue::new(s2c, Side::Client, Some(s2c_bufs));
                 rx.refill(&link.regions);
                 let tx = TxQueue::new(c2s, Side::Client, Some(c2s_bufs));
-                self.state = State::Connected(Box::new(Connected { link, rx, tx, peer_if_name: if_name }));
+                self.state = State::Connected(Box::new(Connected {
+                    link,
+                    rx,
+                    tx,
+                    peer_if_name: if_name,
+                }));
                 self.connects += 1;
             }
             (State::Connected(_), Msg::Ack) => {}
@@ -716,14 +827,34 @@ fn build_client_link(sock: OwnedFd, log2: u8, bsize: u32, peer: &str) -> io::Res
     let c2s = RingRef::new(&regions, 0, 0, log2).map_err(bad)?;
     let s2c = RingRef::new(&regions, 0, rb as u32, log2).map_err(bad)?;
     let bufs = [
-        (c2s, ClientBuffers { base: 2 * rb as u32, size: bsize }),
-        (s2c, ClientBuffers { base: (2 * rb + n * bsize as u64) as u32, size: bsize }),
+        (
+            c2s,
+            ClientBuffers {
+                base: 2 * rb as u32,
+                size: bsize,
+            },
+        ),
+        (
+            s2c,
+            ClientBuffers {
+                base: (2 * rb + n * bsize as u64) as u32,
+                size: bsize,
+            },
+        ),
     ];
     for (rr, b) in bufs {
         let r = rr.ring(&regions);
         ring::init_ring(&r);
         for s in 0..n as u16 {
-            r.set_desc(s, ring::Desc { flags: 0, region: 0, length: b.size, offset: b.base + s as u32 * b.size });
+            r.set_desc(
+                s,
+                ring::Desc {
+                    flags: 0,
+                    region: 0,
+                    length: b.size,
+                    offset: b.base + s as u32 * b.size,
+                },
+            );
         }
     }
     Ok(Link {
@@ -754,7 +885,9 @@ impl Port for MemifPort {
     }
 
     fn rx_burst(&mut self, pool: &mut Pool, out: &mut Vec<u32>, max: usize) -> usize {
-        let State::Connected(c) = &mut self.state else { return 0 };
+        let State::Connected(c) = &mut self.state else {
+            return 0;
+        };
         if self.cfg.mode == Mode::Interrupt {
             let efd = match self.cfg.role {
                 Role::Server => c.link.c2s.as_ref(),
@@ -795,6 +928,14 @@ impl Port for MemifPort {
     }
 
     fn poll_control(&mut self) {
+        // A peer index more than a ring ahead of ours means the peer's ring state is corrupt: the
+        // data path refuses the ring; start over with a fresh connection.
+        if self.errors.bad_ring_index != self.bad_index_seen {
+            self.bad_index_seen = self.errors.bad_ring_index;
+            if let State::Connected(_) = self.state {
+                self.disconnect("Ring index out of range");
+            }
+        }
         if let State::Idle { .. } = self.state {
             match self.cfg.role {
                 Role::Server => self.poll_server_idle(),
@@ -842,6 +983,7 @@ impl Port for MemifPort {
     fn clear_stats(&mut self) {
         self.stats = PortStats::default();
         self.errors = MemifErrors::default();
+        self.bad_index_seen = 0;
     }
 
     fn link(&self) -> LinkState {
@@ -870,7 +1012,10 @@ impl Port for MemifPort {
             self.state_name()
         );
         if let State::Connected(c) = &self.state {
-            s.push_str(&format!(" peer={:?}/{:?}", c.link.peer_name, c.peer_if_name));
+            s.push_str(&format!(
+                " peer={:?}/{:?}",
+                c.link.peer_name, c.peer_if_name
+            ));
         } else if let Some(d) = &self.last_disconnect {
             s.push_str(&format!(" last-disconnect={d:?}"));
         }
@@ -882,7 +1027,9 @@ impl Drop for MemifPort {
     fn drop(&mut self) {
         self.disconnect("Interface deleted");
         if let Some(l) = &self.listener {
-            l.lock().unwrap_or_else(|e| e.into_inner()).unregister(self.cfg.id);
+            l.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .unregister(self.cfg.id);
         }
     }
 }
@@ -898,5 +1045,66 @@ pub mod fuzzing {
             let again = super::msg::Msg::parse(&m.emit()).expect("emitted message parses");
             assert_eq!(again.kind(), m.kind());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connect(a: &mut MemifPort, b: &mut MemifPort) {
+        for _ in 0..10_000 {
+            a.poll_control();
+            b.poll_control();
+            if a.link() == LinkState::Up && b.link() == LinkState::Up {
+                return;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        panic!("no connection: {} / {}", a.describe(), b.describe());
+    }
+
+    #[test]
+    fn corrupt_peer_index_disconnects_then_reconnects() {
+        let sock = format!("@vecswitch-unit-{}-badidx", std::process::id());
+        let mut srv = MemifPort::new(MemifConfig::new("srv", &sock, 0, Role::Server)).unwrap();
+        let mut cli = MemifPort::new(MemifConfig::new("cli", &sock, 0, Role::Client)).unwrap();
+        connect(&mut srv, &mut cli);
+        // The client's producer index jumps far ahead (a corrupt or hostile peer).
+        let State::Connected(c) = &cli.state else { unreachable!() };
+        c.tx.ring_ref().ring(&c.link.regions).set_head(5000, std::sync::atomic::Ordering::Release);
+        let mut pool = Pool::new(16);
+        let mut out = Vec::new();
+        assert_eq!(srv.rx_burst(&mut pool, &mut out, 32), 0);
+        assert_eq!(srv.errors().bad_ring_index, 1);
+        srv.poll_control();
+        assert_eq!(srv.link(), LinkState::Down);
+        assert_eq!(srv.last_disconnect(), Some("local: Ring index out of range"));
+        for _ in 0..100 {
+            cli.poll_control();
+            if cli.link() == LinkState::Down {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(cli.last_disconnect(), Some("peer: Ring index out of range"));
+        connect(&mut srv, &mut cli);
+        assert_eq!((srv.connects(), cli.connects()), (2, 2));
+        assert_eq!(pool.in_use(), 0);
+    }
+
+    #[test]
+    fn describe_names_role_socket_id_ring_mode_state() {
+        let mut cfg = MemifConfig::new("m0", "@vecswitch-unit-describe", 5, Role::Client);
+        cfg.ring_size_log2 = 11;
+        cfg.mode = Mode::Interrupt;
+        let p = MemifPort::new(cfg).unwrap();
+        assert_eq!(
+            p.describe(),
+            "memif client socket=@vecswitch-unit-describe id=5 ring=2048 (2^11) buffer=2048 \
+             mode=interrupt state=connecting"
+        );
+        assert_eq!(p.mac(), [0x02, 0xfe, 0, 0, 0, 5]);
+        assert_eq!(p.link(), LinkState::Down);
     }
 }

@@ -167,8 +167,9 @@ impl Msg {
     /// Parses one received record. Any 128-byte record with a known type parses: field values are
     /// checked by the state machine that uses them, not here.
     pub fn parse(bytes: &[u8]) -> Result<Msg, MsgError> {
-        let b: &[u8; MSG_SIZE] =
-            bytes.try_into().map_err(|_| MsgError::BadLength { len: bytes.len() })?;
+        let b: &[u8; MSG_SIZE] = bytes
+            .try_into()
+            .map_err(|_| MsgError::BadLength { len: bytes.len() })?;
         use field::*;
         Ok(match get_u16(b, TYPE) {
             ty::ACK => Msg::Ack,
@@ -200,8 +201,12 @@ impl Msg {
                 log2_ring_size: b[RING_LOG2_SIZE],
                 private_hdr_size: get_u16(b, RING_PRIVATE_HDR_SIZE),
             }),
-            ty::CONNECT => Msg::Connect { if_name: get_string(b, IF_NAME, NAME_SIZE) },
-            ty::CONNECTED => Msg::Connected { if_name: get_string(b, IF_NAME, NAME_SIZE) },
+            ty::CONNECT => Msg::Connect {
+                if_name: get_string(b, IF_NAME, NAME_SIZE),
+            },
+            ty::CONNECTED => Msg::Connected {
+                if_name: get_string(b, IF_NAME, NAME_SIZE),
+            },
             ty::DISCONNECT => Msg::Disconnect {
                 code: get_u32(b, DISC_CODE),
                 reason: get_string(b, DISC_STRING, REASON_SIZE),
@@ -305,7 +310,10 @@ mod tests {
                 secret: b"s3cret".to_vec(),
                 name: "client".into(),
             }),
-            Msg::AddRegion { index: 3, size: 0x1_0000_0001 },
+            Msg::AddRegion {
+                index: 3,
+                size: 0x1_0000_0001,
+            },
             Msg::AddRing(AddRing {
                 flags: ADD_RING_FLAG_C2S,
                 index: 1,
@@ -314,9 +322,16 @@ mod tests {
                 log2_ring_size: 10,
                 private_hdr_size: 0,
             }),
-            Msg::Connect { if_name: "memif0".into() },
-            Msg::Connected { if_name: "memif1".into() },
-            Msg::Disconnect { code: 7, reason: "ID not found".into() },
+            Msg::Connect {
+                if_name: "memif0".into(),
+            },
+            Msg::Connected {
+                if_name: "memif1".into(),
+            },
+            Msg::Disconnect {
+                code: 7,
+                reason: "ID not found".into(),
+            },
         ]
     }
 
@@ -335,7 +350,13 @@ mod tests {
         b[0] = 4; // ADD_REGION
         b[2] = 1; // index
         b[4..12].copy_from_slice(&4096u64.to_le_bytes());
-        assert_eq!(Msg::parse(&b).unwrap(), Msg::AddRegion { index: 1, size: 4096 });
+        assert_eq!(
+            Msg::parse(&b).unwrap(),
+            Msg::AddRegion {
+                index: 1,
+                size: 4096
+            }
+        );
 
         let mut b = [0u8; MSG_SIZE];
         b[0] = 5; // ADD_RING
@@ -358,10 +379,17 @@ mod tests {
         b[8] = 0;
         b[9..12].copy_from_slice(b"abc");
         b[33..36].copy_from_slice(b"xyz");
-        let Msg::Init(i) = Msg::parse(&b).unwrap() else { panic!("not INIT") };
-        assert_eq!((i.version, i.id, i.secret.as_slice(), i.name.as_str()), (0x200, 7, &b"abc"[..], "xyz"));
+        let Msg::Init(i) = Msg::parse(&b).unwrap() else {
+            panic!("not INIT")
+        };
+        assert_eq!(
+            (i.version, i.id, i.secret.as_slice(), i.name.as_str()),
+            (0x200, 7, &b"abc"[..], "xyz")
+        );
 
-        let Msg::Hello(h) = all()[1].clone() else { unreachable!() };
+        let Msg::Hello(h) = all()[1].clone() else {
+            unreachable!()
+        };
         let b = Msg::Hello(h).emit();
         assert_eq!(&b[0..2], &[2, 0]);
         assert_eq!(&b[2..11], b"vecswitch");
@@ -371,7 +399,10 @@ mod tests {
 
     #[test]
     fn bad_length_and_type_are_errors() {
-        assert_eq!(Msg::parse(&[0u8; 127]), Err(MsgError::BadLength { len: 127 }));
+        assert_eq!(
+            Msg::parse(&[0u8; 127]),
+            Err(MsgError::BadLength { len: 127 })
+        );
         assert_eq!(Msg::parse(&[]), Err(MsgError::BadLength { len: 0 }));
         let mut b = [0u8; MSG_SIZE];
         assert_eq!(Msg::parse(&b), Err(MsgError::UnknownType { ty: 0 }));
@@ -384,11 +415,15 @@ mod tests {
         let mut b = [0xffu8; MSG_SIZE];
         b[0] = 8;
         b[1] = 0;
-        let Msg::Disconnect { reason, .. } = Msg::parse(&b).unwrap() else { panic!() };
+        let Msg::Disconnect { reason, .. } = Msg::parse(&b).unwrap() else {
+            panic!()
+        };
         assert_eq!(reason.chars().count(), REASON_SIZE); // lossy replacement chars, 96 of them
         let long = "x".repeat(200);
         let m = Msg::Connect { if_name: long };
-        let Msg::Connect { if_name } = Msg::parse(&m.emit()).unwrap() else { panic!() };
+        let Msg::Connect { if_name } = Msg::parse(&m.emit()).unwrap() else {
+            panic!()
+        };
         assert_eq!(if_name.len(), NAME_SIZE - 1);
     }
 }

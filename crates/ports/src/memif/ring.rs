@@ -115,7 +115,11 @@ pub enum RingError {
     #[error("ring offset {offset} is not 8-byte aligned")]
     Misaligned { offset: u32 },
     #[error("ring at offset {offset} ({bytes} bytes) does not fit region of {len} bytes")]
-    OutOfRegion { offset: u32, bytes: usize, len: usize },
+    OutOfRegion {
+        offset: u32,
+        bytes: usize,
+        len: usize,
+    },
     #[error("ring cookie is {found:#x}, expected {COOKIE:#x}")]
     BadCookie { found: u32 },
 }
@@ -130,21 +134,35 @@ pub struct RingRef {
 }
 
 impl RingRef {
-    pub fn new(regions: &[Region], region: u16, offset: u32, log2: u8) -> Result<RingRef, RingError> {
+    pub fn new(
+        regions: &[Region],
+        region: u16,
+        offset: u32,
+        log2: u8,
+    ) -> Result<RingRef, RingError> {
         if !LOG2_RING_SIZE_RANGE.contains(&log2) {
             return Err(RingError::BadSize { log2 });
         }
-        let r = regions
-            .get(region as usize)
-            .ok_or(RingError::NoRegion { region, have: regions.len() })?;
-        if offset % 8 != 0 {
+        let r = regions.get(region as usize).ok_or(RingError::NoRegion {
+            region,
+            have: regions.len(),
+        })?;
+        if offset & 7 != 0 {
             return Err(RingError::Misaligned { offset });
         }
         let bytes = ring_bytes(log2);
         if offset as usize + bytes > r.len() {
-            return Err(RingError::OutOfRegion { offset, bytes, len: r.len() });
+            return Err(RingError::OutOfRegion {
+                offset,
+                bytes,
+                len: r.len(),
+            });
         }
-        Ok(RingRef { region, offset: offset as usize, log2 })
+        Ok(RingRef {
+            region,
+            offset: offset as usize,
+            log2,
+        })
     }
 
     pub fn log2(&self) -> u8 {
@@ -162,7 +180,11 @@ impl RingRef {
         debug_assert!(self.offset + ring_bytes(self.log2) <= r.len());
         // SAFETY: RingRef::new checked offset + ring_bytes(log2) <= region length.
         let base = unsafe { r.base().add(self.offset) };
-        Ring { base, mask: self.size() - 1, _regions: PhantomData }
+        Ring {
+            base,
+            mask: self.size() - 1,
+            _regions: PhantomData,
+        }
     }
 }
 
@@ -288,7 +310,10 @@ fn buffer(regions: &[Region], region: u16, offset: u32, len: u32) -> Result<Buf,
     }
     // SAFETY: offset + len <= region length, checked just above.
     let ptr = unsafe { r.base().add(offset as usize) };
-    Ok(Buf { ptr, len: len as usize })
+    Ok(Buf {
+        ptr,
+        len: len as usize,
+    })
 }
 
 impl Buf {
@@ -349,7 +374,13 @@ pub struct RxQueue {
 
 impl RxQueue {
     pub fn new(ring: RingRef, side: Side, bufs: Option<ClientBuffers>) -> RxQueue {
-        RxQueue { ring, side, last: 0, bufs, head: 0 }
+        RxQueue {
+            ring,
+            side,
+            last: 0,
+            bufs,
+            head: 0,
+        }
     }
 
     pub fn ring_ref(&self) -> RingRef {
@@ -454,7 +485,13 @@ enum RxOne {
 }
 
 /// Consumes the descriptors of one packet (a chain) starting at `*cur`.
-fn rx_one(ring: &Ring<'_>, regions: &[Region], pool: &mut Pool, cur: &mut u16, avail: &mut u16) -> RxOne {
+fn rx_one(
+    ring: &Ring<'_>,
+    regions: &[Region],
+    pool: &mut Pool,
+    cur: &mut u16,
+    avail: &mut u16,
+) -> RxOne {
     let mut head: Option<u32> = None;
     let mut tail = 0u32;
     let mut total = 0usize;
@@ -475,7 +512,9 @@ fn rx_one(ring: &Ring<'_>, regions: &[Region], pool: &mut Pool, cur: &mut u16, a
                 Ok(_) if total + d.length as usize > MAX_FRAME => fault = Some(RxDrop::TooLong),
                 Ok(b) => {
                     if head.is_none() {
-                        let Some(h) = pool.alloc() else { return RxOne::NoBuffer };
+                        let Some(h) = pool.alloc() else {
+                            return RxOne::NoBuffer;
+                        };
                         head = Some(h);
                         tail = h;
                     }
@@ -548,7 +587,12 @@ pub struct TxQueue {
 
 impl TxQueue {
     pub fn new(ring: RingRef, side: Side, bufs: Option<ClientBuffers>) -> TxQueue {
-        TxQueue { ring, side, next: 0, bufs }
+        TxQueue {
+            ring,
+            side,
+            next: 0,
+            bufs,
+        }
     }
 
     pub fn ring_ref(&self) -> RingRef {
@@ -562,7 +606,13 @@ impl TxQueue {
 
     /// Copies packets into the ring until it is full; returns counts of what was sent (a packet is
     /// sent whole or not at all). Frames not sent are counted in `tx_ring_full` or `tx_bad_desc`.
-    pub fn tx(&mut self, regions: &[Region], pool: &Pool, pkts: &[u32], err: &mut MemifErrors) -> BurstCounts {
+    pub fn tx(
+        &mut self,
+        regions: &[Region],
+        pool: &Pool,
+        pkts: &[u32],
+        err: &mut MemifErrors,
+    ) -> BurstCounts {
         let ring = self.ring.ring(regions);
         let size = ring.size();
         let mut c = BurstCounts::default();
@@ -627,13 +677,23 @@ impl TxQueue {
         }
     }
 
-    fn tx_one(&self, ring: &Ring<'_>, regions: &[Region], pool: &Pool, h: u32, first: u16, free: u16) -> TxOne {
+    fn tx_one(
+        &self,
+        ring: &Ring<'_>,
+        regions: &[Region],
+        pool: &Pool,
+        h: u32,
+        first: u16,
+        free: u16,
+    ) -> TxOne {
         if free == 0 {
             return TxOne::Full;
         }
         let mut used: u16 = 1;
         let mut slot = first;
-        let Ok(mut dst) = self.dst(ring, regions, slot) else { return TxOne::BadDesc };
+        let Ok(mut dst) = self.dst(ring, regions, slot) else {
+            return TxOne::BadDesc;
+        };
         let mut at = 0usize;
         let mut total = 0usize;
         for seg in pool.segments(h) {
@@ -688,22 +748,45 @@ pub fn fuzz_rings(data: &[u8]) {
     const BSIZE: u32 = 256;
     let rb = ring_bytes(LOG2);
     let len = rb + 16 * BSIZE as usize;
-    let Ok(region) = Region::anonymous(len) else { return };
+    let Ok(region) = Region::anonymous(len) else {
+        return;
+    };
     let regions = vec![region];
     let n = data.len().min(len);
-    Buf { ptr: regions[0].base(), len }.write(0, &data[..n]);
-    let Ok(rr) = RingRef::new(&regions, 0, 0, LOG2) else { return };
+    Buf {
+        ptr: regions[0].base(),
+        len,
+    }
+    .write(0, &data[..n]);
+    let Ok(rr) = RingRef::new(&regions, 0, 0, LOG2) else {
+        return;
+    };
     let sel = data.first().copied().unwrap_or(0);
     let (side, bufs) = if sel & 1 == 0 {
         (Side::Server, None)
     } else {
-        (Side::Client, Some(ClientBuffers { base: rb as u32, size: BSIZE }))
+        (
+            Side::Client,
+            Some(ClientBuffers {
+                base: rb as u32,
+                size: BSIZE,
+            }),
+        )
     };
-    let start = u16::from_le_bytes([data.get(1).copied().unwrap_or(0), data.get(2).copied().unwrap_or(0)]);
+    let start = u16::from_le_bytes([
+        data.get(1).copied().unwrap_or(0),
+        data.get(2).copied().unwrap_or(0),
+    ]);
     let mut pool = Pool::new(48);
     let mut err = MemifErrors::default();
     let mut out = Vec::new();
-    let mut rx = RxQueue { ring: rr, side, last: start, bufs, head: start };
+    let mut rx = RxQueue {
+        ring: rr,
+        side,
+        last: start,
+        bufs,
+        head: start,
+    };
     let c = rx.rx(&regions, &mut pool, &mut out, 64, &mut err);
     assert_eq!(c.packets as usize, out.len());
     let mut bytes = 0u64;
@@ -729,7 +812,12 @@ pub fn fuzz_rings(data: &[u8]) {
         }
         pkts.push(h);
     }
-    let mut tx = TxQueue { ring: rr, side, next: start, bufs };
+    let mut tx = TxQueue {
+        ring: rr,
+        side,
+        next: start,
+        bufs,
+    };
     let sent = tx.tx(&regions, &pool, &pkts, &mut err);
     assert!(sent.packets as usize <= pkts.len());
     pool.free_bulk(&pkts);
@@ -751,14 +839,19 @@ mod tests {
         let regions = vec![Region::anonymous(len).unwrap()];
         let rr = RingRef::new(&regions, 0, 0, LOG2).unwrap();
         init_ring(&rr.ring(&regions));
-        let bufs = ClientBuffers { base: rb as u32, size: BSIZE };
+        let bufs = ClientBuffers {
+            base: rb as u32,
+            size: BSIZE,
+        };
         let tx = TxQueue::new(rr, Side::Client, Some(bufs));
         let rx = RxQueue::new(rr, Side::Server, None);
         (regions, tx, rx)
     }
 
     fn packet(pool: &mut Pool, len: usize, seed: u8) -> u32 {
-        let bytes: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect();
+        let bytes: Vec<u8> = (0..len)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+            .collect();
         let h = pool.alloc().unwrap();
         let first = len.min(DATA_SIZE);
         assert!(pool.write_packet(h, &bytes[..first]));
@@ -772,14 +865,26 @@ mod tests {
     fn ring_ref_rejects_out_of_region_and_bad_sizes() {
         let regions = vec![Region::anonymous(4096).unwrap()];
         assert!(RingRef::new(&regions, 0, 0, 8).is_err()); // 128 + 4096 > 4096
-        assert_eq!(RingRef::new(&regions, 1, 0, 4), Err(RingError::NoRegion { region: 1, have: 1 }));
-        assert_eq!(RingRef::new(&regions, 0, 4, 4), Err(RingError::Misaligned { offset: 4 }));
-        assert_eq!(RingRef::new(&regions, 0, 0, 15), Err(RingError::BadSize { log2: 15 }));
-        assert_eq!(RingRef::new(&regions, 0, 0, 0), Err(RingError::BadSize { log2: 0 }));
+        assert_eq!(
+            RingRef::new(&regions, 1, 0, 4),
+            Err(RingError::NoRegion { region: 1, have: 1 })
+        );
+        assert_eq!(
+            RingRef::new(&regions, 0, 4, 4),
+            Err(RingError::Misaligned { offset: 4 })
+        );
+        assert_eq!(
+            RingRef::new(&regions, 0, 0, 15),
+            Err(RingError::BadSize { log2: 15 })
+        );
+        assert_eq!(
+            RingRef::new(&regions, 0, 0, 0),
+            Err(RingError::BadSize { log2: 0 })
+        );
         let bytes = ring_bytes(4);
         assert!(RingRef::new(&regions, 0, (4096 - bytes) as u32 & !7, 4).is_ok());
         assert!(matches!(
-            RingRef::new(&regions, 0, u32::MAX & !7, 4),
+            RingRef::new(&regions, 0, !7u32, 4),
             Err(RingError::OutOfRegion { .. })
         ));
     }
@@ -819,10 +924,16 @@ mod tests {
         assert_eq!(c.packets, 5);
         assert_eq!(err.tx_ring_full, 1);
         let mut out = Vec::new();
-        assert_eq!(rx.rx(&regions, &mut pool, &mut out, 64, &mut err).packets, 5);
+        assert_eq!(
+            rx.rx(&regions, &mut pool, &mut out, 64, &mut err).packets,
+            5
+        );
         // Slots are free again: the 6th goes now.
         assert_eq!(tx.tx(&regions, &pool, &pkts[5..], &mut err).packets, 1);
-        assert_eq!(rx.rx(&regions, &mut pool, &mut out, 64, &mut err).packets, 1);
+        assert_eq!(
+            rx.rx(&regions, &mut pool, &mut out, 64, &mut err).packets,
+            1
+        );
         pool.free_bulk(&pkts);
         pool.free_bulk(&out);
         assert_eq!(pool.in_use(), 0);
@@ -850,12 +961,35 @@ mod tests {
     fn descriptor_outside_region_is_dropped_and_counted() {
         let rb = ring_bytes(LOG2) as u32;
         let region_len = rb + BSIZE * 16;
-        let ok = Desc { flags: 0, region: 0, length: 60, offset: rb };
+        let ok = Desc {
+            flags: 0,
+            region: 0,
+            length: 60,
+            offset: rb,
+        };
         let cases = [
             (Desc { region: 1, ..ok }, "bad_region"),
-            (Desc { offset: region_len - 59, ..ok }, "out_of_bounds"),
-            (Desc { offset: u32::MAX, ..ok }, "out_of_bounds"),
-            (Desc { length: u32::MAX, ..ok }, "out_of_bounds"),
+            (
+                Desc {
+                    offset: region_len - 59,
+                    ..ok
+                },
+                "out_of_bounds",
+            ),
+            (
+                Desc {
+                    offset: u32::MAX,
+                    ..ok
+                },
+                "out_of_bounds",
+            ),
+            (
+                Desc {
+                    length: u32::MAX,
+                    ..ok
+                },
+                "out_of_bounds",
+            ),
             (Desc { length: 0, ..ok }, "empty"),
         ];
         for (bad, reason) in cases {
@@ -865,15 +999,28 @@ mod tests {
             assert_eq!(counted, vec![(reason, 1)], "{bad:?}");
         }
         // Exactly at the end of the region is fine.
-        let (c, _, _) = rx_raw(&[Desc { offset: region_len - 60, ..ok }]);
+        let (c, _, _) = rx_raw(&[Desc {
+            offset: region_len - 60,
+            ..ok
+        }]);
         assert_eq!(c.packets, 1);
     }
 
     #[test]
     fn bad_descriptor_inside_chain_drops_whole_chain() {
         let rb = ring_bytes(LOG2) as u32;
-        let next = Desc { flags: DESC_FLAG_NEXT, region: 0, length: 100, offset: rb };
-        let bad = Desc { flags: DESC_FLAG_NEXT, region: 9, length: 100, offset: rb };
+        let next = Desc {
+            flags: DESC_FLAG_NEXT,
+            region: 0,
+            length: 100,
+            offset: rb,
+        };
+        let bad = Desc {
+            flags: DESC_FLAG_NEXT,
+            region: 9,
+            length: 100,
+            offset: rb,
+        };
         let last = Desc { flags: 0, ..next };
         let (c, err, _) = rx_raw(&[next, bad, next, last, last]);
         assert_eq!((c.packets, c.dropped), (1, 1));
@@ -893,7 +1040,15 @@ mod tests {
         let put = |head: &mut u16, next: bool| {
             let d = ring.desc(*head);
             let flags = d.flags | if next { DESC_FLAG_NEXT } else { 0 };
-            ring.set_desc(*head, Desc { flags, region: 0, length: 100, offset: rb });
+            ring.set_desc(
+                *head,
+                Desc {
+                    flags,
+                    region: 0,
+                    length: 100,
+                    offset: rb,
+                },
+            );
             *head = head.wrapping_add(1);
         };
         // Lap 1: 8 chains of 2 descriptors.
@@ -902,7 +1057,10 @@ mod tests {
             put(&mut head, false);
         }
         ring.set_head(head, Ordering::Release);
-        assert_eq!(rx.rx(&regions, &mut pool, &mut out, 64, &mut err).packets, 8);
+        assert_eq!(
+            rx.rx(&regions, &mut pool, &mut out, 64, &mut err).packets,
+            8
+        );
         // Lap 2: 16 single-descriptor frames in the same slots.
         for _ in 0..16 {
             put(&mut head, false);
@@ -917,7 +1075,12 @@ mod tests {
     #[test]
     fn chain_cut_at_head_is_incomplete() {
         let rb = ring_bytes(LOG2) as u32;
-        let next = Desc { flags: DESC_FLAG_NEXT, region: 0, length: 100, offset: rb };
+        let next = Desc {
+            flags: DESC_FLAG_NEXT,
+            region: 0,
+            length: 100,
+            offset: rb,
+        };
         let (c, err, _) = rx_raw(&[next, next]);
         assert_eq!((c.packets, c.dropped), (0, 1));
         assert_eq!(err.incomplete_chain, 1);
@@ -946,10 +1109,16 @@ mod tests {
         let mut hold = Vec::new();
         pool.alloc_bulk(&mut hold, 6); // 2 left
         let mut out = Vec::new();
-        assert_eq!(rx.rx(&regions, &mut pool, &mut out, 64, &mut err).packets, 2);
+        assert_eq!(
+            rx.rx(&regions, &mut pool, &mut out, 64, &mut err).packets,
+            2
+        );
         assert_eq!(err.no_buffer, 1);
         pool.free_bulk(&hold);
-        assert_eq!(rx.rx(&regions, &mut pool, &mut out, 64, &mut err).packets, 2);
+        assert_eq!(
+            rx.rx(&regions, &mut pool, &mut out, 64, &mut err).packets,
+            2
+        );
         pool.free_bulk(&out);
         assert_eq!(pool.in_use(), 0);
     }
@@ -985,11 +1154,25 @@ mod tests {
         let regions = vec![Region::anonymous(rb + 4096).unwrap()];
         let rr = RingRef::new(&regions, 0, 0, LOG2).unwrap();
         init_ring(&rr.ring(&regions));
-        let mut client_rx =
-            RxQueue::new(rr, Side::Client, Some(ClientBuffers { base: rb as u32, size: 256 }));
+        let mut client_rx = RxQueue::new(
+            rr,
+            Side::Client,
+            Some(ClientBuffers {
+                base: rb as u32,
+                size: 256,
+            }),
+        );
         client_rx.refill(&regions);
         // A hostile client rewrites slot 1 to point past the region.
-        rr.ring(&regions).set_desc(1, Desc { flags: 0, region: 0, length: 256, offset: (rb + 4000) as u32 });
+        rr.ring(&regions).set_desc(
+            1,
+            Desc {
+                flags: 0,
+                region: 0,
+                length: 256,
+                offset: (rb + 4000) as u32,
+            },
+        );
         let mut server_tx = TxQueue::new(rr, Side::Server, None);
         let mut pool = Pool::new(8);
         let pkts: Vec<u32> = (0..3).map(|i| packet(&mut pool, 60, i)).collect();

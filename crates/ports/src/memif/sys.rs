@@ -41,7 +41,10 @@ impl SockAddr {
             SockAddr::Abstract(n) => (n.as_bytes(), 1),
         };
         if bytes.is_empty() || bytes.len() + start > MAX_SOCKET_PATH || bytes.contains(&0) {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "bad socket address"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "bad socket address",
+            ));
         }
         for (i, &c) in bytes.iter().enumerate() {
             sun.sun_path[start + i] = c as libc::c_char;
@@ -80,7 +83,13 @@ pub fn connect(addr: &SockAddr) -> io::Result<OwnedFd> {
     let fd = seqpacket()?;
     let (sun, len) = addr.to_raw()?;
     // SAFETY: sun is a valid sockaddr_un of `len` meaningful bytes; fd is a live socket.
-    cvt(unsafe { libc::connect(fd.as_raw_fd(), &sun as *const _ as *const libc::sockaddr, len) })?;
+    cvt(unsafe {
+        libc::connect(
+            fd.as_raw_fd(),
+            &sun as *const _ as *const libc::sockaddr,
+            len,
+        )
+    })?;
     Ok(fd)
 }
 
@@ -106,7 +115,13 @@ pub fn listen(addr: &SockAddr) -> io::Result<OwnedFd> {
     let fd = seqpacket()?;
     let (sun, len) = addr.to_raw()?;
     // SAFETY: sun is a valid sockaddr_un of `len` meaningful bytes; fd is a live socket.
-    cvt(unsafe { libc::bind(fd.as_raw_fd(), &sun as *const _ as *const libc::sockaddr, len) })?;
+    cvt(unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            &sun as *const _ as *const libc::sockaddr,
+            len,
+        )
+    })?;
     // SAFETY: fd is a bound socket.
     cvt(unsafe { libc::listen(fd.as_raw_fd(), 16) })?;
     Ok(fd)
@@ -136,7 +151,10 @@ pub fn accept(listener: BorrowedFd<'_>) -> io::Result<Option<OwnedFd>> {
 
 /// Sends one record, with `fd` attached as SCM_RIGHTS when given.
 pub fn send_msg(sock: BorrowedFd<'_>, bytes: &[u8], fd: Option<BorrowedFd<'_>>) -> io::Result<()> {
-    let mut iov = libc::iovec { iov_base: bytes.as_ptr() as *mut libc::c_void, iov_len: bytes.len() };
+    let mut iov = libc::iovec {
+        iov_base: bytes.as_ptr() as *mut libc::c_void,
+        iov_len: bytes.len(),
+    };
     // u64 storage keeps the control buffer aligned for cmsghdr.
     let mut ctl = [0u64; 4];
     // SAFETY: msghdr is plain old data; all-zero is a valid value.
@@ -165,7 +183,10 @@ pub fn send_msg(sock: BorrowedFd<'_>, bytes: &[u8], fd: Option<BorrowedFd<'_>>) 
         return Err(io::Error::last_os_error());
     }
     if r as usize != bytes.len() {
-        return Err(io::Error::new(io::ErrorKind::WriteZero, "short control message send"));
+        return Err(io::Error::new(
+            io::ErrorKind::WriteZero,
+            "short control message send",
+        ));
     }
     Ok(())
 }
@@ -175,7 +196,11 @@ pub fn send_msg(sock: BorrowedFd<'_>, bytes: &[u8], fd: Option<BorrowedFd<'_>>) 
 pub enum Recv {
     /// A record of `len` bytes (compare with the expected size: a longer one was cut, `truncated`),
     /// with the first descriptor that came with it (extra descriptors are closed).
-    Msg { len: usize, truncated: bool, fd: Option<OwnedFd> },
+    Msg {
+        len: usize,
+        truncated: bool,
+        fd: Option<OwnedFd>,
+    },
     /// Nothing to read now.
     WouldBlock,
     /// The peer closed the connection.
@@ -184,7 +209,10 @@ pub enum Recv {
 
 /// Receives one record into `buf` without blocking.
 pub fn recv_msg(sock: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<Recv> {
-    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() };
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
     // Room for a few descriptors and credentials; u64 storage keeps it aligned.
     let mut ctl = [0u64; 16];
     // SAFETY: msghdr is plain old data; all-zero is a valid value.
@@ -227,14 +255,20 @@ pub fn recv_msg(sock: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<Recv> {
     if r == 0 && first.is_none() {
         return Ok(Recv::Closed);
     }
-    Ok(Recv::Msg { len: r as usize, truncated: mh.msg_flags & libc::MSG_TRUNC != 0, fd: first })
+    Ok(Recv::Msg {
+        len: r as usize,
+        truncated: mh.msg_flags & libc::MSG_TRUNC != 0,
+        fd: first,
+    })
 }
 
 /// A sealed (no shrinking) anonymous shared-memory file of `size` bytes.
 pub fn memfd(name: &str, size: u64) -> io::Result<OwnedFd> {
     let cname = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     // SAFETY: cname is a valid C string; the returned descriptor is ours alone.
-    let fd = cvt(unsafe { libc::memfd_create(cname.as_ptr(), libc::MFD_ALLOW_SEALING | libc::MFD_CLOEXEC) })?;
+    let fd = cvt(unsafe {
+        libc::memfd_create(cname.as_ptr(), libc::MFD_ALLOW_SEALING | libc::MFD_CLOEXEC)
+    })?;
     // SAFETY: fd was just returned by memfd_create.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     // SAFETY: fcntl/ftruncate on a descriptor we own.
@@ -254,7 +288,10 @@ pub fn file_size_and_shrink_seal(fd: BorrowedFd<'_>) -> io::Result<(u64, bool)> 
     cvt(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
     // SAFETY: F_GET_SEALS takes no argument; it fails with EINVAL on files without sealing.
     let seals = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) };
-    Ok((st.st_size.max(0) as u64, seals >= 0 && seals & libc::F_SEAL_SHRINK != 0))
+    Ok((
+        st.st_size.max(0) as u64,
+        seals >= 0 && seals & libc::F_SEAL_SHRINK != 0,
+    ))
 }
 
 /// A non-blocking eventfd.
@@ -326,7 +363,11 @@ impl Region {
         if p == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        Ok(Region { ptr: p as *mut u8, len: len as usize, fd: Some(fd) })
+        Ok(Region {
+            ptr: p as *mut u8,
+            len: len as usize,
+            fd: Some(fd),
+        })
     }
 
     /// Anonymous private memory (zeroed) of `len` bytes, for tests and fuzzing of ring handling.
@@ -345,7 +386,11 @@ impl Region {
         if p == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        Ok(Region { ptr: p as *mut u8, len, fd: None })
+        Ok(Region {
+            ptr: p as *mut u8,
+            len,
+            fd: None,
+        })
     }
 
     /// Bytes mapped.

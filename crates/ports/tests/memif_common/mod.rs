@@ -52,7 +52,9 @@ pub fn connect_all(ports: &mut [&mut MemifPort]) {
 
 /// Builds a frame of `len` bytes: bytes 0..8 the sequence number, then a pattern derived from it.
 pub fn frame_bytes(seq: u64, len: usize) -> Vec<u8> {
-    let mut v: Vec<u8> = (0..len).map(|i| (i as u64).wrapping_mul(7).wrapping_add(seq) as u8).collect();
+    let mut v: Vec<u8> = (0..len)
+        .map(|i| (i as u64).wrapping_mul(7).wrapping_add(seq) as u8)
+        .collect();
     let n = len.min(8);
     v[..n].copy_from_slice(&seq.to_le_bytes()[..n]);
     v
@@ -72,7 +74,9 @@ pub fn make_packet(pool: &mut Pool, bytes: &[u8]) -> u32 {
 /// Frame length for sequence number `i`: cycles through edge cases around buffer boundaries and up
 /// to 9000 bytes (jumbo, chained).
 pub fn size_for(i: u64) -> usize {
-    const SIZES: [usize; 14] = [60, 64, 127, 1500, 2047, 2048, 2049, 4095, 4096, 4097, 6000, 8999, 9000, 61];
+    const SIZES: [usize; 14] = [
+        60, 64, 127, 1500, 2047, 2048, 2049, 4095, 4096, 4097, 6000, 8999, 9000, 61,
+    ];
     SIZES[(i % SIZES.len() as u64) as usize]
 }
 
@@ -109,7 +113,10 @@ pub fn transfer(a: &mut MemifPort, b: &mut MemifPort, pool: &mut Pool, n: u64) -
         if sent > 0 || r > 0 {
             last_progress = Instant::now();
         } else {
-            assert!(last_progress.elapsed() < Duration::from_secs(10), "transfer stalled at {next_rx}/{n}");
+            assert!(
+                last_progress.elapsed() < Duration::from_secs(10),
+                "transfer stalled at {next_rx}/{n}"
+            );
             a.poll_control();
             b.poll_control();
         }
