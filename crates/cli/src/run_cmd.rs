@@ -4,11 +4,11 @@
 
 use anyhow::{bail, Context};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use vecswitch_control::config::Config;
 use vecswitch_control::controller::Controller;
-use vecswitch_control::server::ControlSocket;
+use vecswitch_control::server::{ControlSocket, Served};
 use vecswitch_control::validate::validate;
 
 #[derive(Debug, clap::Args)]
@@ -91,12 +91,15 @@ pub fn main(args: Args) -> anyhow::Result<()> {
     );
 
     let ctl = Arc::new(Mutex::new(ctl));
-    socket.serve(Arc::clone(&ctl), &stop);
+    let end = socket.serve(Arc::clone(&ctl), &stop);
     drop(socket); // removes the socket file
-    eprintln!("vecswitch: signal received, stopping");
-    if stop.load(Ordering::Relaxed) {
-        // Dropping the controller drops the SwitchHandle, which stops and joins the worker.
-        drop(ctl);
+                  // Dropping the controller drops the SwitchHandle, which stops and joins the worker.
+    drop(ctl);
+    match end {
+        Served::Stopped => {
+            eprintln!("vecswitch: signal received, stopped");
+            Ok(())
+        }
+        Served::WorkerGone => bail!("the switch worker thread stopped unexpectedly (see the messages above)"),
     }
-    Ok(())
 }

@@ -524,3 +524,35 @@ fn invalid_config_fails_at_start_with_every_error() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains(&socket.display().to_string()));
 }
+
+#[test]
+fn worker_cpu_is_pinned_or_refused_by_name() {
+    let d = TempDir::new("cpu");
+    let cfg = d.path("cpu.toml");
+    std::fs::write(
+        &cfg,
+        base_config(&d).replace("[switch]\n", "[switch]\nworker_cpu = 0\n"),
+    )
+    .unwrap();
+    let sw = Switch::start(&cfg, &d.path("ctl.sock"));
+    assert_eq!(names(&sw.json("show ports")), ["p0", "p1", "p2"]);
+    let (status, stderr) = sw.terminate();
+    assert!(status.success(), "{stderr}");
+
+    std::fs::write(
+        &cfg,
+        base_config(&d).replace("[switch]\n", "[switch]\nworker_cpu = 4095\n"),
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .arg("--socket")
+        .arg(d.path("ctl2.sock"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("switch.worker_cpu = 4095"), "{e}");
+    assert!(!d.path("ctl2.sock").exists(), "socket left behind after a failed start");
+}

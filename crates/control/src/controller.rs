@@ -26,12 +26,19 @@ pub type Job = Box<dyn FnOnce(&mut dyn Dataplane) + Send>;
 /// thread between poll iterations through `SwitchHandle::call`).
 pub trait Worker: Send + Sync {
     fn run(&self, job: Job) -> Result<(), String>;
+    /// Whether the dataplane still runs (a worker thread that panicked does not).
+    fn is_alive(&self) -> bool {
+        true
+    }
 }
 
 impl Worker for vecswitch_switch::SwitchHandle {
     fn run(&self, job: Job) -> Result<(), String> {
         self.call(move |sw: &mut vecswitch_switch::Switch| job(sw))
             .map_err(|e| e.to_string())
+    }
+    fn is_alive(&self) -> bool {
+        self.is_running()
     }
 }
 
@@ -115,6 +122,11 @@ impl Controller {
         };
         c.set_config(config)?;
         Ok(c)
+    }
+
+    /// Whether the dataplane's worker still runs.
+    pub fn worker_alive(&self) -> bool {
+        self.worker.is_alive()
     }
 
     /// The running config.

@@ -259,6 +259,13 @@ pub fn parse_request(line: &str) -> Result<Request, RequestError> {
             .trim_start_matches('.')
             .to_string();
         let inner = e.into_inner().to_string();
+        // `[[port]]` tables are tagged by `type`; serde reports their errors without the key, so
+        // look again with the variant's own struct to name it.
+        if cmd == "port_add" && field == "port" {
+            if let Some(msg) = port_field_error(args.get("port")) {
+                return RequestError(format!("{cmd}: {msg}"));
+            }
+        }
         if field.is_empty() || field == "?" {
             RequestError(format!("{cmd}: {inner}"))
         } else {
@@ -268,6 +275,28 @@ pub fn parse_request(line: &str) -> Result<Request, RequestError> {
             RequestError(format!("{cmd}: {field} = {value}: {inner}"))
         }
     })
+}
+
+/// For a `port` object that does not deserialize: the error with the key path inside it
+/// (`port.ring_size = "big": invalid type ...`), found by deserializing with the struct of its
+/// `type`.
+fn port_field_error(port: Option<&Value>) -> Option<String> {
+    use crate::config::{AfPacketPortConfig, MemifPortConfig};
+    let mut obj = port?.as_object()?.clone();
+    let ty = obj.remove("type")?;
+    let v = Value::Object(obj);
+    let err = match ty.as_str()? {
+        "memif" => serde_path_to_error::deserialize::<_, MemifPortConfig>(v.clone()).err()?,
+        "af_packet" => serde_path_to_error::deserialize::<_, AfPacketPortConfig>(v.clone()).err()?,
+        _ => return None,
+    };
+    let path = err.path().to_string();
+    let inner = err.into_inner().to_string();
+    if path.is_empty() || path == "." || path == "?" {
+        return Some(format!("port: {inner}"));
+    }
+    let value = lookup(&v, &path).map(show_value).unwrap_or_else(|| "(missing)".into());
+    Some(format!("port.{path} = {value}: {inner}"))
 }
 
 /// The value at a dotted path like `port.ring_size` or `bridge.ports[1]`.
@@ -405,7 +434,11 @@ mod tests {
         let e = err(r#"{"cmd":"show","what":"ports","colour":"red"}"#);
         assert!(e.contains("colour"), "{e}");
         let e = err(r#"{"cmd":"port_add","port":{"type":"memif","name":"p","socket":"/x","ring_size":"big"}}"#);
-        assert!(e.contains("ring_size"), "{e}");
+        assert!(e.contains("port.ring_size = \"big\""), "{e}");
+        let e = err(r#"{"cmd":"port_add","port":{"type":"af_packet","name":"p","interface":"x","colour":1}}"#);
+        assert!(e.contains("colour"), "{e}");
+        let e = err(r#"{"cmd":"port_add","port":{"type":"tap","name":"p"}}"#);
+        assert!(e.contains("tap") && e.contains("memif"), "{e}");
     }
 
     #[test]

@@ -50,6 +50,15 @@ pub enum SocketError {
     BadAnswer { path: String, message: String },
 }
 
+/// Why [`ControlSocket::serve`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Served {
+    /// The stop flag was set (SIGINT/SIGTERM).
+    Stopped,
+    /// The switch's worker thread is gone (it panicked).
+    WorkerGone,
+}
+
 /// A bound control socket; the socket file is removed when it is dropped.
 #[derive(Debug)]
 pub struct ControlSocket {
@@ -108,9 +117,18 @@ impl ControlSocket {
         &self.path
     }
 
-    /// Answers requests until `stop` is set.
-    pub fn serve(&self, controller: Arc<Mutex<Controller>>, stop: &AtomicBool) {
+    /// Answers requests until `stop` is set or the switch's worker dies.
+    pub fn serve(&self, controller: Arc<Mutex<Controller>>, stop: &AtomicBool) -> Served {
+        let mut rounds = 0u32;
         while !stop.load(Ordering::Relaxed) {
+            // About once a second (when idle), look whether the worker is still there.
+            rounds += 1;
+            if rounds >= 20 {
+                rounds = 0;
+                if !controller.lock().unwrap_or_else(|p| p.into_inner()).worker_alive() {
+                    return Served::WorkerGone;
+                }
+            }
             match self.listener.accept() {
                 Ok((stream, _)) => {
                     let c = Arc::clone(&controller);
@@ -129,6 +147,7 @@ impl ControlSocket {
                 }
             }
         }
+        Served::Stopped
     }
 }
 
@@ -265,7 +284,9 @@ mod tests {
         let stop = Arc::new(AtomicBool::new(false));
         let s2 = Arc::clone(&stop);
         let c = Arc::new(Mutex::new(c));
-        let thread = std::thread::spawn(move || sock.serve(c, &s2));
+        let thread = std::thread::spawn(move || {
+            sock.serve(c, &s2);
+        });
         Running {
             stop,
             thread: Some(thread),
