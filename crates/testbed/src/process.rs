@@ -333,10 +333,9 @@ pub fn cpus_allowed_of(pid: u32) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn tmp() -> PathBuf {
-        let d = std::env::temp_dir().join(format!("vtb-proc-unit-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    /// A run directory for one test's logs (removed on drop, kept if the test panics).
+    fn tmp() -> crate::rundir::RunDir {
+        crate::rundir::RunDir::create().unwrap()
     }
 
     #[test]
@@ -358,7 +357,7 @@ mod tests {
     fn guard_kills_on_drop_and_logs_output() {
         let dir = tmp();
         let spec = ProcessSpec::new("sleeper", "sh").args(["-c", "echo started; exec sleep 600"]);
-        let mut g = ChildGuard::spawn(&spec, &dir).unwrap();
+        let mut g = ChildGuard::spawn(&spec, dir.path()).unwrap();
         g.wait_for_log("started", Duration::from_secs(10)).unwrap();
         let pid = g.pid();
         assert!(g.is_running());
@@ -376,7 +375,7 @@ mod tests {
         let spec = ProcessSpec::new("reader", "sh")
             .args(["-c", "read x; echo got-eof"])
             .stdin_pipe(true);
-        let mut g = ChildGuard::spawn(&spec, &dir).unwrap();
+        let mut g = ChildGuard::spawn(&spec, dir.path()).unwrap();
         let st = g.stop(Duration::from_secs(5)).unwrap();
         assert!(st.success(), "{st}");
         assert!(g.log().contains("got-eof"));
@@ -386,9 +385,9 @@ mod tests {
     fn early_exit_is_reported_with_log_path() {
         let dir = tmp();
         let spec = ProcessSpec::new("quitter", "sh").args(["-c", "exit 7"]);
-        let mut g = ChildGuard::spawn(&spec, &dir).unwrap();
+        let mut g = ChildGuard::spawn(&spec, dir.path()).unwrap();
         let e = g
-            .wait_for_path(&dir.join("never.sock"), Duration::from_secs(10))
+            .wait_for_path(&dir.file("never.sock"), Duration::from_secs(10))
             .unwrap_err();
         let msg = e.to_string();
         assert!(msg.contains("quitter") && msg.contains("quitter.log"), "{msg}");
@@ -400,7 +399,7 @@ mod tests {
         let spec = ProcessSpec::new("pinned", "sleep")
             .arg("600")
             .cpus(Some(vec![0]));
-        let mut g = ChildGuard::spawn(&spec, &dir).unwrap();
+        let mut g = ChildGuard::spawn(&spec, dir.path()).unwrap();
         wait_for_result("sleep to be exec'd", Duration::from_secs(5), || {
             Ok(std::fs::read_to_string(format!("/proc/{}/comm", g.pid()))
                 .is_ok_and(|c| c.trim() == "sleep"))
