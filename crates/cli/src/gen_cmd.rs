@@ -289,7 +289,8 @@ fn spawn_progress(progress: Arc<vecswitch_gen::Progress>, stop: Arc<AtomicBool>)
                 Phase::Measure => "measure",
                 Phase::Drain => "drain",
             };
-            let rate = tx.saturating_sub(last_tx);
+            // Counters restart at each phase: a drop means a new phase began.
+            let rate = if tx >= last_tx { tx - last_tx } else { tx };
             last_tx = tx;
             let mut e = std::io::stderr().lock();
             let _ = writeln!(e, "gen: {phase:<16} tx {tx:>14} rx {rx:>14}  {:>9.3} Mfps", rate as f64 / 1e6);
