@@ -34,6 +34,8 @@ pub enum SwitchError {
     TooMany { what: &'static str, max: usize },
     #[error("invalid {field} {value}: accepted {accepted}")]
     InvalidValue { field: &'static str, value: String, accepted: &'static str },
+    #[error("port `{port}` has no capture running")]
+    NoCapture { port: String },
     #[error("capture on port `{port}` failed: {reason}")]
     Capture { port: String, reason: String },
 }

@@ -10,10 +10,12 @@
 //! - [`l2`]: the [`l2::mac_table::MacTable`] (preallocated open addressing, incremental aging) and
 //!   [`l2::BridgeSettings`].
 //! - [`state`]: [`SwitchState`] — ports with admin state and service, bridges, MAC table, counters.
+//! - [`capture`]: pcap capture of what a port receives and is sent ([`Switch::capture`]).
 //! - [`error`]: [`SwitchError`], one variant per way a control call fails.
 //! - [`testing`]: setups for benchmarks, the instruction-count example and the fuzz target.
 #![forbid(unsafe_code)]
 
+pub mod capture;
 pub mod error;
 pub mod l2;
 pub mod nodes;
@@ -24,6 +26,7 @@ pub mod worker;
 
 pub use error::SwitchError;
 pub use l2::BridgeSettings;
+pub use capture::CaptureInfo;
 pub use runtime::{BridgeInfo, LoopStats, MacEntry, PortInfo, RuntimeInfo, ServiceInfo, Switch, SwitchConfig};
 pub use state::{Service, SwitchState};
 pub use worker::{spawn, SwitchHandle, WorkerGone};

@@ -8,6 +8,7 @@
 //!
 //! Every mutating call checks everything first and changes nothing when it returns an error.
 
+use std::path::Path;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -15,6 +16,7 @@ use vecswitch_buffer::{Pool, PoolStats, FRAME_SIZE};
 use vecswitch_graph::{ErrorCount, Graph, NodeRuntime, TraceStep};
 use vecswitch_ports::{LinkState, Port, PortStats};
 
+use crate::capture::{CaptureInfo, PortCapture};
 use crate::error::{list, SwitchError};
 use crate::l2::{format_mac, is_group, BridgeSettings};
 use crate::nodes::{self, NodeIds};
@@ -95,6 +97,8 @@ pub struct PortInfo {
     pub stats: PortStats,
     /// The backend's own description.
     pub describe: String,
+    /// Packet capture on this port, if one was started.
+    pub capture: Option<CaptureInfo>,
 }
 
 /// One bridge of `show bridges`.
@@ -199,6 +203,9 @@ impl Switch {
             let n = slot.port.rx_burst(&mut self.pool, &mut self.rx_scratch, self.config.rx_burst);
             if n == 0 {
                 continue;
+            }
+            if let Some(c) = slot.capture.as_mut() {
+                c.record(&self.pool, &self.rx_scratch);
             }
             for &h in &self.rx_scratch {
                 let hdr = self.pool.header_mut(h);
@@ -367,7 +374,7 @@ impl Switch {
         if self.state.port_index(name).is_some() {
             return Err(SwitchError::PortExists { name: name.to_string() });
         }
-        let slot = PortSlot { name: name.to_string(), port, admin_up: true, service: Service::None };
+        let slot = PortSlot { name: name.to_string(), port, admin_up: true, service: Service::None, capture: None };
         if let Some(i) = self.state.ports.iter().position(Option::is_none) {
             self.state.ports[i] = Some(slot);
             return Ok(i as PortIdx);
@@ -424,6 +431,7 @@ impl Switch {
                 service: self.service_info(p.service),
                 stats: p.port.stats(),
                 describe: p.port.describe(),
+                capture: p.capture.as_ref().map(|c| c.info()),
             })
             .collect()
     }
@@ -621,6 +629,41 @@ impl Switch {
             .collect();
         out.sort_by(|a, b| (&a.bridge, &a.mac).cmp(&(&b.bridge, &b.mac)));
         Ok(out)
+    }
+
+    // ----- capture -------------------------------------------------------------------------------
+
+    /// Starts writing what `port` receives and is sent to a pcap file at `path` (created or
+    /// truncated), at most `count` frames (`None`: until [`Switch::stop_capture`]). A capture already
+    /// running on the port is finished and replaced.
+    pub fn capture(&mut self, port: &str, path: impl AsRef<Path>, count: Option<u64>) -> Result<(), SwitchError> {
+        let idx = self.port_idx(port)?;
+        if count == Some(0) {
+            return Err(SwitchError::InvalidValue {
+                field: "count",
+                value: "0".into(),
+                accepted: "at least 1 frame, or no count to capture until stopped",
+            });
+        }
+        let c = PortCapture::create(path.as_ref(), count)
+            .map_err(|e| SwitchError::Capture { port: port.to_string(), reason: e.to_string() })?;
+        if let Some(mut old) = self.slot_mut(idx).capture.replace(c) {
+            // The old file is complete up to its last write; a flush error there cannot be undone.
+            let _ = old.finish();
+        }
+        Ok(())
+    }
+
+    /// Stops the capture on `port`, flushes the file and says what was captured.
+    pub fn stop_capture(&mut self, port: &str) -> Result<CaptureInfo, SwitchError> {
+        let idx = self.port_idx(port)?;
+        let Some(mut c) = self.slot_mut(idx).capture.take() else {
+            return Err(SwitchError::NoCapture { port: port.to_string() });
+        };
+        let flushed = c.finish();
+        let info = c.info();
+        flushed.map_err(|e| SwitchError::Capture { port: port.to_string(), reason: e.to_string() })?;
+        Ok(info)
     }
 
     // ----- counters, trace -----------------------------------------------------------------------

@@ -4,6 +4,7 @@
 
 use vecswitch_ports::Port;
 
+use crate::capture::PortCapture;
 use crate::l2::mac_table::MacTable;
 use crate::l2::BridgeSettings;
 
@@ -30,6 +31,8 @@ pub struct PortSlot {
     /// Administratively up: when down, received frames are dropped (`admin-down`) and nothing is sent.
     pub admin_up: bool,
     pub service: Service,
+    /// Packet capture in progress on this port, if any.
+    pub capture: Option<PortCapture>,
 }
 
 impl std::fmt::Debug for PortSlot {
@@ -38,6 +41,7 @@ impl std::fmt::Debug for PortSlot {
             .field("name", &self.name)
             .field("admin_up", &self.admin_up)
             .field("service", &self.service)
+            .field("capture", &self.capture.as_ref().map(|c| c.info()))
             .finish()
     }
 }

@@ -19,7 +19,7 @@ fn sink(name: &str) -> Box<dyn Port> {
 }
 
 fn add_port(st: &mut SwitchState, name: &str, port: Box<dyn Port>, service: Service, admin_up: bool) {
-    st.ports.push(Some(PortSlot { name: name.into(), port, admin_up, service }));
+    st.ports.push(Some(PortSlot { name: name.into(), port, admin_up, service, capture: None }));
 }
 
 fn add_bridge(st: &mut SwitchState, name: &str, settings: BridgeSettings, members: Vec<u16>) {

@@ -114,7 +114,7 @@ impl MacTable {
         let max_entries = max_entries.max(1);
         let n = (max_entries * 2).next_power_of_two().max(16);
         MacTable {
-            // vec![zero; n] of a zeroed type comes from calloc: pages are touched only when used.
+            // Written once here (16 bytes × slots: 32 MiB for 1M entries), never resized.
             slots: vec![Slot::default(); n].into_boxed_slice(),
             mask: n - 1,
             len: 0,

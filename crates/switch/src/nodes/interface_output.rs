@@ -89,7 +89,12 @@ impl Node<SwitchState> for InterfaceOutput {
             let i = t as usize;
             let queue = &self.queues[i];
             let sent = match cx.state.ports.get_mut(i).and_then(Option::as_mut) {
-                Some(p) => p.port.tx_burst(cx.pool, queue).min(queue.len()),
+                Some(p) => {
+                    if let Some(c) = p.capture.as_mut() {
+                        c.record(cx.pool, queue);
+                    }
+                    p.port.tx_burst(cx.pool, queue).min(queue.len())
+                }
                 None => 0,
             };
             cx.state.tx_done.extend_from_slice(&queue[..sent]);
