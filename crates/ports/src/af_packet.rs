@@ -719,6 +719,14 @@ impl AfPacketPort {
         }
         setsockopt(f, sys::SOL_PACKET, sys::PACKET_LOSS, &1i32)
             .map_err(|_| os_err(c, "setsockopt(PACKET_LOSS)"))?;
+        // Let the whole TX ring be in flight at once: the socket send buffer (default ~200 KiB)
+        // otherwise stops a kick early (EAGAIN). Best effort: FORCE needs CAP_NET_ADMIN, the plain
+        // option is capped by net.core.wmem_max.
+        let sndbuf =
+            i32::try_from(c.block_size as usize * c.block_count as usize).unwrap_or(i32::MAX);
+        if setsockopt(f, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &sndbuf).is_err() {
+            let _ = setsockopt(f, libc::SOL_SOCKET, libc::SO_SNDBUF, &sndbuf);
+        }
         // Best effort: older kernels lack it, and the RX walk filters PACKET_OUTGOING anyway.
         let _ = setsockopt(f, sys::SOL_PACKET, sys::PACKET_IGNORE_OUTGOING, &1i32);
 
@@ -995,7 +1003,9 @@ impl Port for AfPacketPort {
     fn tx_burst(&mut self, pool: &mut Pool, pkts: &[u32]) -> usize {
         let slot_max = self.config.max_tx_frame();
         let mut sent = 0;
-        let mut queued = false;
+        // Kick when we queued frames, and also when the ring was full: slots may still wait in
+        // SEND_REQUEST because an earlier kick ran out of socket buffer (EAGAIN/ENOBUFS).
+        let mut kick = false;
         for (i, &h) in pkts.iter().enumerate() {
             let len = pool.header(h).total_len as usize;
             // The kernel sends MTU + 14 bytes, 4 more when the frame carries an 802.1Q tag
@@ -1019,6 +1029,7 @@ impl Port for AfPacketPort {
             } else if status & (sys::TP_STATUS_SEND_REQUEST | sys::TP_STATUS_SENDING) != 0 {
                 let left = (pkts.len() - i) as u64;
                 self.extra.tx_ring_full += left;
+                kick = true;
                 self.stats.tx_dropped += left;
                 break;
             }
@@ -1050,9 +1061,9 @@ impl Port for AfPacketPort {
             self.stats.tx_packets += 1;
             self.stats.tx_bytes += len as u64;
             sent += 1;
-            queued = true;
+            kick = true;
         }
-        if queued {
+        if kick {
             self.kick();
         }
         sent
