@@ -1,10 +1,12 @@
-//! `vecswitch ctl [--socket PATH] [--json] <command...>`: sends one request to a running switch and
+//! `vecswitch ctl [--socket PATH] [--json] [COMMAND...]`: sends a request to a running switch and
 //! prints the answer — aligned tables for people, or with `--json` the raw JSON answer line for
-//! programs. The command words mirror `vppctl` (see `vecswitch_control::command`). Exits non-zero
-//! when the switch refuses the request.
+//! programs. The command words mirror `vppctl` (see `vecswitch_control::command`). Without a
+//! command, reads one command per line from standard input (blank lines and `#` comments skipped),
+//! like a `vppctl exec` script. Exits non-zero when the switch refuses a request.
 
 use anyhow::{bail, Context};
-use std::path::PathBuf;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use vecswitch_control::command::{parse_words, USAGE};
 use vecswitch_control::config::DEFAULT_CONTROL_SOCKET;
@@ -20,22 +22,18 @@ pub struct Args {
     /// Print the raw JSON answer instead of tables.
     #[arg(long)]
     json: bool,
-    /// Seconds to wait for the answer.
+    /// Seconds to wait for each answer.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     timeout: u64,
-    /// The command, e.g. `show runtime` or `bridge member add br0 p2`.
-    #[arg(
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "COMMAND"
-    )]
+    /// The command, e.g. `show runtime` or `bridge member add br0 p2`; none = read commands from
+    /// standard input, one per line.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
     command: Vec<String>,
 }
 
-pub fn main(args: Args) -> anyhow::Result<()> {
-    let cwd = std::env::current_dir().context("current directory")?;
-    let req = match parse_words(&args.command, &cwd) {
+/// Runs one command; `Err` carries the message for stderr.
+fn one(args: &Args, words: &[String], cwd: &Path) -> anyhow::Result<()> {
+    let req = match parse_words(words, cwd) {
         Ok(r) => r,
         Err(e) => bail!("{e}\n{USAGE}"),
     };
@@ -43,7 +41,10 @@ pub fn main(args: Args) -> anyhow::Result<()> {
     if args.json {
         println!("{}", resp.to_line());
         if !resp.ok {
-            std::process::exit(1);
+            bail!(
+                "{}",
+                resp.error.unwrap_or_else(|| "the switch refused the request".into())
+            );
         }
         return Ok(());
     }
@@ -55,5 +56,29 @@ pub fn main(args: Args) -> anyhow::Result<()> {
     }
     let data = resp.data.unwrap_or(serde_json::Value::Null);
     print!("{}", render(&req, &data));
+    Ok(())
+}
+
+pub fn main(args: Args) -> anyhow::Result<()> {
+    let cwd = std::env::current_dir().context("current directory")?;
+    if !args.command.is_empty() {
+        return one(&args, &args.command, &cwd);
+    }
+    let mut failed = 0usize;
+    for (n, line) in std::io::stdin().lock().lines().enumerate() {
+        let line = line.context("reading commands from standard input")?;
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let words: Vec<String> = line.split_whitespace().map(String::from).collect();
+        if let Err(e) = one(&args, &words, &cwd) {
+            eprintln!("vecswitch: line {}: `{line}`: {e:#}", n + 1);
+            failed += 1;
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} command(s) failed");
+    }
     Ok(())
 }

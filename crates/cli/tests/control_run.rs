@@ -556,3 +556,32 @@ fn worker_cpu_is_pinned_or_refused_by_name() {
     assert!(e.contains("switch.worker_cpu = 4095"), "{e}");
     assert!(!d.path("ctl2.sock").exists(), "socket left behind after a failed start");
 }
+
+#[test]
+fn ctl_reads_a_script_from_stdin() {
+    let (_d, sw, _) = start("script");
+    let mut child = Command::new(BIN)
+        .arg("ctl")
+        .arg("--socket")
+        .arg(&sw.socket)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(
+            b"# set up a second bridge\nbridge add br7 --no-flood\n\nshow bridge br7\nbridge member add br7 ghost\n",
+        )
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success(), "one line failed, so the exit status is non-zero");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stdout.contains("add bridge br7") && stdout.contains("br7"), "{stdout}");
+    assert!(stderr.contains("line 5") && stderr.contains("ghost"), "{stderr}");
+    assert_eq!(sw.json("show bridge br7")[0]["settings"]["flood"], false);
+}
