@@ -585,3 +585,26 @@ fn ctl_reads_a_script_from_stdin() {
     assert!(stderr.contains("line 5") && stderr.contains("ghost"), "{stderr}");
     assert_eq!(sw.json("show bridge br7")[0]["settings"]["flood"], false);
 }
+
+/// Renaming a memif port keeps its (socket, id), which the old port holds until it is deleted:
+/// the new one is opened after the old one is closed.
+#[test]
+fn reload_renaming_a_port_reuses_its_memif_id() {
+    let (d, sw, cfg) = start("rename");
+    std::fs::write(&cfg, base_config(&d).replace("\"p2\"", "\"edge2\"")).unwrap();
+    let out = sw.ok("reload");
+    assert!(
+        out.contains("delete port p2") && out.contains("add memif port edge2"),
+        "{out}"
+    );
+    assert_eq!(names(&sw.json("show ports")), ["p0", "p1", "edge2"]);
+    assert_eq!(sw.json("show mac br0")[0]["port"], "edge2");
+    // A real conflict (two ports on one memif id, in one file) is caught by validation instead.
+    let text = base_config(&d)
+        + &format!(
+            "\n[[port]]\nname = \"dup\"\ntype = \"memif\"\nsocket = \"{}\"\nid = 0\n",
+            d.path("memif.sock").display()
+        );
+    std::fs::write(&cfg, text).unwrap();
+    assert!(sw.fails("reload").contains("port[3].id = 0"));
+}

@@ -206,6 +206,31 @@ fn apply_one(
     })
 }
 
+/// Opens `port`. If that fails while ports deleted earlier in this apply are still held for the
+/// undo (a deleted port keeps its socket, memif id or interface until it is dropped), those are let
+/// go — their undo becomes "open again from the old config" — and the open is tried once more.
+/// `None`: it still fails; `apply_one` then opens it again and reports the error.
+fn open_releasing(port: &PortConfig, old: &Config, undo: &mut [Undo], factory: &PortFactory) -> Option<Box<dyn Port>> {
+    if let Ok(p) = factory(port) {
+        return Some(p);
+    }
+    let mut released = false;
+    for u in undo.iter_mut() {
+        if let Undo::Readd { name, .. } = u {
+            if let Some(pc) = old.port(name) {
+                // Dropping the held object closes it.
+                *u = Undo::Change(Change::AddPort { port: pc.clone() });
+                released = true;
+            }
+        }
+    }
+    if released {
+        factory(port).ok()
+    } else {
+        None
+    }
+}
+
 /// Applies `changes` (from [`crate::diff::diff`]`(old, new)`) in order; on the first failure undoes
 /// what was done and returns the error. `prebuilt` holds ports already opened for `AddPort`
 /// changes; others are opened with `factory` when their turn comes. Ports left in `prebuilt` are
@@ -219,6 +244,13 @@ pub fn apply_changes(
 ) -> Result<(), ApplyError> {
     let mut undo: Vec<Undo> = Vec::with_capacity(changes.len());
     for c in changes {
+        if let Change::AddPort { port } = c {
+            if !prebuilt.contains_key(port.name()) {
+                if let Some(p) = open_releasing(port, old, &mut undo, factory) {
+                    prebuilt.insert(port.name().to_string(), p);
+                }
+            }
+        }
         match apply_one(dp, c, old, &mut prebuilt, factory) {
             Ok(u) => undo.push(u),
             Err(message) => {
@@ -594,6 +626,83 @@ ports = ["v0", "v1"]
         let e = apply_changes(&mut dp, &ch, &old, HashMap::new(), &*factory()).unwrap_err();
         assert!(e.message.contains("cannot open bad0"), "{e}");
         assert_eq!(dp.snapshot(), before);
+    }
+
+    /// A port that holds a resource (its interface name) until dropped, like a memif id or an
+    /// AF_PACKET interface.
+    struct Held(String, Arc<Mutex<HashSet<String>>>);
+    impl Drop for Held {
+        fn drop(&mut self) {
+            self.1.lock().unwrap().remove(&self.0);
+        }
+    }
+    impl Port for Held {
+        fn name(&self) -> &str {
+            &self.0
+        }
+        fn rx_burst(&mut self, _: &mut vecswitch_buffer::Pool, _: &mut Vec<u32>, _: usize) -> usize {
+            0
+        }
+        fn tx_burst(&mut self, _: &mut vecswitch_buffer::Pool, _: &[u32]) -> usize {
+            0
+        }
+        fn stats(&self) -> vecswitch_ports::PortStats {
+            Default::default()
+        }
+        fn clear_stats(&mut self) {}
+        fn link(&self) -> vecswitch_ports::LinkState {
+            vecswitch_ports::LinkState::Down
+        }
+    }
+    use std::collections::HashSet;
+    use std::sync::{Arc, Mutex};
+
+    fn holding_factory(held: Arc<Mutex<HashSet<String>>>) -> Box<PortFactory> {
+        Box::new(move |p: &PortConfig| {
+            let PortConfig::AfPacket(a) = p else {
+                return Err("af_packet only".into());
+            };
+            if !held.lock().unwrap().insert(a.interface.clone()) {
+                return Err(format!("interface {} busy", a.interface));
+            }
+            Ok(Box::new(Held(a.interface.clone(), Arc::clone(&held))) as Box<dyn Port>)
+        })
+    }
+
+    #[test]
+    fn renamed_port_gets_the_resource_and_a_failure_after_that_still_undoes() {
+        let held = Arc::new(Mutex::new(HashSet::new()));
+        let f = holding_factory(Arc::clone(&held));
+        let old = Config::from_toml(
+            "[[port]]\nname = \"v0\"\ntype = \"af_packet\"\ninterface = \"veth0\"\n",
+            "t",
+        )
+        .unwrap();
+        let mut dp = Fake::default();
+        apply_changes(
+            &mut dp,
+            &diff(&Config::default(), &old),
+            &Config::default(),
+            HashMap::new(),
+            &*f,
+        )
+        .unwrap();
+        // Rename v0 -> w0 (same interface): works although v0 holds veth0 when w0 is opened.
+        let mut renamed = old.clone();
+        if let PortConfig::AfPacket(a) = &mut renamed.ports[0] {
+            a.name = "w0".into();
+        }
+        apply_changes(&mut dp, &diff(&old, &renamed), &old, HashMap::new(), &*f).unwrap();
+        assert_eq!(dp.ports.keys().collect::<Vec<_>>(), ["w0"]);
+        // Rename back, plus a bridge whose creation fails: everything is undone, w0 re-opened.
+        let mut back = old.clone();
+        back.bridges.push(crate::config::BridgeConfig::new("b"));
+        dp.fail_on = Some("add_bridge".into());
+        let e = apply_changes(&mut dp, &diff(&renamed, &back), &renamed, HashMap::new(), &*f).unwrap_err();
+        assert!(e.undo_failures.is_empty(), "{e}");
+        assert_eq!(dp.ports.keys().collect::<Vec<_>>(), ["w0"]);
+        assert!(dp.bridges.is_empty());
+        assert_eq!(held.lock().unwrap().len(), 1, "exactly one port holds veth0");
     }
 
     #[test]

@@ -145,13 +145,22 @@ impl Controller {
         }
         // Open ports with new names before the switch is touched: the usual failure (no such
         // interface, socket path in use) then changes nothing. Re-created ports are opened in turn,
-        // after their old selves are closed (they may need the same socket or interface).
+        // after their old selves are closed (they may need the same socket or interface). So is a
+        // new port that cannot be opened while a port this change deletes still holds its
+        // resource (a renamed port, a memif id moved between ports); if it still fails then, the
+        // apply is undone.
+        let deletes_ports = changes.iter().any(|c| matches!(c, Change::DeletePort { .. }));
         let mut prebuilt: HashMap<String, Box<dyn Port>> = HashMap::new();
         for c in &changes {
             if let Change::AddPort { port } = c {
                 if self.running.port(port.name()).is_none() {
-                    let p = (self.factory)(port).map_err(ControlError::PortOpen)?;
-                    prebuilt.insert(port.name().to_string(), p);
+                    match (self.factory)(port) {
+                        Ok(p) => {
+                            prebuilt.insert(port.name().to_string(), p);
+                        }
+                        Err(_) if deletes_ports => {}
+                        Err(e) => return Err(ControlError::PortOpen(e)),
+                    }
                 }
             }
         }
