@@ -1140,13 +1140,26 @@ mod tests {
             // and nobody else writes it while the ring reads.
             unsafe { RxRing::new(self.mem.as_mut_ptr().cast(), self.block_size, self.blocks) }
         }
-        fn bytes(&mut self) -> &mut [u8] {
-            let len = self.mem.len() * 16;
-            // SAFETY: reinterpreting the u128 buffer as bytes, same length, u8 has no alignment.
-            unsafe { core::slice::from_raw_parts_mut(self.mem.as_mut_ptr().cast(), len) }
+        /// Writes `bytes` at byte `at`, through a raw pointer (like the kernel), so that the
+        /// ring's own pointer into `mem` stays valid.
+        fn put(&mut self, at: usize, bytes: &[u8]) {
+            assert!(at + bytes.len() <= self.mem.len() * 16);
+            // SAFETY: in bounds (asserted); `as_mut_ptr` creates no reference to the buffer.
+            unsafe {
+                ptr::copy_nonoverlapping(
+                    bytes.as_ptr(),
+                    self.mem.as_mut_ptr().cast::<u8>().add(at),
+                    bytes.len(),
+                )
+            };
         }
         fn put32(&mut self, at: usize, v: u32) {
-            self.bytes()[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+            self.put(at, &v.to_ne_bytes());
+        }
+        fn get32(&mut self, at: usize) -> u32 {
+            assert!(at + 4 <= self.mem.len() * 16);
+            // SAFETY: in bounds (asserted), read through a raw pointer as above.
+            unsafe { ptr::read_unaligned(self.mem.as_mut_ptr().cast::<u8>().add(at).cast::<u32>()) }
         }
         /// Fills block `b` with `frames` (bytes, pkttype) and hands it to user space; returns
         /// where each descriptor starts.
@@ -1168,10 +1181,9 @@ mod tests {
                 self.put32(h + sys::hdr3::NEXT_OFFSET, next as u32);
                 self.put32(h + sys::hdr3::SNAPLEN, f.len() as u32);
                 self.put32(h + sys::hdr3::LEN, f.len() as u32);
-                self.bytes()[h + sys::hdr3::MAC..h + sys::hdr3::MAC + 2]
-                    .copy_from_slice(&(mac as u16).to_ne_bytes());
-                self.bytes()[h + sys::hdr3::PKTTYPE] = *pkttype;
-                self.bytes()[h + mac..h + mac + f.len()].copy_from_slice(f);
+                self.put(h + sys::hdr3::MAC, &(mac as u16).to_ne_bytes());
+                self.put(h + sys::hdr3::PKTTYPE, &[*pkttype]);
+                self.put(h + mac, f);
                 off += next;
             }
             self.put32(base + sys::block::STATUS, sys::TP_STATUS_USER);
@@ -1179,7 +1191,7 @@ mod tests {
         }
         fn status(&mut self, b: usize) -> u32 {
             let at = b * self.block_size + sys::block::STATUS;
-            u32::from_ne_bytes(self.bytes()[at..at + 4].try_into().unwrap())
+            self.get32(at)
         }
     }
 
@@ -1278,8 +1290,7 @@ mod tests {
         for &(d, status, tpid, tci) in &tagged {
             fake.put32(d + sys::hdr3::STATUS, status);
             fake.put32(d + sys::hdr3::VLAN_TCI, tci);
-            fake.bytes()[d + sys::hdr3::VLAN_TPID..d + sys::hdr3::VLAN_TPID + 2]
-                .copy_from_slice(&tpid.to_ne_bytes());
+            fake.put(d + sys::hdr3::VLAN_TPID, &tpid.to_ne_bytes());
         }
         let mut ring = fake.ring();
         let mut pool = Pool::new(64);
