@@ -51,7 +51,9 @@ pub struct Listener {
 static REGISTRY: Mutex<Vec<(String, Weak<Mutex<Listener>>)>> = Mutex::new(Vec::new());
 
 /// Registers `(path, id)` for `port`, creating the listening socket if this is the first id on
-/// `path`. `hello` is what connections routed to this id were greeted with... (see [`Listener::poll`]).
+/// `path`. `hello` is the port's HELLO. HELLO goes out before the client names its id, so a shared
+/// socket greets every client with the HELLO of its lowest registered id (see [`Listener::poll`]):
+/// ports sharing a socket should agree on `ring_size_log2`.
 pub fn register(
     path: &str,
     id: u32,

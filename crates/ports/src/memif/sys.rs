@@ -341,7 +341,18 @@ impl Region {
     /// Maps `len` bytes of `fd` shared, read-write. Fails if the file is shorter than `len`
     /// (touching a mapping past the end of its file would raise SIGBUS).
     pub fn map(fd: OwnedFd, len: u64) -> io::Result<Region> {
-        let (size, _) = file_size_and_shrink_seal(fd.as_fd())?;
+        let (size, sealed) = file_size_and_shrink_seal(fd.as_fd())?;
+        if !sealed {
+            // A peer that shrinks the file under our mapping would turn our reads into SIGBUS.
+            // DPDK and VPP seal their memfds; seal one that is not (possible when the peer created
+            // it with MFD_ALLOW_SEALING). Files that cannot be sealed (e.g. hugetlbfs) are still
+            // accepted, as DPDK does: the peer is trusted not to truncate them.
+            // SAFETY: fcntl on a descriptor we own; failure is harmless and reported below.
+            let r = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, libc::F_SEAL_SHRINK) };
+            if r < 0 {
+                tracing::warn!("memif: peer region cannot be sealed against shrinking");
+            }
+        }
         if len == 0 || len > size || len > isize::MAX as u64 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
