@@ -62,3 +62,57 @@ fn dropping_the_handle_stops_the_worker() {
     assert!(later >= polls);
     drop(h); // joins; the test would hang (and time out) if it did not stop
 }
+
+#[test]
+fn control_calls_while_traffic_flows_lose_no_buffer() {
+    let mut sw = Switch::new(SwitchConfig { buffers: 4096, mac_table_entries: 1024, ..Default::default() });
+    let (p0, mut peer0) = wire("p0");
+    let (p1, mut peer1) = wire("p1");
+    let (p2, mut peer2) = wire("p2");
+    sw.add_port("p0", p0).unwrap();
+    sw.add_port("p1", p1).unwrap();
+    sw.add_port("p2", p2).unwrap();
+    sw.add_bridge("br", BridgeSettings::default()).unwrap();
+    for p in ["p0", "p1", "p2"] {
+        sw.add_bridge_member("br", p).unwrap();
+    }
+    let h = spawn(sw).unwrap();
+    let mut tp = Pool::new(2048);
+    let mut sent = 0u64;
+    for round in 0..40u32 {
+        // Broadcast and unicast to a learned and an unknown station, 50 frames per round.
+        let frames: Vec<Vec<u8>> = (0..50u32)
+            .map(|i| match i % 3 {
+                0 => frame(BCAST, mac(i), 60),
+                1 => frame(mac(i - 1), mac(1000 + i), 60),
+                _ => frame(mac(5000 + round), mac(i), 60),
+            })
+            .collect();
+        send(&mut peer0, &mut tp, &frames);
+        sent += frames.len() as u64;
+        // Reconfigure while those frames are being switched.
+        match round % 4 {
+            0 => h.call(|sw| sw.remove_bridge_member("br", "p2")).unwrap().unwrap(),
+            1 => h.call(|sw| sw.add_bridge_member("br", "p2")).unwrap().unwrap(),
+            2 => h.call(|sw| sw.flush_mac("br", None).map(|_| ())).unwrap().unwrap(),
+            _ => h
+                .call(|sw| sw.set_bridge_settings("br", BridgeSettings { uu_flood: false, ..Default::default() }))
+                .unwrap()
+                .unwrap(),
+        }
+        drain(&mut peer1, &mut tp);
+        drain(&mut peer2, &mut tp);
+    }
+    // Wait (bounded) until the worker has received everything that was sent.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while h.call(|sw| sw.show_runtime().loop_stats.rx_packets).unwrap() < sent && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let sw = h.stop().unwrap();
+    assert_eq!(sw.show_runtime().loop_stats.rx_packets, sent);
+    assert_eq!(sw.show_buffers().in_use, 0);
+    assert_eq!(sw.show_buffers().double_frees, 0);
+    drain(&mut peer1, &mut tp);
+    drain(&mut peer2, &mut tp);
+    assert_eq!(tp.in_use(), 0);
+}

@@ -1,10 +1,10 @@
 //! The switch's graph nodes, one per file, each a `graph::Node<SwitchState>`:
 //!
 //! ```text
-//! ethernet-input ──► l2-xconnect ─────────────────────────► interface-output ──► port tx_burst
-//!        │                                                      ▲    ▲
-//!        └───────► l2-learn ──► l2-fwd ─────────────────────────┘    │
-//!        └──────────────────────► │  └──► l2-flood (replicas) ───────┘
+//!                  ┌─► l2-xconnect ──────────────────────────┐
+//! ethernet-input ──┼─► l2-learn ──► l2-fwd ──────────────────┼─► interface-output ─► tx_burst
+//!                  └──────────────► l2-fwd ──► l2-flood ─────┘
+//!                                   (bridge without learning)  (replicas on SwitchState::tx_extra)
 //! ```
 //!
 //! Each node declares its next edges and drop reasons as enums (see [`named_enum!`]) whose names are
