@@ -21,18 +21,23 @@ pub const fn fold(mut acc: u64) -> u16 {
 /// with a zero byte (RFC 1071 §4.1).
 #[inline]
 pub fn sum(data: &[u8]) -> u16 {
-    // Adding 32-bit big-endian words into a wide accumulator and folding at the end gives the same
-    // result as adding 16-bit words: folding is arithmetic modulo 0xffff and 2^16 ≡ 1 (RFC 1071 §2(B)).
-    let mut acc: u64 = 0;
-    let mut chunks = data.chunks_exact(4);
+    // Adding 64-bit big-endian words into a wide accumulator and folding at the end gives the same
+    // result as adding 16-bit words: folding is arithmetic modulo 0xffff, and 2^16 ≡ 1 (RFC 1071
+    // §2(B), "parallel summation"). A u128 accumulator cannot overflow for any slice length.
+    let mut acc: u128 = 0;
+    let mut chunks = data.chunks_exact(8);
     for c in &mut chunks {
-        acc += u64::from(u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
+        acc += u128::from(u64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
     }
     let rest = chunks.remainder();
-    let mut tail = [0u8; 4];
+    let mut tail = [0u8; 8];
     tail[..rest.len()].copy_from_slice(rest);
-    acc += u64::from(u32::from_be_bytes(tail));
-    fold(acc)
+    acc += u128::from(u64::from_be_bytes(tail));
+    // 2^64 ≡ 1 (mod 0xffff): add the high half to the low half with an end-around carry. When the
+    // add carries, the wrapped sum is at most 2^64 − 2, so adding the carry cannot overflow again.
+    let (x, carry) = (acc as u64).overflowing_add((acc >> 64) as u64);
+    let x = x + u64::from(carry);
+    fold((x & 0xffff_ffff) + (x >> 32))
 }
 
 /// One's-complement addition of two sums.
@@ -176,6 +181,18 @@ mod tests {
     }
 
     #[test]
+    fn wide_accumulator_folds_correctly() {
+        // All-ones words drive the 64-bit halves to their limits; the reference agrees.
+        for n in [8usize, 16, 24, 1500, 9000, 65536] {
+            let ff = vec![0xffu8; n];
+            assert_eq!(sum(&ff), reference_sum(&ff), "{n} bytes of 0xff");
+            let mut mixed = vec![0xffu8; n];
+            mixed[n - 1] = 0xfe;
+            assert_eq!(sum(&mixed), reference_sum(&mixed), "{n} bytes, last 0xfe");
+        }
+    }
+
+    #[test]
     fn odd_length_pads_with_zero() {
         assert_eq!(sum(&[0x12]), 0x1200);
         assert_eq!(sum(&[0x12, 0x34, 0x56]), 0x1234 + 0x5600);
@@ -221,7 +238,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn fast_sum_matches_reference(data in proptest::collection::vec(any::<u8>(), 0..200)) {
+        fn fast_sum_matches_reference(data in proptest::collection::vec(any::<u8>(), 0..2000)) {
             prop_assert_eq!(sum(&data), reference_sum(&data));
         }
 
