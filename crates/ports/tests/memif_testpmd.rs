@@ -511,7 +511,11 @@ fn interrupt_mode_wakes_on_testpmd_traffic() {
     // Nothing sent yet: whatever testpmd's port start may have signalled is drained by rx_burst.
     srv.rx_burst(&mut pool, &mut Vec::new(), 256);
     pmd.cmd("start");
-    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
     // SAFETY: one valid pollfd; waits at most 20 s (a hang guard).
     let r = unsafe { libc::poll(&mut p, 1, 20_000) };
     assert_eq!(r, 1, "eventfd not kicked:\n{}", pmd.output());
@@ -526,4 +530,41 @@ fn interrupt_mode_wakes_on_testpmd_traffic() {
     pmd.cmd("stop");
     drain(&mut srv, &mut pool, Duration::from_millis(500), |_, _| {});
     assert_eq!(pool.in_use(), 0);
+}
+
+/// Abstract sockets, DPDK's default: our `@name` is testpmd's `socket=name` (no `socket-abstract`
+/// argument), in both roles.
+#[test]
+fn abstract_socket_interop_both_roles() {
+    let _g = serial();
+    for our_role in [Role::Server, Role::Client] {
+        let name = format!("vecswitch-pmd-{}-{our_role:?}", std::process::id());
+        let (pmd_role, fwd) = match our_role {
+            Role::Server => ("client", "rxonly"),
+            Role::Client => ("server", "rxonly"),
+        };
+        let mut pmd = TestPmd::spawn(
+            &format!("net_memif0,role={pmd_role},socket={name},id=0"),
+            fwd,
+            &[],
+        );
+        let mut port =
+            MemifPort::new(MemifConfig::new("vs0", &format!("@{name}"), 0, our_role)).unwrap();
+        wait_up(&mut port, &mut pmd);
+        pmd.cmd("start");
+        let mut pool = Pool::new(1024);
+        let bytes = send_n(&mut port, &mut pool, 5000, &SIZES);
+        let t0 = Instant::now();
+        let mut s = pmd.port_stats();
+        while s.0 < 5000 && t0.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(100));
+            s = pmd.port_stats();
+        }
+        assert_eq!(
+            (s.0, s.1),
+            (5000, bytes),
+            "{our_role:?}: testpmd RX-packets / RX-bytes"
+        );
+        assert_eq!(pool.in_use(), 0);
+    }
 }
