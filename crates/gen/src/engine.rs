@@ -475,7 +475,7 @@ impl Generator {
                 break;
             }
             iter = iter.wrapping_add(1);
-            if iter % 1024 == 0 {
+            if iter & 1023 == 0 {
                 let rx: u64 = ports.iter().map(|p| p.rx_all).sum();
                 self.progress.set(Phase::Drain, 0, rx);
                 for p in self.ports.iter_mut() {
@@ -546,7 +546,7 @@ impl Generator {
             }
             self.poll_rx(ports, streams);
             iter = iter.wrapping_add(1);
-            if iter % 64 == 0 {
+            if iter & 63 == 0 {
                 let tx: u64 = ports.iter().map(|p| p.tx).sum();
                 let rx: u64 = ports.iter().map(|p| p.rx_ours).sum();
                 self.progress.set(if warmup { Phase::Warmup } else { Phase::Measure }, tx, rx);

@@ -43,6 +43,7 @@ pub enum Layout {
 
 impl Layout {
     /// Bytes the layout takes.
+    #[allow(clippy::len_without_is_empty)] // a layout is never empty
     pub const fn len(self) -> usize {
         match self {
             Layout::Full => FULL_LEN,
