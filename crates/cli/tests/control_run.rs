@@ -379,46 +379,56 @@ fn valid_reload_applies_only_the_difference() {
     assert_eq!(macs[0]["mac"], "02:00:00:00:00:01");
 }
 
+use vecswitch_buffer::Pool;
+use vecswitch_ports::memif::{MemifConfig, MemifPort, Role};
+use vecswitch_ports::{LinkState, Port};
+
+/// A memif client in this process, connected to the switch's memif server port with `id`.
+fn memif_peer(d: &TempDir, id: u32) -> MemifPort {
+    let m = d.path("memif.sock");
+    let mut peer = MemifPort::new(MemifConfig::new("peer", &m.display().to_string(), id, Role::Client)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while peer.link() != LinkState::Up {
+        assert!(Instant::now() < deadline, "memif client did not connect to id {id}");
+        peer.poll_control();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    peer
+}
+
+/// Sends `n` 64-byte frames from `peer` and waits until port `index` of the switch counts them.
+fn send_frames(sw: &Switch, peer: &mut MemifPort, index: usize, n: u64) {
+    let mut pool = Pool::new(256);
+    let mut frame = vec![0u8; 64];
+    frame[..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+    frame[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 3]);
+    frame[12..14].copy_from_slice(&[0x08, 0x00]);
+    let rx = |sw: &Switch| sw.json("show ports")[index]["stats"]["rx_packets"].as_u64().unwrap();
+    let target = rx(sw) + n;
+    let mut sent = 0;
+    while sent < n {
+        let h = pool.alloc().unwrap();
+        assert!(pool.write_packet(h, &frame));
+        sent += peer.tx_burst(&mut pool, &[h]) as u64;
+        pool.free(h);
+        peer.poll_control();
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while rx(sw) < target {
+        assert!(Instant::now() < deadline, "port {index} did not receive the {n} frames");
+        peer.poll_control();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A memif client in this process sends to p0; a reload that adds a port must keep p0's connection
 /// and counters (the port object is not re-created).
 #[test]
 fn reload_keeps_unchanged_ports_connected_with_their_counters() {
-    use vecswitch_buffer::Pool;
-    use vecswitch_ports::memif::{MemifConfig, MemifPort, Role};
-    use vecswitch_ports::{LinkState, Port};
-
     let (d, sw, cfg) = start("keep");
     let m = d.path("memif.sock");
-    let mut peer = MemifPort::new(MemifConfig::new("peer", &m.display().to_string(), 0, Role::Client)).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while peer.link() != LinkState::Up {
-        assert!(Instant::now() < deadline, "memif client did not connect to p0");
-        peer.poll_control();
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let mut pool = Pool::new(256);
-    let frame = {
-        let mut f = vec![0u8; 64];
-        f[..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
-        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 3]);
-        f[12..14].copy_from_slice(&[0x08, 0x00]);
-        f
-    };
-    let mut sent = 0;
-    while sent < 10 {
-        let h = pool.alloc().unwrap();
-        assert!(pool.write_packet(h, &frame));
-        sent += peer.tx_burst(&mut pool, &[h]);
-        pool.free(h);
-        peer.poll_control();
-    }
-    let rx = |sw: &Switch| sw.json("show ports")[0]["stats"]["rx_packets"].as_u64().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while rx(&sw) < 10 {
-        assert!(Instant::now() < deadline, "p0 did not receive the 10 frames");
-        peer.poll_control();
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut peer = memif_peer(&d, 0);
+    send_frames(&sw, &mut peer, 0, 10);
     let connects = peer.connects();
     assert_eq!(sw.json("show ports")[0]["link"], "up");
 
@@ -607,4 +617,27 @@ fn reload_renaming_a_port_reuses_its_memif_id() {
         );
     std::fs::write(&cfg, text).unwrap();
     assert!(sw.fails("reload").contains("port[3].id = 0"));
+}
+
+#[test]
+fn capture_writes_a_pcap_of_what_the_port_receives() {
+    let (d, sw, _) = start("capture");
+    let file = d.path("p0.pcap");
+    sw.ok(&format!("capture p0 {} 3", file.display()));
+    let ports = sw.ok("show ports");
+    assert!(ports.contains("Capture") && ports.contains("p0.pcap 0"), "{ports}");
+    let mut peer = memif_peer(&d, 0);
+    send_frames(&sw, &mut peer, 0, 5);
+    let out = sw.ok("capture stop p0");
+    assert!(out.contains("3 frames captured"), "{out}");
+    // pcap: 24-byte global header, then per frame a 16-byte record header and the 64 bytes.
+    let bytes = std::fs::read(&file).unwrap();
+    assert_eq!(bytes.len(), 24 + 3 * (16 + 64));
+    let magic = u32::from_le_bytes(bytes[..4].try_into().unwrap());
+    assert!(
+        magic == 0xa1b2_c3d4 || magic == 0xa1b2_3c4d,
+        "pcap magic (µs or ns), got {magic:#x}"
+    );
+    assert!(sw.fails("capture stop p0").contains("p0"));
+    assert!(sw.fails("capture nope /tmp/x.pcap").contains("ports are: p0, p1, p2"));
 }

@@ -41,7 +41,10 @@ pub trait Dataplane {
     fn clear_counters(&mut self);
     fn trace_add(&mut self, count: u32);
     fn trace_clear(&mut self);
+    /// Starts writing what `port` receives and sends to the pcap file `file` (at most `count`).
     fn capture(&mut self, port: &str, file: &str, count: Option<u64>) -> Result<(), String>;
+    /// Stops the capture on `port`; answers what was captured.
+    fn capture_stop(&mut self, port: &str) -> Result<serde_json::Value, String>;
 }
 
 /// A change that could not be applied; everything before it was undone.
@@ -484,6 +487,10 @@ pub(crate) mod fake {
         }
         fn capture(&mut self, port: &str, _file: &str, _count: Option<u64>) -> Result<(), String> {
             self.call(format!("capture {port}"))
+        }
+        fn capture_stop(&mut self, port: &str) -> Result<serde_json::Value, String> {
+            self.call(format!("capture_stop {port}"))?;
+            Ok(serde_json::json!({"port": port}))
         }
     }
 }

@@ -6,7 +6,7 @@
 //! show ports|bridge [BRIDGE]|mac [BRIDGE]|xconnect|runtime|errors|buffers|trace|config
 //! clear counters
 //! trace add N | trace clear
-//! capture PORT FILE [COUNT]
+//! capture PORT FILE [COUNT] | capture stop PORT
 //! port add NAME TYPE [KEY=VALUE ...]      e.g. port add p2 memif socket=/run/m.sock id=2
 //! port del NAME | port up NAME | port down NAME
 //! bridge add NAME [--no-learn] [--no-forward] [--no-flood] [--no-uu-flood] [--mac-age S] [--mac-limit N]
@@ -27,7 +27,7 @@ pub const USAGE: &str = "commands:
   show ports|bridge [BRIDGE]|mac [BRIDGE]|xconnect|runtime|errors|buffers|trace|config
   clear counters
   trace add N | trace clear
-  capture PORT FILE [COUNT]
+  capture PORT FILE [COUNT] | capture stop PORT
   port add NAME TYPE [KEY=VALUE ...]   (TYPE memif|af_packet; keys as in [[port]])
   port del NAME | port up NAME | port down NAME
   bridge add NAME [--no-learn] [--no-forward] [--no-flood] [--no-uu-flood] [--mac-age S] [--mac-limit N]
@@ -161,6 +161,7 @@ pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, String> {
             })
         }
         ("trace", "clear") => arity(&w, 2, "trace clear").map(|_| Request::TraceClear {}),
+        ("capture", "stop") if w.len() == 3 => Ok(Request::CaptureStop { port: w[2].into() }),
         ("capture", _) => {
             if w.len() != 3 && w.len() != 4 {
                 return Err("`capture`: expected `capture PORT FILE [COUNT]`".into());
@@ -295,6 +296,10 @@ mod tests {
                 file: "/home/u/out.pcap".into(),
                 count: Some(100)
             }
+        );
+        assert_eq!(
+            p("capture stop p0").unwrap(),
+            Request::CaptureStop { port: "p0".into() }
         );
         assert_eq!(p("port del p0").unwrap(), Request::PortDelete { name: "p0".into() });
         assert_eq!(

@@ -278,6 +278,12 @@ impl Controller {
                     .map_err(ControlError::Request)
                     .map(|_| serde_json::Value::Null)
             }
+            Request::CaptureStop { port } => {
+                self.port_must_exist(&port)?;
+                exec(w, move |dp| dp.capture_stop(&port))
+                    .map_err(ControlError::Worker)?
+                    .map_err(ControlError::Request)
+            }
             Request::Reload { path } => self.reload(path.map(PathBuf::from)).map(Self::changed),
             Request::PortAdd { port } => self
                 .edit(|c, _| {

@@ -74,6 +74,10 @@ pub enum Request {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         count: Option<u64>,
     },
+    /// Stops the capture on `port` and answers what was written.
+    CaptureStop {
+        port: String,
+    },
     /// Adds a port (same keys as a `[[port]]` table).
     PortAdd {
         port: PortConfig,
@@ -175,6 +179,7 @@ pub const COMMANDS: &[&str] = &[
     "trace_add",
     "trace_clear",
     "capture",
+    "capture_stop",
     "port_add",
     "port_delete",
     "port_state",
@@ -340,6 +345,7 @@ mod tests {
                 file: "/tmp/x.pcap".into(),
                 count: Some(5),
             },
+            Request::CaptureStop { port: "p0".into() },
             Request::PortDelete { name: "p0".into() },
             Request::PortState {
                 name: "p0".into(),

@@ -121,9 +121,23 @@ fn ports(data: &Value) -> String {
         ("TX packets", R),
         ("TX bytes", R),
         ("TX drops", R),
+        ("Capture", L),
         ("Backend", L),
     ]);
     for p in items(data) {
+        let capture = match at(p, "capture") {
+            Some(c) if !c.is_null() => format!(
+                "{} {}{}",
+                cell(c, "path"),
+                cell(c, "captured"),
+                if at(c, "active").and_then(Value::as_bool) == Some(true) {
+                    ""
+                } else {
+                    " (done)"
+                }
+            ),
+            _ => "-".into(),
+        };
         let service = match at(p, "service.type").and_then(Value::as_str) {
             Some("xconnect") => format!("xconnect -> {}", cell(p, "service.to")),
             Some("bridge") => format!("bridge {}", cell(p, "service.bridge")),
@@ -142,6 +156,7 @@ fn ports(data: &Value) -> String {
             cell(p, "stats.tx_packets"),
             cell(p, "stats.tx_bytes"),
             cell(p, "stats.tx_dropped"),
+            capture,
             cell(p, "describe"),
         ]);
     }
@@ -344,6 +359,15 @@ pub fn render(req: &Request, data: &Value) -> String {
             ShowWhat::Trace => trace(data),
             ShowWhat::Config => config(data),
         },
+        Request::CaptureStop { .. } => format!(
+            "{}: {} frames captured{}\n",
+            cell(data, "path"),
+            cell(data, "captured"),
+            match at(data, "error").and_then(Value::as_str) {
+                Some(e) => format!(" (stopped by an error: {e})"),
+                None => String::new(),
+            }
+        ),
         _ => match data.get("changes").and_then(Value::as_array) {
             Some(ch) if ch.is_empty() => "no change\n".into(),
             Some(ch) => ch.iter().map(|c| format!("{}\n", c.as_str().unwrap_or("?"))).collect(),

@@ -111,11 +111,11 @@ impl Dataplane for Switch {
     fn trace_clear(&mut self) {
         Switch::trace_clear(self)
     }
-    fn capture(&mut self, port: &str, _file: &str, _count: Option<u64>) -> Result<(), String> {
-        // The switch has no capture call yet (requested from its owner); say so rather than pretend.
-        Err(format!(
-            "capture on port `{port}` is not available: this switch build has no packet capture yet"
-        ))
+    fn capture(&mut self, port: &str, file: &str, count: Option<u64>) -> Result<(), String> {
+        Switch::capture(self, port, file, count).map_err(|e| e.to_string())
+    }
+    fn capture_stop(&mut self, port: &str) -> Result<Value, String> {
+        json(Switch::stop_capture(self, port).map_err(|e| e.to_string())?)
     }
 }
 
