@@ -568,9 +568,12 @@ fn start_vnf(kind: &VnfKind, w: &Wiring, run_dir: &Path) -> Result<ChildGuard> {
         VnfKind::TestpmdMacswap => {
             child.wait_for_log("Press enter to exit", Duration::from_secs(30))?
         }
-        VnfKind::VecswitchXconnect { .. } => {
-            child.wait_for_path(&run_dir.join("vnf.ctl"), Duration::from_secs(20))?
-        }
+        VnfKind::VecswitchXconnect { bin } => crate::dut::vecswitch::wait_ready(
+            bin,
+            &mut child,
+            &run_dir.join("vnf.ctl"),
+            &w.vnf_ports,
+        )?,
     }
     Ok(child)
 }

@@ -135,7 +135,6 @@ fn vecswitch_xconnect_phy2phy_memif_forwards_frames_both_ways() {
 }
 
 #[test]
-#[ignore = "known bug: `vecswitch run`'s af_packet ports receive nothing on the DUT veth ends, while a second AF_PACKET socket opened in the same namespace sees every frame (found 2026-11-22); run with --ignored"]
 fn vecswitch_xconnect_phy2phy_veth_forwards_frames_both_ways() {
     let bin = vecswitch_bin();
     assert!(bin.is_file(), "build the binary first: cargo build -p vecswitch-cli ({})", bin.display());

@@ -24,8 +24,21 @@ fn pvp_memif_vecswitch_xconnect_with_macswap_vnf_forwards_both_ways() {
     pvp_forwards_both_ways(DutKind::VecswitchXconnect { bin }.build());
 }
 
+#[test]
+fn pvp_memif_testpmd_io_with_vecswitch_vnf_forwards_both_ways() {
+    let bin = common::vecswitch_bin();
+    assert!(bin.is_file(), "build the binary first: cargo build -p vecswitch-cli ({})", bin.display());
+    pvp_with(Box::new(TestpmdDut::new()), VnfKind::VecswitchXconnect { bin }, "vnf-vecswitch", false);
+}
+
 fn pvp_forwards_both_ways(dut: Box<dyn Dut>) {
-    let topo = Topology::Pvp { link: Link::Memif, vnf: VnfKind::TestpmdMacswap };
+    pvp_with(dut, VnfKind::TestpmdMacswap, "vnf-testpmd", true);
+}
+
+/// PVP through `vnf`; `swaps` when the VNF swaps MAC addresses (testpmd macswap) — a cross-connect
+/// VNF forwards the frame unchanged.
+fn pvp_with(dut: Box<dyn Dut>, vnf: VnfKind, vnf_name: &str, swaps: bool) {
+    let topo = Topology::Pvp { link: Link::Memif, vnf };
     let mut tb = Testbed::build(topo).unwrap();
     let mut ports = tb.open_generator_ports().unwrap();
     tb.start(dut).unwrap();
@@ -36,18 +49,20 @@ fn pvp_forwards_both_ways(dut: Box<dyn Dut>) {
     assert_eq!(fwd.received.len(), 500, "lost {}", 500 - fwd.received.len());
     assert_eq!(fwd.duplicates, 0);
     // The VNF swapped the MAC addresses: the frame went through it, not around it.
-    assert_eq!(fwd.first.as_deref(), Some(&frame(A, B, 0x1111, 0)[..]));
+    let expect = if swaps { frame(A, B, 0x1111, 0) } else { frame(B, A, 0x1111, 0) };
+    assert_eq!(fwd.first.as_deref(), Some(&expect[..]));
     let back = exchange(&mut pool, &mut p1[0], &mut p0[0], A, B, 0x2222, 500, Duration::from_secs(20));
     assert_eq!(back.received.len(), 500, "lost {}", 500 - back.received.len());
-    assert_eq!(back.first.as_deref(), Some(&frame(B, A, 0x2222, 0)[..]));
+    let expect = if swaps { frame(B, A, 0x2222, 0) } else { frame(A, B, 0x2222, 0) };
+    assert_eq!(back.first.as_deref(), Some(&expect[..]));
 
     // Three roles on two CPUs: the record says the DUT and the VNF share one.
     let pl = tb.placement(generator_placement());
-    assert!(pl.processes.iter().any(|p| p.role == "vnf" && p.name == "vnf-testpmd"), "{pl:?}");
+    assert!(pl.processes.iter().any(|p| p.role == "vnf" && p.name == vnf_name), "{pl:?}");
     if tb.wiring().cores.dut == tb.wiring().cores.vnf {
         let cpu = tb.wiring().cores.dut;
         assert!(
-            pl.shared_cpus.iter().any(|s| s.starts_with(&format!("cpu {cpu} shared by")) && s.contains("vnf (vnf-testpmd)")),
+            pl.shared_cpus.iter().any(|s| s.starts_with(&format!("cpu {cpu} shared by")) && s.contains(&format!("vnf ({vnf_name})"))),
             "{pl:?}"
         );
     }

@@ -10,6 +10,7 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
 use std::time::Duration;
 
 use crate::dut::{placed, version_line, Dut};
@@ -82,6 +83,50 @@ pub fn config_toml(
     s
 }
 
+/// Waits until the switch serves its control socket and reports every port of `ports`, with the
+/// kernel-interface (af_packet) ones link-up. The socket file alone is not enough: `vecswitch run`
+/// binds it *before* it applies the config, and frames sent to a veth end before the switch's
+/// AF_PACKET socket exists are gone. memif ports only need to exist: their link comes up when the
+/// peer (the generator, a memif server polled by the generator's thread) answers.
+pub fn wait_ready(bin: &Path, child: &mut ChildGuard, ctl: &Path, ports: &[PortEnd]) -> Result<()> {
+    child.wait_for_path(ctl, Duration::from_secs(20))?;
+    let bin = bin.display().to_string();
+    let sock = ctl.display().to_string();
+    let what = format!("{} to report its ports on {sock}", child.name());
+    let mut last = String::new();
+    let r = crate::cmd::wait_for_result(&what, Duration::from_secs(20), || {
+        child.check_alive()?;
+        let Ok(out) = crate::cmd::run(&bin, &["ctl", "--socket", &sock, "--json", "--timeout", "5", "show", "ports"]) else {
+            return Ok(false);
+        };
+        last = out.clone();
+        Ok(ports_ready(&out, ports))
+    });
+    match r {
+        Err(Error::Timeout { what, timeout }) => Err(Error::Timeout {
+            what: format!("{what}; last answer: {last}"),
+            timeout,
+        }),
+        r => r,
+    }
+}
+
+/// Whether a `ctl --json show ports` answer lists every port of `ports` (af_packet ones link-up).
+pub fn ports_ready(json: &str, ports: &[PortEnd]) -> bool {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(json) else {
+        return false;
+    };
+    let Some(list) = v.get("data").and_then(|d| d.as_array()) else {
+        return false;
+    };
+    ports.iter().all(|p| {
+        list.iter().any(|e| {
+            e.get("name").and_then(|n| n.as_str()) == Some(p.name())
+                && (p.is_memif() || e.get("link").and_then(|l| l.as_str()) == Some("up"))
+        })
+    })
+}
+
 /// The vecswitch DUT.
 #[derive(Debug)]
 pub struct VecswitchDut {
@@ -142,17 +187,7 @@ impl Dut for VecswitchDut {
             .netns(Some(&w.dut_netns))
             .cpus(Some(vec![w.cores.dut]));
         let mut child = ChildGuard::spawn(&spec, &w.run_dir)?;
-        let mut ready: Vec<PathBuf> = w.dut_server_sockets();
-        if ready.is_empty() {
-            ready.push(ctl);
-        }
-        let mut r = Ok(());
-        for s in &ready {
-            r = child.wait_for_path(s, Duration::from_secs(20));
-            if r.is_err() {
-                break;
-            }
-        }
+        let r = wait_ready(&self.bin, &mut child, &ctl, &w.dut_ports);
         self.child = Some(child);
         r
     }
@@ -222,6 +257,33 @@ interface = \"dut1\"
 ports = [\"phy0\", \"dut1\"]
 ";
         assert_eq!(t, expected);
+    }
+
+    #[test]
+    fn readiness_needs_every_port_and_af_packet_link_up() {
+        let ports = vec![
+            PortEnd::Memif {
+                name: "phy0".into(),
+                socket: "/r/phy0.sock".into(),
+                id: 0,
+                role: MemifRole::Client,
+            },
+            PortEnd::Veth {
+                name: "dut1".into(),
+                netns: "ns".into(),
+                ifname: "dut1".into(),
+                mac: String::new(),
+            },
+        ];
+        let ans = |l0: &str, l1: &str| {
+            format!(
+                r#"{{"ok":true,"data":[{{"name":"phy0","link":"{l0}"}},{{"name":"dut1","link":"{l1}"}}]}}"#
+            )
+        };
+        assert!(ports_ready(&ans("down", "up"), &ports));
+        assert!(!ports_ready(&ans("up", "down"), &ports));
+        assert!(!ports_ready(r#"{"ok":true,"data":[{"name":"phy0","link":"up"}]}"#, &ports));
+        assert!(!ports_ready("not json", &ports));
     }
 
     #[test]
