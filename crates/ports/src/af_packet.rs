@@ -84,6 +84,7 @@ mod sys {
     pub const TP_STATUS_USER: u32 = 1;
     pub const TP_STATUS_VLAN_VALID: u32 = 1 << 4;
     pub const TP_STATUS_VLAN_TPID_VALID: u32 = 1 << 6;
+    pub const TP_STATUS_AVAILABLE: u32 = 0;
     pub const TP_STATUS_SEND_REQUEST: u32 = 1;
     pub const TP_STATUS_SENDING: u32 = 2;
     pub const TP_STATUS_WRONG_FORMAT: u32 = 4;
@@ -966,7 +967,9 @@ impl AfPacketPort {
         )
     }
 
-    fn kick(&mut self) {
+    /// Asks the kernel to send the pending slots. Returns false on a hard error (the interface is
+    /// gone or down: ENXIO, ENETDOWN, …), where the kernel has taken none of them.
+    fn kick(&mut self) -> bool {
         // SAFETY: sendto with a NULL buffer of length 0 on our packet socket: the documented way to
         // ask the kernel to send the TX ring's pending slots (packet_mmap.rst); nothing is read.
         let rc = unsafe {
@@ -984,9 +987,41 @@ impl AfPacketPort {
             match e.raw_os_error() {
                 // The slots stay queued; the next kick sends them.
                 Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) => {}
-                _ => self.extra.tx_kick_errors += 1,
+                _ => {
+                    self.extra.tx_kick_errors += 1;
+                    return false;
+                }
             }
         }
+        true
+    }
+
+    /// Takes back the last `n` slots queued (ending before `tx_next`) after a failed kick, if the
+    /// kernel has not touched them, so that they do not go out later or block the ring. Returns
+    /// the bytes they held, or `None` (nothing changed) if any of them is no longer SEND_REQUEST.
+    fn reclaim(&mut self, n: usize) -> Option<u64> {
+        let first = (self.tx_next + self.tx_slots - n) % self.tx_slots;
+        let slots: Vec<*mut u8> = (0..n)
+            .map(|k| self.tx_slot_ptr((first + k) % self.tx_slots))
+            .collect();
+        // SAFETY (each load/store): slot starts inside the TX ring, status words accessed
+        // atomically. The kernel only takes slots inside a kick (sendto) on this socket, which we
+        // own and which just failed before taking any, so the slots are not changing under us.
+        let all_pending = slots
+            .iter()
+            .all(|&p| unsafe { load_status(p.wrapping_add(sys::hdr3::STATUS)) } == sys::TP_STATUS_SEND_REQUEST);
+        if !all_pending {
+            return None;
+        }
+        let mut bytes = 0;
+        for &p in &slots {
+            // SAFETY: as above; LEN is a 4-aligned field of a slot that is ours again.
+            bytes += u64::from(unsafe { ptr::read_volatile(p.add(sys::hdr3::LEN).cast::<u32>()) });
+            // SAFETY: as above.
+            unsafe { store_status(p.wrapping_add(sys::hdr3::STATUS), sys::TP_STATUS_AVAILABLE) };
+        }
+        self.tx_next = first;
+        Some(bytes)
     }
 }
 
@@ -1024,7 +1059,9 @@ impl Port for AfPacketPort {
             // its status word is only accessed atomically (kernel and us).
             let status = unsafe { load_status(slot.wrapping_add(sys::hdr3::STATUS)) };
             if status & sys::TP_STATUS_WRONG_FORMAT != 0 {
+                // An earlier frame, counted as sent then, that the kernel refused.
                 self.extra.tx_kernel_rejected += 1;
+                self.stats.tx_packets = self.stats.tx_packets.saturating_sub(1);
                 self.stats.tx_dropped += 1;
             } else if status & (sys::TP_STATUS_SEND_REQUEST | sys::TP_STATUS_SENDING) != 0 {
                 let left = (pkts.len() - i) as u64;
@@ -1063,8 +1100,14 @@ impl Port for AfPacketPort {
             sent += 1;
             kick = true;
         }
-        if kick {
-            self.kick();
+        if kick && !self.kick() && sent > 0 {
+            // The interface is gone or down: this burst's frames will not go out.
+            if let Some(bytes) = self.reclaim(sent) {
+                self.stats.tx_packets -= sent as u64;
+                self.stats.tx_bytes -= bytes;
+                self.stats.tx_dropped += sent as u64;
+                return 0;
+            }
         }
         sent
     }
