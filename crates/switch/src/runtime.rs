@@ -258,6 +258,9 @@ impl Switch {
     pub fn age_step(&mut self, slots: usize) -> usize {
         self.state.now_s = (self.now_ns() / 1_000_000_000) as u32;
         self.state.mac_ages(&mut self.age_scratch);
+        if self.age_scratch.iter().all(|&a| a == 0) || self.state.macs.is_empty() {
+            return 0; // nothing can age: skip the scan
+        }
         let n = self.state.macs.age_step(self.state.now_s, slots, &self.age_scratch);
         self.state.events.aged_out += n as u64;
         n

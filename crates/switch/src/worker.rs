@@ -100,7 +100,8 @@ fn run(mut sw: Switch, rx: Receiver<Msg>) -> Switch {
 }
 
 impl SwitchHandle {
-    /// Runs `f` on the switch between two poll iterations and returns its result.
+    /// Runs `f` on the switch between two poll iterations and returns its result. `f` runs on the
+    /// worker thread (so a call can also set that thread's CPU affinity).
     pub fn call<R, F>(&self, f: F) -> Result<R, WorkerGone>
     where
         R: Send + 'static,
