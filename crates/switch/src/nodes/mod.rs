@@ -7,7 +7,7 @@
 //!                                   (bridge without learning)  (replicas on SwitchState::tx_extra)
 //! ```
 //!
-//! Each node declares its next edges and drop reasons as enums (see [`named_enum!`]) whose names are
+//! Each node declares its next edges and drop reasons as enums (declared with the crate-private `named_enum!` macro) whose names are
 //! what `show runtime` / `show errors` print, describes a traced packet, and writes its per-packet
 //! logic once in a function called from its loop.
 
