@@ -153,6 +153,17 @@ fn memif_start_before_generator_ports_is_refused_with_the_fix() {
 fn vecswitch_bridge_phy2phy_memif_forwards_frames_both_ways() {
     let bin = vecswitch_bin();
     assert!(bin.is_file(), "build the binary first: cargo build -p vecswitch-cli ({})", bin.display());
-    let (_tb, mut ports) = start(Topology::Phy2Phy { link: Link::Memif }, DutKind::VecswitchBridge { bin }.build());
+    let (tb, mut ports) = start(Topology::Phy2Phy { link: Link::Memif }, DutKind::VecswitchBridge { bin: bin.clone() }.build());
     both_ways(&mut ports, 500);
+    // Scale: static MAC entries applied by reload; the bridge still forwards.
+    tb.configure_scale(Scale::MacEntries(200)).unwrap();
+    let ctl = tb.run_dir().file("dut.ctl").display().to_string();
+    let out = std::process::Command::new(&bin)
+        .args(["ctl", "--socket", &ctl, "show", "mac", "br0"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().filter(|l| l.contains("02:5c:")).count(), 200, "{text}");
+    both_ways(&mut ports, 200);
+    assert!(tb.configure_scale(Scale::Flows(5)).is_err());
 }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use std::time::Duration;
 
-use crate::dut::{placed, version_line, Dut};
+use crate::dut::{placed, version_line, Dut, Scale};
 use crate::error::{Error, Result};
 use crate::placement::PlacedProcess;
 use crate::process::{ChildGuard, ProcessSpec};
@@ -134,6 +134,7 @@ pub struct VecswitchDut {
     mode: Mode,
     child: Option<ChildGuard>,
     config: Option<PathBuf>,
+    wiring: Option<Wiring>,
 }
 
 impl VecswitchDut {
@@ -143,6 +144,7 @@ impl VecswitchDut {
             mode,
             child: None,
             config: None,
+            wiring: None,
         }
     }
 
@@ -182,6 +184,7 @@ impl Dut for VecswitchDut {
             source,
         })?;
         self.config = Some(path.clone());
+        self.wiring = Some(w.clone());
         let spec = ProcessSpec::new("dut-vecswitch", &self.bin.display().to_string())
             .args(["run".to_string(), "--config".into(), path.display().to_string()])
             .netns(Some(&w.dut_netns))
@@ -197,6 +200,59 @@ impl Dut for VecswitchDut {
             c.stop(Duration::from_secs(3));
         }
         Ok(())
+    }
+
+    /// [`Scale::MacEntries`] (bridge mode): rewrites the config with that many static MAC entries
+    /// in the last bridge-domain, on its second port, and applies it with `vecswitch ctl reload`
+    /// (one reload instead of one `mac add` per entry). The addresses never occur in test traffic.
+    fn configure_scale(&mut self, scale: Scale) -> Result<()> {
+        let unsupported = |why: &str| Error::Unsupported {
+            dut: self.name().to_string(),
+            what: format!("{scale:?}"),
+            why: why.to_string(),
+        };
+        let Scale::MacEntries(n) = scale else {
+            return Err(unsupported("vecswitch has MAC tables, not flow tables"));
+        };
+        if self.mode != Mode::Bridge {
+            return Err(unsupported("a cross-connect has no MAC table; use vecswitch-bridge"));
+        }
+        let (Some(w), Some(path)) = (self.wiring.clone(), self.config.clone()) else {
+            return Err(Error::Invalid {
+                field: "vecswitch state",
+                value: "not set up".into(),
+                expected: "configure_scale after setup".into(),
+            });
+        };
+        let ctl = w.run_dir.join("dut.ctl");
+        let mut toml = config_toml(&w.dut_ports, &w.pairs, self.mode, &ctl, Some(w.cores.dut));
+        let port = w.pairs.last().map(|p| w.dut_ports[p.1].name().to_string()).unwrap_or_default();
+        for i in 0..n {
+            let _ = write!(
+                toml,
+                "\n[[bridge.static_mac]]\nmac = \"{}\"\nport = {}\n",
+                crate::dut::linux_bridge::scale_mac(i),
+                toml_str(&port)
+            );
+        }
+        std::fs::write(&path, toml).map_err(|source| Error::Io {
+            what: "writing",
+            path: path.clone(),
+            source,
+        })?;
+        crate::cmd::run(
+            &self.bin.display().to_string(),
+            &[
+                "ctl",
+                "--socket",
+                &ctl.display().to_string(),
+                "--timeout",
+                "120",
+                "reload",
+                &path.display().to_string(),
+            ],
+        )
+        .map(|_| ())
     }
 
     fn processes(&self) -> Vec<PlacedProcess> {
