@@ -4,7 +4,9 @@
 set -euo pipefail
 
 # Debian packages: the peers and tools the tests and the lab start themselves.
-#   dpdk             dpdk-testpmd: memif interop peer and speed-of-light forwarder
+#   dpdk             DPDK runtime (Debian 12's `dpdk` alone does not ship dpdk-testpmd)
+#   dpdk-dev         dpdk-testpmd: memif interop peer and speed-of-light forwarder
+#   librte-net-memif23  DPDK's memif PMD (not pulled in with --no-install-recommends)
 #   tshark           reads our pcap captures in tests
 #   iproute2         ip netns / veth for the lab's namespaces
 #   openvswitch-switch  Open vSwitch (userspace datapath) as a peer
@@ -12,7 +14,7 @@ set -euo pipefail
 #   busybox          ping inside namespaces (Debian's image has no ping)
 #   valgrind         callgrind instruction counts for benchmarks
 #   pkg-config, python3-venv: build helpers
-pkgs=(dpdk tshark iproute2 openvswitch-switch bridge-utils busybox valgrind procps)
+pkgs=(dpdk dpdk-dev librte-net-memif23 tshark iproute2 openvswitch-switch bridge-utils busybox valgrind procps)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
