@@ -1004,20 +1004,21 @@ impl AfPacketPort {
         let slots: Vec<*mut u8> = (0..n)
             .map(|k| self.tx_slot_ptr((first + k) % self.tx_slots))
             .collect();
-        // SAFETY (each load/store): slot starts inside the TX ring, status words accessed
-        // atomically. The kernel only takes slots inside a kick (sendto) on this socket, which we
-        // own and which just failed before taking any, so the slots are not changing under us.
-        let all_pending = slots
-            .iter()
-            .all(|&p| unsafe { load_status(p.wrapping_add(sys::hdr3::STATUS)) } == sys::TP_STATUS_SEND_REQUEST);
+        // The kernel only takes slots inside a kick (sendto) on this socket, which we own and
+        // which just failed before taking any, so these slots are not changing under us.
+        let all_pending = slots.iter().all(|&p| {
+            // SAFETY: a slot start inside the TX ring; status words are accessed atomically.
+            let status = unsafe { load_status(p.wrapping_add(sys::hdr3::STATUS)) };
+            status == sys::TP_STATUS_SEND_REQUEST
+        });
         if !all_pending {
             return None;
         }
         let mut bytes = 0;
         for &p in &slots {
-            // SAFETY: as above; LEN is a 4-aligned field of a slot that is ours again.
+            // SAFETY: LEN is a 4-aligned field inside a TX slot that is still ours (SEND_REQUEST, untaken).
             bytes += u64::from(unsafe { ptr::read_volatile(p.add(sys::hdr3::LEN).cast::<u32>()) });
-            // SAFETY: as above.
+            // SAFETY: the slot's status word, accessed atomically; we hand the slot back to ourselves.
             unsafe { store_status(p.wrapping_add(sys::hdr3::STATUS), sys::TP_STATUS_AVAILABLE) };
         }
         self.tx_next = first;
