@@ -20,7 +20,9 @@ fn poll(sw: &mut Switch) -> usize {
 
 fn l2(c: &mut Criterion) {
     let mut g = c.benchmark_group("l2");
-    g.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
+    g.sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
     g.throughput(Throughput::Elements(256));
 
     let mut sw = xconnect_switch(None);
@@ -31,7 +33,9 @@ fn l2(c: &mut Criterion) {
     for entries in [2u32, 2_000, 20_000, 200_000, 1_000_000] {
         let mut sw = bridge_switch(entries, None);
         assert_eq!(sw.show_bridges()[0].learned, entries, "table pre-populated");
-        g.bench_with_input(BenchmarkId::new("bridge", entries), &entries, |b, _| b.iter(|| poll(&mut sw)));
+        g.bench_with_input(BenchmarkId::new("bridge", entries), &entries, |b, _| {
+            b.iter(|| poll(&mut sw))
+        });
         // Every frame was a known-unicast hit: nothing flooded, nothing dropped.
         let e = sw.show_errors();
         assert!(e.is_empty(), "every frame a known-unicast hit: {e:?}");

@@ -38,16 +38,28 @@ fn usage(msg: &str) -> ExitCode {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some(mode) = args.first() else { return usage("missing MODE") };
+    let Some(mode) = args.first() else {
+        return usage("missing MODE");
+    };
     let entries: u32 = match args.get(1).map(|s| s.parse()) {
         None => 2,
         Some(Ok(v)) => v,
-        Some(Err(_)) => return usage(&format!("invalid ENTRIES {:?}: accepted a whole number", args[1])),
+        Some(Err(_)) => {
+            return usage(&format!(
+                "invalid ENTRIES {:?}: accepted a whole number",
+                args[1]
+            ))
+        }
     };
     let k: u64 = match args.get(2).map(|s| s.parse()) {
         None => 100_000,
         Some(Ok(v)) if v > 0 => v,
-        _ => return usage(&format!("invalid K {:?}: accepted a whole number above 0", args[2])),
+        _ => {
+            return usage(&format!(
+                "invalid K {:?}: accepted a whole number above 0",
+                args[2]
+            ))
+        }
     };
     let mut sw = match mode.as_str() {
         "xconnect" => xconnect_switch(Some(k)),

@@ -42,7 +42,12 @@ pub struct PortCapture {
 impl PortCapture {
     /// Creates (truncating) the pcap file at `path`.
     pub fn create(path: &Path, limit: Option<u64>) -> Result<PortCapture, PcapError> {
-        Ok(PortCapture { writer: PcapWriter::create(path)?, path: path.to_path_buf(), limit, error: None })
+        Ok(PortCapture {
+            writer: PcapWriter::create(path)?,
+            path: path.to_path_buf(),
+            limit,
+            error: None,
+        })
     }
 
     /// Whether frames are still being written.

@@ -17,7 +17,11 @@ pub enum SwitchError {
     #[error("port `{port}` already has a service ({service}); remove it first")]
     PortHasService { port: String, service: String },
     #[error("port `{port}` is not a member of bridge `{bridge}`; its members are: {members}")]
-    NotMember { port: String, bridge: String, members: String },
+    NotMember {
+        port: String,
+        bridge: String,
+        members: String,
+    },
     #[error("port `{port}` has no xconnect (its service is {service})")]
     NotXconnect { port: String, service: String },
     #[error("cannot cross-connect port `{port}` to itself: accepted two different ports")]
@@ -33,7 +37,11 @@ pub enum SwitchError {
     #[error("too many {what}: at most {max}")]
     TooMany { what: &'static str, max: usize },
     #[error("invalid {field} {value}: accepted {accepted}")]
-    InvalidValue { field: &'static str, value: String, accepted: &'static str },
+    InvalidValue {
+        field: &'static str,
+        value: String,
+        accepted: &'static str,
+    },
     #[error("port `{port}` has no capture running")]
     NoCapture { port: String },
     #[error("capture on port `{port}` failed: {reason}")]

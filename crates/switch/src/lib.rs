@@ -24,9 +24,11 @@ pub mod state;
 pub mod testing;
 pub mod worker;
 
+pub use capture::CaptureInfo;
 pub use error::SwitchError;
 pub use l2::BridgeSettings;
-pub use capture::CaptureInfo;
-pub use runtime::{BridgeInfo, LoopStats, MacEntry, PortInfo, RuntimeInfo, ServiceInfo, Switch, SwitchConfig};
+pub use runtime::{
+    BridgeInfo, LoopStats, MacEntry, PortInfo, RuntimeInfo, ServiceInfo, Switch, SwitchConfig,
+};
 pub use state::{Service, SwitchState};
 pub use worker::{spawn, SwitchHandle, WorkerGone};

@@ -35,7 +35,11 @@ pub struct SwitchConfig {
 
 impl Default for SwitchConfig {
     fn default() -> Self {
-        SwitchConfig { buffers: 16_384, mac_table_entries: 1 << 20, rx_burst: FRAME_SIZE }
+        SwitchConfig {
+            buffers: 16_384,
+            mac_table_entries: 1 << 20,
+            rx_burst: FRAME_SIZE,
+        }
     }
 }
 
@@ -160,7 +164,10 @@ impl Switch {
             graph,
             state: SwitchState::new(config.mac_table_entries),
             ids,
-            config: SwitchConfig { rx_burst: config.rx_burst.clamp(1, FRAME_SIZE), ..config },
+            config: SwitchConfig {
+                rx_burst: config.rx_burst.clamp(1, FRAME_SIZE),
+                ..config
+            },
             rx_scratch: Vec::with_capacity(FRAME_SIZE),
             age_scratch: Vec::new(),
             clock_offset_ns: 0,
@@ -198,9 +205,13 @@ impl Switch {
         self.state.now_s = (now / 1_000_000_000) as u32;
         let mut received = 0;
         for i in 0..self.state.ports.len() {
-            let Some(slot) = self.state.ports[i].as_mut() else { continue };
+            let Some(slot) = self.state.ports[i].as_mut() else {
+                continue;
+            };
             self.rx_scratch.clear();
-            let n = slot.port.rx_burst(&mut self.pool, &mut self.rx_scratch, self.config.rx_burst);
+            let n = slot
+                .port
+                .rx_burst(&mut self.pool, &mut self.rx_scratch, self.config.rx_burst);
             if n == 0 {
                 continue;
             }
@@ -212,7 +223,8 @@ impl Switch {
                 hdr.rx_port = i as PortIdx;
                 hdr.rx_ns = now;
             }
-            self.graph.enqueue(&mut self.pool, self.ids.ethernet_input, &self.rx_scratch);
+            self.graph
+                .enqueue(&mut self.pool, self.ids.ethernet_input, &self.rx_scratch);
             received += n;
         }
         if received > 0 {
@@ -261,7 +273,10 @@ impl Switch {
         if self.age_scratch.iter().all(|&a| a == 0) || self.state.macs.is_empty() {
             return 0; // nothing can age: skip the scan
         }
-        let n = self.state.macs.age_step(self.state.now_s, slots, &self.age_scratch);
+        let n = self
+            .state
+            .macs
+            .age_step(self.state.now_s, slots, &self.age_scratch);
         self.state.events.aged_out += n as u64;
         n
     }
@@ -282,7 +297,8 @@ impl Switch {
             hdr.rx_port = rx_port;
             hdr.rx_ns = now;
         }
-        self.graph.enqueue(&mut self.pool, self.ids.ethernet_input, pkts);
+        self.graph
+            .enqueue(&mut self.pool, self.ids.ethernet_input, pkts);
         self.dispatch();
     }
 
@@ -314,34 +330,46 @@ impl Switch {
     // ----- lookups -------------------------------------------------------------------------------
 
     fn port_idx(&self, name: &str) -> Result<PortIdx, SwitchError> {
-        self.state.port_index(name).ok_or_else(|| SwitchError::NoPort {
-            name: name.to_string(),
-            known: list(&self.state.port_names()),
-        })
+        self.state
+            .port_index(name)
+            .ok_or_else(|| SwitchError::NoPort {
+                name: name.to_string(),
+                known: list(&self.state.port_names()),
+            })
     }
 
     fn bridge_idx(&self, name: &str) -> Result<BdIdx, SwitchError> {
-        self.state.bridge_index(name).ok_or_else(|| SwitchError::NoBridge {
-            name: name.to_string(),
-            known: list(&self.state.bridge_names()),
-        })
+        self.state
+            .bridge_index(name)
+            .ok_or_else(|| SwitchError::NoBridge {
+                name: name.to_string(),
+                known: list(&self.state.bridge_names()),
+            })
     }
 
     fn slot(&self, idx: PortIdx) -> &PortSlot {
         // Only called with indices just resolved from a name.
-        self.state.ports[idx as usize].as_ref().expect("resolved port index")
+        self.state.ports[idx as usize]
+            .as_ref()
+            .expect("resolved port index")
     }
 
     fn slot_mut(&mut self, idx: PortIdx) -> &mut PortSlot {
-        self.state.ports[idx as usize].as_mut().expect("resolved port index")
+        self.state.ports[idx as usize]
+            .as_mut()
+            .expect("resolved port index")
     }
 
     fn port_name(&self, idx: PortIdx) -> String {
-        self.state.port(idx).map_or_else(|| format!("#{idx}"), |p| p.name.clone())
+        self.state
+            .port(idx)
+            .map_or_else(|| format!("#{idx}"), |p| p.name.clone())
     }
 
     fn bridge_name(&self, idx: BdIdx) -> String {
-        self.state.bridge(idx).map_or_else(|| format!("#{idx}"), |b| b.name.clone())
+        self.state
+            .bridge(idx)
+            .map_or_else(|| format!("#{idx}"), |b| b.name.clone())
     }
 
     fn describe_service(&self, s: Service) -> String {
@@ -355,17 +383,26 @@ impl Switch {
     fn service_info(&self, s: Service) -> ServiceInfo {
         match s {
             Service::None => ServiceInfo::None,
-            Service::Xconnect { to } => ServiceInfo::Xconnect { to: self.port_name(to) },
-            Service::Bridge { bd } => ServiceInfo::Bridge { bridge: self.bridge_name(bd) },
+            Service::Xconnect { to } => ServiceInfo::Xconnect {
+                to: self.port_name(to),
+            },
+            Service::Bridge { bd } => ServiceInfo::Bridge {
+                bridge: self.bridge_name(bd),
+            },
         }
     }
 
     fn check_name(what: &'static str, name: &str) -> Result<(), SwitchError> {
-        let ok = !name.is_empty() && name.chars().count() <= 64 && !name.chars().any(|c| c.is_whitespace() || c.is_control());
+        let ok = !name.is_empty()
+            && name.chars().count() <= 64
+            && !name.chars().any(|c| c.is_whitespace() || c.is_control());
         if ok {
             Ok(())
         } else {
-            Err(SwitchError::InvalidName { what, name: name.to_string() })
+            Err(SwitchError::InvalidName {
+                what,
+                name: name.to_string(),
+            })
         }
     }
 
@@ -375,15 +412,26 @@ impl Switch {
     pub fn add_port(&mut self, name: &str, port: Box<dyn Port>) -> Result<PortIdx, SwitchError> {
         Self::check_name("port", name)?;
         if self.state.port_index(name).is_some() {
-            return Err(SwitchError::PortExists { name: name.to_string() });
+            return Err(SwitchError::PortExists {
+                name: name.to_string(),
+            });
         }
-        let slot = PortSlot { name: name.to_string(), port, admin_up: true, service: Service::None, capture: None };
+        let slot = PortSlot {
+            name: name.to_string(),
+            port,
+            admin_up: true,
+            service: Service::None,
+            capture: None,
+        };
         if let Some(i) = self.state.ports.iter().position(Option::is_none) {
             self.state.ports[i] = Some(slot);
             return Ok(i as PortIdx);
         }
         if self.state.ports.len() >= MAX_PORTS {
-            return Err(SwitchError::TooMany { what: "ports", max: MAX_PORTS });
+            return Err(SwitchError::TooMany {
+                what: "ports",
+                max: MAX_PORTS,
+            });
         }
         self.state.ports.push(Some(slot));
         Ok((self.state.ports.len() - 1) as PortIdx)
@@ -399,16 +447,24 @@ impl Switch {
             .ports
             .iter()
             .enumerate()
-            .filter_map(|(i, p)| p.as_ref().filter(|p| i != idx as usize && p.service == Service::Xconnect { to: idx }))
+            .filter_map(|(i, p)| {
+                p.as_ref()
+                    .filter(|p| i != idx as usize && p.service == Service::Xconnect { to: idx })
+            })
             .map(|p| format!("the xconnect of `{}`", p.name))
             .collect();
         if !users.is_empty() {
-            return Err(SwitchError::PortInUse { port: name.to_string(), users: users.join(", ") });
+            return Err(SwitchError::PortInUse {
+                port: name.to_string(),
+                users: users.join(", "),
+            });
         }
         if let Service::Bridge { bd } = self.slot(idx).service {
             self.detach_member(bd, idx);
         }
-        let slot = self.state.ports[idx as usize].take().expect("resolved port index");
+        let slot = self.state.ports[idx as usize]
+            .take()
+            .expect("resolved port index");
         Ok(slot.port)
     }
 
@@ -442,18 +498,31 @@ impl Switch {
     // ----- bridges -------------------------------------------------------------------------------
 
     /// Adds a bridge domain with no members. Returns its index.
-    pub fn add_bridge(&mut self, name: &str, settings: BridgeSettings) -> Result<BdIdx, SwitchError> {
+    pub fn add_bridge(
+        &mut self,
+        name: &str,
+        settings: BridgeSettings,
+    ) -> Result<BdIdx, SwitchError> {
         Self::check_name("bridge", name)?;
         if self.state.bridge_index(name).is_some() {
-            return Err(SwitchError::BridgeExists { name: name.to_string() });
+            return Err(SwitchError::BridgeExists {
+                name: name.to_string(),
+            });
         }
-        let b = Bridge { name: name.to_string(), settings, members: Vec::new() };
+        let b = Bridge {
+            name: name.to_string(),
+            settings,
+            members: Vec::new(),
+        };
         if let Some(i) = self.state.bridges.iter().position(Option::is_none) {
             self.state.bridges[i] = Some(b);
             return Ok(i as BdIdx);
         }
         if self.state.bridges.len() >= MAX_BRIDGES {
-            return Err(SwitchError::TooMany { what: "bridges", max: MAX_BRIDGES });
+            return Err(SwitchError::TooMany {
+                what: "bridges",
+                max: MAX_BRIDGES,
+            });
         }
         self.state.bridges.push(Some(b));
         Ok((self.state.bridges.len() - 1) as BdIdx)
@@ -463,7 +532,10 @@ impl Switch {
     /// ones too) are flushed.
     pub fn delete_bridge(&mut self, name: &str) -> Result<(), SwitchError> {
         let bd = self.bridge_idx(name)?;
-        let members = self.state.bridges[bd as usize].as_ref().map(|b| b.members.clone()).unwrap_or_default();
+        let members = self.state.bridges[bd as usize]
+            .as_ref()
+            .map(|b| b.members.clone())
+            .unwrap_or_default();
         for m in members {
             self.slot_mut(m).service = Service::None;
         }
@@ -473,7 +545,11 @@ impl Switch {
     }
 
     /// Replaces a bridge's settings. Entries already learned stay (also above a lowered limit).
-    pub fn set_bridge_settings(&mut self, name: &str, settings: BridgeSettings) -> Result<(), SwitchError> {
+    pub fn set_bridge_settings(
+        &mut self,
+        name: &str,
+        settings: BridgeSettings,
+    ) -> Result<(), SwitchError> {
         let bd = self.bridge_idx(name)?;
         if let Some(b) = self.state.bridges[bd as usize].as_mut() {
             b.settings = settings;
@@ -490,7 +566,10 @@ impl Switch {
             Service::None => {}
             Service::Bridge { bd: b } if b == bd => return Ok(()),
             s => {
-                return Err(SwitchError::PortHasService { port: port.to_string(), service: self.describe_service(s) })
+                return Err(SwitchError::PortHasService {
+                    port: port.to_string(),
+                    service: self.describe_service(s),
+                })
             }
         }
         self.slot_mut(idx).service = Service::Bridge { bd };
@@ -512,9 +591,16 @@ impl Switch {
     }
 
     fn not_member(&self, bd: BdIdx, port: &str, bridge: &str) -> SwitchError {
-        let members: Vec<String> =
-            self.state.bridge(bd).map(|b| b.members.iter().map(|&m| self.port_name(m)).collect()).unwrap_or_default();
-        SwitchError::NotMember { port: port.to_string(), bridge: bridge.to_string(), members: list(&members) }
+        let members: Vec<String> = self
+            .state
+            .bridge(bd)
+            .map(|b| b.members.iter().map(|&m| self.port_name(m)).collect())
+            .unwrap_or_default();
+        SwitchError::NotMember {
+            port: port.to_string(),
+            bridge: bridge.to_string(),
+            members: list(&members),
+        }
     }
 
     fn detach_member(&mut self, bd: BdIdx, idx: PortIdx) {
@@ -552,11 +638,18 @@ impl Switch {
         let a = self.port_idx(port_a)?;
         let b = self.port_idx(port_b)?;
         if a == b {
-            return Err(SwitchError::XconnectToSelf { port: port_a.to_string() });
+            return Err(SwitchError::XconnectToSelf {
+                port: port_a.to_string(),
+            });
         }
         match self.slot(a).service {
             Service::None | Service::Xconnect { .. } => {}
-            s => return Err(SwitchError::PortHasService { port: port_a.to_string(), service: self.describe_service(s) }),
+            s => {
+                return Err(SwitchError::PortHasService {
+                    port: port_a.to_string(),
+                    service: self.describe_service(s),
+                })
+            }
         }
         self.slot_mut(a).service = Service::Xconnect { to: b };
         Ok(())
@@ -570,7 +663,10 @@ impl Switch {
                 self.slot_mut(a).service = Service::None;
                 Ok(())
             }
-            s => Err(SwitchError::NotXconnect { port: port.to_string(), service: self.describe_service(s) }),
+            s => Err(SwitchError::NotXconnect {
+                port: port.to_string(),
+                service: self.describe_service(s),
+            }),
         }
     }
 
@@ -578,20 +674,29 @@ impl Switch {
 
     /// Adds (or replaces) a static MAC entry: `mac` is behind `port`, a member of `bridge`. Static
     /// entries never age and are never moved by learning.
-    pub fn add_static_mac(&mut self, bridge: &str, mac: [u8; 6], port: &str) -> Result<(), SwitchError> {
+    pub fn add_static_mac(
+        &mut self,
+        bridge: &str,
+        mac: [u8; 6],
+        port: &str,
+    ) -> Result<(), SwitchError> {
         let bd = self.bridge_idx(bridge)?;
         let idx = self.port_idx(port)?;
         if self.slot(idx).service != (Service::Bridge { bd }) {
             return Err(self.not_member(bd, port, bridge));
         }
         if is_group(&mac) {
-            return Err(SwitchError::GroupMac { mac: format_mac(&mac) });
+            return Err(SwitchError::GroupMac {
+                mac: format_mac(&mac),
+            });
         }
         let now_s = (self.now_ns() / 1_000_000_000) as u32;
         self.state
             .macs
             .add_static(bd, &mac, idx, now_s)
-            .map_err(|e| SwitchError::MacTableFull { max_entries: e.max_entries })
+            .map_err(|e| SwitchError::MacTableFull {
+                max_entries: e.max_entries,
+            })
     }
 
     /// Deletes a static MAC entry.
@@ -602,7 +707,10 @@ impl Switch {
                 self.state.macs.remove(bd, &mac);
                 Ok(())
             }
-            _ => Err(SwitchError::NoStaticMac { bridge: bridge.to_string(), mac: format_mac(&mac) }),
+            _ => Err(SwitchError::NoStaticMac {
+                bridge: bridge.to_string(),
+                mac: format_mac(&mac),
+            }),
         }
     }
 
@@ -639,7 +747,12 @@ impl Switch {
     /// Starts writing what `port` receives and is sent to a pcap file at `path` (created or
     /// truncated), at most `count` frames (`None`: until [`Switch::stop_capture`]). A capture already
     /// running on the port is finished and replaced.
-    pub fn capture(&mut self, port: &str, path: impl AsRef<Path>, count: Option<u64>) -> Result<(), SwitchError> {
+    pub fn capture(
+        &mut self,
+        port: &str,
+        path: impl AsRef<Path>,
+        count: Option<u64>,
+    ) -> Result<(), SwitchError> {
         let idx = self.port_idx(port)?;
         if count == Some(0) {
             return Err(SwitchError::InvalidValue {
@@ -648,8 +761,10 @@ impl Switch {
                 accepted: "at least 1 frame, or no count to capture until stopped",
             });
         }
-        let c = PortCapture::create(path.as_ref(), count)
-            .map_err(|e| SwitchError::Capture { port: port.to_string(), reason: e.to_string() })?;
+        let c = PortCapture::create(path.as_ref(), count).map_err(|e| SwitchError::Capture {
+            port: port.to_string(),
+            reason: e.to_string(),
+        })?;
         if let Some(mut old) = self.slot_mut(idx).capture.replace(c) {
             // The old file is complete up to its last write; a flush error there cannot be undone.
             let _ = old.finish();
@@ -661,11 +776,16 @@ impl Switch {
     pub fn stop_capture(&mut self, port: &str) -> Result<CaptureInfo, SwitchError> {
         let idx = self.port_idx(port)?;
         let Some(mut c) = self.slot_mut(idx).capture.take() else {
-            return Err(SwitchError::NoCapture { port: port.to_string() });
+            return Err(SwitchError::NoCapture {
+                port: port.to_string(),
+            });
         };
         let flushed = c.finish();
         let info = c.info();
-        flushed.map_err(|e| SwitchError::Capture { port: port.to_string(), reason: e.to_string() })?;
+        flushed.map_err(|e| SwitchError::Capture {
+            port: port.to_string(),
+            reason: e.to_string(),
+        })?;
         Ok(info)
     }
 
@@ -699,7 +819,11 @@ impl Switch {
 
     /// `show runtime`.
     pub fn show_runtime(&self) -> RuntimeInfo {
-        RuntimeInfo { nodes: self.graph.runtime(), loop_stats: self.stats, clock_hz: self.graph.clock_hz() }
+        RuntimeInfo {
+            nodes: self.graph.runtime(),
+            loop_stats: self.stats,
+            clock_hz: self.graph.clock_hz(),
+        }
     }
 
     /// `show errors`: the graph's non-zero drop counters and the nodes' non-zero event counters,
@@ -710,9 +834,16 @@ impl Switch {
             if count == 0 {
                 continue;
             }
-            match out.iter_mut().find(|e| e.node == node && e.reason == reason) {
+            match out
+                .iter_mut()
+                .find(|e| e.node == node && e.reason == reason)
+            {
                 Some(e) => e.count += count,
-                None => out.push(ErrorCount { node: node.to_string(), reason: reason.to_string(), count }),
+                None => out.push(ErrorCount {
+                    node: node.to_string(),
+                    reason: reason.to_string(),
+                    count,
+                }),
             }
         }
         out

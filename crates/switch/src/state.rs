@@ -85,7 +85,11 @@ impl EventCounters {
             ("l2-learn", "station-moves", self.station_moves),
             ("l2-learn", "mac-limit-reached", self.mac_limit_reached),
             ("l2-learn", "mac-table-full", self.mac_table_full),
-            ("l2-learn", "static-mac-seen-elsewhere", self.static_mac_seen_elsewhere),
+            (
+                "l2-learn",
+                "static-mac-seen-elsewhere",
+                self.static_mac_seen_elsewhere,
+            ),
             ("l2-flood", "no-buffers", self.flood_no_buffers),
             ("interface-output", "tx-failed", self.tx_failed_replicas),
             ("l2-age", "aged-out", self.aged_out),
@@ -141,27 +145,45 @@ impl SwitchState {
 
     /// Index of the port called `name`.
     pub fn port_index(&self, name: &str) -> Option<PortIdx> {
-        self.ports.iter().position(|p| p.as_ref().is_some_and(|p| p.name == name)).map(|i| i as PortIdx)
+        self.ports
+            .iter()
+            .position(|p| p.as_ref().is_some_and(|p| p.name == name))
+            .map(|i| i as PortIdx)
     }
 
     /// Index of the bridge called `name`.
     pub fn bridge_index(&self, name: &str) -> Option<BdIdx> {
-        self.bridges.iter().position(|b| b.as_ref().is_some_and(|b| b.name == name)).map(|i| i as BdIdx)
+        self.bridges
+            .iter()
+            .position(|b| b.as_ref().is_some_and(|b| b.name == name))
+            .map(|i| i as BdIdx)
     }
 
     /// Names of all ports, in index order.
     pub fn port_names(&self) -> Vec<String> {
-        self.ports.iter().flatten().map(|p| p.name.clone()).collect()
+        self.ports
+            .iter()
+            .flatten()
+            .map(|p| p.name.clone())
+            .collect()
     }
 
     /// Names of all bridges, in index order.
     pub fn bridge_names(&self) -> Vec<String> {
-        self.bridges.iter().flatten().map(|b| b.name.clone()).collect()
+        self.bridges
+            .iter()
+            .flatten()
+            .map(|b| b.name.clone())
+            .collect()
     }
 
     /// The MAC age of every bridge by index (0 for deleted bridges), for `MacTable::age_step`.
     pub fn mac_ages(&self, out: &mut Vec<u32>) {
         out.clear();
-        out.extend(self.bridges.iter().map(|b| b.as_ref().map_or(0, |b| b.settings.mac_age_s)));
+        out.extend(
+            self.bridges
+                .iter()
+                .map(|b| b.as_ref().map_or(0, |b| b.settings.mac_age_s)),
+        );
     }
 }

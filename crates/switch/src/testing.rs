@@ -38,7 +38,11 @@ fn replay(name: &str, templates: Vec<Vec<u8>>, limit: Option<u64>) -> Box<Replay
 }
 
 fn base_switch(mac_entries: usize) -> Switch {
-    Switch::new(SwitchConfig { buffers: 8192, mac_table_entries: mac_entries.max(1024), ..Default::default() })
+    Switch::new(SwitchConfig {
+        buffers: 8192,
+        mac_table_entries: mac_entries.max(1024),
+        ..Default::default()
+    })
 }
 
 /// Port `src` (a replay source of 64-byte frames, `limit` frames in all or endless) cross-connected
@@ -46,8 +50,10 @@ fn base_switch(mac_entries: usize) -> Switch {
 pub fn xconnect_switch(limit: Option<u64>) -> Switch {
     let mut sw = base_switch(1024);
     let t = vec![frame64(station(1), station(0))];
-    sw.add_port("src", replay("src", t.clone(), limit)).expect("fresh switch");
-    sw.add_port("sink", replay("sink", t, Some(0))).expect("fresh switch");
+    sw.add_port("src", replay("src", t.clone(), limit))
+        .expect("fresh switch");
+    sw.add_port("sink", replay("sink", t, Some(0)))
+        .expect("fresh switch");
     sw.add_xconnect("src", "sink").expect("ports exist");
     sw
 }
@@ -73,9 +79,18 @@ pub fn bridge_switch(entries: u32, limit: Option<u64>) -> Switch {
             frame64(station(2 * d + 1), station(2 * s))
         })
         .collect();
-    sw.add_port("src", replay("src", templates, limit)).expect("fresh switch");
-    sw.add_port("sink", replay("sink", vec![frame64(station(0), station(1))], Some(0))).expect("fresh switch");
-    let settings = BridgeSettings { mac_age_s: 0, mac_limit: u32::MAX, ..Default::default() };
+    sw.add_port("src", replay("src", templates, limit))
+        .expect("fresh switch");
+    sw.add_port(
+        "sink",
+        replay("sink", vec![frame64(station(0), station(1))], Some(0)),
+    )
+    .expect("fresh switch");
+    let settings = BridgeSettings {
+        mac_age_s: 0,
+        mac_limit: u32::MAX,
+        ..Default::default()
+    };
     sw.add_bridge("br", settings).expect("fresh switch");
     sw.add_bridge_member("br", "src").expect("ports exist");
     sw.add_bridge_member("br", "sink").expect("ports exist");
@@ -108,11 +123,19 @@ fn populate(sw: &mut Switch, entries: u32) {
 /// cross-connected to a bridge member) chosen by the frame's first byte. Panics only if a buffer is
 /// not returned to the pool (the property under test) — never on any input.
 pub fn fuzz_frames(data: &[u8]) {
-    let mut sw = Switch::new(SwitchConfig { buffers: 512, mac_table_entries: 64, ..Default::default() });
+    let mut sw = Switch::new(SwitchConfig {
+        buffers: 512,
+        mac_table_entries: 64,
+        ..Default::default()
+    });
     for p in ["a", "b", "c", "x"] {
-        sw.add_port(p, replay(p, vec![vec![0u8]], Some(0))).expect("fresh switch");
+        sw.add_port(p, replay(p, vec![vec![0u8]], Some(0)))
+            .expect("fresh switch");
     }
-    let settings = BridgeSettings { mac_limit: 16, ..Default::default() };
+    let settings = BridgeSettings {
+        mac_limit: 16,
+        ..Default::default()
+    };
     sw.add_bridge("br", settings).expect("fresh switch");
     for p in ["a", "b", "c"] {
         sw.add_bridge_member("br", p).expect("ports exist");
@@ -144,14 +167,23 @@ pub fn fuzz_frames(data: &[u8]) {
     }
     flush(&mut sw, &mut batch);
     sw.age_all();
-    let _ = (sw.show_errors(), sw.show_trace(), sw.show_mac(None), sw.show_runtime());
+    let _ = (
+        sw.show_errors(),
+        sw.show_trace(),
+        sw.show_mac(None),
+        sw.show_runtime(),
+    );
     assert_eq!(sw.pool().in_use(), 0, "every buffer returns to the pool");
     assert_eq!(sw.pool().stats().double_frees, 0, "no buffer freed twice");
 }
 
 fn flush(sw: &mut Switch, batch: &mut Vec<(u16, u32)>) {
     for port in 0..4u16 {
-        let hs: Vec<u32> = batch.iter().filter(|(p, _)| *p == port).map(|&(_, h)| h).collect();
+        let hs: Vec<u32> = batch
+            .iter()
+            .filter(|(p, _)| *p == port)
+            .map(|&(_, h)| h)
+            .collect();
         if !hs.is_empty() {
             sw.inject(port, &hs);
         }

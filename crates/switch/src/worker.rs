@@ -47,8 +47,13 @@ pub struct SwitchHandle {
 /// Starts `switch` on a new thread named `vecswitch-worker`.
 pub fn spawn(switch: Switch) -> std::io::Result<SwitchHandle> {
     let (tx, rx) = mpsc::channel();
-    let thread = std::thread::Builder::new().name("vecswitch-worker".into()).spawn(move || run(switch, rx))?;
-    Ok(SwitchHandle { tx, thread: Some(thread) })
+    let thread = std::thread::Builder::new()
+        .name("vecswitch-worker".into())
+        .spawn(move || run(switch, rx))?;
+    Ok(SwitchHandle {
+        tx,
+        thread: Some(thread),
+    })
 }
 
 /// What one message asks of the loop: go on or stop.

@@ -11,7 +11,10 @@ use vecswitch_switch::{Switch, SwitchConfig, SwitchError};
 struct TempPath(std::path::PathBuf);
 impl TempPath {
     fn new(tag: &str) -> TempPath {
-        TempPath(std::env::temp_dir().join(format!("vecswitch-switch-{tag}-{}.pcap", std::process::id())))
+        TempPath(std::env::temp_dir().join(format!(
+            "vecswitch-switch-{tag}-{}.pcap",
+            std::process::id()
+        )))
     }
 }
 impl Drop for TempPath {
@@ -22,7 +25,11 @@ impl Drop for TempPath {
 
 #[test]
 fn capture_writes_rx_and_tx_frames_up_to_count() {
-    let mut sw = Switch::new(SwitchConfig { buffers: 1024, mac_table_entries: 64, ..Default::default() });
+    let mut sw = Switch::new(SwitchConfig {
+        buffers: 1024,
+        mac_table_entries: 64,
+        ..Default::default()
+    });
     let (p0, mut peer0) = wire("p0");
     let (p1, mut peer1) = wire("p1");
     sw.add_port("p0", p0).unwrap();
@@ -34,32 +41,68 @@ fn capture_writes_rx_and_tx_frames_up_to_count() {
     sw.capture("p0", &rx_file.0, None).unwrap();
     sw.capture("p1", &tx_file.0, Some(3)).unwrap();
     let mut tp = Pool::new(256);
-    let frames: Vec<Vec<u8>> = (0..5).map(|i| frame(mac(9), mac(i), 60 + i as usize)).collect();
+    let frames: Vec<Vec<u8>> = (0..5)
+        .map(|i| frame(mac(9), mac(i), 60 + i as usize))
+        .collect();
     send(&mut peer0, &mut tp, &frames);
     while sw.poll_once() > 0 {}
-    assert_eq!(drain(&mut peer1, &mut tp), frames, "capturing does not change forwarding");
+    assert_eq!(
+        drain(&mut peer1, &mut tp),
+        frames,
+        "capturing does not change forwarding"
+    );
     let info = sw.show_ports()[1].capture.clone().unwrap();
-    assert_eq!((info.captured, info.limit, info.active), (3, Some(3), false));
+    assert_eq!(
+        (info.captured, info.limit, info.active),
+        (3, Some(3), false)
+    );
     let rx_info = sw.stop_capture("p0").unwrap();
     assert_eq!(rx_info.captured, 5);
     assert!(sw.show_ports()[0].capture.is_none());
 
-    let rx: Vec<Vec<u8>> = PcapReader::open(&rx_file.0).unwrap().read_all().unwrap().into_iter().map(|r| r.data).collect();
+    let rx: Vec<Vec<u8>> = PcapReader::open(&rx_file.0)
+        .unwrap()
+        .read_all()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.data)
+        .collect();
     assert_eq!(rx, frames);
-    let tx: Vec<Vec<u8>> = PcapReader::open(&tx_file.0).unwrap().read_all().unwrap().into_iter().map(|r| r.data).collect();
+    let tx: Vec<Vec<u8>> = PcapReader::open(&tx_file.0)
+        .unwrap()
+        .read_all()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.data)
+        .collect();
     assert_eq!(tx, frames[..3].to_vec());
     assert_eq!(sw.show_buffers().in_use, 0);
 }
 
 #[test]
 fn capture_errors_change_nothing() {
-    let mut sw = Switch::new(SwitchConfig { buffers: 64, mac_table_entries: 64, ..Default::default() });
+    let mut sw = Switch::new(SwitchConfig {
+        buffers: 64,
+        mac_table_entries: 64,
+        ..Default::default()
+    });
     sw.add_port("p0", wire("p0").0).unwrap();
-    let e = sw.capture("p0", "/nonexistent-dir/x.pcap", Some(1)).unwrap_err();
+    let e = sw
+        .capture("p0", "/nonexistent-dir/x.pcap", Some(1))
+        .unwrap_err();
     assert!(matches!(e, SwitchError::Capture { .. }), "{e}");
     assert!(e.to_string().contains("/nonexistent-dir/x.pcap"), "{e}");
-    assert!(matches!(sw.capture("p0", "/tmp/x.pcap", Some(0)), Err(SwitchError::InvalidValue { field: "count", .. })));
-    assert!(matches!(sw.capture("nope", "/tmp/x.pcap", None), Err(SwitchError::NoPort { .. })));
-    assert!(matches!(sw.stop_capture("p0"), Err(SwitchError::NoCapture { .. })));
+    assert!(matches!(
+        sw.capture("p0", "/tmp/x.pcap", Some(0)),
+        Err(SwitchError::InvalidValue { field: "count", .. })
+    ));
+    assert!(matches!(
+        sw.capture("nope", "/tmp/x.pcap", None),
+        Err(SwitchError::NoPort { .. })
+    ));
+    assert!(matches!(
+        sw.stop_capture("p0"),
+        Err(SwitchError::NoCapture { .. })
+    ));
     assert!(sw.show_ports()[0].capture.is_none());
 }

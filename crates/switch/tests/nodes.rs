@@ -10,20 +10,44 @@ use vecswitch_graph::{Next, Node};
 use vecswitch_ports::loopback::{pair, pair_with_capacity, LoopbackPort, Replay};
 use vecswitch_ports::Port;
 use vecswitch_switch::l2::BridgeSettings;
-use vecswitch_switch::nodes::{ethernet_input, l2_flood, l2_fwd, l2_learn, l2_xconnect, interface_output};
-use vecswitch_switch::nodes::{EthernetInput, InterfaceOutput, L2Flood, L2Fwd, L2Learn, L2Xconnect};
+use vecswitch_switch::nodes::{
+    ethernet_input, interface_output, l2_flood, l2_fwd, l2_learn, l2_xconnect,
+};
+use vecswitch_switch::nodes::{
+    EthernetInput, InterfaceOutput, L2Flood, L2Fwd, L2Learn, L2Xconnect,
+};
 use vecswitch_switch::state::{Bridge, PortSlot, Service, SwitchState};
 
 fn sink(name: &str) -> Box<dyn Port> {
-    Box::new(Replay::new(name, vec![vec![0u8; 60]]).unwrap().with_limit(0))
+    Box::new(
+        Replay::new(name, vec![vec![0u8; 60]])
+            .unwrap()
+            .with_limit(0),
+    )
 }
 
-fn add_port(st: &mut SwitchState, name: &str, port: Box<dyn Port>, service: Service, admin_up: bool) {
-    st.ports.push(Some(PortSlot { name: name.into(), port, admin_up, service, capture: None }));
+fn add_port(
+    st: &mut SwitchState,
+    name: &str,
+    port: Box<dyn Port>,
+    service: Service,
+    admin_up: bool,
+) {
+    st.ports.push(Some(PortSlot {
+        name: name.into(),
+        port,
+        admin_up,
+        service,
+        capture: None,
+    }));
 }
 
 fn add_bridge(st: &mut SwitchState, name: &str, settings: BridgeSettings, members: Vec<u16>) {
-    st.bridges.push(Some(Bridge { name: name.into(), settings, members }));
+    st.bridges.push(Some(Bridge {
+        name: name.into(),
+        settings,
+        members,
+    }));
 }
 
 /// Ports: 0 xconnect→1, 1 bridge 0 (learns), 2 bridge 1 (no learning), 3 no service, 4 admin-down.
@@ -33,9 +57,23 @@ fn classify_state() -> SwitchState {
     add_port(&mut st, "b0", sink("b0"), Service::Bridge { bd: 0 }, true);
     add_port(&mut st, "b1", sink("b1"), Service::Bridge { bd: 1 }, true);
     add_port(&mut st, "none", sink("none"), Service::None, true);
-    add_port(&mut st, "down", sink("down"), Service::Xconnect { to: 0 }, false);
+    add_port(
+        &mut st,
+        "down",
+        sink("down"),
+        Service::Xconnect { to: 0 },
+        false,
+    );
     add_bridge(&mut st, "learns", BridgeSettings::default(), vec![1]);
-    add_bridge(&mut st, "quiet", BridgeSettings { learn: false, ..Default::default() }, vec![2]);
+    add_bridge(
+        &mut st,
+        "quiet",
+        BridgeSettings {
+            learn: false,
+            ..Default::default()
+        },
+        vec![2],
+    );
     st
 }
 
@@ -58,7 +96,11 @@ fn ethernet_input_classifies_validates_and_sets_header_fields() {
                 2 => (2, frame(mac(1), mac(2), 60), E::L2Fwd.next()),
                 3 => (3, frame(mac(1), mac(2), 60), D::NoService.next()),
                 4 => (4, frame(mac(1), mac(2), 60), D::AdminDown.next()),
-                5 => (1, tagged(mac(1), mac(2), &[(0x88a8, 100), (0x8100, 200)]), E::L2Learn.next()),
+                5 => (
+                    1,
+                    tagged(mac(1), mac(2), &[(0x88a8, 100), (0x8100, 200)]),
+                    E::L2Learn.next(),
+                ),
                 6 => {
                     let mut f = frame(mac(1), mac(2), 60);
                     f[12..14].copy_from_slice(&46u16.to_be_bytes()); // exact 802.3 length
@@ -80,9 +122,15 @@ fn ethernet_input_classifies_validates_and_sets_header_fields() {
             assert_eq!(got, want, "burst {burst} packet {i} kind {kind}");
             let h = pool.header(pkts[i]);
             match kind {
-                1 => assert_eq!((h.l3_offset, h.vlan, h.inner_vlan, h.ethertype, h.bd), (14, 0, 0, 0x0800, 0)),
+                1 => assert_eq!(
+                    (h.l3_offset, h.vlan, h.inner_vlan, h.ethertype, h.bd),
+                    (14, 0, 0, 0x0800, 0)
+                ),
                 2 => assert_eq!(h.bd, 1),
-                5 => assert_eq!((h.l3_offset, h.vlan, h.inner_vlan, h.ethertype), (22, 100, 200, 0x0800)),
+                5 => assert_eq!(
+                    (h.l3_offset, h.vlan, h.inner_vlan, h.ethertype),
+                    (22, 100, 200, 0x0800)
+                ),
                 6 => assert_eq!((h.l3_offset, h.ethertype), (14, 46)),
                 _ => {}
             }
@@ -95,11 +143,19 @@ fn ethernet_input_classifies_validates_and_sets_header_fields() {
 #[test]
 fn ethernet_input_reason_names_cover_the_wire_l2_errors() {
     let names = ethernet_input::DropReason::NAMES;
-    for r in ["runt", "truncated-vlan-tag", "too-many-vlan-tags", "bad-length-field"] {
+    for r in [
+        "runt",
+        "truncated-vlan-tag",
+        "too-many-vlan-tags",
+        "bad-length-field",
+    ] {
         assert!(vecswitch_wire::Error::REASONS.contains(&r));
         assert!(names.contains(&r), "{r}");
     }
-    assert_eq!(EthernetInput.info().next_nodes, &["l2-xconnect", "l2-learn", "l2-fwd"]);
+    assert_eq!(
+        EthernetInput.info().next_nodes,
+        &["l2-xconnect", "l2-learn", "l2-fwd"]
+    );
 }
 
 #[test]
@@ -131,7 +187,13 @@ fn l2_xconnect_sets_tx_port_for_every_burst() {
 fn bridge_state(members: u16, settings: BridgeSettings) -> SwitchState {
     let mut st = SwitchState::new(4096);
     for p in 0..members {
-        add_port(&mut st, &format!("p{p}"), sink("p"), Service::Bridge { bd: 0 }, true);
+        add_port(
+            &mut st,
+            &format!("p{p}"),
+            sink("p"),
+            Service::Bridge { bd: 0 },
+            true,
+        );
     }
     add_bridge(&mut st, "br", settings, (0..members).collect());
     st
@@ -152,7 +214,9 @@ fn l2_learn_learns_refreshes_and_counts_moves_for_every_burst() {
         let mut st = bridge_state(3, BridgeSettings::default());
         st.now_s = 5;
         // Sources repeat every 10 packets: min(burst, 10) distinct stations, all on port 0.
-        let pkts: Vec<u32> = (0..burst).map(|i| bridged(&mut pool, &frame(BCAST, mac((i % 10) as u32), 60), 0)).collect();
+        let pkts: Vec<u32> = (0..burst)
+            .map(|i| bridged(&mut pool, &frame(BCAST, mac((i % 10) as u32), 60), 0))
+            .collect();
         let nexts = run_node(&mut L2Learn, &mut pool, &mut st, &pkts);
         assert!(nexts.iter().all(|n| *n == l2_learn::Edge::L2Fwd.next()));
         let distinct = burst.min(10);
@@ -173,8 +237,16 @@ fn l2_learn_learns_refreshes_and_counts_moves_for_every_burst() {
 #[test]
 fn l2_learn_respects_limit_learning_switch_and_group_sources() {
     let mut pool = Pool::new(64);
-    let mut st = bridge_state(2, BridgeSettings { mac_limit: 3, ..Default::default() });
-    let pkts: Vec<u32> = (0..5).map(|i| bridged(&mut pool, &frame(BCAST, mac(i), 60), 0)).collect();
+    let mut st = bridge_state(
+        2,
+        BridgeSettings {
+            mac_limit: 3,
+            ..Default::default()
+        },
+    );
+    let pkts: Vec<u32> = (0..5)
+        .map(|i| bridged(&mut pool, &frame(BCAST, mac(i), 60), 0))
+        .collect();
     run_node(&mut L2Learn, &mut pool, &mut st, &pkts);
     assert_eq!(st.macs.learned_count(0), 3);
     assert_eq!(st.events.mac_limit_reached, 2);
@@ -206,7 +278,13 @@ fn l2_fwd_decides_per_destination_for_every_burst() {
     for burst in BURSTS {
         for uu_flood in [true, false] {
             let mut pool = Pool::new(300);
-            let mut st = bridge_state(3, BridgeSettings { uu_flood, ..Default::default() });
+            let mut st = bridge_state(
+                3,
+                BridgeSettings {
+                    uu_flood,
+                    ..Default::default()
+                },
+            );
             st.macs.learn(0, &mac(100), 1, 0, u32::MAX);
             st.macs.learn(0, &mac(200), 0, 0, u32::MAX);
             let cases = [
@@ -216,8 +294,9 @@ fn l2_fwd_decides_per_destination_for_every_burst() {
                 (BCAST, Some(E::L2Flood.next())),
                 ([0x01, 0, 0x5e, 1, 2, 3], Some(E::L2Flood.next())),
             ];
-            let pkts: Vec<u32> =
-                (0..burst).map(|i| bridged(&mut pool, &frame(cases[i % cases.len()].0, mac(1), 60), 0)).collect();
+            let pkts: Vec<u32> = (0..burst)
+                .map(|i| bridged(&mut pool, &frame(cases[i % cases.len()].0, mac(1), 60), 0))
+                .collect();
             let nexts = run_node(&mut L2Fwd, &mut pool, &mut st, &pkts);
             for (i, n) in nexts.iter().enumerate() {
                 let want = cases[i % cases.len()].1.unwrap_or(if uu_flood {
@@ -239,13 +318,28 @@ fn l2_fwd_decides_per_destination_for_every_burst() {
 fn l2_fwd_honours_flood_and_forward_switches() {
     use l2_fwd::DropReason as D;
     let mut pool = Pool::new(8);
-    let mut st = bridge_state(2, BridgeSettings { flood: false, ..Default::default() });
+    let mut st = bridge_state(
+        2,
+        BridgeSettings {
+            flood: false,
+            ..Default::default()
+        },
+    );
     let b = bridged(&mut pool, &frame(BCAST, mac(1), 60), 0);
-    assert_eq!(run_node(&mut L2Fwd, &mut pool, &mut st, &[b]), vec![D::FloodDisabled.next()]);
+    assert_eq!(
+        run_node(&mut L2Fwd, &mut pool, &mut st, &[b]),
+        vec![D::FloodDisabled.next()]
+    );
     st.bridges[0].as_mut().unwrap().settings.forward = false;
-    assert_eq!(run_node(&mut L2Fwd, &mut pool, &mut st, &[b]), vec![D::ForwardingDisabled.next()]);
+    assert_eq!(
+        run_node(&mut L2Fwd, &mut pool, &mut st, &[b]),
+        vec![D::ForwardingDisabled.next()]
+    );
     pool.header_mut(b).bd = 7;
-    assert_eq!(run_node(&mut L2Fwd, &mut pool, &mut st, &[b]), vec![D::NoBridge.next()]);
+    assert_eq!(
+        run_node(&mut L2Fwd, &mut pool, &mut st, &[b]),
+        vec![D::NoBridge.next()]
+    );
     pool.free(b);
 }
 
@@ -256,9 +350,19 @@ fn l2_flood_replicates_to_every_other_member_for_every_burst() {
         let mut st = bridge_state(4, BridgeSettings::default());
         // Port 3 is admin-down: never flooded to.
         st.ports[3].as_mut().unwrap().admin_up = false;
-        let pkts: Vec<u32> = (0..burst).map(|i| bridged(&mut pool, &frame(BCAST, mac(i as u32), 60 + i % 7), (i % 3) as u16)).collect();
+        let pkts: Vec<u32> = (0..burst)
+            .map(|i| {
+                bridged(
+                    &mut pool,
+                    &frame(BCAST, mac(i as u32), 60 + i % 7),
+                    (i % 3) as u16,
+                )
+            })
+            .collect();
         let nexts = run_node(&mut L2Flood, &mut pool, &mut st, &pkts);
-        assert!(nexts.iter().all(|n| *n == l2_flood::Edge::InterfaceOutput.next()));
+        assert!(nexts
+            .iter()
+            .all(|n| *n == l2_flood::Edge::InterfaceOutput.next()));
         // Members 0,1,2 are up; each packet goes to the two that are not its rx port.
         assert_eq!(st.tx_extra.len(), burst);
         assert_eq!(pool.in_use() as usize, 2 * burst);
@@ -272,7 +376,10 @@ fn l2_flood_replicates_to_every_other_member_for_every_burst() {
             let hdr = *pool.header(c);
             assert_ne!(hdr.tx_port, hdr.rx_port);
             // A replica is a byte-for-byte copy of its original (found by its unique source MAC).
-            let orig = pkts.iter().find(|&&o| pool.data(o)[6..12] == pool.data(c)[6..12]).unwrap();
+            let orig = pkts
+                .iter()
+                .find(|&&o| pool.data(o)[6..12] == pool.data(c)[6..12])
+                .unwrap();
             assert_eq!(pool.data(c), pool.data(*orig));
             assert_eq!(hdr.rx_port, pool.header(*orig).rx_port);
             per_port[hdr.tx_port as usize] += 1;
@@ -290,9 +397,13 @@ fn l2_flood_counts_no_buffers_and_drops_when_alone() {
     // 3 packets, 5 members: each needs 3 copies; the pool has room for 2 copies in all.
     let mut pool = Pool::new(5);
     let mut st = bridge_state(5, BridgeSettings::default());
-    let pkts: Vec<u32> = (0..3).map(|_| bridged(&mut pool, &frame(BCAST, mac(1), 60), 0)).collect();
+    let pkts: Vec<u32> = (0..3)
+        .map(|_| bridged(&mut pool, &frame(BCAST, mac(1), 60), 0))
+        .collect();
     let nexts = run_node(&mut L2Flood, &mut pool, &mut st, &pkts);
-    assert!(nexts.iter().all(|n| *n == l2_flood::Edge::InterfaceOutput.next()));
+    assert!(nexts
+        .iter()
+        .all(|n| *n == l2_flood::Edge::InterfaceOutput.next()));
     assert_eq!(st.tx_extra.len(), 2);
     assert_eq!(st.events.flood_no_buffers, 9 - 2);
     pool.free_bulk(&st.tx_extra);
@@ -300,7 +411,10 @@ fn l2_flood_counts_no_buffers_and_drops_when_alone() {
     // A bridge whose only member is the rx port.
     let mut st = bridge_state(1, BridgeSettings::default());
     let h = bridged(&mut pool, &frame(BCAST, mac(1), 60), 0);
-    assert_eq!(run_node(&mut L2Flood, &mut pool, &mut st, &[h]), vec![l2_flood::DropReason::NoOtherMembers.next()]);
+    assert_eq!(
+        run_node(&mut L2Flood, &mut pool, &mut st, &[h]),
+        vec![l2_flood::DropReason::NoOtherMembers.next()]
+    );
     pool.free(h);
     assert_eq!(pool.in_use(), 0);
 }
@@ -350,10 +464,18 @@ fn interface_output_sends_per_port_and_defers_frees_for_every_burst() {
         let got_b = drain(&mut peer_b, &mut pool);
         assert_eq!((got_a.len(), got_b.len()), (count(0), count(1) + 2));
         // Order within a port is kept.
-        let want_a: Vec<Vec<u8>> = (0..burst).filter(|i| i % 4 == 0).map(|i| frame(mac(1), mac(i as u32), 60 + i % 5)).collect();
+        let want_a: Vec<Vec<u8>> = (0..burst)
+            .filter(|i| i % 4 == 0)
+            .map(|i| frame(mac(1), mac(i as u32), 60 + i % 5))
+            .collect();
         assert_eq!(got_a, want_a);
         pool.free_bulk(&st.tx_done);
-        let dropped: Vec<u32> = pkts.iter().enumerate().filter(|(i, _)| i % 4 >= 2).map(|(_, &h)| h).collect();
+        let dropped: Vec<u32> = pkts
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 4 >= 2)
+            .map(|(_, &h)| h)
+            .collect();
         pool.free_bulk(&dropped);
         assert_eq!(pool.in_use(), 0, "burst {burst}");
     }
@@ -377,7 +499,16 @@ fn interface_output_counts_tx_failed_when_the_port_is_full() {
     let nexts = run_node(&mut node, &mut pool, &mut st, &pkts);
     // The queue takes 3: the first three of the 5 packets; the last two and the replica fail.
     let failed = interface_output::DropReason::TxFailed.next();
-    assert_eq!(nexts, vec![Next::CONSUMED, Next::CONSUMED, Next::CONSUMED, failed, failed]);
+    assert_eq!(
+        nexts,
+        vec![
+            Next::CONSUMED,
+            Next::CONSUMED,
+            Next::CONSUMED,
+            failed,
+            failed
+        ]
+    );
     assert_eq!(st.events.tx_failed_replicas, 1);
     assert_eq!(drain(&mut peer_b, &mut pool).len(), 3);
     pool.free_bulk(&st.tx_done);

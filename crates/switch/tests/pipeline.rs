@@ -17,7 +17,11 @@ fn tpool() -> Pool {
 }
 
 fn switch() -> Switch {
-    Switch::new(SwitchConfig { buffers: 4096, mac_table_entries: 4096, ..Default::default() })
+    Switch::new(SwitchConfig {
+        buffers: 4096,
+        mac_table_entries: 4096,
+        ..Default::default()
+    })
 }
 
 /// A switch with ports p0..pn (loopback pairs); returns the test's ends.
@@ -37,11 +41,23 @@ fn run(sw: &mut Switch) {
 }
 
 fn errors(sw: &Switch) -> Vec<(String, String, u64)> {
-    sw.show_errors().into_iter().map(|ErrorCount { node, reason, count }| (node, reason, count)).collect()
+    sw.show_errors()
+        .into_iter()
+        .map(
+            |ErrorCount {
+                 node,
+                 reason,
+                 count,
+             }| (node, reason, count),
+        )
+        .collect()
 }
 
 fn error_count(sw: &Switch, node: &str, reason: &str) -> u64 {
-    sw.show_errors().iter().find(|e| e.node == node && e.reason == reason).map_or(0, |e| e.count)
+    sw.show_errors()
+        .iter()
+        .find(|e| e.node == node && e.reason == reason)
+        .map_or(0, |e| e.count)
 }
 
 #[test]
@@ -52,8 +68,12 @@ fn xconnect_both_directions_exact_counts() {
     sw.add_xconnect("p1", "p0").unwrap();
     let mut tp = tpool();
     for burst in BURSTS {
-        let ab: Vec<Vec<u8>> = (0..burst).map(|i| frame(mac(1), mac(i as u32), 60 + i % 64)).collect();
-        let ba: Vec<Vec<u8>> = (0..burst + 7).map(|i| frame(mac(2), mac(i as u32), 1514 - i % 64)).collect();
+        let ab: Vec<Vec<u8>> = (0..burst)
+            .map(|i| frame(mac(1), mac(i as u32), 60 + i % 64))
+            .collect();
+        let ba: Vec<Vec<u8>> = (0..burst + 7)
+            .map(|i| frame(mac(2), mac(i as u32), 1514 - i % 64))
+            .collect();
         send(&mut peers[0], &mut tp, &ab);
         send(&mut peers[1], &mut tp, &ba);
         run(&mut sw);
@@ -63,15 +83,24 @@ fn xconnect_both_directions_exact_counts() {
     }
     let total: u64 = BURSTS.iter().map(|&b| b as u64).sum();
     let ports = sw.show_ports();
-    assert_eq!((ports[0].stats.rx_packets, ports[0].stats.tx_packets), (total, total + 7 * BURSTS.len() as u64));
-    assert_eq!((ports[1].stats.rx_packets, ports[1].stats.tx_packets), (total + 7 * BURSTS.len() as u64, total));
+    assert_eq!(
+        (ports[0].stats.rx_packets, ports[0].stats.tx_packets),
+        (total, total + 7 * BURSTS.len() as u64)
+    );
+    assert_eq!(
+        (ports[1].stats.rx_packets, ports[1].stats.tx_packets),
+        (total + 7 * BURSTS.len() as u64, total)
+    );
     assert_eq!(ports[0].service, ServiceInfo::Xconnect { to: "p1".into() });
     assert!(sw.show_errors().is_empty(), "{:?}", sw.show_errors());
     let rt = sw.show_runtime();
     let node = |n: &str| rt.nodes.iter().find(|x| x.name == n).unwrap().packets;
     assert_eq!(node("l2-xconnect"), 2 * total + 7 * BURSTS.len() as u64);
     assert_eq!(node("l2-fwd"), 0);
-    assert_eq!(rt.loop_stats.rx_packets, 2 * total + 7 * BURSTS.len() as u64);
+    assert_eq!(
+        rt.loop_stats.rx_packets,
+        2 * total + 7 * BURSTS.len() as u64
+    );
     assert_eq!(tp.in_use(), 0);
 }
 
@@ -90,7 +119,10 @@ fn bridge_floods_unknown_then_forwards_learned() {
     run(&mut sw);
     assert_eq!(drain(&mut peers[1], &mut tp), vec![a_to_b.clone()]);
     assert_eq!(drain(&mut peers[2], &mut tp), vec![a_to_b.clone()]);
-    assert!(drain(&mut peers[0], &mut tp).is_empty(), "never back out of the rx port");
+    assert!(
+        drain(&mut peers[0], &mut tp).is_empty(),
+        "never back out of the rx port"
+    );
     // B (on p1) → A: A is known on p0, so only p0 gets it.
     let b_to_a = frame(mac(0xa), mac(0xb), 60);
     send(&mut peers[1], &mut tp, std::slice::from_ref(&b_to_a));
@@ -98,7 +130,9 @@ fn bridge_floods_unknown_then_forwards_learned() {
     assert_eq!(drain(&mut peers[0], &mut tp), vec![b_to_a.clone()]);
     assert!(drain(&mut peers[2], &mut tp).is_empty());
     // A → B again: now known on p1 only. A burst of 257 to hit every loop path.
-    let many: Vec<Vec<u8>> = (0..257).map(|i| frame(mac(0xb), mac(0xa), 60 + i % 3)).collect();
+    let many: Vec<Vec<u8>> = (0..257)
+        .map(|i| frame(mac(0xb), mac(0xa), 60 + i % 3))
+        .collect();
     send(&mut peers[0], &mut tp, &many);
     run(&mut sw);
     assert_eq!(drain(&mut peers[1], &mut tp), many);
@@ -110,7 +144,10 @@ fn bridge_floods_unknown_then_forwards_learned() {
     assert_eq!(drain(&mut peers[0], &mut tp), vec![bc.clone()]);
     assert_eq!(drain(&mut peers[1], &mut tp), vec![bc]);
     let macs = sw.show_mac(Some("br0")).unwrap();
-    let view: Vec<(String, String, bool)> = macs.iter().map(|m| (m.mac.clone(), m.port.clone(), m.is_static)).collect();
+    let view: Vec<(String, String, bool)> = macs
+        .iter()
+        .map(|m| (m.mac.clone(), m.port.clone(), m.is_static))
+        .collect();
     assert_eq!(
         view,
         vec![
@@ -148,16 +185,35 @@ fn frame_back_to_its_own_port_is_dropped_as_same_port() {
 fn unknown_unicast_flood_can_be_disabled() {
     let mut sw = switch();
     let mut peers = with_ports(&mut sw, 3);
-    sw.add_bridge("br", BridgeSettings { uu_flood: false, ..Default::default() }).unwrap();
+    sw.add_bridge(
+        "br",
+        BridgeSettings {
+            uu_flood: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     for p in ["p0", "p1", "p2"] {
         sw.add_bridge_member("br", p).unwrap();
     }
     let mut tp = tpool();
-    send(&mut peers[0], &mut tp, &[frame(mac(0xb), mac(0xa), 60), frame(BCAST, mac(0xa), 60)]);
+    send(
+        &mut peers[0],
+        &mut tp,
+        &[frame(mac(0xb), mac(0xa), 60), frame(BCAST, mac(0xa), 60)],
+    );
     run(&mut sw);
     assert_eq!(drain(&mut peers[1], &mut tp).len(), 1, "only the broadcast");
     assert_eq!(error_count(&sw, "l2-fwd", "unknown-unicast-disabled"), 1);
-    sw.set_bridge_settings("br", BridgeSettings { flood: false, uu_flood: false, ..Default::default() }).unwrap();
+    sw.set_bridge_settings(
+        "br",
+        BridgeSettings {
+            flood: false,
+            uu_flood: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     send(&mut peers[0], &mut tp, &[frame(BCAST, mac(0xa), 60)]);
     run(&mut sw);
     assert!(drain(&mut peers[1], &mut tp).is_empty());
@@ -169,7 +225,14 @@ fn unknown_unicast_flood_can_be_disabled() {
 fn learned_entries_age_out_static_ones_stay() {
     let mut sw = switch();
     let mut peers = with_ports(&mut sw, 2);
-    sw.add_bridge("br", BridgeSettings { mac_age_s: 10, ..Default::default() }).unwrap();
+    sw.add_bridge(
+        "br",
+        BridgeSettings {
+            mac_age_s: 10,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     sw.add_bridge_member("br", "p0").unwrap();
     sw.add_bridge_member("br", "p1").unwrap();
     sw.add_static_mac("br", mac(0x5), "p1").unwrap();
@@ -196,7 +259,14 @@ fn learned_entries_age_out_static_ones_stay() {
     assert!(left[0].is_static && left[0].mac == "02:00:00:00:00:05" && left[0].port == "p1");
     assert_eq!(error_count(&sw, "l2-age", "aged-out"), 1);
     // Age 0: never ages.
-    sw.set_bridge_settings("br", BridgeSettings { mac_age_s: 0, ..Default::default() }).unwrap();
+    sw.set_bridge_settings(
+        "br",
+        BridgeSettings {
+            mac_age_s: 0,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     send(&mut peers[0], &mut tp, &[frame(BCAST, mac(0xa), 60)]);
     run(&mut sw);
     sw.advance_clock(Duration::from_secs(100_000));
@@ -224,13 +294,21 @@ fn static_entry_forwards_and_does_not_move() {
     // The static MAC shows up as a source on p1: the entry stays on p2.
     send(&mut peers[1], &mut tp, &[frame(BCAST, mac(0x5), 60)]);
     run(&mut sw);
-    let e = sw.show_mac(Some("br")).unwrap().into_iter().find(|m| m.mac == "02:00:00:00:00:05").unwrap();
+    let e = sw
+        .show_mac(Some("br"))
+        .unwrap()
+        .into_iter()
+        .find(|m| m.mac == "02:00:00:00:00:05")
+        .unwrap();
     assert_eq!((e.port.as_str(), e.is_static), ("p2", true));
     assert_eq!(error_count(&sw, "l2-learn", "static-mac-seen-elsewhere"), 1);
     // Deleting it: a second delete names what is missing.
     sw.delete_static_mac("br", mac(0x5)).unwrap();
     let err = sw.delete_static_mac("br", mac(0x5)).unwrap_err();
-    assert_eq!(err.to_string(), "bridge `br` has no static entry for 02:00:00:00:00:05");
+    assert_eq!(
+        err.to_string(),
+        "bridge `br` has no static entry for 02:00:00:00:00:05"
+    );
     for p in &mut peers {
         drain(p, &mut tp);
     }
@@ -265,7 +343,14 @@ fn station_move_is_counted_and_followed() {
 fn mac_limit_stops_learning_but_not_forwarding() {
     let mut sw = switch();
     let mut peers = with_ports(&mut sw, 2);
-    sw.add_bridge("br", BridgeSettings { mac_limit: 10, ..Default::default() }).unwrap();
+    sw.add_bridge(
+        "br",
+        BridgeSettings {
+            mac_limit: 10,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     sw.add_bridge_member("br", "p0").unwrap();
     sw.add_bridge_member("br", "p1").unwrap();
     let mut tp = tpool();
@@ -277,7 +362,14 @@ fn mac_limit_stops_learning_but_not_forwarding() {
     assert_eq!(error_count(&sw, "l2-learn", "mac-limit-reached"), 15);
     // Learning switched off: nothing more is learned even below the limit.
     sw.flush_mac("br", None).unwrap();
-    sw.set_bridge_settings("br", BridgeSettings { learn: false, ..Default::default() }).unwrap();
+    sw.set_bridge_settings(
+        "br",
+        BridgeSettings {
+            learn: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     send(&mut peers[0], &mut tp, &frames[..3]);
     run(&mut sw);
     assert_eq!(sw.show_bridges()[0].learned, 0);
@@ -339,7 +431,13 @@ fn tx_to_a_full_port_counts_tx_failed() {
     sw.add_port("p1", p1).unwrap();
     sw.add_xconnect("p0", "p1").unwrap();
     let mut tp = tpool();
-    send(&mut peer0, &mut tp, &(0..10).map(|i| frame(mac(1), mac(i), 60)).collect::<Vec<_>>());
+    send(
+        &mut peer0,
+        &mut tp,
+        &(0..10)
+            .map(|i| frame(mac(1), mac(i), 60))
+            .collect::<Vec<_>>(),
+    );
     run(&mut sw);
     assert_eq!(error_count(&sw, "interface-output", "tx-failed"), 6);
     assert_eq!(sw.port_stats("p1").unwrap().tx_dropped, 6);
@@ -356,10 +454,17 @@ fn trace_follows_packets_through_the_nodes() {
     }
     sw.trace_add(1);
     let mut tp = tpool();
-    send(&mut peers[0], &mut tp, &[frame(BCAST, mac(0xa), 60), frame(BCAST, mac(0xb), 60)]);
+    send(
+        &mut peers[0],
+        &mut tp,
+        &[frame(BCAST, mac(0xa), 60), frame(BCAST, mac(0xb), 60)],
+    );
     run(&mut sw);
     let t = sw.show_trace();
-    let path: Vec<(u32, &str, &str)> = t.iter().map(|s| (s.packet, s.node.as_str(), s.next.as_str())).collect();
+    let path: Vec<(u32, &str, &str)> = t
+        .iter()
+        .map(|s| (s.packet, s.node.as_str(), s.next.as_str()))
+        .collect();
     assert_eq!(
         path,
         vec![
@@ -386,37 +491,92 @@ fn control_errors_name_the_problem_and_change_nothing() {
     sw.add_bridge("br", BridgeSettings::default()).unwrap();
     sw.add_bridge_member("br", "p0").unwrap();
     sw.add_xconnect("p1", "p2").unwrap();
-    let before = (sw.show_ports(), sw.show_bridges(), sw.show_mac(None).unwrap());
+    let before = (
+        sw.show_ports(),
+        sw.show_bridges(),
+        sw.show_mac(None).unwrap(),
+    );
 
     let e = sw.add_xconnect("nope", "p1").unwrap_err();
     assert_eq!(e.to_string(), "no port named `nope`; ports are: p0, p1, p2");
     let e = sw.add_bridge_member("bx", "p1").unwrap_err();
     assert_eq!(e.to_string(), "no bridge named `bx`; bridges are: br");
-    assert!(matches!(sw.add_bridge_member("br", "p1"), Err(SwitchError::PortHasService { .. })));
+    assert!(matches!(
+        sw.add_bridge_member("br", "p1"),
+        Err(SwitchError::PortHasService { .. })
+    ));
     assert_eq!(
         sw.add_bridge_member("br", "p1").unwrap_err().to_string(),
         "port `p1` already has a service (xconnect to `p2`); remove it first"
     );
-    assert!(matches!(sw.add_xconnect("p0", "p1"), Err(SwitchError::PortHasService { .. })));
-    assert!(matches!(sw.add_xconnect("p2", "p2"), Err(SwitchError::XconnectToSelf { .. })));
-    assert!(matches!(sw.delete_xconnect("p0"), Err(SwitchError::NotXconnect { .. })));
-    assert!(matches!(sw.delete_port("p2"), Err(SwitchError::PortInUse { .. })));
-    assert_eq!(sw.delete_port("p2").err().unwrap().to_string(), "port `p2` is still used by the xconnect of `p1`; remove those first");
-    assert!(matches!(sw.add_port("p0", wire("x").0), Err(SwitchError::PortExists { .. })));
-    assert!(matches!(sw.add_port("has space", wire("x").0), Err(SwitchError::InvalidName { .. })));
-    assert!(matches!(sw.add_port("", wire("x").0), Err(SwitchError::InvalidName { .. })));
-    assert!(matches!(sw.add_bridge("br", BridgeSettings::default()), Err(SwitchError::BridgeExists { .. })));
-    assert!(matches!(sw.add_static_mac("br", mac(1), "p1"), Err(SwitchError::NotMember { .. })));
+    assert!(matches!(
+        sw.add_xconnect("p0", "p1"),
+        Err(SwitchError::PortHasService { .. })
+    ));
+    assert!(matches!(
+        sw.add_xconnect("p2", "p2"),
+        Err(SwitchError::XconnectToSelf { .. })
+    ));
+    assert!(matches!(
+        sw.delete_xconnect("p0"),
+        Err(SwitchError::NotXconnect { .. })
+    ));
+    assert!(matches!(
+        sw.delete_port("p2"),
+        Err(SwitchError::PortInUse { .. })
+    ));
     assert_eq!(
-        sw.add_static_mac("br", mac(1), "p1").unwrap_err().to_string(),
+        sw.delete_port("p2").err().unwrap().to_string(),
+        "port `p2` is still used by the xconnect of `p1`; remove those first"
+    );
+    assert!(matches!(
+        sw.add_port("p0", wire("x").0),
+        Err(SwitchError::PortExists { .. })
+    ));
+    assert!(matches!(
+        sw.add_port("has space", wire("x").0),
+        Err(SwitchError::InvalidName { .. })
+    ));
+    assert!(matches!(
+        sw.add_port("", wire("x").0),
+        Err(SwitchError::InvalidName { .. })
+    ));
+    assert!(matches!(
+        sw.add_bridge("br", BridgeSettings::default()),
+        Err(SwitchError::BridgeExists { .. })
+    ));
+    assert!(matches!(
+        sw.add_static_mac("br", mac(1), "p1"),
+        Err(SwitchError::NotMember { .. })
+    ));
+    assert_eq!(
+        sw.add_static_mac("br", mac(1), "p1")
+            .unwrap_err()
+            .to_string(),
         "port `p1` is not a member of bridge `br`; its members are: p0"
     );
-    assert!(matches!(sw.add_static_mac("br", BCAST, "p0"), Err(SwitchError::GroupMac { .. })));
-    assert!(matches!(sw.remove_bridge_member("br", "p2"), Err(SwitchError::NotMember { .. })));
-    assert!(matches!(sw.show_mac(Some("zz")), Err(SwitchError::NoBridge { .. })));
-    assert!(matches!(sw.set_port_admin("zz", false), Err(SwitchError::NoPort { .. })));
+    assert!(matches!(
+        sw.add_static_mac("br", BCAST, "p0"),
+        Err(SwitchError::GroupMac { .. })
+    ));
+    assert!(matches!(
+        sw.remove_bridge_member("br", "p2"),
+        Err(SwitchError::NotMember { .. })
+    ));
+    assert!(matches!(
+        sw.show_mac(Some("zz")),
+        Err(SwitchError::NoBridge { .. })
+    ));
+    assert!(matches!(
+        sw.set_port_admin("zz", false),
+        Err(SwitchError::NoPort { .. })
+    ));
 
-    let after = (sw.show_ports(), sw.show_bridges(), sw.show_mac(None).unwrap());
+    let after = (
+        sw.show_ports(),
+        sw.show_bridges(),
+        sw.show_mac(None).unwrap(),
+    );
     assert_eq!(before, after);
 }
 
@@ -452,7 +612,10 @@ fn deleting_things_cleans_up_their_state() {
     // Deleting the bridge frees its members.
     sw.delete_bridge("br").unwrap();
     assert!(sw.show_bridges().is_empty());
-    assert!(sw.show_ports().iter().all(|p| p.service == ServiceInfo::None));
+    assert!(sw
+        .show_ports()
+        .iter()
+        .all(|p| p.service == ServiceInfo::None));
     sw.add_xconnect("p2", "p1").unwrap();
     sw.delete_xconnect("p2").unwrap();
     assert_eq!(sw.show_buffers().in_use, 0);
@@ -466,13 +629,20 @@ fn show_results_serialize_to_json() {
     sw.add_bridge_member("br", "p0").unwrap();
     sw.add_static_mac("br", mac(7), "p0").unwrap();
     let ports = serde_json::to_value(sw.show_ports()).unwrap();
-    assert_eq!(ports[0]["service"], serde_json::json!({"type": "bridge", "bridge": "br"}));
+    assert_eq!(
+        ports[0]["service"],
+        serde_json::json!({"type": "bridge", "bridge": "br"})
+    );
     assert_eq!(ports[1]["service"], serde_json::json!({"type": "none"}));
     let macs = serde_json::to_value(sw.show_mac(None).unwrap()).unwrap();
     assert_eq!(macs[0]["static"], true);
     assert_eq!(macs[0]["mac"], "02:00:00:00:00:07");
     let rt = serde_json::to_value(sw.show_runtime()).unwrap();
-    assert!(rt["nodes"].as_array().unwrap().iter().any(|n| n["name"] == "l2-flood"));
+    assert!(rt["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n["name"] == "l2-flood"));
     assert!(rt["loop"]["polls"].is_u64());
     let b = serde_json::to_value(sw.show_bridges()).unwrap();
     assert_eq!(b[0]["settings"]["mac_age_s"], 300);

@@ -22,7 +22,11 @@ fn bridge_setup_prepopulates_and_every_frame_hits() {
         let mut sw = bridge_switch(entries, Some(1_000));
         assert_eq!(sw.show_bridges()[0].learned, entries);
         assert_eq!(run(&mut sw), 1_000);
-        let sink = sw.show_ports().into_iter().find(|p| p.name == "sink").unwrap();
+        let sink = sw
+            .show_ports()
+            .into_iter()
+            .find(|p| p.name == "sink")
+            .unwrap();
         assert_eq!(sink.stats.tx_packets, 1_000);
         // No flooding, no drops, nothing new learned.
         assert!(sw.show_errors().is_empty(), "{:?}", sw.show_errors());

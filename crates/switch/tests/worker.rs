@@ -11,7 +11,11 @@ use vecswitch_switch::{spawn, BridgeSettings, Switch, SwitchConfig, SwitchError}
 
 #[test]
 fn worker_forwards_and_answers_calls() {
-    let mut sw = Switch::new(SwitchConfig { buffers: 2048, mac_table_entries: 1024, ..Default::default() });
+    let mut sw = Switch::new(SwitchConfig {
+        buffers: 2048,
+        mac_table_entries: 1024,
+        ..Default::default()
+    });
     let (p0, mut peer0) = wire("p0");
     let (p1, mut peer1) = wire("p1");
     sw.add_port("p0", p0).unwrap();
@@ -25,7 +29,10 @@ fn worker_forwards_and_answers_calls() {
     })
     .unwrap()
     .unwrap();
-    let err = h.call(|sw| sw.add_bridge_member("nope", "p0")).unwrap().unwrap_err();
+    let err = h
+        .call(|sw| sw.add_bridge_member("nope", "p0"))
+        .unwrap()
+        .unwrap_err();
     assert!(matches!(err, SwitchError::NoBridge { .. }));
 
     let mut tp = Pool::new(1024);
@@ -56,7 +63,12 @@ fn worker_forwards_and_answers_calls() {
 
 #[test]
 fn dropping_the_handle_stops_the_worker() {
-    let h = spawn(Switch::new(SwitchConfig { buffers: 64, mac_table_entries: 16, ..Default::default() })).unwrap();
+    let h = spawn(Switch::new(SwitchConfig {
+        buffers: 64,
+        mac_table_entries: 16,
+        ..Default::default()
+    }))
+    .unwrap();
     let polls = h.call(|sw| sw.show_runtime().loop_stats.polls).unwrap();
     let later = h.call(|sw| sw.show_runtime().loop_stats.polls).unwrap();
     assert!(later >= polls);
@@ -65,7 +77,11 @@ fn dropping_the_handle_stops_the_worker() {
 
 #[test]
 fn control_calls_while_traffic_flows_lose_no_buffer() {
-    let mut sw = Switch::new(SwitchConfig { buffers: 4096, mac_table_entries: 1024, ..Default::default() });
+    let mut sw = Switch::new(SwitchConfig {
+        buffers: 4096,
+        mac_table_entries: 1024,
+        ..Default::default()
+    });
     let (p0, mut peer0) = wire("p0");
     let (p1, mut peer1) = wire("p1");
     let (p2, mut peer2) = wire("p2");
@@ -92,11 +108,28 @@ fn control_calls_while_traffic_flows_lose_no_buffer() {
         sent += frames.len() as u64;
         // Reconfigure while those frames are being switched.
         match round % 4 {
-            0 => h.call(|sw| sw.remove_bridge_member("br", "p2")).unwrap().unwrap(),
-            1 => h.call(|sw| sw.add_bridge_member("br", "p2")).unwrap().unwrap(),
-            2 => h.call(|sw| sw.flush_mac("br", None).map(|_| ())).unwrap().unwrap(),
+            0 => h
+                .call(|sw| sw.remove_bridge_member("br", "p2"))
+                .unwrap()
+                .unwrap(),
+            1 => h
+                .call(|sw| sw.add_bridge_member("br", "p2"))
+                .unwrap()
+                .unwrap(),
+            2 => h
+                .call(|sw| sw.flush_mac("br", None).map(|_| ()))
+                .unwrap()
+                .unwrap(),
             _ => h
-                .call(|sw| sw.set_bridge_settings("br", BridgeSettings { uu_flood: false, ..Default::default() }))
+                .call(|sw| {
+                    sw.set_bridge_settings(
+                        "br",
+                        BridgeSettings {
+                            uu_flood: false,
+                            ..Default::default()
+                        },
+                    )
+                })
                 .unwrap()
                 .unwrap(),
         }
@@ -105,7 +138,12 @@ fn control_calls_while_traffic_flows_lose_no_buffer() {
     }
     // Wait (bounded) until the worker has received everything that was sent.
     let deadline = Instant::now() + Duration::from_secs(20);
-    while h.call(|sw| sw.show_runtime().loop_stats.rx_packets).unwrap() < sent && Instant::now() < deadline {
+    while h
+        .call(|sw| sw.show_runtime().loop_stats.rx_packets)
+        .unwrap()
+        < sent
+        && Instant::now() < deadline
+    {
         std::thread::sleep(Duration::from_millis(1));
     }
     let sw = h.stop().unwrap();

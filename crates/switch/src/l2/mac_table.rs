@@ -99,13 +99,18 @@ fn pack(bd: u16, mac: &[u8; 6]) -> u64 {
 #[inline]
 fn unpack(key: u64) -> (u16, [u8; 6]) {
     let b = key.to_be_bytes();
-    (((key >> 48) - 1) as u16, [b[2], b[3], b[4], b[5], b[6], b[7]])
+    (
+        ((key >> 48) - 1) as u16,
+        [b[2], b[3], b[4], b[5], b[6], b[7]],
+    )
 }
 
 impl MacTable {
     /// A table that holds up to `max_entries` entries (over all bridges), with a random hash seed.
     pub fn new(max_entries: usize) -> MacTable {
-        let seed = std::collections::hash_map::RandomState::new().build_hasher().finish();
+        let seed = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish();
         MacTable::with_seed(max_entries, seed)
     }
 
@@ -204,13 +209,26 @@ impl MacTable {
     fn entry_at(&self, i: usize) -> Entry {
         let s = self.slots[i];
         let (bd, mac) = unpack(s.key);
-        Entry { bd, mac, port: s.port, is_static: s.flags & STATIC != 0, last_seen_s: s.last_seen_s }
+        Entry {
+            bd,
+            mac,
+            port: s.port,
+            is_static: s.flags & STATIC != 0,
+            last_seen_s: s.last_seen_s,
+        }
     }
 
     /// Learns that `mac` is behind `port` in bridge `bd` at `now_s`. `limit` is the most learned
     /// entries bridge `bd` may hold. Never allocates.
     #[inline]
-    pub fn learn(&mut self, bd: u16, mac: &[u8; 6], port: PortId, now_s: u32, limit: u32) -> LearnOutcome {
+    pub fn learn(
+        &mut self,
+        bd: u16,
+        mac: &[u8; 6],
+        port: PortId,
+        now_s: u32,
+        limit: u32,
+    ) -> LearnOutcome {
         let key = pack(bd, mac);
         match self.find(key) {
             Ok(i) => {
@@ -236,7 +254,12 @@ impl MacTable {
                 if self.len >= self.max_entries {
                     return LearnOutcome::TableFull;
                 }
-                self.slots[i] = Slot { key, port, flags: 0, last_seen_s: now_s };
+                self.slots[i] = Slot {
+                    key,
+                    port,
+                    flags: 0,
+                    last_seen_s: now_s,
+                };
                 self.len += 1;
                 self.count_mut(bd).learned += 1;
                 LearnOutcome::Learned
@@ -245,12 +268,23 @@ impl MacTable {
     }
 
     /// Adds or replaces a static entry (a learned entry for the same address becomes static).
-    pub fn add_static(&mut self, bd: u16, mac: &[u8; 6], port: PortId, now_s: u32) -> Result<(), TableFull> {
+    pub fn add_static(
+        &mut self,
+        bd: u16,
+        mac: &[u8; 6],
+        port: PortId,
+        now_s: u32,
+    ) -> Result<(), TableFull> {
         let key = pack(bd, mac);
         match self.find(key) {
             Ok(i) => {
                 let was_static = self.slots[i].flags & STATIC != 0;
-                self.slots[i] = Slot { key, port, flags: STATIC, last_seen_s: now_s };
+                self.slots[i] = Slot {
+                    key,
+                    port,
+                    flags: STATIC,
+                    last_seen_s: now_s,
+                };
                 if !was_static {
                     let c = self.count_mut(bd);
                     c.learned -= 1;
@@ -259,9 +293,16 @@ impl MacTable {
             }
             Err(i) => {
                 if self.len >= self.max_entries {
-                    return Err(TableFull { max_entries: self.max_entries });
+                    return Err(TableFull {
+                        max_entries: self.max_entries,
+                    });
                 }
-                self.slots[i] = Slot { key, port, flags: STATIC, last_seen_s: now_s };
+                self.slots[i] = Slot {
+                    key,
+                    port,
+                    flags: STATIC,
+                    last_seen_s: now_s,
+                };
                 self.len += 1;
                 self.count_mut(bd).statics += 1;
             }
@@ -299,7 +340,11 @@ impl MacTable {
                 }
                 let home = self.home(k);
                 // The entry at j may move to i only if its home is not cyclically in (i, j].
-                let stays = if i <= j { i < home && home <= j } else { i < home || home <= j };
+                let stays = if i <= j {
+                    i < home && home <= j
+                } else {
+                    i < home || home <= j
+                };
                 if !stays {
                     break;
                 }
@@ -313,7 +358,9 @@ impl MacTable {
     /// `include_static`). Returns how many were removed. A control-side operation: it scans the table.
     pub fn flush(&mut self, bd: u16, port: Option<PortId>, include_static: bool) -> usize {
         self.remove_where(|e| {
-            e.bd == bd && (port.is_none() || port == Some(e.port)) && (include_static || !e.is_static)
+            e.bd == bd
+                && (port.is_none() || port == Some(e.port))
+                && (include_static || !e.is_static)
         })
     }
 
@@ -397,7 +444,11 @@ mod tests {
 
     #[test]
     fn pack_roundtrips_and_is_never_zero() {
-        for (bd, m) in [(0u16, [0u8; 6]), (0xfffe, [0xff; 6]), (7, [1, 2, 3, 4, 5, 6])] {
+        for (bd, m) in [
+            (0u16, [0u8; 6]),
+            (0xfffe, [0xff; 6]),
+            (7, [1, 2, 3, 4, 5, 6]),
+        ] {
             let k = pack(bd, &m);
             assert_ne!(k, 0);
             assert_eq!(unpack(k), (bd, m));
@@ -410,7 +461,10 @@ mod tests {
         assert_eq!(t.learn(0, &mac(1), 3, 10, 2), LearnOutcome::Learned);
         assert_eq!(t.learn(0, &mac(1), 3, 11, 2), LearnOutcome::Refreshed);
         assert_eq!(t.get(0, &mac(1)).unwrap().last_seen_s, 11);
-        assert_eq!(t.learn(0, &mac(1), 4, 12, 2), LearnOutcome::Moved { from: 3 });
+        assert_eq!(
+            t.learn(0, &mac(1), 4, 12, 2),
+            LearnOutcome::Moved { from: 3 }
+        );
         assert_eq!(t.lookup(0, &mac(1)), Some(4));
         // Same MAC in another bridge is another entry.
         assert_eq!(t.learn(1, &mac(1), 9, 12, 2), LearnOutcome::Learned);
@@ -420,7 +474,10 @@ mod tests {
         t.add_static(0, &mac(5), 7, 12).unwrap();
         assert_eq!(t.learn(0, &mac(5), 8, 13, 2), LearnOutcome::StaticKept);
         assert_eq!(t.lookup(0, &mac(5)), Some(7));
-        assert_eq!((t.learned_count(0), t.static_count(0), t.learned_count(1)), (2, 1, 1));
+        assert_eq!(
+            (t.learned_count(0), t.static_count(0), t.learned_count(1)),
+            (2, 1, 1)
+        );
         // A learned entry turned static leaves the learned count.
         t.add_static(0, &mac(1), 4, 13).unwrap();
         assert_eq!((t.learned_count(0), t.static_count(0)), (1, 2));
@@ -434,7 +491,10 @@ mod tests {
             assert_eq!(t.learn(0, &mac(i), 1, 0, u32::MAX), LearnOutcome::Learned);
         }
         assert_eq!(t.learn(0, &mac(9), 1, 0, u32::MAX), LearnOutcome::TableFull);
-        assert_eq!(t.add_static(0, &mac(9), 1, 0), Err(TableFull { max_entries: 3 }));
+        assert_eq!(
+            t.add_static(0, &mac(9), 1, 0),
+            Err(TableFull { max_entries: 3 })
+        );
         assert_eq!(t.len(), 3);
     }
 
@@ -482,7 +542,11 @@ mod tests {
         assert_eq!(t.learned_count(0), 0);
         assert_eq!(t.static_count(0), 0);
         for i in 0..300 {
-            let expect = if i % 3 == 0 { None } else { Some((i % 2) as u16) };
+            let expect = if i % 3 == 0 {
+                None
+            } else {
+                Some((i % 2) as u16)
+            };
             assert_eq!(t.lookup((i % 3) as u16, &mac(i)), expect, "{i}");
         }
     }
@@ -497,7 +561,11 @@ mod tests {
         for step in 0..20_000u32 {
             let m = mac(rng.next_u32() % 700);
             if rng.next_u32() % 3 == 0 {
-                assert_eq!(t.remove(0, &m).map(|e| e.port), reference.remove(&m), "step {step}");
+                assert_eq!(
+                    t.remove(0, &m).map(|e| e.port),
+                    reference.remove(&m),
+                    "step {step}"
+                );
             } else {
                 let port = (rng.next_u32() % 4) as u16;
                 let out = t.learn(0, &m, port, step, u32::MAX);
@@ -518,7 +586,10 @@ mod tests {
         let n = 1_000_000u32;
         let mut t = MacTable::with_seed(n as usize, 99);
         for i in 0..n {
-            assert_eq!(t.learn(0, &mac(i), (i % 8) as u16, 0, u32::MAX), LearnOutcome::Learned);
+            assert_eq!(
+                t.learn(0, &mac(i), (i % 8) as u16, 0, u32::MAX),
+                LearnOutcome::Learned
+            );
         }
         assert_eq!(t.len(), n as usize);
         let total: usize = (0..n).step_by(97).map(|i| t.probe_len(0, &mac(i))).sum();

@@ -87,7 +87,13 @@ mod tests {
         assert_eq!(format_mac(&m), "02:ab:00:01:ff:10");
         assert_eq!(parse_mac("02:ab:00:01:ff:10"), Some(m));
         assert_eq!(parse_mac("02-AB-00-01-FF-10"), Some(m));
-        for bad in ["", "02:ab:00:01:ff", "02:ab:00:01:ff:10:11", "0g:ab:00:01:ff:10", "2:ab:00:01:ff:10"] {
+        for bad in [
+            "",
+            "02:ab:00:01:ff",
+            "02:ab:00:01:ff:10:11",
+            "0g:ab:00:01:ff:10",
+            "2:ab:00:01:ff:10",
+        ] {
             assert_eq!(parse_mac(bad), None, "{bad}");
         }
         assert!(is_group(&[0xff; 6]) && is_group(&[0x01, 0, 0x5e, 0, 0, 1]) && !is_group(&m));
@@ -95,8 +101,16 @@ mod tests {
 
     #[test]
     fn settings_default_and_deserialize_partial() {
-        let s: BridgeSettings = serde_json::from_str(r#"{"uu_flood": false, "mac_limit": 5}"#).unwrap();
-        assert_eq!(s, BridgeSettings { uu_flood: false, mac_limit: 5, ..BridgeSettings::default() });
+        let s: BridgeSettings =
+            serde_json::from_str(r#"{"uu_flood": false, "mac_limit": 5}"#).unwrap();
+        assert_eq!(
+            s,
+            BridgeSettings {
+                uu_flood: false,
+                mac_limit: 5,
+                ..BridgeSettings::default()
+            }
+        );
         assert!(serde_json::from_str::<BridgeSettings>(r#"{"flod": true}"#).is_err());
     }
 }

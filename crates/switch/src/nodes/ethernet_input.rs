@@ -88,7 +88,11 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
 
 impl Node<SwitchState> for EthernetInput {
     fn info(&self) -> NodeInfo {
-        NodeInfo { name: "ethernet-input", next_nodes: Edge::NAMES, drop_reasons: DropReason::NAMES }
+        NodeInfo {
+            name: "ethernet-input",
+            next_nodes: Edge::NAMES,
+            drop_reasons: DropReason::NAMES,
+        }
     }
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {

@@ -42,9 +42,17 @@ pub struct InterfaceOutput {
 impl InterfaceOutput {
     /// Queues `h` for its tx port, or says why it cannot go.
     #[inline]
-    fn queue_one(&mut self, st: &SwitchState, pool: &Pool, h: u32, origin: u16) -> Result<(), DropReason> {
+    fn queue_one(
+        &mut self,
+        st: &SwitchState,
+        pool: &Pool,
+        h: u32,
+        origin: u16,
+    ) -> Result<(), DropReason> {
         let tx = pool.header(h).tx_port;
-        let Some(p) = st.port(tx) else { return Err(DropReason::NoPort) };
+        let Some(p) = st.port(tx) else {
+            return Err(DropReason::NoPort);
+        };
         if !p.admin_up {
             return Err(DropReason::TxAdminDown);
         }
@@ -64,7 +72,11 @@ impl InterfaceOutput {
 
 impl Node<SwitchState> for InterfaceOutput {
     fn info(&self) -> NodeInfo {
-        NodeInfo { name: "interface-output", next_nodes: EDGES, drop_reasons: DropReason::NAMES }
+        NodeInfo {
+            name: "interface-output",
+            next_nodes: EDGES,
+            drop_reasons: DropReason::NAMES,
+        }
     }
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {

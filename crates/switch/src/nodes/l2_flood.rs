@@ -42,7 +42,13 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
     };
     let mut first = None;
     for &m in &bridge.members {
-        if m == rx || !st.ports.get(m as usize).and_then(Option::as_ref).is_some_and(|p| p.admin_up) {
+        if m == rx
+            || !st
+                .ports
+                .get(m as usize)
+                .and_then(Option::as_ref)
+                .is_some_and(|p| p.admin_up)
+        {
             continue;
         }
         if first.is_none() {
@@ -68,7 +74,11 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
 
 impl Node<SwitchState> for L2Flood {
     fn info(&self) -> NodeInfo {
-        NodeInfo { name: "l2-flood", next_nodes: Edge::NAMES, drop_reasons: DropReason::NAMES }
+        NodeInfo {
+            name: "l2-flood",
+            next_nodes: Edge::NAMES,
+            drop_reasons: DropReason::NAMES,
+        }
     }
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
@@ -79,6 +89,9 @@ impl Node<SwitchState> for L2Flood {
 
     fn trace(&self, pool: &Pool, pkt: u32) -> String {
         let h = pool.header(pkt);
-        format!("bd {} rx-port {} original to tx-port {}", h.bd, h.rx_port, h.tx_port)
+        format!(
+            "bd {} rx-port {} original to tx-port {}",
+            h.bd, h.rx_port, h.tx_port
+        )
     }
 }

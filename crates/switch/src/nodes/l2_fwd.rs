@@ -50,7 +50,11 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
         return DropReason::NoBridge.next(); // unreachable: ethernet-input drops runts
     };
     if is_group(&dst) {
-        return if s.flood { Edge::L2Flood.next() } else { DropReason::FloodDisabled.next() };
+        return if s.flood {
+            Edge::L2Flood.next()
+        } else {
+            DropReason::FloodDisabled.next()
+        };
     }
     match cx.state.macs.lookup(bd, &dst) {
         Some(p) if p == rx => DropReason::SamePort.next(),
@@ -65,7 +69,11 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
 
 impl Node<SwitchState> for L2Fwd {
     fn info(&self) -> NodeInfo {
-        NodeInfo { name: "l2-fwd", next_nodes: Edge::NAMES, drop_reasons: DropReason::NAMES }
+        NodeInfo {
+            name: "l2-fwd",
+            next_nodes: Edge::NAMES,
+            drop_reasons: DropReason::NAMES,
+        }
     }
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
@@ -77,6 +85,9 @@ impl Node<SwitchState> for L2Fwd {
     fn trace(&self, pool: &Pool, pkt: u32) -> String {
         let h = pool.header(pkt);
         let dst = macs(pool, pkt).map_or_else(|| "?".to_string(), |(d, _)| format_mac(&d));
-        format!("bd {} dst {} rx-port {} tx-port {}", h.bd, dst, h.rx_port, h.tx_port)
+        format!(
+            "bd {} dst {} rx-port {} tx-port {}",
+            h.bd, dst, h.rx_port, h.tx_port
+        )
     }
 }

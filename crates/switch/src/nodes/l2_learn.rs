@@ -56,7 +56,11 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
 
 impl Node<SwitchState> for L2Learn {
     fn info(&self) -> NodeInfo {
-        NodeInfo { name: "l2-learn", next_nodes: Edge::NAMES, drop_reasons: DropReason::NAMES }
+        NodeInfo {
+            name: "l2-learn",
+            next_nodes: Edge::NAMES,
+            drop_reasons: DropReason::NAMES,
+        }
     }
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {

@@ -38,7 +38,11 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
 
 impl Node<SwitchState> for L2Xconnect {
     fn info(&self) -> NodeInfo {
-        NodeInfo { name: "l2-xconnect", next_nodes: Edge::NAMES, drop_reasons: DropReason::NAMES }
+        NodeInfo {
+            name: "l2-xconnect",
+            next_nodes: Edge::NAMES,
+            drop_reasons: DropReason::NAMES,
+        }
     }
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {

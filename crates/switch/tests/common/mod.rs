@@ -60,7 +60,10 @@ pub fn malformed() -> Vec<(&'static str, Vec<u8>)> {
         ("runt", vec![]),
         ("runt", vec![0xff; 1]),
         ("truncated-vlan-tag", trunc),
-        ("too-many-vlan-tags", tagged(mac(1), mac(2), &[(0x88a8, 10), (0x8100, 20), (0x8100, 30)])),
+        (
+            "too-many-vlan-tags",
+            tagged(mac(1), mac(2), &[(0x88a8, 10), (0x8100, 20), (0x8100, 30)]),
+        ),
         ("bad-length-field", lying),
         ("bad-length-field", too_long),
     ]
@@ -95,7 +98,11 @@ pub fn drain(port: &mut LoopbackPort, pool: &mut Pool) -> Vec<Vec<u8>> {
 pub fn send(port: &mut LoopbackPort, pool: &mut Pool, frames: &[Vec<u8>]) {
     for chunk in frames.chunks(256) {
         let hs: Vec<u32> = chunk.iter().map(|f| packet(pool, f)).collect();
-        assert_eq!(port.tx_burst(pool, &hs), hs.len(), "loopback queue has room");
+        assert_eq!(
+            port.tx_burst(pool, &hs),
+            hs.len(),
+            "loopback queue has room"
+        );
         pool.free_bulk(&hs);
     }
 }
