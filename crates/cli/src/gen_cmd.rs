@@ -18,7 +18,8 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use vecswitch_gen::engine::Phase;
 use vecswitch_gen::{
-    Field, FieldMode, FieldRange, Generator, Rate, SizeSpec, StreamSpec, TrialLength, TrialReport, TrialSpec, VlanSpec,
+    Field, FieldMode, FieldRange, Generator, Rate, SizeSpec, StreamSpec, TrialLength, TrialReport,
+    TrialSpec, VlanSpec,
 };
 use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort};
 use vecswitch_ports::memif::{MemifConfig, MemifPort, Role};
@@ -159,7 +160,9 @@ fn parse_duration(flag: &str, s: &str) -> Result<Duration> {
         (t, f64::NAN)
     };
     match num.trim().parse::<f64>() {
-        Ok(v) if v >= 0.0 && v.is_finite() && mult.is_finite() => Ok(Duration::from_secs_f64(v * mult)),
+        Ok(v) if v >= 0.0 && v.is_finite() && mult.is_finite() => {
+            Ok(Duration::from_secs_f64(v * mult))
+        }
         _ => bail!("invalid --{flag} {s:?}: accepted a duration such as 10s, 500ms, 250us, 2m, 1h"),
     }
 }
@@ -171,8 +174,9 @@ fn parse_mac(flag: &str, s: &str) -> Result<[u8; 6]> {
         bail!("invalid --{flag} {s:?}: accepted a MAC address such as 02:00:00:00:00:01");
     }
     for (i, p) in parts.iter().enumerate() {
-        m[i] = u8::from_str_radix(p, 16)
-            .with_context(|| format!("invalid --{flag} {s:?}: accepted a MAC address such as 02:00:00:00:00:01"))?;
+        m[i] = u8::from_str_radix(p, 16).with_context(|| {
+            format!("invalid --{flag} {s:?}: accepted a MAC address such as 02:00:00:00:00:01")
+        })?;
     }
     Ok(m)
 }
@@ -183,10 +187,14 @@ fn open_port(spec: &str, index: usize) -> Result<Box<dyn Port>> {
     if let Some(rest) = spec.strip_prefix("memif:") {
         let mut it = rest.split(':');
         let path = it.next().filter(|p| !p.is_empty());
-        let Some(path) = path else { bail!("invalid --port {spec:?}: no socket path; accepted {accepted}") };
+        let Some(path) = path else {
+            bail!("invalid --port {spec:?}: no socket path; accepted {accepted}")
+        };
         let id: u32 = match it.next() {
             None => 0,
-            Some(i) => i.parse().with_context(|| format!("invalid --port {spec:?}: id {i:?} is not a number; accepted {accepted}"))?,
+            Some(i) => i.parse().with_context(|| {
+                format!("invalid --port {spec:?}: id {i:?} is not a number; accepted {accepted}")
+            })?,
         };
         let role = match it.next() {
             None | Some("client") => Role::Client,
@@ -197,7 +205,8 @@ fn open_port(spec: &str, index: usize) -> Result<Box<dyn Port>> {
             bail!("invalid --port {spec:?}: too many fields; accepted {accepted}");
         }
         let name = format!("memif{index}");
-        let port = MemifPort::new(MemifConfig::new(&name, path, id, role)).with_context(|| format!("opening --port {spec}"))?;
+        let port = MemifPort::new(MemifConfig::new(&name, path, id, role))
+            .with_context(|| format!("opening --port {spec}"))?;
         return Ok(Box::new(port));
     }
     if let Some(rest) = spec.strip_prefix("afp:") {
@@ -208,7 +217,10 @@ fn open_port(spec: &str, index: usize) -> Result<Box<dyn Port>> {
         if ifname.is_empty() {
             bail!("invalid --port {spec:?}: no interface name; accepted {accepted}");
         }
-        let cfg = AfPacketConfig { frame_size: 16384, ..AfPacketConfig::new(ifname, ifname) };
+        let cfg = AfPacketConfig {
+            frame_size: 16384,
+            ..AfPacketConfig::new(ifname, ifname)
+        };
         let port = match netns {
             Some(ns) => AfPacketPort::open_in_netns(cfg, ns),
             None => AfPacketPort::open(cfg),
@@ -223,13 +235,21 @@ fn open_ports(specs: &[String]) -> Result<Vec<Box<dyn Port>>> {
     if specs.is_empty() || specs.len() > 2 {
         bail!("invalid number of --port: {}; accepted 1 or 2", specs.len());
     }
-    specs.iter().enumerate().map(|(i, s)| open_port(s, i)).collect()
+    specs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| open_port(s, i))
+        .collect()
 }
 
 /// Resolves the flags into the A→B stream (and B→A with --bidir).
 fn streams(a: &RunArgs, nports: usize) -> Result<Vec<StreamSpec>> {
     let rx = if nports > 1 { 1 } else { 0 };
-    let mut s = if a.ipv6 { StreamSpec::ipv6(0, rx) } else { StreamSpec::ipv4(0, rx) };
+    let mut s = if a.ipv6 {
+        StreamSpec::ipv6(0, rx)
+    } else {
+        StreamSpec::ipv4(0, rx)
+    };
     s.size = SizeSpec::parse(&a.size)?;
     s.seed = a.seed;
     s.flows = a.flows;
@@ -242,19 +262,35 @@ fn streams(a: &RunArgs, nports: usize) -> Result<Vec<StreamSpec>> {
     s.vlans = match (a.vlans.as_slice(), a.qinq) {
         ([], false) => vec![],
         ([v], false) => vec![VlanSpec::dot1q(*v)],
-        ([o, i], qinq) => vec![if qinq { VlanSpec::dot1ad(*o) } else { VlanSpec::dot1q(*o) }, VlanSpec::dot1q(*i)],
+        ([o, i], qinq) => vec![
+            if qinq {
+                VlanSpec::dot1ad(*o)
+            } else {
+                VlanSpec::dot1q(*o)
+            },
+            VlanSpec::dot1q(*i),
+        ],
         (_, true) => bail!("invalid --qinq: it needs exactly two --vlan (outer, inner)"),
-        (v, _) => bail!("invalid --vlan given {} times: accepted at most 2 (outer, inner)", v.len()),
+        (v, _) => bail!(
+            "invalid --vlan given {} times: accepted at most 2 (outer, inner)",
+            v.len()
+        ),
     };
     if a.flows > 1 {
         for f in a.flow_fields.split(',').filter(|f| !f.trim().is_empty()) {
             let field = Field::parse(f)?;
             let mode = if a.random_flows {
-                FieldMode::Random { seed: a.seed ^ (field as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) }
+                FieldMode::Random {
+                    seed: a.seed ^ (field as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                }
             } else {
                 FieldMode::Increment
             };
-            s.ranges.push(FieldRange { field, count: a.flows, mode });
+            s.ranges.push(FieldRange {
+                field,
+                count: a.flows,
+                mode,
+            });
         }
         if s.ranges.is_empty() {
             bail!("invalid --flow-fields {:?}: accepted a comma list of src-mac, dst-mac, src-ip, dst-ip, src-port, dst-port", a.flow_fields);
@@ -271,7 +307,10 @@ fn streams(a: &RunArgs, nports: usize) -> Result<Vec<StreamSpec>> {
 }
 
 /// Prints a progress line to stderr once a second until `stop` is set.
-fn spawn_progress(progress: Arc<vecswitch_gen::Progress>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+fn spawn_progress(
+    progress: Arc<vecswitch_gen::Progress>,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let mut last_tx = 0u64;
         let mut ticks = 0u32;
@@ -293,7 +332,11 @@ fn spawn_progress(progress: Arc<vecswitch_gen::Progress>, stop: Arc<AtomicBool>)
             let rate = if tx >= last_tx { tx - last_tx } else { tx };
             last_tx = tx;
             let mut e = std::io::stderr().lock();
-            let _ = writeln!(e, "gen: {phase:<16} tx {tx:>14} rx {rx:>14}  {:>9.3} Mfps", rate as f64 / 1e6);
+            let _ = writeln!(
+                e,
+                "gen: {phase:<16} tx {tx:>14} rx {rx:>14}  {:>9.3} Mfps",
+                rate as f64 / 1e6
+            );
         }
     })
 }
@@ -344,9 +387,15 @@ fn summary(a: &RunArgs, r: &TrialReport) -> String {
         TrialLength::Duration(d) => format!("{:.3} s", d.as_secs_f64()),
         TrialLength::Count(n) => format!("{n} frames"),
     };
-    o += &format!("trial: size {}, rate {} per port, {length} (sent for {:.3} s, drained {:.3} s)\n", a.size, a.rate, r.tx_seconds, r.drain_seconds);
+    o += &format!(
+        "trial: size {}, rate {} per port, {length} (sent for {:.3} s, drained {:.3} s)\n",
+        a.size, a.rate, r.tx_seconds, r.drain_seconds
+    );
     for p in &r.ports {
-        let intended = p.intended_fps.map(|f| format!("{f:.0}")).unwrap_or_else(|| "max".into());
+        let intended = p
+            .intended_fps
+            .map(|f| format!("{f:.0}"))
+            .unwrap_or_else(|| "max".into());
         o += &format!(
             "port {} {:<10} tx {:>12}  offered {:>12.0} fps ({:.1} Mbit/s L2), intended {intended} fps; rx ours {:>12}, foreign {}, warm-up {}, refused {}\n",
             p.index, p.name, p.tx, p.offered_fps, p.offered_bps / 1e6, p.rx_ours, p.foreign, p.rx_warmup, p.tx_refused
@@ -397,7 +446,12 @@ fn calibrate(c: CalibrateArgs) -> Result<()> {
         .sizes
         .split(',')
         .map(|s| {
-            let v: u16 = s.trim().parse().with_context(|| format!("invalid --sizes {:?}: accepted a comma list of sizes 64..=9000", c.sizes))?;
+            let v: u16 = s.trim().parse().with_context(|| {
+                format!(
+                    "invalid --sizes {:?}: accepted a comma list of sizes 64..=9000",
+                    c.sizes
+                )
+            })?;
             SizeSpec::Fixed(v).validate()?;
             Ok(v)
         })
@@ -406,7 +460,11 @@ fn calibrate(c: CalibrateArgs) -> Result<()> {
     let floor = Rate::parse(&c.floor_rate)?;
     let ports = open_ports(&c.ports.ports)?;
     let rx = if ports.len() > 1 { 1 } else { 0 };
-    let template = if c.ipv6 { StreamSpec::ipv6(0, rx) } else { StreamSpec::ipv4(0, rx) };
+    let template = if c.ipv6 {
+        StreamSpec::ipv6(0, rx)
+    } else {
+        StreamSpec::ipv4(0, rx)
+    };
     let mut gen = Generator::new(ports)?;
     let stop = Arc::new(AtomicBool::new(false));
     let progress = spawn_progress(gen.progress(), Arc::clone(&stop));
@@ -418,8 +476,14 @@ fn calibrate(c: CalibrateArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&rep)?);
         return Ok(());
     }
-    println!("calibration: {} -> {} (no DUT), {} per trial", rep.tx_port, rep.rx_port, c.duration);
-    println!("{:>6} {:>14} {:>14} {:>10} {:>12} {:>12} {:>12}", "size", "max tx fps", "max rx fps", "lost", "floor min", "floor p50", "floor p99");
+    println!(
+        "calibration: {} -> {} (no DUT), {} per trial",
+        rep.tx_port, rep.rx_port, c.duration
+    );
+    println!(
+        "{:>6} {:>14} {:>14} {:>10} {:>12} {:>12} {:>12}",
+        "size", "max tx fps", "max rx fps", "lost", "floor min", "floor p50", "floor p99"
+    );
     for p in &rep.points {
         println!(
             "{:>6} {:>14.0} {:>14.0} {:>10} {:>12} {:>12} {:>12}",
@@ -454,10 +518,16 @@ mod tests {
 
     #[test]
     fn flags_resolve_into_streams() {
-        let a = args(&["--size", "imix", "--vlan", "100", "--vlan", "200", "--qinq", "--flows", "1000", "--bidir", "--ipv6"]);
+        let a = args(&[
+            "--size", "imix", "--vlan", "100", "--vlan", "200", "--qinq", "--flows", "1000",
+            "--bidir", "--ipv6",
+        ]);
         let s = streams(&a, 2).unwrap();
         assert_eq!(s.len(), 2);
-        assert_eq!(s[0].vlans, vec![VlanSpec::dot1ad(100), VlanSpec::dot1q(200)]);
+        assert_eq!(
+            s[0].vlans,
+            vec![VlanSpec::dot1ad(100), VlanSpec::dot1q(200)]
+        );
         assert!(s[0].src_ip.is_ipv6());
         assert_eq!(s[0].ranges.len(), 2);
         assert_eq!((s[1].tx_port, s[1].rx_port), (1, 0));
@@ -466,17 +536,35 @@ mod tests {
 
     #[test]
     fn bad_flags_name_what_is_accepted() {
-        let e = streams(&args(&["--vlan", "1", "--qinq"]), 2).unwrap_err().to_string();
+        let e = streams(&args(&["--vlan", "1", "--qinq"]), 2)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("--qinq"), "{e}");
         let e = streams(&args(&["--bidir"]), 1).unwrap_err().to_string();
         assert!(e.contains("--bidir"), "{e}");
-        let e = streams(&args(&["--flows", "10", "--flow-fields", "src-ip,ttl"]), 2).unwrap_err().to_string();
+        let e = streams(&args(&["--flows", "10", "--flow-fields", "src-ip,ttl"]), 2)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("ttl") && e.contains("accepted"), "{e}");
         assert!(parse_duration("duration", "10").is_err());
-        assert_eq!(parse_duration("duration", "1.5s").unwrap(), Duration::from_millis(1500));
-        assert_eq!(parse_duration("duration", "250us").unwrap(), Duration::from_micros(250));
-        assert!(open_port("tcp:1", 0).err().unwrap().to_string().contains("accepted"));
-        assert!(open_port("memif:/tmp/x:0:peer", 0).err().unwrap().to_string().contains("role"));
+        assert_eq!(
+            parse_duration("duration", "1.5s").unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert_eq!(
+            parse_duration("duration", "250us").unwrap(),
+            Duration::from_micros(250)
+        );
+        assert!(open_port("tcp:1", 0)
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("accepted"));
+        assert!(open_port("memif:/tmp/x:0:peer", 0)
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("role"));
         assert!(parse_mac("src-mac", "02:00:00:00:00").is_err());
     }
 }

@@ -5,7 +5,9 @@
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use vecswitch_gen::rx::find_signature;
-use vecswitch_gen::{Field, FieldMode, FieldRange, SizeSpec, StreamAnalyzer, StreamBuilder, StreamSpec};
+use vecswitch_gen::{
+    Field, FieldMode, FieldRange, SizeSpec, StreamAnalyzer, StreamBuilder, StreamSpec,
+};
 
 const BATCH: u64 = 256;
 
@@ -15,8 +17,16 @@ fn stream(size: SizeSpec, flows: u32) -> StreamBuilder {
     s.flows = flows;
     if flows > 1 {
         s.ranges = vec![
-            FieldRange { field: Field::SrcIp, count: flows, mode: FieldMode::Random { seed: 1 } },
-            FieldRange { field: Field::DstIp, count: flows, mode: FieldMode::Increment },
+            FieldRange {
+                field: Field::SrcIp,
+                count: flows,
+                mode: FieldMode::Random { seed: 1 },
+            },
+            FieldRange {
+                field: Field::DstIp,
+                count: flows,
+                mode: FieldMode::Increment,
+            },
         ];
     }
     StreamBuilder::new(0, &s).unwrap()
@@ -64,7 +74,13 @@ fn receive(c: &mut Criterion) {
         bench.iter(|| {
             for (i, f) in frames.iter().enumerate() {
                 let sig = find_signature(f).unwrap();
-                an.record(base + i as u64, sig.tx_ns, sig.tx_ns + 5000, f.len(), u64::MAX);
+                an.record(
+                    base + i as u64,
+                    sig.tx_ns,
+                    sig.tx_ns + 5000,
+                    f.len(),
+                    u64::MAX,
+                );
             }
             base += BATCH;
         })

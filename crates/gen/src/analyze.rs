@@ -89,7 +89,8 @@ impl StreamAnalyzer {
             seen: vec![0u64; WORDS].into_boxed_slice(),
             window_base: 0,
             // 1 ns .. ~1 hour, 3 significant digits; values above are clamped.
-            hist: Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("static histogram bounds"),
+            hist: Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
+                .expect("static histogram bounds"),
             lat_sum: 0,
             lat_min: u64::MAX,
             lat_max: 0,
@@ -184,7 +185,12 @@ impl StreamAnalyzer {
         let mut r = self.rx.clone();
         let n = r.rx_unique.max(1) as u128;
         if self.lat_max > 0 || self.lat_min != u64::MAX {
-            let q = |p: f64| self.hist.value_at_quantile(p).min(self.lat_max).max(self.lat_min);
+            let q = |p: f64| {
+                self.hist
+                    .value_at_quantile(p)
+                    .min(self.lat_max)
+                    .max(self.lat_min)
+            };
             r.latency = Latency {
                 samples: self.hist.len(),
                 min_ns: self.lat_min,
@@ -195,7 +201,11 @@ impl StreamAnalyzer {
                 p99_ns: q(0.99),
                 p99_9_ns: q(0.999),
                 p99_99_ns: q(0.9999),
-                jitter_avg_ns: if self.jitter_n == 0 { 0.0 } else { self.jitter_sum as f64 / self.jitter_n as f64 },
+                jitter_avg_ns: if self.jitter_n == 0 {
+                    0.0
+                } else {
+                    self.jitter_sum as f64 / self.jitter_n as f64
+                },
                 jitter_max_ns: self.jitter_max,
             };
         }
@@ -218,7 +228,10 @@ mod tests {
     #[test]
     fn in_order_no_loss() {
         let r = feed(&(0..1000).collect::<Vec<_>>(), 1000);
-        assert_eq!((r.rx, r.rx_unique, r.duplicated, r.reordered), (1000, 1000, 0, 0));
+        assert_eq!(
+            (r.rx, r.rx_unique, r.duplicated, r.reordered),
+            (1000, 1000, 0, 0)
+        );
         assert_eq!(r.rx_bytes, 64_000);
     }
 

@@ -233,8 +233,16 @@ struct RunPort {
     intended_fps: Option<f64>,
 }
 
-const FOREIGN_REASONS: [&str; 8] =
-    ["bad-l2", "not-ip", "bad-ip", "ip-fragment", "not-udp", "bad-udp", "no-signature", "unknown-stream"];
+const FOREIGN_REASONS: [&str; 8] = [
+    "bad-l2",
+    "not-ip",
+    "bad-ip",
+    "ip-fragment",
+    "not-udp",
+    "bad-udp",
+    "no-signature",
+    "unknown-stream",
+];
 
 fn foreign_index(e: RxError) -> usize {
     match e {
@@ -261,7 +269,16 @@ pub struct Generator {
 
 impl std::fmt::Debug for Generator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Generator").field("ports", &self.ports.iter().map(|p| p.name().to_string()).collect::<Vec<_>>()).finish()
+        f.debug_struct("Generator")
+            .field(
+                "ports",
+                &self
+                    .ports
+                    .iter()
+                    .map(|p| p.name().to_string())
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
     }
 }
 
@@ -314,7 +331,10 @@ impl Generator {
                 return Ok(());
             };
             if self.clock.now_ns() - t0 > timeout.as_nanos() as u64 {
-                return Err(GenError::LinkDown { port: self.ports[down].name().to_string(), waited: timeout });
+                return Err(GenError::LinkDown {
+                    port: self.ports[down].name().to_string(),
+                    waited: timeout,
+                });
             }
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -324,7 +344,11 @@ impl Generator {
     pub fn run_trial(&mut self, spec: &TrialSpec) -> Result<TrialReport, GenError> {
         spec.rate.validate()?;
         if spec.streams.is_empty() {
-            return Err(GenError::Config { field: "streams".into(), value: "0".into(), accepted: "at least one stream".into() });
+            return Err(GenError::Config {
+                field: "streams".into(),
+                value: "0".into(),
+                accepted: "at least one stream".into(),
+            });
         }
         if !(0.0..1.0).contains(&spec.tolerance) {
             return Err(GenError::Config {
@@ -360,7 +384,11 @@ impl Generator {
             });
         }
         if spec.burst == 0 {
-            return Err(GenError::Config { field: "burst".into(), value: "0".into(), accepted: "1 or more frames".into() });
+            return Err(GenError::Config {
+                field: "burst".into(),
+                value: "0".into(),
+                accepted: "1 or more frames".into(),
+            });
         }
 
         self.wait_link(spec.link_timeout)?;
@@ -370,7 +398,12 @@ impl Generator {
             if port.streams.is_empty() {
                 continue;
             }
-            let mean = port.streams.iter().map(|&s| streams[s].b.sizes().mean_size()).sum::<f64>() / port.streams.len() as f64;
+            let mean = port
+                .streams
+                .iter()
+                .map(|&s| streams[s].b.sizes().mean_size())
+                .sum::<f64>()
+                / port.streams.len() as f64;
             port.intended_fps = spec.rate.fps(mean);
         }
 
@@ -379,10 +412,21 @@ impl Generator {
             self.progress.set(Phase::Warmup, 0, 0);
             let start = self.clock.now_ns();
             for port in ports.iter_mut() {
-                port.pacer = Some(Pacer::new(start, port.intended_fps, spec.burst as u64, None));
+                port.pacer = Some(Pacer::new(
+                    start,
+                    port.intended_fps,
+                    spec.burst as u64,
+                    None,
+                ));
             }
             let end = start + spec.warmup.as_nanos() as u64;
-            self.send_phase(&mut ports, &mut streams, true, Some(end), spec.stall_timeout);
+            self.send_phase(
+                &mut ports,
+                &mut streams,
+                true,
+                Some(end),
+                spec.stall_timeout,
+            );
             let drain_end = self.clock.now_ns() + spec.drain.as_nanos() as u64;
             while self.clock.now_ns() < drain_end {
                 self.poll_rx(&mut ports, &mut streams);
@@ -395,7 +439,12 @@ impl Generator {
             }
             for port in ports.iter_mut() {
                 let w = port.rx_warmup;
-                *port = RunPort { streams: std::mem::take(&mut port.streams), intended_fps: port.intended_fps, rx_warmup: w, ..RunPort::default() };
+                *port = RunPort {
+                    streams: std::mem::take(&mut port.streams),
+                    intended_fps: port.intended_fps,
+                    rx_warmup: w,
+                    ..RunPort::default()
+                };
             }
         }
 
@@ -415,7 +464,9 @@ impl Generator {
         for port in ports.iter_mut() {
             let lim = match (limit, port.intended_fps, spec.length) {
                 (Some(n), _, _) => Some(n),
-                (None, Some(fps), TrialLength::Duration(d)) => Some((fps * d.as_secs_f64()).round() as u64),
+                (None, Some(fps), TrialLength::Duration(d)) => {
+                    Some((fps * d.as_secs_f64()).round() as u64)
+                }
                 _ => None,
             };
             port.pacer = Some(Pacer::new(start, port.intended_fps, spec.burst as u64, lim));
@@ -425,7 +476,11 @@ impl Generator {
 
         // Drain.
         let tx_total: u64 = streams.iter().map(|s| s.next_seq).sum();
-        self.progress.set(Phase::Drain, tx_total, ports.iter().map(|p| p.rx_ours).sum());
+        self.progress.set(
+            Phase::Drain,
+            tx_total,
+            ports.iter().map(|p| p.rx_ours).sum(),
+        );
         let drain_start = self.clock.now_ns();
         let drain_end = drain_start + spec.drain.as_nanos() as u64;
         loop {
@@ -437,9 +492,18 @@ impl Generator {
             }
         }
         let drain_seconds = (self.clock.now_ns() - drain_start) as f64 / 1e9;
-        self.progress.set(Phase::Idle, tx_total, ports.iter().map(|p| p.rx_ours).sum());
+        self.progress
+            .set(Phase::Idle, tx_total, ports.iter().map(|p| p.rx_ours).sum());
 
-        let mut report = self.report(spec, &ports, &streams, start, tx_done, intended_ns, drain_seconds);
+        let mut report = self.report(
+            spec,
+            &ports,
+            &streams,
+            start,
+            tx_done,
+            intended_ns,
+            drain_seconds,
+        );
         if stalled {
             report.tester_limited = true;
             report.tester_limited_reasons.push(format!(
@@ -483,10 +547,16 @@ impl Generator {
                 }
             }
         }
-        self.progress.set(Phase::Idle, 0, ports.iter().map(|p| p.rx_all).sum());
+        self.progress
+            .set(Phase::Idle, 0, ports.iter().map(|p| p.rx_all).sum());
         let secs = (self.clock.now_ns() - start) as f64 / 1e9;
-        let spec = TrialSpec::new(Vec::new(), Rate::Max, TrialLength::Duration(Duration::from_secs_f64(secs)));
-        self.report(&spec, &ports, &[], start, start, None, 0.0).ports
+        let spec = TrialSpec::new(
+            Vec::new(),
+            Rate::Max,
+            TrialLength::Duration(Duration::from_secs_f64(secs)),
+        );
+        self.report(&spec, &ports, &[], start, start, None, 0.0)
+            .ports
     }
 
     /// Sends until every pacer is finished or `end` passes, polling receive between batches. Returns
@@ -516,7 +586,9 @@ impl Generator {
                 if ports[pi].streams.is_empty() {
                     continue;
                 }
-                let Some(pacer) = ports[pi].pacer.as_mut() else { continue };
+                let Some(pacer) = ports[pi].pacer.as_mut() else {
+                    continue;
+                };
                 if pacer.finished() {
                     continue;
                 }
@@ -549,7 +621,15 @@ impl Generator {
             if iter & 63 == 0 {
                 let tx: u64 = ports.iter().map(|p| p.tx).sum();
                 let rx: u64 = ports.iter().map(|p| p.rx_ours).sum();
-                self.progress.set(if warmup { Phase::Warmup } else { Phase::Measure }, tx, rx);
+                self.progress.set(
+                    if warmup {
+                        Phase::Warmup
+                    } else {
+                        Phase::Measure
+                    },
+                    tx,
+                    rx,
+                );
                 for p in self.ports.iter_mut() {
                     p.poll_control();
                 }
@@ -559,7 +639,14 @@ impl Generator {
 
     /// Builds `n` frames of stream `s` and offers them to port `pi`; returns how many it took. The
     /// sequence numbers of refused frames are given back (they are rebuilt next time).
-    fn send_batch(&mut self, pi: usize, s: &mut RunStream, n: usize, warmup: bool, now: u64) -> usize {
+    fn send_batch(
+        &mut self,
+        pi: usize,
+        s: &mut RunStream,
+        n: usize,
+        warmup: bool,
+        now: u64,
+    ) -> usize {
         self.tx_handles.clear();
         for k in 0..n {
             let seq = s.next_seq + k as u64;
@@ -583,7 +670,11 @@ impl Generator {
             self.tx_handles.push(h);
         }
         let built = self.tx_handles.len();
-        let sent = if built == 0 { 0 } else { self.ports[pi].tx_burst(&mut self.pool, &self.tx_handles) };
+        let sent = if built == 0 {
+            0
+        } else {
+            self.ports[pi].tx_burst(&mut self.pool, &self.tx_handles)
+        };
         self.pool.free_bulk(&self.tx_handles);
         for k in 0..sent {
             s.tx_bytes += s.b.frame_size(s.next_seq + k as u64) as u64;
@@ -681,7 +772,11 @@ impl Generator {
                     rx,
                     rx_wrong_port: s.wrong_port,
                     lost,
-                    loss_ratio: if s.next_seq == 0 { 0.0 } else { lost as f64 / s.next_seq as f64 },
+                    loss_ratio: if s.next_seq == 0 {
+                        0.0
+                    } else {
+                        lost as f64 / s.next_seq as f64
+                    },
                 }
             })
             .collect();
@@ -703,7 +798,11 @@ impl Generator {
             }
             let tx_bytes: u64 = p.streams.iter().map(|&s| streams[s].tx_bytes).sum();
             let offered_fps = if secs > 0.0 { p.tx as f64 / secs } else { 0.0 };
-            let offered_bps = if secs > 0.0 { tx_bytes as f64 * 8.0 / secs } else { 0.0 };
+            let offered_bps = if secs > 0.0 {
+                tx_bytes as f64 * 8.0 / secs
+            } else {
+                0.0
+            };
             if !p.streams.is_empty() {
                 if let (Some(fps), Some(count)) = (p.intended_fps, intended_count) {
                     if (p.tx as f64) < count as f64 * (1.0 - spec.tolerance) {
@@ -725,7 +824,11 @@ impl Generator {
                     }
                 }
                 if p.refused > 0 && spec.rate != Rate::Max {
-                    reasons.push(format!("port {i} ({}) refused {} frames (tx ring full)", self.ports[i].name(), p.refused));
+                    reasons.push(format!(
+                        "port {i} ({}) refused {} frames (tx ring full)",
+                        self.ports[i].name(),
+                        p.refused
+                    ));
                 }
             }
             let foreign: u64 = p.foreign.iter().sum();
@@ -746,7 +849,11 @@ impl Generator {
                 rx_warmup: p.rx_warmup,
                 tx_refused: p.refused,
                 port_stats: self.ports[i].stats(),
-                intended_fps: if p.streams.is_empty() { None } else { p.intended_fps },
+                intended_fps: if p.streams.is_empty() {
+                    None
+                } else {
+                    p.intended_fps
+                },
                 offered_fps,
                 offered_bps,
             });
@@ -760,7 +867,11 @@ impl Generator {
             tx,
             rx,
             lost,
-            loss_ratio: if tx == 0 { 0.0 } else { lost as f64 / tx as f64 },
+            loss_ratio: if tx == 0 {
+                0.0
+            } else {
+                lost as f64 / tx as f64
+            },
             duplicated: stream_reports.iter().map(|s| s.rx.duplicated).sum(),
             reordered: stream_reports.iter().map(|s| s.rx.reordered).sum(),
             foreign: port_reports.iter().map(|p| p.foreign).sum(),

@@ -52,7 +52,9 @@ impl Field {
         match self {
             Field::SrcPort | Field::DstPort => 0x1_0000u64.saturating_sub(start),
             Field::SrcMac | Field::DstMac => 0x1_0000_0000u64.saturating_sub(start & 0xffff_ffff),
-            Field::SrcIp | Field::DstIp if !ipv6 => 0x1_0000_0000u64.saturating_sub(start & 0xffff_ffff),
+            Field::SrcIp | Field::DstIp if !ipv6 => {
+                0x1_0000_0000u64.saturating_sub(start & 0xffff_ffff)
+            }
             Field::SrcIp | Field::DstIp => u64::MAX - start,
         }
     }
@@ -93,7 +95,11 @@ pub fn permute(i: u64, n: u64, seed: u64) -> u64 {
         return 0;
     }
     let bits = 64 - (n - 1).leading_zeros();
-    let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    let mask = if bits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
     let k1 = seed | 1;
     let k2 = seed.rotate_left(29) ^ 0x9e37_79b9_7f4a_7c15;
     let half = bits.div_ceil(2);
@@ -113,7 +119,12 @@ pub fn permute(i: u64, n: u64, seed: u64) -> u64 {
 }
 
 /// Checks a set of ranges against the stream's flow count and the fields' widths.
-pub fn validate(ranges: &[FieldRange], flows: u32, start_of: impl Fn(Field) -> u64, ipv6: bool) -> Result<(), GenError> {
+pub fn validate(
+    ranges: &[FieldRange],
+    flows: u32,
+    start_of: impl Fn(Field) -> u64,
+    ipv6: bool,
+) -> Result<(), GenError> {
     if flows == 0 || flows > MAX_FLOWS {
         return Err(GenError::Config {
             field: "flows".into(),
@@ -134,7 +145,9 @@ pub fn validate(ranges: &[FieldRange], flows: u32, start_of: impl Fn(Field) -> u
             return Err(GenError::Config {
                 field: format!("{:?} range count", r.field),
                 value: r.count.to_string(),
-                accepted: format!("at most {room} values above the template's value (the field would wrap)"),
+                accepted: format!(
+                    "at most {room} values above the template's value (the field would wrap)"
+                ),
             });
         }
     }
@@ -165,19 +178,36 @@ mod tests {
 
     #[test]
     fn increment_offsets_wrap_at_count() {
-        let r = FieldRange { field: Field::SrcIp, count: 3, mode: FieldMode::Increment };
+        let r = FieldRange {
+            field: Field::SrcIp,
+            count: 3,
+            mode: FieldMode::Increment,
+        };
         let v: Vec<u64> = (0..7).map(|f| r.offset(f)).collect();
         assert_eq!(v, vec![0, 1, 2, 0, 1, 2, 0]);
     }
 
     #[test]
     fn validation_names_field_and_limit() {
-        let r = [FieldRange { field: Field::SrcPort, count: 70_000, mode: FieldMode::Increment }];
-        let e = validate(&r, 70_000, |_| 1024, false).unwrap_err().to_string();
-        assert!(e.contains("SrcPort") && e.contains("70000") && e.contains("64512"), "{e}");
+        let r = [FieldRange {
+            field: Field::SrcPort,
+            count: 70_000,
+            mode: FieldMode::Increment,
+        }];
+        let e = validate(&r, 70_000, |_| 1024, false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("SrcPort") && e.contains("70000") && e.contains("64512"),
+            "{e}"
+        );
         assert!(validate(&[], 0, |_| 0, false).is_err());
         assert!(validate(&[], 1_000_001, |_| 0, false).is_err());
-        let r = [FieldRange { field: Field::SrcIp, count: 1_000_000, mode: FieldMode::Random { seed: 1 } }];
+        let r = [FieldRange {
+            field: Field::SrcIp,
+            count: 1_000_000,
+            mode: FieldMode::Random { seed: 1 },
+        }];
         assert!(validate(&r, 1_000_000, |_| 0x0a00_0000, false).is_ok());
     }
 }

@@ -26,17 +26,26 @@ pub mod stream;
 
 pub use analyze::{Latency, StreamAnalyzer, StreamRx};
 pub use calibrate::{calibrate, CalibrationPoint, CalibrationReport};
-pub use engine::{Generator, PortReport, Progress, StreamReport, TrialLength, TrialReport, TrialSpec};
-pub use stream::{StreamBuilder, StreamSpec, VlanSpec};
+pub use engine::{
+    Generator, PortReport, Progress, StreamReport, TrialLength, TrialReport, TrialSpec,
+};
 pub use flow::{Field, FieldMode, FieldRange};
 pub use rate::{Clock, LinkSpeed, MonoClock, Pacer, Rate};
 pub use size::{SizeSequence, SizeSpec};
+pub use stream::{StreamBuilder, StreamSpec, VlanSpec};
 
 /// Errors of the generator. Configuration errors name the field, the value and what is accepted.
 #[derive(Debug, thiserror::Error)]
 pub enum GenError {
     #[error("invalid {field} {value:?}: accepted {accepted}")]
-    Config { field: String, value: String, accepted: String },
+    Config {
+        field: String,
+        value: String,
+        accepted: String,
+    },
     #[error("port {port} did not come up within {waited:?}")]
-    LinkDown { port: String, waited: std::time::Duration },
+    LinkDown {
+        port: String,
+        waited: std::time::Duration,
+    },
 }

@@ -124,7 +124,11 @@ impl Rate {
             _ => (num, 1.0),
         };
         let v: f64 = num.trim().parse().map_err(|_| bad())?;
-        let r = if is_pps { Rate::Pps(v * mult) } else { Rate::Bps(v * mult) };
+        let r = if is_pps {
+            Rate::Pps(v * mult)
+        } else {
+            Rate::Bps(v * mult)
+        };
         r.validate()?;
         Ok(r)
     }
@@ -133,7 +137,10 @@ impl Rate {
     pub fn validate(&self) -> Result<(), GenError> {
         let (ok, v) = match *self {
             Rate::Pps(v) | Rate::Bps(v) => (v.is_finite() && v > 0.0, v),
-            Rate::Percent { percent, .. } => (percent.is_finite() && percent > 0.0 && percent <= 100.0, percent),
+            Rate::Percent { percent, .. } => (
+                percent.is_finite() && percent > 0.0 && percent <= 100.0,
+                percent,
+            ),
             Rate::Max => (true, 0.0),
         };
         if ok {
@@ -152,7 +159,9 @@ impl Rate {
         match *self {
             Rate::Pps(p) => Some(p),
             Rate::Bps(b) => Some(b / (mean_size * 8.0)),
-            Rate::Percent { percent, link } => Some(link.line_rate_fps(mean_size) * percent / 100.0),
+            Rate::Percent { percent, link } => {
+                Some(link.line_rate_fps(mean_size) * percent / 100.0)
+            }
             Rate::Max => None,
         }
     }
@@ -171,7 +180,9 @@ pub struct MonoClock {
 
 impl MonoClock {
     pub fn new() -> MonoClock {
-        MonoClock { origin: Instant::now() }
+        MonoClock {
+            origin: Instant::now(),
+        }
     }
 }
 
@@ -255,7 +266,8 @@ impl Pacer {
 
     /// The time the frame after the last released one is due (`None` if unlimited).
     pub fn next_due_ns(&self) -> Option<u64> {
-        self.interval_ns.map(|iv| self.start_ns + (self.released as f64 * iv) as u64)
+        self.interval_ns
+            .map(|iv| self.start_ns + (self.released as f64 * iv) as u64)
     }
 }
 
@@ -273,19 +285,52 @@ mod tests {
 
     #[test]
     fn line_rate_10g_64b_is_14880952() {
-        let fps = Rate::Percent { percent: 100.0, link: LinkSpeed::G10 }.fps(64.0).unwrap();
+        let fps = Rate::Percent {
+            percent: 100.0,
+            link: LinkSpeed::G10,
+        }
+        .fps(64.0)
+        .unwrap();
         assert_eq!(fps.floor() as u64, 14_880_952);
-        let fps = Rate::Percent { percent: 100.0, link: LinkSpeed::G10 }.fps(1518.0).unwrap();
+        let fps = Rate::Percent {
+            percent: 100.0,
+            link: LinkSpeed::G10,
+        }
+        .fps(1518.0)
+        .unwrap();
         assert_eq!(fps.floor() as u64, 812_743);
-        let fps = Rate::Percent { percent: 50.0, link: LinkSpeed::G1 }.fps(64.0).unwrap();
+        let fps = Rate::Percent {
+            percent: 50.0,
+            link: LinkSpeed::G1,
+        }
+        .fps(64.0)
+        .unwrap();
         assert_eq!(fps.floor() as u64, 744_047);
     }
 
     #[test]
     fn parse_rates() {
-        assert_eq!(Rate::parse("50%@10G").unwrap(), Rate::Percent { percent: 50.0, link: LinkSpeed::G10 });
-        assert_eq!(Rate::parse("100%").unwrap(), Rate::Percent { percent: 100.0, link: LinkSpeed::G10 });
-        assert_eq!(Rate::parse("12.5%@25G").unwrap(), Rate::Percent { percent: 12.5, link: LinkSpeed::G25 });
+        assert_eq!(
+            Rate::parse("50%@10G").unwrap(),
+            Rate::Percent {
+                percent: 50.0,
+                link: LinkSpeed::G10
+            }
+        );
+        assert_eq!(
+            Rate::parse("100%").unwrap(),
+            Rate::Percent {
+                percent: 100.0,
+                link: LinkSpeed::G10
+            }
+        );
+        assert_eq!(
+            Rate::parse("12.5%@25G").unwrap(),
+            Rate::Percent {
+                percent: 12.5,
+                link: LinkSpeed::G25
+            }
+        );
         assert_eq!(Rate::parse("1Mpps").unwrap(), Rate::Pps(1e6));
         assert_eq!(Rate::parse("250kpps").unwrap(), Rate::Pps(250e3));
         assert_eq!(Rate::parse("1Gbps").unwrap(), Rate::Bps(1e9));

@@ -68,7 +68,8 @@ pub fn find_signature(frame: &[u8]) -> Result<Signature, RxError> {
             if ip.next_header() != IpProtocol::UDP {
                 return Err(RxError::NotUdp);
             }
-            &l3[vecswitch_wire::ipv6::HEADER_LEN..vecswitch_wire::ipv6::HEADER_LEN + ip.payload_len() as usize]
+            &l3[vecswitch_wire::ipv6::HEADER_LEN
+                ..vecswitch_wire::ipv6::HEADER_LEN + ip.payload_len() as usize]
         }
         _ => return Err(RxError::NotIp),
     };

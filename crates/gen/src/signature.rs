@@ -189,22 +189,41 @@ mod tests {
     #[test]
     fn full_layout_bytes_are_exact() {
         let mut b = [0u8; 18];
-        write(&mut b, Layout::Full, 0x0102, false, 0x0a0b0c0d, 0x1122334455667788);
+        write(
+            &mut b,
+            Layout::Full,
+            0x0102,
+            false,
+            0x0a0b0c0d,
+            0x1122334455667788,
+        );
         assert_eq!(
             b,
-            [0x76, 0x53, 0x47, 0x31, 0x01, 0x02, 0x0a, 0x0b, 0x0c, 0x0d, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88]
+            [
+                0x76, 0x53, 0x47, 0x31, 0x01, 0x02, 0x0a, 0x0b, 0x0c, 0x0d, 0x11, 0x22, 0x33, 0x44,
+                0x55, 0x66, 0x77, 0x88
+            ]
         );
         let s = read(&b).unwrap();
-        assert_eq!((s.layout, s.stream, s.warmup, s.seq, s.tx_ns), (Layout::Full, 0x102, false, 0x0a0b0c0d, 0x1122334455667788));
+        assert_eq!(
+            (s.layout, s.stream, s.warmup, s.seq, s.tx_ns),
+            (Layout::Full, 0x102, false, 0x0a0b0c0d, 0x1122334455667788)
+        );
     }
 
     #[test]
     fn compact_layout_bytes_are_exact() {
         let mut b = [0u8; 10];
         write(&mut b, Layout::Compact, 5, true, 0x01_abcdef, 0x99_deadbeef);
-        assert_eq!(b, [0xc5, 0xa7, 0x85, 0xab, 0xcd, 0xef, 0xde, 0xad, 0xbe, 0xef]);
+        assert_eq!(
+            b,
+            [0xc5, 0xa7, 0x85, 0xab, 0xcd, 0xef, 0xde, 0xad, 0xbe, 0xef]
+        );
         let s = read(&b).unwrap();
-        assert_eq!((s.layout, s.stream, s.warmup, s.seq, s.tx_ns), (Layout::Compact, 5, true, 0xabcdef, 0xdeadbeef));
+        assert_eq!(
+            (s.layout, s.stream, s.warmup, s.seq, s.tx_ns),
+            (Layout::Compact, 5, true, 0xabcdef, 0xdeadbeef)
+        );
     }
 
     #[test]
@@ -245,8 +264,14 @@ mod tests {
         assert_eq!(min_frame_size(2, true), 84);
         // 64-byte IPv4 frames: 18 payload bytes untagged (full), 14 and 10 with tags (compact).
         assert_eq!(Layout::for_room(64 - 4 - 14 - 20 - 8), Some(Layout::Full));
-        assert_eq!(Layout::for_room(64 - 4 - 18 - 20 - 8), Some(Layout::Compact));
-        assert_eq!(Layout::for_room(64 - 4 - 22 - 20 - 8), Some(Layout::Compact));
+        assert_eq!(
+            Layout::for_room(64 - 4 - 18 - 20 - 8),
+            Some(Layout::Compact)
+        );
+        assert_eq!(
+            Layout::for_room(64 - 4 - 22 - 20 - 8),
+            Some(Layout::Compact)
+        );
         assert_eq!(Layout::for_room(9), None);
     }
 }

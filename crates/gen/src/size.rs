@@ -32,18 +32,27 @@ pub enum SizeSpec {
     /// Every frame has this size (with FCS).
     Fixed(u16),
     /// A mix of sizes with integer weights (e.g. IMIX 64:7, 570:4, 1518:1).
-    Mix { name: String, parts: Vec<(u16, u32)> },
+    Mix {
+        name: String,
+        parts: Vec<(u16, u32)>,
+    },
 }
 
 impl SizeSpec {
     /// Classic simple IMIX: 64/570/1518 bytes at 7:4:1 (EANTC/Cisco VPP report, seed 000).
     pub fn imix() -> SizeSpec {
-        SizeSpec::Mix { name: "imix".into(), parts: vec![(64, 7), (570, 4), (1518, 1)] }
+        SizeSpec::Mix {
+            name: "imix".into(),
+            parts: vec![(64, 7), (570, 4), (1518, 1)],
+        }
     }
 
     /// TRex's IMIX profile: 64/594/1518 bytes at 28:16:4.
     pub fn imix_trex() -> SizeSpec {
-        SizeSpec::Mix { name: "imix-trex".into(), parts: vec![(64, 28), (594, 16), (1518, 4)] }
+        SizeSpec::Mix {
+            name: "imix-trex".into(),
+            parts: vec![(64, 28), (594, 16), (1518, 4)],
+        }
     }
 
     /// Spirent TCPv4 IMIX: 72/74/576/1500 bytes at 58.67/2/23.66/15.67 % (Cisco/Intel white paper,
@@ -65,13 +74,15 @@ impl SizeSpec {
             "imix-spirent-tcpv4" => return Ok(SizeSpec::imix_spirent_tcpv4()),
             _ => {}
         }
-        let bad = |why: &str| GenError::Config {
+        let bad = |why: &str| {
+            GenError::Config {
             field: "size".into(),
             value: s.into(),
             accepted: format!(
                 "{why}; accepted: a frame size {MIN_FRAME}..={MAX_FRAME} (with FCS), imix, imix-trex, \
                  imix-spirent-tcpv4, or size:weight,size:weight,..."
             ),
+        }
         };
         if !s.contains(':') {
             let size: u16 = s.parse().map_err(|_| bad("not a number or mix name"))?;
@@ -83,8 +94,13 @@ impl SizeSpec {
         let mut raw = Vec::new();
         let mut decimals = 0usize;
         for part in s.split(',') {
-            let (size, weight) = part.split_once(':').ok_or_else(|| bad("each part must be size:weight"))?;
-            let size: u16 = size.trim().parse().map_err(|_| bad("size is not a number"))?;
+            let (size, weight) = part
+                .split_once(':')
+                .ok_or_else(|| bad("each part must be size:weight"))?;
+            let size: u16 = size
+                .trim()
+                .parse()
+                .map_err(|_| bad("size is not a number"))?;
             let weight = weight.trim();
             if weight.is_empty() || !weight.chars().all(|c| c.is_ascii_digit() || c == '.') {
                 return Err(bad("weight is not a non-negative number"));
@@ -105,7 +121,10 @@ impl SizeSpec {
             let weight: u32 = digits.parse().map_err(|_| bad("weight too large"))?;
             parts.push((size, weight));
         }
-        let spec = SizeSpec::Mix { name: s.to_string(), parts };
+        let spec = SizeSpec::Mix {
+            name: s.to_string(),
+            parts,
+        };
         spec.validate()?;
         Ok(spec)
     }
@@ -117,7 +136,9 @@ impl SizeSpec {
                 return Err(GenError::Config {
                     field: "size".into(),
                     value: sz.to_string(),
-                    accepted: format!("{MIN_FRAME}..={MAX_FRAME} bytes (Ethernet frame size with FCS)"),
+                    accepted: format!(
+                        "{MIN_FRAME}..={MAX_FRAME} bytes (Ethernet frame size with FCS)"
+                    ),
                 });
             }
             Ok(())
@@ -196,7 +217,10 @@ impl SizeSequence {
     /// size actually built (sizes below a stream's minimum are raised to it; see `stream`).
     pub fn new(spec: &SizeSpec, seed: u64, raise_to: impl Fn(u16) -> u16) -> SizeSequence {
         match spec {
-            SizeSpec::Fixed(s) => SizeSequence { sizes: vec![raise_to(*s)], order: vec![0] },
+            SizeSpec::Fixed(s) => SizeSequence {
+                sizes: vec![raise_to(*s)],
+                order: vec![0],
+            },
             SizeSpec::Mix { parts, .. } => {
                 let mut sizes: Vec<u16> = Vec::new();
                 let mut order: Vec<u16> = Vec::new();
@@ -242,7 +266,11 @@ impl SizeSequence {
 
     /// Mean size over one period (after raising).
     pub fn mean_size(&self) -> f64 {
-        self.order.iter().map(|&i| self.sizes[i as usize] as f64).sum::<f64>() / self.order.len() as f64
+        self.order
+            .iter()
+            .map(|&i| self.sizes[i as usize] as f64)
+            .sum::<f64>()
+            / self.order.len() as f64
     }
 }
 
@@ -317,7 +345,10 @@ mod tests {
         let pct = SizeSpec::parse("72:58.67,74:2,576:23.66,1500:15.67").unwrap();
         match pct {
             SizeSpec::Mix { parts, .. } => {
-                assert_eq!(parts, vec![(72, 5867), (74, 200), (576, 2366), (1500, 1567)])
+                assert_eq!(
+                    parts,
+                    vec![(72, 5867), (74, 200), (576, 2366), (1500, 1567)]
+                )
             }
             _ => panic!("expected a mix"),
         }
@@ -334,7 +365,9 @@ mod tests {
 
     #[test]
     fn raised_sizes_merge() {
-        let seq = SizeSequence::new(&SizeSpec::parse("64:1,72:1,128:2").unwrap(), 0, |s| s.max(76));
+        let seq = SizeSequence::new(&SizeSpec::parse("64:1,72:1,128:2").unwrap(), 0, |s| {
+            s.max(76)
+        });
         assert_eq!(seq.sizes(), &[76, 128]);
         let c = counts(&seq, 4);
         assert_eq!((c[&76], c[&128]), (2, 2));

@@ -16,8 +16,8 @@ use std::net::IpAddr;
 use serde::Serialize;
 use vecswitch_wire::checksum;
 use vecswitch_wire::{
-    EtherType, EthernetAddress, IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, L2Header, L2Tag, UdpPacket,
-    UdpRepr,
+    EtherType, EthernetAddress, IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, L2Header,
+    L2Tag, UdpPacket, UdpRepr,
 };
 
 use crate::flow::{self, Field, FieldRange};
@@ -37,11 +37,19 @@ pub struct VlanSpec {
 impl VlanSpec {
     /// An 802.1Q tag (TPID 0x8100).
     pub fn dot1q(vid: u16) -> VlanSpec {
-        VlanSpec { tpid: 0x8100, vid, pcp: 0 }
+        VlanSpec {
+            tpid: 0x8100,
+            vid,
+            pcp: 0,
+        }
     }
     /// An 802.1ad service tag (TPID 0x88a8), the outer tag of Q-in-Q.
     pub fn dot1ad(vid: u16) -> VlanSpec {
-        VlanSpec { tpid: 0x88a8, vid, pcp: 0 }
+        VlanSpec {
+            tpid: 0x88a8,
+            vid,
+            pcp: 0,
+        }
     }
 }
 
@@ -182,7 +190,11 @@ pub struct StreamBuilder {
 }
 
 fn cfg_err(field: &str, value: impl ToString, accepted: impl Into<String>) -> GenError {
-    GenError::Config { field: field.into(), value: value.to_string(), accepted: accepted.into() }
+    GenError::Config {
+        field: field.into(),
+        value: value.to_string(),
+        accepted: accepted.into(),
+    }
 }
 
 impl StreamBuilder {
@@ -190,7 +202,11 @@ impl StreamBuilder {
     pub fn new(id: u16, spec: &StreamSpec) -> Result<StreamBuilder, GenError> {
         spec.size.validate()?;
         if spec.vlans.len() > 2 {
-            return Err(cfg_err("vlans", spec.vlans.len(), "at most 2 VLAN tags (outer, inner)"));
+            return Err(cfg_err(
+                "vlans",
+                spec.vlans.len(),
+                "at most 2 VLAN tags (outer, inner)",
+            ));
         }
         for v in &spec.vlans {
             if v.vid > 4094 || v.pcp > 7 || !(v.tpid == 0x8100 || v.tpid == 0x88a8) {
@@ -203,7 +219,11 @@ impl StreamBuilder {
         }
         let ipv6 = spec.is_ipv6();
         if spec.src_ip.is_ipv6() != spec.dst_ip.is_ipv6() {
-            return Err(cfg_err("dst-ip", spec.dst_ip, "an address of the same family as src-ip"));
+            return Err(cfg_err(
+                "dst-ip",
+                spec.dst_ip,
+                "an address of the same family as src-ip",
+            ));
         }
         let min = spec.min_frame_size();
         let max_stream = if SizeSequence::new(&spec.size, spec.seed, |s| s.max(min))
@@ -219,7 +239,14 @@ impl StreamBuilder {
             return Err(cfg_err(
                 "stream id",
                 id,
-                format!("0..={max_stream} (frames of this stream carry the {} signature)", if max_stream == signature::MAX_STREAM_FULL { "full" } else { "compact" }),
+                format!(
+                    "0..={max_stream} (frames of this stream carry the {} signature)",
+                    if max_stream == signature::MAX_STREAM_FULL {
+                        "full"
+                    } else {
+                        "compact"
+                    }
+                ),
             ));
         }
         flow::validate(&spec.ranges, spec.flows, |f| field_start(spec, f), ipv6)?;
@@ -230,16 +257,33 @@ impl StreamBuilder {
             .sizes()
             .into_iter()
             .filter(|&s| s < min)
-            .map(|s| SizeRaised { requested: s, built: min })
+            .map(|s| SizeRaised {
+                requested: s,
+                built: min,
+            })
             .collect();
         raised.dedup();
 
         let l2 = L2Header {
             dst_addr: EthernetAddress(spec.dst_mac),
             src_addr: EthernetAddress(spec.src_mac),
-            outer: spec.vlans.first().map(|v| L2Tag { tpid: EtherType(v.tpid), pcp: v.pcp, dei: false, vid: v.vid }),
-            inner: spec.vlans.get(1).map(|v| L2Tag { tpid: EtherType(v.tpid), pcp: v.pcp, dei: false, vid: v.vid }),
-            ethertype: if ipv6 { EtherType::IPV6 } else { EtherType::IPV4 },
+            outer: spec.vlans.first().map(|v| L2Tag {
+                tpid: EtherType(v.tpid),
+                pcp: v.pcp,
+                dei: false,
+                vid: v.vid,
+            }),
+            inner: spec.vlans.get(1).map(|v| L2Tag {
+                tpid: EtherType(v.tpid),
+                pcp: v.pcp,
+                dei: false,
+                vid: v.vid,
+            }),
+            ethertype: if ipv6 {
+                EtherType::IPV6
+            } else {
+                EtherType::IPV4
+            },
             l3_offset: 14 + 4 * spec.vlans.len(),
         };
         let l3 = l2.header_len();
@@ -257,26 +301,44 @@ impl StreamBuilder {
         for &size in sizes.sizes() {
             let wire_len = size as usize - FCS_LEN;
             let mut bytes = vec![0u8; wire_len];
-            l2.emit(&mut bytes).map_err(|e| cfg_err("size", size, format!("room for the L2 header ({e})")))?;
+            l2.emit(&mut bytes)
+                .map_err(|e| cfg_err("size", size, format!("room for the L2 header ({e})")))?;
             let udp_len = wire_len - l4;
             let ip_csum_off = match (spec.src_ip, spec.dst_ip) {
                 (IpAddr::V4(src), IpAddr::V4(dst)) => {
-                    Ipv4Repr::new(src, dst, IpProtocol::UDP, udp_len).emit(&mut Ipv4Packet::new_unchecked(&mut bytes[l3..]));
+                    Ipv4Repr::new(src, dst, IpProtocol::UDP, udp_len)
+                        .emit(&mut Ipv4Packet::new_unchecked(&mut bytes[l3..]));
                     Some(l3 + 10)
                 }
                 (IpAddr::V6(src), IpAddr::V6(dst)) => {
-                    Ipv6Repr::new(src, dst, IpProtocol::UDP, udp_len).emit(&mut Ipv6Packet::new_unchecked(&mut bytes[l3..]));
+                    Ipv6Repr::new(src, dst, IpProtocol::UDP, udp_len)
+                        .emit(&mut Ipv6Packet::new_unchecked(&mut bytes[l3..]));
                     None
                 }
-                _ => return Err(cfg_err("dst-ip", spec.dst_ip, "an address of the same family as src-ip")),
+                _ => {
+                    return Err(cfg_err(
+                        "dst-ip",
+                        spec.dst_ip,
+                        "an address of the same family as src-ip",
+                    ))
+                }
             };
-            let udp = UdpRepr { src_port: spec.src_port, dst_port: spec.dst_port, payload_len: udp_len - 8 };
+            let udp = UdpRepr {
+                src_port: spec.src_port,
+                dst_port: spec.dst_port,
+                payload_len: udp_len - 8,
+            };
             let mut u = UdpPacket::new_unchecked(&mut bytes[l4..]);
             udp.emit(&mut u);
             u.fill_checksum(&spec.src_ip, &spec.dst_ip);
             let udp_csum = u.checksum();
-            let ip_csum = if ipv6 { 0 } else { Ipv4Packet::new_unchecked(&bytes[l3..]).checksum() };
-            let layout = Layout::for_room(udp_len - 8).ok_or_else(|| cfg_err("size", size, format!("{min}..={MAX_FRAME}")))?;
+            let ip_csum = if ipv6 {
+                0
+            } else {
+                Ipv4Packet::new_unchecked(&bytes[l3..]).checksum()
+            };
+            let layout = Layout::for_room(udp_len - 8)
+                .ok_or_else(|| cfg_err("size", size, format!("{min}..={MAX_FRAME}")))?;
             templates.push(Template {
                 bytes,
                 layout,
@@ -291,7 +353,15 @@ impl StreamBuilder {
         if spec.name.is_empty() {
             spec.name = format!("s{id}");
         }
-        Ok(StreamBuilder { id, spec, sizes, templates, off, ipv6, raised })
+        Ok(StreamBuilder {
+            id,
+            spec,
+            sizes,
+            templates,
+            off,
+            ipv6,
+            raised,
+        })
     }
 
     /// UDP payload room of a frame of `size` for this stream's headers.
@@ -352,12 +422,20 @@ impl StreamBuilder {
                 }
                 match r.field {
                     Field::SrcMac | Field::DstMac => {
-                        let o = if r.field == Field::SrcMac { self.off.src_mac } else { self.off.dst_mac } + 2;
+                        let o = if r.field == Field::SrcMac {
+                            self.off.src_mac
+                        } else {
+                            self.off.dst_mac
+                        } + 2;
                         let old = u32::from_be_bytes(out[o..o + 4].try_into().unwrap_or_default());
                         out[o..o + 4].copy_from_slice(&old.wrapping_add(k as u32).to_be_bytes());
                     }
                     Field::SrcIp | Field::DstIp => {
-                        let o = if r.field == Field::SrcIp { self.off.src_ip } else { self.off.dst_ip };
+                        let o = if r.field == Field::SrcIp {
+                            self.off.src_ip
+                        } else {
+                            self.off.dst_ip
+                        };
                         if self.ipv6 {
                             // Low 64 bits of the address.
                             let o = o + 8;
@@ -366,7 +444,8 @@ impl StreamBuilder {
                             out[o..o + 8].copy_from_slice(&new);
                             udp = checksum::update_bytes(udp, &old, &new);
                         } else {
-                            let old = u32::from_be_bytes(out[o..o + 4].try_into().unwrap_or_default());
+                            let old =
+                                u32::from_be_bytes(out[o..o + 4].try_into().unwrap_or_default());
                             let new = old.wrapping_add(k as u32);
                             out[o..o + 4].copy_from_slice(&new.to_be_bytes());
                             udp = checksum::update32(udp, old, new);
@@ -374,7 +453,11 @@ impl StreamBuilder {
                         }
                     }
                     Field::SrcPort | Field::DstPort => {
-                        let o = if r.field == Field::SrcPort { self.off.src_port } else { self.off.dst_port };
+                        let o = if r.field == Field::SrcPort {
+                            self.off.src_port
+                        } else {
+                            self.off.dst_port
+                        };
                         let old = u16::from_be_bytes([out[o], out[o + 1]]);
                         let new = old.wrapping_add(k as u16);
                         out[o..o + 2].copy_from_slice(&new.to_be_bytes());
@@ -436,7 +519,11 @@ mod tests {
         let (src, dst) = (IpAddr::V4(ip.src_addr()), IpAddr::V4(ip.dst_addr()));
         let udp = UdpPacket::new_checked(&f[l2.l3_offset + 20..]).unwrap();
         assert!(udp.verify_checksum(&src, &dst), "UDP checksum");
-        assert_eq!(udp.checksum(), udp.compute_checksum(&src, &dst), "incremental == full recomputation");
+        assert_eq!(
+            udp.checksum(),
+            udp.compute_checksum(&src, &dst),
+            "incremental == full recomputation"
+        );
     }
 
     #[test]
@@ -454,7 +541,8 @@ mod tests {
             198, 19, 1, 1, // dst
             0x04, 0x00, 0x04, 0x00, // ports 1024 → 1024
             0x00, 26, 0x00, 0x00, // UDP length 8 + 18, checksum (patched below)
-            0x76, 0x53, 0x47, 0x31, 0x00, 0x03, 0x01, 0x02, 0x03, 0x04, // magic, stream 3, seq
+            0x76, 0x53, 0x47, 0x31, 0x00, 0x03, 0x01, 0x02, 0x03,
+            0x04, // magic, stream 3, seq
             0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, // tx time
         ];
         assert_eq!(f.len(), 60);
@@ -463,14 +551,20 @@ mod tests {
         assert_eq!(f, want);
         assert_checksums_v4(&f);
         // The IPv4 header checksum by hand (RFC 1071) over the fixed fields.
-        assert_eq!(u16::from_be_bytes([f[24], f[25]]), checksum::checksum(&{
-            let mut h = want[14..34].to_vec();
-            h[10] = 0;
-            h[11] = 0;
-            h
-        }));
+        assert_eq!(
+            u16::from_be_bytes([f[24], f[25]]),
+            checksum::checksum(&{
+                let mut h = want[14..34].to_vec();
+                h[10] = 0;
+                h[11] = 0;
+                h
+            })
+        );
         let sig = find_signature(&f).unwrap();
-        assert_eq!((sig.stream, sig.seq, sig.tx_ns, sig.layout), (3, 0x0102_0304, 0x1122_3344_5566_7788, Layout::Full));
+        assert_eq!(
+            (sig.stream, sig.seq, sig.tx_ns, sig.layout),
+            (3, 0x0102_0304, 0x1122_3344_5566_7788, Layout::Full)
+        );
     }
 
     #[test]
@@ -480,12 +574,18 @@ mod tests {
         let b = StreamBuilder::new(1, &spec).unwrap();
         let f = build(&b, 7, 99);
         assert_eq!(f.len(), 60);
-        assert_eq!(&f[12..22], &[0x88, 0xa8, 0x00, 100, 0x81, 0x00, 0x00, 200, 0x08, 0x00]);
+        assert_eq!(
+            &f[12..22],
+            &[0x88, 0xa8, 0x00, 100, 0x81, 0x00, 0x00, 200, 0x08, 0x00]
+        );
         assert_checksums_v4(&f);
         // 64 B with two tags leaves 10 bytes of UDP payload: the compact signature.
         assert!(b.sends_compact());
         let sig = find_signature(&f).unwrap();
-        assert_eq!((sig.stream, sig.seq, sig.tx_ns, sig.layout), (1, 7, 99, Layout::Compact));
+        assert_eq!(
+            (sig.stream, sig.seq, sig.tx_ns, sig.layout),
+            (1, 7, 99, Layout::Compact)
+        );
 
         spec.vlans = vec![VlanSpec::dot1q(4094)];
         spec.size = SizeSpec::Fixed(128);
@@ -503,12 +603,36 @@ mod tests {
         spec.size = SizeSpec::imix();
         spec.flows = 1000;
         spec.ranges = vec![
-            FieldRange { field: Field::SrcIp, count: 1000, mode: FieldMode::Increment },
-            FieldRange { field: Field::DstIp, count: 250, mode: FieldMode::Random { seed: 9 } },
-            FieldRange { field: Field::SrcPort, count: 1000, mode: FieldMode::Random { seed: 1 } },
-            FieldRange { field: Field::DstPort, count: 7, mode: FieldMode::Increment },
-            FieldRange { field: Field::SrcMac, count: 1000, mode: FieldMode::Increment },
-            FieldRange { field: Field::DstMac, count: 3, mode: FieldMode::Increment },
+            FieldRange {
+                field: Field::SrcIp,
+                count: 1000,
+                mode: FieldMode::Increment,
+            },
+            FieldRange {
+                field: Field::DstIp,
+                count: 250,
+                mode: FieldMode::Random { seed: 9 },
+            },
+            FieldRange {
+                field: Field::SrcPort,
+                count: 1000,
+                mode: FieldMode::Random { seed: 1 },
+            },
+            FieldRange {
+                field: Field::DstPort,
+                count: 7,
+                mode: FieldMode::Increment,
+            },
+            FieldRange {
+                field: Field::SrcMac,
+                count: 1000,
+                mode: FieldMode::Increment,
+            },
+            FieldRange {
+                field: Field::DstMac,
+                count: 3,
+                mode: FieldMode::Increment,
+            },
         ];
         let b = StreamBuilder::new(0, &spec).unwrap();
         let mut src_ips = std::collections::HashSet::new();
@@ -518,7 +642,10 @@ mod tests {
             let src = u32::from_be_bytes(f[26..30].try_into().unwrap());
             assert_eq!(src, u32::from_be_bytes([198, 18, 0, 1]) + (n % 1000) as u32);
             assert_eq!(f[5], 2 + (n % 1000 % 3) as u8, "dst MAC low byte");
-            assert_eq!(u16::from_be_bytes([f[36], f[37]]), 1024 + (n % 1000 % 7) as u16);
+            assert_eq!(
+                u16::from_be_bytes([f[36], f[37]]),
+                1024 + (n % 1000 % 7) as u16
+            );
             src_ips.insert(src);
             assert_eq!(find_signature(&f).unwrap().seq as u64, n);
         }
@@ -531,7 +658,11 @@ mod tests {
         spec.size = SizeSpec::imix_spirent_tcpv4();
         spec.seed = 77;
         spec.flows = 5000;
-        spec.ranges = vec![FieldRange { field: Field::DstIp, count: 5000, mode: FieldMode::Random { seed: 77 } }];
+        spec.ranges = vec![FieldRange {
+            field: Field::DstIp,
+            count: 5000,
+            mode: FieldMode::Random { seed: 77 },
+        }];
         let a = StreamBuilder::new(0, &spec).unwrap();
         let b = StreamBuilder::new(0, &spec).unwrap();
         for n in 0..2000 {
@@ -548,7 +679,11 @@ mod tests {
         let (src, dst) = (IpAddr::V6(ip.src_addr()), IpAddr::V6(ip.dst_addr()));
         let udp = UdpPacket::new_checked(ip.payload()).unwrap();
         assert!(udp.verify_checksum(&src, &dst), "UDP checksum");
-        assert_eq!(udp.checksum(), udp.compute_checksum(&src, &dst), "incremental == full recomputation");
+        assert_eq!(
+            udp.checksum(),
+            udp.compute_checksum(&src, &dst),
+            "incremental == full recomputation"
+        );
     }
 
     #[test]
@@ -557,10 +692,22 @@ mod tests {
         spec.vlans = vec![VlanSpec::dot1ad(1), VlanSpec::dot1q(2)];
         spec.size = SizeSpec::imix();
         let b = StreamBuilder::new(0, &spec).unwrap();
-        assert_eq!(b.raised(), &[SizeRaised { requested: 64, built: 84 }]);
+        assert_eq!(
+            b.raised(),
+            &[SizeRaised {
+                requested: 64,
+                built: 84
+            }]
+        );
         assert_eq!(b.sizes().sizes(), &[84, 570, 1518]);
-        let f = (0..12).map(|n| build(&b, n, n)).find(|f| f.len() == 80).unwrap();
-        assert_eq!(&f[12..22], &[0x88, 0xa8, 0, 1, 0x81, 0x00, 0, 2, 0x86, 0xdd]);
+        let f = (0..12)
+            .map(|n| build(&b, n, n))
+            .find(|f| f.len() == 80)
+            .unwrap();
+        assert_eq!(
+            &f[12..22],
+            &[0x88, 0xa8, 0, 1, 0x81, 0x00, 0, 2, 0x86, 0xdd]
+        );
         assert_checksum_v6(&f);
         assert_eq!(find_signature(&f).unwrap().layout, Layout::Compact);
         // Untagged IPv6 at 64 B becomes 76 B; 84 B is the first size with the full signature.
@@ -576,9 +723,21 @@ mod tests {
         spec.size = SizeSpec::Fixed(128);
         spec.flows = 4096;
         spec.ranges = vec![
-            FieldRange { field: Field::SrcIp, count: 4096, mode: FieldMode::Random { seed: 3 } },
-            FieldRange { field: Field::DstIp, count: 64, mode: FieldMode::Increment },
-            FieldRange { field: Field::DstPort, count: 100, mode: FieldMode::Increment },
+            FieldRange {
+                field: Field::SrcIp,
+                count: 4096,
+                mode: FieldMode::Random { seed: 3 },
+            },
+            FieldRange {
+                field: Field::DstIp,
+                count: 64,
+                mode: FieldMode::Increment,
+            },
+            FieldRange {
+                field: Field::DstPort,
+                count: 100,
+                mode: FieldMode::Increment,
+            },
         ];
         let b = StreamBuilder::new(9, &spec).unwrap();
         let mut srcs = std::collections::HashSet::new();
@@ -606,18 +765,33 @@ mod tests {
     fn bad_specs_are_config_errors() {
         let mut spec = StreamSpec::ipv4(0, 1);
         spec.vlans = vec![VlanSpec::dot1q(1); 3];
-        assert!(StreamBuilder::new(0, &spec).unwrap_err().to_string().contains("vlans"));
+        assert!(StreamBuilder::new(0, &spec)
+            .unwrap_err()
+            .to_string()
+            .contains("vlans"));
         spec.vlans = vec![VlanSpec::dot1q(4095)];
-        assert!(StreamBuilder::new(0, &spec).unwrap_err().to_string().contains("vid"));
+        assert!(StreamBuilder::new(0, &spec)
+            .unwrap_err()
+            .to_string()
+            .contains("vid"));
         let mut spec = StreamSpec::ipv4(0, 1);
         spec.dst_ip = "2001:db8::1".parse().unwrap();
-        assert!(StreamBuilder::new(0, &spec).unwrap_err().to_string().contains("dst-ip"));
+        assert!(StreamBuilder::new(0, &spec)
+            .unwrap_err()
+            .to_string()
+            .contains("dst-ip"));
         // Compact-signature streams carry only 7-bit stream ids.
         let mut spec = StreamSpec::ipv4(0, 1);
         spec.vlans = vec![VlanSpec::dot1q(5)];
         assert!(StreamBuilder::new(127, &spec).is_ok());
-        assert!(StreamBuilder::new(128, &spec).unwrap_err().to_string().contains("stream id"));
+        assert!(StreamBuilder::new(128, &spec)
+            .unwrap_err()
+            .to_string()
+            .contains("stream id"));
         spec.flows = 2_000_000;
-        assert!(StreamBuilder::new(0, &spec).unwrap_err().to_string().contains("flows"));
+        assert!(StreamBuilder::new(0, &spec)
+            .unwrap_err()
+            .to_string()
+            .contains("flows"));
     }
 }

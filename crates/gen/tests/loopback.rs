@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use vecswitch_buffer::Pool;
 use vecswitch_gen::{
-    Field, FieldMode, FieldRange, Generator, Rate, SizeSpec, StreamSpec, TrialLength, TrialSpec, VlanSpec,
+    Field, FieldMode, FieldRange, Generator, Rate, SizeSpec, StreamSpec, TrialLength, TrialSpec,
+    VlanSpec,
 };
 use vecswitch_ports::loopback::{self, packet_from_bytes, LoopbackPort};
 use vecswitch_ports::{LinkState, Port, PortStats};
@@ -21,7 +22,11 @@ fn unidirectional_count_trial_receives_everything() {
     let mut s = StreamSpec::ipv4(0, 1);
     s.size = SizeSpec::imix();
     s.flows = 100;
-    s.ranges = vec![FieldRange { field: Field::SrcIp, count: 100, mode: FieldMode::Increment }];
+    s.ranges = vec![FieldRange {
+        field: Field::SrcIp,
+        count: 100,
+        mode: FieldMode::Increment,
+    }];
     let spec = TrialSpec::new(vec![s], Rate::Pps(200_000.0), TrialLength::Count(6_000));
     let r = g.run_trial(&spec).unwrap();
     assert_eq!(r.tx, 6_000);
@@ -30,7 +35,10 @@ fn unidirectional_count_trial_receives_everything() {
     let st = &r.streams[0];
     assert_eq!(st.rx.rx, 6_000);
     assert_eq!(st.rx.latency.samples, 6_000);
-    assert!(st.rx.latency.min_ns <= st.rx.latency.p50_ns && st.rx.latency.p50_ns <= st.rx.latency.max_ns);
+    assert!(
+        st.rx.latency.min_ns <= st.rx.latency.p50_ns
+            && st.rx.latency.p50_ns <= st.rx.latency.max_ns
+    );
     // Bytes as RFC 2544 counts them (with FCS): 500 IMIX periods of 7×64 + 4×570 + 1518.
     assert_eq!(st.tx_bytes, 500 * (7 * 64 + 4 * 570 + 1518));
     assert_eq!(st.rx.rx_bytes, st.tx_bytes);
@@ -50,7 +58,11 @@ fn bidirectional_duration_trial_with_warmup_and_qinq() {
     let mut s = StreamSpec::ipv4(0, 1);
     s.vlans = vec![VlanSpec::dot1ad(10), VlanSpec::dot1q(20)];
     let rev = s.reversed();
-    let mut spec = TrialSpec::new(vec![s, rev], Rate::Pps(20_000.0), TrialLength::Duration(Duration::from_millis(200)));
+    let mut spec = TrialSpec::new(
+        vec![s, rev],
+        Rate::Pps(20_000.0),
+        TrialLength::Duration(Duration::from_millis(200)),
+    );
     spec.warmup = Duration::from_millis(50);
     let r = g.run_trial(&spec).unwrap();
     assert_eq!(r.streams.len(), 2);
@@ -73,7 +85,9 @@ fn jumbo_frames_cross_chained_buffers() {
     let mut g = Generator::new(vec![boxed(a), boxed(b)]).unwrap();
     let mut s = StreamSpec::ipv4(0, 1);
     s.size = SizeSpec::parse("9000:1,64:1").unwrap();
-    let r = g.run_trial(&TrialSpec::new(vec![s], Rate::Max, TrialLength::Count(500))).unwrap();
+    let r = g
+        .run_trial(&TrialSpec::new(vec![s], Rate::Max, TrialLength::Count(500)))
+        .unwrap();
     assert_eq!((r.tx, r.rx, r.lost, r.foreign), (500, 500, 0, 0));
     assert_eq!(r.streams[0].rx.rx_bytes, 250 * 9000 + 250 * 64);
 }
@@ -147,14 +161,29 @@ impl Port for Mangler {
 #[test]
 fn analyzer_counts_loss_duplicates_reordering_and_foreign_exactly() {
     let (a, b) = loopback::pair("a", "b");
-    let m = Mangler { inner: a, count: 0, held: None, scratch: Vec::new() };
+    let m = Mangler {
+        inner: a,
+        count: 0,
+        held: None,
+        scratch: Vec::new(),
+    };
     let mut g = Generator::new(vec![Box::new(m), boxed(b)]).unwrap();
     let n = 1_000u64;
-    let r = g.run_trial(&TrialSpec::new(vec![StreamSpec::ipv4(0, 1)], Rate::Max, TrialLength::Count(n))).unwrap();
+    let r = g
+        .run_trial(&TrialSpec::new(
+            vec![StreamSpec::ipv4(0, 1)],
+            Rate::Max,
+            TrialLength::Count(n),
+        ))
+        .unwrap();
     // Frame positions 1..=n; sequence number = position − 1.
     let dropped = (1..=n).filter(|i| i % 10 == 0).count() as u64;
-    let held = (1..=n).filter(|i| i % 10 != 0 && i % 25 == 1 && *i > 1).count() as u64;
-    let dups = (1..=n).filter(|i| i % 10 != 0 && !(i % 25 == 1 && *i > 1) && i % 7 == 0).count() as u64;
+    let held = (1..=n)
+        .filter(|i| i % 10 != 0 && i % 25 == 1 && *i > 1)
+        .count() as u64;
+    let dups = (1..=n)
+        .filter(|i| i % 10 != 0 && !(i % 25 == 1 && *i > 1) && i % 7 == 0)
+        .count() as u64;
     // A held frame is sent after its successor, unless the successor is dropped (then after the next
     // one sent). Either way it arrives after a higher sequence number: one reordered frame each.
     let st = &r.streams[0];
@@ -164,7 +193,10 @@ fn analyzer_counts_loss_duplicates_reordering_and_foreign_exactly() {
     assert_eq!(st.rx.duplicated, dups);
     assert_eq!(st.rx.reordered, held);
     assert_eq!(r.foreign, n / 100);
-    assert_eq!(r.ports[1].foreign_reasons, vec![("not-ip".to_string(), n / 100)]);
+    assert_eq!(
+        r.ports[1].foreign_reasons,
+        vec![("not-ip".to_string(), n / 100)]
+    );
 }
 
 #[test]
@@ -174,13 +206,23 @@ fn refused_frames_are_resent_and_mark_the_trial_tester_limited() {
     // refuses frames, and after the stall timeout the generator stops.
     let (a, b) = loopback::pair_with_capacity("a", "b", 64).unwrap();
     let mut g = Generator::new(vec![boxed(a)]).unwrap();
-    let mut spec = TrialSpec::new(vec![StreamSpec::ipv4(0, 0)], Rate::Pps(100_000.0), TrialLength::Count(1_000));
+    let mut spec = TrialSpec::new(
+        vec![StreamSpec::ipv4(0, 0)],
+        Rate::Pps(100_000.0),
+        TrialLength::Count(1_000),
+    );
     spec.stall_timeout = Duration::from_millis(100);
     spec.drain = Duration::from_millis(10);
     let r = g.run_trial(&spec).unwrap();
     assert_eq!(r.tx, 64, "exactly the queue's capacity was accepted");
     assert!(r.tester_limited);
-    assert!(r.tester_limited_reasons.iter().any(|m| m.contains("refused")), "{:?}", r.tester_limited_reasons);
+    assert!(
+        r.tester_limited_reasons
+            .iter()
+            .any(|m| m.contains("refused")),
+        "{:?}",
+        r.tester_limited_reasons
+    );
     assert!(r.ports[0].tx_refused > 0);
     assert_eq!(b.rx_pending(), 64);
     // Sequence numbers of refused frames were reused: b holds 0..64 exactly.
@@ -199,7 +241,11 @@ fn link_down_is_an_error_naming_the_port() {
     let (a, b) = loopback::pair("a", "b");
     drop(b);
     let mut g = Generator::new(vec![boxed(a)]).unwrap();
-    let mut spec = TrialSpec::new(vec![StreamSpec::ipv4(0, 0)], Rate::Max, TrialLength::Count(10));
+    let mut spec = TrialSpec::new(
+        vec![StreamSpec::ipv4(0, 0)],
+        Rate::Max,
+        TrialLength::Count(10),
+    );
     spec.link_timeout = Duration::from_millis(20);
     let e = g.run_trial(&spec).unwrap_err().to_string();
     assert!(e.contains("port a"), "{e}");
@@ -209,7 +255,11 @@ fn link_down_is_an_error_naming_the_port() {
 fn config_errors_name_the_field() {
     let (a, b) = loopback::pair("a", "b");
     let mut g = Generator::new(vec![boxed(a), boxed(b)]).unwrap();
-    let spec = TrialSpec::new(vec![StreamSpec::ipv4(0, 2)], Rate::Max, TrialLength::Count(10));
+    let spec = TrialSpec::new(
+        vec![StreamSpec::ipv4(0, 2)],
+        Rate::Max,
+        TrialLength::Count(10),
+    );
     let e = g.run_trial(&spec).unwrap_err().to_string();
     assert!(e.contains("rx_port") && e.contains("0..2"), "{e}");
     assert!(Generator::new(vec![]).is_err());

@@ -27,12 +27,18 @@ impl TempDir {
 
 impl Drop for TempDir {
     fn drop(&mut self) {
-        if std::env::var_os("KEEP_PCAP").is_none() { let _ = std::fs::remove_dir_all(&self.0); }
+        if std::env::var_os("KEEP_PCAP").is_none() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
     }
 }
 
 fn have_tshark() -> bool {
-    Command::new("tshark").arg("--version").output().map(|o| o.status.success()).unwrap_or(false)
+    Command::new("tshark")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
 }
 
 /// Runs a counted trial of `stream` and captures what port 1 receives into `path`.
@@ -41,7 +47,13 @@ fn capture(stream: StreamSpec, frames: u64, path: &std::path::Path) {
     let cap = Capture::create(b, path).unwrap();
     let ports: Vec<Box<dyn Port>> = vec![Box::new(a), Box::new(cap)];
     let mut g = Generator::new(ports).unwrap();
-    let r = g.run_trial(&TrialSpec::new(vec![stream], Rate::Max, TrialLength::Count(frames))).unwrap();
+    let r = g
+        .run_trial(&TrialSpec::new(
+            vec![stream],
+            Rate::Max,
+            TrialLength::Count(frames),
+        ))
+        .unwrap();
     assert_eq!((r.tx, r.rx, r.lost), (frames, frames, 0));
     drop(g.into_ports()); // flushes the capture
 }
@@ -50,12 +62,25 @@ fn capture(stream: StreamSpec, frames: u64, path: &std::path::Path) {
 fn tshark_fields(path: &std::path::Path, fields: &[&str]) -> Vec<Vec<String>> {
     let mut cmd = Command::new("tshark");
     cmd.args(["-n", "-r"]).arg(path);
-    cmd.args(["-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE", "-T", "fields", "-E", "separator=|"]);
+    cmd.args([
+        "-o",
+        "ip.check_checksum:TRUE",
+        "-o",
+        "udp.check_checksum:TRUE",
+        "-T",
+        "fields",
+        "-E",
+        "separator=|",
+    ]);
     for f in fields {
         cmd.args(["-e", f]);
     }
     let out = cmd.output().expect("tshark runs");
-    assert!(out.status.success(), "tshark failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "tshark failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout)
         .unwrap()
         .lines()
@@ -88,7 +113,17 @@ fn ipv4_qinq_imix_decodes_with_valid_checksums_and_exact_mix() {
     capture(s, 1200, &path);
     let rows = tshark_fields(
         &path,
-        &["frame.len", "eth.type", "ieee8021ad.id", "frame.protocols", "vlan.id", "vlan.etype", "ip.checksum.status", "udp.checksum.status", "ip.dst"],
+        &[
+            "frame.len",
+            "eth.type",
+            "ieee8021ad.id",
+            "frame.protocols",
+            "vlan.id",
+            "vlan.etype",
+            "ip.checksum.status",
+            "udp.checksum.status",
+            "ip.dst",
+        ],
     );
     assert_eq!(rows.len(), 1200);
     let mut sizes: BTreeMap<u64, u64> = BTreeMap::new();
@@ -98,7 +133,10 @@ fn ipv4_qinq_imix_decodes_with_valid_checksums_and_exact_mix() {
         *sizes.entry(r[0].parse::<u64>().unwrap() + 4).or_default() += 1;
         // Outer 802.1ad S-tag 100, then an 802.1Q C-tag 200, then IPv4.
         assert_eq!(&r[1..3], &["0x88a8", "100"], "{r:?}");
-        assert!(r[3].starts_with("eth:ethertype:ieee8021ad:ethertype:vlan:ethertype:ip:udp"), "{r:?}");
+        assert!(
+            r[3].starts_with("eth:ethertype:ieee8021ad:ethertype:vlan:ethertype:ip:udp"),
+            "{r:?}"
+        );
         assert_eq!(&r[4..6], &["200", "0x0800"], "{r:?}");
         assert!(good(&r[6]), "IPv4 checksum {r:?}");
         assert!(good(&r[7]), "UDP checksum {r:?}");
@@ -120,7 +158,10 @@ fn ipv6_frames_decode_with_valid_udp_checksums() {
     s.vlans = vec![VlanSpec::dot1q(7)];
     s.size = SizeSpec::imix_spirent_tcpv4();
     capture(s, 10_000, &path);
-    let rows = tshark_fields(&path, &["frame.len", "ipv6.src", "udp.checksum.status", "vlan.id"]);
+    let rows = tshark_fields(
+        &path,
+        &["frame.len", "ipv6.src", "udp.checksum.status", "vlan.id"],
+    );
     assert_eq!(rows.len(), 10_000);
     for r in &rows {
         assert_eq!(r[1], "2001:2::1");
@@ -130,5 +171,10 @@ fn ipv6_frames_decode_with_valid_udp_checksums() {
     // 72 and 74 B are below the 80 B minimum of tagged IPv6 and are raised to it.
     assert_eq!(rows.iter().filter(|r| r[0] == "76").count(), 5867 + 200);
     assert_eq!(rows.iter().filter(|r| r[0] == "572").count(), 2366);
-    assert!(rows.iter().all(|r| ["76", "572", "1496"].contains(&r[0].as_str())), "{:?}", &rows[..5]);
+    assert!(
+        rows.iter()
+            .all(|r| ["76", "572", "1496"].contains(&r[0].as_str())),
+        "{:?}",
+        &rows[..5]
+    );
 }

@@ -33,7 +33,12 @@ struct Peer {
 impl Peer {
     fn start(tag: &str, extra: &[&str]) -> Peer {
         assert!(
-            Command::new("dpdk-testpmd").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok(),
+            Command::new("dpdk-testpmd")
+                .arg("--version")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok(),
             "dpdk-testpmd is not installed (Debian package `dpdk`; `make setup` installs it)"
         );
         let prefix = format!("vsgen{tag}{}", std::process::id());
@@ -42,9 +47,22 @@ impl Peer {
         std::fs::create_dir_all(&dir).unwrap();
         let sock = dir.join("memif.sock");
         let mut child = Command::new("stdbuf")
-            .args(["-oL", "dpdk-testpmd", "-l", "0,1", "--no-huge", "-m", "1024", "--no-pci", "--iova-mode=va"])
+            .args([
+                "-oL",
+                "dpdk-testpmd",
+                "-l",
+                "0,1",
+                "--no-huge",
+                "-m",
+                "1024",
+                "--no-pci",
+                "--iova-mode=va",
+            ])
             .arg(format!("--file-prefix={prefix}"))
-            .arg(format!("--vdev=net_memif0,role=server,socket={},socket-abstract=no,id=0", sock.display()))
+            .arg(format!(
+                "--vdev=net_memif0,role=server,socket={},socket-abstract=no,id=0",
+                sock.display()
+            ))
             .args(["--", "--total-num-mbufs=32768", "-i"])
             .args(extra)
             .stdin(Stdio::piped())
@@ -53,7 +71,10 @@ impl Peer {
             .spawn()
             .expect("spawn dpdk-testpmd");
         let log = Arc::new(Mutex::new(String::new()));
-        for r in [Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>, Box::new(child.stderr.take().unwrap())] {
+        for r in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
             let log = Arc::clone(&log);
             std::thread::spawn(move || {
                 for line in BufReader::new(r).lines().map_while(Result::ok) {
@@ -64,7 +85,13 @@ impl Peer {
             });
         }
         let stdin = Arc::new(Mutex::new(child.stdin.take().unwrap()));
-        let mut p = Peer { child, stdin, log, prefix, dir };
+        let mut p = Peer {
+            child,
+            stdin,
+            log,
+            prefix,
+            dir,
+        };
         p.wait_for("Checking link statuses...\nDone", 0);
         p
     }
@@ -96,7 +123,10 @@ impl Peer {
             if let Ok(Some(st)) = self.child.try_wait() {
                 panic!("testpmd exited ({st}):\n{text}");
             }
-            assert!(t0.elapsed() < Duration::from_secs(30), "no {needle:?} from testpmd:\n{text}");
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "no {needle:?} from testpmd:\n{text}"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
     }
@@ -106,8 +136,14 @@ impl Peer {
         let mark = self.send("show port stats all");
         let text = self.wait_for("Tx-pps", mark);
         let num = |key: &str| -> u64 {
-            let at = text.find(key).unwrap_or_else(|| panic!("no {key} in {text}"));
-            text[at + key.len()..].split_whitespace().next().and_then(|w| w.parse().ok()).unwrap()
+            let at = text
+                .find(key)
+                .unwrap_or_else(|| panic!("no {key} in {text}"));
+            text[at + key.len()..]
+                .split_whitespace()
+                .next()
+                .and_then(|w| w.parse().ok())
+                .unwrap()
         };
         (num("RX-packets:"), num("TX-packets:"))
     }
@@ -120,7 +156,8 @@ impl Drop for Peer {
             let _ = s.flush();
         }
         let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(5) && !matches!(self.child.try_wait(), Ok(Some(_))) {
+        while t0.elapsed() < Duration::from_secs(5) && !matches!(self.child.try_wait(), Ok(Some(_)))
+        {
             std::thread::sleep(Duration::from_millis(20));
         }
         let _ = self.child.kill();
@@ -154,7 +191,11 @@ fn testpmd_txonly_to_our_receiver_counts_match_exactly() {
         std::thread::sleep(Duration::from_millis(500));
         say("stop");
     });
-    let ports = g.listen(Duration::from_millis(1500), Duration::from_millis(300), Duration::from_secs(30));
+    let ports = g.listen(
+        Duration::from_millis(1500),
+        Duration::from_millis(300),
+        Duration::from_secs(30),
+    );
     driver.join().unwrap();
     let (_, tx) = pmd.stats();
     assert!(tx > 1000, "testpmd sent {tx}");

@@ -21,7 +21,11 @@ fuzz_target!(|data: &[u8]| {
     for k in 0..3u64 {
         if let Ok(sig) = find_signature(&data[16..]) {
             let bits = sig.layout.seq_bits();
-            let seq = signature::extend(sig.seq as u64, bits, an.next_expected().wrapping_add(k << 30));
+            let seq = signature::extend(
+                sig.seq as u64,
+                bits,
+                an.next_expected().wrapping_add(k << 30),
+            );
             let tx = match sig.layout {
                 Layout::Full => sig.tx_ns,
                 Layout::Compact => signature::extend_tx_time(sig.tx_ns as u32, rx_ns),
