@@ -826,8 +826,9 @@ impl Switch {
         }
     }
 
-    /// `show errors`: the graph's non-zero drop counters and the nodes' non-zero event counters,
-    /// ordered by node then reason.
+    /// `show errors`: the graph's non-zero drop counters (in node order), then the nodes' non-zero
+    /// event counters (`l2-learn` stations learned/moved/not learned, `l2-flood` replicas without
+    /// buffers, `interface-output` replicas not sent, `l2-age` entries aged out).
     pub fn show_errors(&self) -> Vec<ErrorCount> {
         let mut out = self.graph.errors();
         for (node, reason, count) in self.state.events.list() {
