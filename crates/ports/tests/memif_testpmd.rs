@@ -317,7 +317,7 @@ fn testpmd_client_txonly_to_server_exact() {
 
 /// Echo through testpmd `io` forwarding (it sends back on port 0 what it receives there): frames
 /// of 60..=9000 bytes go out and come back in order and intact.
-fn echo(role_of_us: Role, n: u64) {
+fn echo(role_of_us: Role, n: u64, ring_size_log2: u8) {
     let dir = TempDir::new("pmd-io");
     let sock = dir.sock("pmd.sock");
     let pmd_role = match role_of_us {
@@ -340,17 +340,28 @@ fn echo(role_of_us: Role, n: u64) {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    let mut port = MemifPort::new(MemifConfig::new("vs0", &sock, 0, role_of_us)).unwrap();
+    let mut cfg = MemifConfig::new("vs0", &sock, 0, role_of_us);
+    cfg.ring_size_log2 = ring_size_log2;
+    let mut port = MemifPort::new(cfg).unwrap();
     wait_up(&mut port, &mut pmd);
+    // As server we advertise our ring size as the maximum (testpmd's default is 2^10); as client we
+    // choose it.
+    let want = match role_of_us {
+        Role::Server => ring_size_log2.min(10),
+        Role::Client => ring_size_log2,
+    };
+    assert_eq!(port.ring_size_log2(), want, "negotiated ring size");
     pmd.cmd("start");
     let mut pool = Pool::new(8192);
-    // Send in windows so that testpmd's echo never finds our receive ring full.
+    // Keep at most `window` frames in flight so that testpmd's echo never finds our receive ring
+    // full (io forwarding drops what it cannot send): a frame takes up to 5 descriptors (9000 B).
+    let window = 256.min((1u64 << port.ring_size_log2()) / 5);
     let mut next_rx = 0u64;
     let mut sent = 0u64;
     let mut buf = Vec::new();
     let t0 = Instant::now();
     while next_rx < n {
-        if sent < n && sent - next_rx < 256 {
+        if sent < n && sent - next_rx < window {
             let seq = sent;
             let h = make_packet(
                 &mut pool,
@@ -395,13 +406,25 @@ fn echo(role_of_us: Role, n: u64) {
 #[test]
 fn server_echo_through_testpmd_client_io() {
     let _g = serial();
-    echo(Role::Server, 10_000);
+    echo(Role::Server, 10_000, 10);
+}
+
+#[test]
+fn server_ring_256_echo_through_testpmd_client() {
+    let _g = serial();
+    echo(Role::Server, 5_000, 8);
+}
+
+#[test]
+fn client_ring_16384_echo_through_testpmd_server() {
+    let _g = serial();
+    echo(Role::Client, 40_000, 14);
 }
 
 #[test]
 fn client_echo_through_testpmd_server_io() {
     let _g = serial();
-    echo(Role::Client, 10_000);
+    echo(Role::Client, 10_000, 10);
 }
 
 /// We are the client; testpmd (server) generates 60-byte frames (txonly); we receive exactly what
