@@ -9,8 +9,20 @@ use std::time::Duration;
 use vecswitch_wire::*;
 
 fn frame(tags: usize) -> Vec<u8> {
-    let ip = Ipv4Repr::new(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), IpProtocol::UDP, 26);
-    let tag = |vid| Some(L2Tag { tpid: EtherType::VLAN, pcp: 0, dei: false, vid });
+    let ip = Ipv4Repr::new(
+        Ipv4Addr::new(10, 0, 0, 1),
+        Ipv4Addr::new(10, 0, 0, 2),
+        IpProtocol::UDP,
+        26,
+    );
+    let tag = |vid| {
+        Some(L2Tag {
+            tpid: EtherType::VLAN,
+            pcp: 0,
+            dei: false,
+            vid,
+        })
+    };
     let l2 = L2Header {
         dst_addr: EthernetAddress([2, 0, 0, 0, 0, 2]),
         src_addr: EthernetAddress([2, 0, 0, 0, 0, 1]),
@@ -27,21 +39,33 @@ fn frame(tags: usize) -> Vec<u8> {
 
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("wire");
-    g.sample_size(30).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    g.sample_size(30)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
     g.throughput(Throughput::Elements(1));
 
     let untagged = frame(0);
     let qinq = frame(2);
-    g.bench_function("l2-parse-untagged", |b| b.iter(|| L2Header::parse(black_box(&untagged)).unwrap()));
-    g.bench_function("l2-parse-qinq", |b| b.iter(|| L2Header::parse(black_box(&qinq)).unwrap()));
+    g.bench_function("l2-parse-untagged", |b| {
+        b.iter(|| L2Header::parse(black_box(&untagged)).unwrap())
+    });
+    g.bench_function("l2-parse-qinq", |b| {
+        b.iter(|| L2Header::parse(black_box(&qinq)).unwrap())
+    });
     g.bench_function("ipv4-parse+verify", |b| {
-        b.iter(|| Ipv4Repr::parse(&Ipv4Packet::new_checked(black_box(&untagged[14..])).unwrap()).unwrap())
+        b.iter(|| {
+            Ipv4Repr::parse(&Ipv4Packet::new_checked(black_box(&untagged[14..])).unwrap()).unwrap()
+        })
     });
 
     let small = vec![0xa5u8; 64];
     let big = vec![0xa5u8; 1500];
-    g.bench_function("checksum-64B", |b| b.iter(|| checksum::checksum(black_box(&small))));
-    g.bench_function("checksum-1500B", |b| b.iter(|| checksum::checksum(black_box(&big))));
+    g.bench_function("checksum-64B", |b| {
+        b.iter(|| checksum::checksum(black_box(&small)))
+    });
+    g.bench_function("checksum-1500B", |b| {
+        b.iter(|| checksum::checksum(black_box(&big)))
+    });
 
     let mut hdr = untagged[14..34].to_vec();
     g.bench_function("ipv4-ttl-decrement-incremental", |b| {

@@ -68,11 +68,19 @@ impl<T: AsRef<[u8]>> ArpPacket<T> {
     pub fn check_len(&self) -> Result<()> {
         let len = self.buffer.as_ref().len();
         if len < FIXED_LEN {
-            return Err(Error::Truncated { header: "ARP header", len, need: FIXED_LEN });
+            return Err(Error::Truncated {
+                header: "ARP header",
+                len,
+                need: FIXED_LEN,
+            });
         }
         let need = self.packet_len();
         if len < need {
-            return Err(Error::Truncated { header: "ARP addresses", len, need });
+            return Err(Error::Truncated {
+                header: "ARP addresses",
+                len,
+                need,
+            });
         }
         Ok(())
     }
@@ -276,9 +284,17 @@ impl fmt::Display for ArpRepr {
                 self.target_protocol_addr, self.source_protocol_addr, self.source_hardware_addr
             ),
             ArpOperation::REPLY => {
-                write!(f, "arp reply {} is-at {}", self.source_protocol_addr, self.source_hardware_addr)
+                write!(
+                    f,
+                    "arp reply {} is-at {}",
+                    self.source_protocol_addr, self.source_hardware_addr
+                )
             }
-            op => write!(f, "arp {op} {} > {}", self.source_protocol_addr, self.target_protocol_addr),
+            op => write!(
+                f,
+                "arp {op} {} > {}",
+                self.source_protocol_addr, self.target_protocol_addr
+            ),
         }
     }
 }
@@ -322,8 +338,22 @@ mod tests {
 
     #[test]
     fn truncated() {
-        assert_eq!(ArpPacket::new_checked(&REQUEST[..7]).unwrap_err(), Error::Truncated { header: "ARP header", len: 7, need: 8 });
-        assert_eq!(ArpPacket::new_checked(&REQUEST[..27]).unwrap_err(), Error::Truncated { header: "ARP addresses", len: 27, need: 28 });
+        assert_eq!(
+            ArpPacket::new_checked(&REQUEST[..7]).unwrap_err(),
+            Error::Truncated {
+                header: "ARP header",
+                len: 7,
+                need: 8
+            }
+        );
+        assert_eq!(
+            ArpPacket::new_checked(&REQUEST[..27]).unwrap_err(),
+            Error::Truncated {
+                header: "ARP addresses",
+                len: 27,
+                need: 28
+            }
+        );
     }
 
     #[test]
@@ -336,11 +366,21 @@ mod tests {
         assert_eq!(p.target_protocol_addr().len(), 16);
         assert_eq!(
             ArpRepr::parse(&p).unwrap_err(),
-            Error::UnsupportedArp { hardware_type: 1, protocol_type: 0x0800, hardware_len: 6, protocol_len: 16 }
+            Error::UnsupportedArp {
+                hardware_type: 1,
+                protocol_type: 0x0800,
+                hardware_len: 6,
+                protocol_len: 16
+            }
         );
         let mut b = REQUEST;
         b[1] = 6; // IEEE 802 hardware type
-        assert_eq!(ArpRepr::parse(&ArpPacket::new_unchecked(&b[..])).unwrap_err().reason(), "unsupported-arp");
+        assert_eq!(
+            ArpRepr::parse(&ArpPacket::new_unchecked(&b[..]))
+                .unwrap_err()
+                .reason(),
+            "unsupported-arp"
+        );
     }
 
     proptest! {

@@ -27,7 +27,9 @@ pub fn sum(data: &[u8]) -> u16 {
     let mut acc: u128 = 0;
     let mut chunks = data.chunks_exact(8);
     for c in &mut chunks {
-        acc += u128::from(u64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
+        acc += u128::from(u64::from_be_bytes([
+            c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
+        ]));
     }
     let rest = chunks.remainder();
     let mut tail = [0u8; 8];
@@ -85,7 +87,12 @@ pub fn pseudo_header_v4(src: &Ipv4Addr, dst: &Ipv4Addr, protocol: u8, length: u3
 pub fn pseudo_header_v6(src: &Ipv6Addr, dst: &Ipv6Addr, next_header: u8, length: u32) -> u16 {
     let s = u128::from_be_bytes(src.octets());
     let d = u128::from_be_bytes(dst.octets());
-    let words = |x: u128| u64::from(x as u32) + u64::from((x >> 32) as u32) + u64::from((x >> 64) as u32) + u64::from((x >> 96) as u32);
+    let words = |x: u128| {
+        u64::from(x as u32)
+            + u64::from((x >> 32) as u32)
+            + u64::from((x >> 64) as u32)
+            + u64::from((x >> 96) as u32)
+    };
     fold(words(s) + words(d) + u64::from(next_header) + u64::from(length))
 }
 
@@ -129,7 +136,11 @@ pub const fn update16(hc: u16, old: u16, new: u16) -> u16 {
 pub const fn update32(hc: u16, old: u32, new: u32) -> u16 {
     let m = !old;
     !fold(
-        !hc as u64 + (m >> 16) as u64 + (m & 0xffff) as u64 + (new >> 16) as u64 + (new & 0xffff) as u64,
+        !hc as u64
+            + (m >> 16) as u64
+            + (m & 0xffff) as u64
+            + (new >> 16) as u64
+            + (new & 0xffff) as u64,
     )
 }
 
@@ -169,8 +180,8 @@ mod tests {
     fn known_ipv4_header_checksum() {
         // A commonly cited IPv4 header with checksum 0xb861.
         let hdr = [
-            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8, 0x00,
-            0x01, 0xc0, 0xa8, 0x00, 0xc7,
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8,
+            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
         ];
         assert_eq!(checksum(&hdr), 0xb861);
         let mut with = hdr;

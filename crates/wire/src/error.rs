@@ -74,7 +74,9 @@ pub enum Error {
         len: usize,
     },
     /// IPv6 payload length longer than the buffer (RFC 8200 §3).
-    #[error("bad IPv6 payload length {payload_len}: only {available} bytes follow the fixed header")]
+    #[error(
+        "bad IPv6 payload length {payload_len}: only {available} bytes follow the fixed header"
+    )]
     BadPayloadLength {
         /// The payload-length field.
         payload_len: u16,
@@ -199,26 +201,68 @@ mod tests {
     fn every_reason_is_listed_once_and_kebab_case() {
         let samples = [
             Error::Runt { len: 3 },
-            Error::TruncatedVlanTag { offset: 14, len: 16 },
-            Error::TooManyVlanTags { offset: 22, tpid: 0x8100 },
-            Error::BadLengthField { length: 100, available: 46 },
-            Error::Truncated { header: "UDP header", len: 3, need: 8 },
-            Error::BadVersion { version: 6, expected: 4 },
+            Error::TruncatedVlanTag {
+                offset: 14,
+                len: 16,
+            },
+            Error::TooManyVlanTags {
+                offset: 22,
+                tpid: 0x8100,
+            },
+            Error::BadLengthField {
+                length: 100,
+                available: 46,
+            },
+            Error::Truncated {
+                header: "UDP header",
+                len: 3,
+                need: 8,
+            },
+            Error::BadVersion {
+                version: 6,
+                expected: 4,
+            },
             Error::BadHeaderLength { ihl: 4 },
-            Error::BadTotalLength { total_len: 10, header_len: 20, len: 40 },
-            Error::BadPayloadLength { payload_len: 9, available: 0 },
+            Error::BadTotalLength {
+                total_len: 10,
+                header_len: 20,
+                len: 40,
+            },
+            Error::BadPayloadLength {
+                payload_len: 9,
+                available: 0,
+            },
             Error::BadUdpLength { length: 7, len: 8 },
             Error::BadDataOffset { data_offset: 4 },
-            Error::BadChecksum { header: "IPv4 header", checksum: 1 },
-            Error::UnsupportedArp { hardware_type: 6, protocol_type: 0x86dd, hardware_len: 6, protocol_len: 16 },
-            Error::BadTcpOption { kind: 2, len: 3, offset: 0 },
-            Error::BadNdpOption { option_type: 1, len: 0, offset: 24 },
+            Error::BadChecksum {
+                header: "IPv4 header",
+                checksum: 1,
+            },
+            Error::UnsupportedArp {
+                hardware_type: 6,
+                protocol_type: 0x86dd,
+                hardware_len: 6,
+                protocol_len: 16,
+            },
+            Error::BadTcpOption {
+                kind: 2,
+                len: 3,
+                offset: 0,
+            },
+            Error::BadNdpOption {
+                option_type: 1,
+                len: 0,
+                offset: 24,
+            },
         ];
         assert_eq!(samples.len(), Error::REASONS.len());
         for (i, e) in samples.iter().enumerate() {
             assert_eq!(e.reason(), Error::REASONS[i]);
             assert_eq!(e.reason_index(), i);
-            assert!(e.reason().chars().all(|c| c.is_ascii_lowercase() || c == '-'));
+            assert!(e
+                .reason()
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c == '-'));
         }
     }
 
@@ -226,7 +270,11 @@ mod tests {
     fn messages_name_the_value_and_what_is_accepted() {
         let m = Error::BadHeaderLength { ihl: 3 }.to_string();
         assert!(m.contains('3') && m.contains("5..=15"), "{m}");
-        let m = Error::BadLengthField { length: 1400, available: 46 }.to_string();
+        let m = Error::BadLengthField {
+            length: 1400,
+            available: 46,
+        }
+        .to_string();
         assert!(m.contains("1400") && m.contains("46"), "{m}");
     }
 }

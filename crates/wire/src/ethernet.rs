@@ -59,7 +59,12 @@ impl EthernetAddress {
     /// The address as a `u64` (upper 16 bits zero), handy as a hash-table key.
     pub const fn to_u64(&self) -> u64 {
         let b = self.0;
-        (b[0] as u64) << 40 | (b[1] as u64) << 32 | (b[2] as u64) << 24 | (b[3] as u64) << 16 | (b[4] as u64) << 8 | b[5] as u64
+        (b[0] as u64) << 40
+            | (b[1] as u64) << 32
+            | (b[2] as u64) << 24
+            | (b[3] as u64) << 16
+            | (b[4] as u64) << 8
+            | b[5] as u64
     }
 }
 
@@ -72,7 +77,11 @@ impl From<[u8; 6]> for EthernetAddress {
 impl fmt::Display for EthernetAddress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0;
-        write!(f, "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", b[0], b[1], b[2], b[3], b[4], b[5])
+        write!(
+            f,
+            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+            b[0], b[1], b[2], b[3], b[4], b[5]
+        )
     }
 }
 
@@ -88,7 +97,9 @@ impl FromStr for EthernetAddress {
     type Err = AddressParseError;
 
     fn from_str(s: &str) -> core::result::Result<Self, Self::Err> {
-        let err = || AddressParseError { value: s.to_string() };
+        let err = || AddressParseError {
+            value: s.to_string(),
+        };
         let sep = if s.contains(':') { ':' } else { '-' };
         let mut out = [0u8; 6];
         let mut n = 0;
@@ -280,7 +291,11 @@ impl EthernetRepr {
     /// Read the header of a frame (checking its length first).
     pub fn parse<T: AsRef<[u8]>>(frame: &EthernetFrame<T>) -> Result<Self> {
         frame.check_len()?;
-        Ok(EthernetRepr { src_addr: frame.src_addr(), dst_addr: frame.dst_addr(), ethertype: frame.ethertype() })
+        Ok(EthernetRepr {
+            src_addr: frame.src_addr(),
+            dst_addr: frame.dst_addr(),
+            ethertype: frame.ethertype(),
+        })
     }
 
     /// Header length (14).
@@ -307,7 +322,11 @@ impl EthernetRepr {
 impl fmt::Display for EthernetRepr {
     /// `src > dst type`, e.g. `02:00:00:00:00:01 > ff:ff:ff:ff:ff:ff arp`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} > {} {}", self.src_addr, self.dst_addr, self.ethertype)
+        write!(
+            f,
+            "{} > {} {}",
+            self.src_addr, self.dst_addr, self.ethertype
+        )
     }
 }
 
@@ -352,8 +371,16 @@ mod tests {
 
     #[test]
     fn runt_is_rejected() {
-        assert_eq!(EthernetFrame::new_checked(&FRAME[..13]).unwrap_err(), Error::Runt { len: 13 });
-        assert_eq!(EthernetRepr::parse(&EthernetFrame::new_unchecked(&FRAME[..0])).unwrap_err().reason(), "runt");
+        assert_eq!(
+            EthernetFrame::new_checked(&FRAME[..13]).unwrap_err(),
+            Error::Runt { len: 13 }
+        );
+        assert_eq!(
+            EthernetRepr::parse(&EthernetFrame::new_unchecked(&FRAME[..0]))
+                .unwrap_err()
+                .reason(),
+            "runt"
+        );
     }
 
     #[test]
@@ -375,7 +402,15 @@ mod tests {
         assert_eq!(a.to_string(), "aa:bb:cc:0d:ee:ff");
         assert_eq!("aa:bb:cc:0d:ee:ff".parse::<EthernetAddress>().unwrap(), a);
         assert_eq!("AA-BB-CC-0D-EE-FF".parse::<EthernetAddress>().unwrap(), a);
-        for bad in ["", "aa:bb:cc:dd:ee", "aa:bb:cc:dd:ee:ff:00", "aa:bb:cc:dd:ee:f", "aa:bb:cc:dd:ee:fg", "aa:bb-cc:dd:ee:ff", "+a:bb:cc:dd:ee:ff"] {
+        for bad in [
+            "",
+            "aa:bb:cc:dd:ee",
+            "aa:bb:cc:dd:ee:ff:00",
+            "aa:bb:cc:dd:ee:f",
+            "aa:bb:cc:dd:ee:fg",
+            "aa:bb-cc:dd:ee:ff",
+            "+a:bb:cc:dd:ee:ff",
+        ] {
             let e = bad.parse::<EthernetAddress>().unwrap_err();
             assert_eq!(e.value, bad);
             assert!(e.to_string().contains(&format!("{bad:?}")), "{e}");
@@ -384,7 +419,11 @@ mod tests {
 
     #[test]
     fn ethertype_classes() {
-        assert!(EtherType::VLAN.is_vlan_tpid() && EtherType::QINQ.is_vlan_tpid() && EtherType::QINQ_LEGACY.is_vlan_tpid());
+        assert!(
+            EtherType::VLAN.is_vlan_tpid()
+                && EtherType::QINQ.is_vlan_tpid()
+                && EtherType::QINQ_LEGACY.is_vlan_tpid()
+        );
         assert!(!EtherType::IPV4.is_vlan_tpid());
         assert!(EtherType(1500).is_length() && !EtherType(0x0600).is_length());
         assert_eq!(EtherType::IPV6.to_string(), "ipv6");

@@ -82,7 +82,11 @@ impl<T: AsRef<[u8]>> Icmpv4Packet<T> {
     pub fn check_len(&self) -> Result<()> {
         let len = self.buffer.as_ref().len();
         if len < HEADER_LEN {
-            Err(Error::Truncated { header: "ICMPv4 header", len, need: HEADER_LEN })
+            Err(Error::Truncated {
+                header: "ICMPv4 header",
+                len,
+                need: HEADER_LEN,
+            })
         } else {
             Ok(())
         }
@@ -227,7 +231,10 @@ impl Icmpv4Repr {
     pub fn parse<T: AsRef<[u8]>>(packet: &Icmpv4Packet<T>) -> Result<Self> {
         let r = Self::parse_ignoring_checksum(packet)?;
         if !packet.verify_checksum() {
-            return Err(Error::BadChecksum { header: "ICMPv4", checksum: packet.checksum() });
+            return Err(Error::BadChecksum {
+                header: "ICMPv4",
+                checksum: packet.checksum(),
+            });
         }
         Ok(r)
     }
@@ -238,11 +245,22 @@ impl Icmpv4Repr {
         let data_len = packet.data().len();
         let (ident, seq_no) = (packet.echo_ident(), packet.echo_seq_no());
         Ok(match (packet.msg_type(), packet.code()) {
-            (Icmpv4Message::ECHO_REQUEST, 0) => Icmpv4Repr::EchoRequest { ident, seq_no, data_len },
-            (Icmpv4Message::ECHO_REPLY, 0) => Icmpv4Repr::EchoReply { ident, seq_no, data_len },
-            (msg_type, code) => {
-                Icmpv4Repr::Other { msg_type, code, rest_of_header: packet.rest_of_header(), data_len }
-            }
+            (Icmpv4Message::ECHO_REQUEST, 0) => Icmpv4Repr::EchoRequest {
+                ident,
+                seq_no,
+                data_len,
+            },
+            (Icmpv4Message::ECHO_REPLY, 0) => Icmpv4Repr::EchoReply {
+                ident,
+                seq_no,
+                data_len,
+            },
+            (msg_type, code) => Icmpv4Repr::Other {
+                msg_type,
+                code,
+                rest_of_header: packet.rest_of_header(),
+                data_len,
+            },
         })
     }
 
@@ -268,7 +286,8 @@ impl Icmpv4Repr {
     /// If the packet's buffer is shorter than 8 bytes.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut Icmpv4Packet<T>) {
         match *self {
-            Icmpv4Repr::EchoRequest { ident, seq_no, .. } | Icmpv4Repr::EchoReply { ident, seq_no, .. } => {
+            Icmpv4Repr::EchoRequest { ident, seq_no, .. }
+            | Icmpv4Repr::EchoReply { ident, seq_no, .. } => {
                 let t = if matches!(self, Icmpv4Repr::EchoRequest { .. }) {
                     Icmpv4Message::ECHO_REQUEST
                 } else {
@@ -279,7 +298,12 @@ impl Icmpv4Repr {
                 packet.set_echo_ident(ident);
                 packet.set_echo_seq_no(seq_no);
             }
-            Icmpv4Repr::Other { msg_type, code, rest_of_header, .. } => {
+            Icmpv4Repr::Other {
+                msg_type,
+                code,
+                rest_of_header,
+                ..
+            } => {
                 packet.set_msg_type(msg_type);
                 packet.set_code(code);
                 packet.set_rest_of_header(rest_of_header);
@@ -293,13 +317,29 @@ impl fmt::Display for Icmpv4Repr {
     /// `icmp echo-request id I seq S len L`, or `icmp TYPE code C len L`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Icmpv4Repr::EchoRequest { ident, seq_no, data_len } => {
-                write!(f, "icmp echo-request id {ident} seq {seq_no} len {data_len}")
+            Icmpv4Repr::EchoRequest {
+                ident,
+                seq_no,
+                data_len,
+            } => {
+                write!(
+                    f,
+                    "icmp echo-request id {ident} seq {seq_no} len {data_len}"
+                )
             }
-            Icmpv4Repr::EchoReply { ident, seq_no, data_len } => {
+            Icmpv4Repr::EchoReply {
+                ident,
+                seq_no,
+                data_len,
+            } => {
                 write!(f, "icmp echo-reply id {ident} seq {seq_no} len {data_len}")
             }
-            Icmpv4Repr::Other { msg_type, code, data_len, .. } => write!(f, "icmp {msg_type} code {code} len {data_len}"),
+            Icmpv4Repr::Other {
+                msg_type,
+                code,
+                data_len,
+                ..
+            } => write!(f, "icmp {msg_type} code {code} len {data_len}"),
         }
     }
 }
@@ -323,12 +363,23 @@ mod tests {
         let p = Icmpv4Packet::new_checked(&b[..]).unwrap();
         assert!(p.verify_checksum());
         assert_eq!(p.data(), b"abcd");
-        assert_eq!(Icmpv4Repr::parse(&p).unwrap(), Icmpv4Repr::EchoRequest { ident: 0x1234, seq_no: 1, data_len: 4 });
+        assert_eq!(
+            Icmpv4Repr::parse(&p).unwrap(),
+            Icmpv4Repr::EchoRequest {
+                ident: 0x1234,
+                seq_no: 1,
+                data_len: 4
+            }
+        );
     }
 
     #[test]
     fn emit_gives_same_bytes() {
-        let r = Icmpv4Repr::EchoRequest { ident: 0x1234, seq_no: 1, data_len: 4 };
+        let r = Icmpv4Repr::EchoRequest {
+            ident: 0x1234,
+            seq_no: 1,
+            data_len: 4,
+        };
         let mut b = vec![0xffu8; r.buffer_len()];
         let mut p = Icmpv4Packet::new_unchecked(&mut b[..]);
         r.emit(&mut p);
@@ -340,13 +391,21 @@ mod tests {
     #[test]
     fn other_messages_round_trip() {
         // Time exceeded, code 0, with 28 bytes of quoted datagram.
-        let r = Icmpv4Repr::Other { msg_type: Icmpv4Message::TIME_EXCEEDED, code: 0, rest_of_header: 0, data_len: 28 };
+        let r = Icmpv4Repr::Other {
+            msg_type: Icmpv4Message::TIME_EXCEEDED,
+            code: 0,
+            rest_of_header: 0,
+            data_len: 28,
+        };
         let mut b = vec![0u8; r.buffer_len()];
         let mut p = Icmpv4Packet::new_unchecked(&mut b[..]);
         r.emit(&mut p);
         p.data_mut()[0] = 0x45;
         p.fill_checksum();
-        assert_eq!(Icmpv4Repr::parse(&Icmpv4Packet::new_checked(&b[..]).unwrap()).unwrap(), r);
+        assert_eq!(
+            Icmpv4Repr::parse(&Icmpv4Packet::new_checked(&b[..]).unwrap()).unwrap(),
+            r
+        );
         assert_eq!(Icmpv4Message::TIME_EXCEEDED.to_string(), "time-exceeded");
     }
 
@@ -364,12 +423,22 @@ mod tests {
     #[test]
     fn errors() {
         let b = echo_bytes();
-        assert_eq!(Icmpv4Packet::new_checked(&b[..7]).unwrap_err(), Error::Truncated { header: "ICMPv4 header", len: 7, need: 8 });
+        assert_eq!(
+            Icmpv4Packet::new_checked(&b[..7]).unwrap_err(),
+            Error::Truncated {
+                header: "ICMPv4 header",
+                len: 7,
+                need: 8
+            }
+        );
         let mut b = echo_bytes();
         b[11] ^= 1;
         assert_eq!(
             Icmpv4Repr::parse(&Icmpv4Packet::new_checked(&b[..]).unwrap()).unwrap_err(),
-            Error::BadChecksum { header: "ICMPv4", checksum: 0x2104 }
+            Error::BadChecksum {
+                header: "ICMPv4",
+                checksum: 0x2104
+            }
         );
     }
 

@@ -127,7 +127,12 @@ pub struct NdpOptionsIter<'a> {
 impl<'a> NdpOptionsIter<'a> {
     /// Iterate over an option area that starts at byte `base` of the message (for error offsets).
     pub fn new(data: &'a [u8], base: usize) -> Self {
-        NdpOptionsIter { data, pos: 0, base, done: false }
+        NdpOptionsIter {
+            data,
+            pos: 0,
+            base,
+            done: false,
+        }
     }
 }
 
@@ -145,7 +150,11 @@ impl<'a> Iterator for NdpOptionsIter<'a> {
         // RFC 4861 §4.6: length 0 is invalid and the packet must be discarded.
         if len == 0 || end > self.data.len() {
             self.done = true;
-            return Some(Err(Error::BadNdpOption { option_type, len, offset: self.base + at }));
+            return Some(Err(Error::BadNdpOption {
+                option_type,
+                len,
+                offset: self.base + at,
+            }));
         }
         let body = &self.data[at + 2..end];
         self.pos = end;
@@ -153,7 +162,10 @@ impl<'a> Iterator for NdpOptionsIter<'a> {
         Some(Ok(match (option_type, mac) {
             (1, Some(m)) => NdpOption::SourceLinkLayerAddr(m),
             (2, Some(m)) => NdpOption::TargetLinkLayerAddr(m),
-            _ => NdpOption::Other { option_type, data: body },
+            _ => NdpOption::Other {
+                option_type,
+                data: body,
+            },
         }))
     }
 }
@@ -183,10 +195,18 @@ impl<T: AsRef<[u8]>> Icmpv6Packet<T> {
     pub fn check_len(&self) -> Result<()> {
         let len = self.buffer.as_ref().len();
         if len < HEADER_LEN {
-            return Err(Error::Truncated { header: "ICMPv6 header", len, need: HEADER_LEN });
+            return Err(Error::Truncated {
+                header: "ICMPv6 header",
+                len,
+                need: HEADER_LEN,
+            });
         }
         if self.msg_type().is_ns_na() && len < NDP_NS_NA_LEN {
-            return Err(Error::Truncated { header: "NDP message", len, need: NDP_NS_NA_LEN });
+            return Err(Error::Truncated {
+                header: "NDP message",
+                len,
+                need: NDP_NS_NA_LEN,
+            });
         }
         Ok(())
     }
@@ -241,7 +261,12 @@ impl<T: AsRef<[u8]>> Icmpv6Packet<T> {
         if !self.msg_type().is_ns_na() {
             return None;
         }
-        let b: [u8; 16] = self.buffer.as_ref().get(field::NDP_TARGET)?.try_into().ok()?;
+        let b: [u8; 16] = self
+            .buffer
+            .as_ref()
+            .get(field::NDP_TARGET)?
+            .try_into()
+            .ok()?;
         Some(Ipv6Addr::from(b))
     }
 
@@ -377,10 +402,17 @@ pub enum Icmpv6Repr {
 
 impl Icmpv6Repr {
     /// Read a message, checking lengths, NDP options and the checksum for the given addresses.
-    pub fn parse<T: AsRef<[u8]>>(packet: &Icmpv6Packet<T>, src: &Ipv6Addr, dst: &Ipv6Addr) -> Result<Self> {
+    pub fn parse<T: AsRef<[u8]>>(
+        packet: &Icmpv6Packet<T>,
+        src: &Ipv6Addr,
+        dst: &Ipv6Addr,
+    ) -> Result<Self> {
         let r = Self::parse_ignoring_checksum(packet)?;
         if !packet.verify_checksum(src, dst) {
-            return Err(Error::BadChecksum { header: "ICMPv6", checksum: packet.checksum() });
+            return Err(Error::BadChecksum {
+                header: "ICMPv6",
+                checksum: packet.checksum(),
+            });
         }
         Ok(r)
     }
@@ -392,8 +424,16 @@ impl Icmpv6Repr {
         let (ident, seq_no) = (packet.echo_ident(), packet.echo_seq_no());
         let target = packet.ndp_target_addr();
         Ok(match (packet.msg_type(), packet.code(), target) {
-            (Icmpv6Message::ECHO_REQUEST, 0, _) => Icmpv6Repr::EchoRequest { ident, seq_no, data_len },
-            (Icmpv6Message::ECHO_REPLY, 0, _) => Icmpv6Repr::EchoReply { ident, seq_no, data_len },
+            (Icmpv6Message::ECHO_REQUEST, 0, _) => Icmpv6Repr::EchoRequest {
+                ident,
+                seq_no,
+                data_len,
+            },
+            (Icmpv6Message::ECHO_REPLY, 0, _) => Icmpv6Repr::EchoReply {
+                ident,
+                seq_no,
+                data_len,
+            },
             (Icmpv6Message::NEIGHBOR_SOLICIT, 0, Some(target_addr)) => {
                 let mut source_lladdr = None;
                 for o in packet.ndp_options() {
@@ -401,7 +441,10 @@ impl Icmpv6Repr {
                         source_lladdr = Some(m);
                     }
                 }
-                Icmpv6Repr::NeighborSolicit { target_addr, source_lladdr }
+                Icmpv6Repr::NeighborSolicit {
+                    target_addr,
+                    source_lladdr,
+                }
             }
             (Icmpv6Message::NEIGHBOR_ADVERT, 0, Some(target_addr)) => {
                 let mut target_lladdr = None;
@@ -419,9 +462,12 @@ impl Icmpv6Repr {
                     target_lladdr,
                 }
             }
-            (msg_type, code, _) => {
-                Icmpv6Repr::Other { msg_type, code, rest_of_header: packet.rest_of_header(), data_len }
-            }
+            (msg_type, code, _) => Icmpv6Repr::Other {
+                msg_type,
+                code,
+                rest_of_header: packet.rest_of_header(),
+                data_len,
+            },
         })
     }
 
@@ -436,10 +482,12 @@ impl Icmpv6Repr {
             Icmpv6Repr::EchoRequest { data_len, .. }
             | Icmpv6Repr::EchoReply { data_len, .. }
             | Icmpv6Repr::Other { data_len, .. } => HEADER_LEN + data_len,
-            Icmpv6Repr::NeighborSolicit { source_lladdr: l, .. }
-            | Icmpv6Repr::NeighborAdvert { target_lladdr: l, .. } => {
-                NDP_NS_NA_LEN + if l.is_some() { 8 } else { 0 }
+            Icmpv6Repr::NeighborSolicit {
+                source_lladdr: l, ..
             }
+            | Icmpv6Repr::NeighborAdvert {
+                target_lladdr: l, ..
+            } => NDP_NS_NA_LEN + if l.is_some() { 8 } else { 0 },
         }
     }
 
@@ -470,14 +518,23 @@ impl Icmpv6Repr {
                 packet.set_echo_ident(ident);
                 packet.set_echo_seq_no(seq_no);
             }
-            Icmpv6Repr::NeighborSolicit { target_addr, source_lladdr } => {
+            Icmpv6Repr::NeighborSolicit {
+                target_addr,
+                source_lladdr,
+            } => {
                 packet.set_msg_type(Icmpv6Message::NEIGHBOR_SOLICIT);
                 packet.set_code(0);
                 packet.set_rest_of_header(0);
                 packet.set_ndp_target_addr(target_addr);
                 write_lladdr(packet, 1, source_lladdr);
             }
-            Icmpv6Repr::NeighborAdvert { router, solicited, override_flag, target_addr, target_lladdr } => {
+            Icmpv6Repr::NeighborAdvert {
+                router,
+                solicited,
+                override_flag,
+                target_addr,
+                target_lladdr,
+            } => {
                 packet.set_msg_type(Icmpv6Message::NEIGHBOR_ADVERT);
                 packet.set_code(0);
                 let mut f = 0u8;
@@ -494,7 +551,12 @@ impl Icmpv6Repr {
                 packet.set_ndp_target_addr(target_addr);
                 write_lladdr(packet, 2, target_lladdr);
             }
-            Icmpv6Repr::Other { msg_type, code, rest_of_header, .. } => {
+            Icmpv6Repr::Other {
+                msg_type,
+                code,
+                rest_of_header,
+                ..
+            } => {
                 packet.set_msg_type(msg_type);
                 packet.set_code(code);
                 packet.set_rest_of_header(rest_of_header);
@@ -508,32 +570,64 @@ impl fmt::Display for Icmpv6Repr {
     /// `icmpv6 echo-request id I seq S len L`, `icmpv6 neighbor-solicitation who-has T[ from MAC]`, …
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Icmpv6Repr::EchoRequest { ident, seq_no, data_len } => {
-                write!(f, "icmpv6 echo-request id {ident} seq {seq_no} len {data_len}")
+            Icmpv6Repr::EchoRequest {
+                ident,
+                seq_no,
+                data_len,
+            } => {
+                write!(
+                    f,
+                    "icmpv6 echo-request id {ident} seq {seq_no} len {data_len}"
+                )
             }
-            Icmpv6Repr::EchoReply { ident, seq_no, data_len } => {
-                write!(f, "icmpv6 echo-reply id {ident} seq {seq_no} len {data_len}")
+            Icmpv6Repr::EchoReply {
+                ident,
+                seq_no,
+                data_len,
+            } => {
+                write!(
+                    f,
+                    "icmpv6 echo-reply id {ident} seq {seq_no} len {data_len}"
+                )
             }
-            Icmpv6Repr::NeighborSolicit { target_addr, source_lladdr } => {
+            Icmpv6Repr::NeighborSolicit {
+                target_addr,
+                source_lladdr,
+            } => {
                 write!(f, "icmpv6 neighbor-solicitation who-has {target_addr}")?;
                 match source_lladdr {
                     Some(m) => write!(f, " from {m}"),
                     None => Ok(()),
                 }
             }
-            Icmpv6Repr::NeighborAdvert { router, solicited, override_flag, target_addr, target_lladdr } => {
+            Icmpv6Repr::NeighborAdvert {
+                router,
+                solicited,
+                override_flag,
+                target_addr,
+                target_lladdr,
+            } => {
                 write!(f, "icmpv6 neighbor-advertisement {target_addr}")?;
                 if let Some(m) = target_lladdr {
                     write!(f, " is-at {m}")?;
                 }
-                for (on, name) in [(router, " router"), (solicited, " solicited"), (override_flag, " override")] {
+                for (on, name) in [
+                    (router, " router"),
+                    (solicited, " solicited"),
+                    (override_flag, " override"),
+                ] {
                     if on {
                         f.write_str(name)?;
                     }
                 }
                 Ok(())
             }
-            Icmpv6Repr::Other { msg_type, code, data_len, .. } => write!(f, "icmpv6 {msg_type} code {code} len {data_len}"),
+            Icmpv6Repr::Other {
+                msg_type,
+                code,
+                data_len,
+                ..
+            } => write!(f, "icmpv6 {msg_type} code {code} len {data_len}"),
         }
     }
 }
@@ -573,7 +667,14 @@ mod tests {
         let b = echo_bytes();
         let p = Icmpv6Packet::new_checked(&b[..]).unwrap();
         let r = Icmpv6Repr::parse(&p, &src(), &dst()).unwrap();
-        assert_eq!(r, Icmpv6Repr::EchoRequest { ident: 0xbeef, seq_no: 7, data_len: 3 });
+        assert_eq!(
+            r,
+            Icmpv6Repr::EchoRequest {
+                ident: 0xbeef,
+                seq_no: 7,
+                data_len: 3
+            }
+        );
         let mut out = vec![0u8; r.buffer_len()];
         let mut q = Icmpv6Packet::new_unchecked(&mut out[..]);
         r.emit(&mut q);
@@ -590,7 +691,10 @@ mod tests {
         assert!(!p.verify_checksum(&src(), &"fe80::3".parse().unwrap()));
         assert_eq!(
             Icmpv6Repr::parse(&p, &"fe80::3".parse().unwrap(), &dst()).unwrap_err(),
-            Error::BadChecksum { header: "ICMPv6", checksum: p.checksum() }
+            Error::BadChecksum {
+                header: "ICMPv6",
+                checksum: p.checksum()
+            }
         );
     }
 
@@ -638,12 +742,15 @@ mod tests {
         q.fill_checksum(&dst(), &src());
         assert_eq!(out[4], 0x60, "S and O flags");
         assert_eq!(&out[24..26], &[2, 1], "target link-layer option, 1 unit");
-        assert_eq!(reference_checksum(dst(), src(), &{
-            let mut z = out.clone();
-            z[2] = 0;
-            z[3] = 0;
-            z
-        }), u16::from_be_bytes([out[2], out[3]]));
+        assert_eq!(
+            reference_checksum(dst(), src(), &{
+                let mut z = out.clone();
+                z[2] = 0;
+                z[3] = 0;
+                z
+            }),
+            u16::from_be_bytes([out[2], out[3]])
+        );
         let p = Icmpv6Packet::new_checked(&out[..]).unwrap();
         assert_eq!(Icmpv6Repr::parse(&p, &dst(), &src()).unwrap(), r);
         // Without the option.
@@ -656,26 +763,51 @@ mod tests {
         };
         let mut out = vec![0u8; r2.buffer_len()];
         r2.emit(&mut Icmpv6Packet::new_unchecked(&mut out[..]));
-        assert_eq!(Icmpv6Repr::parse_ignoring_checksum(&Icmpv6Packet::new_checked(&out[..]).unwrap()).unwrap(), r2);
+        assert_eq!(
+            Icmpv6Repr::parse_ignoring_checksum(&Icmpv6Packet::new_checked(&out[..]).unwrap())
+                .unwrap(),
+            r2
+        );
     }
 
     #[test]
     fn errors() {
         let b = echo_bytes();
-        assert_eq!(Icmpv6Packet::new_checked(&b[..7]).unwrap_err(), Error::Truncated { header: "ICMPv6 header", len: 7, need: 8 });
+        assert_eq!(
+            Icmpv6Packet::new_checked(&b[..7]).unwrap_err(),
+            Error::Truncated {
+                header: "ICMPv6 header",
+                len: 7,
+                need: 8
+            }
+        );
         let b = ns_bytes();
-        assert_eq!(Icmpv6Packet::new_checked(&b[..23]).unwrap_err(), Error::Truncated { header: "NDP message", len: 23, need: 24 });
+        assert_eq!(
+            Icmpv6Packet::new_checked(&b[..23]).unwrap_err(),
+            Error::Truncated {
+                header: "NDP message",
+                len: 23,
+                need: 24
+            }
+        );
         // Zero-length option.
         let mut b = ns_bytes();
         b[25] = 0;
         assert_eq!(
-            Icmpv6Repr::parse_ignoring_checksum(&Icmpv6Packet::new_checked(&b[..]).unwrap()).unwrap_err(),
-            Error::BadNdpOption { option_type: 1, len: 0, offset: 24 }
+            Icmpv6Repr::parse_ignoring_checksum(&Icmpv6Packet::new_checked(&b[..]).unwrap())
+                .unwrap_err(),
+            Error::BadNdpOption {
+                option_type: 1,
+                len: 0,
+                offset: 24
+            }
         );
         // Option running past the end.
         b[25] = 2;
         assert_eq!(
-            Icmpv6Repr::parse_ignoring_checksum(&Icmpv6Packet::new_checked(&b[..]).unwrap()).unwrap_err().reason(),
+            Icmpv6Repr::parse_ignoring_checksum(&Icmpv6Packet::new_checked(&b[..]).unwrap())
+                .unwrap_err()
+                .reason(),
             "bad-ndp-option"
         );
     }
@@ -687,11 +819,21 @@ mod tests {
         b.extend_from_slice(&[14, 1, 9, 9, 9, 9, 9, 9]);
         let p = Icmpv6Packet::new_checked(&b[..]).unwrap();
         let opts: Vec<_> = p.ndp_options().map(|o| o.unwrap()).collect();
-        assert_eq!(opts[1], NdpOption::Other { option_type: 14, data: &[9; 6] });
-        assert!(matches!(Icmpv6Repr::parse_ignoring_checksum(&p).unwrap(), Icmpv6Repr::NeighborSolicit { .. }));
+        assert_eq!(
+            opts[1],
+            NdpOption::Other {
+                option_type: 14,
+                data: &[9; 6]
+            }
+        );
+        assert!(matches!(
+            Icmpv6Repr::parse_ignoring_checksum(&p).unwrap(),
+            Icmpv6Repr::NeighborSolicit { .. }
+        ));
         b[1] = 1;
         assert!(matches!(
-            Icmpv6Repr::parse_ignoring_checksum(&Icmpv6Packet::new_checked(&b[..]).unwrap()).unwrap(),
+            Icmpv6Repr::parse_ignoring_checksum(&Icmpv6Packet::new_checked(&b[..]).unwrap())
+                .unwrap(),
             Icmpv6Repr::Other { code: 1, .. }
         ));
     }

@@ -63,7 +63,11 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     pub fn check_len(&self) -> Result<()> {
         let len = self.buffer.as_ref().len();
         if len < HEADER_LEN {
-            return Err(Error::Truncated { header: "IPv4 header", len, need: HEADER_LEN });
+            return Err(Error::Truncated {
+                header: "IPv4 header",
+                len,
+                need: HEADER_LEN,
+            });
         }
         let ihl = self.buffer.as_ref()[field::VER_IHL] & 0x0f;
         if ihl < 5 {
@@ -71,11 +75,19 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         }
         let header_len = self.header_len();
         if len < header_len {
-            return Err(Error::Truncated { header: "IPv4 header with options", len, need: header_len });
+            return Err(Error::Truncated {
+                header: "IPv4 header with options",
+                len,
+                need: header_len,
+            });
         }
         let total_len = self.total_len();
         if usize::from(total_len) < header_len || usize::from(total_len) > len {
-            return Err(Error::BadTotalLength { total_len, header_len, len });
+            return Err(Error::BadTotalLength {
+                total_len,
+                header_len,
+                len,
+            });
         }
         Ok(())
     }
@@ -355,7 +367,12 @@ pub struct Ipv4Repr {
 
 impl Ipv4Repr {
     /// A header with the common defaults: TTL 64, DF set, no options, DSCP/ECN/ident 0.
-    pub fn new(src_addr: Ipv4Addr, dst_addr: Ipv4Addr, protocol: IpProtocol, payload_len: usize) -> Self {
+    pub fn new(
+        src_addr: Ipv4Addr,
+        dst_addr: Ipv4Addr,
+        protocol: IpProtocol,
+        payload_len: usize,
+    ) -> Self {
         Ipv4Repr {
             src_addr,
             dst_addr,
@@ -377,7 +394,10 @@ impl Ipv4Repr {
     pub fn parse<T: AsRef<[u8]>>(packet: &Ipv4Packet<T>) -> Result<Self> {
         let r = Self::parse_ignoring_checksum(packet)?;
         if !packet.verify_checksum() {
-            return Err(Error::BadChecksum { header: "IPv4 header", checksum: packet.checksum() });
+            return Err(Error::BadChecksum {
+                header: "IPv4 header",
+                checksum: packet.checksum(),
+            });
         }
         Ok(r)
     }
@@ -386,7 +406,10 @@ impl Ipv4Repr {
     pub fn parse_ignoring_checksum<T: AsRef<[u8]>>(packet: &Ipv4Packet<T>) -> Result<Self> {
         packet.check_len()?;
         if packet.version() != 4 {
-            return Err(Error::BadVersion { version: packet.version(), expected: 4 });
+            return Err(Error::BadVersion {
+                version: packet.version(),
+                expected: 4,
+            });
         }
         Ok(Ipv4Repr {
             src_addr: packet.src_addr(),
@@ -437,7 +460,9 @@ impl Ipv4Repr {
         packet.set_protocol(self.protocol);
         packet.set_src_addr(self.src_addr);
         packet.set_dst_addr(self.dst_addr);
-        packet.options_mut().copy_from_slice(self.options.as_slice());
+        packet
+            .options_mut()
+            .copy_from_slice(self.options.as_slice());
         packet.fill_checksum();
     }
 }
@@ -445,9 +470,18 @@ impl Ipv4Repr {
 impl core::fmt::Display for Ipv4Repr {
     /// `ipv4 SRC > DST PROTO ttl T len L[ frag OFF[+]][ df]`.
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "ipv4 {} > {} {} ttl {} len {}", self.src_addr, self.dst_addr, self.protocol, self.ttl, self.payload_len)?;
+        write!(
+            f,
+            "ipv4 {} > {} {} ttl {} len {}",
+            self.src_addr, self.dst_addr, self.protocol, self.ttl, self.payload_len
+        )?;
         if self.frag_offset != 0 || self.more_frags {
-            write!(f, " frag {}{}", self.frag_offset, if self.more_frags { "+" } else { "" })?;
+            write!(
+                f,
+                " frag {}{}",
+                self.frag_offset,
+                if self.more_frags { "+" } else { "" }
+            )?;
         }
         if self.dont_frag {
             f.write_str(" df")?;
@@ -463,14 +497,19 @@ mod tests {
 
     // 10.0.0.1 -> 10.0.0.2, UDP, TTL 64, DF, ident 0x1234, 4 payload bytes.
     static PACKET: [u8; 24] = [
-        0x45, 0x00, 0x00, 0x18, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x14, 0x9f, 0x0a, 0x00, 0x00, 0x01,
-        0x0a, 0x00, 0x00, 0x02, 0xde, 0xad, 0xbe, 0xef,
+        0x45, 0x00, 0x00, 0x18, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x14, 0x9f, 0x0a, 0x00, 0x00,
+        0x01, 0x0a, 0x00, 0x00, 0x02, 0xde, 0xad, 0xbe, 0xef,
     ];
 
     fn repr() -> Ipv4Repr {
         Ipv4Repr {
             ident: 0x1234,
-            ..Ipv4Repr::new(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), IpProtocol::UDP, 4)
+            ..Ipv4Repr::new(
+                Ipv4Addr::new(10, 0, 0, 1),
+                Ipv4Addr::new(10, 0, 0, 2),
+                IpProtocol::UDP,
+                4,
+            )
         }
     }
 
@@ -478,13 +517,16 @@ mod tests {
     fn parse_known_bytes() {
         let p = Ipv4Packet::new_checked(&PACKET[..]).unwrap();
         assert!(p.verify_checksum());
-        assert_eq!(p.checksum(), checksum::checksum(&{
-            let mut h = [0u8; 20];
-            h.copy_from_slice(&PACKET[..20]);
-            h[10] = 0;
-            h[11] = 0;
-            h
-        }));
+        assert_eq!(
+            p.checksum(),
+            checksum::checksum(&{
+                let mut h = [0u8; 20];
+                h.copy_from_slice(&PACKET[..20]);
+                h[10] = 0;
+                h[11] = 0;
+                h
+            })
+        );
         assert_eq!(p.payload(), &[0xde, 0xad, 0xbe, 0xef]);
         assert_eq!(Ipv4Repr::parse(&p).unwrap(), repr());
     }
@@ -524,12 +566,26 @@ mod tests {
     #[test]
     fn truncated() {
         let e = Ipv4Packet::new_checked(&PACKET[..19]).unwrap_err();
-        assert_eq!(e, Error::Truncated { header: "IPv4 header", len: 19, need: 20 });
+        assert_eq!(
+            e,
+            Error::Truncated {
+                header: "IPv4 header",
+                len: 19,
+                need: 20
+            }
+        );
         // IHL 6 but only 20 bytes.
         let mut b = PACKET;
         b[0] = 0x46;
         let e = Ipv4Packet::new_checked(&b[..20]).unwrap_err();
-        assert_eq!(e, Error::Truncated { header: "IPv4 header with options", len: 20, need: 24 });
+        assert_eq!(
+            e,
+            Error::Truncated {
+                header: "IPv4 header with options",
+                len: 20,
+                need: 24
+            }
+        );
         assert_eq!(e.reason(), "truncated");
     }
 
@@ -537,7 +593,10 @@ mod tests {
     fn bad_ihl() {
         let mut b = PACKET;
         b[0] = 0x44;
-        assert_eq!(Ipv4Packet::new_checked(&b[..]).unwrap_err(), Error::BadHeaderLength { ihl: 4 });
+        assert_eq!(
+            Ipv4Packet::new_checked(&b[..]).unwrap_err(),
+            Error::BadHeaderLength { ihl: 4 }
+        );
     }
 
     #[test]
@@ -546,21 +605,40 @@ mod tests {
         b[3] = 25; // longer than the 24-byte buffer
         assert_eq!(
             Ipv4Packet::new_checked(&b[..]).unwrap_err(),
-            Error::BadTotalLength { total_len: 25, header_len: 20, len: 24 }
+            Error::BadTotalLength {
+                total_len: 25,
+                header_len: 20,
+                len: 24
+            }
         );
         b[3] = 19; // shorter than the header
-        assert_eq!(Ipv4Packet::new_checked(&b[..]).unwrap_err().reason(), "bad-total-length");
+        assert_eq!(
+            Ipv4Packet::new_checked(&b[..]).unwrap_err().reason(),
+            "bad-total-length"
+        );
     }
 
     #[test]
     fn bad_version_and_checksum() {
         let mut b = PACKET;
         b[0] = 0x65;
-        assert_eq!(Ipv4Repr::parse(&Ipv4Packet::new_unchecked(&b[..])).unwrap_err(), Error::BadVersion { version: 6, expected: 4 });
+        assert_eq!(
+            Ipv4Repr::parse(&Ipv4Packet::new_unchecked(&b[..])).unwrap_err(),
+            Error::BadVersion {
+                version: 6,
+                expected: 4
+            }
+        );
         let mut b = PACKET;
         b[8] = 0x3f; // TTL changed, checksum not
         let p = Ipv4Packet::new_checked(&b[..]).unwrap();
-        assert_eq!(Ipv4Repr::parse(&p).unwrap_err(), Error::BadChecksum { header: "IPv4 header", checksum: 0x149f });
+        assert_eq!(
+            Ipv4Repr::parse(&p).unwrap_err(),
+            Error::BadChecksum {
+                header: "IPv4 header",
+                checksum: 0x149f
+            }
+        );
         assert!(Ipv4Repr::parse_ignoring_checksum(&p).is_ok());
     }
 

@@ -49,11 +49,18 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
     pub fn check_len(&self) -> Result<()> {
         let len = self.buffer.as_ref().len();
         if len < HEADER_LEN {
-            return Err(Error::Truncated { header: "IPv6 header", len, need: HEADER_LEN });
+            return Err(Error::Truncated {
+                header: "IPv6 header",
+                len,
+                need: HEADER_LEN,
+            });
         }
         let payload_len = self.payload_len();
         if usize::from(payload_len) > len - HEADER_LEN {
-            return Err(Error::BadPayloadLength { payload_len, available: len - HEADER_LEN });
+            return Err(Error::BadPayloadLength {
+                payload_len,
+                available: len - HEADER_LEN,
+            });
         }
         Ok(())
     }
@@ -132,7 +139,11 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
                 // 8-octet units, not counting the first 8 (RFC 8200 §4.3–4.6).
                 0 | 43 | 60 | 135 | 139 | 140 => {
                     let Some(&l) = payload.get(at + 1) else {
-                        return Err(Error::Truncated { header: "IPv6 extension header", len: payload.len(), need: at + 2 });
+                        return Err(Error::Truncated {
+                            header: "IPv6 extension header",
+                            len: payload.len(),
+                            need: at + 2,
+                        });
                     };
                     (usize::from(l) + 1) * 8
                 }
@@ -141,14 +152,28 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
                 // Authentication header: length in 4-octet units minus 2 (RFC 4302 §2.2).
                 51 => {
                     let Some(&l) = payload.get(at + 1) else {
-                        return Err(Error::Truncated { header: "IPv6 extension header", len: payload.len(), need: at + 2 });
+                        return Err(Error::Truncated {
+                            header: "IPv6 extension header",
+                            len: payload.len(),
+                            need: at + 2,
+                        });
                     };
                     (usize::from(l) + 2) * 4
                 }
-                _ => return Ok(Ipv6Upper { protocol: proto, offset: HEADER_LEN + at, fragment }),
+                _ => {
+                    return Ok(Ipv6Upper {
+                        protocol: proto,
+                        offset: HEADER_LEN + at,
+                        fragment,
+                    })
+                }
             };
             let Some(h) = payload.get(at..at + len) else {
-                return Err(Error::Truncated { header: "IPv6 extension header", len: payload.len(), need: at + len });
+                return Err(Error::Truncated {
+                    header: "IPv6 extension header",
+                    len: payload.len(),
+                    need: at + len,
+                });
             };
             if proto == IpProtocol::IPV6_FRAG {
                 let off_flags = be16(&h[2..4]);
@@ -270,15 +295,31 @@ pub struct Ipv6Repr {
 
 impl Ipv6Repr {
     /// A header with hop limit 64, traffic class and flow label 0.
-    pub fn new(src_addr: Ipv6Addr, dst_addr: Ipv6Addr, next_header: IpProtocol, payload_len: usize) -> Self {
-        Ipv6Repr { src_addr, dst_addr, next_header, payload_len, hop_limit: 64, traffic_class: 0, flow_label: 0 }
+    pub fn new(
+        src_addr: Ipv6Addr,
+        dst_addr: Ipv6Addr,
+        next_header: IpProtocol,
+        payload_len: usize,
+    ) -> Self {
+        Ipv6Repr {
+            src_addr,
+            dst_addr,
+            next_header,
+            payload_len,
+            hop_limit: 64,
+            traffic_class: 0,
+            flow_label: 0,
+        }
     }
 
     /// Read and validate a fixed header: lengths and version 6.
     pub fn parse<T: AsRef<[u8]>>(packet: &Ipv6Packet<T>) -> Result<Self> {
         packet.check_len()?;
         if packet.version() != 6 {
-            return Err(Error::BadVersion { version: packet.version(), expected: 6 });
+            return Err(Error::BadVersion {
+                version: packet.version(),
+                expected: 6,
+            });
         }
         Ok(Ipv6Repr {
             src_addr: packet.src_addr(),
@@ -306,7 +347,9 @@ impl Ipv6Repr {
     /// # Panics
     /// If the packet's buffer is shorter than 40 bytes.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut Ipv6Packet<T>) {
-        packet.set_word0(0x6000_0000 | (u32::from(self.traffic_class) << 20) | (self.flow_label & 0x000f_ffff));
+        packet.set_word0(
+            0x6000_0000 | (u32::from(self.traffic_class) << 20) | (self.flow_label & 0x000f_ffff),
+        );
         packet.set_payload_len(self.payload_len.min(usize::from(u16::MAX)) as u16);
         packet.set_next_header(self.next_header);
         packet.set_hop_limit(self.hop_limit);
@@ -318,7 +361,11 @@ impl Ipv6Repr {
 impl core::fmt::Display for Ipv6Repr {
     /// `ipv6 SRC > DST NEXT hlim H len L`.
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "ipv6 {} > {} {} hlim {} len {}", self.src_addr, self.dst_addr, self.next_header, self.hop_limit, self.payload_len)
+        write!(
+            f,
+            "ipv6 {} > {} {} hlim {} len {}",
+            self.src_addr, self.dst_addr, self.next_header, self.hop_limit, self.payload_len
+        )
     }
 }
 
@@ -342,7 +389,12 @@ mod tests {
         Ipv6Repr {
             traffic_class: 0xb8,
             flow_label: 0x12345,
-            ..Ipv6Repr::new("2001:db8::1".parse().unwrap(), "ff02::1:ff00:2".parse().unwrap(), IpProtocol::UDP, 4)
+            ..Ipv6Repr::new(
+                "2001:db8::1".parse().unwrap(),
+                "ff02::1:ff00:2".parse().unwrap(),
+                IpProtocol::UDP,
+                4,
+            )
         }
     }
 
@@ -350,7 +402,10 @@ mod tests {
     fn parse_known_bytes() {
         let b = known();
         let p = Ipv6Packet::new_checked(&b[..]).unwrap();
-        assert_eq!((p.version(), p.traffic_class(), p.flow_label()), (6, 0xb8, 0x12345));
+        assert_eq!(
+            (p.version(), p.traffic_class(), p.flow_label()),
+            (6, 0xb8, 0x12345)
+        );
         assert_eq!(p.payload(), &[1, 2, 3, 4]);
         assert_eq!(Ipv6Repr::parse(&p).unwrap(), repr());
     }
@@ -368,21 +423,48 @@ mod tests {
     fn padding_is_ignored() {
         let mut b = known();
         b.extend_from_slice(&[0; 10]);
-        assert_eq!(Ipv6Packet::new_checked(&b[..]).unwrap().payload(), &[1, 2, 3, 4]);
+        assert_eq!(
+            Ipv6Packet::new_checked(&b[..]).unwrap().payload(),
+            &[1, 2, 3, 4]
+        );
     }
 
     #[test]
     fn errors() {
         let b = known();
-        assert_eq!(Ipv6Packet::new_checked(&b[..39]).unwrap_err(), Error::Truncated { header: "IPv6 header", len: 39, need: 40 });
-        assert_eq!(Ipv6Packet::new_checked(&b[..43]).unwrap_err(), Error::BadPayloadLength { payload_len: 4, available: 3 });
+        assert_eq!(
+            Ipv6Packet::new_checked(&b[..39]).unwrap_err(),
+            Error::Truncated {
+                header: "IPv6 header",
+                len: 39,
+                need: 40
+            }
+        );
+        assert_eq!(
+            Ipv6Packet::new_checked(&b[..43]).unwrap_err(),
+            Error::BadPayloadLength {
+                payload_len: 4,
+                available: 3
+            }
+        );
         let mut b = known();
         b[0] = 0x4b;
-        assert_eq!(Ipv6Repr::parse(&Ipv6Packet::new_unchecked(&b[..])).unwrap_err(), Error::BadVersion { version: 4, expected: 6 });
+        assert_eq!(
+            Ipv6Repr::parse(&Ipv6Packet::new_unchecked(&b[..])).unwrap_err(),
+            Error::BadVersion {
+                version: 4,
+                expected: 6
+            }
+        );
     }
 
     fn with_payload(next: u8, payload: &[u8]) -> Vec<u8> {
-        let r = Ipv6Repr::new(Ipv6Addr::LOCALHOST, Ipv6Addr::LOCALHOST, IpProtocol(next), payload.len());
+        let r = Ipv6Repr::new(
+            Ipv6Addr::LOCALHOST,
+            Ipv6Addr::LOCALHOST,
+            IpProtocol(next),
+            payload.len(),
+        );
         let mut b = vec![0u8; r.buffer_len()];
         let mut p = Ipv6Packet::new_unchecked(&mut b[..]);
         r.emit(&mut p);
@@ -394,27 +476,61 @@ mod tests {
     fn upper_layer_walks_extension_headers() {
         // No extension headers.
         let b = known();
-        let u = Ipv6Packet::new_checked(&b[..]).unwrap().upper_layer().unwrap();
-        assert_eq!(u, Ipv6Upper { protocol: IpProtocol::UDP, offset: 40, fragment: None });
+        let u = Ipv6Packet::new_checked(&b[..])
+            .unwrap()
+            .upper_layer()
+            .unwrap();
+        assert_eq!(
+            u,
+            Ipv6Upper {
+                protocol: IpProtocol::UDP,
+                offset: 40,
+                fragment: None
+            }
+        );
         // Hop-by-hop (8 bytes) → destination options (16 bytes) → fragment → TCP.
         let mut pl = vec![60, 0, 5, 2, 0, 0, 1, 0]; // HBH: next 60, len 0, router alert
         pl.extend_from_slice(&[44, 1, 1, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]); // dst opts, PadN
         pl.extend_from_slice(&[6, 0, 0x05, 0x79, 0xde, 0xad, 0xbe, 0xef]); // frag: offset 175*8, M=1
         pl.extend_from_slice(&[0u8; 20]);
         let b = with_payload(0, &pl);
-        let u = Ipv6Packet::new_checked(&b[..]).unwrap().upper_layer().unwrap();
+        let u = Ipv6Packet::new_checked(&b[..])
+            .unwrap()
+            .upper_layer()
+            .unwrap();
         assert_eq!(u.protocol, IpProtocol::TCP);
         assert_eq!(u.offset, 40 + 8 + 16 + 8);
-        assert_eq!(u.fragment, Some(Ipv6Fragment { offset: 0x0578, more_frags: true, ident: 0xdead_beef }));
+        assert_eq!(
+            u.fragment,
+            Some(Ipv6Fragment {
+                offset: 0x0578,
+                more_frags: true,
+                ident: 0xdead_beef
+            })
+        );
         // AH: payload len 4 → (4 + 2) * 4 = 24 bytes.
         let mut pl = vec![17, 4];
         pl.resize(24, 0);
         pl.extend_from_slice(&[0u8; 8]);
         let b = with_payload(51, &pl);
-        assert_eq!(Ipv6Packet::new_checked(&b[..]).unwrap().upper_layer().unwrap().offset, 40 + 24);
+        assert_eq!(
+            Ipv6Packet::new_checked(&b[..])
+                .unwrap()
+                .upper_layer()
+                .unwrap()
+                .offset,
+            40 + 24
+        );
         // ESP and no-next-header stop the walk.
         let b = with_payload(50, &[0; 8]);
-        assert_eq!(Ipv6Packet::new_checked(&b[..]).unwrap().upper_layer().unwrap().protocol, IpProtocol(50));
+        assert_eq!(
+            Ipv6Packet::new_checked(&b[..])
+                .unwrap()
+                .upper_layer()
+                .unwrap()
+                .protocol,
+            IpProtocol(50)
+        );
     }
 
     #[test]
@@ -423,11 +539,22 @@ mod tests {
         let b = with_payload(60, &[6, 1, 0, 0, 0, 0, 0, 0]);
         assert_eq!(
             Ipv6Packet::new_checked(&b[..]).unwrap().upper_layer(),
-            Err(Error::Truncated { header: "IPv6 extension header", len: 8, need: 16 })
+            Err(Error::Truncated {
+                header: "IPv6 extension header",
+                len: 8,
+                need: 16
+            })
         );
         // Hop-by-hop with no length byte.
         let b = with_payload(0, &[6]);
-        assert_eq!(Ipv6Packet::new_checked(&b[..]).unwrap().upper_layer().unwrap_err().reason(), "truncated");
+        assert_eq!(
+            Ipv6Packet::new_checked(&b[..])
+                .unwrap()
+                .upper_layer()
+                .unwrap_err()
+                .reason(),
+            "truncated"
+        );
     }
 
     #[test]
@@ -436,7 +563,10 @@ mod tests {
         let mut p = Ipv6Packet::new_checked(&mut b[..]).unwrap();
         p.set_flow_label(0xfffff);
         p.set_traffic_class(0x01);
-        assert_eq!((p.version(), p.traffic_class(), p.flow_label()), (6, 0x01, 0xfffff));
+        assert_eq!(
+            (p.version(), p.traffic_class(), p.flow_label()),
+            (6, 0x01, 0xfffff)
+        );
         assert_eq!(p.decrement_hop_limit(), 63);
     }
 

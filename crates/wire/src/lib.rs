@@ -83,8 +83,8 @@ pub use ip::IpProtocol;
 pub use ipv4::{Ipv4Options, Ipv4Packet, Ipv4Repr};
 pub use ipv6::{Ipv6Fragment, Ipv6Packet, Ipv6Repr, Ipv6Upper};
 pub use options::OptionBytes;
-pub use tcp::{TcpFlags, TcpOption, TcpOptions, TcpPacket, TcpRepr};
 pub use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+pub use tcp::{TcpFlags, TcpOption, TcpOptions, TcpPacket, TcpRepr};
 pub use udp::{UdpPacket, UdpRepr};
 pub use vlan::{L2Header, L2Tag, VlanRepr, VlanTag};
 

@@ -10,7 +10,10 @@ pub struct OptionBytes {
 
 impl OptionBytes {
     /// No options.
-    pub const EMPTY: OptionBytes = OptionBytes { bytes: [0; 40], len: 0 };
+    pub const EMPTY: OptionBytes = OptionBytes {
+        bytes: [0; 40],
+        len: 0,
+    };
     /// Largest option area.
     pub const MAX_LEN: usize = 40;
 
@@ -77,7 +80,10 @@ mod tests {
         assert!(OptionBytes::new(&[1, 1, 1]).is_none());
         assert!(OptionBytes::new(&[0; 44]).is_none());
         let o = OptionBytes::new(&[1, 2, 3, 4]).unwrap();
-        assert_eq!((o.as_slice(), o.len(), o.is_empty()), (&[1u8, 2, 3, 4][..], 4, false));
+        assert_eq!(
+            (o.as_slice(), o.len(), o.is_empty()),
+            (&[1u8, 2, 3, 4][..], 4, false)
+        );
         assert!(OptionBytes::default().is_empty());
         assert_eq!(OptionBytes::new(&[]).unwrap(), OptionBytes::EMPTY);
     }

@@ -97,7 +97,16 @@ impl fmt::Display for TcpFlags {
         if self.0 == 0 {
             return f.write_str("none");
         }
-        for (bit, c) in [(0x01, 'F'), (0x02, 'S'), (0x04, 'R'), (0x08, 'P'), (0x10, '.'), (0x20, 'U'), (0x40, 'E'), (0x80, 'W')] {
+        for (bit, c) in [
+            (0x01, 'F'),
+            (0x02, 'S'),
+            (0x04, 'R'),
+            (0x08, 'P'),
+            (0x10, '.'),
+            (0x20, 'U'),
+            (0x40, 'E'),
+            (0x80, 'W'),
+        ] {
             if self.0 & bit != 0 {
                 write!(f, "{c}")?;
             }
@@ -149,7 +158,11 @@ pub struct TcpOptionsIter<'a> {
 impl<'a> TcpOptionsIter<'a> {
     /// Iterate over an option area.
     pub fn new(data: &'a [u8]) -> Self {
-        TcpOptionsIter { data, pos: 0, done: false }
+        TcpOptionsIter {
+            data,
+            pos: 0,
+            done: false,
+        }
     }
 }
 
@@ -173,12 +186,20 @@ impl<'a> Iterator for TcpOptionsIter<'a> {
             }
             _ => {}
         }
-        let bad = |len: u8| Error::BadTcpOption { kind, len, offset: at };
+        let bad = |len: u8| Error::BadTcpOption {
+            kind,
+            len,
+            offset: at,
+        };
         let Some(&len) = self.data.get(at + 1) else {
             self.done = true;
             return Some(Err(bad(0)));
         };
-        let Some(body) = self.data.get(at + 2..at + usize::from(len)).filter(|_| len >= 2) else {
+        let Some(body) = self
+            .data
+            .get(at + 2..at + usize::from(len))
+            .filter(|_| len >= 2)
+        else {
             self.done = true;
             return Some(Err(bad(len)));
         };
@@ -187,7 +208,10 @@ impl<'a> Iterator for TcpOptionsIter<'a> {
             (3, 3) => TcpOption::WindowScale(body[0]),
             (4, 2) => TcpOption::SackPermitted,
             (5, l) if l >= 10 && (l - 2) & 7 == 0 => TcpOption::Sack(body),
-            (8, 10) => TcpOption::Timestamps { tsval: be32(&body[0..4]), tsecr: be32(&body[4..8]) },
+            (8, 10) => TcpOption::Timestamps {
+                tsval: be32(&body[0..4]),
+                tsecr: be32(&body[4..8]),
+            },
             (2..=5 | 8, _) => {
                 self.done = true;
                 return Some(Err(bad(len)));
@@ -223,7 +247,11 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
     pub fn check_len(&self) -> Result<()> {
         let len = self.buffer.as_ref().len();
         if len < HEADER_LEN {
-            return Err(Error::Truncated { header: "TCP header", len, need: HEADER_LEN });
+            return Err(Error::Truncated {
+                header: "TCP header",
+                len,
+                need: HEADER_LEN,
+            });
         }
         let data_offset = self.buffer.as_ref()[field::DOFF] >> 4;
         if data_offset < 5 {
@@ -231,7 +259,11 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
         }
         let need = self.header_len();
         if len < need {
-            return Err(Error::Truncated { header: "TCP header with options", len, need });
+            return Err(Error::Truncated {
+                header: "TCP header with options",
+                len,
+                need,
+            });
         }
         Ok(())
     }
@@ -433,7 +465,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
             let w0_new = u16::from_be_bytes([b[pos - 1], n[0]]);
             let w1_old = u16::from_be_bytes([o[1], b[pos + 2]]);
             let w1_new = u16::from_be_bytes([n[1], b[pos + 2]]);
-            let c = checksum::update16(checksum::update16(self.checksum(), w0_old, w0_new), w1_old, w1_new);
+            let c = checksum::update16(
+                checksum::update16(self.checksum(), w0_old, w0_new),
+                w1_old,
+                w1_new,
+            );
             self.set_checksum(c);
         }
         Some(old)
@@ -465,10 +501,17 @@ pub struct TcpRepr {
 
 impl TcpRepr {
     /// Read a header, checking lengths and the checksum for the given addresses.
-    pub fn parse<T: AsRef<[u8]>>(packet: &TcpPacket<T>, src: &IpAddr, dst: &IpAddr) -> Result<Self> {
+    pub fn parse<T: AsRef<[u8]>>(
+        packet: &TcpPacket<T>,
+        src: &IpAddr,
+        dst: &IpAddr,
+    ) -> Result<Self> {
         let r = Self::parse_ignoring_checksum(packet)?;
         if !packet.verify_checksum(src, dst) {
-            return Err(Error::BadChecksum { header: "TCP", checksum: packet.checksum() });
+            return Err(Error::BadChecksum {
+                header: "TCP",
+                checksum: packet.checksum(),
+            });
         }
         Ok(r)
     }
@@ -515,7 +558,9 @@ impl TcpRepr {
         packet.set_window(self.window);
         packet.set_checksum(0);
         packet.set_urgent(self.urgent);
-        packet.options_mut().copy_from_slice(self.options.as_slice());
+        packet
+            .options_mut()
+            .copy_from_slice(self.options.as_slice());
     }
 }
 
@@ -525,7 +570,13 @@ impl fmt::Display for TcpRepr {
         write!(
             f,
             "tcp {} > {} [{}] seq {} ack {} win {} len {}",
-            self.src_port, self.dst_port, self.flags, self.seq_number, self.ack_number, self.window, self.payload_len
+            self.src_port,
+            self.dst_port,
+            self.flags,
+            self.seq_number,
+            self.ack_number,
+            self.window,
+            self.payload_len
         )
     }
 }
@@ -537,7 +588,10 @@ mod tests {
     use std::net::{Ipv4Addr, Ipv6Addr};
 
     fn addrs() -> (IpAddr, IpAddr) {
-        (Ipv4Addr::new(10, 0, 0, 1).into(), Ipv4Addr::new(10, 0, 0, 2).into())
+        (
+            Ipv4Addr::new(10, 0, 0, 1).into(),
+            Ipv4Addr::new(10, 0, 0, 2).into(),
+        )
     }
 
     /// SYN from 40000 to 80 with MSS 1460, SACK-permitted, timestamps, NOP, window scale 7.
@@ -582,7 +636,10 @@ mod tests {
         let b = syn_bytes();
         let p = TcpPacket::new_checked(&b[..]).unwrap();
         assert_eq!(p.header_len(), 40);
-        assert!(p.flags().contains(TcpFlags::SYN) && !p.flags().intersects(TcpFlags::ACK | TcpFlags::RST));
+        assert!(
+            p.flags().contains(TcpFlags::SYN)
+                && !p.flags().intersects(TcpFlags::ACK | TcpFlags::RST)
+        );
         assert!(p.verify_checksum(&s, &d));
         assert_eq!(TcpRepr::parse(&p, &s, &d).unwrap(), syn_repr());
         let opts: Vec<_> = p.options_iter().map(|o| o.unwrap().1).collect();
@@ -630,37 +687,99 @@ mod tests {
         assert_eq!(TcpRepr::parse(&p, &s, &d).unwrap(), r);
         // (Swapping src and dst would not be caught: the pseudo-header sum is symmetric.)
         let other: IpAddr = "2001:db8::c".parse::<Ipv6Addr>().unwrap().into();
-        assert_eq!(TcpRepr::parse(&p, &s, &other).unwrap_err().reason(), "bad-checksum");
+        assert_eq!(
+            TcpRepr::parse(&p, &s, &other).unwrap_err().reason(),
+            "bad-checksum"
+        );
         assert_eq!(r.flags.to_string(), "P.");
     }
 
     #[test]
     fn errors() {
         let b = syn_bytes();
-        assert_eq!(TcpPacket::new_checked(&b[..19]).unwrap_err(), Error::Truncated { header: "TCP header", len: 19, need: 20 });
-        assert_eq!(TcpPacket::new_checked(&b[..39]).unwrap_err(), Error::Truncated { header: "TCP header with options", len: 39, need: 40 });
+        assert_eq!(
+            TcpPacket::new_checked(&b[..19]).unwrap_err(),
+            Error::Truncated {
+                header: "TCP header",
+                len: 19,
+                need: 20
+            }
+        );
+        assert_eq!(
+            TcpPacket::new_checked(&b[..39]).unwrap_err(),
+            Error::Truncated {
+                header: "TCP header with options",
+                len: 39,
+                need: 40
+            }
+        );
         let mut b = syn_bytes();
         b[12] = 0x40;
-        assert_eq!(TcpPacket::new_checked(&b[..]).unwrap_err(), Error::BadDataOffset { data_offset: 4 });
-        assert_eq!(TcpPacket::new_checked(&b[..]).unwrap_err().reason(), "bad-tcp-data-offset");
+        assert_eq!(
+            TcpPacket::new_checked(&b[..]).unwrap_err(),
+            Error::BadDataOffset { data_offset: 4 }
+        );
+        assert_eq!(
+            TcpPacket::new_checked(&b[..]).unwrap_err().reason(),
+            "bad-tcp-data-offset"
+        );
     }
 
     #[test]
     fn malformed_options() {
         // MSS with length 3, zero-length option, option running past the end.
         for (bytes, err) in [
-            (&[2u8, 3, 5, 1][..], Error::BadTcpOption { kind: 2, len: 3, offset: 0 }),
-            (&[1, 9, 0, 1][..], Error::BadTcpOption { kind: 9, len: 0, offset: 1 }),
-            (&[1, 1, 30, 7, 0, 0, 0, 0][..], Error::BadTcpOption { kind: 30, len: 7, offset: 2 }),
-            (&[1, 1, 1, 8][..], Error::BadTcpOption { kind: 8, len: 0, offset: 3 }),
+            (
+                &[2u8, 3, 5, 1][..],
+                Error::BadTcpOption {
+                    kind: 2,
+                    len: 3,
+                    offset: 0,
+                },
+            ),
+            (
+                &[1, 9, 0, 1][..],
+                Error::BadTcpOption {
+                    kind: 9,
+                    len: 0,
+                    offset: 1,
+                },
+            ),
+            (
+                &[1, 1, 30, 7, 0, 0, 0, 0][..],
+                Error::BadTcpOption {
+                    kind: 30,
+                    len: 7,
+                    offset: 2,
+                },
+            ),
+            (
+                &[1, 1, 1, 8][..],
+                Error::BadTcpOption {
+                    kind: 8,
+                    len: 0,
+                    offset: 3,
+                },
+            ),
         ] {
             let r: Vec<_> = TcpOptionsIter::new(bytes).collect();
             assert_eq!(r.last().unwrap().as_ref().unwrap_err(), &err, "{bytes:?}");
             assert_eq!(err.reason(), "bad-tcp-option");
         }
         // Unknown kinds are passed through, and End-of-List stops.
-        let r: Vec<_> = TcpOptionsIter::new(&[30, 4, 9, 9, 0, 2, 4]).map(|x| x.unwrap().1).collect();
-        assert_eq!(r, vec![TcpOption::Unknown { kind: 30, data: &[9, 9] }, TcpOption::EndOfList]);
+        let r: Vec<_> = TcpOptionsIter::new(&[30, 4, 9, 9, 0, 2, 4])
+            .map(|x| x.unwrap().1)
+            .collect();
+        assert_eq!(
+            r,
+            vec![
+                TcpOption::Unknown {
+                    kind: 30,
+                    data: &[9, 9]
+                },
+                TcpOption::EndOfList
+            ]
+        );
     }
 
     #[test]
@@ -672,9 +791,15 @@ mod tests {
         assert_eq!(p.clamp_mss(1400), Some(1460));
         assert!(p.verify_checksum(&s, &d));
         assert_eq!(p.clamp_mss(1400), None, "already at the limit");
-        assert_eq!(p.options_iter().next().unwrap().unwrap().1, TcpOption::MaxSegmentSize(1400));
+        assert_eq!(
+            p.options_iter().next().unwrap().unwrap().1,
+            TcpOption::MaxSegmentSize(1400)
+        );
         // Unaligned MSS: NOP first, so the value sits at an odd offset.
-        let r = TcpRepr { options: TcpOptions::new(&[1, 2, 4, 0x23, 0x28, 1, 1, 1]).unwrap(), ..syn_repr() };
+        let r = TcpRepr {
+            options: TcpOptions::new(&[1, 2, 4, 0x23, 0x28, 1, 1, 1]).unwrap(),
+            ..syn_repr()
+        };
         let mut b = vec![0u8; r.buffer_len()];
         let mut p = TcpPacket::new_unchecked(&mut b[..]);
         r.emit(&mut p);

@@ -50,7 +50,11 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
     pub fn check_len(&self) -> Result<()> {
         let len = self.buffer.as_ref().len();
         if len < HEADER_LEN {
-            return Err(Error::Truncated { header: "UDP header", len, need: HEADER_LEN });
+            return Err(Error::Truncated {
+                header: "UDP header",
+                len,
+                need: HEADER_LEN,
+            });
         }
         let length = self.len();
         if usize::from(length) < HEADER_LEN || usize::from(length) > len {
@@ -202,10 +206,17 @@ pub struct UdpRepr {
 
 impl UdpRepr {
     /// Read a header, checking lengths and the checksum for the given addresses.
-    pub fn parse<T: AsRef<[u8]>>(packet: &UdpPacket<T>, src: &IpAddr, dst: &IpAddr) -> Result<Self> {
+    pub fn parse<T: AsRef<[u8]>>(
+        packet: &UdpPacket<T>,
+        src: &IpAddr,
+        dst: &IpAddr,
+    ) -> Result<Self> {
         let r = Self::parse_ignoring_checksum(packet)?;
         if !packet.verify_checksum(src, dst) {
-            return Err(Error::BadChecksum { header: "UDP", checksum: packet.checksum() });
+            return Err(Error::BadChecksum {
+                header: "UDP",
+                checksum: packet.checksum(),
+            });
         }
         Ok(r)
     }
@@ -246,7 +257,11 @@ impl UdpRepr {
 impl core::fmt::Display for UdpRepr {
     /// `udp SPORT > DPORT len L`.
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "udp {} > {} len {}", self.src_port, self.dst_port, self.payload_len)
+        write!(
+            f,
+            "udp {} > {} len {}",
+            self.src_port, self.dst_port, self.payload_len
+        )
     }
 }
 
@@ -257,12 +272,17 @@ mod tests {
     use std::net::Ipv6Addr;
 
     fn v4() -> (IpAddr, IpAddr) {
-        (Ipv4Addr::new(192, 168, 0, 1).into(), Ipv4Addr::new(192, 168, 0, 199).into())
+        (
+            Ipv4Addr::new(192, 168, 0, 1).into(),
+            Ipv4Addr::new(192, 168, 0, 199).into(),
+        )
     }
 
     // 1234 -> 53, 4 payload bytes "abcd", checksum for 192.168.0.1 -> 192.168.0.199.
     fn known() -> Vec<u8> {
-        vec![0x04, 0xd2, 0x00, 0x35, 0x00, 0x0c, 0x00, 0x00, b'a', b'b', b'c', b'd']
+        vec![
+            0x04, 0xd2, 0x00, 0x35, 0x00, 0x0c, 0x00, 0x00, b'a', b'b', b'c', b'd',
+        ]
     }
 
     /// Independent checksum: build the IPv4 pseudo header as bytes and sum it all.
@@ -280,7 +300,11 @@ mod tests {
     fn round_trip_known_bytes() {
         let (s, d) = v4();
         let mut bytes = known();
-        let c = reference_checksum_v4(Ipv4Addr::new(192, 168, 0, 1), Ipv4Addr::new(192, 168, 0, 199), &bytes);
+        let c = reference_checksum_v4(
+            Ipv4Addr::new(192, 168, 0, 1),
+            Ipv4Addr::new(192, 168, 0, 199),
+            &bytes,
+        );
         bytes[6..8].copy_from_slice(&c.to_be_bytes());
 
         let p = UdpPacket::new_checked(&bytes[..]).unwrap();
@@ -288,7 +312,14 @@ mod tests {
         assert_eq!(p.payload(), b"abcd");
         assert!(p.verify_checksum(&s, &d));
         let r = UdpRepr::parse(&p, &s, &d).unwrap();
-        assert_eq!(r, UdpRepr { src_port: 1234, dst_port: 53, payload_len: 4 });
+        assert_eq!(
+            r,
+            UdpRepr {
+                src_port: 1234,
+                dst_port: 53,
+                payload_len: 4
+            }
+        );
 
         let mut out = vec![0u8; r.buffer_len()];
         let mut q = UdpPacket::new_unchecked(&mut out[..]);
@@ -306,7 +337,10 @@ mod tests {
         assert!(p.verify_checksum(&s, &d), "zero = none over IPv4");
         let s6: IpAddr = Ipv6Addr::LOCALHOST.into();
         assert!(!p.verify_checksum(&s6, &s6), "zero is invalid over IPv6");
-        assert_eq!(UdpRepr::parse(&p, &s6, &s6).unwrap_err().reason(), "bad-checksum");
+        assert_eq!(
+            UdpRepr::parse(&p, &s6, &s6).unwrap_err().reason(),
+            "bad-checksum"
+        );
     }
 
     #[test]
@@ -314,7 +348,11 @@ mod tests {
         // Choose the payload word so that the checksum computes to zero, then check 0xffff is sent.
         let (s, d) = v4();
         let mut bytes = vec![0x04, 0xd2, 0x00, 0x35, 0x00, 0x0a, 0x00, 0x00, 0x00, 0x00];
-        let c = reference_checksum_v4(Ipv4Addr::new(192, 168, 0, 1), Ipv4Addr::new(192, 168, 0, 199), &bytes);
+        let c = reference_checksum_v4(
+            Ipv4Addr::new(192, 168, 0, 1),
+            Ipv4Addr::new(192, 168, 0, 199),
+            &bytes,
+        );
         // Adding c to the data makes the sum 0xffff, hence a checksum of 0.
         bytes[8..10].copy_from_slice(&c.to_be_bytes());
         let mut p = UdpPacket::new_checked(&mut bytes[..]).unwrap();
@@ -350,18 +388,37 @@ mod tests {
     #[test]
     fn errors() {
         let b = known();
-        assert_eq!(UdpPacket::new_checked(&b[..7]).unwrap_err(), Error::Truncated { header: "UDP header", len: 7, need: 8 });
+        assert_eq!(
+            UdpPacket::new_checked(&b[..7]).unwrap_err(),
+            Error::Truncated {
+                header: "UDP header",
+                len: 7,
+                need: 8
+            }
+        );
         let mut b = known();
         b[5] = 13;
-        assert_eq!(UdpPacket::new_checked(&b[..]).unwrap_err(), Error::BadUdpLength { length: 13, len: 12 });
+        assert_eq!(
+            UdpPacket::new_checked(&b[..]).unwrap_err(),
+            Error::BadUdpLength {
+                length: 13,
+                len: 12
+            }
+        );
         b[5] = 7;
-        assert_eq!(UdpPacket::new_checked(&b[..]).unwrap_err().reason(), "bad-udp-length");
+        assert_eq!(
+            UdpPacket::new_checked(&b[..]).unwrap_err().reason(),
+            "bad-udp-length"
+        );
         // Corrupted payload fails the checksum.
         let (s, d) = v4();
         let mut b = known();
         UdpPacket::new_unchecked(&mut b[..]).fill_checksum(&s, &d);
         b[9] ^= 0x40;
-        assert!(matches!(UdpRepr::parse(&UdpPacket::new_unchecked(&b[..]), &s, &d), Err(Error::BadChecksum { .. })));
+        assert!(matches!(
+            UdpRepr::parse(&UdpPacket::new_unchecked(&b[..]), &s, &d),
+            Err(Error::BadChecksum { .. })
+        ));
     }
 
     #[test]

@@ -141,7 +141,12 @@ impl VlanRepr {
     /// Read a tag (checking its length first).
     pub fn parse<T: AsRef<[u8]>>(tag: &VlanTag<T>) -> Result<Self> {
         tag.check_len()?;
-        Ok(VlanRepr { pcp: tag.pcp(), dei: tag.dei(), vid: tag.vid(), ethertype: tag.ethertype() })
+        Ok(VlanRepr {
+            pcp: tag.pcp(),
+            dei: tag.dei(),
+            vid: tag.vid(),
+            ethertype: tag.ethertype(),
+        })
     }
 
     /// The TCI this repr encodes (PCP and VID masked to their widths).
@@ -184,7 +189,12 @@ pub struct L2Tag {
 
 impl L2Tag {
     fn from_tci(tpid: EtherType, tci: u16) -> Self {
-        L2Tag { tpid, pcp: (tci >> 13) as u8, dei: tci & 0x1000 != 0, vid: tci & VID_MAX }
+        L2Tag {
+            tpid,
+            pcp: (tci >> 13) as u8,
+            dei: tci & 0x1000 != 0,
+            vid: tci & VID_MAX,
+        }
     }
 
     /// The TCI of this tag.
@@ -236,7 +246,10 @@ impl L2Header {
         let mut n = 0;
         while ethertype.is_vlan_tpid() {
             if n == 2 {
-                return Err(Error::TooManyVlanTags { offset: offset - 2, tpid: ethertype.0 });
+                return Err(Error::TooManyVlanTags {
+                    offset: offset - 2,
+                    tpid: ethertype.0,
+                });
             }
             let Some(tag) = frame.get(offset..offset + 4) else {
                 return Err(Error::TruncatedVlanTag { offset, len });
@@ -250,10 +263,20 @@ impl L2Header {
             // IEEE 802.3 §3.2.6: a length counts the MAC client data that follows.
             let available = len - offset;
             if ethertype.0 > EtherType::MAX_LENGTH || usize::from(ethertype.0) > available {
-                return Err(Error::BadLengthField { length: ethertype.0, available });
+                return Err(Error::BadLengthField {
+                    length: ethertype.0,
+                    available,
+                });
             }
         }
-        Ok(L2Header { dst_addr, src_addr, outer: tags[0], inner: tags[1], ethertype, l3_offset: offset })
+        Ok(L2Header {
+            dst_addr,
+            src_addr,
+            outer: tags[0],
+            inner: tags[1],
+            ethertype,
+            l3_offset: offset,
+        })
     }
 
     /// Number of VLAN tags (0, 1 or 2).
@@ -281,7 +304,11 @@ impl L2Header {
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize> {
         let need = self.header_len();
         let Some(out) = buf.get_mut(..need) else {
-            return Err(Error::Truncated { header: "L2 header", len: buf.len(), need });
+            return Err(Error::Truncated {
+                header: "L2 header",
+                len: buf.len(),
+                need,
+            });
         };
         out[0..6].copy_from_slice(&self.dst_addr.0);
         out[6..12].copy_from_slice(&self.src_addr.0);
@@ -299,7 +326,14 @@ impl L2Header {
 impl core::fmt::Display for VlanRepr {
     /// `vlan VID pcp P[ dei] TYPE`.
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "vlan {} pcp {}{} {}", self.vid, self.pcp, if self.dei { " dei" } else { "" }, self.ethertype)
+        write!(
+            f,
+            "vlan {} pcp {}{} {}",
+            self.vid,
+            self.pcp,
+            if self.dei { " dei" } else { "" },
+            self.ethertype
+        )
     }
 }
 
@@ -343,10 +377,21 @@ mod tests {
         // PCP 5, DEI 1, VID 0x123, then IPv4.
         let bytes = [0xb1, 0x23, 0x08, 0x00, 0x45];
         let t = VlanTag::new_checked(&bytes[..]).unwrap();
-        assert_eq!((t.pcp(), t.dei(), t.vid(), t.ethertype()), (5, true, 0x123, EtherType::IPV4));
+        assert_eq!(
+            (t.pcp(), t.dei(), t.vid(), t.ethertype()),
+            (5, true, 0x123, EtherType::IPV4)
+        );
         assert_eq!(t.payload(), &[0x45]);
         let r = VlanRepr::parse(&t).unwrap();
-        assert_eq!(r, VlanRepr { pcp: 5, dei: true, vid: 0x123, ethertype: EtherType::IPV4 });
+        assert_eq!(
+            r,
+            VlanRepr {
+                pcp: 5,
+                dei: true,
+                vid: 0x123,
+                ethertype: EtherType::IPV4
+            }
+        );
         let mut out = [0u8, 0, 0, 0, 0x45];
         r.emit(&mut VlanTag::new_unchecked(&mut out[..]));
         assert_eq!(out, bytes);
@@ -378,7 +423,10 @@ mod tests {
         let h = L2Header::parse(&f).unwrap();
         assert_eq!(h.dst_addr, EthernetAddress(DST));
         assert_eq!(h.src_addr, EthernetAddress(SRC));
-        assert_eq!((h.outer, h.inner, h.ethertype, h.l3_offset), (None, None, EtherType::IPV4, 14));
+        assert_eq!(
+            (h.outer, h.inner, h.ethertype, h.l3_offset),
+            (None, None, EtherType::IPV4, 14)
+        );
         assert_eq!(h.tag_count(), 0);
     }
 
@@ -386,20 +434,53 @@ mod tests {
     fn single_dot1q() {
         let f = frame(&[0x81, 0x00, 0x20, 0x64, 0x86, 0xdd], 60);
         let h = L2Header::parse(&f).unwrap();
-        assert_eq!(h.outer, Some(L2Tag { tpid: EtherType::VLAN, pcp: 1, dei: false, vid: 100 }));
+        assert_eq!(
+            h.outer,
+            Some(L2Tag {
+                tpid: EtherType::VLAN,
+                pcp: 1,
+                dei: false,
+                vid: 100
+            })
+        );
         assert_eq!(h.inner, None);
-        assert_eq!((h.ethertype, h.l3_offset, h.outer_vid()), (EtherType::IPV6, 18, Some(100)));
+        assert_eq!(
+            (h.ethertype, h.l3_offset, h.outer_vid()),
+            (EtherType::IPV6, 18, Some(100))
+        );
     }
 
     #[test]
     fn qinq_each_tpid() {
         for outer in [0x88a8u16, 0x9100, 0x8100] {
             let o = outer.to_be_bytes();
-            let f = frame(&[o[0], o[1], 0x00, 0x0a, 0x81, 0x00, 0xf0, 0x14, 0x08, 0x06], 64);
+            let f = frame(
+                &[o[0], o[1], 0x00, 0x0a, 0x81, 0x00, 0xf0, 0x14, 0x08, 0x06],
+                64,
+            );
             let h = L2Header::parse(&f).unwrap();
-            assert_eq!(h.outer, Some(L2Tag { tpid: EtherType(outer), pcp: 0, dei: false, vid: 10 }));
-            assert_eq!(h.inner, Some(L2Tag { tpid: EtherType::VLAN, pcp: 7, dei: true, vid: 20 }));
-            assert_eq!((h.ethertype, h.l3_offset, h.tag_count()), (EtherType::ARP, 22, 2));
+            assert_eq!(
+                h.outer,
+                Some(L2Tag {
+                    tpid: EtherType(outer),
+                    pcp: 0,
+                    dei: false,
+                    vid: 10
+                })
+            );
+            assert_eq!(
+                h.inner,
+                Some(L2Tag {
+                    tpid: EtherType::VLAN,
+                    pcp: 7,
+                    dei: true,
+                    vid: 20
+                })
+            );
+            assert_eq!(
+                (h.ethertype, h.l3_offset, h.tag_count()),
+                (EtherType::ARP, 22, 2)
+            );
             // Round trip through emit.
             let mut out = vec![0u8; 22];
             assert_eq!(h.emit(&mut out).unwrap(), 22);
@@ -419,20 +500,52 @@ mod tests {
     fn truncated_tags() {
         // Outer TPID with no room for the TCI + type.
         let f = frame(&[0x81, 0x00, 0x00], 0);
-        assert_eq!(L2Header::parse(&f), Err(Error::TruncatedVlanTag { offset: 14, len: 15 }));
+        assert_eq!(
+            L2Header::parse(&f),
+            Err(Error::TruncatedVlanTag {
+                offset: 14,
+                len: 15
+            })
+        );
         // Second tag cut short.
         let f = frame(&[0x88, 0xa8, 0x00, 0x01, 0x81, 0x00, 0x00, 0x02, 0x08], 0);
-        assert_eq!(L2Header::parse(&f), Err(Error::TruncatedVlanTag { offset: 18, len: 21 }));
-        assert_eq!(L2Header::parse(&f).unwrap_err().reason(), "truncated-vlan-tag");
+        assert_eq!(
+            L2Header::parse(&f),
+            Err(Error::TruncatedVlanTag {
+                offset: 18,
+                len: 21
+            })
+        );
+        assert_eq!(
+            L2Header::parse(&f).unwrap_err().reason(),
+            "truncated-vlan-tag"
+        );
     }
 
     #[test]
     fn too_many_tags() {
-        let f = frame(&[0x88, 0xa8, 0, 1, 0x81, 0x00, 0, 2, 0x81, 0x00, 0, 3, 0x08, 0x00], 64);
-        assert_eq!(L2Header::parse(&f), Err(Error::TooManyVlanTags { offset: 20, tpid: 0x8100 }));
-        assert_eq!(L2Header::parse(&f).unwrap_err().reason(), "too-many-vlan-tags");
+        let f = frame(
+            &[
+                0x88, 0xa8, 0, 1, 0x81, 0x00, 0, 2, 0x81, 0x00, 0, 3, 0x08, 0x00,
+            ],
+            64,
+        );
+        assert_eq!(
+            L2Header::parse(&f),
+            Err(Error::TooManyVlanTags {
+                offset: 20,
+                tpid: 0x8100
+            })
+        );
+        assert_eq!(
+            L2Header::parse(&f).unwrap_err().reason(),
+            "too-many-vlan-tags"
+        );
         // Even when the third tag would itself be truncated, the count is the reason.
-        assert_eq!(L2Header::parse(&f[..22]).unwrap_err().reason(), "too-many-vlan-tags");
+        assert_eq!(
+            L2Header::parse(&f[..22]).unwrap_err().reason(),
+            "too-many-vlan-tags"
+        );
     }
 
     #[test]
@@ -446,20 +559,42 @@ mod tests {
         assert!(L2Header::parse(&frame(&[0x00, 3], 60)).is_ok());
         // Longer than the frame: lies.
         let f = frame(&[0x00, 47], 60);
-        assert_eq!(L2Header::parse(&f), Err(Error::BadLengthField { length: 47, available: 46 }));
+        assert_eq!(
+            L2Header::parse(&f),
+            Err(Error::BadLengthField {
+                length: 47,
+                available: 46
+            })
+        );
         // Undefined range 1501..=1535.
         let f = frame(&[0x05, 0xdd], 1600);
-        assert_eq!(L2Header::parse(&f).unwrap_err().reason(), "bad-length-field");
+        assert_eq!(
+            L2Header::parse(&f).unwrap_err().reason(),
+            "bad-length-field"
+        );
         // Behind a tag, counted from after the tag.
         let f = frame(&[0x81, 0x00, 0, 5, 0x00, 43], 60);
-        assert_eq!(L2Header::parse(&f), Err(Error::BadLengthField { length: 43, available: 42 }));
+        assert_eq!(
+            L2Header::parse(&f),
+            Err(Error::BadLengthField {
+                length: 43,
+                available: 42
+            })
+        );
     }
 
     #[test]
     fn emit_too_small_buffer_is_an_error() {
         let h = L2Header::parse(&frame(&[0x81, 0x00, 0, 5, 0x08, 0x00], 60)).unwrap();
         let mut b = [0u8; 17];
-        assert_eq!(h.emit(&mut b), Err(Error::Truncated { header: "L2 header", len: 17, need: 18 }));
+        assert_eq!(
+            h.emit(&mut b),
+            Err(Error::Truncated {
+                header: "L2 header",
+                len: 17,
+                need: 18
+            })
+        );
     }
 
     proptest! {

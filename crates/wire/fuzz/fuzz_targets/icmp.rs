@@ -6,7 +6,9 @@ use libfuzzer_sys::fuzz_target;
 use vecswitch_wire::{Icmpv4Packet, Icmpv4Repr, Icmpv6Packet, Icmpv6Repr, Ipv6Addr};
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&which, data)) = data.split_first() else { return };
+    let Some((&which, data)) = data.split_first() else {
+        return;
+    };
     if which & 1 == 0 {
         let p = Icmpv4Packet::new_unchecked(data);
         let _ = Icmpv4Repr::parse(&p);
@@ -22,7 +24,8 @@ fuzz_target!(|data: &[u8]| {
             assert!(q.verify_checksum());
         }
     } else {
-        let (src, dst): (Ipv6Addr, Ipv6Addr) = ("fe80::1".parse().unwrap(), "ff02::1".parse().unwrap());
+        let (src, dst): (Ipv6Addr, Ipv6Addr) =
+            ("fe80::1".parse().unwrap(), "ff02::1".parse().unwrap());
         let p = Icmpv6Packet::new_unchecked(data);
         if p.check_len().is_ok() {
             let _ = (p.ndp_target_addr(), p.ndp_options().count());
@@ -35,7 +38,11 @@ fuzz_target!(|data: &[u8]| {
             match r {
                 Icmpv6Repr::NeighborSolicit { .. } | Icmpv6Repr::NeighborAdvert { .. } => {
                     q.fill_checksum(&src, &dst);
-                    let again = Icmpv6Repr::parse(&Icmpv6Packet::new_checked(&out[..]).unwrap(), &src, &dst);
+                    let again = Icmpv6Repr::parse(
+                        &Icmpv6Packet::new_checked(&out[..]).unwrap(),
+                        &src,
+                        &dst,
+                    );
                     assert_eq!(again, Ok(r));
                 }
                 _ => {

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use vecswitch_wire::{EthernetFrame, EthernetRepr, Error, L2Header, VlanRepr, VlanTag};
+use vecswitch_wire::{Error, EthernetFrame, EthernetRepr, L2Header, VlanRepr, VlanTag};
 
 fuzz_target!(|data: &[u8]| {
     match L2Header::parse(data) {
