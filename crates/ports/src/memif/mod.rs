@@ -56,13 +56,20 @@
 //! process and are never trusted: each is checked against the regions before a byte is copied, and
 //! a bad one drops its packet with a named reason ([`MemifErrors`]), counted in `rx_dropped`.
 //!
+//! # Peer quirks handled
+//!
+//! DPDK before 26.03 (Debian 12 ships 22.11) never clears `MEMIF_DESC_FLAG_NEXT` in descriptors it
+//! transmits into, so a slot that once held a chain would glue later frames together. Our receive
+//! side hands every consumed slot back with its flags cleared (server), or re-posts it with flags 0
+//! (client), which keeps such peers correct.
+//!
 //! # Interoperating with DPDK testpmd
 //!
 //! We are the server, testpmd the client (abstract sockets are DPDK's default; `socket-abstract=no`
 //! makes it use the path):
 //!
 //! ```text
-//! dpdk-testpmd -l 1 --no-huge -m 1024 --no-pci --iova-mode=va --file-prefix=vs1 \
+//! dpdk-testpmd -l 0,1 --no-huge -m 1024 --no-pci --iova-mode=va --file-prefix=vs1 \
 //!   --vdev=net_memif0,role=client,socket=/tmp/vs.sock,socket-abstract=no,id=0 \
 //!   -- --total-num-mbufs=32768 --forward-mode=rxonly -a
 //! ```
@@ -70,10 +77,15 @@
 //! We are the client, testpmd the server (`role=server`), e.g. generating 60-byte frames:
 //!
 //! ```text
-//! dpdk-testpmd -l 1 --no-huge -m 1024 --no-pci --iova-mode=va --file-prefix=vs2 \
+//! dpdk-testpmd -l 0,1 --no-huge -m 1024 --no-pci --iova-mode=va --file-prefix=vs2 \
 //!   --vdev=net_memif0,role=server,socket=/tmp/vs.sock,socket-abstract=no,id=0 \
 //!   -- --total-num-mbufs=32768 --forward-mode=txonly --txpkts=60 -a
 //! ```
+//!
+//! testpmd needs two lcores (`-l 0,1`: main + one forwarding core; `-l 1` alone exits with "No
+//! cores defined for forwarding"). For an abstract socket drop `socket-abstract=no` and give
+//! `socket=NAME`, which our `@NAME` reaches. In `io` forwarding add `--no-flush-rx`, or testpmd
+//! discards what is already waiting in its receive ring when `start` runs.
 //!
 //! Use `-i` instead of `-a` to drive testpmd from stdin (`start`, `show port stats all`, `stop`,
 //! `quit`); memif statistics reset when the peer disconnects, so read them before stopping the peer.
