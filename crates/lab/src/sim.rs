@@ -144,8 +144,10 @@ impl SimDut {
                 }
             }
             _ => {
+                // A partial frame of excess is a frame that did not fit: round up (with a little
+                // slack for floating-point noise on exact fits).
                 let excess = offered as f64 - capacity * secs - self.buffer_frames as f64;
-                excess.max(0.0).round() as u64
+                (excess - 1e-6).max(0.0).ceil() as u64
             }
         };
         if let SimModel::Sporadic { probability, max_lost, .. } = self.model {

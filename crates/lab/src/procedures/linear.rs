@@ -53,6 +53,10 @@ pub fn linear_sweep<M: Measurer + ?Sized>(m: &mut M, cfg: &LinearSweepConfig) ->
     if !(cfg.start_pct > 0.0 && cfg.start_pct <= cfg.end_pct) {
         return Err(LabError::invalid("start_pct", cfg.start_pct, "above 0 and not above end_pct"));
     }
+    const MAX_STEPS: f64 = 10_000.0;
+    if (cfg.end_pct - cfg.start_pct) / cfg.step_pct > MAX_STEPS {
+        return Err(LabError::invalid("step_pct", cfg.step_pct, "a step giving at most 10000 steps between start_pct and end_pct"));
+    }
     if cfg.trial_duration.is_zero() {
         return Err(LabError::invalid("trial_duration", "0 s", "a positive duration"));
     }
@@ -100,5 +104,8 @@ mod tests {
         cfg.step_pct = 0.0;
         let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 1.0 }, 1);
         assert!(linear_sweep(&mut dut, &cfg).unwrap_err().to_string().contains("step_pct"));
+        cfg.step_pct = 1e-9;
+        assert!(linear_sweep(&mut dut, &cfg).unwrap_err().to_string().contains("10000 steps"));
+        assert_eq!(dut.trials(), 0);
     }
 }

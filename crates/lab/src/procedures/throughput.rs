@@ -283,7 +283,8 @@ impl<M: Measurer + ?Sized> Search<'_, M> {
                     Verdict::Fail => break,
                     Verdict::TesterLimited { offered_fps } => {
                         let below = offered_fps * (1.0 - TESTER_CEILING_MARGIN);
-                        if below < lo || below >= hi {
+                        // Nothing the tester can offer lies above the minimum: no result.
+                        if below <= lo || below >= hi {
                             return Ok(None);
                         }
                         hi = below;
@@ -380,6 +381,16 @@ mod tests {
         // No trial shows DUT loss: the limited ones lost nothing of what was offered.
         assert!(r.trials.iter().all(|t| t.lost_frames() == 0));
         assert!(r.trials.iter().any(|t| t.tester_limited));
+    }
+
+    #[test]
+    fn tester_below_the_minimum_gives_no_result() {
+        let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 1e6 }, 1).with_tester_limit(0.0);
+        let r = throughput(&mut dut, &ThroughputConfig::new(0.0, 1e6, D)).unwrap();
+        assert_eq!(r.throughput_fps, None);
+        assert_eq!(r.tester_ceiling_fps, Some(0.0));
+        assert!(!r.tester_limited);
+        assert_eq!(r.trials.len(), 1);
     }
 
     #[test]
