@@ -292,8 +292,8 @@ impl Testbed {
                 let mut d = Vec::new();
                 for i in 0..2 {
                     // The generator is the memif server of the "physical" links: it listens
-                    // before the DUT starts, and DPDK's memif client (testpmd as the DUT) does
-                    // not retry a connection, so the sockets must exist first.
+                    // before the DUT starts, so the DUT connects as soon as it is up and no side
+                    // races the other's start-up (see docs/TESTBED.md).
                     let gen_end = PortEnd::Memif {
                         name: format!("gen{i}"),
                         socket: run_dir.file(&format!("phy{i}.sock")),
