@@ -10,6 +10,8 @@
 //! rate by more than the tolerance, or a port refused frames (ring full), the report says
 //! `tester_limited` with the achieved rate — it is never reported as loss of the device under test.
 //! Refused frames are rebuilt and offered again (same sequence numbers), so they never show as loss.
+//! Frames of an earlier trial that arrive late (transmit time before the phase began) are counted
+//! as `rx_stale`, never as received: they cannot hide the loss of the current trial.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
@@ -124,6 +126,9 @@ pub struct PortReport {
     pub foreign_reasons: Vec<(String, u64)>,
     /// Warm-up frames received (any time).
     pub rx_warmup: u64,
+    /// Frames with this generator's signature sent before the phase began (late arrivals from an
+    /// earlier trial): neither ours nor foreign, never counted as received.
+    pub rx_stale: u64,
     /// Frames the port refused (ring full) and that were offered again.
     pub tx_refused: u64,
     /// The port's own counters over the trial.
@@ -225,6 +230,9 @@ struct RunPort {
     refused: u64,
     rx_ours: u64,
     rx_warmup: u64,
+    /// Frames of this generator sent before the current phase began (late arrivals from an
+    /// earlier trial or the warm-up): not counted as received.
+    rx_stale: u64,
     /// Every frame received (ours, warm-up, foreign) and its bytes on the link.
     rx_all: u64,
     rx_all_bytes: u64,
@@ -265,6 +273,8 @@ pub struct Generator {
     scratch: Vec<u8>,
     rx_handles: Vec<u32>,
     tx_handles: Vec<u32>,
+    /// Start of the current phase on `clock`: signed frames sent before it are stale.
+    phase_start_ns: u64,
 }
 
 impl std::fmt::Debug for Generator {
@@ -300,6 +310,7 @@ impl Generator {
             scratch: vec![0u8; crate::size::MAX_FRAME as usize],
             rx_handles: Vec::with_capacity(RX_BATCH),
             tx_handles: Vec::with_capacity(TX_BATCH),
+            phase_start_ns: 0,
         })
     }
 
@@ -411,6 +422,7 @@ impl Generator {
         if !spec.warmup.is_zero() {
             self.progress.set(Phase::Warmup, 0, 0);
             let start = self.clock.now_ns();
+            self.phase_start_ns = start;
             for port in ports.iter_mut() {
                 port.pacer = Some(Pacer::new(
                     start,
@@ -438,11 +450,12 @@ impl Generator {
                 s.wrong_port = 0;
             }
             for port in ports.iter_mut() {
-                let w = port.rx_warmup;
+                let (w, st) = (port.rx_warmup, port.rx_stale);
                 *port = RunPort {
                     streams: std::mem::take(&mut port.streams),
                     intended_fps: port.intended_fps,
                     rx_warmup: w,
+                    rx_stale: st,
                     ..RunPort::default()
                 };
             }
@@ -454,6 +467,7 @@ impl Generator {
         }
         self.progress.set(Phase::Measure, 0, 0);
         let start = self.clock.now_ns();
+        self.phase_start_ns = start;
         let (limit, end, intended_ns) = match spec.length {
             TrialLength::Count(n) => (Some(n), None, None),
             TrialLength::Duration(d) => {
@@ -524,6 +538,7 @@ impl Generator {
             p.clear_stats();
         }
         let start = self.clock.now_ns();
+        self.phase_start_ns = start;
         let mut last_rx = start;
         let mut iter = 0u32;
         loop {
@@ -713,6 +728,14 @@ impl Generator {
                     Err(e) => port.foreign[foreign_index(e)] += 1,
                     Ok(sig) if sig.warmup => port.rx_warmup += 1,
                     Ok(sig) => {
+                        let tx_ns = match sig.layout {
+                            Layout::Full => sig.tx_ns,
+                            Layout::Compact => signature::extend_tx_time(sig.tx_ns as u32, rx_ns),
+                        };
+                        if tx_ns < self.phase_start_ns {
+                            port.rx_stale += 1;
+                            continue;
+                        }
                         let Some(s) = streams.get_mut(sig.stream as usize) else {
                             port.foreign[7] += 1;
                             continue;
@@ -728,10 +751,6 @@ impl Generator {
                         }
                         let bits = sig.layout.seq_bits();
                         let seq = signature::extend(sig.seq as u64, bits, s.an.next_expected());
-                        let tx_ns = match sig.layout {
-                            Layout::Full => sig.tx_ns,
-                            Layout::Compact => signature::extend_tx_time(sig.tx_ns as u32, rx_ns),
-                        };
                         // Frame size as RFC 2544 counts it: bytes on the link + FCS.
                         s.an.record(seq, tx_ns, rx_ns, len + crate::size::FCS_LEN, s.next_seq);
                         port.rx_ours += 1;
@@ -847,6 +866,7 @@ impl Generator {
                     .map(|(r, &n)| (r.to_string(), n))
                     .collect(),
                 rx_warmup: p.rx_warmup,
+                rx_stale: p.rx_stale,
                 tx_refused: p.refused,
                 port_stats: self.ports[i].stats(),
                 intended_fps: if p.streams.is_empty() {

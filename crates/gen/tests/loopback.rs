@@ -287,3 +287,70 @@ fn calibration_over_a_loopback_pair_reports_each_size() {
     }
     assert_eq!(rep.points[1].size, 1518);
 }
+
+/// A DUT that always keeps the last frame of each burst and sends it with the next burst: at the
+/// end of a trial one frame stays inside, and it comes out in the next trial.
+struct HoldLast {
+    inner: LoopbackPort,
+    held: Option<Vec<u8>>,
+}
+
+impl Port for HoldLast {
+    fn name(&self) -> &str {
+        "hold-last"
+    }
+    fn rx_burst(&mut self, pool: &mut Pool, out: &mut Vec<u32>, max: usize) -> usize {
+        self.inner.rx_burst(pool, out, max)
+    }
+    fn tx_burst(&mut self, pool: &mut Pool, pkts: &[u32]) -> usize {
+        let mut frames: Vec<Vec<u8>> = self.held.take().into_iter().collect();
+        for &h in pkts {
+            let mut v = Vec::new();
+            pool.copy_out(h, &mut v);
+            frames.push(v);
+        }
+        self.held = frames.pop();
+        for f in frames {
+            let h = packet_from_bytes(pool, &f).unwrap();
+            assert_eq!(self.inner.tx_burst(pool, &[h]), 1);
+            pool.free(h);
+        }
+        pkts.len()
+    }
+    fn stats(&self) -> PortStats {
+        self.inner.stats()
+    }
+    fn clear_stats(&mut self) {
+        self.inner.clear_stats()
+    }
+    fn link(&self) -> LinkState {
+        self.inner.link()
+    }
+}
+
+#[test]
+fn late_frames_of_an_earlier_trial_are_stale_not_received() {
+    let (a, b) = loopback::pair("a", "b");
+    let dut = HoldLast {
+        inner: a,
+        held: None,
+    };
+    let mut g = Generator::new(vec![Box::new(dut), boxed(b)]).unwrap();
+    let mut spec = TrialSpec::new(
+        vec![StreamSpec::ipv4(0, 1)],
+        Rate::Max,
+        TrialLength::Count(1_000),
+    );
+    spec.drain = Duration::from_millis(20);
+    let first = g.run_trial(&spec).unwrap();
+    assert_eq!(
+        (first.tx, first.lost, first.ports[1].rx_stale),
+        (1_000, 1, 0)
+    );
+    // The frame held from trial 1 (sequence 999) arrives during trial 2, where sequence 999 is sent
+    // (and held) again: without the stale check it would hide trial 2's loss.
+    let second = g.run_trial(&spec).unwrap();
+    assert_eq!(second.ports[1].rx_stale, 1);
+    assert_eq!((second.tx, second.rx, second.lost), (1_000, 999, 1));
+    assert_eq!(second.streams[0].rx.duplicated, 0);
+}
