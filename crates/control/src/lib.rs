@@ -20,6 +20,8 @@ pub mod controller;
 pub mod diff;
 pub mod ports;
 pub mod protocol;
+#[cfg(test)]
+mod proptests;
 pub mod render;
 pub mod server;
 pub mod switch_impl;
