@@ -31,14 +31,25 @@ fn pvp_memif_testpmd_io_with_vecswitch_vnf_forwards_both_ways() {
     pvp_with(Box::new(TestpmdDut::new()), VnfKind::VecswitchXconnect { bin }, "vnf-vecswitch", false);
 }
 
+#[test]
+fn pvp_veth_vecswitch_xconnect_with_macswap_vnf_forwards_both_ways() {
+    let bin = common::vecswitch_bin();
+    assert!(bin.is_file(), "build the binary first: cargo build -p vecswitch-cli ({})", bin.display());
+    pvp_on(Link::Veth, DutKind::VecswitchXconnect { bin }.build(), VnfKind::TestpmdMacswap, "vnf-testpmd", true);
+}
+
 fn pvp_forwards_both_ways(dut: Box<dyn Dut>) {
     pvp_with(dut, VnfKind::TestpmdMacswap, "vnf-testpmd", true);
 }
 
-/// PVP through `vnf`; `swaps` when the VNF swaps MAC addresses (testpmd macswap) — a cross-connect
-/// VNF forwards the frame unchanged.
 fn pvp_with(dut: Box<dyn Dut>, vnf: VnfKind, vnf_name: &str, swaps: bool) {
-    let topo = Topology::Pvp { link: Link::Memif, vnf };
+    pvp_on(Link::Memif, dut, vnf, vnf_name, swaps);
+}
+
+/// PVP on `link` through `vnf`; `swaps` when the VNF swaps MAC addresses (testpmd macswap) — a
+/// cross-connect VNF forwards the frame unchanged.
+fn pvp_on(link: Link, dut: Box<dyn Dut>, vnf: VnfKind, vnf_name: &str, swaps: bool) {
+    let topo = Topology::Pvp { link, vnf };
     let mut tb = Testbed::build(topo).unwrap();
     let mut ports = tb.open_generator_ports().unwrap();
     tb.start(dut).unwrap();
