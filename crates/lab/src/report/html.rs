@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use crate::measurer::TrialResult;
+use crate::procedures::throughput::{StepPurpose, Verdict};
 use crate::report::svg::{esc, human, Bar, BarChart, LineChart, Point, Series};
 use crate::results::{Cell, Outcome, Row, RunResults, TestRecord, COLUMNS};
 
@@ -314,13 +315,14 @@ fn details(s: &mut String, run: &RunResults) {
         row_table(s, &cols, &rows);
         let trials = trials_of(t);
         if !trials.is_empty() {
-            let _ = write!(s, "<details><summary>{} trials</summary><table><tr><th>#</th><th>intended fps</th><th>duration s</th><th>offered</th><th>received</th><th>loss %</th><th>tester</th></tr>", trials.len());
-            for (i, tr) in trials.iter().enumerate() {
+            let _ = write!(s, "<details><summary>{} trials</summary><table><tr><th>#</th><th class=t>step</th><th>intended fps</th><th>duration s</th><th>offered</th><th>received</th><th>loss %</th><th>tester</th></tr>", trials.len());
+            for (i, (tr, step)) in trials.iter().enumerate() {
                 let _ = write!(
                     s,
-                    "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.6}</td><td>{}</td></tr>",
+                    "<tr{}><td>{}</td><td class=t>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.6}</td><td>{}</td></tr>",
                     if tr.tester_limited { " class=tl" } else { "" },
                     i + 1,
+                    esc(step),
                     human(tr.intended_load.fps),
                     tr.intended_duration.as_secs_f64(),
                     tr.offered_frames,
@@ -334,13 +336,34 @@ fn details(s: &mut String, run: &RunResults) {
     }
 }
 
-fn trials_of(t: &TestRecord) -> Vec<&TrialResult> {
+/// Every trial of a test with what it was for (search step purpose and verdict, load fraction…).
+fn trials_of(t: &TestRecord) -> Vec<(&TrialResult, String)> {
     match &t.outcome {
-        Outcome::Throughput(r) => r.trials.iter().collect(),
-        Outcome::Mlrsearch(r) => r.trials.iter().collect(),
-        Outcome::Latency(p) => p.iter().flat_map(|p| p.trials.iter()).collect(),
-        Outcome::LinearSweep(p) => p.iter().map(|p| &p.trial).collect(),
-        Outcome::Soak(r) => r.intervals.iter().collect(),
+        Outcome::Throughput(r) => {
+            let mut v: Vec<(&TrialResult, String)> = r.trials.iter().map(|tr| (tr, String::new())).collect();
+            for st in &r.steps {
+                let verdict = match st.verdict {
+                    Verdict::Pass => "pass",
+                    Verdict::Fail => "fail",
+                    Verdict::TesterLimited { .. } => "tester-limited",
+                };
+                let purpose = match st.purpose {
+                    StepPurpose::Learning => "learning",
+                    StepPurpose::Search => "search",
+                    StepPurpose::Verification => "verification",
+                };
+                for entry in v.iter_mut().skip(st.first_trial).take(st.trial_count) {
+                    entry.1 = format!("{purpose}: {verdict}");
+                }
+            }
+            v
+        }
+        Outcome::Mlrsearch(r) => r.trials.iter().map(|tr| (tr, format!("{:.0} s trial", tr.intended_duration.as_secs_f64()))).collect(),
+        Outcome::Latency(p) => {
+            p.iter().flat_map(|p| p.trials.iter().map(move |tr| (tr, format!("{:.0}% of throughput", p.fraction * 100.0)))).collect()
+        }
+        Outcome::LinearSweep(p) => p.iter().map(|p| (&p.trial, format!("{}% of line rate", p.percent))).collect(),
+        Outcome::Soak(r) => r.intervals.iter().enumerate().map(|(i, tr)| (tr, format!("interval {}", i + 1))).collect(),
         Outcome::BackToBack(_) => Vec::new(),
     }
 }
@@ -374,6 +397,7 @@ mod tests {
             assert!(html.contains(title), "missing chart {title}");
         }
         assert!(html.contains("calibrated max"));
+        assert!(html.contains("verification: pass") && html.contains("search: fail"));
         assert!(html.contains("class=tl"));
         assert!(html.contains(run.provenance.date.as_str()));
         assert!(!html.contains("NaN") && !html.contains(">inf"));

@@ -5,7 +5,7 @@
 //! - [`html`]: one self-contained page (no external JS/CSS) with inline SVG charts drawn by
 //!   [`svg`]: throughput vs frame size per device (with the generator's calibrated limit),
 //!   latency percentiles, loss vs offered load, back-to-back;
-//! - [`compare`]: what regressed between two runs beyond a threshold.
+//! - [`compare`](mod@compare): what regressed between two runs beyond a threshold.
 
 pub mod compare;
 pub mod csv;
