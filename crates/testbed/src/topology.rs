@@ -533,6 +533,16 @@ fn start_vnf(kind: &VnfKind, w: &Wiring, run_dir: &Path) -> Result<ChildGuard> {
     }
     let spec = match kind {
         VnfKind::TestpmdMacswap => {
+            if !crate::cmd::have(crate::dut::testpmd::TESTPMD) {
+                return Err(Error::Unsupported {
+                    dut: "vnf testpmd-macswap".into(),
+                    what: "this machine".into(),
+                    why: format!(
+                        "{} not found; install the Debian package dpdk-dev (make setup)",
+                        crate::dut::testpmd::TESTPMD
+                    ),
+                });
+            }
             let mut args = crate::dut::testpmd::eal_args(&format!("{}-vnf", w.run_id), w.cores.vnf);
             args.extend(
                 w.vnf_ports
