@@ -204,13 +204,14 @@ impl Measurer for GenMeasurer<'_> {
     /// Sends `frames` split evenly over the transmitting ports (rounded down to a multiple of
     /// their count, at least one per port) at the generator's maximum rate (RFC 9004 §5.3).
     fn burst(&mut self, frames: u64) -> Result<BurstResult, LabError> {
-        self.before_trial(f64::NAN)?;
+        // A burst has no intended rate (line rate); errors report it as load 0 and say "burst".
+        self.before_trial(0.0).map_err(|e| burst_error(frames, e))?;
         let n = self.tx_ports() as u64;
         let per_port = (frames / n).max(1);
         let mut spec = TrialSpec::new(self.streams.clone(), Rate::Max, TrialLength::Count(per_port));
         spec.warmup = self.warmup;
         spec.drain = self.drain;
-        let r = self.run(&spec, f64::NAN)?;
+        let r = self.run(&spec, 0.0).map_err(|e| burst_error(frames, e))?;
         let intended = per_port * n;
         let received: u64 = r.streams.iter().map(|s| s.rx.rx_unique).sum();
         Ok(BurstResult {
@@ -219,6 +220,16 @@ impl Measurer for GenMeasurer<'_> {
             received_frames: received,
             tester_limited: r.tester_limited || r.tx < intended,
         })
+    }
+}
+
+fn burst_error(frames: u64, e: LabError) -> LabError {
+    match e {
+        LabError::Trial { load_fps, reason } => LabError::Trial {
+            load_fps,
+            reason: format!("burst of {frames} frames: {reason}"),
+        },
+        other => other,
     }
 }
 
