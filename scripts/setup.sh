@@ -30,6 +30,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# PyPI: FD.io's MLRsearch library, the reference our MLRsearch is cross-checked against
+# (crates/lab/tests/mlrsearch_pypi.rs).
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import MLRsearch' 2>/dev/null; then
+  echo "setup: installing MLRsearch==1.2.1 (PyPI)"
+  python3 -m pip install --quiet MLRsearch==1.2.1 2>/dev/null \
+    || python3 -m pip install --quiet --break-system-packages MLRsearch==1.2.1
+fi
+
 # The Rust toolchain is on the machine (rustup); make sure cargo is reachable.
 if ! command -v cargo >/dev/null 2>&1; then
   if [ -x "$HOME/.cargo/bin/cargo" ]; then
