@@ -341,7 +341,8 @@ fn spawn_progress(
     })
 }
 
-fn run(a: RunArgs) -> Result<()> {
+/// Resolves the flags, opens the ports and runs the trial (with a progress line on stderr).
+fn run_report(a: &RunArgs) -> Result<TrialReport> {
     let rate = Rate::parse(&a.rate)?;
     let length = match (&a.duration, a.count) {
         (_, Some(n)) => TrialLength::Count(n),
@@ -349,7 +350,7 @@ fn run(a: RunArgs) -> Result<()> {
         (None, None) => TrialLength::Duration(Duration::from_secs(10)),
     };
     let ports = open_ports(&a.ports.ports)?;
-    let streams = streams(&a, ports.len())?;
+    let streams = streams(a, ports.len())?;
     let mut spec = TrialSpec::new(streams, rate, length);
     spec.warmup = parse_duration("warmup", &a.warmup)?;
     spec.drain = parse_duration("drain", &a.drain)?;
@@ -361,7 +362,11 @@ fn run(a: RunArgs) -> Result<()> {
     let res = gen.run_trial(&spec);
     stop.store(true, Ordering::Relaxed);
     let _ = progress.join();
-    let report = res?;
+    Ok(res?)
+}
+
+fn run(a: RunArgs) -> Result<()> {
+    let report = run_report(&a)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -508,6 +513,47 @@ mod tests {
     struct T {
         #[command(flatten)]
         a: RunArgs,
+    }
+
+    #[test]
+    fn memif_self_loop_trial_from_flags() {
+        // A memif server and client on one socket in this process: port 0 sends, port 1 receives.
+        let dir = std::env::temp_dir().join(format!("vsgen-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        struct Rm(std::path::PathBuf);
+        impl Drop for Rm {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+        let _rm = Rm(dir.clone());
+        let sock = dir.join("m.sock").display().to_string();
+        let a = T::try_parse_from([
+            "t",
+            "--port",
+            &format!("memif:{sock}:0:server"),
+            "--port",
+            &format!("memif:{sock}:0:client"),
+            "--size",
+            "imix",
+            "--rate",
+            "max",
+            "--count",
+            "1200",
+            "--vlan",
+            "5",
+            "--flows",
+            "10",
+        ])
+        .unwrap()
+        .a;
+        let r = run_report(&a).unwrap();
+        assert_eq!((r.tx, r.rx, r.lost, r.foreign), (1200, 1200, 0, 0));
+        let out = summary(&a, &r);
+        assert!(
+            out.contains("stream s0 (0 -> 1): tx 1200 rx 1200 lost 0"),
+            "{out}"
+        );
     }
 
     fn args(v: &[&str]) -> RunArgs {
