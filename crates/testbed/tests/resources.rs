@@ -188,3 +188,26 @@ fn pvp_memif_wiring_pairs_phy_with_vnf_ports() {
     assert_eq!(w.dut_server_sockets().len(), 2);
     assert_eq!(w.gen_server_sockets().len(), 2);
 }
+
+#[test]
+fn a_panicking_test_still_removes_processes_and_namespaces() {
+    use vecswitch_testbed::dut::testpmd::TestpmdDut;
+    let seen = std::sync::Mutex::new(None);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut tb = Testbed::build(Topology::Phy2Phy { link: Link::Memif }).unwrap();
+        let _ports = tb.open_generator_ports().unwrap();
+        tb.start(Box::new(TestpmdDut::new())).unwrap();
+        let pl = tb.placement(vecswitch_testbed::generator_placement());
+        let pid = pl.processes.iter().find(|p| p.role == "dut").unwrap().pid;
+        *seen.lock().unwrap() = Some((pid, tb.wiring().dut_netns.clone(), tb.wiring().run_dir.clone()));
+        panic!("simulated test failure");
+    }));
+    assert!(r.is_err());
+    let (pid, ns, run_dir) = seen.lock().unwrap().clone().unwrap();
+    assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "testpmd {pid} survived");
+    assert!(!netns_list().contains(&ns));
+    // The run directory is kept for its logs (panicking), and a later cleanup_stale of a dead run
+    // would remove it; this one belongs to a live process, so remove it here.
+    assert!(run_dir.join("dut-testpmd.log").exists());
+    std::fs::remove_dir_all(&run_dir).unwrap();
+}
