@@ -167,3 +167,11 @@ fn vecswitch_bridge_phy2phy_memif_forwards_frames_both_ways() {
     both_ways(&mut ports, 200);
     assert!(tb.configure_scale(Scale::Flows(5)).is_err());
 }
+
+#[test]
+fn ovs_with_system_ports_forwards_frames_both_ways() {
+    let (tb, mut ports) = start(Topology::Phy2Phy { link: Link::Veth }, Box::new(OvsDut::new().system_ports_only()));
+    let desc = tb.describe_dut().unwrap();
+    assert!(desc.contains("dut0:system") && desc.contains("dut1:system"), "{desc}");
+    both_ways(&mut ports, 100);
+}
