@@ -271,6 +271,8 @@ pub struct Generator {
     clock: MonoClock,
     progress: Arc<Progress>,
     scratch: Vec<u8>,
+    /// Reassembly of chained (jumbo) received frames.
+    rx_scratch: Vec<u8>,
     rx_handles: Vec<u32>,
     tx_handles: Vec<u32>,
     /// Start of the current phase on `clock`: signed frames sent before it are stale.
@@ -308,6 +310,7 @@ impl Generator {
             clock: MonoClock::new(),
             progress: Arc::new(Progress::default()),
             scratch: vec![0u8; crate::size::MAX_FRAME as usize],
+            rx_scratch: Vec::with_capacity(crate::size::MAX_FRAME as usize),
             rx_handles: Vec::with_capacity(RX_BATCH),
             tx_handles: Vec::with_capacity(TX_BATCH),
             phase_start_ns: 0,
@@ -716,10 +719,8 @@ impl Generator {
                 let len = hdr.total_len as usize;
                 ports[pi].rx_all_bytes += len as u64;
                 let res = if chained {
-                    self.pool.copy_out(h, &mut self.scratch);
-                    let r = find_signature(&self.scratch);
-                    self.scratch.resize(crate::size::MAX_FRAME as usize, 0);
-                    r
+                    self.pool.copy_out(h, &mut self.rx_scratch);
+                    find_signature(&self.rx_scratch)
                 } else {
                     find_signature(self.pool.data(h))
                 };

@@ -751,6 +751,62 @@ mod tests {
         assert_eq!(srcs.len(), 4096);
     }
 
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn field() -> impl Strategy<Value = Field> {
+            prop_oneof![
+                Just(Field::SrcMac),
+                Just(Field::DstMac),
+                Just(Field::SrcIp),
+                Just(Field::DstIp),
+                Just(Field::SrcPort),
+                Just(Field::DstPort),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(200))]
+            /// Any header stack, size, flow ranges and frame number: the frame has the built size,
+            /// valid checksums (equal to a full recomputation) and a signature that reads back.
+            #[test]
+            fn any_stream_builds_valid_frames(
+                tags in 0usize..=2,
+                qinq in any::<bool>(),
+                v6 in any::<bool>(),
+                size in 64u16..=9000,
+                ranges in proptest::collection::vec((field(), 1u32..5000, any::<bool>(), any::<u64>()), 0..4),
+                n in any::<u32>(),
+                ts in any::<u64>(),
+                id in 0u16..=127,
+            ) {
+                let mut spec = if v6 { StreamSpec::ipv6(0, 1) } else { StreamSpec::ipv4(0, 1) };
+                spec.vlans = (0..tags).map(|i| if i == 0 && qinq { VlanSpec::dot1ad(10) } else { VlanSpec::dot1q(20 + i as u16) }).collect();
+                spec.size = SizeSpec::Fixed(size);
+                spec.flows = 5000;
+                spec.ranges = ranges
+                    .iter()
+                    .map(|&(field, count, random, seed)| FieldRange {
+                        field,
+                        count,
+                        mode: if random { FieldMode::Random { seed } } else { FieldMode::Increment },
+                    })
+                    .collect();
+                let b = StreamBuilder::new(id, &spec).unwrap();
+                let n = n as u64;
+                let f = build(&b, n, ts);
+                prop_assert_eq!(f.len() + 4, size.max(spec.min_frame_size()) as usize);
+                if v6 { assert_checksum_v6(&f) } else { assert_checksums_v4(&f) }
+                let sig = find_signature(&f).unwrap();
+                prop_assert_eq!(sig.stream, id);
+                prop_assert_eq!(sig.seq as u64, n & if sig.layout == Layout::Full { 0xffff_ffff } else { 0xff_ffff });
+                let want_ts = if sig.layout == Layout::Full { ts } else { ts & 0xffff_ffff };
+                prop_assert_eq!(sig.tx_ns, want_ts);
+            }
+        }
+    }
+
     #[test]
     fn jumbo_frames_build() {
         let mut spec = StreamSpec::ipv4(0, 1);
