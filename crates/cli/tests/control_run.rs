@@ -362,6 +362,13 @@ fn valid_reload_applies_only_the_difference() {
             m.display()
         );
     std::fs::write(&cfg, text).unwrap();
+    let plan = sw.ok("reload --dry-run");
+    assert!(plan.contains("would add memif port p3"), "{plan}");
+    assert_eq!(
+        names(&sw.json("show ports")),
+        ["p0", "p1", "p2"],
+        "a dry run changes nothing"
+    );
     let out = sw.ok("reload");
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(

@@ -14,7 +14,7 @@
 //! bridge member add|del BRIDGE PORT
 //! xconnect add FROM TO [--both] | xconnect del FROM
 //! mac add BRIDGE MAC PORT | mac del BRIDGE MAC
-//! reload [FILE]
+//! reload [--dry-run] [FILE]
 //! ```
 
 use crate::config::{BridgeConfig, PortConfig};
@@ -35,7 +35,7 @@ pub const USAGE: &str = "commands:
   bridge member add|del BRIDGE PORT
   xconnect add FROM TO [--both] | xconnect del FROM
   mac add BRIDGE MAC PORT | mac del BRIDGE MAC
-  reload [FILE]";
+  reload [--dry-run] [FILE]";
 
 fn absolute(p: &str, cwd: &Path) -> String {
     let path = Path::new(p);
@@ -227,6 +227,13 @@ pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, String> {
                 mac: w[3].into(),
             })
         }
+        ("reload", "--dry-run") => match w.len() {
+            2 => Ok(Request::ReloadPlan { path: None }),
+            3 => Ok(Request::ReloadPlan {
+                path: Some(absolute(w[2], cwd)),
+            }),
+            _ => Err("`reload --dry-run`: expected `reload --dry-run [FILE]`".into()),
+        },
         ("reload", _) => match w.len() {
             1 => Ok(Request::Reload { path: None }),
             2 => Ok(Request::Reload {
@@ -360,6 +367,13 @@ mod tests {
             }
         );
         assert_eq!(p("reload").unwrap(), Request::Reload { path: None });
+        assert_eq!(p("reload --dry-run").unwrap(), Request::ReloadPlan { path: None });
+        assert_eq!(
+            p("reload --dry-run a.toml").unwrap(),
+            Request::ReloadPlan {
+                path: Some("/home/u/a.toml".into())
+            }
+        );
         assert_eq!(
             p("reload /etc/v.toml").unwrap(),
             Request::Reload {

@@ -177,13 +177,25 @@ impl Controller {
 
     /// Re-reads a config file (`path`, or the one the switch runs from) and applies it.
     pub fn reload(&mut self, path: Option<PathBuf>) -> Result<Vec<Change>, ControlError> {
-        let path = path.or_else(|| self.config_path.clone()).ok_or_else(|| {
-            ControlError::Request("reload: no path given and the switch was not started from a file".into())
-        })?;
+        let path = self.reload_path(path)?;
         let new = Config::from_file(&path)?;
         let changes = self.set_config(new)?;
         self.config_path = Some(path);
         Ok(changes)
+    }
+
+    fn reload_path(&self, path: Option<PathBuf>) -> Result<PathBuf, ControlError> {
+        path.or_else(|| self.config_path.clone()).ok_or_else(|| {
+            ControlError::Request("reload: no path given and the switch was not started from a file".into())
+        })
+    }
+
+    /// The changes a reload of `path` would make, checked like a reload, applied not at all.
+    pub fn plan(&self, path: Option<PathBuf>) -> Result<Vec<Change>, ControlError> {
+        let new = Config::from_file(&self.reload_path(path)?)?;
+        validate(&new)?;
+        check_reloadable(&self.running, &new)?;
+        Ok(diff(&self.running, &new))
     }
 
     fn known_ports(&self) -> String {
@@ -284,6 +296,7 @@ impl Controller {
                     .map_err(ControlError::Worker)?
                     .map_err(ControlError::Request)
             }
+            Request::ReloadPlan { path } => self.plan(path.map(PathBuf::from)).map(Self::changed),
             Request::Reload { path } => self.reload(path.map(PathBuf::from)).map(Self::changed),
             Request::PortAdd { port } => self
                 .edit(|c, _| {
@@ -641,6 +654,16 @@ ports = ["v0"]
         // No path: the last good file.
         let r = c.handle(Request::Reload { path: None });
         assert!(r.ok, "{r:?}");
+        // A dry run answers the changes and makes none.
+        std::fs::write(&good, BASE).unwrap();
+        let r = c.handle(Request::ReloadPlan { path: None });
+        assert_eq!(r.data.unwrap()["changes"], serde_json::json!(["delete port v9"]));
+        assert!(c.running().port("v9").is_some());
+        assert!(l.0.lock().unwrap().ports.contains_key("v9"));
+        let r = c.handle(Request::ReloadPlan {
+            path: Some(bad.display().to_string()),
+        });
+        assert!(r.error.unwrap().contains("bridge[0].ports[1]"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -19,9 +19,9 @@ pub mod config;
 pub mod controller;
 pub mod diff;
 pub mod ports;
-pub mod protocol;
 #[cfg(test)]
 mod proptests;
+pub mod protocol;
 pub mod render;
 pub mod server;
 pub mod switch_impl;

@@ -129,6 +129,11 @@ pub enum Request {
     },
     /// Re-reads the config file (`path`, or the one the switch was started with) and applies the
     /// difference; an invalid file is rejected whole and nothing changes.
+    /// Like `reload`, but only answers the changes it would make (`reload --dry-run`).
+    ReloadPlan {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+    },
     Reload {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         path: Option<String>,
@@ -192,6 +197,7 @@ pub const COMMANDS: &[&str] = &[
     "mac_add",
     "mac_delete",
     "reload",
+    "reload_plan",
 ];
 
 fn show_value(v: &Value) -> String {
@@ -379,6 +385,9 @@ mod tests {
                 mac: "02:00:00:00:00:01".into(),
             },
             Request::Reload { path: None },
+            Request::ReloadPlan {
+                path: Some("/x.toml".into()),
+            },
             Request::Reload {
                 path: Some("/etc/x.toml".into()),
             },

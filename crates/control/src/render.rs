@@ -368,6 +368,14 @@ pub fn render(req: &Request, data: &Value) -> String {
                 None => String::new(),
             }
         ),
+        Request::ReloadPlan { .. } => match data.get("changes").and_then(Value::as_array) {
+            Some(ch) if ch.is_empty() => "no change\n".into(),
+            Some(ch) => ch
+                .iter()
+                .map(|c| format!("would {}\n", c.as_str().unwrap_or("?")))
+                .collect(),
+            None => pretty(data),
+        },
         _ => match data.get("changes").and_then(Value::as_array) {
             Some(ch) if ch.is_empty() => "no change\n".into(),
             Some(ch) => ch.iter().map(|c| format!("{}\n", c.as_str().unwrap_or("?"))).collect(),

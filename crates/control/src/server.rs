@@ -13,12 +13,16 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Mode of the socket file: owner and group may connect, others not (`srw-rw----`).
 pub const SOCKET_MODE: u32 = 0o660;
+/// Most connections served at once; more get an error line and are closed.
+pub const MAX_CONNECTIONS: usize = 64;
+/// A connection idle this long (no complete request) is closed.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// How often the accept loop looks at the stop flag.
 const STOP_POLL: Duration = Duration::from_millis(50);
 
@@ -120,6 +124,7 @@ impl ControlSocket {
     /// Answers requests until `stop` is set or the switch's worker dies.
     pub fn serve(&self, controller: Arc<Mutex<Controller>>, stop: &AtomicBool) -> Served {
         let mut rounds = 0u32;
+        let open = Arc::new(AtomicUsize::new(0));
         while !stop.load(Ordering::Relaxed) {
             // About once a second (when idle), look whether the worker is still there.
             rounds += 1;
@@ -130,11 +135,20 @@ impl ControlSocket {
                 }
             }
             match self.listener.accept() {
-                Ok((stream, _)) => {
+                Ok((mut stream, _)) => {
+                    if open.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
+                        let _ = stream.set_nonblocking(false);
+                        let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+                        let msg = format!("too many control connections (at most {MAX_CONNECTIONS}); try again later");
+                        let _ = writeln!(stream, "{}", Response::err(msg).to_line());
+                        continue;
+                    }
                     let c = Arc::clone(&controller);
-                    let spawned = std::thread::Builder::new()
-                        .name("vecswitch-ctl".into())
-                        .spawn(move || serve_connection(stream, &c));
+                    let guard = ConnCount::new(Arc::clone(&open));
+                    let spawned = std::thread::Builder::new().name("vecswitch-ctl".into()).spawn(move || {
+                        let _guard = guard;
+                        serve_connection(stream, &c)
+                    });
                     if let Err(e) = spawned {
                         eprintln!("vecswitch: control: cannot start a connection thread: {e}");
                     }
@@ -154,6 +168,22 @@ impl ControlSocket {
 impl Drop for ControlSocket {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Counts a live connection; uncounts it when dropped (the connection's thread ended).
+struct ConnCount(Arc<AtomicUsize>);
+
+impl ConnCount {
+    fn new(n: Arc<AtomicUsize>) -> ConnCount {
+        n.fetch_add(1, Ordering::Relaxed);
+        ConnCount(n)
+    }
+}
+
+impl Drop for ConnCount {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -180,6 +210,7 @@ fn read_line(r: &mut impl BufRead, max: usize) -> io::Result<Option<Result<Strin
 /// Serves one connection: request lines in, response lines out.
 fn serve_connection(stream: UnixStream, controller: &Mutex<Controller>) {
     let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(IDLE_TIMEOUT));
     let Ok(mut out) = stream.try_clone() else {
         return;
     };
@@ -399,6 +430,37 @@ mod tests {
                 .unwrap()
                 .ok
         );
+    }
+
+    #[test]
+    fn connections_beyond_the_limit_are_refused_with_a_message() {
+        let d = tmpdir("many");
+        let srv = run_server(&d.0.join("ctl.sock"));
+        // Hold MAX_CONNECTIONS connections open (each proven served by one answer).
+        let mut held = Vec::new();
+        for _ in 0..MAX_CONNECTIONS {
+            let mut s = UnixStream::connect(&srv.path).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            s.write_all(b"{\"cmd\":\"clear_counters\"}\n").unwrap();
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            let mut line = String::new();
+            r.read_line(&mut line).unwrap();
+            assert!(line.contains("\"ok\":true"), "{line}");
+            held.push(s);
+        }
+        let line = raw(&srv.path, b"{\"cmd\":\"clear_counters\"}\n");
+        assert!(line.contains("too many control connections"), "{line}");
+        drop(held);
+        // Once they are gone, requests are served again.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let line = raw(&srv.path, b"{\"cmd\":\"clear_counters\"}\n");
+            if line.contains("\"ok\":true") {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{line}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     #[test]
