@@ -590,16 +590,19 @@ impl Generator {
     ) -> bool {
         let mut iter: u32 = 0;
         let stall_ns = stall.as_nanos() as u64;
-        let mut last_accept = self.clock.now_ns();
+        // Since when the ports have refused everything they were offered, without a break (waiting
+        // for the schedule at a low rate, or being preempted, is not a stall).
+        let mut refusing_since: Option<u64> = None;
         loop {
             let now = self.clock.now_ns();
             if end.is_some_and(|e| now >= e) {
                 return false;
             }
-            if now.saturating_sub(last_accept) > stall_ns {
+            if refusing_since.is_some_and(|t| now.saturating_sub(t) > stall_ns) {
                 return true;
             }
             let mut all_done = true;
+            let mut stalled = false;
             for pi in 0..ports.len() {
                 if ports[pi].streams.is_empty() {
                     continue;
@@ -628,8 +631,14 @@ impl Generator {
                 if sent > 0 {
                     port.tx += sent as u64;
                     port.last_tx_ns = self.clock.now_ns();
-                    last_accept = port.last_tx_ns;
+                } else {
+                    stalled = true;
                 }
+            }
+            if !stalled {
+                refusing_since = None;
+            } else if refusing_since.is_none() {
+                refusing_since = Some(now);
             }
             if all_done {
                 return false;

@@ -354,3 +354,27 @@ fn late_frames_of_an_earlier_trial_are_stale_not_received() {
     assert_eq!((second.tx, second.rx, second.lost), (1_000, 999, 1));
     assert_eq!(second.streams[0].rx.duplicated, 0);
 }
+
+#[test]
+fn slow_rates_are_not_mistaken_for_a_stall() {
+    // 20 frames/s: 50 ms between frames, far longer than the 5 ms stall timeout, yet nothing is
+    // refused, so all frames go out and the trial is not tester-limited by a stall.
+    let (a, b) = loopback::pair("a", "b");
+    let mut g = Generator::new(vec![boxed(a), boxed(b)]).unwrap();
+    let mut spec = TrialSpec::new(
+        vec![StreamSpec::ipv4(0, 1)],
+        Rate::Pps(20.0),
+        TrialLength::Count(4),
+    );
+    spec.stall_timeout = Duration::from_millis(5);
+    spec.drain = Duration::from_millis(20);
+    let r = g.run_trial(&spec).unwrap();
+    assert_eq!((r.tx, r.rx), (4, 4), "{:?}", r.tester_limited_reasons);
+    assert!(
+        !r.tester_limited_reasons
+            .iter()
+            .any(|m| m.contains("refused every frame")),
+        "{:?}",
+        r.tester_limited_reasons
+    );
+}
