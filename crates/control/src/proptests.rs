@@ -63,7 +63,7 @@ fn arb_config() -> impl Strategy<Value = Config> {
                     present.push(i);
                 }
             }
-            let mut bridges = vec![
+            let mut bridges = [
                 BridgeConfig {
                     learn,
                     ..BridgeConfig::new("b0")
