@@ -1083,15 +1083,22 @@ mod tests {
         let mut cli = MemifPort::new(MemifConfig::new("cli", &sock, 0, Role::Client)).unwrap();
         connect(&mut srv, &mut cli);
         // The client's producer index jumps far ahead (a corrupt or hostile peer).
-        let State::Connected(c) = &cli.state else { unreachable!() };
-        c.tx.ring_ref().ring(&c.link.regions).set_head(5000, std::sync::atomic::Ordering::Release);
+        let State::Connected(c) = &cli.state else {
+            unreachable!()
+        };
+        c.tx.ring_ref()
+            .ring(&c.link.regions)
+            .set_head(5000, std::sync::atomic::Ordering::Release);
         let mut pool = Pool::new(16);
         let mut out = Vec::new();
         assert_eq!(srv.rx_burst(&mut pool, &mut out, 32), 0);
         assert_eq!(srv.errors().bad_ring_index, 1);
         srv.poll_control();
         assert_eq!(srv.link(), LinkState::Down);
-        assert_eq!(srv.last_disconnect(), Some("local: Ring index out of range"));
+        assert_eq!(
+            srv.last_disconnect(),
+            Some("local: Ring index out of range")
+        );
         for _ in 0..100 {
             cli.poll_control();
             if cli.link() == LinkState::Down {
@@ -1103,6 +1110,177 @@ mod tests {
         connect(&mut srv, &mut cli);
         assert_eq!((srv.connects(), cli.connects()), (2, 2));
         assert_eq!(pool.in_use(), 0);
+    }
+
+    /// A hand-driven client talking raw protocol to our server.
+    struct RawClient {
+        sock: OwnedFd,
+    }
+
+    impl RawClient {
+        fn connect(srv: &mut MemifPort, path: &str) -> RawClient {
+            let sock = sys::connect(&SockAddr::parse(path)).unwrap();
+            let c = RawClient { sock };
+            assert!(matches!(c.recv(srv), Msg::Hello(_)));
+            c.send(
+                &Msg::Init(msg::Init {
+                    version: msg::VERSION,
+                    id: 0,
+                    mode: msg::MODE_ETHERNET,
+                    secret: vec![],
+                    name: "raw".into(),
+                }),
+                None,
+            );
+            assert_eq!(c.recv(srv), Msg::Ack);
+            c
+        }
+        fn send(&self, m: &Msg, fd: Option<std::os::fd::BorrowedFd<'_>>) {
+            sys::send_msg(self.sock.as_fd(), &m.emit(), fd).unwrap();
+        }
+        fn recv(&self, srv: &mut MemifPort) -> Msg {
+            for _ in 0..5000 {
+                srv.poll_control();
+                let mut buf = [0u8; MSG_SIZE];
+                if let Recv::Msg { len, .. } = sys::recv_msg(self.sock.as_fd(), &mut buf).unwrap() {
+                    return Msg::parse(&buf[..len]).unwrap();
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            panic!("server sent nothing");
+        }
+        fn expect_disconnect(&self, srv: &mut MemifPort, reason: &str) {
+            assert_eq!(
+                self.recv(srv),
+                Msg::Disconnect {
+                    code: 0,
+                    reason: reason.into()
+                }
+            );
+            assert_eq!(srv.state(), MemifState::Idle);
+        }
+    }
+
+    fn ring_msg(flags: u16, region: u16, offset: u32, log2: u8) -> Msg {
+        Msg::AddRing(msg::AddRing {
+            flags,
+            index: 0,
+            region,
+            offset,
+            log2_ring_size: log2,
+            private_hdr_size: 0,
+        })
+    }
+
+    #[test]
+    fn hostile_handshakes_are_refused_with_reasons() {
+        let path = format!("@vecswitch-unit-{}-hostile", std::process::id());
+        let mut srv = MemifPort::new(MemifConfig::new("srv", &path, 0, Role::Server)).unwrap();
+        let mfd = sys::memfd("t", 8192).unwrap();
+        let efd = sys::eventfd().unwrap();
+
+        let c = RawClient::connect(&mut srv, &path);
+        c.send(
+            &Msg::AddRegion {
+                index: 0,
+                size: 8192,
+            },
+            None,
+        );
+        c.expect_disconnect(&mut srv, "Missing region fd");
+
+        let c = RawClient::connect(&mut srv, &path);
+        c.send(
+            &Msg::AddRegion {
+                index: 0,
+                size: 1 << 30,
+            },
+            Some(mfd.as_fd()),
+        );
+        c.expect_disconnect(&mut srv, "Failed to map region");
+
+        let c = RawClient::connect(&mut srv, &path);
+        c.send(
+            &Msg::AddRegion {
+                index: 1,
+                size: 8192,
+            },
+            Some(mfd.as_fd()),
+        );
+        c.expect_disconnect(&mut srv, "Invalid region index");
+
+        let c = RawClient::connect(&mut srv, &path);
+        c.send(
+            &Msg::AddRegion {
+                index: 0,
+                size: 8192,
+            },
+            Some(mfd.as_fd()),
+        );
+        assert_eq!(c.recv(&mut srv), Msg::Ack);
+        c.send(&ring_msg(1, 0, 8192 - 64, 8), Some(efd.as_fd()));
+        c.expect_disconnect(&mut srv, "Invalid ring");
+
+        let c = RawClient::connect(&mut srv, &path);
+        c.send(
+            &Msg::AddRegion {
+                index: 0,
+                size: 8192,
+            },
+            Some(mfd.as_fd()),
+        );
+        assert_eq!(c.recv(&mut srv), Msg::Ack);
+        c.send(&ring_msg(1, 0, 0, 4), None);
+        c.expect_disconnect(&mut srv, "Missing interrupt fd");
+
+        let c = RawClient::connect(&mut srv, &path);
+        c.send(
+            &Msg::Connect {
+                if_name: "x".into(),
+            },
+            None,
+        );
+        c.expect_disconnect(&mut srv, "Missing rings");
+
+        // Rings inside the region but never initialized by the client: cookie 0.
+        let c = RawClient::connect(&mut srv, &path);
+        c.send(
+            &Msg::AddRegion {
+                index: 0,
+                size: 8192,
+            },
+            Some(mfd.as_fd()),
+        );
+        assert_eq!(c.recv(&mut srv), Msg::Ack);
+        c.send(&ring_msg(1, 0, 0, 4), Some(efd.as_fd()));
+        assert_eq!(c.recv(&mut srv), Msg::Ack);
+        c.send(&ring_msg(0, 0, 1024, 4), Some(efd.as_fd()));
+        assert_eq!(c.recv(&mut srv), Msg::Ack);
+        c.send(
+            &Msg::Connect {
+                if_name: "x".into(),
+            },
+            None,
+        );
+        c.expect_disconnect(&mut srv, "Wrong ring");
+
+        // Wrong version in INIT.
+        let sock = sys::connect(&SockAddr::parse(&path)).unwrap();
+        let c = RawClient { sock };
+        assert!(matches!(c.recv(&mut srv), Msg::Hello(_)));
+        c.send(
+            &Msg::Init(msg::Init {
+                version: 0x0100,
+                id: 0,
+                mode: 0,
+                secret: vec![],
+                name: "old".into(),
+            }),
+            None,
+        );
+        c.expect_disconnect(&mut srv, "Incompatible memif version");
+
+        assert_eq!(srv.connects(), 0);
     }
 
     #[test]
