@@ -268,7 +268,7 @@ fn foreign_index(e: RxError) -> usize {
 pub struct Generator {
     ports: Vec<Box<dyn Port>>,
     pool: Pool,
-    clock: MonoClock,
+    clock: Box<dyn Clock + Send>,
     progress: Arc<Progress>,
     scratch: Vec<u8>,
     /// Reassembly of chained (jumbo) received frames.
@@ -307,7 +307,7 @@ impl Generator {
         Ok(Generator {
             ports,
             pool: Pool::new(POOL_BUFFERS),
-            clock: MonoClock::new(),
+            clock: Box::new(MonoClock::new()),
             progress: Arc::new(Progress::default()),
             scratch: vec![0u8; crate::size::MAX_FRAME as usize],
             rx_scratch: Vec::with_capacity(crate::size::MAX_FRAME as usize),
@@ -315,6 +315,13 @@ impl Generator {
             tx_handles: Vec::with_capacity(TX_BATCH),
             phase_start_ns: 0,
         })
+    }
+
+    /// Replaces the monotonic clock (timestamps and pacing), e.g. with a simulated one in tests.
+    /// Timestamps of frames sent before and after the change are not comparable.
+    pub fn with_clock(mut self, clock: Box<dyn Clock + Send>) -> Generator {
+        self.clock = clock;
+        self
     }
 
     /// Counters of the running trial, readable from another thread.

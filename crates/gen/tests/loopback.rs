@@ -378,3 +378,94 @@ fn slow_rates_are_not_mistaken_for_a_stall() {
         r.tester_limited_reasons
     );
 }
+
+/// A simulated clock that advances a fixed step every time it is read: the engine's schedule,
+/// accounting and tester-limited decision become deterministic.
+struct SteppingClock {
+    t: std::sync::atomic::AtomicU64,
+    step: u64,
+}
+
+impl vecswitch_gen::Clock for SteppingClock {
+    fn now_ns(&self) -> u64 {
+        self.t
+            .fetch_add(self.step, std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+fn stepping(step: u64) -> Box<SteppingClock> {
+    Box::new(SteppingClock {
+        t: std::sync::atomic::AtomicU64::new(0),
+        step,
+    })
+}
+
+#[test]
+fn engine_offers_exactly_the_intended_load_on_a_simulated_clock() {
+    // 1 Mfps for 20 ms of simulated time, the clock moving 100 ns per read: the generator is
+    // faster than the schedule, so it must offer exactly 20,000 frames at 1 Mfps.
+    let (a, b) = loopback::pair("a", "b");
+    let mut g = Generator::new(vec![boxed(a), boxed(b)])
+        .unwrap()
+        .with_clock(stepping(100));
+    let mut s = StreamSpec::ipv4(0, 1);
+    s.size = SizeSpec::imix();
+    let spec = TrialSpec::new(
+        vec![s],
+        Rate::Pps(1e6),
+        TrialLength::Duration(Duration::from_millis(20)),
+    );
+    let r = g.run_trial(&spec).unwrap();
+    assert_eq!(r.tx, 20_000);
+    assert_eq!(r.rx, 20_000);
+    let p = &r.ports[0];
+    assert_eq!(p.intended_fps, Some(1e6));
+    assert!(
+        (p.offered_fps - 1e6).abs() / 1e6 < 0.001,
+        "{}",
+        p.offered_fps
+    );
+    assert!(!r.tester_limited, "{:?}", r.tester_limited_reasons);
+    // Percent of line rate on the same clock: 1 % of 10G at 64 B = 148,809.5 fps → 2,976 frames.
+    let (a, b) = loopback::pair("a", "b");
+    let mut g = Generator::new(vec![boxed(a), boxed(b)])
+        .unwrap()
+        .with_clock(stepping(100));
+    let spec = TrialSpec::new(
+        vec![StreamSpec::ipv4(0, 1)],
+        Rate::parse("1%@10G").unwrap(),
+        TrialLength::Duration(Duration::from_millis(20)),
+    );
+    let r = g.run_trial(&spec).unwrap();
+    assert_eq!(r.tx, 2_976);
+    assert!(!r.tester_limited, "{:?}", r.tester_limited_reasons);
+}
+
+#[test]
+fn engine_flags_a_generator_slower_than_the_schedule() {
+    // The clock moves 20 µs per read: the generator cannot keep up with 10 Mfps (a batch of at most
+    // 32 frames per ~3 reads), so it offers less than intended and says so.
+    let (a, b) = loopback::pair("a", "b");
+    let mut g = Generator::new(vec![boxed(a), boxed(b)])
+        .unwrap()
+        .with_clock(stepping(20_000));
+    let spec = TrialSpec::new(
+        vec![StreamSpec::ipv4(0, 1)],
+        Rate::Pps(1e7),
+        TrialLength::Duration(Duration::from_millis(10)),
+    );
+    let r = g.run_trial(&spec).unwrap();
+    assert!(r.tx < 100_000 && r.tx > 0, "{}", r.tx);
+    assert_eq!(r.rx, r.tx);
+    assert!(r.tester_limited);
+    assert!(
+        r.tester_limited_reasons
+            .iter()
+            .any(|m| m.contains("intended frames")),
+        "{:?}",
+        r.tester_limited_reasons
+    );
+    assert!(r.ports[0].offered_fps < 1e7 * 0.999);
+    // Loss is zero: a tester-limited trial does not turn the shortfall into DUT loss.
+    assert_eq!(r.lost, 0);
+}
