@@ -11,7 +11,7 @@
 //! - [`analyze`]: per-stream receive analysis (loss, duplicates, reordering, latency, jitter).
 //! - [`engine`]: the [`Generator`] that runs a [`TrialSpec`] on its ports and returns a
 //!   [`TrialReport`]; [`Progress`] lets another thread print live counters.
-//! - [`calibrate`]: the generator's own maximum rate and latency floor on its ports, without a DUT.
+//! - [`mod@calibrate`]: the generator's own maximum rate and latency floor on its ports, without a DUT.
 #![forbid(unsafe_code)]
 
 pub mod analyze;
