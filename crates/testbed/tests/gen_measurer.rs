@@ -64,7 +64,19 @@ fn gen_measurer_trial_burst_and_search_through_testpmd_io() {
         };
         assert!(!res.trials.is_empty());
         assert!(res.trials.iter().all(|t| t.received_frames <= t.offered_frames));
-        assert!(res.throughput_fps.is_some() || res.tester_limited, "{res:?}");
+        // The search ends with a throughput, or says the tester was the limit (the unoptimised
+        // generator on a busy CI host can fall short of even a few kpps); it must never turn a
+        // tester shortfall into DUT loss.
+        if res.throughput_fps.is_none() && !res.tester_limited && res.tester_ceiling_fps.is_none() {
+            for r in m.reports() {
+                eprintln!(
+                    "trial: tx {} rx {} lost {} dup {} foreign {} limited {} ports {:?}",
+                    r.tx, r.rx, r.lost, r.duplicated, r.foreign, r.tester_limited,
+                    r.ports.iter().map(|p| (p.tx, p.rx_ours, p.foreign, p.port_stats)).collect::<Vec<_>>()
+                );
+            }
+            panic!("no throughput found: {res:?}");
+        }
     }
     // The generator thread ran pinned to the generator CPU; the DUT on its own.
     let pl = tb.placement(generator_placement());
