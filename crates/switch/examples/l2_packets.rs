@@ -66,9 +66,12 @@ fn main() -> ExitCode {
         "bridge" => bridge_switch(entries, Some(k)),
         m => return usage(&format!("invalid MODE {m:?}: accepted xconnect or bridge")),
     };
+    let t0 = std::time::Instant::now();
     let got = run_packets(&mut sw);
+    let ns = t0.elapsed().as_nanos() as f64 / got.max(1) as f64;
     let sent: u64 = sw.show_ports().iter().map(|p| p.stats.tx_packets).sum();
-    println!("mode={mode} entries={entries} packets={got} sent={sent}");
+    // Wall-clock time is only indicative (other processes share the CPU); count instructions.
+    println!("mode={mode} entries={entries} packets={got} sent={sent} wall_ns_per_packet={ns:.1}");
     if got != k || sent != k || sw.show_buffers().in_use != 0 {
         eprintln!("expected {k} packets received and sent and no buffer in use");
         return ExitCode::FAILURE;
