@@ -285,6 +285,13 @@ fn runtime_changes_are_validated_like_the_file() {
     sw.ok("mac add br0 02:00:00:00:00:33 p3");
     assert_eq!(sw.json("show mac br0").as_array().unwrap().len(), 2);
     sw.ok("mac del br0 02:00:00:00:00:33");
+    assert_eq!(sw.ok("mac flush br0").trim(), "0 learned entries flushed");
+    assert_eq!(
+        sw.json("show mac br0").as_array().unwrap().len(),
+        1,
+        "the static entry stays"
+    );
+    assert!(sw.fails("mac flush nob").contains("bridges are: br0"));
 
     sw.ok("bridge add br1 --no-learn --mac-age 0");
     let b = sw.json("show bridge br1");
@@ -647,4 +654,30 @@ fn capture_writes_a_pcap_of_what_the_port_receives() {
     );
     assert!(sw.fails("capture stop p0").contains("p0"));
     assert!(sw.fails("capture nope /tmp/x.pcap").contains("ports are: p0, p1, p2"));
+}
+
+#[test]
+fn learned_macs_show_and_flush() {
+    let (d, sw, _) = start("learn");
+    let mut peer = memif_peer(&d, 2);
+    send_frames(&sw, &mut peer, 2, 3);
+    let macs = sw.json("show mac br0");
+    let learned: Vec<&Value> = macs
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["static"] == false)
+        .collect();
+    assert_eq!(learned.len(), 1, "{macs}");
+    assert_eq!(learned[0]["mac"], "02:00:00:00:00:03");
+    assert_eq!(learned[0]["port"], "p2");
+    assert!(sw.ok("show mac").contains("dynamic"));
+    assert_eq!(sw.ok("mac flush br0 p2").trim(), "1 learned entries flushed");
+    let macs = sw.json("show mac br0");
+    assert_eq!(
+        macs.as_array().unwrap().len(),
+        1,
+        "only the static entry is left: {macs}"
+    );
+    assert_eq!(macs[0]["static"], true);
 }

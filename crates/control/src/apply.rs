@@ -36,6 +36,8 @@ pub trait Dataplane {
     fn delete_xconnect(&mut self, from: &str) -> Result<(), String>;
     fn add_static_mac(&mut self, bridge: &str, mac: [u8; 6], port: &str) -> Result<(), String>;
     fn delete_static_mac(&mut self, bridge: &str, mac: [u8; 6]) -> Result<(), String>;
+    /// Forgets the learned MACs of `bridge` (behind `port` only, if given); returns how many.
+    fn flush_mac(&mut self, bridge: &str, port: Option<&str>) -> Result<usize, String>;
     /// `show WHAT [BRIDGE]` as JSON.
     fn show(&mut self, what: ShowWhat, bridge: Option<&str>) -> Result<serde_json::Value, String>;
     fn clear_counters(&mut self);
@@ -465,6 +467,10 @@ pub(crate) mod fake {
                 .remove(&(bridge.to_string(), mac))
                 .map(|_| ())
                 .ok_or_else(|| "no such mac".to_string())
+        }
+        fn flush_mac(&mut self, bridge: &str, _port: Option<&str>) -> Result<usize, String> {
+            self.call(format!("flush_mac {bridge}"))?;
+            Ok(0)
         }
         fn show(&mut self, what: ShowWhat, _bridge: Option<&str>) -> Result<serde_json::Value, String> {
             Ok(match what {

@@ -13,7 +13,7 @@
 //! bridge del NAME
 //! bridge member add|del BRIDGE PORT
 //! xconnect add FROM TO [--both] | xconnect del FROM
-//! mac add BRIDGE MAC PORT | mac del BRIDGE MAC
+//! mac add BRIDGE MAC PORT | mac del BRIDGE MAC | mac flush BRIDGE [PORT]
 //! reload [--dry-run] [FILE]
 //! ```
 
@@ -34,7 +34,7 @@ pub const USAGE: &str = "commands:
   bridge del NAME
   bridge member add|del BRIDGE PORT
   xconnect add FROM TO [--both] | xconnect del FROM
-  mac add BRIDGE MAC PORT | mac del BRIDGE MAC
+  mac add BRIDGE MAC PORT | mac del BRIDGE MAC | mac flush BRIDGE [PORT]
   reload [--dry-run] [FILE]";
 
 fn absolute(p: &str, cwd: &Path) -> String {
@@ -227,6 +227,17 @@ pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, String> {
                 mac: w[3].into(),
             })
         }
+        ("mac", "flush") => match w.len() {
+            3 => Ok(Request::MacFlush {
+                bridge: w[2].into(),
+                port: None,
+            }),
+            4 => Ok(Request::MacFlush {
+                bridge: w[2].into(),
+                port: Some(w[3].into()),
+            }),
+            _ => Err("`mac flush`: expected `mac flush BRIDGE [PORT]`".into()),
+        },
         ("reload", "--dry-run") => match w.len() {
             2 => Ok(Request::ReloadPlan { path: None }),
             3 => Ok(Request::ReloadPlan {
@@ -364,6 +375,20 @@ mod tests {
             Request::MacDelete {
                 bridge: "b".into(),
                 mac: "02:00:00:00:00:01".into()
+            }
+        );
+        assert_eq!(
+            p("mac flush b").unwrap(),
+            Request::MacFlush {
+                bridge: "b".into(),
+                port: None
+            }
+        );
+        assert_eq!(
+            p("mac flush b p").unwrap(),
+            Request::MacFlush {
+                bridge: "b".into(),
+                port: Some("p".into())
             }
         );
         assert_eq!(p("reload").unwrap(), Request::Reload { path: None });

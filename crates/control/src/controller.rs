@@ -296,6 +296,13 @@ impl Controller {
                     .map_err(ControlError::Worker)?
                     .map_err(ControlError::Request)
             }
+            Request::MacFlush { bridge, port } => {
+                self.bridge_index(&bridge)?;
+                let n = exec(w, move |dp| dp.flush_mac(&bridge, port.as_deref()))
+                    .map_err(ControlError::Worker)?
+                    .map_err(ControlError::Request)?;
+                Ok(serde_json::json!({ "flushed": n }))
+            }
             Request::ReloadPlan { path } => self.plan(path.map(PathBuf::from)).map(Self::changed),
             Request::Reload { path } => self.reload(path.map(PathBuf::from)).map(Self::changed),
             Request::PortAdd { port } => self

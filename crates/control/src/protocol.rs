@@ -127,6 +127,12 @@ pub enum Request {
         bridge: String,
         mac: String,
     },
+    /// Forgets the learned (not static) MACs of a bridge-domain, or only those behind `port`.
+    MacFlush {
+        bridge: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        port: Option<String>,
+    },
     /// Re-reads the config file (`path`, or the one the switch was started with) and applies the
     /// difference; an invalid file is rejected whole and nothing changes.
     /// Like `reload`, but only answers the changes it would make (`reload --dry-run`).
@@ -196,6 +202,7 @@ pub const COMMANDS: &[&str] = &[
     "xconnect_delete",
     "mac_add",
     "mac_delete",
+    "mac_flush",
     "reload",
     "reload_plan",
 ];
@@ -383,6 +390,10 @@ mod tests {
             Request::MacDelete {
                 bridge: "b".into(),
                 mac: "02:00:00:00:00:01".into(),
+            },
+            Request::MacFlush {
+                bridge: "b".into(),
+                port: Some("p".into()),
             },
             Request::Reload { path: None },
             Request::ReloadPlan {

@@ -368,6 +368,7 @@ pub fn render(req: &Request, data: &Value) -> String {
                 None => String::new(),
             }
         ),
+        Request::MacFlush { .. } => format!("{} learned entries flushed\n", cell(data, "flushed")),
         Request::ReloadPlan { .. } => match data.get("changes").and_then(Value::as_array) {
             Some(ch) if ch.is_empty() => "no change\n".into(),
             Some(ch) => ch

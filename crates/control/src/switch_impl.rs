@@ -64,6 +64,9 @@ impl Dataplane for Switch {
     fn delete_static_mac(&mut self, bridge: &str, mac: [u8; 6]) -> Result<(), String> {
         Switch::delete_static_mac(self, bridge, mac).map_err(|e| e.to_string())
     }
+    fn flush_mac(&mut self, bridge: &str, port: Option<&str>) -> Result<usize, String> {
+        Switch::flush_mac(self, bridge, port).map_err(|e| e.to_string())
+    }
     fn show(&mut self, what: ShowWhat, bridge: Option<&str>) -> Result<Value, String> {
         match what {
             ShowWhat::Ports => json(self.show_ports()),
