@@ -16,9 +16,9 @@ use vecswitch_control::server::request;
 #[derive(Debug, clap::Args)]
 #[command(after_help = USAGE)]
 pub struct Args {
-    /// Control socket of the switch.
-    #[arg(long, value_name = "PATH", default_value = DEFAULT_CONTROL_SOCKET)]
-    socket: PathBuf,
+    /// Control socket of the switch [default: $VECSWITCH_SOCKET, else /run/vecswitch/vecswitch.sock].
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
     /// Print the raw JSON answer instead of tables.
     #[arg(long)]
     json: bool,
@@ -32,12 +32,27 @@ pub struct Args {
 }
 
 /// Runs one command; `Err` carries the message for stderr.
+/// `--socket`, else `$VECSWITCH_SOCKET`, else the default path.
+fn socket(args: &Args) -> PathBuf {
+    args.socket
+        .clone()
+        .or_else(|| {
+            std::env::var_os(SOCKET_ENV)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_CONTROL_SOCKET))
+}
+
+/// Environment variable naming the control socket when `--socket` is not given.
+const SOCKET_ENV: &str = "VECSWITCH_SOCKET";
+
 fn one(args: &Args, words: &[String], cwd: &Path) -> anyhow::Result<()> {
     let req = match parse_words(words, cwd) {
         Ok(r) => r,
         Err(e) => bail!("{e}\n{USAGE}"),
     };
-    let resp = request(&args.socket, &req, Duration::from_secs(args.timeout.max(1)))?;
+    let resp = request(&socket(args), &req, Duration::from_secs(args.timeout.max(1)))?;
     if args.json {
         println!("{}", resp.to_line());
         if !resp.ok {

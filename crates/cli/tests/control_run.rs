@@ -681,3 +681,16 @@ fn learned_macs_show_and_flush() {
     );
     assert_eq!(macs[0]["static"], true);
 }
+
+#[test]
+fn ctl_finds_the_socket_through_the_environment() {
+    let (_d, sw, _) = start("env");
+    let out = Command::new(BIN)
+        .args(["ctl", "--json", "show", "buffers"])
+        .env("VECSWITCH_SOCKET", &sw.socket)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["data"]["total"], 4096);
+}
