@@ -69,11 +69,9 @@ pub fn malformed() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
-/// Allocates a packet holding `bytes`.
+/// Allocates a packet holding `bytes` (chained over several buffers if it is long).
 pub fn packet(pool: &mut Pool, bytes: &[u8]) -> u32 {
-    let h = pool.alloc().expect("test pool has room");
-    assert!(pool.write_packet(h, bytes));
-    h
+    vecswitch_ports::loopback::packet_from_bytes(pool, bytes).expect("test pool has room")
 }
 
 /// Receives everything waiting on `port` and returns the frames' bytes, freeing the buffers.
