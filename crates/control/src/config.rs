@@ -430,6 +430,13 @@ impl Config {
         Config::from_toml(&text, &path.display().to_string())
     }
 
+    /// The config as TOML text that [`Config::from_toml`] reads back to an equal config (for
+    /// tools that write configs, e.g. the lab's topologies).
+    pub fn to_toml(&self) -> String {
+        // Every field is a string, number, bool, table or array of tables: serializing cannot fail.
+        toml::to_string(self).unwrap_or_default()
+    }
+
     /// The port named `name`.
     pub fn port(&self, name: &str) -> Option<&PortConfig> {
         self.ports.iter().find(|p| p.name() == name)
@@ -549,7 +556,7 @@ mac_age = 0
     #[test]
     fn serializes_back_to_an_equal_config() {
         let c = Config::from_toml(FULL, "t").unwrap();
-        let text = toml::to_string(&c).unwrap();
+        let text = c.to_toml();
         assert_eq!(Config::from_toml(&text, "t").unwrap(), c);
     }
 
