@@ -5,12 +5,14 @@
 //! [`switch_impl`]), the one place ports are opened from config ([`ports::open_port`]), the
 //! [`controller::Controller`] that owns the running config and answers requests, the control
 //! socket's JSON-lines protocol ([`protocol::Request`] / [`protocol::Response`]), the socket server
-//! and client ([`server`]) and the plain-text tables `vecswitch ctl` prints ([`render`]).
+//! and client ([`server`]), the vppctl-like command words of `vecswitch ctl` ([`command`]) and the
+//! plain-text tables it prints ([`render`]).
 //!
 //! Every change, from a config file or from a socket request, goes the same way: edit a copy of the
 //! running config, validate it whole, diff it against the running one, apply the changes on the
 //! worker through `SwitchHandle::call`, and only then make it the running config. A rejected change
-//! leaves the switch untouched.
+//! leaves the switch untouched. The whole change set runs in one `call`, between two poll
+//! iterations, so no packet sees half of it.
 #![forbid(unsafe_code)]
 
 pub mod apply;
