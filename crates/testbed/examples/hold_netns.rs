@@ -10,7 +10,9 @@ fn main() {
     signal::install_stop_handler().expect("signal handler");
     let run = RunDir::create().expect("run dir");
     let ns = Netns::create(&format!("{}-hold", run.id())).expect("netns");
-    let spec = ProcessSpec::new("sleeper", "sleep").arg("600").netns(Some(ns.name()));
+    let spec = ProcessSpec::new("sleeper", "sleep")
+        .arg("600")
+        .netns(Some(ns.name()));
     let child = ChildGuard::spawn(&spec, run.path()).expect("spawn");
     println!("{} {}", ns.name(), child.pid());
     // Wait as a bench loop would; the first signal only sets the flag, and here we ignore it on

@@ -162,10 +162,7 @@ mod tests {
 
     #[test]
     fn wait_for_result_propagates_hard_failure() {
-        let e = wait_for_result("x", Duration::from_secs(5), || {
-            Err(Error::Stopped)
-        })
-        .unwrap_err();
+        let e = wait_for_result("x", Duration::from_secs(5), || Err(Error::Stopped)).unwrap_err();
         assert!(matches!(e, Error::Stopped));
     }
 

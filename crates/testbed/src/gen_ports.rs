@@ -41,12 +41,13 @@ pub fn open_port(end: &PortEnd) -> Result<Box<dyn Port>> {
             ..
         } => {
             let cfg = AfPacketConfig::new(name, ifname);
-            let p = AfPacketPort::open_in_netns(cfg, &format!("/run/netns/{netns}")).map_err(
-                |e| Error::Port {
-                    port: name.clone(),
-                    source: Box::new(e),
-                },
-            )?;
+            let p =
+                AfPacketPort::open_in_netns(cfg, &format!("/run/netns/{netns}")).map_err(|e| {
+                    Error::Port {
+                        port: name.clone(),
+                        source: Box::new(e),
+                    }
+                })?;
             Ok(Box::new(p))
         }
     }
@@ -75,7 +76,10 @@ pub fn wait_links_up(ports: &mut [Box<dyn Port>], timeout: Duration) -> Result<(
             .map(|p| format!("{} ({})", p.name(), p.describe()))
             .collect();
         return Err(Error::Timeout {
-            what: format!("generator links to come up; still down: {}", down.join(", ")),
+            what: format!(
+                "generator links to come up; still down: {}",
+                down.join(", ")
+            ),
             timeout,
         });
     }

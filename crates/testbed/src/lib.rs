@@ -22,8 +22,8 @@
 
 pub mod cmd;
 pub mod dut;
-pub mod gen_ports;
 mod error;
+pub mod gen_ports;
 pub mod measurer;
 pub mod netns;
 pub mod placement;
@@ -34,11 +34,11 @@ pub mod topology;
 
 pub use cmd::{wait_for, wait_for_result};
 pub use dut::{Dut, DutKind, Scale};
-pub use gen_ports::{open_generator_ports, open_port, wait_links_up};
 pub use error::{Error, Result};
+pub use gen_ports::{open_generator_ports, open_port, wait_links_up};
 pub use measurer::{default_streams, generator_placement, GenMeasurer};
 pub use netns::{cleanup_stale, veth_pair, CleanupReport, Netns};
-pub use placement::{CorePlan, Placement, PlacedProcess};
+pub use placement::{CorePlan, PlacedProcess, Placement};
 pub use process::{ChildGuard, ProcessSpec};
 pub use rundir::{RunDir, RunId, DEFAULT_PREFIX};
 pub use topology::{Link, MemifRole, PortEnd, Testbed, Topology, VnfKind, Wiring};

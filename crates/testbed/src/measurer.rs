@@ -208,7 +208,11 @@ impl Measurer for GenMeasurer<'_> {
         self.before_trial(0.0).map_err(|e| burst_error(frames, e))?;
         let n = self.tx_ports() as u64;
         let per_port = (frames / n).max(1);
-        let mut spec = TrialSpec::new(self.streams.clone(), Rate::Max, TrialLength::Count(per_port));
+        let mut spec = TrialSpec::new(
+            self.streams.clone(),
+            Rate::Max,
+            TrialLength::Count(per_port),
+        );
         spec.warmup = self.warmup;
         spec.drain = self.drain;
         let r = self.run(&spec, 0.0).map_err(|e| burst_error(frames, e))?;

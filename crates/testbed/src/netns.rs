@@ -220,8 +220,19 @@ pub fn veth_pair(a: &Netns, a_name: &str, b: &Netns, b_name: &str) -> Result<()>
     run(
         "ip",
         &[
-            "link", "add", "name", a_name, "netns", a.name(), "type", "veth", "peer", "name",
-            b_name, "netns", b.name(),
+            "link",
+            "add",
+            "name",
+            a_name,
+            "netns",
+            a.name(),
+            "type",
+            "veth",
+            "peer",
+            "name",
+            b_name,
+            "netns",
+            b.name(),
         ],
     )
     .map(|_| ())
@@ -262,7 +273,10 @@ pub fn cleanup_stale(prefix: &str) -> CleanupReport {
     }
     for (dir, out) in [
         (base_dir(), &mut report.run_dirs),
-        (PathBuf::from("/var/run/dpdk"), &mut report.dpdk_runtime_dirs),
+        (
+            PathBuf::from("/var/run/dpdk"),
+            &mut report.dpdk_runtime_dirs,
+        ),
     ] {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;

@@ -146,7 +146,10 @@ mod tests {
 
     #[test]
     fn own_cores_share_nothing() {
-        let pl = Placement::new(vec![p("generator", "vecswitch", &["0"]), p("dut", "testpmd", &["1"])]);
+        let pl = Placement::new(vec![
+            p("generator", "vecswitch", &["0"]),
+            p("dut", "testpmd", &["1"]),
+        ]);
         assert!(!pl.shares_cpus());
     }
 
@@ -157,8 +160,14 @@ mod tests {
             p("dut", "vecswitch", &["1"]),
             p("vnf", "dpdk-testpmd", &["1"]),
         ]);
-        assert_eq!(pl.shared_cpus, vec!["cpu 1 shared by dut (vecswitch) and vnf (dpdk-testpmd)"]);
+        assert_eq!(
+            pl.shared_cpus,
+            vec!["cpu 1 shared by dut (vecswitch) and vnf (dpdk-testpmd)"]
+        );
         let unpinned = Placement::new(vec![p("generator", "g", &["0-1"]), p("dut", "d", &["1"])]);
-        assert_eq!(unpinned.shared_cpus, vec!["cpu 1 shared by generator (g) and dut (d)"]);
+        assert_eq!(
+            unpinned.shared_cpus,
+            vec!["cpu 1 shared by generator (g) and dut (d)"]
+        );
     }
 }

@@ -347,8 +347,17 @@ mod tests {
         assert_eq!(
             s.argv(),
             [
-                "taskset", "-c", "1", "ip", "netns", "exec", "vtb1-0-dut", "vecswitch", "run",
-                "--config", "x.toml"
+                "taskset",
+                "-c",
+                "1",
+                "ip",
+                "netns",
+                "exec",
+                "vtb1-0-dut",
+                "vecswitch",
+                "run",
+                "--config",
+                "x.toml"
             ]
         );
     }
@@ -366,7 +375,10 @@ mod tests {
         // Reaped, so the pid is gone (or reused by an unrelated process, which would not be a
         // zombie of ours: check it is not our `sleep`).
         let cmdline = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        assert!(!cmdline.contains("sleep"), "process {pid} still alive: {cmdline}");
+        assert!(
+            !cmdline.contains("sleep"),
+            "process {pid} still alive: {cmdline}"
+        );
     }
 
     #[test]
@@ -390,7 +402,10 @@ mod tests {
             .wait_for_path(&dir.file("never.sock"), Duration::from_secs(10))
             .unwrap_err();
         let msg = e.to_string();
-        assert!(msg.contains("quitter") && msg.contains("quitter.log"), "{msg}");
+        assert!(
+            msg.contains("quitter") && msg.contains("quitter.log"),
+            "{msg}"
+        );
     }
 
     #[test]

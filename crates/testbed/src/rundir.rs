@@ -135,7 +135,10 @@ impl RunDir {
 impl Drop for RunDir {
     fn drop(&mut self) {
         if self.keep || std::thread::panicking() {
-            eprintln!("testbed: keeping run directory {} (logs)", self.path.display());
+            eprintln!(
+                "testbed: keeping run directory {} (logs)",
+                self.path.display()
+            );
             return;
         }
         let _ = std::fs::remove_dir_all(&self.path);
@@ -151,8 +154,14 @@ mod tests {
         let a = RunId::new();
         let b = RunId::new();
         assert_ne!(a, b);
-        assert_eq!(owner_pid(DEFAULT_PREFIX, a.as_str()), Some(std::process::id()));
-        assert_eq!(owner_pid(DEFAULT_PREFIX, &format!("{a}-gen")), Some(std::process::id()));
+        assert_eq!(
+            owner_pid(DEFAULT_PREFIX, a.as_str()),
+            Some(std::process::id())
+        );
+        assert_eq!(
+            owner_pid(DEFAULT_PREFIX, &format!("{a}-gen")),
+            Some(std::process::id())
+        );
     }
 
     #[test]

@@ -316,7 +316,8 @@ impl Testbed {
                     dut_ns.link_up(&di)?;
                     // Receive work on the receiver's own CPU (DESIGN.md, facts measured). A
                     // kernel without RPS still forwards, only slower: warn, do not fail.
-                    for (n, ifname, cpu) in [(&ns, &gi, cores.generator), (&dut_ns, &di, cores.dut)] {
+                    for (n, ifname, cpu) in [(&ns, &gi, cores.generator), (&dut_ns, &di, cores.dut)]
+                    {
                         if let Err(e) = n.set_rps(ifname, CorePlan::mask(cpu)) {
                             tracing::warn!("RPS not set on {ifname}: {e}");
                         }
@@ -442,7 +443,9 @@ impl Testbed {
                 return Err(Error::Invalid {
                     field: "generator memif socket",
                     value: s.display().to_string(),
-                    expected: "an open generator port: call Testbed::open_generator_ports before start".into(),
+                    expected:
+                        "an open generator port: call Testbed::open_generator_ports before start"
+                            .into(),
                 });
             }
         }
@@ -570,13 +573,14 @@ fn start_vnf(kind: &VnfKind, w: &Wiring, run_dir: &Path) -> Result<ChildGuard> {
                 path: path.clone(),
                 source,
             })?;
-            ProcessSpec::new("vnf-vecswitch", &bin.display().to_string())
-                .args(["run".to_string(), "--config".into(), path.display().to_string()])
+            ProcessSpec::new("vnf-vecswitch", &bin.display().to_string()).args([
+                "run".to_string(),
+                "--config".into(),
+                path.display().to_string(),
+            ])
         }
     };
-    let spec = spec
-        .netns(Some(&w.dut_netns))
-        .cpus(Some(vec![w.cores.vnf]));
+    let spec = spec.netns(Some(&w.dut_netns)).cpus(Some(vec![w.cores.vnf]));
     let mut child = ChildGuard::spawn(&spec, run_dir)?;
     match kind {
         VnfKind::TestpmdMacswap => {

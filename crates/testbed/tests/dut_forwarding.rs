@@ -33,26 +33,71 @@ fn both_ways(ports: &mut [Box<dyn Port>], n: u32) {
     wait_links_up(ports, Duration::from_secs(20)).unwrap();
     let mut pool = Pool::new(4096);
     let (p0, p1) = ports.split_at_mut(1);
-    let fwd = exchange(&mut pool, &mut p0[0], &mut p1[0], B, A, 0xf00d, n, Duration::from_secs(20));
+    let fwd = exchange(
+        &mut pool,
+        &mut p0[0],
+        &mut p1[0],
+        B,
+        A,
+        0xf00d,
+        n,
+        Duration::from_secs(20),
+    );
     assert_eq!(fwd.sent, n);
-    assert_eq!(fwd.received.len() as u32, n, "0->1 lost {} of {n}", n - fwd.received.len() as u32);
+    assert_eq!(
+        fwd.received.len() as u32,
+        n,
+        "0->1 lost {} of {n}",
+        n - fwd.received.len() as u32
+    );
     assert_eq!(fwd.duplicates, 0);
-    assert_eq!(fwd.first.as_deref(), Some(&common::frame(B, A, 0xf00d, 0)[..]));
-    let back = exchange(&mut pool, &mut p1[0], &mut p0[0], A, B, 0xbeef, n, Duration::from_secs(20));
-    assert_eq!(back.received.len() as u32, n, "1->0 lost {} of {n}", n - back.received.len() as u32);
+    assert_eq!(
+        fwd.first.as_deref(),
+        Some(&common::frame(B, A, 0xf00d, 0)[..])
+    );
+    let back = exchange(
+        &mut pool,
+        &mut p1[0],
+        &mut p0[0],
+        A,
+        B,
+        0xbeef,
+        n,
+        Duration::from_secs(20),
+    );
+    assert_eq!(
+        back.received.len() as u32,
+        n,
+        "1->0 lost {} of {n}",
+        n - back.received.len() as u32
+    );
     assert_eq!(back.duplicates, 0);
 }
 
 #[test]
 fn linux_bridge_phy2phy_veth_forwards_frames_both_ways() {
-    let (tb, mut ports) = start(Topology::Phy2Phy { link: Link::Veth }, Box::new(LinuxBridgeDut::new()));
+    let (tb, mut ports) = start(
+        Topology::Phy2Phy { link: Link::Veth },
+        Box::new(LinuxBridgeDut::new()),
+    );
     both_ways(&mut ports, 500);
     let pl = tb.placement(generator_placement());
-    assert!(pl.processes.iter().any(|p| p.role == "dut" && p.name == "kernel-bridge"));
+    assert!(pl
+        .processes
+        .iter()
+        .any(|p| p.role == "dut" && p.name == "kernel-bridge"));
     // Scale: static FDB entries land in the bridge.
     tb.configure_scale(Scale::MacEntries(100)).unwrap();
-    let fdb = tb.dut_netns().exec("bridge", &["fdb", "show", "br", "br0"]).unwrap();
-    assert_eq!(fdb.lines().filter(|l| l.starts_with("02:5c:") && l.contains("static")).count(), 100);
+    let fdb = tb
+        .dut_netns()
+        .exec("bridge", &["fdb", "show", "br", "br0"])
+        .unwrap();
+    assert_eq!(
+        fdb.lines()
+            .filter(|l| l.starts_with("02:5c:") && l.contains("static"))
+            .count(),
+        100
+    );
     assert!(tb.configure_scale(Scale::Flows(10)).is_err());
 }
 
@@ -60,35 +105,62 @@ fn linux_bridge_phy2phy_veth_forwards_frames_both_ways() {
 fn linux_bridge_refuses_memif() {
     let mut tb = Testbed::build(Topology::Phy2Phy { link: Link::Memif }).unwrap();
     let _ports = tb.open_generator_ports().unwrap();
-    let e = tb.start(Box::new(LinuxBridgeDut::new())).unwrap_err().to_string();
-    assert!(e.contains("linux-bridge") && e.contains("phy2phy-memif"), "{e}");
+    let e = tb
+        .start(Box::new(LinuxBridgeDut::new()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("linux-bridge") && e.contains("phy2phy-memif"),
+        "{e}"
+    );
 }
 
 #[test]
 fn ovs_phy2phy_veth_forwards_frames_both_ways() {
-    let (mut tb, mut ports) = start(Topology::Phy2Phy { link: Link::Veth }, Box::new(OvsDut::new()));
+    let (mut tb, mut ports) = start(
+        Topology::Phy2Phy { link: Link::Veth },
+        Box::new(OvsDut::new()),
+    );
     let desc = tb.describe_dut().unwrap();
     eprintln!("ovs: {desc}");
-    assert!(desc.contains("Open vSwitch") && desc.contains("dut0:"), "{desc}");
+    assert!(
+        desc.contains("Open vSwitch") && desc.contains("dut0:"),
+        "{desc}"
+    );
     both_ways(&mut ports, 300);
     tb.configure_scale(Scale::Flows(50)).unwrap();
     both_ways(&mut ports, 100);
     let pl = tb.placement(generator_placement());
-    let vswitchd = pl.processes.iter().find(|p| p.name == "dut-ovs-vswitchd").unwrap();
+    let vswitchd = pl
+        .processes
+        .iter()
+        .find(|p| p.name == "dut-ovs-vswitchd")
+        .unwrap();
     let dut_cpu = tb.wiring().cores.dut.to_string();
     assert_eq!(vswitchd.cpus, vec![dut_cpu], "{pl:?}");
     // Clean shutdown leaves no daemon behind.
-    let pids: Vec<u32> = pl.processes.iter().filter(|p| p.role == "dut").map(|p| p.pid).collect();
+    let pids: Vec<u32> = pl
+        .processes
+        .iter()
+        .filter(|p| p.role == "dut")
+        .map(|p| p.pid)
+        .collect();
     tb.stop().unwrap();
     for pid in pids {
         // Reaped by the guards, so the pid is gone (pid reuse within the test is not expected).
-        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "ovs process {pid} still there");
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "ovs process {pid} still there"
+        );
     }
 }
 
 #[test]
 fn testpmd_io_phy2phy_memif_forwards_frames_both_ways() {
-    let (tb, mut ports) = start(Topology::Phy2Phy { link: Link::Memif }, Box::new(TestpmdDut::new()));
+    let (tb, mut ports) = start(
+        Topology::Phy2Phy { link: Link::Memif },
+        Box::new(TestpmdDut::new()),
+    );
     both_ways(&mut ports, 1000);
     let pl = tb.placement(generator_placement());
     let dut = pl.processes.iter().find(|p| p.role == "dut").unwrap();
@@ -105,7 +177,16 @@ fn testpmd_io_counts_what_it_forwarded() {
         wait_links_up(&mut ports, Duration::from_secs(20)).unwrap();
         let mut pool = Pool::new(4096);
         let (p0, p1) = ports.split_at_mut(1);
-        let ex = exchange(&mut pool, &mut p0[0], &mut p1[0], B, A, 7, 777, Duration::from_secs(20));
+        let ex = exchange(
+            &mut pool,
+            &mut p0[0],
+            &mut p1[0],
+            B,
+            A,
+            7,
+            777,
+            Duration::from_secs(20),
+        );
         assert_eq!(ex.received.len(), 777);
         // Read testpmd's counters while the memif peers are still connected (they reset on
         // disconnect): stopping testpmd prints them.
@@ -123,37 +204,64 @@ fn ovs_dpdk_refuses_with_reason() {
     let mut tb = Testbed::build(Topology::Phy2Phy { link: Link::Memif }).unwrap();
     let _ports = tb.open_generator_ports().unwrap();
     let e = tb.start(DutKind::OvsDpdk.build()).unwrap_err().to_string();
-    assert!(e.contains("ovs-dpdk") && e.contains("memif") && e.contains("TESTBED.md"), "{e}");
+    assert!(
+        e.contains("ovs-dpdk") && e.contains("memif") && e.contains("TESTBED.md"),
+        "{e}"
+    );
 }
 
 #[test]
 fn vecswitch_xconnect_phy2phy_memif_forwards_frames_both_ways() {
     let bin = vecswitch_bin();
-    assert!(bin.is_file(), "build the binary first: cargo build -p vecswitch-cli ({})", bin.display());
-    let (_tb, mut ports) = start(Topology::Phy2Phy { link: Link::Memif }, DutKind::VecswitchXconnect { bin }.build());
+    assert!(
+        bin.is_file(),
+        "build the binary first: cargo build -p vecswitch-cli ({})",
+        bin.display()
+    );
+    let (_tb, mut ports) = start(
+        Topology::Phy2Phy { link: Link::Memif },
+        DutKind::VecswitchXconnect { bin }.build(),
+    );
     both_ways(&mut ports, 1000);
 }
 
 #[test]
 fn vecswitch_xconnect_phy2phy_veth_forwards_frames_both_ways() {
     let bin = vecswitch_bin();
-    assert!(bin.is_file(), "build the binary first: cargo build -p vecswitch-cli ({})", bin.display());
-    let (_tb, mut ports) = start(Topology::Phy2Phy { link: Link::Veth }, DutKind::VecswitchXconnect { bin }.build());
+    assert!(
+        bin.is_file(),
+        "build the binary first: cargo build -p vecswitch-cli ({})",
+        bin.display()
+    );
+    let (_tb, mut ports) = start(
+        Topology::Phy2Phy { link: Link::Veth },
+        DutKind::VecswitchXconnect { bin }.build(),
+    );
     both_ways(&mut ports, 300);
 }
 
 #[test]
 fn memif_start_before_generator_ports_is_refused_with_the_fix() {
     let mut tb = Testbed::build(Topology::Phy2Phy { link: Link::Memif }).unwrap();
-    let e = tb.start(Box::new(TestpmdDut::new())).unwrap_err().to_string();
+    let e = tb
+        .start(Box::new(TestpmdDut::new()))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("open_generator_ports"), "{e}");
 }
 
 #[test]
 fn vecswitch_bridge_phy2phy_memif_forwards_frames_both_ways() {
     let bin = vecswitch_bin();
-    assert!(bin.is_file(), "build the binary first: cargo build -p vecswitch-cli ({})", bin.display());
-    let (tb, mut ports) = start(Topology::Phy2Phy { link: Link::Memif }, DutKind::VecswitchBridge { bin: bin.clone() }.build());
+    assert!(
+        bin.is_file(),
+        "build the binary first: cargo build -p vecswitch-cli ({})",
+        bin.display()
+    );
+    let (tb, mut ports) = start(
+        Topology::Phy2Phy { link: Link::Memif },
+        DutKind::VecswitchBridge { bin: bin.clone() }.build(),
+    );
     both_ways(&mut ports, 500);
     // Scale: static MAC entries applied by reload; the bridge still forwards.
     tb.configure_scale(Scale::MacEntries(200)).unwrap();
@@ -163,15 +271,25 @@ fn vecswitch_bridge_phy2phy_memif_forwards_frames_both_ways() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(text.lines().filter(|l| l.contains("02:5c:")).count(), 200, "{text}");
+    assert_eq!(
+        text.lines().filter(|l| l.contains("02:5c:")).count(),
+        200,
+        "{text}"
+    );
     both_ways(&mut ports, 200);
     assert!(tb.configure_scale(Scale::Flows(5)).is_err());
 }
 
 #[test]
 fn ovs_with_system_ports_forwards_frames_both_ways() {
-    let (tb, mut ports) = start(Topology::Phy2Phy { link: Link::Veth }, Box::new(OvsDut::new().system_ports_only()));
+    let (tb, mut ports) = start(
+        Topology::Phy2Phy { link: Link::Veth },
+        Box::new(OvsDut::new().system_ports_only()),
+    );
     let desc = tb.describe_dut().unwrap();
-    assert!(desc.contains("dut0:system") && desc.contains("dut1:system"), "{desc}");
+    assert!(
+        desc.contains("dut0:system") && desc.contains("dut1:system"),
+        "{desc}"
+    );
     both_ways(&mut ports, 100);
 }

@@ -7,7 +7,9 @@ use std::time::Duration;
 use vecswitch_lab::procedures::throughput::{throughput, ThroughputConfig};
 use vecswitch_lab::{Load, Measurer};
 use vecswitch_testbed::dut::testpmd::TestpmdDut;
-use vecswitch_testbed::{default_streams, generator_placement, GenMeasurer, Link, Testbed, Topology};
+use vecswitch_testbed::{
+    default_streams, generator_placement, GenMeasurer, Link, Testbed, Topology,
+};
 
 #[test]
 fn gen_measurer_trial_burst_and_search_through_testpmd_io() {
@@ -29,13 +31,30 @@ fn gen_measurer_trial_burst_and_search_through_testpmd_io() {
         assert_eq!(r.received_frames, unique);
         assert_eq!(r.intended_frames, 2_000);
         // 2 000 frames/s per port.
-        assert!(rep.ports.iter().all(|p| p.intended_fps == Some(2_000.0)), "{:?}", rep.ports);
-        assert!(r.offered_frames > 0 && r.received_frames <= r.offered_frames, "{r:?}");
-        assert_eq!(r.tester_limited, rep.tester_limited || (r.offered_frames as f64) < 2_000.0 * 0.999);
+        assert!(
+            rep.ports.iter().all(|p| p.intended_fps == Some(2_000.0)),
+            "{:?}",
+            rep.ports
+        );
+        assert!(
+            r.offered_frames > 0 && r.received_frames <= r.offered_frames,
+            "{r:?}"
+        );
+        assert_eq!(
+            r.tester_limited,
+            rep.tester_limited || (r.offered_frames as f64) < 2_000.0 * 0.999
+        );
         // Both streams came back through testpmd.
-        assert!(rep.streams.iter().all(|s| s.rx.rx_unique > 0), "{:?}", rep.streams);
+        assert!(
+            rep.streams.iter().all(|s| s.rx.rx_unique > 0),
+            "{:?}",
+            rep.streams
+        );
         let lat = r.latency.clone().expect("latency measured");
-        assert!(lat.samples > 0 && lat.min_ns > 0.0 && lat.min_ns <= lat.max_ns, "{lat:?}");
+        assert!(
+            lat.samples > 0 && lat.min_ns > 0.0 && lat.min_ns <= lat.max_ns,
+            "{lat:?}"
+        );
 
         // A back-to-back burst.
         let b = m.burst(200).unwrap();
@@ -63,7 +82,10 @@ fn gen_measurer_trial_burst_and_search_through_testpmd_io() {
             }
         };
         assert!(!res.trials.is_empty());
-        assert!(res.trials.iter().all(|t| t.received_frames <= t.offered_frames));
+        assert!(res
+            .trials
+            .iter()
+            .all(|t| t.received_frames <= t.offered_frames));
         // The search ends with a throughput, or says the tester was the limit (the unoptimised
         // generator on a busy CI host can fall short of even a few kpps); it must never turn a
         // tester shortfall into DUT loss.
@@ -71,8 +93,16 @@ fn gen_measurer_trial_burst_and_search_through_testpmd_io() {
             for r in m.reports() {
                 eprintln!(
                     "trial: tx {} rx {} lost {} dup {} foreign {} limited {} ports {:?}",
-                    r.tx, r.rx, r.lost, r.duplicated, r.foreign, r.tester_limited,
-                    r.ports.iter().map(|p| (p.tx, p.rx_ours, p.foreign, p.port_stats)).collect::<Vec<_>>()
+                    r.tx,
+                    r.rx,
+                    r.lost,
+                    r.duplicated,
+                    r.foreign,
+                    r.tester_limited,
+                    r.ports
+                        .iter()
+                        .map(|p| (p.tx, p.rx_ours, p.foreign, p.port_stats))
+                        .collect::<Vec<_>>()
                 );
             }
             panic!("no throughput found: {res:?}");
@@ -97,13 +127,19 @@ fn gen_measurer_over_veth_through_the_linux_bridge() {
         .unwrap()
         .warmup(Duration::from_millis(100))
         .drain(Duration::from_millis(300));
-    let r = m.trial(Load::fps(2_000.0), Duration::from_millis(500)).unwrap();
+    let r = m
+        .trial(Load::fps(2_000.0), Duration::from_millis(500))
+        .unwrap();
     assert!(r.offered_frames > 0, "{r:?}");
     assert!(r.received_frames <= r.offered_frames, "{r:?}");
     // At 1 000 frames/s per direction the kernel bridge loses nothing on an idle machine; allow
     // 1 % for a loaded CI host, which still proves both directions crossed the bridge.
     assert!(r.received_frames * 100 >= r.offered_frames * 99, "{r:?}");
     let rep = m.reports().last().unwrap();
-    assert!(rep.streams.iter().all(|s| s.rx.rx_unique > 0), "{:?}", rep.streams);
+    assert!(
+        rep.streams.iter().all(|s| s.rx.rx_unique > 0),
+        "{:?}",
+        rep.streams
+    );
     assert!(r.latency.as_ref().is_some_and(|l| l.samples > 0));
 }

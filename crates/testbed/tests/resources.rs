@@ -9,7 +9,14 @@ use vecswitch_testbed::{
 };
 
 fn netns_list() -> String {
-    String::from_utf8(Command::new("ip").args(["netns", "list"]).output().unwrap().stdout).unwrap()
+    String::from_utf8(
+        Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
 }
 
 fn ns_has_link(ns: &str, ifname: &str) -> bool {
@@ -42,7 +49,9 @@ fn netns_and_veth_guards_create_and_remove() {
         .unwrap();
         // IPv6 is off inside the namespace (no stray RS/MLD frames on test links).
         assert_eq!(
-            a.exec("sysctl", &["-n", "net.ipv6.conf.x0.disable_ipv6"]).unwrap().trim(),
+            a.exec("sysctl", &["-n", "net.ipv6.conf.x0.disable_ipv6"])
+                .unwrap()
+                .trim(),
             "1"
         );
         let mac = a.mac("x0").unwrap();
@@ -100,7 +109,10 @@ fn run_in_enters_the_namespace_on_its_own_thread() {
         .unwrap();
     assert_ne!(inside, outside);
     // The caller's thread did not move.
-    assert_eq!(std::fs::read_link("/proc/thread-self/ns/net").unwrap(), outside);
+    assert_eq!(
+        std::fs::read_link("/proc/thread-self/ns/net").unwrap(),
+        outside
+    );
     // And it is the namespace's inode.
     use std::os::unix::fs::MetadataExt;
     let ino = std::fs::metadata(ns.path()).unwrap().ino();
@@ -114,7 +126,10 @@ fn cleanup_stale_removes_dead_runs_only() {
     c.wait().unwrap();
     let dead = c.id();
     let stale = format!("{DEFAULT_PREFIX}{dead}-0-stale");
-    Command::new("ip").args(["netns", "add", &stale]).status().unwrap();
+    Command::new("ip")
+        .args(["netns", "add", &stale])
+        .status()
+        .unwrap();
     // A process left running inside it, as a crashed run would leave a DUT.
     let mut orphan = Command::new("ip")
         .args(["netns", "exec", &stale, "sleep", "600"])
@@ -125,11 +140,15 @@ fn cleanup_stale_removes_dead_runs_only() {
     let live_id = RunId::new();
     let live = Netns::create(&format!("{live_id}-live")).unwrap();
 
-    vecswitch_testbed::wait_for("orphan inside the stale namespace", Duration::from_secs(5), || {
-        vecswitch_testbed::cmd::run("ip", &["netns", "pids", &stale])
-            .map(|o| !o.trim().is_empty())
-            .unwrap_or(false)
-    })
+    vecswitch_testbed::wait_for(
+        "orphan inside the stale namespace",
+        Duration::from_secs(5),
+        || {
+            vecswitch_testbed::cmd::run("ip", &["netns", "pids", &stale])
+                .map(|o| !o.trim().is_empty())
+                .unwrap_or(false)
+        },
+    )
     .unwrap();
     let report = cleanup_stale(DEFAULT_PREFIX);
     assert!(report.namespaces.contains(&stale), "{report:?}");
@@ -160,14 +179,23 @@ fn phy2phy_veth_topology_is_built_and_removed() {
             assert!(tb.dut_netns().oper_up(&format!("dut{i}")));
             // RPS: generator ends on the generator CPU, DUT ends on the DUT CPU.
             let rps = |ns: &Netns, ifname: &str| {
-                ns.exec("cat", &[&format!("/sys/class/net/{ifname}/queues/rx-0/rps_cpus")])
-                    .unwrap()
-                    .trim()
-                    .trim_start_matches('0')
-                    .to_string()
+                ns.exec(
+                    "cat",
+                    &[&format!("/sys/class/net/{ifname}/queues/rx-0/rps_cpus")],
+                )
+                .unwrap()
+                .trim()
+                .trim_start_matches('0')
+                .to_string()
             };
-            assert_eq!(rps(gen, &format!("gen{i}")), format!("{:x}", 1u64 << w.cores.generator));
-            assert_eq!(rps(tb.dut_netns(), &format!("dut{i}")), format!("{:x}", 1u64 << w.cores.dut));
+            assert_eq!(
+                rps(gen, &format!("gen{i}")),
+                format!("{:x}", 1u64 << w.cores.generator)
+            );
+            assert_eq!(
+                rps(tb.dut_netns(), &format!("dut{i}")),
+                format!("{:x}", 1u64 << w.cores.dut)
+            );
         }
         assert!(run_dir.is_dir());
     }
@@ -199,12 +227,19 @@ fn a_panicking_test_still_removes_processes_and_namespaces() {
         tb.start(Box::new(TestpmdDut::new())).unwrap();
         let pl = tb.placement(vecswitch_testbed::generator_placement());
         let pid = pl.processes.iter().find(|p| p.role == "dut").unwrap().pid;
-        *seen.lock().unwrap() = Some((pid, tb.wiring().dut_netns.clone(), tb.wiring().run_dir.clone()));
+        *seen.lock().unwrap() = Some((
+            pid,
+            tb.wiring().dut_netns.clone(),
+            tb.wiring().run_dir.clone(),
+        ));
         panic!("simulated test failure");
     }));
     assert!(r.is_err());
     let (pid, ns, run_dir) = seen.lock().unwrap().clone().unwrap();
-    assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "testpmd {pid} survived");
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "testpmd {pid} survived"
+    );
     assert!(!netns_list().contains(&ns));
     // The run directory is kept for its logs (panicking), and a later cleanup_stale of a dead run
     // would remove it; this one belongs to a live process, so remove it here.

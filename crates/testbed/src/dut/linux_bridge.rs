@@ -71,8 +71,17 @@ impl Dut for LinuxBridgeDut {
             crate::cmd::run(
                 "ip",
                 &[
-                    "-n", ns, "link", "add", &br, "type", "bridge", "stp_state", "0",
-                    "forward_delay", "0",
+                    "-n",
+                    ns,
+                    "link",
+                    "add",
+                    &br,
+                    "type",
+                    "bridge",
+                    "stp_state",
+                    "0",
+                    "forward_delay",
+                    "0",
                 ],
             )?;
             self.bridges.push(br.clone());
@@ -115,7 +124,10 @@ impl Dut for LinuxBridgeDut {
         };
         let mut batch = String::with_capacity(n as usize * 48);
         for i in 0..n {
-            batch.push_str(&format!("fdb add {} dev {ifname} master static\n", scale_mac(i)));
+            batch.push_str(&format!(
+                "fdb add {} dev {ifname} master static\n",
+                scale_mac(i)
+            ));
         }
         let path = w.run_dir.join("fdb.batch");
         std::fs::write(&path, batch).map_err(|source| Error::Io {

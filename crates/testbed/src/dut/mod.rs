@@ -131,12 +131,14 @@ impl DutKind {
     /// A fresh driver.
     pub fn build(&self) -> Box<dyn Dut> {
         match self {
-            DutKind::VecswitchXconnect { bin } => {
-                Box::new(vecswitch::VecswitchDut::new(bin.clone(), vecswitch::Mode::Xconnect))
-            }
-            DutKind::VecswitchBridge { bin } => {
-                Box::new(vecswitch::VecswitchDut::new(bin.clone(), vecswitch::Mode::Bridge))
-            }
+            DutKind::VecswitchXconnect { bin } => Box::new(vecswitch::VecswitchDut::new(
+                bin.clone(),
+                vecswitch::Mode::Xconnect,
+            )),
+            DutKind::VecswitchBridge { bin } => Box::new(vecswitch::VecswitchDut::new(
+                bin.clone(),
+                vecswitch::Mode::Bridge,
+            )),
             DutKind::LinuxBridge => Box::new(linux_bridge::LinuxBridgeDut::new()),
             DutKind::Ovs => Box::new(ovs::OvsDut::new()),
             DutKind::TestpmdIo => Box::new(testpmd::TestpmdDut::new()),
@@ -191,12 +193,22 @@ mod tests {
 
     #[test]
     fn names_parse_and_build() {
-        for n in ["vecswitch-xconnect", "vecswitch-bridge", "linux-bridge", "ovs", "testpmd-io", "ovs-dpdk"] {
+        for n in [
+            "vecswitch-xconnect",
+            "vecswitch-bridge",
+            "linux-bridge",
+            "ovs",
+            "testpmd-io",
+            "ovs-dpdk",
+        ] {
             let k = DutKind::parse(n, "/bin/vecswitch".into()).unwrap();
             assert_eq!(k.build().name(), n);
         }
         assert_eq!(Scale::parse("flows", 10).unwrap(), Scale::Flows(10));
-        assert_eq!(Scale::parse("mac-entries", 7).unwrap(), Scale::MacEntries(7));
+        assert_eq!(
+            Scale::parse("mac-entries", 7).unwrap(),
+            Scale::MacEntries(7)
+        );
         let e = Scale::parse("vlans", 1).unwrap_err().to_string();
         assert!(e.contains("vlans") && e.contains("mac-entries"), "{e}");
         let e = DutKind::parse("vpp", "/x".into()).unwrap_err().to_string();

@@ -98,7 +98,14 @@ impl OvsDut {
     fn add_port(&mut self, br: &str, ifname: &str) -> Result<String> {
         if !self.no_afxdp {
             self.vsctl(&[
-                "add-port", br, ifname, "--", "set", "interface", ifname, "type=afxdp",
+                "add-port",
+                br,
+                ifname,
+                "--",
+                "set",
+                "interface",
+                ifname,
+                "type=afxdp",
             ])?;
             let err = self
                 .vsctl(&["get", "interface", ifname, "error"])
@@ -107,12 +114,15 @@ impl OvsDut {
                 .vsctl(&["get", "interface", ifname, "ofport"])
                 .unwrap_or_default();
             let err = err.trim().trim_matches('"');
-            if (err.is_empty() || err == "[]")
-                && ofport.trim().parse::<i64>().is_ok_and(|p| p > 0)
+            if (err.is_empty() || err == "[]") && ofport.trim().parse::<i64>().is_ok_and(|p| p > 0)
             {
                 return Ok("afxdp".into());
             }
-            tracing::warn!(ifname, err, "afxdp port failed; falling back to a system port");
+            tracing::warn!(
+                ifname,
+                err,
+                "afxdp port failed; falling back to a system port"
+            );
             self.vsctl(&["del-port", br, ifname])?;
         }
         self.vsctl(&["add-port", br, ifname])?;
@@ -150,12 +160,21 @@ impl Dut for OvsDut {
                 "this OVS build has no memif port; use phy2phy-veth (ovs-dpdk would need net_memif)",
             ));
         }
-        for p in ["ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl", "ovs-ofctl", "ovs-appctl"] {
+        for p in [
+            "ovsdb-tool",
+            "ovsdb-server",
+            "ovs-vswitchd",
+            "ovs-vsctl",
+            "ovs-ofctl",
+            "ovs-appctl",
+        ] {
             if !crate::cmd::have(p) {
                 return Err(Error::Unsupported {
                     dut: self.name().into(),
                     what: "this machine".into(),
-                    why: format!("{p} not found; install the Debian package openvswitch-switch (make setup)"),
+                    why: format!(
+                        "{p} not found; install the Debian package openvswitch-switch (make setup)"
+                    ),
                 });
             }
         }
@@ -169,7 +188,11 @@ impl Dut for OvsDut {
         self.dir = Some(dir.clone());
         crate::cmd::run("ovsdb-tool", &["create", &format!("{d}/conf.db"), SCHEMA])?;
         let cpus = Some(vec![w.cores.dut]);
-        let env = [("OVS_RUNDIR", d.as_str()), ("OVS_DBDIR", d.as_str()), ("OVS_LOGDIR", d.as_str())];
+        let env = [
+            ("OVS_RUNDIR", d.as_str()),
+            ("OVS_DBDIR", d.as_str()),
+            ("OVS_LOGDIR", d.as_str()),
+        ];
         let mut spec = ProcessSpec::new("dut-ovsdb-server", "ovsdb-server")
             .args([
                 format!("{d}/conf.db"),
@@ -188,7 +211,10 @@ impl Dut for OvsDut {
         self.ovsdb = Some(db);
         r?;
         self.vsctl(&["--no-wait", "init"])?;
-        let mask = format!("other_config:pmd-cpu-mask=0x{:x}", CorePlan::mask(w.cores.dut));
+        let mask = format!(
+            "other_config:pmd-cpu-mask=0x{:x}",
+            CorePlan::mask(w.cores.dut)
+        );
         self.vsctl(&["--no-wait", "set", "Open_vSwitch", ".", &mask])?;
         let mut spec = ProcessSpec::new("dut-ovs-vswitchd", "ovs-vswitchd")
             .args([
@@ -209,7 +235,13 @@ impl Dut for OvsDut {
         for (n, (a, b)) in w.pairs.iter().enumerate() {
             let br = format!("br{n}");
             self.vsctl(&[
-                "add-br", &br, "--", "set", "bridge", &br, "datapath_type=netdev",
+                "add-br",
+                &br,
+                "--",
+                "set",
+                "bridge",
+                &br,
+                "datapath_type=netdev",
             ])?;
             self.bridges.push(br.clone());
             let mut names = Vec::new();
@@ -222,8 +254,16 @@ impl Dut for OvsDut {
                 names.push(ifname.clone());
             }
             self.ofctl(&["del-flows", &br])?;
-            self.ofctl(&["add-flow", &br, &format!("in_port={},actions=output:{}", names[0], names[1])])?;
-            self.ofctl(&["add-flow", &br, &format!("in_port={},actions=output:{}", names[1], names[0])])?;
+            self.ofctl(&[
+                "add-flow",
+                &br,
+                &format!("in_port={},actions=output:{}", names[0], names[1]),
+            ])?;
+            self.ofctl(&[
+                "add-flow",
+                &br,
+                &format!("in_port={},actions=output:{}", names[1], names[0]),
+            ])?;
         }
         Ok(())
     }
@@ -241,7 +281,10 @@ impl Dut for OvsDut {
                 c.stop(Duration::from_secs(3));
             }
             if self.ovsdb.is_some() {
-                run_quiet("ovs-appctl", &["-t", &format!("{d}/ovsdb-server.ctl"), "exit"]);
+                run_quiet(
+                    "ovs-appctl",
+                    &["-t", &format!("{d}/ovsdb-server.ctl"), "exit"],
+                );
             }
             if let Some(mut c) = self.ovsdb.take() {
                 c.stop(Duration::from_secs(3));
@@ -260,11 +303,15 @@ impl Dut for OvsDut {
                 why: "the ovs driver programs port-to-port flows; scale it with Flows(n)".into(),
             });
         };
-        let br = self.bridges.first().cloned().ok_or_else(|| Error::Invalid {
-            field: "ovs state",
-            value: "no bridge".into(),
-            expected: "configure_scale after setup".into(),
-        })?;
+        let br = self
+            .bridges
+            .first()
+            .cloned()
+            .ok_or_else(|| Error::Invalid {
+                field: "ovs state",
+                value: "no bridge".into(),
+                expected: "configure_scale after setup".into(),
+            })?;
         let mut rules = String::with_capacity(n as usize * 64);
         for i in 0..n {
             // Higher priority than the port rules, but matching MACs the generator never sends.
@@ -286,7 +333,10 @@ impl Dut for OvsDut {
     fn processes(&self) -> Vec<PlacedProcess> {
         let mut v = Vec::new();
         if let Some(c) = &self.vswitchd {
-            v.push(placed(c, "main thread and PMD threads (pmd-cpu-mask) on the DUT CPU"));
+            v.push(placed(
+                c,
+                "main thread and PMD threads (pmd-cpu-mask) on the DUT CPU",
+            ));
         }
         if let Some(c) = &self.ovsdb {
             v.push(placed(c, "database server, idle while forwarding"));

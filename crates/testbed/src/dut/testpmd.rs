@@ -153,7 +153,9 @@ impl Dut for TestpmdDut {
             return Err(crate::Error::Unsupported {
                 dut: self.name().into(),
                 what: "this machine".into(),
-                why: format!("{TESTPMD} not found; install the Debian package dpdk-dev (make setup)"),
+                why: format!(
+                    "{TESTPMD} not found; install the Debian package dpdk-dev (make setup)"
+                ),
             });
         }
         let prefix = format!("{}-dut", w.run_id);
@@ -165,7 +167,12 @@ impl Dut for TestpmdDut {
             .iter()
             .flat_map(|&(a, b)| [&w.dut_ports[a], &w.dut_ports[b]])
             .collect();
-        args.extend(ordered.iter().enumerate().filter_map(|(i, p)| memif_vdev(i, p)));
+        args.extend(
+            ordered
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| memif_vdev(i, p)),
+        );
         args.extend(app_args("io"));
         // Line-buffered stdout, so that "Press enter to exit" (forwarding started) reaches the
         // log at once instead of at exit.
@@ -196,7 +203,12 @@ impl Dut for TestpmdDut {
     fn processes(&self) -> Vec<PlacedProcess> {
         self.child
             .iter()
-            .map(|c| placed(c, "main lcore waits on stdin; forwarding lcore polls; both pinned to the DUT CPU"))
+            .map(|c| {
+                placed(
+                    c,
+                    "main lcore waits on stdin; forwarding lcore polls; both pinned to the DUT CPU",
+                )
+            })
             .collect()
     }
 

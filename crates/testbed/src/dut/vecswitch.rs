@@ -42,7 +42,11 @@ pub fn config_toml(
     worker_cpu: Option<usize>,
 ) -> String {
     let mut s = String::from("# written by vecswitch-testbed\n[switch]\n");
-    let _ = writeln!(s, "control_socket = {}", toml_str(&control_socket.display().to_string()));
+    let _ = writeln!(
+        s,
+        "control_socket = {}",
+        toml_str(&control_socket.display().to_string())
+    );
     if let Some(cpu) = worker_cpu {
         let _ = writeln!(s, "worker_cpu = {cpu}");
     }
@@ -96,7 +100,19 @@ pub fn wait_ready(bin: &Path, child: &mut ChildGuard, ctl: &Path, ports: &[PortE
     let mut last = String::new();
     let r = crate::cmd::wait_for_result(&what, Duration::from_secs(20), || {
         child.check_alive()?;
-        let Ok(out) = crate::cmd::run(&bin, &["ctl", "--socket", &sock, "--json", "--timeout", "5", "show", "ports"]) else {
+        let Ok(out) = crate::cmd::run(
+            &bin,
+            &[
+                "ctl",
+                "--socket",
+                &sock,
+                "--json",
+                "--timeout",
+                "5",
+                "show",
+                "ports",
+            ],
+        ) else {
             return Ok(false);
         };
         last = out.clone();
@@ -164,7 +180,11 @@ impl Dut for VecswitchDut {
 
     fn describe(&self) -> String {
         let bin = self.bin.display().to_string();
-        format!("{} ({})", version_line(&bin, &["--version"]), crate::dut::kernel())
+        format!(
+            "{} ({})",
+            version_line(&bin, &["--version"]),
+            crate::dut::kernel()
+        )
     }
 
     fn setup(&mut self, w: &Wiring) -> Result<()> {
@@ -172,7 +192,9 @@ impl Dut for VecswitchDut {
             return Err(Error::Invalid {
                 field: "vecswitch binary",
                 value: self.bin.display().to_string(),
-                expected: "the path of a built `vecswitch` executable (cargo build -p vecswitch-cli)".into(),
+                expected:
+                    "the path of a built `vecswitch` executable (cargo build -p vecswitch-cli)"
+                        .into(),
             });
         }
         let ctl = w.run_dir.join("dut.ctl");
@@ -186,7 +208,11 @@ impl Dut for VecswitchDut {
         self.config = Some(path.clone());
         self.wiring = Some(w.clone());
         let spec = ProcessSpec::new("dut-vecswitch", &self.bin.display().to_string())
-            .args(["run".to_string(), "--config".into(), path.display().to_string()])
+            .args([
+                "run".to_string(),
+                "--config".into(),
+                path.display().to_string(),
+            ])
             .netns(Some(&w.dut_netns))
             .cpus(Some(vec![w.cores.dut]));
         let mut child = ChildGuard::spawn(&spec, &w.run_dir)?;
@@ -215,7 +241,9 @@ impl Dut for VecswitchDut {
             return Err(unsupported("vecswitch has MAC tables, not flow tables"));
         };
         if self.mode != Mode::Bridge {
-            return Err(unsupported("a cross-connect has no MAC table; use vecswitch-bridge"));
+            return Err(unsupported(
+                "a cross-connect has no MAC table; use vecswitch-bridge",
+            ));
         }
         let (Some(w), Some(path)) = (self.wiring.clone(), self.config.clone()) else {
             return Err(Error::Invalid {
@@ -226,7 +254,11 @@ impl Dut for VecswitchDut {
         };
         let ctl = w.run_dir.join("dut.ctl");
         let mut toml = config_toml(&w.dut_ports, &w.pairs, self.mode, &ctl, Some(w.cores.dut));
-        let port = w.pairs.last().map(|p| w.dut_ports[p.1].name().to_string()).unwrap_or_default();
+        let port = w
+            .pairs
+            .last()
+            .map(|p| w.dut_ports[p.1].name().to_string())
+            .unwrap_or_default();
         for i in 0..n {
             let _ = write!(
                 toml,
@@ -288,7 +320,13 @@ mod tests {
                 mac: "02:00:00:00:00:01".into(),
             },
         ];
-        let t = config_toml(&ports, &[(0, 1)], Mode::Xconnect, Path::new("/r/dut.ctl"), Some(1));
+        let t = config_toml(
+            &ports,
+            &[(0, 1)],
+            Mode::Xconnect,
+            Path::new("/r/dut.ctl"),
+            Some(1),
+        );
         let expected = "\
 # written by vecswitch-testbed
 [switch]
@@ -338,7 +376,10 @@ ports = [\"phy0\", \"dut1\"]
         };
         assert!(ports_ready(&ans("down", "up"), &ports));
         assert!(!ports_ready(&ans("up", "down"), &ports));
-        assert!(!ports_ready(r#"{"ok":true,"data":[{"name":"phy0","link":"up"}]}"#, &ports));
+        assert!(!ports_ready(
+            r#"{"ok":true,"data":[{"name":"phy0","link":"up"}]}"#,
+            &ports
+        ));
         assert!(!ports_ready("not json", &ports));
     }
 
@@ -352,9 +393,21 @@ ports = [\"phy0\", \"dut1\"]
                 role: MemifRole::Server,
             })
             .collect();
-        let t = config_toml(&ports, &[(0, 2), (3, 1)], Mode::Bridge, Path::new("/c"), None);
-        assert!(t.contains("[[bridge]]\nname = \"br0\"\nports = [\"p0\", \"p2\"]"), "{t}");
-        assert!(t.contains("[[bridge]]\nname = \"br1\"\nports = [\"p3\", \"p1\"]"), "{t}");
+        let t = config_toml(
+            &ports,
+            &[(0, 2), (3, 1)],
+            Mode::Bridge,
+            Path::new("/c"),
+            None,
+        );
+        assert!(
+            t.contains("[[bridge]]\nname = \"br0\"\nports = [\"p0\", \"p2\"]"),
+            "{t}"
+        );
+        assert!(
+            t.contains("[[bridge]]\nname = \"br1\"\nports = [\"p3\", \"p1\"]"),
+            "{t}"
+        );
         assert!(!t.contains("worker_cpu"));
     }
 }
