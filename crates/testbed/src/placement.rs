@@ -20,9 +20,22 @@ pub struct CorePlan {
 
 impl CorePlan {
     /// Generator on CPU 0, DUT and VNF on CPU 1 — or everything on CPU 0 on a 1-CPU machine.
+    /// Counts the machine's online CPUs, not this thread's affinity: the generator pins the
+    /// thread that runs trials, and a later topology built from that thread must still put the
+    /// DUT on its own CPU.
     pub fn for_this_machine() -> CorePlan {
-        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let other = if n >= 2 { 1 } else { 0 };
+        let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
+            .map(|s| parse_cpu_list(s.trim()))
+            .unwrap_or_default();
+        let has = |c: usize| online.contains(&c);
+        let other = if online.is_empty() {
+            // No sysfs: fall back to what this thread may use.
+            usize::from(std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2)
+        } else if has(0) && has(1) {
+            1
+        } else {
+            0
+        };
         CorePlan {
             generator: 0,
             dut: other,
@@ -134,6 +147,16 @@ mod tests {
             cpus: cpus.iter().map(|s| s.to_string()).collect(),
             note: String::new(),
         }
+    }
+
+    #[test]
+    fn plan_ignores_the_callers_affinity() {
+        let before = CorePlan::for_this_machine();
+        // Pin this test thread to CPU 0, as the generator pins its thread.
+        let mut set = nix::sched::CpuSet::new();
+        set.set(0).unwrap();
+        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).unwrap();
+        assert_eq!(CorePlan::for_this_machine(), before);
     }
 
     #[test]
