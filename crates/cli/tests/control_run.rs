@@ -247,6 +247,15 @@ fn control_socket_is_0660_and_shows_work() {
     assert!(mac.contains("02:00:00:00:00:01") && mac.contains("static"), "{mac}");
     assert!(sw.ok("show bridge").contains("br0"));
     assert!(sw.ok("show buffers").contains("4096"));
+    let v = sw.json("show version");
+    assert_eq!(v["ports"], 3);
+    assert_eq!(
+        v["changes_applied"],
+        3 + 1 + 1 + 1 + 2,
+        "3 ports, a bridge, a member, a static MAC, 2 directions"
+    );
+    assert!(v["config"].as_str().unwrap().ends_with("switch.toml"));
+    assert!(sw.ok("show version").starts_with("vecswitch "));
     assert!(sw.ok("show xconnect").contains("p0    p1"));
 
     let v = sw.json("show ports");

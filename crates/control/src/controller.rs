@@ -91,6 +91,9 @@ pub struct Controller {
     factory: Arc<PortFactory>,
     running: Config,
     config_path: Option<PathBuf>,
+    started: std::time::Instant,
+    /// Changes applied since start (the initial build included), for `show version`.
+    applied: u64,
 }
 
 impl std::fmt::Debug for Controller {
@@ -119,6 +122,8 @@ impl Controller {
             factory,
             running: empty,
             config_path,
+            started: std::time::Instant::now(),
+            applied: 0,
         };
         c.set_config(config)?;
         Ok(c)
@@ -172,6 +177,7 @@ impl Controller {
         })
         .map_err(ControlError::Worker)??;
         self.running = new;
+        self.applied += changes.len() as u64;
         Ok(changes)
     }
 
@@ -265,6 +271,18 @@ impl Controller {
             Request::Show {
                 what: ShowWhat::Config, ..
             } => serde_json::to_value(&self.running).map_err(|e| ControlError::Worker(e.to_string())),
+            Request::Show {
+                what: ShowWhat::Version,
+                ..
+            } => Ok(serde_json::json!({
+                "version": env!("CARGO_PKG_VERSION"),
+                "config": self.config_path.as_ref().map(|p| p.display().to_string()),
+                "uptime_s": self.started.elapsed().as_secs(),
+                "changes_applied": self.applied,
+                "ports": self.running.ports.len(),
+                "bridges": self.running.bridges.len(),
+                "xconnects": self.running.xconnect_directions().len(),
+            })),
             Request::Show { what, bridge } => {
                 if let Some(b) = &bridge {
                     if !matches!(what, ShowWhat::Bridge | ShowWhat::Mac) {

@@ -35,11 +35,13 @@ pub enum ShowWhat {
     Trace,
     /// The running config (TOML-equivalent JSON).
     Config,
+    /// Version, config file, uptime, changes applied.
+    Version,
 }
 
 impl ShowWhat {
     /// Every accepted value, for error messages and help.
-    pub const ALL: &'static str = "ports, bridge, mac, xconnect, runtime, errors, buffers, trace, config";
+    pub const ALL: &'static str = "ports, bridge, mac, xconnect, runtime, errors, buffers, trace, config, version";
 
     /// Parses a word as `ctl show WORD` takes it.
     pub fn from_word(w: &str) -> Option<ShowWhat> {

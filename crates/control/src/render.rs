@@ -358,6 +358,16 @@ pub fn render(req: &Request, data: &Value) -> String {
             ShowWhat::Buffers => buffers(data),
             ShowWhat::Trace => trace(data),
             ShowWhat::Config => config(data),
+            ShowWhat::Version => format!(
+                "vecswitch {}\nconfig: {}\nuptime: {} s\nchanges applied: {}\nports: {}, bridges: {}, xconnect directions: {}\n",
+                cell(data, "version"),
+                cell(data, "config"),
+                cell(data, "uptime_s"),
+                cell(data, "changes_applied"),
+                cell(data, "ports"),
+                cell(data, "bridges"),
+                cell(data, "xconnects"),
+            ),
         },
         Request::CaptureStop { .. } => format!(
             "{}: {} frames captured{}\n",

@@ -102,7 +102,7 @@ impl Dataplane for Switch {
             ShowWhat::Buffers => json(self.show_buffers()),
             ShowWhat::Trace => json(self.show_trace()),
             // Answered by the controller from the running config, never by the dataplane.
-            ShowWhat::Config => Err("show config is answered by the controller".into()),
+            ShowWhat::Config | ShowWhat::Version => Err("answered by the controller, not the dataplane".into()),
         }
     }
     fn clear_counters(&mut self) {
