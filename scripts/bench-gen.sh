@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# The generator's maximum rate on one core, against DPDK testpmd txonly as the peer, same run,
+# interleaved (A B A B ...):
+#
+#   scripts/bench-gen.sh [SECONDS] [REPS]          (defaults 10 s, 5 repetitions)
+#
+# memif (always): sender on CPU 0 (memif client), testpmd rxonly on CPU 1 (memif server, both
+# lcores); the rate is rxonly's Rx-pps sampled once a second after WARMUP (env, default 3 s).
+#   gen-64        vecswitch gen --size 64 --rate max                 (64-byte frames with FCS)
+#   txonly-64     testpmd --forward-mode=txonly --txpkts=60          (the same 64-byte frames)
+#   gen-imix      vecswitch gen --size imix --rate max               (64/570/1518 B, 7:4:1, mean 353.8 B)
+#   txonly-350    testpmd txonly --txpkts=350: testpmd has no IMIX, so the peer sends frames of
+#                 IMIX's mean size (354 B with FCS) — same bytes/s at the same frame rate, not
+#                 the same size mix
+# AF_PACKET over a veth pair (env AFP=1, default 1): a network namespace made by this script with
+# a veth pair va <-> vb; receive side: testpmd rxonly on vb with DPDK's net_af_packet PMD on CPU 1,
+# with RPS steering vb's receive work to CPU 1; senders on CPU 0 on va:
+#   afp-gen-64    vecswitch gen --port afp:va@/run/netns/NS --size 64 --rate max
+#   afp-txonly-64 testpmd txonly --txpkts=60 with net_af_packet on va (DPDK's own AF_PACKET sender:
+#                 the same kernel interface, a different user-space sender)
+#
+# Output: results-bench/gen-*/samples.csv and table.md; a Markdown table on stdout.
+set -euo pipefail
+source "$(dirname "$0")/bench-lib.sh"
+
+SECS="${1:-10}"
+REPS="${2:-5}"
+WARMUP="${WARMUP:-3}"
+AFP="${AFP:-1}"
+CASES="${CASES:-gen-64 txonly-64 gen-imix txonly-350}"
+[[ "$AFP" == 1 ]] && CASES="$CASES afp-gen-64 afp-txonly-64"
+[[ "$SECS" =~ ^[1-9][0-9]*$ ]] || die "SECONDS = '$SECS': accepted a whole number of seconds >= 1"
+[[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "REPS = '$REPS': accepted a whole number >= 1"
+for c in $CASES; do
+    case "$c" in gen-64 | txonly-64 | gen-imix | txonly-350 | afp-gen-64 | afp-txonly-64) ;;
+    *) die "CASES contains '$c': accepted gen-64, txonly-64, gen-imix, txonly-350, afp-gen-64, afp-txonly-64" ;;
+    esac
+done
+command -v "$TESTPMD" >/dev/null || die "$TESTPMD not found (make setup installs dpdk-dev)"
+
+bench_init gen
+build_release
+machine_info | tee "$RESULTS/machine.md" >&2
+SOCK="$RUN/g.sock"
+
+NS="vsbench-gen-$$"
+if [[ " $CASES " == *" afp-"* ]]; then
+    ip netns add "$NS"
+    BENCH_NETNS+=("$NS")
+    ip -n "$NS" link add va type veth peer name vb
+    ip -n "$NS" link set va up
+    ip -n "$NS" link set vb up
+    # RPS: the receive work of vb on CPU 1 (the receiver's CPU), not on the sender's CPU 0.
+    ip netns exec "$NS" sh -c 'echo 2 > /sys/class/net/vb/queues/rx-0/rps_cpus'
+fi
+
+echo "case,rep,run_mpps,sample_min_mpps,sample_max_mpps,rx_packets_window,sender_offered_fps,tester_limited,samples" >"$RESULTS/samples.csv"
+declare -A RUNS MIDRUN
+
+run_case() { # CASE REP
+    local c="$1" rep="$2" gen_pid="" offered="" limited="" secs_total
+    log "run $rep/$REPS: $c"
+    rm -f "$SOCK"
+    secs_total=$((WARMUP + SECS + 3))
+    if [[ "$c" == afp-* ]]; then
+        PMD_WRAP=(ip netns exec "$NS")
+        pmd_start rx 1 "--vdev=net_af_packet0,iface=vb" -- --forward-mode=rxonly
+    else
+        PMD_WRAP=()
+        pmd_start rx 1 "--vdev=net_memif0,role=server,socket=$SOCK,socket-abstract=no,id=0" \
+            -- --forward-mode=rxonly
+    fi
+    pmd_cmd rx start
+    case "$c" in
+    gen-64 | gen-imix)
+        local size=64
+        [[ "$c" == gen-imix ]] && size=imix
+        bg_start "$RUN/gen.json" taskset -c 0 "$VECSWITCH" gen --port "memif:$SOCK:0:client" \
+            --size "$size" --rate max --duration "${secs_total}s" --drain 100ms --json
+        gen_pid=$BG_PID
+        ;;
+    afp-gen-64)
+        bg_start "$RUN/gen.json" taskset -c 0 "$VECSWITCH" gen --port "afp:va@/run/netns/$NS" \
+            --size 64 --rate max --duration "${secs_total}s" --drain 100ms --json
+        gen_pid=$BG_PID
+        ;;
+    txonly-64 | txonly-350)
+        local len=60
+        [[ "$c" == txonly-350 ]] && len=350
+        pmd_start tx 0 "--vdev=net_memif0,role=client,socket=$SOCK,socket-abstract=no,id=0" \
+            -- --forward-mode=txonly "--txpkts=$len"
+        pmd_cmd tx start
+        ;;
+    afp-txonly-64)
+        pmd_start tx 0 "--vdev=net_af_packet0,iface=va" -- --forward-mode=txonly --txpkts=60
+        pmd_cmd tx start
+        ;;
+    esac
+    [[ "$c" == afp-* ]] || pmd_wait_link rx
+    sleep "$WARMUP"
+    [[ -z "$gen_pid" ]] && pmd_stats tx # baseline of the sender's Tx-pps over the same window
+    sample_rx rx "$SECS"
+    if [[ -n "$gen_pid" ]]; then
+        # Let the generator finish its trial to get its report (offered rate, tester-limited).
+        local i
+        for ((i = 0; i < 100; i++)); do kill -0 "$gen_pid" 2>/dev/null || break; sleep 0.1; done
+        stop_pid "$gen_pid" 2
+        cp "$RUN/gen.json" "$RESULTS/gen-$c-$rep.json"
+        read -r offered limited < <(python3 -c '
+import json, sys
+t = open(sys.argv[1]).read()
+try:
+    r = json.loads(t[t.index("{"):])
+    print("%.0f %s" % (sum(p["offered_fps"] for p in r["ports"]), r["tester_limited"]))
+except Exception:
+    print("nan unknown")' "$RUN/gen.json")
+    else
+        pmd_stats tx
+        offered="$PMD_TXPPS"
+        limited="n/a"
+        pmd_quit tx
+        cp "$RUN/tx.log" "$RESULTS/tx-$c-$rep.log"
+    fi
+    pmd_quit rx
+    cp "$RUN/rx.log" "$RESULTS/rx-$c-$rep.log"
+    rm -f "$RUN"/*.in
+    local m smin smax
+    m=$(mean "${SAMPLE_LIST[@]}")
+    read -r _ smin smax < <(stats_line "${SAMPLE_LIST[@]}")
+    echo "$c,$rep,$m,$smin,$smax,$((SAMPLE_RX1 - SAMPLE_RX0)),$offered,$limited,${SAMPLE_LIST[*]}" >>"$RESULTS/samples.csv"
+    RUNS[$c]="${RUNS[$c]:-} $m"
+    MIDRUN[$c]="${MIDRUN[$c]:-no}"
+    [[ "$(bimodal_flag "${SAMPLE_LIST[@]}")" == yes ]] && MIDRUN[$c]=yes
+    log "  $c: $m Mpps received (per-second $smin .. $smax); sender offered $offered fps"
+}
+
+for ((rep = 1; rep <= REPS; rep++)); do
+    for c in $CASES; do run_case "$c" "$rep"; done
+done
+
+# ----- table ---------------------------------------------------------------------------------
+med_of() { # CASE -> median (or empty)
+    [[ -n "${RUNS[$1]:-}" ]] || return 0
+    # shellcheck disable=SC2086
+    stats_line ${RUNS[$1]} | cut -d' ' -f1
+}
+peer_of() {
+    case "$1" in
+    gen-64) echo txonly-64 ;; gen-imix) echo txonly-350 ;; afp-gen-64) echo afp-txonly-64 ;; *) echo "" ;;
+    esac
+}
+mean_bytes() { # CASE -> mean frame size with FCS
+    case "$1" in gen-imix) echo 353.83 ;; txonly-350) echo 354 ;; *) echo 64 ;; esac
+}
+{
+    echo "Generator maximum rate, $REPS interleaved runs of ${SECS} s (after ${WARMUP} s warm-up) per case; sender on CPU 0, testpmd rxonly on CPU 1. Rate = what rxonly received."
+    echo
+    echo "| sender | transport | median Mpps | min | max | Gbit/s L2 (median) | ratio to peer (median) | bimodal? | runs (Mpps) |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+    for c in $CASES; do
+        # shellcheck disable=SC2086
+        read -r med mn mx < <(stats_line ${RUNS[$c]})
+        p=$(peer_of "$c")
+        r="—"
+        if [[ -n "$p" && -n "${RUNS[$p]:-}" ]]; then
+            r="$(awk -v a="$med" -v b="$(med_of "$p")" 'BEGIN { printf "%.2f", a / b }') (vs $p)"
+        fi
+        tr_="memif"
+        [[ "$c" == afp-* ]] && tr_="AF_PACKET/veth"
+        gbps=$(awk -v m="$med" -v b="$(mean_bytes "$c")" 'BEGIN { printf "%.2f", m * b * 8 / 1000 }')
+        # shellcheck disable=SC2086
+        bi=$(bimodal_flag ${RUNS[$c]})
+        [[ "${MIDRUN[$c]}" == yes ]] && bi="$bi (within a run: yes)"
+        echo "| $c | $tr_ | $med | $mn | $mx | $gbps | $r | $bi | $(echo ${RUNS[$c]} | tr ' ' '/') |"
+    done
+    echo
+    machine_info
+} | tee "$RESULTS/table.md"

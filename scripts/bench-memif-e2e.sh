@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# End-to-end forwarding rate over memif: testpmd txonly -> DUT -> testpmd rxonly.
+#
+#   scripts/bench-memif-e2e.sh [SECONDS] [REPS]        (defaults 10 s, 5 repetitions)
+#
+# DUT cases (env CASES, default all four, run interleaved: rep 1 of each, rep 2 of each, ...):
+#   xconnect    vecswitch, two memif ports cross-connected (E-Line)
+#   bridge2     vecswitch bridge-domain; its MAC table holds 2 entries: the sender's MAC (learned)
+#               and the receiver's (static, the destination of every frame)
+#   bridge1m    the same bridge with 1,000,000 entries: the 2 above + 999,998 static entries that
+#               never occur in the traffic, loaded from the config file at start-up
+#   testpmd-io  DPDK testpmd --forward-mode=io between the same two memif ports (the
+#               speed-of-light forwarder on this transport: no lookup, no copy beyond memif's)
+#
+# Placement (2 CPUs): both endpoints (txonly and rxonly testpmd, each with its two lcores) on
+# CPU 0, the DUT on CPU 1. The endpoints share a core, so the rate can be endpoint-limited.
+# The DUT's two memif ports are servers on two sockets; the endpoints are clients (they create the
+# shared memory). Ring 1024, 2048-byte buffers, on both DUTs. Frames: txonly --txpkts=60 =
+# 64-byte frames with FCS, one flow, dst 02:00:00:00:00:02, src 02:00:00:00:00:01.
+#
+# Rate: testpmd rxonly's Rx-pps (computed by testpmd from its own TSC), sampled once a second over
+# the steady window after WARMUP (env, default 3 s); a run's rate is the mean of its samples.
+# Statistics are read before anything is stopped (memif counters reset when the peer goes).
+# Output: raw samples in results-bench/memif-e2e-*/samples.csv, a Markdown table on stdout (and in
+# table.md there).
+set -euo pipefail
+source "$(dirname "$0")/bench-lib.sh"
+
+SECS="${1:-10}"
+REPS="${2:-5}"
+WARMUP="${WARMUP:-3}"
+CASES="${CASES:-xconnect bridge2 bridge1m testpmd-io}"
+BIG_MACS="${BIG_MACS:-1000000}"
+RING="${RING:-16384}"
+case "$RING" in 256 | 512 | 1024 | 2048 | 4096 | 8192 | 16384) ;; *) die "RING = '$RING': accepted a power of two in 256..=16384" ;; esac
+RSIZE=$(awk -v r="$RING" 'BEGIN { print int(log(r) / log(2) + 0.5) }')
+[[ "$SECS" =~ ^[1-9][0-9]*$ ]] || die "SECONDS = '$SECS': accepted a whole number of seconds >= 1"
+[[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "REPS = '$REPS': accepted a whole number >= 1"
+for c in $CASES; do
+    case "$c" in xconnect | bridge2 | bridge1m | testpmd-io) ;;
+    *) die "CASES contains '$c': accepted xconnect, bridge2, bridge1m, testpmd-io" ;;
+    esac
+done
+command -v "$TESTPMD" >/dev/null || die "$TESTPMD not found (make setup installs dpdk-dev)"
+
+bench_init memif-e2e
+build_release
+machine_info | tee "$RESULTS/machine.md" >&2
+
+SRC_MAC=02:00:00:00:00:01
+DST_MAC=02:00:00:00:00:02
+SOCK_A="$RUN/a.sock"
+SOCK_B="$RUN/b.sock"
+CTL="$RUN/ctl.sock"
+
+# ----- vecswitch configs (written once) -------------------------------------------------------
+vs_config() { # MODE MACS
+    local mode="$1" macs="$2" f="$RUN/$1-$2.toml"
+    {
+        echo "[switch]"
+        echo "buffers = 16384"
+        echo "control_socket = \"$CTL\""
+        echo "worker_cpu = 1"
+        if ((macs > 500000)); then echo "mac_table_entries = 2097152"; fi
+        for p in 0 1; do
+            local s="$SOCK_A"
+            ((p == 1)) && s="$SOCK_B"
+            printf '\n[[port]]\nname = "memif%d"\ntype = "memif"\nsocket = "%s"\nid = 0\nrole = "server"\nring_size = %d\nmode = "polling"\n' "$p" "$s" "$RING"
+        done
+        if [[ "$mode" == xconnect ]]; then
+            printf '\n[[xconnect]]\nports = ["memif0", "memif1"]\n'
+        else
+            printf '\n[[bridge]]\nname = "bd1"\nports = ["memif0", "memif1"]\nlearn = true\nmac_age = 0\n'
+            printf '\n[[bridge.static_mac]]\nmac = "%s"\nport = "memif1"\n' "$DST_MAC"
+            # Fillers: 0a:xx:xx:xx:xx:xx (locally administered, unicast), never in the traffic,
+            # half on each port.
+            if ((macs > 2)); then
+                awk -v n="$((macs - 2))" 'BEGIN {
+                    for (i = 0; i < n; i++)
+                        printf "\n[[bridge.static_mac]]\nmac = \"0a:00:%02x:%02x:%02x:%02x\"\nport = \"memif%d\"\n",
+                            int(i / 16777216) % 256, int(i / 65536) % 256, int(i / 256) % 256, i % 256, i % 2
+                }'
+            fi
+        fi
+    } >"$f"
+    echo "$f"
+}
+
+declare -A CFG
+for c in $CASES; do
+    case "$c" in
+    xconnect) CFG[$c]="$(vs_config xconnect 0)" ;;
+    bridge2) CFG[$c]="$(vs_config bridge 2)" ;;
+    bridge1m) CFG[$c]="$(vs_config bridge "$BIG_MACS")" ;;
+    esac
+done
+
+# ----- one run ------------------------------------------------------------------------------------
+DUT_PID=""
+start_dut() { # CASE
+    local c="$1" t0 i
+    rm -f "$SOCK_A" "$SOCK_B" "$CTL"
+    if [[ "$c" == testpmd-io ]]; then
+        pmd_start dut 1 \
+            "--vdev=net_memif0,role=server,socket=$SOCK_A,socket-abstract=no,id=0" \
+            "--vdev=net_memif1,role=server,socket=$SOCK_B,socket-abstract=no,id=0" \
+            -- --forward-mode=io
+        pmd_cmd dut start
+        return 0
+    fi
+    t0=$(date +%s.%N)
+    bg_start "$RUN/dut.log" taskset -c 1 "$VECSWITCH" run --config "${CFG[$c]}"
+    DUT_PID=$BG_PID
+    # Ready when the control socket answers and both memif sockets exist (config applied).
+    for ((i = 0; i < 1200; i++)); do
+        if [[ -S "$SOCK_A" && -S "$SOCK_B" ]] &&
+            "$VECSWITCH" ctl --socket "$CTL" show ports >/dev/null 2>&1; then
+            DUT_READY_S=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+            return 0
+        fi
+        kill -0 "$DUT_PID" 2>/dev/null || { cat "$RUN/dut.log" >&2; die "vecswitch ($c) exited"; }
+        sleep 0.1
+    done
+    die "vecswitch ($c) not ready after 120 s"
+}
+
+stop_dut() { # CASE
+    if [[ "$1" == testpmd-io ]]; then
+        pmd_quit dut
+    else
+        stop_pid "$DUT_PID" 5
+    fi
+}
+
+echo "case,rep,run_mpps,sample_min_mpps,sample_max_mpps,rx_packets_window,tx_packets_total,samples" >"$RESULTS/samples.csv"
+declare -A RUNS
+
+run_case() { # CASE REP
+    local c="$1" rep="$2"
+    log "run $rep/$REPS: $c"
+    DUT_READY_S=""
+    start_dut "$c"
+    [[ -n "$DUT_READY_S" ]] && log "  vecswitch ready after $DUT_READY_S s"
+    pmd_start rx 0 "--vdev=net_memif0,role=client,socket=$SOCK_B,socket-abstract=no,id=0,rsize=$RSIZE" \
+        -- --forward-mode=rxonly
+    pmd_start tx 0 "--vdev=net_memif0,role=client,socket=$SOCK_A,socket-abstract=no,id=0,rsize=$RSIZE,mac=$SRC_MAC" \
+        -- --forward-mode=txonly --txpkts=60 "--eth-peer=0,$DST_MAC"
+    pmd_wait_link rx
+    pmd_wait_link tx
+    pmd_cmd rx start
+    pmd_cmd tx start
+    sleep "$WARMUP"
+    sample_rx rx "$SECS"
+    pmd_stats tx
+    local txp=$PMD_TX
+    if [[ "$c" != testpmd-io ]]; then
+        "$VECSWITCH" ctl --socket "$CTL" show ports >"$RESULTS/dut-$c-$rep-ports.txt" 2>&1 || true
+        "$VECSWITCH" ctl --socket "$CTL" show runtime >"$RESULTS/dut-$c-$rep-runtime.txt" 2>&1 || true
+        "$VECSWITCH" ctl --socket "$CTL" show errors >"$RESULTS/dut-$c-$rep-errors.txt" 2>&1 || true
+        [[ "$c" == bridge* ]] && "$VECSWITCH" ctl --socket "$CTL" show bridge >"$RESULTS/dut-$c-$rep-bridge.txt" 2>&1 || true
+    else
+        pmd_cmd dut "show port stats all"
+        sleep 0.3
+    fi
+    pmd_quit tx
+    pmd_quit rx
+    stop_dut "$c"
+    cp "$RUN/rx.log" "$RESULTS/rx-$c-$rep.log"
+    cp "$RUN/dut.log" "$RESULTS/dut-$c-$rep.log"
+    rm -f "$RUN"/*.in
+    local m smin smax
+    m=$(mean "${SAMPLE_LIST[@]}")
+    read -r _ smin smax < <(stats_line "${SAMPLE_LIST[@]}")
+    echo "$c,$rep,$m,$smin,$smax,$((SAMPLE_RX1 - SAMPLE_RX0)),$txp,${SAMPLE_LIST[*]}" >>"$RESULTS/samples.csv"
+    RUNS[$c]="${RUNS[$c]:-} $m"
+    MIDRUN[$c]="${MIDRUN[$c]:-no}"
+    [[ "$(bimodal_flag "${SAMPLE_LIST[@]}")" == yes ]] && MIDRUN[$c]=yes
+    log "  $c: $m Mpps (per-second $smin .. $smax)"
+}
+declare -A MIDRUN
+
+for ((rep = 1; rep <= REPS; rep++)); do
+    for c in $CASES; do run_case "$c" "$rep"; done
+done
+
+# ----- table ------------------------------------------------------------------------------------
+ref=""
+if [[ -n "${RUNS[testpmd-io]:-}" ]]; then
+    # shellcheck disable=SC2086
+    read -r ref _ _ < <(stats_line ${RUNS[testpmd-io]})
+fi
+ref2=""
+if [[ -n "${RUNS[bridge2]:-}" ]]; then
+    # shellcheck disable=SC2086
+    read -r ref2 _ _ < <(stats_line ${RUNS[bridge2]})
+fi
+{
+    echo "memif end-to-end, 64-byte frames, testpmd txonly -> DUT -> testpmd rxonly; $REPS interleaved runs of ${SECS} s (after ${WARMUP} s warm-up) per case; endpoints share CPU 0, DUT on CPU 1."
+    echo
+    echo "| DUT | median Mpps | min | max | ratio to testpmd io (median) | ratio to bridge 2 MACs | bimodal? | runs (Mpps) |"
+    echo "|---|---|---|---|---|---|---|---|"
+    for c in $CASES; do
+        # shellcheck disable=SC2086
+        read -r med mn mx < <(stats_line ${RUNS[$c]})
+        r="—"
+        [[ -n "$ref" && "$c" != testpmd-io ]] && r=$(awk -v a="$med" -v b="$ref" 'BEGIN { printf "%.2f", a / b }')
+        r2="—"
+        [[ -n "$ref2" && "$c" == bridge1m ]] && r2=$(awk -v a="$med" -v b="$ref2" 'BEGIN { printf "%.2f", a / b }')
+        # shellcheck disable=SC2086
+        bi=$(bimodal_flag ${RUNS[$c]})
+        [[ "${MIDRUN[$c]}" == yes ]] && bi="$bi (within a run: yes)"
+        echo "| $c | $med | $mn | $mx | $r | $r2 | $bi | $(echo ${RUNS[$c]} | tr ' ' '/') |"
+    done
+    echo
+    machine_info
+} | tee "$RESULTS/table.md"
