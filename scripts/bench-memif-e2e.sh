@@ -132,7 +132,7 @@ stop_dut() { # CASE
     fi
 }
 
-echo "case,rep,run_mpps,sample_min_mpps,sample_max_mpps,rx_packets_window,tx_packets_total,samples" >"$RESULTS/samples.csv"
+echo "case,rep,run_mpps,sample_min_mpps,sample_max_mpps,rx_packets_window,tx_packets_total,dut_idle_polls_pct,dut_tx_drops_window,samples" >"$RESULTS/samples.csv"
 declare -A RUNS
 
 run_case() { # CASE REP
@@ -140,7 +140,10 @@ run_case() { # CASE REP
     log "run $rep/$REPS: $c"
     DUT_READY_S=""
     start_dut "$c"
-    [[ -n "$DUT_READY_S" ]] && log "  vecswitch ready after $DUT_READY_S s"
+    if [[ -n "$DUT_READY_S" ]]; then
+        log "  vecswitch ready after $DUT_READY_S s"
+        echo "$c,$rep,$DUT_READY_S" >>"$RESULTS/dut-ready-seconds.csv"
+    fi
     pmd_start rx 0 "--vdev=net_memif0,role=client,socket=$SOCK_B,socket-abstract=no,id=0,rsize=$RSIZE" \
         -- --forward-mode=rxonly
     pmd_start tx 0 "--vdev=net_memif0,role=client,socket=$SOCK_A,socket-abstract=no,id=0,rsize=$RSIZE,mac=$SRC_MAC" \
@@ -150,14 +153,28 @@ run_case() { # CASE REP
     pmd_cmd rx start
     pmd_cmd tx start
     sleep "$WARMUP"
+    # vecswitch's counters over the window only: idle polls show whether the DUT had headroom.
+    [[ "$c" != testpmd-io ]] && "$VECSWITCH" ctl --socket "$CTL" clear counters >/dev/null
     sample_rx rx "$SECS"
     pmd_stats tx
-    local txp=$PMD_TX
+    local txp=$PMD_TX idle="n/a" dutdrop="n/a"
     if [[ "$c" != testpmd-io ]]; then
         "$VECSWITCH" ctl --socket "$CTL" show ports >"$RESULTS/dut-$c-$rep-ports.txt" 2>&1 || true
         "$VECSWITCH" ctl --socket "$CTL" show runtime >"$RESULTS/dut-$c-$rep-runtime.txt" 2>&1 || true
         "$VECSWITCH" ctl --socket "$CTL" show errors >"$RESULTS/dut-$c-$rep-errors.txt" 2>&1 || true
         [[ "$c" == bridge* ]] && "$VECSWITCH" ctl --socket "$CTL" show bridge >"$RESULTS/dut-$c-$rep-bridge.txt" 2>&1 || true
+        "$VECSWITCH" ctl --socket "$CTL" --json show runtime >"$RESULTS/dut-$c-$rep-runtime.json" 2>&1 || true
+        "$VECSWITCH" ctl --socket "$CTL" --json show ports >"$RESULTS/dut-$c-$rep-ports.json" 2>&1 || true
+        # idle polls in percent of all polls; TX drops of memif1 (toward rxonly: its ring was full)
+        read -r idle dutdrop < <(python3 -c '
+import json, sys
+try:
+    rt = json.load(open(sys.argv[1]))["data"]["loop"]
+    ports = json.load(open(sys.argv[2]))["data"]
+    drops = [p["stats"]["tx_dropped"] for p in ports if p["name"] == "memif1"][0]
+    print("%.0f %d" % (100.0 * rt["idle_polls"] / max(rt["polls"], 1), drops))
+except Exception:
+    print("n/a n/a")' "$RESULTS/dut-$c-$rep-runtime.json" "$RESULTS/dut-$c-$rep-ports.json")
     else
         pmd_cmd dut "show port stats all"
         sleep 0.3
@@ -171,13 +188,14 @@ run_case() { # CASE REP
     local m smin smax
     m=$(mean "${SAMPLE_LIST[@]}")
     read -r _ smin smax < <(stats_line "${SAMPLE_LIST[@]}")
-    echo "$c,$rep,$m,$smin,$smax,$((SAMPLE_RX1 - SAMPLE_RX0)),$txp,${SAMPLE_LIST[*]}" >>"$RESULTS/samples.csv"
+    echo "$c,$rep,$m,$smin,$smax,$((SAMPLE_RX1 - SAMPLE_RX0)),$txp,${idle:-n/a},${dutdrop:-n/a},${SAMPLE_LIST[*]}" >>"$RESULTS/samples.csv"
     RUNS[$c]="${RUNS[$c]:-} $m"
+    IDLE[$c]="${IDLE[$c]:-} ${idle:-n/a}"
     MIDRUN[$c]="${MIDRUN[$c]:-no}"
     [[ "$(bimodal_flag "${SAMPLE_LIST[@]}")" == yes ]] && MIDRUN[$c]=yes
-    log "  $c: $m Mpps (per-second $smin .. $smax)"
+    log "  $c: $m Mpps (per-second $smin .. $smax); DUT idle polls ${idle:-n/a} %, DUT tx drops ${dutdrop:-n/a}"
 }
-declare -A MIDRUN
+declare -A MIDRUN IDLE
 
 for ((rep = 1; rep <= REPS; rep++)); do
     for c in $CASES; do run_case "$c" "$rep"; done
@@ -197,8 +215,8 @@ fi
 {
     echo "memif end-to-end, 64-byte frames, testpmd txonly -> DUT -> testpmd rxonly; $REPS interleaved runs of ${SECS} s (after ${WARMUP} s warm-up) per case; endpoints share CPU 0, DUT on CPU 1."
     echo
-    echo "| DUT | median Mpps | min | max | ratio to testpmd io (median) | ratio to bridge 2 MACs | bimodal? | runs (Mpps) |"
-    echo "|---|---|---|---|---|---|---|---|"
+    echo "| DUT | median Mpps | min | max | ratio to testpmd io (median) | ratio to bridge 2 MACs | bimodal? | runs (Mpps) | vecswitch idle polls % (runs) |"
+    echo "|---|---|---|---|---|---|---|---|---|"
     for c in $CASES; do
         # shellcheck disable=SC2086
         read -r med mn mx < <(stats_line ${RUNS[$c]})
@@ -209,7 +227,7 @@ fi
         # shellcheck disable=SC2086
         bi=$(bimodal_flag ${RUNS[$c]})
         [[ "${MIDRUN[$c]}" == yes ]] && bi="$bi (within a run: yes)"
-        echo "| $c | $med | $mn | $mx | $r | $r2 | $bi | $(echo ${RUNS[$c]} | tr ' ' '/') |"
+        echo "| $c | $med | $mn | $mx | $r | $r2 | $bi | $(echo ${RUNS[$c]} | tr ' ' '/') | $(echo ${IDLE[$c]} | tr ' ' '/') |"
     done
     echo
     machine_info
