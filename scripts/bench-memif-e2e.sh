@@ -111,17 +111,26 @@ start_dut() { # CASE
     t0=$(date +%s.%N)
     bg_start "$RUN/dut.log" taskset -c 1 "$VECSWITCH" run --config "${CFG[$c]}"
     DUT_PID=$BG_PID
-    # Ready when the control socket answers and both memif sockets exist (config applied).
-    for ((i = 0; i < 1200; i++)); do
+    # Ready when both memif sockets exist and the control socket reports the whole config applied:
+    # for a bridge, every static MAC entry in its table.
+    local want=0
+    [[ "$c" == bridge2 ]] && want=1
+    [[ "$c" == bridge1m ]] && want=$((BIG_MACS - 1))
+    for ((i = 0; i < 1800; i++)); do
         if [[ -S "$SOCK_A" && -S "$SOCK_B" ]] &&
-            "$VECSWITCH" ctl --socket "$CTL" show ports >/dev/null 2>&1; then
+            "$VECSWITCH" ctl --socket "$CTL" --json show "$([[ $c == xconnect ]] && echo xconnect || echo bridge)" 2>/dev/null |
+            python3 -c '
+import json, sys
+d = json.load(sys.stdin)["data"]
+want = int(sys.argv[1])
+sys.exit(0 if d and (want == 0 or d[0]["statics"] >= want) else 1)' "$want"; then
             DUT_READY_S=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
             return 0
         fi
         kill -0 "$DUT_PID" 2>/dev/null || { cat "$RUN/dut.log" >&2; die "vecswitch ($c) exited"; }
         sleep 0.1
     done
-    die "vecswitch ($c) not ready after 120 s"
+    die "vecswitch ($c) not ready after 180 s"
 }
 
 stop_dut() { # CASE
