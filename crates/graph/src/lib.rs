@@ -122,6 +122,8 @@ pub struct NodeRuntime {
     pub time_ns: u64,
     /// `time_ns` converted with the clock rate, per packet.
     pub clocks_per_packet: f64,
+    /// Average vector size: packets per call, as VPP's `show runtime` "Vectors/Call" (VPP counts
+    /// vector elements, i.e. packets, as "vectors").
     pub vectors_per_call: f64,
     pub packets_per_vector: f64,
 }
@@ -392,7 +394,7 @@ impl<S> Graph<S> {
                     drops: s.drops.iter().sum(),
                     time_ns: s.time_ns,
                     clocks_per_packet: if s.packets == 0 { 0.0 } else { s.time_ns as f64 * per_ns / pk },
-                    vectors_per_call: if s.calls == 0 { 0.0 } else { 1.0 },
+                    vectors_per_call: if s.calls == 0 { 0.0 } else { s.packets as f64 / calls },
                     packets_per_vector: if s.calls == 0 { 0.0 } else { s.packets as f64 / calls },
                 }
             })
@@ -544,6 +546,8 @@ mod tests {
             assert_eq!(rt[0].packets, burst as u64);
             assert_eq!(rt[0].calls, burst.div_ceil(FRAME_SIZE) as u64);
             assert_eq!(rt[1].packets, (burst - odd) as u64);
+            let avg = burst as f64 / burst.div_ceil(FRAME_SIZE) as f64;
+            assert!((rt[0].vectors_per_call - avg).abs() < 1e-9, "vectors/call is the mean vector size");
             pool.free_bulk(&kept);
             assert_eq!(pool.in_use(), 0);
         }
