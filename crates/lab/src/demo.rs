@@ -46,6 +46,9 @@ fn record(id: &str, desc: &str, vswitch: &str, line: LineRate, outcome: Outcome)
         flows: Some(1),
         scale: None,
         setup: None,
+        frame_mix: None,
+        topology: None,
+        generator_limit_fps: Some(SIM_GENERATOR_LIMIT_FPS),
         outcome,
     }
 }
@@ -56,7 +59,7 @@ pub fn simulated_run(seed: u64, command: Vec<String>) -> Result<RunResults, LabE
     let sizes = [64u32, 128, 256, 512, 1024, 1518];
     run.generator = Some(GeneratorInfo {
         name: "sim-gen".into(),
-        calibrated_limits: sizes.iter().map(|&f| CalibratedLimit { frame_size: f, max_fps: SIM_GENERATOR_LIMIT_FPS }).collect(),
+        calibrated_limits: sizes.iter().map(|&f| CalibratedLimit { frame_size: f, max_fps: SIM_GENERATOR_LIMIT_FPS, mix: None, topology: None, method: Some("simulated".into()) }).collect(),
     });
     let d = Duration::from_secs(1);
     for &size in &sizes {

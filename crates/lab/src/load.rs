@@ -53,6 +53,10 @@ pub struct LineRate {
     pub frame_size: u32,
     /// Number of links the load is spread over (1 = unidirectional, 2 = bidirectional).
     pub ports: u32,
+    /// Mean frame size of a frame-size mix (IMIX): the line-rate maths uses it instead of
+    /// `frame_size` (which then holds the mean rounded, for charts and sorting).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_frame_bytes: Option<f64>,
 }
 
 impl LineRate {
@@ -67,17 +71,34 @@ impl LineRate {
         if ports == 0 {
             return Err(LabError::invalid("ports", ports, "at least 1"));
         }
-        Ok(LineRate { bits_per_second, frame_size, ports })
+        Ok(LineRate { bits_per_second, frame_size, ports, mean_frame_bytes: None })
+    }
+
+    /// The line rate of a frame-size mix whose mean frame size (FCS included) is `mean_bytes`:
+    /// a mix of frames sent back to back at line rate carries `rate / ((mean + 20) × 8)` frames
+    /// per second on average, so the maths is that of a fixed size equal to the mean.
+    pub fn for_mix(bits_per_second: f64, mean_bytes: f64, ports: u32) -> Result<LineRate, LabError> {
+        if !(mean_bytes.is_finite() && (64.0..=16384.0).contains(&mean_bytes)) {
+            return Err(LabError::invalid("frame_size (mean of the mix)", mean_bytes, "64..=16384 bytes including FCS"));
+        }
+        let mut l = LineRate::new(bits_per_second, mean_bytes.round() as u32, ports)?;
+        l.mean_frame_bytes = Some(mean_bytes);
+        Ok(l)
     }
 
     /// 10 Gb/s, one direction.
     pub fn ten_gig(frame_size: u32) -> LineRate {
-        LineRate { bits_per_second: 10e9, frame_size, ports: 1 }
+        LineRate { bits_per_second: 10e9, frame_size, ports: 1, mean_frame_bytes: None }
+    }
+
+    /// Bytes per frame the maths uses: the fixed size, or a mix's mean.
+    pub fn frame_bytes(&self) -> f64 {
+        self.mean_frame_bytes.unwrap_or(f64::from(self.frame_size))
     }
 
     /// Maximum theoretical frame rate over all ports (RFC 9004 §3 "Max Theoretical Frame Rate").
     pub fn max_fps(&self) -> f64 {
-        let bits_per_frame = f64::from(self.frame_size + WIRE_OVERHEAD_BYTES) * 8.0;
+        let bits_per_frame = (self.frame_bytes() + f64::from(WIRE_OVERHEAD_BYTES)) * 8.0;
         self.bits_per_second * f64::from(self.ports) / bits_per_frame
     }
 
@@ -88,7 +109,7 @@ impl LineRate {
 
     /// Megabits per second of frame data (no preamble/IFG) at `fps`.
     pub fn mbps(&self, fps: f64) -> f64 {
-        fps * f64::from(self.frame_size) * 8.0 / 1e6
+        fps * self.frame_bytes() * 8.0 / 1e6
     }
 }
 
@@ -118,6 +139,17 @@ mod tests {
         assert!(e.contains("frame_size") && e.contains("40"), "{e}");
         assert!(LineRate::new(-1.0, 64, 1).is_err());
         assert!(LineRate::new(1e9, 64, 0).is_err());
+    }
+
+    #[test]
+    fn imix_line_rate_uses_the_mean_frame_size() {
+        // Simple IMIX 64:7, 570:4, 1518:1 → mean 4246/12 = 353.83 B; 10e9 / ((353.83 + 20) × 8).
+        let mean = (64.0 * 7.0 + 570.0 * 4.0 + 1518.0) / 12.0;
+        let l = LineRate::for_mix(10e9, mean, 1).unwrap();
+        assert_eq!(l.frame_size, 354);
+        assert!((l.max_fps() - 10e9 / ((mean + 20.0) * 8.0)).abs() < 1e-6);
+        assert!((l.mbps(1e6) - mean * 8.0).abs() < 1e-9);
+        assert!(LineRate::for_mix(10e9, 20.0, 1).unwrap_err().to_string().contains("mean"));
     }
 
     #[test]

@@ -33,11 +33,26 @@ pub struct RunResults {
     pub provenance: Provenance,
     pub generator: Option<GeneratorInfo>,
     pub tests: Vec<TestRecord>,
+    /// Set when the run ended early (Ctrl-C, an error): why, and that `tests` holds what was
+    /// measured until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    /// Devices/frame sizes that could not be measured (a DUT that failed to start), with the
+    /// error; the run carried on with the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<String>,
 }
 
 impl RunResults {
     pub fn new(provenance: Provenance) -> RunResults {
-        RunResults { schema: SCHEMA.to_string(), provenance, generator: None, tests: Vec::new() }
+        RunResults {
+            schema: SCHEMA.to_string(),
+            provenance,
+            generator: None,
+            tests: Vec::new(),
+            stopped: None,
+            failures: Vec::new(),
+        }
     }
 
     pub fn to_json(&self) -> String {
@@ -152,15 +167,55 @@ pub struct GeneratorInfo {
     pub calibrated_limits: Vec<CalibratedLimit>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// The generator's ceiling for one frame size (and topology, when calibrated per topology).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CalibratedLimit {
+    /// Frame size with FCS; for a mix, its mean rounded.
     pub frame_size: u32,
+    /// Frames/s the generator sent and received back through a loop without DUT.
     pub max_fps: f64,
+    /// Name of the frame-size mix (`imix`), when not a fixed size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<String>,
+    /// Topology whose generator ports were looped (`phy2phy-memif`: a memif pair in one process;
+    /// `phy2phy-veth`: a veth pair straight through).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<String>,
+    /// How the limit was measured (loop, duration), for the report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+}
+
+impl CalibratedLimit {
+    /// `64 B` or `imix`.
+    pub fn size_label(&self) -> String {
+        size_label(self.frame_size, self.mix.as_deref())
+    }
+}
+
+/// `64 B` for a fixed size, the mix's name (`imix`) otherwise.
+pub fn size_label(frame_size: u32, mix: Option<&str>) -> String {
+    match mix {
+        Some(m) => m.to_string(),
+        None => format!("{frame_size} B"),
+    }
 }
 
 impl GeneratorInfo {
     pub fn limit_for(&self, frame_size: u32) -> Option<f64> {
         self.calibrated_limits.iter().find(|c| c.frame_size == frame_size).map(|c| c.max_fps)
+    }
+
+    /// The limit calibrated for a test's topology and frame size (or mix); falls back to one
+    /// recorded for the size without a topology.
+    pub fn limit_for_test(&self, t: &TestRecord) -> Option<f64> {
+        let size_matches = |c: &&CalibratedLimit| c.frame_size == t.frame_size && c.mix == t.frame_mix;
+        self.calibrated_limits
+            .iter()
+            .filter(size_matches)
+            .find(|c| c.topology.is_some() && c.topology == t.topology)
+            .or_else(|| self.calibrated_limits.iter().filter(size_matches).find(|c| c.topology.is_none()))
+            .map(|c| c.max_fps)
     }
 }
 
@@ -185,6 +240,17 @@ pub struct TestRecord {
     /// How the test ran: DUT versions, topology, CPU placement (which processes shared a core).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setup: Option<serde_json::Value>,
+    /// Name of the frame-size mix (`imix`) when the traffic was a mix; `frame_size` is then its
+    /// mean, rounded, and `line` carries the exact mean.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame_mix: Option<String>,
+    /// Topology name (`phy2phy-memif`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<String>,
+    /// The generator's calibrated limit for this topology and frame size (frames/s), shown beside
+    /// every result of the test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_limit_fps: Option<f64>,
     pub outcome: Outcome,
 }
 
@@ -251,6 +317,7 @@ pub const COLUMNS: &[&str] = &[
     "corrected_buffer_time_us",
     "trials",
     "tester_limited",
+    "generator_limit_fps",
     "note",
 ];
 
@@ -291,6 +358,11 @@ impl std::fmt::Display for Cell {
 pub type Row = BTreeMap<&'static str, Cell>;
 
 impl TestRecord {
+    /// `64 B`, or the mix's name (`imix`).
+    pub fn size_label(&self) -> String {
+        size_label(self.frame_size, self.frame_mix.as_deref())
+    }
+
     /// The rows this test contributes to the tables: one for throughput, back-to-back and soak;
     /// one per goal (MLRsearch), per load fraction (latency), per step (linear sweep).
     pub fn rows(&self) -> Vec<Row> {
@@ -300,8 +372,14 @@ impl TestRecord {
             r.insert("deployment", Cell::Text(self.deployment.clone()));
             r.insert("vswitch", Cell::Text(self.vswitch.clone()));
             r.insert("traffic_type", Cell::Text(self.traffic_type.clone()));
-            r.insert("packet_size", Cell::Num(f64::from(self.frame_size)));
+            match &self.frame_mix {
+                Some(mix) => r.insert("packet_size", Cell::Text(mix.clone())),
+                None => r.insert("packet_size", Cell::Num(f64::from(self.frame_size))),
+            };
             r.insert("procedure", Cell::Text(procedure.to_string()));
+            if let Some(g) = self.generator_limit_fps {
+                r.insert("generator_limit_fps", Cell::Num(g.round()));
+            }
             if let Some(s) = self.scale {
                 r.insert("scale", Cell::Num(s as f64));
             }
@@ -483,6 +561,9 @@ mod tests {
             flows: Some(1),
             scale: None,
             setup: None,
+            frame_mix: None,
+            topology: None,
+            generator_limit_fps: None,
             outcome: Outcome::Throughput(t),
         }
     }

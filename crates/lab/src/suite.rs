@@ -9,7 +9,7 @@
 //!
 //! ```toml
 //! name = "phy2phy baseline"
-//! frame_sizes = [64, 512, 1518]
+//! frame_sizes = [64, 512, 1518, "imix"]
 //! line_rate_gbps = 10
 //! bidirectional = false
 //!
@@ -22,11 +22,17 @@
 //! trial_duration_s = 10
 //! loss_tolerance_percent = 0.001
 //! policy = "best-of-5"
+//! frame_sizes = [64]              # only these sizes (and `duts = [...]`: only these drivers)
 //!
 //! [[test]]
 //! procedure = "back2back"
 //! repetitions = 50
 //! ```
+//!
+//! Frame sizes are numbers (bytes with FCS) or named mixes the generator knows ([`FrameSize`]:
+//! `imix`, `imix-trex`, `imix-spirent-tcpv4`); a mix's line rate uses its mean frame size.
+//! [`run_for_dut_observed`] runs one device and frame size, tells a [`SuiteObserver`] which test
+//! starts, and keeps the records measured before an error (a stop on Ctrl-C loses nothing).
 //!
 //! `docs/METHODOLOGY.md` documents every key. Unknown keys are errors (a typo must not silently
 //! fall back to a default).
@@ -34,6 +40,7 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use vecswitch_gen::SizeSpec;
 
 use crate::measurer::Measurer;
 use crate::procedures::back_to_back::{back_to_back, BackToBackConfig};
@@ -52,7 +59,7 @@ use crate::{LabError, LineRate, Load};
 pub struct Suite {
     pub name: String,
     #[serde(default = "default_sizes")]
-    pub frame_sizes: Vec<u32>,
+    pub frame_sizes: Vec<FrameSize>,
     #[serde(default = "default_gbps")]
     pub line_rate_gbps: f64,
     #[serde(default)]
@@ -66,8 +73,63 @@ pub struct Suite {
     pub tests: Vec<TestSpec>,
 }
 
-fn default_sizes() -> Vec<u32> {
-    crate::load::RFC2544_FRAME_SIZES.to_vec()
+fn default_sizes() -> Vec<FrameSize> {
+    crate::load::RFC2544_FRAME_SIZES.iter().map(|&b| FrameSize::Bytes(b)).collect()
+}
+
+/// A frame size of a suite: bytes with FCS (`64`), or a named mix the generator knows (`"imix"`,
+/// `"imix-trex"`, `"imix-spirent-tcpv4"`, see `vecswitch_gen::SizeSpec`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FrameSize {
+    Bytes(u32),
+    Mix(String),
+}
+
+impl FrameSize {
+    /// The generator's size specification (a fixed size or the named mix).
+    pub fn spec(&self) -> Result<SizeSpec, LabError> {
+        match self {
+            FrameSize::Bytes(b) => {
+                let b16 = u16::try_from(*b).map_err(|_| LabError::invalid("frame_sizes", b, "64..=16384 bytes including FCS, or a mix name"))?;
+                Ok(SizeSpec::Fixed(b16))
+            }
+            FrameSize::Mix(name) => match SizeSpec::parse(name) {
+                Ok(spec @ SizeSpec::Mix { .. }) if spec.name() == *name => Ok(spec),
+                _ => Err(LabError::invalid("frame_sizes", name, "a frame size in bytes (64..=16384) or a mix: imix, imix-trex, imix-spirent-tcpv4")),
+            },
+        }
+    }
+
+    /// The mix's name, or None for a fixed size.
+    pub fn mix(&self) -> Option<&str> {
+        match self {
+            FrameSize::Bytes(_) => None,
+            FrameSize::Mix(n) => Some(n),
+        }
+    }
+
+    /// `64 B` or `imix`.
+    pub fn label(&self) -> String {
+        match self {
+            FrameSize::Bytes(b) => format!("{b} B"),
+            FrameSize::Mix(n) => n.clone(),
+        }
+    }
+
+    /// `64` or `imix` (as the generator and file names spell it).
+    pub fn name(&self) -> String {
+        match self {
+            FrameSize::Bytes(b) => b.to_string(),
+            FrameSize::Mix(n) => n.clone(),
+        }
+    }
+}
+
+impl From<u32> for FrameSize {
+    fn from(b: u32) -> FrameSize {
+        FrameSize::Bytes(b)
+    }
 }
 
 fn default_gbps() -> f64 {
@@ -153,6 +215,12 @@ pub enum TestSpec {
         /// DUT before each point.
         #[serde(default)]
         scale: Option<ScaleSpec>,
+        /// Run only at these of the suite's frame sizes (default: all).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        frame_sizes: Option<Vec<FrameSize>>,
+        /// Run only on these of the suite's drivers (`[[dut]] name`; default: all).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duts: Option<Vec<String>>,
     },
     /// RFC 2544 §26.2 at fractions of the measured throughput.
     Latency {
@@ -365,6 +433,16 @@ impl TestSpec {
             _ => None,
         }
     }
+
+    /// Whether the test runs for this driver and frame size (its `duts` / `frame_sizes` filters).
+    pub fn applies_to(&self, dut: &str, size: &FrameSize) -> bool {
+        match self {
+            TestSpec::Throughput { frame_sizes, duts, .. } => {
+                frame_sizes.as_ref().is_none_or(|f| f.contains(size)) && duts.as_ref().is_none_or(|d| d.iter().any(|n| n == dut))
+            }
+            _ => true,
+        }
+    }
 }
 
 impl Suite {
@@ -382,8 +460,11 @@ impl Suite {
         if self.tests.is_empty() {
             return Err(LabError::invalid("test", "none", "at least one [[test]] table"));
         }
-        for &f in &self.frame_sizes {
-            LineRate::new(self.line_rate_gbps * 1e9, f, 1)?;
+        if self.frame_sizes.is_empty() {
+            return Err(LabError::invalid("frame_sizes", "[]", "at least one frame size"));
+        }
+        for f in &self.frame_sizes {
+            self.line(f)?;
         }
         let mut have_throughput = false;
         for t in &self.tests {
@@ -399,9 +480,21 @@ impl Suite {
                     g.goal()?.validate()?;
                 }
             }
-            have_throughput |= matches!(t, TestSpec::Throughput { scale: None, .. } | TestSpec::Mlrsearch { .. });
-            if let TestSpec::Throughput { policy, scale, .. } = t {
+            // A throughput test limited to some sizes or devices does not feed the tests after it
+            // everywhere, so it does not count as "measured before".
+            have_throughput |= matches!(t, TestSpec::Throughput { scale: None, frame_sizes: None, duts: None, .. } | TestSpec::Mlrsearch { .. });
+            if let TestSpec::Throughput { policy, scale, frame_sizes, duts, .. } = t {
                 parse_policy(policy)?;
+                for f in frame_sizes.iter().flatten() {
+                    if !self.frame_sizes.contains(f) {
+                        return Err(LabError::invalid("test.frame_sizes", f.name(), "sizes listed in the suite's frame_sizes"));
+                    }
+                }
+                for d in duts.iter().flatten() {
+                    if !self.duts.iter().any(|x| &x.name == d) {
+                        return Err(LabError::invalid("test.duts", d, "the name of one of the suite's [[dut]] tables"));
+                    }
+                }
                 if let Some(s) = scale {
                     if s.kind != "mac-entries" && s.kind != "flows" {
                         return Err(LabError::invalid("test.scale.kind", &s.kind, "mac-entries or flows"));
@@ -415,9 +508,13 @@ impl Suite {
         Ok(())
     }
 
-    /// The line rate for one frame size (2 ports when bidirectional).
-    pub fn line(&self, frame_size: u32) -> Result<LineRate, LabError> {
-        LineRate::new(self.line_rate_gbps * 1e9, frame_size, if self.bidirectional { 2 } else { 1 })
+    /// The line rate for one frame size (2 ports when bidirectional); a mix uses its mean size.
+    pub fn line(&self, frame_size: &FrameSize) -> Result<LineRate, LabError> {
+        let ports = if self.bidirectional { 2 } else { 1 };
+        match frame_size {
+            FrameSize::Bytes(b) => LineRate::new(self.line_rate_gbps * 1e9, *b, ports),
+            FrameSize::Mix(_) => LineRate::for_mix(self.line_rate_gbps * 1e9, frame_size.spec()?.mean_size(), ports),
+        }
     }
 }
 
@@ -507,6 +604,45 @@ pub fn run_for_dut(
     m: &mut dyn Measurer,
     reconfigure: &mut Reconfigure<'_>,
 ) -> Result<Vec<TestRecord>, LabError> {
+    let size = FrameSize::Bytes(line.frame_size);
+    let r = run_for_dut_observed(suite, dut, &size, m, reconfigure, &mut ())?;
+    match r.error {
+        Some(e) => Err(e),
+        None => Ok(r.records),
+    }
+}
+
+/// Told when each test of a suite starts (progress display); every method has a no-op default.
+pub trait SuiteObserver {
+    /// Test `index` of the suite starts (`scale_point` for each point of a scale sweep).
+    fn test_started(&mut self, _index: usize, _spec: &TestSpec, _scale_point: Option<u64>) {}
+}
+
+impl SuiteObserver for () {}
+
+/// What [`run_for_dut_observed`] measured: the records of every test that finished, and the
+/// error that ended the run early, if any (their records are still valid results).
+#[derive(Debug)]
+pub struct DutRun {
+    pub records: Vec<TestRecord>,
+    pub error: Option<LabError>,
+}
+
+/// Runs the tests of `suite` that apply to `dut` at `size` ([`TestSpec::applies_to`]) on `m`.
+///
+/// Like [`run_for_dut`], but for frame-size mixes too, telling `observer` as each test starts,
+/// and keeping the records of the tests finished before an error (a stop requested by Ctrl-C
+/// surfaces as the measurer's error: what was measured until then is returned in
+/// [`DutRun::records`]). Errors before any test ran (an invalid size) are returned as `Err`.
+pub fn run_for_dut_observed(
+    suite: &Suite,
+    dut: &DutSpec,
+    size: &FrameSize,
+    m: &mut dyn Measurer,
+    reconfigure: &mut Reconfigure<'_>,
+    observer: &mut dyn SuiteObserver,
+) -> Result<DutRun, LabError> {
+    let line = suite.line(size)?;
     let mut records = Vec::new();
     let mut thr = None;
     let record = |spec: &TestSpec, outcome: Outcome, scale: Option<u64>| TestRecord {
@@ -516,30 +652,41 @@ pub fn run_for_dut(
         vswitch: dut.name.clone(),
         traffic_type: "udp".into(),
         frame_size: line.frame_size,
-        line: *line,
+        line,
         bidirectional: suite.bidirectional,
         flows: suite.flows,
         scale,
         setup: None,
+        frame_mix: size.mix().map(str::to_string),
+        topology: Some(dut.topology.clone()),
+        generator_limit_fps: None,
         outcome,
     };
-    for spec in &suite.tests {
-        match spec.scale() {
-            Some(sc) => {
-                for &point in &sc.points {
-                    reconfigure(m, sc, point)?;
-                    let o = run_test(m, spec, line, thr)?;
-                    records.push(record(spec, o, Some(point)));
-                }
-            }
+    for (index, spec) in suite.tests.iter().enumerate() {
+        if !spec.applies_to(&dut.name, size) {
+            continue;
+        }
+        let step = match spec.scale() {
+            Some(sc) => sc.points.iter().try_for_each(|&point| {
+                observer.test_started(index, spec, Some(point));
+                reconfigure(m, sc, point)?;
+                let o = run_test(m, spec, &line, thr)?;
+                records.push(record(spec, o, Some(point)));
+                Ok(())
+            }),
             None => {
-                let o = run_test(m, spec, line, thr)?;
-                thr = thr.or(found_throughput(&o));
-                records.push(record(spec, o, None));
+                observer.test_started(index, spec, None);
+                run_test(m, spec, &line, thr).map(|o| {
+                    thr = thr.or(found_throughput(&o));
+                    records.push(record(spec, o, None));
+                })
             }
+        };
+        if let Err(e) = step {
+            return Ok(DutRun { records, error: Some(e) });
         }
     }
-    Ok(records)
+    Ok(DutRun { records, error: None })
 }
 
 /// The throughput an outcome found, for the tests that follow it.

@@ -174,6 +174,19 @@ const VLAN_TAG: usize = 4;
 /// The 802.1Q TPID.
 const ETH_P_8021Q: u16 = 0x8100;
 
+/// How the RX ring hands received frames to user space (see the module doc, "Receive modes").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RxMode {
+    /// TPACKET_V3 blocks: the kernel hands over a block when it is full or after
+    /// `block_timeout_ms`. Batches for throughput; a frame may wait up to the timeout.
+    #[default]
+    Block,
+    /// TPACKET_V2 frame slots: each frame is ours as soon as the kernel has written it.
+    /// For latency measurements; both rings of the socket are then TPACKET_V2.
+    Frame,
+}
+
 /// Configuration of an AF_PACKET port.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -198,6 +211,8 @@ pub struct AfPacketConfig {
     pub promiscuous: bool,
     /// Join fanout group `id` (hash mode) so that several sockets share the interface's traffic.
     pub fanout: Option<u16>,
+    /// `block` (TPACKET_V3, batched) or `frame` (TPACKET_V2, each frame visible at once).
+    pub rx_mode: RxMode,
 }
 
 impl Default for AfPacketConfig {
@@ -212,6 +227,7 @@ impl Default for AfPacketConfig {
             qdisc_bypass: false,
             promiscuous: true,
             fanout: None,
+            rx_mode: RxMode::Block,
         }
     }
 }
