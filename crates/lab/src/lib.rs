@@ -11,6 +11,7 @@
 //! - [`suite`] is the TOML suite format of `vecswitch bench` and [`suite::run_test`], which runs one
 //!   suite test on any measurer (the testbed crate supplies topologies, DUT drivers and the
 //!   generator-backed measurer).
+//! - [`progress`] prints what a long run is doing (block, procedure, trial, load, time left).
 //! - [`demo`] runs every procedure against simulated DUTs to produce a complete example run.
 //!
 //! Units: loads in frames/s ([`Load`]); frame sizes include the FCS; line rate counts 20 bytes of
@@ -22,6 +23,7 @@ pub mod error;
 pub mod load;
 pub mod measurer;
 pub mod procedures;
+pub mod progress;
 pub mod report;
 pub mod results;
 pub mod sim;

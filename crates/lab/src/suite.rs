@@ -77,8 +77,9 @@ fn default_sizes() -> Vec<FrameSize> {
     crate::load::RFC2544_FRAME_SIZES.iter().map(|&b| FrameSize::Bytes(b)).collect()
 }
 
-/// A frame size of a suite: bytes with FCS (`64`), or a named mix the generator knows (`"imix"`,
-/// `"imix-trex"`, `"imix-spirent-tcpv4"`, see `vecswitch_gen::SizeSpec`).
+/// A frame size of a suite: bytes with FCS (`64`), or a mix the generator knows (`"imix"`,
+/// `"imix-trex"`, `"imix-spirent-tcpv4"`, or its custom `"64:7,570:4,1518:1"`, see
+/// `vecswitch_gen::SizeSpec::parse`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum FrameSize {
@@ -96,7 +97,7 @@ impl FrameSize {
             }
             FrameSize::Mix(name) => match SizeSpec::parse(name) {
                 Ok(spec @ SizeSpec::Mix { .. }) if spec.name() == *name => Ok(spec),
-                _ => Err(LabError::invalid("frame_sizes", name, "a frame size in bytes (64..=16384) or a mix: imix, imix-trex, imix-spirent-tcpv4")),
+                _ => Err(LabError::invalid("frame_sizes", name, "a frame size in bytes (64..=16384) or a mix: imix, imix-trex, imix-spirent-tcpv4, or size:weight,size:weight,...")),
             },
         }
     }
@@ -748,7 +749,7 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
     #[test]
     fn example_suite_parses_with_defaults() {
         let s = Suite::parse(EXAMPLE).unwrap();
-        assert_eq!(s.frame_sizes, vec![64, 1518]);
+        assert_eq!(s.frame_sizes, vec![FrameSize::Bytes(64), FrameSize::Bytes(1518)]);
         assert_eq!(s.duts.len(), 2);
         assert_eq!(s.duts[1].deployment(), "phy2phy");
         assert_eq!(s.tests.len(), 5);
@@ -762,7 +763,7 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
     #[test]
     fn suite_runs_on_simulated_duts() {
         let s = Suite::parse(EXAMPLE).unwrap();
-        let line = s.line(64).unwrap();
+        let line = s.line(&64.into()).unwrap();
         let dut = &s.duts[0];
         let sim = dut.sim.as_ref().unwrap();
         let mut m = SimDut::new(sim.model(), 1).with_buffer(sim.buffer_frames()).with_line_rate(line.max_fps());
@@ -796,7 +797,7 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
     #[test]
     fn run_for_dut_records_every_test_and_scale_point() {
         let s = Suite::parse(EXAMPLE).unwrap();
-        let line = s.line(1518).unwrap();
+        let line = s.line(&1518.into()).unwrap();
         let sim = s.duts[1].sim.as_ref().unwrap();
         let mut m = SimDut::new(sim.model(), 3).with_line_rate(line.max_fps());
         let mut seen = Vec::new();
@@ -811,6 +812,116 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
         assert!(recs.iter().all(|r| r.vswitch == "ovs" && r.frame_size == 1518 && r.deployment == "phy2phy"));
         assert_eq!(recs.iter().filter(|r| r.scale.is_some()).count(), 3);
         assert_eq!(recs[2].outcome.name(), "back-to-back");
+    }
+
+    #[test]
+    fn frame_sizes_accept_named_mixes() {
+        let text = EXAMPLE.replace("frame_sizes = [64, 1518]", "frame_sizes = [64, \"imix\", \"imix-trex\", \"imix-spirent-tcpv4\"]");
+        let s = Suite::parse(&text).unwrap();
+        assert_eq!(s.frame_sizes[1], FrameSize::Mix("imix".into()));
+        assert_eq!(s.frame_sizes[1].label(), "imix");
+        // IMIX 64:7, 570:4, 1518:1: mean 353.83 B, so 10GE carries 10e9 / ((353.83 + 20) × 8) frames/s.
+        let line = s.line(&s.frame_sizes[1]).unwrap();
+        let mean = (64.0 * 7.0 + 570.0 * 4.0 + 1518.0) / 12.0;
+        assert_eq!(line.mean_frame_bytes, Some(mean));
+        assert!((line.max_fps() - 10e9 / ((mean + 20.0) * 8.0)).abs() < 1e-6);
+        assert_eq!(s.frame_sizes[0].spec().unwrap().name(), "64");
+        // Round trip through JSON (the results' provenance keeps the suite): numbers stay numbers.
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["frame_sizes"], serde_json::json!([64, "imix", "imix-trex", "imix-spirent-tcpv4"]));
+        // An unknown mix names the key, the value and the accepted names.
+        let bad = EXAMPLE.replace("frame_sizes = [64, 1518]", "frame_sizes = [64, \"imax\"]");
+        let e = Suite::parse(&bad).unwrap_err().to_string();
+        assert!(e.contains("frame_sizes") && e.contains("imax") && e.contains("imix-trex"), "{e}");
+        // The generator's custom size:weight syntax works too.
+        let custom = EXAMPLE.replace("frame_sizes = [64, 1518]", "frame_sizes = [\"64:1,1518:1\"]");
+        let s = Suite::parse(&custom).unwrap();
+        assert_eq!(s.line(&s.frame_sizes[0]).unwrap().mean_frame_bytes, Some(791.0));
+    }
+
+    #[test]
+    fn mix_results_say_the_mix_name() {
+        let text = EXAMPLE.replace("frame_sizes = [64, 1518]", "frame_sizes = [\"imix\"]");
+        let s = Suite::parse(&text).unwrap();
+        let size = FrameSize::Mix("imix".into());
+        let line = s.line(&size).unwrap();
+        let mut m = SimDut::new(SimModel::Fixed { capacity_fps: 1e6 }, 1).with_line_rate(line.max_fps());
+        let r = run_for_dut_observed(&s, &s.duts[0], &size, &mut m, &mut |_, _, _| Ok(()), &mut ()).unwrap();
+        assert!(r.error.is_none());
+        let rec = &r.records[0];
+        assert_eq!(rec.frame_mix.as_deref(), Some("imix"));
+        assert_eq!(rec.frame_size, 354);
+        assert_eq!(rec.topology.as_deref(), Some("phy2phy-memif"));
+        let row = &rec.rows()[0];
+        assert_eq!(row["packet_size"], crate::results::Cell::Text("imix".into()));
+        // Mb/s of frame data use the mean size.
+        let fps = row["throughput_rx_fps"].num().unwrap();
+        assert!((row["throughput_rx_mbps"].num().unwrap() - fps * line.frame_bytes() * 8.0 / 1e6).abs() < 1e-6);
+    }
+
+    #[test]
+    fn per_test_size_and_dut_filters() {
+        let text = format!(
+            "{EXAMPLE}\n[[test]]\nprocedure = \"throughput\"\nid = \"worst\"\npolicy = \"worst-of-2\"\ntrial_duration_s = 1\nframe_sizes = [64]\nduts = [\"ovs\"]\n"
+        );
+        let s = Suite::parse(&text).unwrap();
+        let worst = s.tests.last().unwrap();
+        assert!(worst.applies_to("ovs", &FrameSize::Bytes(64)));
+        assert!(!worst.applies_to("ovs", &FrameSize::Bytes(1518)));
+        assert!(!worst.applies_to("vecswitch-xconnect", &FrameSize::Bytes(64)));
+        let run = |dut: usize, size: u32| {
+            let line = s.line(&size.into()).unwrap();
+            let mut m = SimDut::new(SimModel::Fixed { capacity_fps: 0.5e6 }, 1).with_line_rate(line.max_fps());
+            let r = run_for_dut_observed(&s, &s.duts[dut], &size.into(), &mut m, &mut |_, _, _| Ok(()), &mut ()).unwrap();
+            r.records.iter().filter(|r| r.id == "worst").count()
+        };
+        assert_eq!(run(1, 64), 1);
+        assert_eq!(run(1, 1518), 0);
+        assert_eq!(run(0, 64), 0);
+        // Filters must name sizes and devices of the suite.
+        let bad = text.replace("frame_sizes = [64]\nduts", "frame_sizes = [512]\nduts");
+        let e = Suite::parse(&bad).unwrap_err().to_string();
+        assert!(e.contains("test.frame_sizes") && e.contains("512"), "{e}");
+        let bad = text.replace("duts = [\"ovs\"]", "duts = [\"ovs-dpdk\"]");
+        let e = Suite::parse(&bad).unwrap_err().to_string();
+        assert!(e.contains("test.duts") && e.contains("ovs-dpdk"), "{e}");
+    }
+
+    /// A measurer that fails (as a Ctrl-C stop does) after `ok` trials.
+    struct StopAfter {
+        inner: SimDut,
+        ok: usize,
+    }
+    impl Measurer for StopAfter {
+        fn trial(&mut self, load: Load, d: Duration) -> Result<crate::TrialResult, LabError> {
+            if self.ok == 0 {
+                return Err(LabError::Trial { load_fps: load.fps, reason: "stop requested (signal)".into() });
+            }
+            self.ok -= 1;
+            self.inner.trial(load, d)
+        }
+        fn burst(&mut self, frames: u64) -> Result<crate::BurstResult, LabError> {
+            self.inner.burst(frames)
+        }
+    }
+
+    #[test]
+    fn a_stop_keeps_the_tests_finished_before_it() {
+        let s = Suite::parse(EXAMPLE).unwrap();
+        let line = s.line(&64.into()).unwrap();
+        // Count the trials of the first test (throughput) alone, then stop two trials into the next.
+        let mut probe = SimDut::new(SimModel::Fixed { capacity_fps: 5e6 }, 1).with_line_rate(line.max_fps());
+        let first = run_test(&mut probe, &s.tests[0], &line, None).unwrap();
+        let Outcome::Throughput(t) = &first else { panic!() };
+        let n = t.trials.len();
+        let mut m = StopAfter { inner: SimDut::new(SimModel::Fixed { capacity_fps: 5e6 }, 1).with_line_rate(line.max_fps()), ok: n + 1 };
+        let r = run_for_dut_observed(&s, &s.duts[0], &64.into(), &mut m, &mut |_, _, _| Ok(()), &mut ()).unwrap();
+        assert_eq!(r.records.len(), 1, "the throughput test is kept");
+        assert_eq!(r.records[0].outcome, first);
+        assert!(r.error.unwrap().to_string().contains("stop requested"));
+        // run_for_dut (no partial results) reports the same stop as an error.
+        let mut m = StopAfter { inner: SimDut::new(SimModel::Fixed { capacity_fps: 5e6 }, 1).with_line_rate(line.max_fps()), ok: n + 1 };
+        assert!(run_for_dut(&s, &s.duts[0], &line, &mut m, &mut |_, _, _| Ok(())).is_err());
     }
 
     #[test]
