@@ -11,19 +11,29 @@
 //! `Testbed::configure_scale`, and records the DUT description and CPU placement with each test.
 //! This needs root (namespaces) and the peer programs the drivers use.
 //!
+//! Before the first DUT of each topology and frame size it calibrates the generator on that kind
+//! of link without a DUT (`testbed::calibrate_testbed`) and records the limit in
+//! `generator.calibrated_limits` and beside every result. Progress (block, procedure, trial, load,
+//! time left) goes to stderr. The results file is rewritten after every DUT × frame size; on
+//! Ctrl-C the run stops after the current trial, tears down and saves what was measured with
+//! `stopped` set (exit status 1). A DUT that fails to start is listed in `failures` and the run
+//! carries on with the others.
+//!
 //! `--simulate` runs against the lab's seeded simulated DUTs (no network, no root): each
 //! `[[dut]]` of the suite needs a `sim` model. Without a suite it runs the lab's demo (every
 //! procedure, two simulated devices). Either way it shows what a run produces and feeds
 //! `vecswitch report`.
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use vecswitch_lab::results::{GeneratorInfo, Provenance, RunResults};
-use vecswitch_lab::LabError;
-use vecswitch_testbed as testbed;
+use vecswitch_lab::progress::{estimate_block_secs, Progress};
+use vecswitch_lab::results::{CalibratedLimit, GeneratorInfo, Provenance, RunResults};
 use vecswitch_lab::sim::SimDut;
-use vecswitch_lab::suite::{run_for_dut, Suite};
+use vecswitch_lab::suite::{run_for_dut_observed, DutRun, FrameSize, Suite};
+use vecswitch_lab::{LabError, LineRate};
+use vecswitch_testbed as testbed;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -45,12 +55,19 @@ pub fn main(args: Args) -> anyhow::Result<()> {
     let run = match (&args.suite, args.simulate) {
         (None, true) => vecswitch_lab::demo::simulated_run(args.seed, command).context("simulated demo run")?,
         (Some(path), true) => simulate_suite(path, args.seed, command)?,
-        (Some(path), false) => real_suite(path, command)?,
+        (Some(path), false) => real_suite(path, command, &args.output)?,
         (None, false) => bail!("`vecswitch bench` needs a SUITE.toml (see docs/METHODOLOGY.md), or --simulate for the demo"),
     };
     run.save(&args.output).with_context(|| format!("writing {}", args.output.display()))?;
     let rows: usize = run.tests.iter().map(|t| t.rows().len()).sum();
     eprintln!("wrote {} ({} tests, {} result rows)", args.output.display(), run.tests.len(), rows);
+    for f in &run.failures {
+        eprintln!("bench: not measured: {f}");
+    }
+    if let Some(why) = &run.stopped {
+        // A non-zero exit status: the results file holds what was measured before the stop.
+        bail!("{why}; partial results in {}", args.output.display());
+    }
     Ok(())
 }
 
@@ -68,19 +85,56 @@ fn simulate_suite(path: &PathBuf, seed: u64, command: Vec<String>) -> anyhow::Re
         let Some(sim) = &dut.sim else {
             bail!("dut[{i}] ({}): --simulate needs a `sim` model, e.g. sim = {{ model = \"fixed\", capacity_mfps = 5 }}", dut.name);
         };
-        for &size in &suite.frame_sizes {
+        for size in &suite.frame_sizes {
             let line = suite.line(size)?;
             let mut m = SimDut::new(sim.model(), seed).with_buffer(sim.buffer_frames()).with_line_rate(line.max_fps());
             // Simulated devices have no tables: scale points re-run the same model.
-            let records = run_for_dut(&suite, dut, &line, &mut m, &mut |_, _, _| Ok(()))
-                .with_context(|| format!("{} at {size} B", dut.name))?;
-            run.tests.extend(records);
+            let r = run_for_dut_observed(&suite, dut, size, None, &mut m, &mut |_, _, _| Ok(()), &mut ())
+                .with_context(|| format!("{} at {}", dut.name, size.label()))?;
+            if let Some(e) = r.error {
+                return Err(anyhow::Error::new(e).context(format!("{} at {}", dut.name, size.label())));
+            }
+            run.tests.extend(r.records);
         }
     }
     Ok(run)
 }
 
-fn real_suite(path: &PathBuf, command: Vec<String>) -> anyhow::Result<RunResults> {
+/// Seconds of topology build and DUT start-up per block, for the time-left estimate.
+const SETUP_ESTIMATE_S: f64 = 3.0;
+
+/// Length of the generator's calibration trial per topology and frame size.
+const CALIBRATION_TRIAL: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// One block of a real run: a DUT (index into the suite's `dut`) at one frame size.
+fn blocks(suite: &Suite) -> Vec<(usize, FrameSize)> {
+    suite.duts.iter().enumerate().flat_map(|(i, _)| suite.frame_sizes.iter().map(move |f| (i, f.clone()))).collect()
+}
+
+/// The calibrated limit as the results record it.
+fn calibrated_limit(c: &testbed::Calibration, size: &FrameSize, line: &LineRate, topology: &str) -> CalibratedLimit {
+    CalibratedLimit {
+        frame_size: line.frame_size,
+        max_fps: c.limit_fps().round(),
+        mix: size.mix().map(str::to_string),
+        topology: Some(topology.to_string()),
+        method: Some(format!(
+            "{}, {:.1} s at maximum rate: sent {:.0} frames/s, received {:.0} frames/s",
+            c.method,
+            c.duration.as_secs_f64(),
+            c.tx_fps,
+            c.rx_fps
+        )),
+    }
+}
+
+/// Marks `run` as stopped early and saves it: what was measured until then is kept.
+fn save_partial(run: &mut RunResults, reason: String, output: &Path) -> anyhow::Result<()> {
+    run.stopped = Some(reason);
+    run.save(output).with_context(|| format!("writing {}", output.display()))
+}
+
+fn real_suite(path: &PathBuf, command: Vec<String>, output: &Path) -> anyhow::Result<RunResults> {
     let (suite, config) = read_suite(path)?;
     if suite.flows.is_some_and(|f| f > 1) {
         bail!("flows = {} in {}: only 1 flow per direction is wired to the generator yet", suite.flows.unwrap_or(0), path.display());
@@ -90,42 +144,133 @@ fn real_suite(path: &PathBuf, command: Vec<String>) -> anyhow::Result<RunResults
     eprintln!("bench: stale resources of earlier runs: {stale:?}");
     let bin = std::env::current_exe().context("locating the vecswitch binary for the vecswitch drivers")?;
     let mut run = RunResults::new(Provenance::collect(command, Some(config)));
-    // The generator is not calibrated per run yet: no limits recorded, so reports show none.
     run.generator = Some(GeneratorInfo { name: "vecswitch-gen".into(), calibrated_limits: Vec::new() });
-    for (i, dut) in suite.duts.iter().enumerate() {
-        let topology: testbed::Topology =
-            dut.topology.parse().with_context(|| format!("dut[{i}].topology"))?;
-        let kind = testbed::DutKind::parse(&dut.name, bin.clone()).with_context(|| format!("dut[{i}].name"))?;
-        for &size in &suite.frame_sizes {
-            let line = suite.line(size)?;
-            let size16 = u16::try_from(size).context("frame size")?;
-            eprintln!("bench: {} on {} at {size} B", dut.name, dut.topology);
-            let mut tb = testbed::Testbed::build(topology.clone()).with_context(|| format!("building {}", dut.topology))?;
-            let ports = tb.open_generator_ports().context("opening the generator ports")?;
-            tb.start(kind.build()).with_context(|| format!("starting {}", dut.name))?;
-            let describe = tb.describe_dut();
-            let records = {
-                let tbr = &tb;
-                let mut m = testbed::GenMeasurer::for_testbed(tbr, ports, testbed::default_streams(size16, suite.bidirectional))
-                    .context("generator")?;
-                vecswitch_lab::suite::run_for_dut(&suite, dut, &line, &mut m, &mut |_, sc, point| {
-                    let n = u32::try_from(point).map_err(|_| LabError::invalid("test.scale.points", point, "at most 4294967295"))?;
-                    let scale = if sc.kind == "flows" { testbed::Scale::Flows(n) } else { testbed::Scale::MacEntries(n) };
-                    tbr.configure_scale(scale).map_err(|e| LabError::Dut(e.to_string()))
-                })
-            };
-            let placement = tb.placement(testbed::generator_placement());
-            let stopped = tb.stop();
-            let mut records = records.with_context(|| format!("{} at {size} B", dut.name))?;
-            stopped.with_context(|| format!("stopping {}", dut.name))?;
-            let setup = serde_json::json!({ "topology": dut.topology, "dut": describe, "placement": placement });
-            for r in &mut records {
-                r.setup = Some(setup.clone());
-            }
-            run.tests.extend(records);
+    let blocks = blocks(&suite);
+    // Calibration runs once per topology and frame size, in the first block that needs it.
+    let mut to_calibrate = std::collections::BTreeSet::new();
+    let estimates = blocks
+        .iter()
+        .map(|(i, f)| {
+            let d = &suite.duts[*i];
+            let calib = if to_calibrate.insert((d.topology.clone(), f.clone())) { CALIBRATION_TRIAL.as_secs_f64() + 1.0 } else { 0.0 };
+            let label = format!("{} on {} at {}", d.name, d.topology, f.label());
+            (label, estimate_block_secs(&suite.tests, &d.name, f, SETUP_ESTIMATE_S + calib))
+        })
+        .collect();
+    let progress = Progress::new(estimates);
+    let mut limits: BTreeMap<(String, FrameSize), Option<f64>> = BTreeMap::new();
+    let mut failed_duts = std::collections::BTreeSet::new();
+    for (b, (i, size)) in blocks.iter().enumerate() {
+        let dut = &suite.duts[*i];
+        if testbed::signal::stop_requested() {
+            save_partial(&mut run, format!("stopped by a signal before {} on {} at {}", dut.name, dut.topology, size.label()), output)?;
+            return Ok(run);
         }
+        progress.start_block(b);
+        if failed_duts.contains(i) {
+            eprintln!("bench: skipping {} at {}: it failed at an earlier size", dut.name, size.label());
+            progress.finish_block();
+            continue;
+        }
+        let outcome = run_block(&suite, *i, size, &bin, &progress, &mut limits, &mut run);
+        progress.finish_block();
+        match outcome {
+            Ok(None) => {}
+            Ok(Some(e)) | Err(e) if testbed::signal::stop_requested() => {
+                eprintln!("bench: stopped: {e:#}");
+                save_partial(&mut run, format!("stopped by a signal during {} on {} at {}", dut.name, dut.topology, size.label()), output)?;
+                return Ok(run);
+            }
+            Ok(Some(e)) => {
+                // The DUT ran but a test failed: keep going with the next block.
+                eprintln!("bench: {} on {} at {}: {e:#}", dut.name, dut.topology, size.label());
+                run.failures.push(format!("{} on {} at {}: {e:#}", dut.name, dut.topology, size.label()));
+            }
+            Err(e) => {
+                // The topology or the DUT could not be set up: the other sizes would fail alike.
+                eprintln!("bench: {} on {} at {}: {e:#}", dut.name, dut.topology, size.label());
+                run.failures.push(format!("{} on {} at {}: {e:#}", dut.name, dut.topology, size.label()));
+                failed_duts.insert(*i);
+            }
+        }
+        // Saved after every block, so an abort (a second Ctrl-C) keeps everything before it.
+        run.save(output).with_context(|| format!("writing {}", output.display()))?;
     }
     Ok(run)
+}
+
+/// Runs one DUT at one frame size: build the topology, calibrate the generator (once per
+/// topology and size), start the DUT, run the tests, tear down. Records (also those finished
+/// before a failing test) go into `run`. `Err` = set-up failed; `Ok(Some(e))` = a test failed.
+fn run_block(
+    suite: &Suite,
+    i: usize,
+    size: &FrameSize,
+    bin: &Path,
+    progress: &Progress,
+    limits: &mut BTreeMap<(String, FrameSize), Option<f64>>,
+    run: &mut RunResults,
+) -> anyhow::Result<Option<anyhow::Error>> {
+    let dut = &suite.duts[i];
+    let topology: testbed::Topology = dut.topology.parse().with_context(|| format!("dut[{i}].topology"))?;
+    let kind = testbed::DutKind::parse(&dut.name, bin.to_path_buf()).with_context(|| format!("dut[{i}].name"))?;
+    let line = suite.line(size)?;
+    let spec = size.spec()?;
+    let mut tb = testbed::Testbed::build(topology.clone()).with_context(|| format!("building {}", dut.topology))?;
+    let key = (dut.topology.clone(), size.clone());
+    if !limits.contains_key(&key) {
+        eprintln!("bench: calibrating the generator on {} at {} (no DUT in the loop)", dut.topology, size.label());
+        let limit = match testbed::calibrate_testbed(&tb, &spec, CALIBRATION_TRIAL) {
+            Ok(c) => {
+                eprintln!("bench: generator limit on {} at {}: {:.0} frames/s ({})", dut.topology, size.label(), c.limit_fps(), c.method);
+                if let Some(g) = run.generator.as_mut() {
+                    g.calibrated_limits.push(calibrated_limit(&c, size, &line, &dut.topology));
+                }
+                Some(c.limit_fps().round())
+            }
+            Err(e) => {
+                eprintln!("bench: calibration on {} at {} failed, no limit recorded: {e}", dut.topology, size.label());
+                run.failures.push(format!("generator calibration on {} at {}: {e}", dut.topology, size.label()));
+                None
+            }
+        };
+        limits.insert(key.clone(), limit);
+    }
+    let limit = limits.get(&key).copied().flatten();
+    let ports = tb.open_generator_ports().context("opening the generator ports")?;
+    tb.start(kind.build()).with_context(|| format!("starting {}", dut.name))?;
+    let describe = tb.describe_dut();
+    let result = {
+        let tbr = &tb;
+        let mut m = testbed::GenMeasurer::for_testbed(tbr, ports, testbed::streams_for(&spec, suite.bidirectional)).context("generator")?;
+        let mut pm = progress.measurer(&mut m, line.max_fps());
+        let mut observer = progress.clone();
+        run_for_dut_observed(
+            suite,
+            dut,
+            size,
+            limit,
+            &mut pm,
+            &mut |_, sc, point| {
+                let n = u32::try_from(point).map_err(|_| LabError::invalid("test.scale.points", point, "at most 4294967295"))?;
+                let scale = if sc.kind == "flows" { testbed::Scale::Flows(n) } else { testbed::Scale::MacEntries(n) };
+                tbr.configure_scale(scale).map_err(|e| LabError::Dut(e.to_string()))
+            },
+            &mut observer,
+        )
+    };
+    let placement = tb.placement(testbed::generator_placement());
+    let stopped = tb.stop();
+    let DutRun { mut records, error } = result.with_context(|| format!("{} at {}", dut.name, size.label()))?;
+    let setup = serde_json::json!({ "topology": dut.topology, "dut": describe, "placement": placement });
+    for r in &mut records {
+        r.setup = Some(setup.clone());
+    }
+    run.tests.extend(records);
+    if let Err(e) = stopped {
+        return Ok(Some(anyhow::Error::new(e).context(format!("stopping {}", dut.name))));
+    }
+    Ok(error.map(|e| anyhow::Error::new(e).context(format!("{} at {}", dut.name, size.label()))))
 }
 
 #[cfg(test)]
@@ -148,6 +293,60 @@ mod tests {
         // The sporadic model's capacity is 0.84 Mfps, above 1518-byte line rate (812 744 fps).
         let fps = row["throughput_rx_fps"].num().unwrap();
         assert!(fps > 0.99 * 812_743.8 && fps <= 812_744.0, "{fps}");
+    }
+
+    #[test]
+    fn partial_save_keeps_the_tests_and_says_why() {
+        let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/suites/simulated.toml"));
+        let mut run = simulate_suite(&path, 1, vec!["test".into()]).unwrap();
+        run.tests.truncate(7);
+        let out = std::env::temp_dir().join(format!("vecswitch-bench-partial-{}.json", std::process::id()));
+        save_partial(&mut run, "stopped by a signal during ovs on phy2phy-veth at 256 B".into(), &out).unwrap();
+        let back = RunResults::load(&out).unwrap();
+        let _ = std::fs::remove_file(&out);
+        assert_eq!(back.tests.len(), 7);
+        assert_eq!(back.tests, run.tests);
+        assert!(back.stopped.as_deref().unwrap().contains("ovs on phy2phy-veth at 256 B"));
+    }
+
+    #[test]
+    fn calibration_maps_to_the_results_limit() {
+        let c = testbed::Calibration {
+            size: "imix".into(),
+            tx_fps: 5.0e6,
+            rx_fps: 4.5e6,
+            lost: 10,
+            duration: std::time::Duration::from_millis(1500),
+            method: "memif server/client pair in one process (no DUT)".into(),
+        };
+        let size = FrameSize::Mix("imix".into());
+        let suite = Suite::parse("name = \"x\"\nframe_sizes = [\"imix\"]\n[[dut]]\nname = \"a\"\ntopology = \"phy2phy-memif\"\n[[test]]\nprocedure = \"throughput\"\n").unwrap();
+        let line = suite.line(&size).unwrap();
+        let l = calibrated_limit(&c, &size, &line, "phy2phy-memif");
+        // The limit is what came back through the loop, not what was sent.
+        assert_eq!(l.max_fps, 4.5e6);
+        assert_eq!(l.frame_size, 354);
+        assert_eq!(l.mix.as_deref(), Some("imix"));
+        assert_eq!(l.topology.as_deref(), Some("phy2phy-memif"));
+        assert!(l.method.as_deref().unwrap().contains("sent 5000000 frames/s, received 4500000 frames/s"));
+        // A test of that topology and mix finds it; another topology does not.
+        let g = GeneratorInfo { name: "g".into(), calibrated_limits: vec![l] };
+        let mut m = SimDut::new(vecswitch_lab::sim::SimModel::Fixed { capacity_fps: 1e6 }, 1).with_line_rate(line.max_fps());
+        let mut r = run_for_dut_observed(&suite, &suite.duts[0], &size, None, &mut m, &mut |_, _, _| Ok(()), &mut ()).unwrap();
+        let rec = r.records.remove(0);
+        assert_eq!(g.limit_for_test(&rec), Some(4.5e6));
+        let mut other = rec.clone();
+        other.topology = Some("phy2phy-veth".into());
+        assert_eq!(g.limit_for_test(&other), None);
+    }
+
+    #[test]
+    fn blocks_run_every_dut_at_every_size_in_order() {
+        let suite = Suite::parse(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/suites/simulated.toml")).unwrap()).unwrap();
+        let b = blocks(&suite);
+        assert_eq!(b.len(), suite.duts.len() * suite.frame_sizes.len());
+        assert_eq!(b[0], (0, FrameSize::Bytes(64)));
+        assert_eq!(b.last().unwrap(), &(1, FrameSize::Bytes(1518)));
     }
 
     #[test]

@@ -271,7 +271,7 @@ frame_sizes = [64]
             let mut sim = SimDut::new(SimModel::Fixed { capacity_fps: 0.3 * line.max_fps() }, 1).with_line_rate(line.max_fps());
             let mut m = p.measurer(&mut sim, line.max_fps());
             let mut obs = p.clone();
-            let r = run_for_dut_observed(&s, &s.duts[0], size, &mut m, &mut |_, _, _| Ok(()), &mut obs).unwrap();
+            let r = run_for_dut_observed(&s, &s.duts[0], size, None, &mut m, &mut |_, _, _| Ok(()), &mut obs).unwrap();
             assert!(r.error.is_none());
             p.finish_block();
         }

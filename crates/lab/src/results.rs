@@ -424,7 +424,16 @@ impl TestRecord {
                     }
                 }
                 r.insert("trials", Cell::Num(t.trials.len() as f64));
-                r.insert("tester_limited", Cell::Flag(t.tester_limited));
+                // A result within the tester's margin of the generator's calibrated limit says
+                // nothing about the DUT above it: flag it like a tester-limited search.
+                let at_limit = match (t.throughput_fps, self.generator_limit_fps) {
+                    (Some(x), Some(g)) => x >= g * (1.0 - crate::measurer::TESTER_CEILING_MARGIN),
+                    _ => false,
+                };
+                if at_limit && !t.tester_limited {
+                    r.insert("note", Cell::Text("at the generator's calibrated limit: the DUT may forward more".into()));
+                }
+                r.insert("tester_limited", Cell::Flag(t.tester_limited || at_limit));
                 vec![r]
             }
             Outcome::Mlrsearch(m) => m

@@ -201,9 +201,14 @@ pub enum TestSpec {
         trial_duration_s: f64,
         #[serde(default)]
         loss_tolerance_percent: f64,
-        /// Stop width as a percentage of line rate.
+        /// Stop width as a percentage of the search's maximum load (`search_max`).
         #[serde(default = "d01")]
         resolution_percent: f64,
+        /// Highest load searched: `line-rate` (default, RFC 2544) or `generator-limit` (the
+        /// generator's calibrated limit when the bench run measured one, else line rate: a load
+        /// the generator cannot offer is tester-limited anyway).
+        #[serde(default = "line_rate_max")]
+        search_max: String,
         /// `single`, `best-of-N`, `worst-of-N`.
         #[serde(default = "single")]
         policy: String,
@@ -346,6 +351,9 @@ fn d120() -> f64 {
 fn single() -> String {
     "single".into()
 }
+fn line_rate_max() -> String {
+    "line-rate".into()
+}
 fn yes() -> bool {
     true
 }
@@ -484,8 +492,11 @@ impl Suite {
             // A throughput test limited to some sizes or devices does not feed the tests after it
             // everywhere, so it does not count as "measured before".
             have_throughput |= matches!(t, TestSpec::Throughput { scale: None, frame_sizes: None, duts: None, .. } | TestSpec::Mlrsearch { .. });
-            if let TestSpec::Throughput { policy, scale, frame_sizes, duts, .. } = t {
+            if let TestSpec::Throughput { policy, scale, frame_sizes, duts, search_max, .. } = t {
                 parse_policy(policy)?;
+                if search_max != "line-rate" && search_max != "generator-limit" {
+                    return Err(LabError::invalid("test.search_max", search_max, "line-rate or generator-limit"));
+                }
                 for f in frame_sizes.iter().flatten() {
                     if !self.frame_sizes.contains(f) {
                         return Err(LabError::invalid("test.frame_sizes", f.name(), "sizes listed in the suite's frame_sizes"));
@@ -528,6 +539,18 @@ pub fn run_test<M: Measurer + ?Sized>(
     line: &LineRate,
     throughput_fps: Option<f64>,
 ) -> Result<Outcome, LabError> {
+    run_test_with_limit(m, spec, line, throughput_fps, None)
+}
+
+/// [`run_test`] knowing the generator's calibrated limit (frames/s) for this topology and size,
+/// which a throughput test with `search_max = "generator-limit"` searches up to.
+pub fn run_test_with_limit<M: Measurer + ?Sized>(
+    m: &mut M,
+    spec: &TestSpec,
+    line: &LineRate,
+    throughput_fps: Option<f64>,
+    generator_limit_fps: Option<f64>,
+) -> Result<Outcome, LabError> {
     let max = line.max_fps();
     let need = || {
         throughput_fps.filter(|x| *x > 0.0).ok_or_else(|| {
@@ -535,10 +558,14 @@ pub fn run_test<M: Measurer + ?Sized>(
         })
     };
     Ok(match spec {
-        TestSpec::Throughput { trial_duration_s, loss_tolerance_percent, resolution_percent, policy, verify, learning_s, .. } => {
-            let mut c = ThroughputConfig::new(0.0, max, secs("trial_duration_s", *trial_duration_s)?);
+        TestSpec::Throughput { trial_duration_s, loss_tolerance_percent, resolution_percent, policy, verify, learning_s, search_max, .. } => {
+            let top = match (search_max.as_str(), generator_limit_fps) {
+                ("generator-limit", Some(g)) if g > 0.0 && g.is_finite() => g.min(max),
+                _ => max,
+            };
+            let mut c = ThroughputConfig::new(0.0, top, secs("trial_duration_s", *trial_duration_s)?);
             c.loss_tolerance = loss_tolerance_percent / 100.0;
-            c.resolution_fps = max * resolution_percent / 100.0;
+            c.resolution_fps = top * resolution_percent / 100.0;
             c.policy = parse_policy(policy)?;
             c.verify = *verify;
             if *learning_s > 0.0 {
@@ -606,7 +633,7 @@ pub fn run_for_dut(
     reconfigure: &mut Reconfigure<'_>,
 ) -> Result<Vec<TestRecord>, LabError> {
     let size = FrameSize::Bytes(line.frame_size);
-    let r = run_for_dut_observed(suite, dut, &size, m, reconfigure, &mut ())?;
+    let r = run_for_dut_observed(suite, dut, &size, None, m, reconfigure, &mut ())?;
     match r.error {
         Some(e) => Err(e),
         None => Ok(r.records),
@@ -639,6 +666,7 @@ pub fn run_for_dut_observed(
     suite: &Suite,
     dut: &DutSpec,
     size: &FrameSize,
+    generator_limit_fps: Option<f64>,
     m: &mut dyn Measurer,
     reconfigure: &mut Reconfigure<'_>,
     observer: &mut dyn SuiteObserver,
@@ -660,7 +688,7 @@ pub fn run_for_dut_observed(
         setup: None,
         frame_mix: size.mix().map(str::to_string),
         topology: Some(dut.topology.clone()),
-        generator_limit_fps: None,
+        generator_limit_fps,
         outcome,
     };
     for (index, spec) in suite.tests.iter().enumerate() {
@@ -671,13 +699,13 @@ pub fn run_for_dut_observed(
             Some(sc) => sc.points.iter().try_for_each(|&point| {
                 observer.test_started(index, spec, Some(point));
                 reconfigure(m, sc, point)?;
-                let o = run_test(m, spec, &line, thr)?;
+                let o = run_test_with_limit(m, spec, &line, thr, generator_limit_fps)?;
                 records.push(record(spec, o, Some(point)));
                 Ok(())
             }),
             None => {
                 observer.test_started(index, spec, None);
-                run_test(m, spec, &line, thr).map(|o| {
+                run_test_with_limit(m, spec, &line, thr, generator_limit_fps).map(|o| {
                     thr = thr.or(found_throughput(&o));
                     records.push(record(spec, o, None));
                 })
@@ -846,7 +874,7 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
         let size = FrameSize::Mix("imix".into());
         let line = s.line(&size).unwrap();
         let mut m = SimDut::new(SimModel::Fixed { capacity_fps: 1e6 }, 1).with_line_rate(line.max_fps());
-        let r = run_for_dut_observed(&s, &s.duts[0], &size, &mut m, &mut |_, _, _| Ok(()), &mut ()).unwrap();
+        let r = run_for_dut_observed(&s, &s.duts[0], &size, None, &mut m, &mut |_, _, _| Ok(()), &mut ()).unwrap();
         assert!(r.error.is_none());
         let rec = &r.records[0];
         assert_eq!(rec.frame_mix.as_deref(), Some("imix"));
@@ -872,7 +900,7 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
         let run = |dut: usize, size: u32| {
             let line = s.line(&size.into()).unwrap();
             let mut m = SimDut::new(SimModel::Fixed { capacity_fps: 0.5e6 }, 1).with_line_rate(line.max_fps());
-            let r = run_for_dut_observed(&s, &s.duts[dut], &size.into(), &mut m, &mut |_, _, _| Ok(()), &mut ()).unwrap();
+            let r = run_for_dut_observed(&s, &s.duts[dut], &size.into(), None, &mut m, &mut |_, _, _| Ok(()), &mut ()).unwrap();
             r.records.iter().filter(|r| r.id == "worst").count()
         };
         assert_eq!(run(1, 64), 1);
@@ -915,13 +943,37 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
         let Outcome::Throughput(t) = &first else { panic!() };
         let n = t.trials.len();
         let mut m = StopAfter { inner: SimDut::new(SimModel::Fixed { capacity_fps: 5e6 }, 1).with_line_rate(line.max_fps()), ok: n + 1 };
-        let r = run_for_dut_observed(&s, &s.duts[0], &64.into(), &mut m, &mut |_, _, _| Ok(()), &mut ()).unwrap();
+        let r = run_for_dut_observed(&s, &s.duts[0], &64.into(), None, &mut m, &mut |_, _, _| Ok(()), &mut ()).unwrap();
         assert_eq!(r.records.len(), 1, "the throughput test is kept");
         assert_eq!(r.records[0].outcome, first);
         assert!(r.error.unwrap().to_string().contains("stop requested"));
         // run_for_dut (no partial results) reports the same stop as an error.
         let mut m = StopAfter { inner: SimDut::new(SimModel::Fixed { capacity_fps: 5e6 }, 1).with_line_rate(line.max_fps()), ok: n + 1 };
         assert!(run_for_dut(&s, &s.duts[0], &line, &mut m, &mut |_, _, _| Ok(())).is_err());
+    }
+
+    #[test]
+    fn search_up_to_the_generator_limit() {
+        let text = EXAMPLE.replace("policy = \"best-of-3\"", "policy = \"single\"\nsearch_max = \"generator-limit\"\nresolution_percent = 1");
+        let s = Suite::parse(&text).unwrap();
+        let line = s.line(&64.into()).unwrap();
+        let limit = 2e6;
+        let mut m = SimDut::new(SimModel::Fixed { capacity_fps: 1e6 }, 1).with_line_rate(line.max_fps()).with_tester_limit(limit);
+        let r = run_for_dut_observed(&s, &s.duts[0], &64.into(), Some(limit), &mut m, &mut |_, _, _| Ok(()), &mut ()).unwrap();
+        let rec = &r.records[0];
+        assert_eq!(rec.generator_limit_fps, Some(limit));
+        let Outcome::Throughput(t) = &rec.outcome else { panic!() };
+        // The first trial asks for the generator's limit, not line rate; the resolution is 1 % of it.
+        assert_eq!(t.trials[0].intended_load.fps, limit);
+        let x = t.throughput_fps.unwrap();
+        assert!(x <= 1e6 && 1e6 - x <= 0.01 * limit, "{x}");
+        // Without a measured limit it searches from line rate, as RFC 2544 does.
+        let mut m = SimDut::new(SimModel::Fixed { capacity_fps: 1e6 }, 1).with_line_rate(line.max_fps());
+        let r = run_for_dut_observed(&s, &s.duts[0], &64.into(), None, &mut m, &mut |_, _, _| Ok(()), &mut ()).unwrap();
+        let Outcome::Throughput(t) = &r.records[0].outcome else { panic!() };
+        assert_eq!(t.trials[0].intended_load.fps, line.max_fps());
+        let bad = text.replace("search_max = \"generator-limit\"", "search_max = \"gen\"");
+        assert!(Suite::parse(&bad).unwrap_err().to_string().contains("test.search_max"));
     }
 
     #[test]

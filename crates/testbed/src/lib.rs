@@ -14,12 +14,15 @@
 //!   speed-of-light reference over memif) and `ovs-dpdk` (which explains why it cannot run here).
 //! - [`GenMeasurer`]: the lab's `Measurer` on the generator ports of a [`Testbed`] (crates/gen's
 //!   `Generator`), mapping each `TrialReport` onto the lab's `TrialResult`.
+//! - [`calibrate_testbed`]: the generator's own ceiling on a topology's kind of link (no DUT), per
+//!   frame size or mix, recorded beside every result.
 //!
 //! Traffic only ever flows on links the testbed created: veth pairs inside its own namespaces and
 //! memif sockets inside its run directory. Nothing is installed at run time; a missing peer
 //! program is an error that names the package.
 #![forbid(unsafe_code)]
 
+pub mod calibrate;
 pub mod cmd;
 pub mod dut;
 mod error;
@@ -32,11 +35,12 @@ pub mod rundir;
 pub mod signal;
 pub mod topology;
 
+pub use calibrate::{calibrate_ports, calibrate_testbed, Calibration};
 pub use cmd::{wait_for, wait_for_result};
 pub use dut::{Dut, DutKind, Scale};
 pub use error::{Error, Result};
 pub use gen_ports::{open_generator_ports, open_port, wait_links_up};
-pub use measurer::{default_streams, generator_placement, GenMeasurer};
+pub use measurer::{default_streams, generator_placement, streams_for, GenMeasurer};
 pub use netns::{cleanup_stale, veth_pair, CleanupReport, Netns};
 pub use placement::{CorePlan, PlacedProcess, Placement};
 pub use process::{ChildGuard, ProcessSpec};

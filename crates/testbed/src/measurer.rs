@@ -61,6 +61,17 @@ pub fn default_streams(frame_size: u16, bidirectional: bool) -> Vec<StreamSpec> 
     v
 }
 
+/// Like [`default_streams`] for any size specification, e.g. a mix (`SizeSpec::imix()`).
+pub fn streams_for(size: &vecswitch_gen::SizeSpec, bidirectional: bool) -> Vec<StreamSpec> {
+    let mut s = StreamSpec::ipv4(0, 1);
+    s.size = size.clone();
+    let mut v = vec![s.clone()];
+    if bidirectional {
+        v.push(s.reversed());
+    }
+    v
+}
+
 fn map_latency(l: &Latency) -> LatencyStats {
     LatencyStats {
         min_ns: l.min_ns as f64,

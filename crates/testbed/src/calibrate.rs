@@ -1,0 +1,123 @@
+//! Generator calibration per run: the generator's own ceiling on a topology's kind of link, with no
+//! DUT in the path, so every result can show it beside the DUT's figure.
+//!
+//! [`calibrate_testbed`] loops the generator through the same kind of link the DUT tests use and
+//! runs one trial at the maximum rate ([`Rate::Max`]) for a frame size or mix:
+//!
+//! | topology link | the loop |
+//! |---|---|
+//! | memif | a memif server and client on one socket of the run directory, both in this process |
+//! | veth | the topology's own first veth pair straight through: `gen0` (generator namespace) sends, `dut0` (DUT namespace) receives — before the DUT starts, with the same RPS setting |
+//!
+//! The limit is the rate received back through the loop ([`Calibration::limit_fps`]): the generator
+//! sends and receives on one thread in DUT tests too, so that is the most a DUT test can show. The
+//! thread is pinned to the generator's CPU first, as in the tests. [`calibrate_ports`] does the
+//! measuring on any pair of ports (tests use an in-process loopback pair).
+
+use std::time::Duration;
+
+use serde::Serialize;
+use vecswitch_gen::{Generator, Rate, SizeSpec, StreamSpec, TrialLength, TrialReport, TrialSpec};
+use vecswitch_ports::memif::{MemifConfig, MemifPort, Role};
+use vecswitch_ports::Port;
+
+use crate::error::{Error, Result};
+use crate::topology::{Link, Testbed};
+
+/// What one calibration trial measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Calibration {
+    /// `64` or `imix` (the generator's size name).
+    pub size: String,
+    /// Frames/s the generator offered at maximum rate.
+    pub tx_fps: f64,
+    /// Frames/s received back through the loop, over the same time.
+    pub rx_fps: f64,
+    /// Frames the loop lost (receive ring full): the receiving side could not keep up.
+    pub lost: u64,
+    /// Length of the trial.
+    pub duration: Duration,
+    /// The loop, e.g. `memif server/client pair in one process`.
+    pub method: String,
+}
+
+impl Calibration {
+    /// The generator's ceiling: what it sent **and** received per second through the loop.
+    pub fn limit_fps(&self) -> f64 {
+        self.rx_fps.min(self.tx_fps)
+    }
+
+    /// Maps a maximum-rate trial report (see the module doc).
+    pub fn from_report(size: &SizeSpec, r: &TrialReport, duration: Duration, method: &str) -> Calibration {
+        let secs = r.tx_seconds.max(1e-9);
+        Calibration {
+            size: size.name(),
+            tx_fps: r.tx as f64 / secs,
+            rx_fps: r.rx as f64 / secs,
+            lost: r.lost,
+            duration,
+            method: method.to_string(),
+        }
+    }
+}
+
+/// Runs one maximum-rate trial of `size` from port 0 to port 1 of `ports` (a loop without DUT).
+pub fn calibrate_ports(ports: Vec<Box<dyn Port>>, size: &SizeSpec, duration: Duration, method: &str) -> Result<Calibration> {
+    let gen_err = |what: &str, e: vecswitch_gen::GenError| Error::Invalid {
+        field: "generator calibration",
+        value: format!("{what}: {e}"),
+        expected: "a loop the generator can send through".into(),
+    };
+    let mut gen = Generator::new(ports).map_err(|e| gen_err("ports", e))?;
+    gen.wait_link(Duration::from_secs(5)).map_err(|e| gen_err("link", e))?;
+    let mut s = StreamSpec::ipv4(0, 1);
+    s.size = size.clone();
+    let mut spec = TrialSpec::new(vec![s], Rate::Max, TrialLength::Duration(duration));
+    spec.drain = Duration::from_millis(100);
+    let r = gen.run_trial(&spec).map_err(|e| gen_err("trial", e))?;
+    Ok(Calibration::from_report(size, &r, duration, method))
+}
+
+/// Calibrates the generator on `tb`'s kind of link (see the module doc). Call it before
+/// [`Testbed::start`]: on veth it borrows the DUT's first interface.
+pub fn calibrate_testbed(tb: &Testbed, size: &SizeSpec, duration: Duration) -> Result<Calibration> {
+    crate::measurer::pin_current_thread(tb.wiring().cores.generator)?;
+    let w = tb.wiring();
+    match w.topology.link() {
+        Link::Memif => {
+            let sock = tb.run_dir().file("calibrate.sock").display().to_string();
+            let port = |name: &str, role| -> Result<Box<dyn Port>> {
+                let p = MemifPort::new(MemifConfig::new(name, &sock, 0, role))
+                    .map_err(|e| Error::Port { port: name.to_string(), source: Box::new(e) })?;
+                Ok(Box::new(p))
+            };
+            let ports = vec![port("cal-client", Role::Client)?, port("cal-server", Role::Server)?];
+            let r = calibrate_ports(ports, size, duration, "memif server/client pair in one process (no DUT)");
+            let _ = std::fs::remove_file(&sock);
+            r
+        }
+        Link::Veth => {
+            let tx = crate::gen_ports::open_port(&w.gen_ports[0])?;
+            let rx = crate::gen_ports::open_port(&w.dut_ports[0])?;
+            calibrate_ports(vec![tx, rx], size, duration, "veth pair straight through, AF_PACKET both ends (no DUT)")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vecswitch_ports::loopback;
+
+    #[test]
+    fn loopback_calibration_maps_the_report() {
+        let (a, b) = loopback::pair("a", "b");
+        let c = calibrate_ports(vec![Box::new(a), Box::new(b)], &SizeSpec::imix(), Duration::from_millis(200), "loopback").unwrap();
+        assert_eq!(c.size, "imix");
+        assert_eq!(c.method, "loopback");
+        assert!(c.tx_fps > 0.0 && c.rx_fps > 0.0, "{c:?}");
+        // The limit is what came back, never more than what was sent.
+        assert!(c.limit_fps() <= c.tx_fps && c.limit_fps() == c.rx_fps.min(c.tx_fps));
+        assert_eq!(c.duration, Duration::from_millis(200));
+    }
+}
