@@ -1,8 +1,9 @@
 //! AF_PACKET port: any kernel network interface (veth, tap, a NIC) through one packet socket with
 //! memory-mapped rings.
 //!
-//! - [`AfPacketConfig`] names the port and the interface and sizes the rings; [`AfPacketConfig::validate`]
-//!   rejects bad values naming the field, the value and what is accepted.
+//! - [`AfPacketConfig`] names the port and the interface, sizes the rings and picks the
+//!   [`RxMode`]; [`AfPacketConfig::validate`] rejects bad values naming the field, the value and
+//!   what is accepted.
 //! - [`AfPacketPort`] implements [`Port`]. [`AfPacketPort::open`] opens an interface of the caller's
 //!   network namespace, [`AfPacketPort::open_in_netns`] one inside another namespace (`ip netns`).
 //! - [`AfPacketStats`] holds the backend's detailed counters (kernel drops, ignored outgoing frames,
@@ -11,7 +12,9 @@
 //! ## Rings
 //!
 //! One socket carries two rings mapped with one `mmap`, RX first, then TX
-//! (Documentation/networking/packet_mmap.rst):
+//! (Documentation/networking/packet_mmap.rst). A socket has one `PACKET_VERSION` for both rings,
+//! chosen by [`AfPacketConfig::rx_mode`]: TPACKET_V3 in block mode (the default), TPACKET_V2 in
+//! frame mode. Block mode:
 //!
 //! - **RX: TPACKET_V3.** The kernel fills whole *blocks* of variable-length frames and hands a
 //!   block over by setting `block_status` to `TP_STATUS_USER`; we walk its `tpacket3_hdr` chain
@@ -35,6 +38,47 @@
 //!   802.1Q-tagged frame), is counted in `tx_dropped` and [`AfPacketStats::tx_too_long`], never
 //!   handed to the kernel (which would drop it without a trace).
 //!   `PACKET_LOSS` is set so that the kernel skips a frame it refuses instead of stalling the ring.
+//!
+//! Frame mode:
+//!
+//! - **RX: TPACKET_V2 frame ring.** `block_count` blocks of `block_size / frame_size` fixed slots
+//!   of `frame_size` bytes; each slot starts with a `tpacket2_hdr` and its own `tp_status`, which
+//!   the kernel sets to `TP_STATUS_USER` as soon as it has written the frame. We copy the frame out
+//!   and give the slot back (`TP_STATUS_KERNEL`) at once. The frame must fit its slot after the
+//!   66-byte header area: a frame longer than `frame_size - 66` is cut by the kernel and counted in
+//!   [`AfPacketStats::rx_truncated`] (use `frame_size = 16384` for 9000-byte frames, as TX needs
+//!   anyway). VLAN tags are put back and outgoing frames skipped as in block mode; a descriptor
+//!   whose frame does not lie inside its own slot is dropped ([`AfPacketStats::rx_bad_descriptor`]).
+//! - **TX: TPACKET_V2 frame ring**, the same slots as in block mode but with a `tpacket2_hdr`:
+//!   data at offset 32, so the largest frame sent is `frame_size - 32`.
+//!
+//! ## Receive modes: block batches for throughput, frame for latency
+//!
+//! In block mode the kernel hands a block over only when it is full or when `block_timeout_ms`
+//! (at least 1 ms; the retire timer runs on jiffies, so in practice up to several ms) expires, so
+//! at low and medium rates every received frame waits in a partly filled block. That wait is the
+//! receiver's own latency, not the device under test's: a tester measuring latency must use frame
+//! mode, where a frame is visible to `rx_burst` as soon as the kernel wrote it.
+//!
+//! Measured on the 2-core lab VM (shared with other builds, so tails are noisy), one-way over a
+//! veth pair, 60-byte frames, both ends in the same mode, busy-polling receiver
+//! (`cargo run --release -p vecswitch-ports --example afp_latency -- latency MODE RATE COUNT`):
+//!
+//! | rate | mode | min | median | p99 |
+//! |---|---|---|---|---|
+//! | 1 kpps | block | 6.4 µs | 303 µs | 4232 µs |
+//! | 1 kpps | frame | 2.6 µs | 4.2 µs | 35 µs |
+//! | 10 kpps | block | 3.5 µs | 757 µs | 4888 µs |
+//! | 10 kpps | frame | 2.5 µs | 3.3 µs | 11 µs |
+//!
+//! Throughput (`... -- throughput MODE 3 60 FRAME_SIZE`: one sender thread as fast as the TX ring
+//! goes, one receiver thread): both modes received what this host could send (about 200 kfps
+//! with 2048-byte slots, 400 kfps with 16384-byte slots), with the receiver's `rx_burst` time per
+//! frame within run-to-run noise of each other (100–640 ns). The cost of frame mode is memory: a
+//! ring holds `block_size * block_count / frame_size` frames (4096 with the defaults, 512 with
+//! 16384-byte slots) instead of as many as fit in the blocks back to back, so it absorbs shorter
+//! stalls of the polling thread. Block mode stays the default for the switch; the traffic
+//! generator opens its ports in frame mode.
 //!
 //! The socket is non-blocking; [`AfPacketPort::raw_fd`] is readable (`POLLIN`) when an RX block is
 //! ready, for an interrupt/adaptive mode with poll/epoll.
@@ -76,6 +120,7 @@ mod sys {
     pub const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
     pub const PACKET_MR_PROMISC: libc::c_ushort = 1;
     pub const PACKET_FANOUT_HASH: u32 = 0;
+    pub const TPACKET_V2: libc::c_int = 1;
     pub const TPACKET_V3: libc::c_int = 2;
     pub const PACKET_OUTGOING: u8 = 4;
     pub const ETH_P_ALL: u16 = 0x0003;
@@ -100,6 +145,16 @@ mod sys {
         pub retire_blk_tov: u32,
         pub sizeof_priv: u32,
         pub feature_req_word: u32,
+    }
+
+    /// `struct tpacket_req` (TPACKET_V1/V2 rings).
+    #[repr(C)]
+    #[derive(Debug, Default, Clone, Copy)]
+    pub struct TpacketReq {
+        pub block_size: u32,
+        pub block_nr: u32,
+        pub frame_size: u32,
+        pub frame_nr: u32,
     }
 
     /// `struct tpacket_stats_v3`.
@@ -155,7 +210,26 @@ mod sys {
         pub const HDRLEN: usize = SIZE + 20;
     }
 
+    /// Byte offsets in `struct tpacket2_hdr` (32 bytes), followed by `struct sockaddr_ll`.
+    pub mod hdr2 {
+        pub const STATUS: usize = 0;
+        pub const LEN: usize = 4;
+        pub const SNAPLEN: usize = 8;
+        pub const MAC: usize = 12;
+        /// `tp_vlan_tci` (u16) and `tp_vlan_tpid` (u16).
+        pub const VLAN_TCI: usize = 24;
+        pub const VLAN_TPID: usize = 26;
+        /// `TPACKET_ALIGN(sizeof(struct tpacket2_hdr))`: where `sockaddr_ll` starts on RX, and
+        /// where frame data starts in a TX slot.
+        pub const SIZE: usize = 32;
+        /// `sockaddr_ll.sll_pkttype`, from the start of `tpacket2_hdr`.
+        pub const PKTTYPE: usize = SIZE + 10;
+        /// Header plus `sockaddr_ll` (`TPACKET2_HDRLEN`).
+        pub const HDRLEN: usize = SIZE + 20;
+    }
+
     const _: () = assert!(core::mem::size_of::<TpacketReq3>() == 28);
+    const _: () = assert!(core::mem::size_of::<TpacketReq>() == 16);
     const _: () = assert!(core::mem::size_of::<TpacketStatsV3>() == 12);
     const _: () = assert!(core::mem::size_of::<PacketMreq>() == 16);
     const _: () = assert!(core::mem::size_of::<IfReq>() == 40);
@@ -200,10 +274,12 @@ pub struct AfPacketConfig {
     pub block_size: u32,
     /// Blocks per ring (RX and TX each have this many), at least 1.
     pub block_count: u32,
-    /// Bytes per TX slot: a multiple of 16, from 128 to `block_size`; the largest frame sent is
-    /// `frame_size - 48` (use 16384 for 9000-byte jumbo frames).
+    /// Bytes per TX slot (and, in frame mode, per RX slot): a multiple of 16, from 128 to
+    /// `block_size`; the largest frame sent is `frame_size - 48` (frame mode: `- 32`), the largest
+    /// received in frame mode `frame_size - 66` (use 16384 for 9000-byte jumbo frames).
     pub frame_size: u32,
-    /// How long (ms) the kernel keeps a partly filled RX block before handing it over, 1..=1000.
+    /// How long (ms) the kernel keeps a partly filled RX block before handing it over, 1..=1000
+    /// (block mode only).
     pub block_timeout_ms: u32,
     /// Send without the interface's qdisc (`PACKET_QDISC_BYPASS`), like a NIC driver.
     pub qdisc_bypass: bool,
@@ -243,9 +319,10 @@ impl AfPacketConfig {
         }
     }
 
-    /// The largest frame the TX ring can carry.
+    /// The largest frame the TX ring can carry: `frame_size - 48` in block mode (TPACKET_V3
+    /// slots), `frame_size - 32` in frame mode (TPACKET_V2 slots).
     pub fn max_tx_frame(&self) -> usize {
-        (self.frame_size as usize).saturating_sub(sys::hdr3::SIZE)
+        (self.frame_size as usize).saturating_sub(TxLayout::of(self.rx_mode).data)
     }
 
     /// Checks every field; the error names the first bad one, its value and what is accepted.
@@ -414,6 +491,81 @@ unsafe fn store_status(p: *mut u8, v: u32) {
     unsafe { AtomicU32::from_ptr(p.cast()) }.store(v, Ordering::Release)
 }
 
+/// The outer VLAN tag the kernel moved from the frame into the descriptor, as wire bytes; `None`
+/// when the descriptor says there was none. `tpid` counts only with `TP_STATUS_VLAN_TPID_VALID`
+/// (older kernels give none and mean 802.1Q).
+fn vlan_tag(status: u32, tpid: u16, tci: u16) -> Option<[u8; 4]> {
+    (status & sys::TP_STATUS_VLAN_VALID != 0).then(|| {
+        let tpid = if status & sys::TP_STATUS_VLAN_TPID_VALID != 0 {
+            tpid
+        } else {
+            ETH_P_8021Q
+        };
+        let mut t = [0u8; 4];
+        t[..2].copy_from_slice(&tpid.to_be_bytes());
+        t[2..].copy_from_slice(&tci.to_be_bytes());
+        t
+    })
+}
+
+/// Copies the `len` bytes at `src` into a new pool packet (chained when longer than one buffer),
+/// putting `tag` back after the two MAC addresses when the kernel took the outer VLAN tag off.
+/// `None` if the pool is empty.
+///
+/// # Safety
+///
+/// `src..src + len` must be readable and not written by anyone (the kernel included) during the
+/// call: a ring block or slot that is user-owned (status `TP_STATUS_USER`).
+unsafe fn copy_in(
+    pool: &mut Pool,
+    src: *const u8,
+    len: usize,
+    tag: Option<[u8; 4]>,
+) -> Option<u32> {
+    // A tag goes after the MAC addresses; a frame too short to have them keeps no tag.
+    let tag = tag.filter(|_| len >= MAC_ADDRS);
+    let total = len + if tag.is_some() { VLAN_TAG } else { 0 };
+    let h = pool.alloc()?;
+    let first = total.min(DATA_SIZE);
+    let dst = &mut pool.raw_mut(h)[HEADROOM..HEADROOM + first];
+    let mut done = match tag {
+        None => {
+            // SAFETY: `src..src+len` is readable and stable (caller); `dst` is process-private
+            // pool memory of `first <= len` bytes.
+            unsafe { ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), first) };
+            first
+        }
+        Some(t) => {
+            let rest = first - MAC_ADDRS - VLAN_TAG;
+            // SAFETY: as above; `first` = min(len + 4, DATA_SIZE) >= 16, and 12 + rest <= len
+            // source bytes are read.
+            unsafe {
+                ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), MAC_ADDRS);
+                ptr::copy_nonoverlapping(
+                    src.add(MAC_ADDRS),
+                    dst.as_mut_ptr().add(MAC_ADDRS + VLAN_TAG),
+                    rest,
+                );
+            }
+            dst[MAC_ADDRS..MAC_ADDRS + VLAN_TAG].copy_from_slice(&t);
+            MAC_ADDRS + rest
+        }
+    };
+    pool.set_len(h, first);
+    while done < len {
+        let n = (len - done).min(DATA_SIZE);
+        // SAFETY: bytes inside `src..src+len` (caller), not written meanwhile; the slice lives
+        // only for this call.
+        let seg = unsafe { core::slice::from_raw_parts(src.add(done), n) };
+        if !pool.append_segment(h, seg) {
+            pool.free(h);
+            return None;
+        }
+        done += n;
+    }
+    Some(h)
+}
+
 impl RxRing {
     /// # Safety
     ///
@@ -495,9 +647,8 @@ impl RxRing {
         self.offset = 0;
     }
 
-    /// Copies the `len` bytes at `off` of the current block into a new pool packet (chained when
-    /// longer than one buffer), putting `tag` back after the two MAC addresses when the kernel took
-    /// the outer VLAN tag off. `None` if the bytes are not inside the block or the pool is empty.
+    /// Copies the `len` bytes at `off` of the current block into a new pool packet (see
+    /// [`copy_in`]). `None` if the bytes are not inside the block or the pool is empty.
     fn copy_in(
         &self,
         pool: &mut Pool,
@@ -506,49 +657,9 @@ impl RxRing {
         tag: Option<[u8; 4]>,
     ) -> Option<u32> {
         let src = self.at(off, len, 1)?;
-        // A tag goes after the MAC addresses; a frame too short to have them keeps no tag.
-        let tag = tag.filter(|_| len >= MAC_ADDRS);
-        let total = len + if tag.is_some() { VLAN_TAG } else { 0 };
-        let h = pool.alloc()?;
-        let first = total.min(DATA_SIZE);
-        let dst = &mut pool.raw_mut(h)[HEADROOM..HEADROOM + first];
-        let mut done = match tag {
-            None => {
-                // SAFETY: `src..src+len` is inside the block (checked by `at`), which the kernel does
-                // not write while its status is TP_STATUS_USER; `dst` is process-private pool
-                // memory of `first <= len` bytes.
-                unsafe { ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), first) };
-                first
-            }
-            Some(t) => {
-                let rest = first - MAC_ADDRS - VLAN_TAG;
-                // SAFETY: as above; `first` = min(len + 4, DATA_SIZE) >= 16, and 12 + rest <= len
-                // source bytes are read.
-                unsafe {
-                    ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), MAC_ADDRS);
-                    ptr::copy_nonoverlapping(
-                        src.add(MAC_ADDRS),
-                        dst.as_mut_ptr().add(MAC_ADDRS + VLAN_TAG),
-                        rest,
-                    );
-                }
-                dst[MAC_ADDRS..MAC_ADDRS + VLAN_TAG].copy_from_slice(&t);
-                MAC_ADDRS + rest
-            }
-        };
-        pool.set_len(h, first);
-        while done < len {
-            let n = (len - done).min(DATA_SIZE);
-            // SAFETY: bytes inside a user-owned block (as above), not written meanwhile; the slice
-            // lives only for this call.
-            let seg = unsafe { core::slice::from_raw_parts(src.add(done), n) };
-            if !pool.append_segment(h, seg) {
-                pool.free(h);
-                return None;
-            }
-            done += n;
-        }
-        Some(h)
+        // SAFETY: `src..src+len` is inside the current block (checked by `at`), which the kernel
+        // does not write while its status is TP_STATUS_USER (we only read blocks in that state).
+        unsafe { copy_in(pool, src, len, tag) }
     }
 
     /// Moves up to `max` frames from ready blocks into `pool`, appending handles to `out`.
@@ -606,18 +717,11 @@ impl RxRing {
                 }
                 // The kernel moves the outer VLAN tag into the descriptor (skb_vlan_untag on
                 // receive); the switch must see the frame as it was on the wire (IEEE 802.1Q §9.3).
-                let tag = (status & sys::TP_STATUS_VLAN_VALID != 0).then(|| {
-                    let tpid = if status & sys::TP_STATUS_VLAN_TPID_VALID != 0 {
-                        self.u16_at(off + sys::hdr3::VLAN_TPID)
-                    } else {
-                        ETH_P_8021Q
-                    };
-                    let tci = self.u32_at(off + sys::hdr3::VLAN_TCI) as u16;
-                    let mut t = [0u8; 4];
-                    t[..2].copy_from_slice(&tpid.to_be_bytes());
-                    t[2..].copy_from_slice(&tci.to_be_bytes());
-                    t
-                });
+                let tag = vlan_tag(
+                    status,
+                    self.u16_at(off + sys::hdr3::VLAN_TPID),
+                    self.u32_at(off + sys::hdr3::VLAN_TCI) as u16,
+                );
                 match self.copy_in(pool, off + mac, snaplen, tag) {
                     Some(h) => {
                         out.push(h);
@@ -640,6 +744,167 @@ impl RxRing {
     }
 }
 
+/// The RX ring in frame mode: `frame_count` TPACKET_V2 slots of `frame_size` bytes,
+/// `frames_per_block` to a block (slots never straddle blocks), and the next slot to read.
+#[derive(Debug)]
+struct FrameRing {
+    base: *mut u8,
+    block_size: usize,
+    frame_size: usize,
+    frames_per_block: usize,
+    frame_count: usize,
+    next: usize,
+}
+
+impl FrameRing {
+    /// # Safety
+    ///
+    /// `base` must be 16-byte aligned and valid for reads and writes of
+    /// `block_size * (frame_count / frames_per_block)` bytes for as long as the ring is used,
+    /// shared only with the kernel's packet socket (or, in tests, with nobody);
+    /// `frames_per_block * frame_size <= block_size`, `frame_size` a multiple of 16 and at least
+    /// `sys::hdr2::HDRLEN`, `frame_count` a non-zero multiple of `frames_per_block`.
+    unsafe fn new(
+        base: *mut u8,
+        block_size: usize,
+        frame_size: usize,
+        frame_count: usize,
+    ) -> FrameRing {
+        FrameRing {
+            base,
+            block_size,
+            frame_size,
+            frames_per_block: block_size / frame_size,
+            frame_count,
+            next: 0,
+        }
+    }
+
+    /// Start of slot `i` (< frame_count).
+    #[inline]
+    fn slot(&self, i: usize) -> *mut u8 {
+        let block = i / self.frames_per_block;
+        let within = i % self.frames_per_block;
+        self.base
+            .wrapping_add(block * self.block_size + within * self.frame_size)
+    }
+
+    /// Moves up to `max` frames from user-owned slots into `pool`, appending handles to `out`,
+    /// and gives each slot back (`TP_STATUS_KERNEL`) as soon as it is read. A descriptor whose
+    /// frame does not lie inside its own slot is dropped (`rx_bad_descriptor`), never read.
+    fn burst(
+        &mut self,
+        pool: &mut Pool,
+        out: &mut Vec<u32>,
+        max: usize,
+        stats: &mut PortStats,
+        extra: &mut AfPacketStats,
+    ) -> usize {
+        let mut got = 0;
+        // Visit every slot at most once per burst.
+        let mut seen = 0;
+        while got < max && seen < self.frame_count {
+            let s = self.slot(self.next);
+            // SAFETY: a slot start inside the ring (next < frame_count, `new`'s contract), 16-aligned;
+            // its status word is only accessed atomically, by us and by the kernel.
+            let status = unsafe { load_status(s.wrapping_add(sys::hdr2::STATUS)) };
+            if status & sys::TP_STATUS_USER == 0 {
+                break;
+            }
+            // SAFETY: every header field lies inside the slot (offsets < HDRLEN <= frame_size),
+            // aligned to its size (slots are 16-aligned); the slot is ours (status USER, acquired
+            // above), volatile because the memory is shared with the kernel.
+            let (wire_len, snaplen, mac, tci, tpid, pkttype) = unsafe {
+                (
+                    ptr::read_volatile(s.add(sys::hdr2::LEN).cast::<u32>()) as usize,
+                    ptr::read_volatile(s.add(sys::hdr2::SNAPLEN).cast::<u32>()) as usize,
+                    usize::from(ptr::read_volatile(s.add(sys::hdr2::MAC).cast::<u16>())),
+                    ptr::read_volatile(s.add(sys::hdr2::VLAN_TCI).cast::<u16>()),
+                    ptr::read_volatile(s.add(sys::hdr2::VLAN_TPID).cast::<u16>()),
+                    ptr::read_volatile(s.add(sys::hdr2::PKTTYPE)),
+                )
+            };
+            // The kernel puts the frame after the header and sockaddr_ll, inside the slot.
+            let inside = mac >= sys::hdr2::HDRLEN
+                && mac
+                    .checked_add(snaplen)
+                    .is_some_and(|end| end <= self.frame_size);
+            if !inside {
+                extra.rx_bad_descriptor += 1;
+                stats.rx_dropped += 1;
+            } else if pkttype == sys::PACKET_OUTGOING {
+                extra.rx_outgoing_ignored += 1;
+            } else if snaplen < wire_len {
+                // Longer than the slot (frame_size too small for the MTU): cut by the kernel.
+                extra.rx_truncated += 1;
+                stats.rx_dropped += 1;
+            } else {
+                // IEEE 802.1Q §9.3: the frame as it was on the wire (see the block walk).
+                let tag = vlan_tag(status, tpid, tci);
+                // SAFETY: `s + mac .. s + mac + snaplen` lies inside the slot (checked above),
+                // which the kernel does not write while its status is TP_STATUS_USER.
+                match unsafe { copy_in(pool, s.add(mac), snaplen, tag) } {
+                    Some(h) => {
+                        out.push(h);
+                        stats.rx_packets += 1;
+                        stats.rx_bytes += u64::from(pool.header(h).total_len);
+                        got += 1;
+                    }
+                    None => {
+                        extra.rx_no_buffer += 1;
+                        stats.rx_dropped += 1;
+                    }
+                }
+            }
+            // SAFETY: the slot's status word, as above; hands the slot back to the kernel.
+            unsafe { store_status(s.wrapping_add(sys::hdr2::STATUS), sys::TP_STATUS_KERNEL) };
+            self.next = (self.next + 1) % self.frame_count;
+            seen += 1;
+        }
+        got
+    }
+}
+
+/// The RX ring of either mode.
+#[derive(Debug)]
+enum Rx {
+    Block(RxRing),
+    Frame(FrameRing),
+}
+
+/// Where the fields of a TX slot header are: `tpacket3_hdr` (block mode) or `tpacket2_hdr`
+/// (frame mode); the kernel reads `tp_len` and the data at `tp_hdrlen - sizeof(sockaddr_ll)`.
+#[derive(Debug, Clone, Copy)]
+struct TxLayout {
+    status: usize,
+    len: usize,
+    snaplen: usize,
+    /// `tp_next_offset`, which V3 requires to be 0.
+    next_offset: Option<usize>,
+    data: usize,
+}
+
+impl TxLayout {
+    fn of(mode: RxMode) -> TxLayout {
+        match mode {
+            RxMode::Block => TxLayout {
+                status: sys::hdr3::STATUS,
+                len: sys::hdr3::LEN,
+                snaplen: sys::hdr3::SNAPLEN,
+                next_offset: Some(sys::hdr3::NEXT_OFFSET),
+                data: sys::hdr3::SIZE,
+            },
+            RxMode::Frame => TxLayout {
+                status: sys::hdr2::STATUS,
+                len: sys::hdr2::LEN,
+                snaplen: sys::hdr2::SNAPLEN,
+                next_offset: None,
+                data: sys::hdr2::SIZE,
+            },
+        }
+    }
+}
+
 /// A port on a kernel interface through an AF_PACKET socket (see the module doc).
 #[derive(Debug)]
 pub struct AfPacketPort {
@@ -650,7 +915,8 @@ pub struct AfPacketPort {
     map: Mapping,
     fd: OwnedFd,
     block_size: usize,
-    rx: RxRing,
+    rx: Rx,
+    tx_layout: TxLayout,
     /// TX: ring starts at `map.base + tx_base`; next slot to fill.
     tx_base: usize,
     tx_slots: usize,
@@ -728,8 +994,13 @@ impl AfPacketPort {
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let f = fd.as_raw_fd();
 
-        setsockopt(f, sys::SOL_PACKET, sys::PACKET_VERSION, &sys::TPACKET_V3)
-            .map_err(|_| os_err(c, "setsockopt(PACKET_VERSION=TPACKET_V3)"))?;
+        // One version for both rings: V3 (blocks) or V2 (frame slots), see the module doc.
+        match c.rx_mode {
+            RxMode::Block => setsockopt(f, sys::SOL_PACKET, sys::PACKET_VERSION, &sys::TPACKET_V3)
+                .map_err(|_| os_err(c, "setsockopt(PACKET_VERSION=TPACKET_V3)"))?,
+            RxMode::Frame => setsockopt(f, sys::SOL_PACKET, sys::PACKET_VERSION, &sys::TPACKET_V2)
+                .map_err(|_| os_err(c, "setsockopt(PACKET_VERSION=TPACKET_V2)"))?,
+        }
         if c.qdisc_bypass {
             setsockopt(f, sys::SOL_PACKET, sys::PACKET_QDISC_BYPASS, &1i32)
                 .map_err(|_| os_err(c, "setsockopt(PACKET_QDISC_BYPASS)"))?;
@@ -757,15 +1028,32 @@ impl AfPacketPort {
             sizeof_priv: 0,
             feature_req_word: 0,
         };
-        setsockopt(f, sys::SOL_PACKET, sys::PACKET_RX_RING, &rx_req)
-            .map_err(|_| os_err(c, "setsockopt(PACKET_RX_RING)"))?;
-        // The kernel takes a V3 TX ring only without the block-retire fields.
-        let tx_req = sys::TpacketReq3 {
-            retire_blk_tov: 0,
-            ..rx_req
-        };
-        setsockopt(f, sys::SOL_PACKET, sys::PACKET_TX_RING, &tx_req)
-            .map_err(|_| os_err(c, "setsockopt(PACKET_TX_RING)"))?;
+        match c.rx_mode {
+            RxMode::Block => {
+                setsockopt(f, sys::SOL_PACKET, sys::PACKET_RX_RING, &rx_req)
+                    .map_err(|_| os_err(c, "setsockopt(PACKET_RX_RING)"))?;
+                // The kernel takes a V3 TX ring only without the block-retire fields.
+                let tx_req = sys::TpacketReq3 {
+                    retire_blk_tov: 0,
+                    ..rx_req
+                };
+                setsockopt(f, sys::SOL_PACKET, sys::PACKET_TX_RING, &tx_req)
+                    .map_err(|_| os_err(c, "setsockopt(PACKET_TX_RING)"))?;
+            }
+            RxMode::Frame => {
+                // Same geometry for both rings: frame_size slots, block_size blocks.
+                let req = sys::TpacketReq {
+                    block_size: rx_req.block_size,
+                    block_nr: rx_req.block_nr,
+                    frame_size: rx_req.frame_size,
+                    frame_nr: rx_req.frame_nr,
+                };
+                setsockopt(f, sys::SOL_PACKET, sys::PACKET_RX_RING, &req)
+                    .map_err(|_| os_err(c, "setsockopt(PACKET_RX_RING)"))?;
+                setsockopt(f, sys::SOL_PACKET, sys::PACKET_TX_RING, &req)
+                    .map_err(|_| os_err(c, "setsockopt(PACKET_TX_RING)"))?;
+            }
+        }
 
         let ring_bytes = c.block_size as usize * c.block_count as usize;
         let len = 2 * ring_bytes;
@@ -827,9 +1115,24 @@ impl AfPacketPort {
             map,
             fd,
             block_size: c.block_size as usize,
-            // SAFETY: the mapping starts with the RX ring of block_count blocks of block_size
-            // bytes, page-aligned, and lives in `port.map` as long as `port.rx`.
-            rx: unsafe { RxRing::new(map_base, c.block_size as usize, c.block_count as usize) },
+            rx: match c.rx_mode {
+                // SAFETY: the mapping starts with the RX ring of block_count blocks of block_size
+                // bytes, page-aligned, and lives in `port.map` as long as `port.rx`.
+                RxMode::Block => Rx::Block(unsafe {
+                    RxRing::new(map_base, c.block_size as usize, c.block_count as usize)
+                }),
+                // SAFETY: as above; the kernel laid out frames_per_block slots of frame_size
+                // (validated: multiple of 16, >= 128 > HDRLEN, <= block_size) in each block.
+                RxMode::Frame => Rx::Frame(unsafe {
+                    FrameRing::new(
+                        map_base,
+                        c.block_size as usize,
+                        c.frame_size as usize,
+                        (frames_per_block * c.block_count) as usize,
+                    )
+                }),
+            },
+            tx_layout: TxLayout::of(c.rx_mode),
             tx_base: ring_bytes,
             tx_slots: (frames_per_block * c.block_count) as usize,
             tx_slots_per_block: frames_per_block as usize,
@@ -1016,6 +1319,7 @@ impl AfPacketPort {
     /// kernel has not touched them, so that they do not go out later or block the ring. Returns
     /// the bytes they held, or `None` (nothing changed) if any of them is no longer SEND_REQUEST.
     fn reclaim(&mut self, n: usize) -> Option<u64> {
+        let lay = self.tx_layout;
         let first = (self.tx_next + self.tx_slots - n) % self.tx_slots;
         let slots: Vec<*mut u8> = (0..n)
             .map(|k| self.tx_slot_ptr((first + k) % self.tx_slots))
@@ -1024,7 +1328,7 @@ impl AfPacketPort {
         // which just failed before taking any, so these slots are not changing under us.
         let all_pending = slots.iter().all(|&p| {
             // SAFETY: a slot start inside the TX ring; status words are accessed atomically.
-            let status = unsafe { load_status(p.wrapping_add(sys::hdr3::STATUS)) };
+            let status = unsafe { load_status(p.wrapping_add(lay.status)) };
             status == sys::TP_STATUS_SEND_REQUEST
         });
         if !all_pending {
@@ -1033,9 +1337,9 @@ impl AfPacketPort {
         let mut bytes = 0;
         for &p in &slots {
             // SAFETY: LEN is a 4-aligned field inside a TX slot that is still ours (SEND_REQUEST, untaken).
-            bytes += u64::from(unsafe { ptr::read_volatile(p.add(sys::hdr3::LEN).cast::<u32>()) });
+            bytes += u64::from(unsafe { ptr::read_volatile(p.add(lay.len).cast::<u32>()) });
             // SAFETY: the slot's status word, accessed atomically; we hand the slot back to ourselves.
-            unsafe { store_status(p.wrapping_add(sys::hdr3::STATUS), sys::TP_STATUS_AVAILABLE) };
+            unsafe { store_status(p.wrapping_add(lay.status), sys::TP_STATUS_AVAILABLE) };
         }
         self.tx_next = first;
         Some(bytes)
@@ -1048,12 +1352,15 @@ impl Port for AfPacketPort {
     }
 
     fn rx_burst(&mut self, pool: &mut Pool, out: &mut Vec<u32>, max: usize) -> usize {
-        self.rx
-            .burst(pool, out, max, &mut self.stats, &mut self.extra)
+        match &mut self.rx {
+            Rx::Block(r) => r.burst(pool, out, max, &mut self.stats, &mut self.extra),
+            Rx::Frame(r) => r.burst(pool, out, max, &mut self.stats, &mut self.extra),
+        }
     }
 
     fn tx_burst(&mut self, pool: &mut Pool, pkts: &[u32]) -> usize {
         let slot_max = self.config.max_tx_frame();
+        let lay = self.tx_layout;
         let mut sent = 0;
         // Kick when we queued frames, and also when the ring was full: slots may still wait in
         // SEND_REQUEST because an earlier kick ran out of socket buffer (EAGAIN/ENOBUFS).
@@ -1074,7 +1381,7 @@ impl Port for AfPacketPort {
             let slot = self.tx_slot_ptr(self.tx_next);
             // SAFETY: tx_next < tx_slots, so `slot` is a 16-aligned slot start inside the TX ring;
             // its status word is only accessed atomically (kernel and us).
-            let status = unsafe { load_status(slot.wrapping_add(sys::hdr3::STATUS)) };
+            let status = unsafe { load_status(slot.wrapping_add(lay.status)) };
             if status & sys::TP_STATUS_WRONG_FORMAT != 0 {
                 // An earlier frame, counted as sent then, that the kernel refused.
                 self.extra.tx_kernel_rejected += 1;
@@ -1088,29 +1395,27 @@ impl Port for AfPacketPort {
                 break;
             }
             // The slot is ours (AVAILABLE): write data after the header, then hand it over.
-            let data = slot.wrapping_add(sys::hdr3::SIZE);
+            let data = slot.wrapping_add(lay.data);
             let mut copied = 0;
             for seg in pool.segments(h) {
-                // Never more than `len` (<= frame_size - 48, checked above), whatever the chain says.
+                // Never more than `len` (<= frame_size - data offset, checked above), whatever the
+                // chain says.
                 let n = seg.len().min(len - copied);
                 // SAFETY: the slot is user-owned (status AVAILABLE, checked above) and has room for
-                // frame_size - 48 >= len >= copied + n bytes of data; `seg` is process-private.
+                // frame_size - lay.data >= len >= copied + n bytes of data; `seg` is process-private.
                 unsafe { ptr::copy_nonoverlapping(seg.as_ptr(), data.add(copied), n) };
                 copied += n;
             }
             // SAFETY: header fields of the user-owned slot, 4-byte aligned (slots are 16-aligned).
             unsafe {
-                ptr::write_volatile(slot.add(sys::hdr3::NEXT_OFFSET).cast::<u32>(), 0);
-                ptr::write_volatile(slot.add(sys::hdr3::LEN).cast::<u32>(), len as u32);
-                ptr::write_volatile(slot.add(sys::hdr3::SNAPLEN).cast::<u32>(), len as u32);
+                if let Some(next) = lay.next_offset {
+                    ptr::write_volatile(slot.add(next).cast::<u32>(), 0);
+                }
+                ptr::write_volatile(slot.add(lay.len).cast::<u32>(), len as u32);
+                ptr::write_volatile(slot.add(lay.snaplen).cast::<u32>(), len as u32);
             }
             // SAFETY: as for the load above.
-            unsafe {
-                store_status(
-                    slot.wrapping_add(sys::hdr3::STATUS),
-                    sys::TP_STATUS_SEND_REQUEST,
-                )
-            };
+            unsafe { store_status(slot.wrapping_add(lay.status), sys::TP_STATUS_SEND_REQUEST) };
             self.tx_next = (self.tx_next + 1) % self.tx_slots;
             self.stats.tx_packets += 1;
             self.stats.tx_bytes += len as u64;
@@ -1159,12 +1464,20 @@ impl Port for AfPacketPort {
 
     fn describe(&self) -> String {
         format!(
-            "af_packet {} ifindex {} mtu {} tpacket_v3 rx {}x{} tx {} slots of {}{}",
+            "af_packet {} ifindex {} mtu {} {} tx {} slots of {}{}",
             self.config.interface,
             self.ifindex,
             self.mtu,
-            self.rx.block_count,
-            self.block_size,
+            match &self.rx {
+                Rx::Block(r) => format!(
+                    "tpacket_v3 rx_mode block rx {}x{}",
+                    r.block_count, self.block_size
+                ),
+                Rx::Frame(r) => format!(
+                    "tpacket_v2 rx_mode frame rx {} slots of {}",
+                    r.frame_count, r.frame_size
+                ),
+            },
             self.tx_slots,
             self.config.frame_size,
             if self.config.fanout.is_some() {
@@ -1440,6 +1753,294 @@ mod tests {
             pool.free_bulk(&out);
             assert_eq!(pool.in_use(), 0, "round {round}");
         }
+    }
+
+    /// A simulated TPACKET_V2 RX ring: fixed slots, each with its own status, filled the way the
+    /// kernel fills them (frame at offset 66 in its slot).
+    struct FakeSlots {
+        mem: Vec<u128>,
+        block_size: usize,
+        frame_size: usize,
+        count: usize,
+    }
+
+    /// Where the kernel puts an untagged Ethernet frame in a V2 slot:
+    /// TPACKET_ALIGN(TPACKET2_HDRLEN + 16) - 14.
+    const V2_MAC: usize = 66;
+
+    impl FakeSlots {
+        fn new(block_size: usize, blocks: usize, frame_size: usize) -> FakeSlots {
+            FakeSlots {
+                mem: vec![0u128; block_size * blocks / 16],
+                block_size,
+                frame_size,
+                count: (block_size / frame_size) * blocks,
+            }
+        }
+        fn ring(&mut self) -> FrameRing {
+            // SAFETY: `mem` is 16-aligned and holds every block; it outlives the ring in each test
+            // and nobody else writes it while the ring reads.
+            unsafe {
+                FrameRing::new(
+                    self.mem.as_mut_ptr().cast(),
+                    self.block_size,
+                    self.frame_size,
+                    self.count,
+                )
+            }
+        }
+        fn slot(&self, i: usize) -> usize {
+            let per = self.block_size / self.frame_size;
+            (i / per) * self.block_size + (i % per) * self.frame_size
+        }
+        fn put(&mut self, at: usize, bytes: &[u8]) {
+            assert!(at + bytes.len() <= self.mem.len() * 16);
+            // SAFETY: in bounds (asserted); `as_mut_ptr` creates no reference to the buffer.
+            unsafe {
+                ptr::copy_nonoverlapping(
+                    bytes.as_ptr(),
+                    self.mem.as_mut_ptr().cast::<u8>().add(at),
+                    bytes.len(),
+                )
+            };
+        }
+        fn put32(&mut self, at: usize, v: u32) {
+            self.put(at, &v.to_ne_bytes());
+        }
+        fn get32(&mut self, at: usize) -> u32 {
+            assert!(at + 4 <= self.mem.len() * 16);
+            // SAFETY: in bounds (asserted), read through a raw pointer.
+            unsafe { ptr::read_unaligned(self.mem.as_mut_ptr().cast::<u8>().add(at).cast::<u32>()) }
+        }
+        /// Writes `f` into slot `i` and hands the slot to user space; returns the slot's offset.
+        fn fill(&mut self, i: usize, f: &[u8], pkttype: u8) -> usize {
+            let s = self.slot(i);
+            let snap = f.len().min(self.frame_size - V2_MAC);
+            self.put32(s + sys::hdr2::LEN, f.len() as u32);
+            self.put32(s + sys::hdr2::SNAPLEN, snap as u32);
+            self.put(s + sys::hdr2::MAC, &(V2_MAC as u16).to_ne_bytes());
+            self.put(s + sys::hdr2::PKTTYPE, &[pkttype]);
+            self.put(s + V2_MAC, &f[..snap]);
+            self.put32(s + sys::hdr2::STATUS, sys::TP_STATUS_USER);
+            s
+        }
+        fn status(&mut self, i: usize) -> u32 {
+            let at = self.slot(i) + sys::hdr2::STATUS;
+            self.get32(at)
+        }
+    }
+
+    fn burst_all(
+        ring: &mut FrameRing,
+        pool: &mut Pool,
+        max: usize,
+    ) -> (Vec<u32>, PortStats, AfPacketStats) {
+        let (mut stats, mut extra) = (PortStats::default(), AfPacketStats::default());
+        let mut out = Vec::new();
+        ring.burst(pool, &mut out, max, &mut stats, &mut extra);
+        (out, stats, extra)
+    }
+
+    #[test]
+    fn frame_walk_reads_60_1514_9000_in_order_returns_each_slot_and_wraps() {
+        // Two blocks of two 16 KiB slots.
+        let mut fake = FakeSlots::new(32768, 2, 16384);
+        fake.fill(0, &frame(0, 60), 0);
+        fake.fill(1, &frame(1, 1514), 0);
+        fake.fill(2, &frame(2, 64), sys::PACKET_OUTGOING);
+        fake.fill(3, &frame(3, 9000), 0);
+        let mut ring = fake.ring();
+        let mut pool = Pool::new(64);
+        // A burst of 1 takes slot 0 and gives it back at once; slot 1 stays ours until read.
+        let (first, _, _) = burst_all(&mut ring, &mut pool, 1);
+        assert_eq!(first.len(), 1);
+        assert_eq!(fake.status(0), sys::TP_STATUS_KERNEL);
+        assert_eq!(fake.status(1), sys::TP_STATUS_USER);
+        let (rest, stats, extra) = burst_all(&mut ring, &mut pool, 256);
+        assert_eq!(rest.len(), 2);
+        for i in 0..4 {
+            assert_eq!(fake.status(i), sys::TP_STATUS_KERNEL, "slot {i}");
+        }
+        let mut bytes = Vec::new();
+        let expected = [frame(0, 60), frame(1, 1514), frame(3, 9000)];
+        for (h, e) in first.iter().chain(rest.iter()).zip(expected.iter()) {
+            pool.copy_out(*h, &mut bytes);
+            assert_eq!(&bytes, e);
+        }
+        assert_eq!(extra.rx_outgoing_ignored, 1);
+        assert_eq!((stats.rx_packets, stats.rx_bytes), (2, 1514 + 9000));
+        // Nothing ready: the walk stops at the kernel-owned slot 0 (the ring wrapped).
+        assert_eq!(burst_all(&mut ring, &mut pool, 256).0.len(), 0);
+        fake.fill(0, &frame(4, 100), 0);
+        let (again, _, _) = burst_all(&mut ring, &mut pool, 256);
+        pool.copy_out(again[0], &mut bytes);
+        assert_eq!(bytes, frame(4, 100));
+        pool.free_bulk(&first);
+        pool.free_bulk(&rest);
+        pool.free_bulk(&again);
+        assert_eq!(pool.in_use(), 0);
+    }
+
+    #[test]
+    fn frame_walk_puts_back_the_vlan_tag_the_kernel_took_off() {
+        let mut fake = FakeSlots::new(16384, 1, 16384 / 4);
+        let tag = |fake: &mut FakeSlots, i, f: &[u8], status, tpid: u16, tci: u16| {
+            let s = fake.fill(i, f, 0);
+            fake.put32(s + sys::hdr2::STATUS, sys::TP_STATUS_USER | status);
+            fake.put(s + sys::hdr2::VLAN_TCI, &tci.to_ne_bytes());
+            fake.put(s + sys::hdr2::VLAN_TPID, &tpid.to_ne_bytes());
+        };
+        tag(
+            &mut fake,
+            0,
+            &frame(0, 60),
+            sys::TP_STATUS_VLAN_VALID | sys::TP_STATUS_VLAN_TPID_VALID,
+            0x88a8,
+            0x6064,
+        );
+        tag(
+            &mut fake,
+            1,
+            &frame(1, 1514),
+            sys::TP_STATUS_VLAN_VALID | sys::TP_STATUS_VLAN_TPID_VALID,
+            0x8100,
+            100,
+        );
+        // Old kernels: no TPID given, 802.1Q assumed.
+        tag(
+            &mut fake,
+            2,
+            &frame(2, 60),
+            sys::TP_STATUS_VLAN_VALID,
+            0x1234,
+            7,
+        );
+        // Runt: no room for MAC addresses, the tag is not invented.
+        tag(
+            &mut fake,
+            3,
+            &frame(3, 8),
+            sys::TP_STATUS_VLAN_VALID,
+            0x8100,
+            9,
+        );
+        let mut ring = fake.ring();
+        let mut pool = Pool::new(64);
+        let (out, stats, _) = burst_all(&mut ring, &mut pool, 256);
+        let with_tag = |f: Vec<u8>, tag: [u8; 4]| [&f[..12], &tag[..], &f[12..]].concat();
+        let expected = [
+            with_tag(frame(0, 60), [0x88, 0xa8, 0x60, 0x64]),
+            with_tag(frame(1, 1514), [0x81, 0x00, 0x00, 100]),
+            with_tag(frame(2, 60), [0x81, 0x00, 0x00, 7]),
+            frame(3, 8),
+        ];
+        assert_eq!(out.len(), 4);
+        let mut bytes = Vec::new();
+        for (h, e) in out.iter().zip(expected.iter()) {
+            pool.copy_out(*h, &mut bytes);
+            assert_eq!(&bytes, e);
+            assert_eq!(pool.header(*h).total_len as usize, e.len());
+        }
+        assert_eq!(stats.rx_bytes, 64 + 1518 + 64 + 8);
+        pool.free_bulk(&out);
+        assert_eq!(pool.in_use(), 0);
+    }
+
+    #[test]
+    fn frame_walk_drops_truncated_out_of_slot_and_unbuffered_frames() {
+        let mut fake = FakeSlots::new(8192, 1, 2048);
+        // Longer than the slot: the kernel cuts it (snaplen < len).
+        fake.fill(0, &frame(0, 3000), 0);
+        // Offsets that point outside the slot, or into its header.
+        let s1 = fake.fill(1, &frame(1, 60), 0);
+        fake.put(s1 + sys::hdr2::MAC, &2040u16.to_ne_bytes());
+        let s2 = fake.fill(2, &frame(2, 60), 0);
+        fake.put(s2 + sys::hdr2::MAC, &8u16.to_ne_bytes());
+        let s3 = fake.fill(3, &frame(3, 60), 0);
+        fake.put32(s3 + sys::hdr2::SNAPLEN, u32::MAX);
+        fake.put32(s3 + sys::hdr2::LEN, u32::MAX);
+        let mut ring = fake.ring();
+        let mut pool = Pool::new(1);
+        let (out, stats, extra) = burst_all(&mut ring, &mut pool, 256);
+        assert!(out.is_empty());
+        assert_eq!((extra.rx_truncated, extra.rx_bad_descriptor), (1, 3));
+        assert_eq!(stats.rx_dropped, 4);
+        for i in 0..4 {
+            assert_eq!(fake.status(i), sys::TP_STATUS_KERNEL, "slot {i} given back");
+        }
+        // An empty pool: counted, slot given back.
+        let held = pool.alloc().unwrap();
+        fake.fill(0, &frame(4, 60), 0);
+        let (out, stats, extra) = burst_all(&mut ring, &mut pool, 256);
+        assert!(out.is_empty());
+        assert_eq!((extra.rx_no_buffer, stats.rx_dropped), (1, 1));
+        assert_eq!(fake.status(0), sys::TP_STATUS_KERNEL);
+        pool.free(held);
+        assert_eq!(pool.in_use(), 0);
+    }
+
+    #[test]
+    fn frame_walk_survives_hostile_descriptors() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(12);
+        let mut pool = Pool::new(256);
+        for round in 0..3000 {
+            let mut fake = FakeSlots::new(4096, 2, 1024);
+            for i in 0..fake.count {
+                if rng.gen_bool(0.8) {
+                    fake.fill(i, &frame(i as u8, rng.gen_range(1..900)), 0);
+                }
+            }
+            // Scribble over headers: lengths, offsets, statuses, anything.
+            for _ in 0..rng.gen_range(1..8) {
+                let at = if rng.gen_bool(0.8) {
+                    fake.slot(rng.gen_range(0..fake.count)) + rng.gen_range(0..16) * 4
+                } else {
+                    rng.gen_range(0..2 * 4096 / 4) * 4
+                };
+                let v: u32 = match rng.gen_range(0..3) {
+                    0 => rng.gen(),
+                    1 => rng.gen_range(0..4096),
+                    _ => u32::MAX - rng.gen_range(0..64),
+                };
+                fake.put32(at, v);
+            }
+            let mut ring = fake.ring();
+            let (mut stats, mut extra) = (PortStats::default(), AfPacketStats::default());
+            let mut out = Vec::new();
+            for _ in 0..3 {
+                ring.burst(&mut pool, &mut out, 256, &mut stats, &mut extra);
+            }
+            assert_eq!(stats.rx_packets as usize, out.len(), "round {round}");
+            for &h in &out {
+                assert!(pool.header(h).total_len as usize <= 1024 - sys::hdr2::HDRLEN + VLAN_TAG);
+            }
+            pool.free_bulk(&out);
+            assert_eq!(pool.in_use(), 0, "round {round}");
+        }
+    }
+
+    #[test]
+    fn rx_mode_serde_names_and_default() {
+        fn parse(s: &str) -> Result<RxMode, String> {
+            use serde::de::IntoDeserializer;
+            let d: serde::de::value::StrDeserializer<serde::de::value::Error> =
+                s.into_deserializer();
+            RxMode::deserialize(d).map_err(|e| e.to_string())
+        }
+        assert_eq!(parse("block"), Ok(RxMode::Block));
+        assert_eq!(parse("frame"), Ok(RxMode::Frame));
+        let err = parse("fast").unwrap_err();
+        assert!(
+            err.contains("fast") && err.contains("block") && err.contains("frame"),
+            "{err}"
+        );
+        assert_eq!(AfPacketConfig::default().rx_mode, RxMode::Block);
+        let frame_mode = AfPacketConfig {
+            rx_mode: RxMode::Frame,
+            ..AfPacketConfig::new("p", "eth0")
+        };
+        assert_eq!(frame_mode.max_tx_frame(), 2048 - 32);
     }
 
     fn field_of(c: &AfPacketConfig) -> Option<(&'static str, String)> {
