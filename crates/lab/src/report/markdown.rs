@@ -4,6 +4,7 @@
 
 use std::fmt::Write;
 
+use crate::report::summary::{summary, TESTER_NOTE};
 use crate::results::{Cell, Row, RunResults, COLUMNS};
 
 /// Columns that identify the test and are shown in its header instead of its table.
@@ -26,17 +27,44 @@ pub fn render(run: &RunResults) -> String {
     if let Some(g) = &run.generator {
         let _ = writeln!(s, "- Generator: {}", g.name);
         for c in &g.calibrated_limits {
-            let _ = writeln!(s, "  - calibrated limit at {} B: {:.0} frames/s", c.frame_size, c.max_fps);
+            let on = c.topology.as_deref().map(|t| format!(" on {t}")).unwrap_or_default();
+            let how = c.method.as_deref().map(|m| format!(" — {m}")).unwrap_or_default();
+            let _ = writeln!(s, "  - calibrated limit{on} at {}: {:.0} frames/s{how}", c.size_label(), c.max_fps);
         }
     }
+    if let Some(why) = &run.stopped {
+        let _ = writeln!(s, "\n> **Stopped early**: {why}. The tests below are those measured before the stop.");
+    }
+    for f in &run.failures {
+        let _ = writeln!(s, "\n> **Not measured**: {f}");
+    }
     s.push('\n');
+    let sum = summary(run);
+    if !sum.rows.is_empty() {
+        let _ = writeln!(s, "## Summary\n");
+        let _ = writeln!(s, "| {} |", sum.header.join(" | "));
+        let _ = writeln!(s, "|{}", "---|".repeat(sum.header.len()));
+        for r in &sum.rows {
+            let _ = writeln!(s, "| {} |", r.join(" | "));
+        }
+        if sum.tester_limited {
+            let _ = writeln!(s, "\n{TESTER_NOTE}");
+        }
+        s.push('\n');
+    }
     for t in &run.tests {
-        let _ = writeln!(s, "## {} — {}, {} B ({})\n", t.id, t.vswitch, t.frame_size, t.outcome.name());
+        let _ = writeln!(s, "## {} — {}, {} ({})\n", t.id, t.vswitch, t.size_label(), t.outcome.name());
         let _ = writeln!(s, "- Test ID: {}", t.id);
         let _ = writeln!(s, "- Description: {}", t.description);
         let _ = writeln!(s, "- Deployment: {}", t.deployment);
         let _ = writeln!(s, "- Traffic type: {}", t.traffic_type);
         let _ = writeln!(s, "- Bidirectional: {}", if t.bidirectional { "True" } else { "False" });
+        if let Some(topo) = &t.topology {
+            let _ = writeln!(s, "- Topology: {topo}");
+        }
+        if let Some(mean) = t.line.mean_frame_bytes {
+            let _ = writeln!(s, "- Frame sizes: {} (mean {mean:.2} B; line rate and Mb/s use the mean)", t.size_label());
+        }
         let _ = writeln!(s, "- Line rate: {} × {:.0} Mb/s", t.line.ports, t.line.bits_per_second / 1e6);
         if let Some(x) = t.scale {
             let _ = writeln!(s, "- Scale: {x}");
@@ -90,6 +118,7 @@ mod tests {
         assert!(md.contains("| throughput_rx_fps |"));
         assert!(md.contains("| min_latency_ns |"));
         assert!(md.contains("calibrated limit at 64 B"));
+        assert!(md.contains("## Summary"));
         // Multi-row tests get a table with one line per row.
         assert!(md.contains("| goal |") || md.contains("| goal | "));
         assert!(md.contains("**Tester-limited**"));

@@ -5,12 +5,15 @@
 //! - [`html`]: one self-contained page (no external JS/CSS) with inline SVG charts drawn by
 //!   [`svg`]: throughput vs frame size per device (with the generator's calibrated limit),
 //!   latency percentiles, loss vs offered load, back-to-back;
+//! - [`summary`]: the side-by-side table (device × frame size, throughput per search policy,
+//!   latency, the generator's limit) that Markdown and HTML put first;
 //! - [`compare`](mod@compare): what regressed between two runs beyond a threshold.
 
 pub mod compare;
 pub mod csv;
 pub mod html;
 pub mod markdown;
+pub mod summary;
 pub mod svg;
 
 pub use compare::{compare, Comparison};

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# `make demo`: the default benchmark (docs/suites/demo.toml) on the built-in lab — phy2phy over
+# memif and over veth, vecswitch vs testpmd, the Linux bridge and Open vSwitch — then the
+# reports. Writes results/demo-<UTC date-time>/{results.json,report.html,report.md,report.csv}
+# and prints the report's path and its summary table.
+#
+# Needs root (network namespaces) and the release binary (`make demo` builds it first).
+# Ctrl-C stops after the current trial, tears the lab down and still writes the reports of
+# what was measured. Environment: SUITE (default docs/suites/demo.toml), BIN, RESULTS_DIR.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+SUITE=${SUITE:-docs/suites/demo.toml}
+BIN=${BIN:-target/release/vecswitch}
+RESULTS_DIR=${RESULTS_DIR:-results}
+
+if [ ! -x "$BIN" ]; then
+  echo "demo: $BIN not found; build it with: cargo build --release --bin vecswitch (make demo does)" >&2
+  exit 1
+fi
+if [ "$(id -u)" != 0 ]; then
+  echo "demo: needs root (the lab creates network namespaces and veth pairs)" >&2
+  exit 1
+fi
+
+out="$RESULTS_DIR/demo-$(date -u +%Y%m%dT%H%M%SZ)"
+mkdir -p "$out"
+echo "demo: suite $SUITE -> $out (progress below; Ctrl-C stops and keeps what was measured)"
+start=$(date +%s)
+
+# The first Ctrl-C goes to the bench (it stops cleanly); this script carries on to the reports.
+trap 'echo "demo: interrupt: waiting for the bench to stop and save" >&2' INT
+status=0
+"$BIN" bench "$SUITE" -o "$out/results.json" || status=$?
+trap - INT
+
+if [ ! -s "$out/results.json" ]; then
+  echo "demo: the bench wrote no results (exit status $status)" >&2
+  exit 1
+fi
+"$BIN" report html "$out/results.json" -o "$out/report.html"
+"$BIN" report md "$out/results.json" -o "$out/report.md"
+"$BIN" report csv "$out/results.json" -o "$out/report.csv"
+
+secs=$(( $(date +%s) - start ))
+echo
+# The summary section of the Markdown report (up to the first per-test section).
+awk '/^## Summary/{on=1} on && /^## / && !/^## Summary/{exit} on' "$out/report.md"
+grep -E '^> \*\*(Stopped early|Not measured)' "$out/report.md" || true
+echo
+echo "demo: finished in $((secs / 60)) min $((secs % 60)) s (bench exit status $status)"
+echo "demo: report: $out/report.html"
+echo "demo: also $out/report.md, $out/report.csv, $out/results.json"
+exit "$status"
