@@ -55,7 +55,6 @@ if [[ " $CASES " == *" afp-"* ]]; then
 fi
 
 echo "case,rep,run_mpps,sample_min_mpps,sample_max_mpps,rx_packets_window,sender_offered_fps,tester_limited,samples" >"$RESULTS/samples.csv"
-declare -A RUNS MIDRUN
 
 run_case() { # CASE REP
     local c="$1" rep="$2" gen_pid="" offered="" limited="" secs_total
@@ -64,7 +63,7 @@ run_case() { # CASE REP
     secs_total=$((WARMUP + SECS + 3))
     if [[ "$c" == afp-* ]]; then
         PMD_WRAP=(ip netns exec "$NS")
-        pmd_start rx 1 "--vdev=net_af_packet0,iface=vb" -- --forward-mode=rxonly
+        pmd_start rx 1 "--vdev=net_af_packet0,iface=vb,framecnt=8192" -- --forward-mode=rxonly
     else
         PMD_WRAP=()
         pmd_start rx 1 "--vdev=net_memif0,role=server,socket=$SOCK,socket-abstract=no,id=0" \
@@ -92,7 +91,7 @@ run_case() { # CASE REP
         pmd_cmd tx start
         ;;
     afp-txonly-64)
-        pmd_start tx 0 "--vdev=net_af_packet0,iface=va" -- --forward-mode=txonly --txpkts=60
+        pmd_start tx 0 "--vdev=net_af_packet0,iface=va,framecnt=8192" -- --forward-mode=txonly --txpkts=60
         pmd_cmd tx start
         ;;
     esac
@@ -128,51 +127,47 @@ except Exception:
     m=$(mean "${SAMPLE_LIST[@]}")
     read -r _ smin smax < <(stats_line "${SAMPLE_LIST[@]}")
     echo "$c,$rep,$m,$smin,$smax,$((SAMPLE_RX1 - SAMPLE_RX0)),$offered,$limited,${SAMPLE_LIST[*]}" >>"$RESULTS/samples.csv"
-    RUNS[$c]="${RUNS[$c]:-} $m"
-    MIDRUN[$c]="${MIDRUN[$c]:-no}"
-    [[ "$(bimodal_flag "${SAMPLE_LIST[@]}")" == yes ]] && MIDRUN[$c]=yes
     log "  $c: $m Mpps received (per-second $smin .. $smax); sender offered $offered fps"
 }
 
 for ((rep = 1; rep <= REPS; rep++)); do
-    for c in $CASES; do run_case "$c" "$rep"; done
+    for c in $CASES; do run_isolated run_case "$c" "$rep" || log "run $rep of $c failed twice; left out"; done
 done
 
-# ----- table ---------------------------------------------------------------------------------
-med_of() { # CASE -> median (or empty)
-    [[ -n "${RUNS[$1]:-}" ]] || return 0
-    # shellcheck disable=SC2086
-    stats_line ${RUNS[$1]} | cut -d' ' -f1
-}
-peer_of() {
-    case "$1" in
-    gen-64) echo txonly-64 ;; gen-imix) echo txonly-350 ;; afp-gen-64) echo afp-txonly-64 ;; *) echo "" ;;
-    esac
-}
-mean_bytes() { # CASE -> mean frame size with FCS
-    case "$1" in gen-imix) echo 353.83 ;; txonly-350) echo 354 ;; *) echo 64 ;; esac
-}
+# ----- table (from samples.csv) -----------------------------------------------------------------
 {
     echo "Generator maximum rate, $REPS interleaved runs of ${SECS} s (after ${WARMUP} s warm-up) per case; sender on CPU 0, testpmd rxonly on CPU 1. Rate = what rxonly received."
     echo
-    echo "| sender | transport | median Mpps | min | max | Gbit/s L2 (median) | ratio to peer (median) | bimodal? | runs (Mpps) |"
-    echo "|---|---|---|---|---|---|---|---|---|"
-    for c in $CASES; do
-        # shellcheck disable=SC2086
-        read -r med mn mx < <(stats_line ${RUNS[$c]})
-        p=$(peer_of "$c")
-        r="—"
-        if [[ -n "$p" && -n "${RUNS[$p]:-}" ]]; then
-            r="$(awk -v a="$med" -v b="$(med_of "$p")" 'BEGIN { printf "%.2f", a / b }') (vs $p)"
-        fi
-        tr_="memif"
-        [[ "$c" == afp-* ]] && tr_="AF_PACKET/veth"
-        gbps=$(awk -v m="$med" -v b="$(mean_bytes "$c")" 'BEGIN { printf "%.2f", m * b * 8 / 1000 }')
-        # shellcheck disable=SC2086
-        bi=$(bimodal_flag ${RUNS[$c]})
-        [[ "${MIDRUN[$c]}" == yes ]] && bi="$bi (within a run: yes)"
-        echo "| $c | $tr_ | $med | $mn | $mx | $gbps | $r | $bi | $(echo ${RUNS[$c]} | tr ' ' '/') |"
-    done
+    python3 - "$RESULTS/samples.csv" "$CASES" <<'PY'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+cases = sys.argv[2].split()
+runs = {c: [r for r in rows if r["case"] == c] for c in cases}
+med = {c: statistics.median(float(r["run_mpps"]) for r in rs) for c, rs in runs.items() if rs}
+peer = {"gen-64": "txonly-64", "gen-imix": "txonly-350", "afp-gen-64": "afp-txonly-64"}
+size = {"gen-imix": 4246 / 12, "txonly-350": 354}
+print("| sender | transport | median Mpps | min | max | Gbit/s L2 (median) | ratio to peer (medians) | bimodal? | runs (Mpps) | sender's own count, Mfps (median) |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for c in cases:
+    rs = runs[c]
+    if not rs:
+        print(f"| {c} | | not measured (every run failed) | | | | | | | |")
+        continue
+    v = [float(r["run_mpps"]) for r in rs]
+    p = peer.get(c)
+    ratio = f"{med[c] / med[p]:.2f} (vs {p})" if p and med.get(p) else "—"
+    bi = "yes" if max(v) > 1.5 * min(v) else "no"
+    within = [r["rep"] for r in rs if float(r["sample_max_mpps"]) > 1.5 * float(r["sample_min_mpps"])]
+    if within:
+        bi += f" (within run {','.join(within)})"
+    gbps = med[c] * size.get(c, 64) * 8 / 1000
+    transport = "AF_PACKET/veth" if c.startswith("afp-") else "memif"
+    sent = [float(r["sender_offered_fps"]) / 1e6 for r in rs if r["sender_offered_fps"] not in ("", "nan")]
+    lim = f"{statistics.median(sent):.3f}" if sent else "n/a"
+    print(f"| {c} | {transport} | {med[c]:.3f} | {min(v):.3f} | {max(v):.3f} | {gbps:.2f} | {ratio} | {bi} | {'/'.join(f'{x:.3f}' for x in v)} | {lim} |")
+PY
+    echo
+    ((FAILED_RUNS == 0)) || echo "failed runs (retried once; logs in results-bench): $FAILED_RUNS"
     echo
     machine_info
 } | tee "$RESULTS/table.md"

@@ -38,6 +38,8 @@ bench_init() {
     mkdir -p "$RESULTS"
     trap bench_cleanup EXIT
     trap 'log "interrupted"; exit 130' INT TERM
+    # A write to the fifo of a testpmd that died fails (EPIPE) instead of killing the script.
+    trap '' PIPE
     log "scratch $RUN, results $RESULTS"
 }
 
@@ -49,6 +51,7 @@ bg_start() {
     "$@" >"$logf" 2>&1 &
     BG_PID=$!
     BENCH_PIDS+=("$BG_PID")
+    echo "$BG_PID" >>"$RUN/pids"
 }
 
 # stop_pid PID [GRACE_SECONDS]: SIGTERM, wait up to GRACE, then SIGKILL. Only pids we started.
@@ -68,6 +71,14 @@ bench_cleanup() {
     local rc=$? pid fd ns
     trap - EXIT INT TERM
     for pid in "${BENCH_PIDS[@]}"; do stop_pid "$pid" 2; done
+    # Processes started inside run_isolated subshells are recorded in $RUN/pids as well.
+    if [[ -n "$RUN" && -f "$RUN/pids" ]]; then
+        # Only a process whose command line names this run (socket dir, file prefix, netns), so a
+        # recycled pid of someone else's process is never touched.
+        while read -r pid; do
+            tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qE "vsb-$$-|$RUN|vsbench-" && stop_pid "$pid" 2
+        done <"$RUN/pids"
+    fi
     for fd in "${BENCH_FIFOS[@]}"; do eval "exec ${fd}>&-" 2>/dev/null || true; done
     for ns in "${BENCH_NETNS[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
     if [[ -n "$RUN" && -d "$RUN" ]]; then
@@ -75,6 +86,45 @@ bench_cleanup() {
         rm -rf "$RUN"
     fi
     rm -rf /var/run/dpdk/vsb-"$$"-* 2>/dev/null || true
+    exit "$rc"
+}
+
+# run_isolated FUNC ARGS...: runs FUNC in a subshell with `set -e`; when it fails (a testpmd
+# crash, a timeout), the processes it started are stopped, its logs are kept in
+# $RESULTS/failed-N/, and it is run once more. Returns 1 when the retry failed too. Results of a
+# run must therefore be written to files (samples.csv), not to shell variables.
+FAILED_RUNS=0
+run_isolated() {
+    local attempt rc
+    for attempt in 1 2; do
+        set +e
+        (
+            set -e
+            trap run_cleanup EXIT
+            trap 'exit 130' INT TERM
+            "$@"
+        )
+        rc=$?
+        set -e
+        ((rc == 0)) && return 0
+        ((rc == 130)) && exit 130
+        FAILED_RUNS=$((FAILED_RUNS + 1))
+        mkdir -p "$RESULTS/failed-$FAILED_RUNS"
+        cp "$RUN"/*.log "$RESULTS/failed-$FAILED_RUNS/" 2>/dev/null || true
+        echo "$* (attempt $attempt): exit $rc" >"$RESULTS/failed-$FAILED_RUNS/what.txt"
+        log "run '$*' failed (exit $rc, attempt $attempt); logs in $RESULTS/failed-$FAILED_RUNS"
+        rm -f "$RUN"/*.log "$RUN"/*.in "$RUN"/*.sock
+    done
+    return 1
+}
+
+# run_cleanup: stops what one run_isolated run started (its subshell's pids and fifos).
+run_cleanup() {
+    local rc=$? pid fd
+    trap - EXIT
+    for fd in "${BENCH_FIFOS[@]}"; do eval "exec ${fd}>&-" 2>/dev/null || true; done
+    for pid in "${BENCH_PIDS[@]}"; do stop_pid "$pid" 2; done
+    : >"$RUN/pids"
     exit "$rc"
 }
 
@@ -131,6 +181,7 @@ pmd_start() {
         "${eal[@]}" -- -i "${PMD_COMMON[@]}" "${pmd[@]}" <"$fifo" >"$RUN/$name.log" 2>&1 &
     BG_PID=$!
     BENCH_PIDS+=("$BG_PID")
+    echo "$BG_PID" >>"$RUN/pids"
     # Keep the fifo open for writing on a fresh fd so testpmd never sees EOF.
     local fd
     exec {fd}>"$fifo"

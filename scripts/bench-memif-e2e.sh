@@ -142,7 +142,6 @@ stop_dut() { # CASE
 }
 
 echo "case,rep,run_mpps,sample_min_mpps,sample_max_mpps,rx_packets_window,tx_packets_total,dut_idle_polls_pct,dut_tx_drops_window,samples" >"$RESULTS/samples.csv"
-declare -A RUNS
 
 run_case() { # CASE REP
     local c="$1" rep="$2"
@@ -198,46 +197,44 @@ except Exception:
     m=$(mean "${SAMPLE_LIST[@]}")
     read -r _ smin smax < <(stats_line "${SAMPLE_LIST[@]}")
     echo "$c,$rep,$m,$smin,$smax,$((SAMPLE_RX1 - SAMPLE_RX0)),$txp,${idle:-n/a},${dutdrop:-n/a},${SAMPLE_LIST[*]}" >>"$RESULTS/samples.csv"
-    RUNS[$c]="${RUNS[$c]:-} $m"
-    IDLE[$c]="${IDLE[$c]:-} ${idle:-n/a}"
-    MIDRUN[$c]="${MIDRUN[$c]:-no}"
-    [[ "$(bimodal_flag "${SAMPLE_LIST[@]}")" == yes ]] && MIDRUN[$c]=yes
     log "  $c: $m Mpps (per-second $smin .. $smax); DUT idle polls ${idle:-n/a} %, DUT tx drops ${dutdrop:-n/a}"
 }
-declare -A MIDRUN IDLE
-
 for ((rep = 1; rep <= REPS; rep++)); do
-    for c in $CASES; do run_case "$c" "$rep"; done
+    for c in $CASES; do run_isolated run_case "$c" "$rep" || log "run $rep of $c failed twice; left out"; done
 done
 
-# ----- table ------------------------------------------------------------------------------------
-ref=""
-if [[ -n "${RUNS[testpmd-io]:-}" ]]; then
-    # shellcheck disable=SC2086
-    read -r ref _ _ < <(stats_line ${RUNS[testpmd-io]})
-fi
-ref2=""
-if [[ -n "${RUNS[bridge2]:-}" ]]; then
-    # shellcheck disable=SC2086
-    read -r ref2 _ _ < <(stats_line ${RUNS[bridge2]})
-fi
+# ----- table (from samples.csv) -----------------------------------------------------------------
 {
-    echo "memif end-to-end, 64-byte frames, testpmd txonly -> DUT -> testpmd rxonly; $REPS interleaved runs of ${SECS} s (after ${WARMUP} s warm-up) per case; endpoints share CPU 0, DUT on CPU 1."
+    echo "memif end-to-end, 64-byte frames, testpmd txonly -> DUT -> testpmd rxonly; $REPS interleaved runs of ${SECS} s (after ${WARMUP} s warm-up) per case; memif rings of $RING descriptors; endpoints share CPU 0, DUT on CPU 1."
     echo
-    echo "| DUT | median Mpps | min | max | ratio to testpmd io (median) | ratio to bridge 2 MACs | bimodal? | runs (Mpps) | vecswitch idle polls % (runs) |"
-    echo "|---|---|---|---|---|---|---|---|---|"
-    for c in $CASES; do
-        # shellcheck disable=SC2086
-        read -r med mn mx < <(stats_line ${RUNS[$c]})
-        r="—"
-        [[ -n "$ref" && "$c" != testpmd-io ]] && r=$(awk -v a="$med" -v b="$ref" 'BEGIN { printf "%.2f", a / b }')
-        r2="—"
-        [[ -n "$ref2" && "$c" == bridge1m ]] && r2=$(awk -v a="$med" -v b="$ref2" 'BEGIN { printf "%.2f", a / b }')
-        # shellcheck disable=SC2086
-        bi=$(bimodal_flag ${RUNS[$c]})
-        [[ "${MIDRUN[$c]}" == yes ]] && bi="$bi (within a run: yes)"
-        echo "| $c | $med | $mn | $mx | $r | $r2 | $bi | $(echo ${RUNS[$c]} | tr ' ' '/') | $(echo ${IDLE[$c]} | tr ' ' '/') |"
-    done
+    python3 - "$RESULTS/samples.csv" "$CASES" <<'PY'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+cases = sys.argv[2].split()
+runs = {c: [r for r in rows if r["case"] == c] for c in cases}
+med = {c: statistics.median(float(r["run_mpps"]) for r in rs) for c, rs in runs.items() if rs}
+print("| DUT | median Mpps | min | max | × testpmd io (medians) | × bridge 2 MACs | bimodal? | runs (Mpps) | vecswitch idle polls % | vecswitch TX drops (window) |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for c in cases:
+    rs = runs[c]
+    if not rs:
+        print(f"| {c} | not measured (every run failed) | | | | | | | | |")
+        continue
+    v = [float(r["run_mpps"]) for r in rs]
+    ratio = f"{med[c] / med['testpmd-io']:.2f}" if c != "testpmd-io" and med.get("testpmd-io") else "—"
+    r2 = f"{med[c] / med['bridge2']:.2f}" if c == "bridge1m" and med.get("bridge2") else "—"
+    bi = "yes" if max(v) > 1.5 * min(v) else "no"
+    within = [r["rep"] for r in rs if float(r["sample_max_mpps"]) > 1.5 * float(r["sample_min_mpps"])]
+    if within:
+        bi += f" (within run {','.join(within)})"
+    idle = "/".join(r["dut_idle_polls_pct"] for r in rs)
+    drops = "/".join(r["dut_tx_drops_window"] for r in rs)
+    print(f"| {c} | {med[c]:.3f} | {min(v):.3f} | {max(v):.3f} | {ratio} | {r2} | {bi} | {'/'.join(f'{x:.3f}' for x in v)} | {idle} | {drops} |")
+PY
+    echo
+    [[ -f "$RESULTS/dut-ready-seconds.csv" ]] &&
+        echo "vecswitch start-up until the config was applied (s, per run): $(awk -F, '{ printf "%s %s; ", $1, $3 }' "$RESULTS/dut-ready-seconds.csv")"
+    ((FAILED_RUNS == 0)) || echo "failed runs (retried once; logs in results-bench): $FAILED_RUNS"
     echo
     machine_info
 } | tee "$RESULTS/table.md"
