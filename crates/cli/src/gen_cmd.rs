@@ -21,7 +21,7 @@ use vecswitch_gen::{
     Field, FieldMode, FieldRange, Generator, Rate, SizeSpec, StreamSpec, TrialLength, TrialReport,
     TrialSpec, VlanSpec,
 };
-use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort};
+use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort, RxMode};
 use vecswitch_ports::memif::{MemifConfig, MemifPort, Role};
 use vecswitch_ports::Port;
 
@@ -217,8 +217,10 @@ fn open_port(spec: &str, index: usize) -> Result<Box<dyn Port>> {
         if ifname.is_empty() {
             bail!("invalid --port {spec:?}: no interface name; accepted {accepted}");
         }
+        // Frame mode: each received frame is seen at once, no block-timeout bias in latency.
         let cfg = AfPacketConfig {
             frame_size: 16384,
+            rx_mode: RxMode::Frame,
             ..AfPacketConfig::new(ifname, ifname)
         };
         let port = match netns {

@@ -269,6 +269,10 @@ pub struct AfPacketPortConfig {
     /// PACKET_FANOUT group id (hash mode); default none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fanout: Option<u16>,
+    /// RX ring mode, `"block"` (TPACKET_V3, batched) or `"frame"` (TPACKET_V2, lowest latency);
+    /// default block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_mode: Option<vecswitch_ports::af_packet::RxMode>,
 }
 
 impl AfPacketPortConfig {
@@ -285,6 +289,7 @@ impl AfPacketPortConfig {
             qdisc_bypass: None,
             promiscuous: None,
             fanout: None,
+            rx_mode: None,
         }
     }
 }
@@ -528,6 +533,35 @@ mac_age = 0
         assert_eq!(b.mac_age, 0);
         assert_eq!(b.mac_limit, DEFAULT_MAC_LIMIT);
         assert_eq!(b.static_mac[0].port, "v0");
+    }
+
+    #[test]
+    fn af_packet_rx_mode_parses_defaults_to_block_and_names_bad_values() {
+        let port = |extra: &str| {
+            format!("[[port]]\nname = \"p\"\ntype = \"af_packet\"\ninterface = \"x\"\n{extra}")
+        };
+        let mode = |c: &Config| match &c.ports[0] {
+            PortConfig::AfPacket(a) => crate::ports::af_packet_config(a).rx_mode,
+            other => panic!("expected af_packet, got {other:?}"),
+        };
+        use vecswitch_ports::af_packet::RxMode;
+        assert_eq!(
+            mode(&Config::from_toml(&port(""), "t").unwrap()),
+            RxMode::Block
+        );
+        let c = Config::from_toml(&port("rx_mode = \"frame\"\n"), "t").unwrap();
+        assert_eq!(mode(&c), RxMode::Frame);
+        assert_eq!(Config::from_toml(&c.to_toml(), "t").unwrap(), c);
+        let e = Config::from_toml(&port("rx_mode = \"fast\"\n"), "t")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("rx_mode")
+                && e.contains("fast")
+                && e.contains("block")
+                && e.contains("frame"),
+            "{e}"
+        );
     }
 
     #[test]

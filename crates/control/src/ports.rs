@@ -49,6 +49,9 @@ pub fn af_packet_config(c: &AfPacketPortConfig) -> AfPacketConfig {
         a.promiscuous = v;
     }
     a.fanout = c.fanout;
+    if let Some(v) = c.rx_mode {
+        a.rx_mode = v;
+    }
     a
 }
 

@@ -250,7 +250,7 @@ const ETH_P_8021Q: u16 = 0x8100;
 
 /// How the RX ring hands received frames to user space (see the module doc, "Receive modes").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "lowercase", try_from = "String")]
 pub enum RxMode {
     /// TPACKET_V3 blocks: the kernel hands over a block when it is full or after
     /// `block_timeout_ms`. Batches for throughput; a frame may wait up to the timeout.
@@ -259,6 +259,29 @@ pub enum RxMode {
     /// TPACKET_V2 frame slots: each frame is ours as soon as the kernel has written it.
     /// For latency measurements; both rings of the socket are then TPACKET_V2.
     Frame,
+}
+
+/// A string that is not an [`RxMode`]; names the field, the value and what is accepted.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("rx_mode = {0:?} is not accepted; expected \"block\" or \"frame\"")]
+pub struct RxModeError(pub String);
+
+impl std::str::FromStr for RxMode {
+    type Err = RxModeError;
+    fn from_str(s: &str) -> Result<RxMode, RxModeError> {
+        match s {
+            "block" => Ok(RxMode::Block),
+            "frame" => Ok(RxMode::Frame),
+            _ => Err(RxModeError(s.to_string())),
+        }
+    }
+}
+
+impl TryFrom<String> for RxMode {
+    type Error = RxModeError;
+    fn try_from(s: String) -> Result<RxMode, RxModeError> {
+        s.parse()
+    }
 }
 
 /// Configuration of an AF_PACKET port.
@@ -2032,9 +2055,14 @@ mod tests {
         assert_eq!(parse("frame"), Ok(RxMode::Frame));
         let err = parse("fast").unwrap_err();
         assert!(
-            err.contains("fast") && err.contains("block") && err.contains("frame"),
+            err.contains("rx_mode")
+                && err.contains("fast")
+                && err.contains("block")
+                && err.contains("frame"),
             "{err}"
         );
+        assert_eq!("frame".parse::<RxMode>(), Ok(RxMode::Frame));
+        assert_eq!("Frame".parse::<RxMode>(), Err(RxModeError("Frame".into())));
         assert_eq!(AfPacketConfig::default().rx_mode, RxMode::Block);
         let frame_mode = AfPacketConfig {
             rx_mode: RxMode::Frame,
