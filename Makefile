@@ -13,6 +13,8 @@ build: setup
 
 test: setup
 	$(CARGO) build --workspace --all-targets
+	@# Every `unsafe` block carries a `// SAFETY:` comment (the other crates forbid unsafe outright).
+	$(CARGO) clippy --workspace --all-targets -q -- -A clippy::all -D clippy::undocumented_unsafe_blocks
 	$(CARGO) test --workspace --no-fail-fast
 
 demo: build
