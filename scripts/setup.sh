@@ -47,4 +47,8 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 1
   fi
 fi
+# clippy checks the SAFETY comments in `make test`.
+if command -v cargo >/dev/null 2>&1 && ! cargo clippy --version >/dev/null 2>&1; then
+  rustup component add clippy
+fi
 echo "setup: ok"
