@@ -41,47 +41,61 @@
 //!
 //! Frame mode:
 //!
-//! - **RX: TPACKET_V2 frame ring.** `block_count` blocks of `block_size / frame_size` fixed slots
-//!   of `frame_size` bytes; each slot starts with a `tpacket2_hdr` and its own `tp_status`, which
-//!   the kernel sets to `TP_STATUS_USER` as soon as it has written the frame. We copy the frame out
-//!   and give the slot back (`TP_STATUS_KERNEL`) at once. The frame must fit its slot after the
-//!   66-byte header area: a frame longer than `frame_size - 66` is cut by the kernel and counted in
-//!   [`AfPacketStats::rx_truncated`] (use `frame_size = 16384` for 9000-byte frames, as TX needs
-//!   anyway). VLAN tags are put back and outgoing frames skipped as in block mode; a descriptor
+//! - **RX: TPACKET_V2 frame ring.** `block_count` blocks of fixed slots; each slot starts with a
+//!   `tpacket2_hdr` and its own `tp_status`, which the kernel sets to `TP_STATUS_USER` as soon as
+//!   it has written the frame. We copy the frame out and give the slot back (`TP_STATUS_KERNEL`) at
+//!   once. A frame must fit its slot after the 66-byte header area, so the slot is sized for the
+//!   interface's MTU read at open: MTU + 84 rounded up to 16 (1584 at MTU 1500, 9088 at 9000), at
+//!   most `frame_size` (use `frame_size = 16384` for 9000-byte frames, as TX needs anyway). A
+//!   longer frame (the MTU raised after open, GRO/LRO-merged packets of a NIC) is cut by the
+//!   kernel and counted in [`AfPacketStats::rx_truncated`]. VLAN tags are put back and outgoing frames skipped as in block mode; a descriptor
 //!   whose frame does not lie inside its own slot is dropped ([`AfPacketStats::rx_bad_descriptor`]).
 //! - **TX: TPACKET_V2 frame ring**, the same slots as in block mode but with a `tpacket2_hdr`:
 //!   data at offset 32, so the largest frame sent is `frame_size - 32`.
 //!
 //! ## Receive modes: block batches for throughput, frame for latency
 //!
-//! In block mode the kernel hands a block over only when it is full or when `block_timeout_ms`
-//! (at least 1 ms; the retire timer runs on jiffies, so in practice up to several ms) expires, so
-//! at low and medium rates every received frame waits in a partly filled block. That wait is the
-//! receiver's own latency, not the device under test's: a tester measuring latency must use frame
-//! mode, where a frame is visible to `rx_burst` as soon as the kernel wrote it.
+//! In block mode the kernel hands a block over only when it is full or when its retire timer
+//! (`block_timeout_ms`, at least 1 ms) fires, so at any rate that does not fill a block (a 1 MiB
+//! block holds ~10 000 60-byte frames) every received frame waits in a partly filled block. That
+//! wait is the receiver's own latency, not the device under test's: a tester measuring latency
+//! must use frame mode, where a frame is visible to `rx_burst` as soon as the kernel wrote it.
 //!
-//! Measured on the 2-core lab VM (shared with other builds, so tails are noisy), one-way over a
-//! veth pair, 60-byte frames, both ends in the same mode, busy-polling receiver
-//! (`cargo run --release -p vecswitch-ports --example afp_latency -- latency MODE RATE COUNT`):
+//! Measured on the 2-core lab VM (kernel 6.18, shared with other builds, so tails are noisy),
+//! one-way over a veth pair, 60-byte frames, both ends in the same mode, one thread sending on
+//! schedule and busy-polling the receiver; ranges over three runs of
+//! `cargo run --release -p vecswitch-ports --example afp_latency -- latency MODE RATE COUNT`
+//! (COUNT 500 / 3000 / 20000 / 100000):
 //!
 //! | rate | mode | min | median | p99 |
 //! |---|---|---|---|---|
-//! | 1 kpps | block | 6.4 µs | 303 µs | 4232 µs |
-//! | 1 kpps | frame | 2.6 µs | 4.2 µs | 35 µs |
-//! | 10 kpps | block | 3.5 µs | 757 µs | 4888 µs |
-//! | 10 kpps | frame | 2.5 µs | 3.3 µs | 11 µs |
+//! | 100 pps | block | 32–273 µs | 43–907 µs | 0.9–4.3 ms |
+//! | 100 pps | frame | 4.2–4.7 µs | 12–44 µs | 49–78 µs |
+//! | 1 kpps | block | 43–138 µs | 133–894 µs | 0.7–4.3 ms |
+//! | 1 kpps | frame | 2.7–2.9 µs | 4.6–5.5 µs | 17–44 µs |
+//! | 10 kpps | block | 2.9–5.4 µs | 406–556 µs | 1.0–4.7 ms |
+//! | 10 kpps | frame | 2.7–2.8 µs | 3.0–3.5 µs | 5–14 µs |
+//! | 100 kpps | block | 4.4–4.6 µs | 504–536 µs | 1.0 ms |
+//! | 100 kpps | frame | 2.6–2.8 µs | 2.9–3.5 µs | 4.0–4.6 µs |
+//!
+//! Through the lab's phy2phy-veth topology with the Linux bridge as DUT (testbed test
+//! `gen_measurer_over_veth_through_the_linux_bridge`, debug build, 2 kfps): block-mode generator
+//! ports measured min 84–261 µs, median 234–564 µs; frame mode min 34–43 µs, median 52–57 µs.
 //!
 //! Throughput (`... -- throughput MODE 3 60 FRAME_SIZE`: one sender thread as fast as the TX ring
-//! goes, one receiver thread): both modes received what this host could send (about 200 kfps
-//! with 2048-byte slots, 400 kfps with 16384-byte slots), with the receiver's `rx_burst` time per
-//! frame within run-to-run noise of each other (100–640 ns). The cost of frame mode is memory: a
-//! ring holds `block_size * block_count / frame_size` frames (4096 with the defaults, 512 with
-//! 16384-byte slots) instead of as many as fit in the blocks back to back, so it absorbs shorter
-//! stalls of the polling thread. Block mode stays the default for the switch; the traffic
+//! goes, one receiver thread, three runs each): both modes received what this host could send
+//! (85–215 kfps of 60-byte frames, the sender is the limit), frame mode with no kernel drops in
+//! any run, block mode with 0.02–6 % (its receiver fell behind while descheduled). The user-space
+//! cost per frame is about twice block mode's: `rx_burst` took 600–1000 ns per frame in frame
+//! mode against 330–410 ns in block mode (both including per-burst timing, which frame mode's
+//! smaller bursts amortise worse): one atomic status load and store per frame instead of per
+//! block. A frame-mode ring also holds fewer frames: `block_size / rx slot` per block (5288 with
+//! the default 8 MiB ring at MTU 1500). Block mode stays the default for the switch, where
+//! throughput matters and the DUT's own latency is not measured by itself; the traffic
 //! generator opens its ports in frame mode.
 //!
-//! The socket is non-blocking; [`AfPacketPort::raw_fd`] is readable (`POLLIN`) when an RX block is
-//! ready, for an interrupt/adaptive mode with poll/epoll.
+//! The socket is non-blocking; [`AfPacketPort::raw_fd`] is readable (`POLLIN`) when an RX block
+//! (frame mode: a frame) is ready, for an interrupt/adaptive mode with poll/epoll.
 //!
 //! ## Counters
 //!
@@ -299,7 +313,8 @@ pub struct AfPacketConfig {
     pub block_count: u32,
     /// Bytes per TX slot (and, in frame mode, per RX slot): a multiple of 16, from 128 to
     /// `block_size`; the largest frame sent is `frame_size - 48` (frame mode: `- 32`), the largest
-    /// received in frame mode `frame_size - 66` (use 16384 for 9000-byte jumbo frames).
+    /// received in frame mode `frame_size - 66` (RX slots are sized for the MTU, at most
+    /// `frame_size`). Use 16384 for 9000-byte jumbo frames.
     pub frame_size: u32,
     /// How long (ms) the kernel keeps a partly filled RX block before handing it over, 1..=1000
     /// (block mode only).
@@ -984,6 +999,39 @@ fn setsockopt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, value: &T) ->
     }
 }
 
+/// `ioctl(SIOCGIF*)` on `interface` through socket `fd`, returning the first 4 bytes of the union
+/// as i32.
+fn ifreq(fd: RawFd, interface: &str, request: libc::c_ulong) -> Option<i32> {
+    let mut req = sys::IfReq {
+        name: [0; 16],
+        data: [0; 24],
+    };
+    for (d, s) in req.name.iter_mut().zip(interface.bytes().take(15)) {
+        *d = s as libc::c_char;
+    }
+    // SAFETY: `req` is a properly sized `struct ifreq` with a NUL-terminated name (at most 15
+    // bytes copied into 16); the kernel writes within it.
+    let rc = unsafe { libc::ioctl(fd, request as _, &mut req as *mut sys::IfReq) };
+    (rc == 0).then(|| i32::from_ne_bytes(req.data[..4].try_into().expect("4 bytes")))
+}
+
+/// Where the kernel puts an Ethernet frame in a TPACKET_V2 RX slot:
+/// `TPACKET_ALIGN(TPACKET2_HDRLEN + 16) - ETH_HLEN` (tpacket_rcv's `macoff`).
+const V2_RX_MAC: usize = 66;
+
+/// The RX slot size in frame mode: room for the largest frame the interface passes at `mtu`
+/// (MTU + Ethernet header + one inner VLAN tag; the outer tag is taken off into the descriptor)
+/// after the slot's header area, in 16-byte steps, but never more than `frame_size`. Smaller slots
+/// than the TX ring's mean more frames per ring: 5288 instead of 512 at MTU 1500 with 16 KiB
+/// TX slots and 8 MiB rings.
+fn rx_slot_size(frame_size: u32, mtu: usize) -> u32 {
+    let need = (V2_RX_MAC + ETH_HLEN + VLAN_TAG).saturating_add(mtu);
+    let need = need.saturating_add(15) & !15;
+    u32::try_from(need)
+        .unwrap_or(u32::MAX)
+        .clamp(128, frame_size)
+}
+
 impl AfPacketPort {
     /// Opens `config.interface` in the caller's network namespace.
     pub fn open(config: AfPacketConfig) -> Result<AfPacketPort, AfPacketError> {
@@ -1041,6 +1089,10 @@ impl AfPacketPort {
         // Best effort: older kernels lack it, and the RX walk filters PACKET_OUTGOING anyway.
         let _ = setsockopt(f, sys::SOL_PACKET, sys::PACKET_IGNORE_OUTGOING, &1i32);
 
+        let mtu = ifreq(f, &c.interface, libc::SIOCGIFMTU as libc::c_ulong)
+            .map(|d| d as usize)
+            .unwrap_or(1500);
+        let rx_slot = rx_slot_size(c.frame_size, mtu);
         let frames_per_block = c.block_size / c.frame_size;
         let rx_req = sys::TpacketReq3 {
             block_size: c.block_size,
@@ -1064,16 +1116,22 @@ impl AfPacketPort {
                     .map_err(|_| os_err(c, "setsockopt(PACKET_TX_RING)"))?;
             }
             RxMode::Frame => {
-                // Same geometry for both rings: frame_size slots, block_size blocks.
-                let req = sys::TpacketReq {
-                    block_size: rx_req.block_size,
-                    block_nr: rx_req.block_nr,
-                    frame_size: rx_req.frame_size,
-                    frame_nr: rx_req.frame_nr,
+                // The same blocks for both rings; RX slots sized for the MTU, TX slots frame_size.
+                let rx = sys::TpacketReq {
+                    block_size: c.block_size,
+                    block_nr: c.block_count,
+                    frame_size: rx_slot,
+                    frame_nr: (c.block_size / rx_slot) * c.block_count,
                 };
-                setsockopt(f, sys::SOL_PACKET, sys::PACKET_RX_RING, &req)
+                setsockopt(f, sys::SOL_PACKET, sys::PACKET_RX_RING, &rx)
                     .map_err(|_| os_err(c, "setsockopt(PACKET_RX_RING)"))?;
-                setsockopt(f, sys::SOL_PACKET, sys::PACKET_TX_RING, &req)
+                let tx = sys::TpacketReq {
+                    block_size: c.block_size,
+                    block_nr: c.block_count,
+                    frame_size: c.frame_size,
+                    frame_nr: frames_per_block * c.block_count,
+                };
+                setsockopt(f, sys::SOL_PACKET, sys::PACKET_TX_RING, &tx)
                     .map_err(|_| os_err(c, "setsockopt(PACKET_TX_RING)"))?;
             }
         }
@@ -1132,9 +1190,9 @@ impl AfPacketPort {
                 .map_err(|_| os_err(c, "setsockopt(PACKET_FANOUT)"))?;
         }
 
-        let mut port = AfPacketPort {
+        let port = AfPacketPort {
             ifindex,
-            mtu: 0,
+            mtu,
             map,
             fd,
             block_size: c.block_size as usize,
@@ -1144,14 +1202,14 @@ impl AfPacketPort {
                 RxMode::Block => Rx::Block(unsafe {
                     RxRing::new(map_base, c.block_size as usize, c.block_count as usize)
                 }),
-                // SAFETY: as above; the kernel laid out frames_per_block slots of frame_size
-                // (validated: multiple of 16, >= 128 > HDRLEN, <= block_size) in each block.
+                // SAFETY: as above; the kernel laid out block_size / rx_slot slots of rx_slot
+                // bytes (a multiple of 16 in 128..=frame_size <= block_size) in each block.
                 RxMode::Frame => Rx::Frame(unsafe {
                     FrameRing::new(
                         map_base,
                         c.block_size as usize,
-                        c.frame_size as usize,
-                        (frames_per_block * c.block_count) as usize,
+                        rx_slot as usize,
+                        ((c.block_size / rx_slot) * c.block_count) as usize,
                     )
                 }),
             },
@@ -1166,10 +1224,6 @@ impl AfPacketPort {
             kernel_freeze: Cell::new(0),
             config,
         };
-        port.mtu = port
-            .ifreq(libc::SIOCGIFMTU as libc::c_ulong)
-            .map(|d| d as usize)
-            .unwrap_or(1500);
         Ok(port)
     }
 
@@ -1281,23 +1335,7 @@ impl AfPacketPort {
 
     /// `ioctl(SIOCGIF*)` on our interface, returning the first 4 bytes of the union as i32.
     fn ifreq(&self, request: libc::c_ulong) -> Option<i32> {
-        let mut req = sys::IfReq {
-            name: [0; 16],
-            data: [0; 24],
-        };
-        for (d, s) in req.name.iter_mut().zip(self.config.interface.bytes()) {
-            *d = s as libc::c_char;
-        }
-        // SAFETY: `req` is a properly sized `struct ifreq` with a NUL-terminated name (validated to
-        // at most 15 bytes); the kernel writes within it.
-        let rc = unsafe {
-            libc::ioctl(
-                self.fd.as_raw_fd(),
-                request as _,
-                &mut req as *mut sys::IfReq,
-            )
-        };
-        (rc == 0).then(|| i32::from_ne_bytes(req.data[..4].try_into().expect("4 bytes")))
+        ifreq(self.fd.as_raw_fd(), &self.config.interface, request)
     }
 
     #[inline]
@@ -1787,9 +1825,7 @@ mod tests {
         count: usize,
     }
 
-    /// Where the kernel puts an untagged Ethernet frame in a V2 slot:
-    /// TPACKET_ALIGN(TPACKET2_HDRLEN + 16) - 14.
-    const V2_MAC: usize = 66;
+    const V2_MAC: usize = V2_RX_MAC;
 
     impl FakeSlots {
         fn new(block_size: usize, blocks: usize, frame_size: usize) -> FakeSlots {
@@ -2069,6 +2105,27 @@ mod tests {
             ..AfPacketConfig::new("p", "eth0")
         };
         assert_eq!(frame_mode.max_tx_frame(), 2048 - 32);
+    }
+
+    #[test]
+    fn frame_mode_rx_slots_fit_the_mtu_within_frame_size() {
+        // 66-byte header area + 14 + 4 (inner tag) + MTU, in 16-byte steps.
+        assert_eq!(rx_slot_size(2048, 1500), 1584);
+        assert_eq!(rx_slot_size(16384, 1500), 1584);
+        assert_eq!(rx_slot_size(16384, 9000), 9088);
+        // Never more than frame_size, never less than the smallest slot the config accepts.
+        assert_eq!(rx_slot_size(1024, 1500), 1024);
+        assert_eq!(rx_slot_size(2048, 9000), 2048);
+        assert_eq!(rx_slot_size(2048, 0), 128);
+        assert_eq!(rx_slot_size(16384, usize::MAX), 16384);
+        for mtu in [68, 576, 1500, 4000, 9000] {
+            let s = rx_slot_size(16384, mtu) as usize;
+            assert_eq!(s % 16, 0);
+            assert!(
+                s >= V2_RX_MAC + ETH_HLEN + VLAN_TAG + mtu,
+                "mtu {mtu}: slot {s}"
+            );
+        }
     }
 
     fn field_of(c: &AfPacketConfig) -> Option<(&'static str, String)> {
