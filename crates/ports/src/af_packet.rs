@@ -30,8 +30,8 @@
 //!   checked against its block before use ([`AfPacketStats::rx_bad_descriptor`]).
 //! - **TX: TPACKET_V3 frame ring** (kernel >= 4.11). V3 TX is not block based: the kernel accepts
 //!   a V3 TX ring only with fixed `frame_size` slots, each starting with a `tpacket3_hdr`, data at
-//!   offset 48 (`TPACKET_ALIGN(sizeof(tpacket3_hdr))`). We use V3 rather than V2 because a socket has
-//!   one `PACKET_VERSION` for both rings, and V3 is what the RX side needs. A burst fills slots
+//!   offset 48 (`TPACKET_ALIGN(sizeof(tpacket3_hdr))`). V3 because a socket has one
+//!   `PACKET_VERSION` for both rings, and V3 is what the block RX side needs. A burst fills slots
 //!   (`TP_STATUS_SEND_REQUEST`) and one `sendto(fd, NULL, 0, MSG_DONTWAIT)` asks the kernel to send
 //!   them without waiting; slots come back as `TP_STATUS_AVAILABLE`. A frame longer than
 //!   `frame_size - 48`, or than the kernel accepts for the MTU (MTU + 14 bytes, + 4 more for an
@@ -39,7 +39,7 @@
 //!   handed to the kernel (which would drop it without a trace).
 //!   `PACKET_LOSS` is set so that the kernel skips a frame it refuses instead of stalling the ring.
 //!
-//! Frame mode:
+//! Frame mode (`rx_mode = frame`):
 //!
 //! - **RX: TPACKET_V2 frame ring.** `block_count` blocks of fixed slots; each slot starts with a
 //!   `tpacket2_hdr` and its own `tp_status`, which the kernel sets to `TP_STATUS_USER` as soon as
@@ -348,7 +348,8 @@ impl Default for AfPacketConfig {
 
 impl AfPacketConfig {
     /// Defaults for port `name` on `interface`: 8 blocks of 1 MiB per ring, 2048-byte TX slots
-    /// (frames up to 2000 bytes), 1 ms block timeout, promiscuous, no qdisc bypass, no fanout.
+    /// (frames up to 2000 bytes), 1 ms block timeout, promiscuous, no qdisc bypass, no fanout,
+    /// block receive mode.
     pub fn new(name: &str, interface: &str) -> AfPacketConfig {
         AfPacketConfig {
             name: name.to_string(),

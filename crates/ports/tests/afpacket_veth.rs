@@ -362,6 +362,49 @@ fn afpacket_frames_too_long_for_slot_or_mtu_are_counted_not_sent() {
     }
 }
 
+#[test]
+fn afpacket_tx_slot_limit_is_frame_size_minus_the_mode_header() {
+    for mode in MODES {
+        eprintln!("rx_mode {mode:?}");
+        // MTU 9000: only the 2048-byte slot limits what is sent.
+        let lab = VethLab::new(9000);
+        let mut host = AfPacketPort::open(cfg("host", &lab.host, mode)).unwrap();
+        // The receiver in block mode takes any length up to its block.
+        let mut peer =
+            AfPacketPort::open_in_netns(cfg("peer", &lab.peer, RxMode::Block), &lab.netns_path())
+                .unwrap();
+        wait_up(&host);
+        wait_up(&peer);
+        let limit = host.config().max_tx_frame();
+        assert_eq!(
+            limit,
+            match mode {
+                RxMode::Block => 2048 - 48,
+                RxMode::Frame => 2048 - 32,
+            }
+        );
+        let mut pool = Pool::new(64);
+        let frames = [test_frame(1, 0, limit), test_frame(1, 1, limit + 1)];
+        let pkts: Vec<u32> = frames
+            .iter()
+            .map(|f| packet_from_bytes(&mut pool, f).unwrap())
+            .collect();
+        assert_eq!(host.tx_burst(&mut pool, &pkts), 1);
+        pool.free_bulk(&pkts);
+        assert_eq!(host.af_packet_stats().tx_too_long, 1);
+        let mut recv = Received {
+            ours: Vec::new(),
+            foreign: 0,
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while recv.ours.is_empty() && Instant::now() < deadline {
+            drain(&mut peer, &mut pool, 1, &mut recv, 0xff);
+        }
+        assert_eq!(recv.ours, vec![frames[0].clone()]);
+        assert_eq!(pool.in_use(), 0);
+    }
+}
+
 /// A frame of `len` bytes with the given VLAN tags (TPID, TCI) after the MAC addresses.
 fn tagged_frame(seq: u32, len: usize, tags: &[(u16, u16)]) -> Vec<u8> {
     let mut f = test_frame(3, seq, len);
