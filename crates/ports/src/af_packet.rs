@@ -458,7 +458,8 @@ pub enum AfPacketError {
 pub struct AfPacketStats {
     /// Frames the kernel dropped because the RX ring was full (`tp_drops`).
     pub kernel_drops: u64,
-    /// Times the kernel froze the RX queue because no block was free (`tp_freeze_q_cnt`).
+    /// Times the kernel froze the RX queue because no block was free (`tp_freeze_q_cnt`; block
+    /// mode only, always 0 in frame mode).
     pub kernel_freeze_q: u64,
     /// Our own transmitted frames seen on RX (`PACKET_OUTGOING`) and skipped.
     pub rx_outgoing_ignored: u64,
@@ -1259,7 +1260,7 @@ impl AfPacketPort {
         })
     }
 
-    /// The socket, for poll/epoll: readable when an RX block is ready.
+    /// The socket, for poll/epoll: readable when an RX block (frame mode: a frame) is ready.
     pub fn raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
