@@ -243,6 +243,9 @@ fn run_block(
     let result = {
         let tbr = &tb;
         let mut m = testbed::GenMeasurer::for_testbed(tbr, ports, testbed::streams_for(&spec, suite.bidirectional)).context("generator")?;
+        if let Some(t) = suite.tester_tolerance_percent {
+            m = m.tolerance(t / 100.0);
+        }
         let mut pm = progress.measurer(&mut m, line.max_fps());
         let mut observer = progress.clone();
         run_for_dut_observed(

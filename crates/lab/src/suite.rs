@@ -67,6 +67,10 @@ pub struct Suite {
     /// Flows per direction the generator sends (VSPERF's "1 flow", "4096 flows").
     #[serde(default)]
     pub flows: Option<u64>,
+    /// Shortfall of offered frames (percent of intended) before a trial is tester-limited;
+    /// default 0.1 (the lab's 99.9 % rule). Loss is counted against offered frames either way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tester_tolerance_percent: Option<f64>,
     #[serde(rename = "dut")]
     pub duts: Vec<DutSpec>,
     #[serde(rename = "test")]
@@ -468,6 +472,11 @@ impl Suite {
         }
         if self.tests.is_empty() {
             return Err(LabError::invalid("test", "none", "at least one [[test]] table"));
+        }
+        if let Some(t) = self.tester_tolerance_percent {
+            if !(t.is_finite() && (0.0..=10.0).contains(&t)) {
+                return Err(LabError::invalid("tester_tolerance_percent", t, "a percentage in 0..=10"));
+            }
         }
         if self.frame_sizes.is_empty() {
             return Err(LabError::invalid("frame_sizes", "[]", "at least one frame size"));

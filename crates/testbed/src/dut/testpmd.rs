@@ -50,13 +50,19 @@ pub fn app_args(mode: &str) -> Vec<String> {
     ]
 }
 
+/// memif rings of the DUTs on the generator's links: 2^12 = 4096 descriptors (DPDK's and VPP's
+/// default is 1024). The generator polls its receive rings between transmit batches on one
+/// thread; on a shared 2-core host a preempted generator let 1024-slot rings overflow and every DUT
+/// dropped on transmit at any load. vecswitch's driver uses the same size (fair comparison).
+pub const MEMIF_RING_SIZE_LOG2: u8 = 12;
+
 /// The `--vdev` argument for memif port `index` on `end`.
 pub fn memif_vdev(index: usize, end: &PortEnd) -> Option<String> {
     match end {
         PortEnd::Memif {
             socket, id, role, ..
         } => Some(format!(
-            "--vdev=net_memif{index},role={},socket={},id={id},socket-abstract=no",
+            "--vdev=net_memif{index},role={},socket={},id={id},rsize={MEMIF_RING_SIZE_LOG2},socket-abstract=no",
             role.as_str(),
             socket.display()
         )),
@@ -241,7 +247,7 @@ mod tests {
         };
         assert_eq!(
             memif_vdev(0, &e).unwrap(),
-            "--vdev=net_memif0,role=server,socket=/tmp/r/phy0.sock,id=0,socket-abstract=no"
+            "--vdev=net_memif0,role=server,socket=/tmp/r/phy0.sock,id=0,rsize=12,socket-abstract=no"
         );
     }
 

@@ -64,7 +64,9 @@ pub fn config_toml(
                 let _ = writeln!(s, "socket = {}", toml_str(&socket.display().to_string()));
                 let _ = writeln!(s, "id = {id}");
                 let _ = writeln!(s, "role = {}", toml_str(role.as_str()));
-                s.push_str("ring_size = 1024\nmode = \"polling\"\n");
+                // Same ring size as testpmd's memif ports (see MEMIF_RING_SIZE_LOG2).
+                let _ = writeln!(s, "ring_size = {}", 1u32 << crate::dut::testpmd::MEMIF_RING_SIZE_LOG2);
+                s.push_str("mode = \"polling\"\n");
             }
             PortEnd::Veth { name, ifname, .. } => {
                 let _ = writeln!(s, "name = {}", toml_str(name));
@@ -339,7 +341,7 @@ type = \"memif\"
 socket = \"/r/phy0.sock\"
 id = 0
 role = \"server\"
-ring_size = 1024
+ring_size = 4096
 mode = \"polling\"
 
 [[port]]
