@@ -141,7 +141,7 @@ stop_dut() { # CASE
     fi
 }
 
-echo "case,rep,run_mpps,sample_min_mpps,sample_max_mpps,rx_packets_window,tx_packets_total,dut_idle_polls_pct,dut_tx_drops_window,samples" >"$RESULTS/samples.csv"
+echo "case,rep,run_mpps,sample_min_mpps,sample_max_mpps,rx_packets_window,tx_packets_total,dut_idle_polls_pct,dut_tx_drops_window,dut_graph_clocks_per_packet,samples" >"$RESULTS/samples.csv"
 
 run_case() { # CASE REP
     local c="$1" rep="$2"
@@ -165,7 +165,7 @@ run_case() { # CASE REP
     [[ "$c" != testpmd-io ]] && "$VECSWITCH" ctl --socket "$CTL" clear counters >/dev/null
     sample_rx rx "$SECS"
     pmd_stats tx
-    local txp=$PMD_TX idle="n/a" dutdrop="n/a"
+    local txp=$PMD_TX idle="n/a" dutdrop="n/a" clk="n/a"
     if [[ "$c" != testpmd-io ]]; then
         "$VECSWITCH" ctl --socket "$CTL" show ports >"$RESULTS/dut-$c-$rep-ports.txt" 2>&1 || true
         "$VECSWITCH" ctl --socket "$CTL" show runtime >"$RESULTS/dut-$c-$rep-runtime.txt" 2>&1 || true
@@ -174,15 +174,19 @@ run_case() { # CASE REP
         "$VECSWITCH" ctl --socket "$CTL" --json show runtime >"$RESULTS/dut-$c-$rep-runtime.json" 2>&1 || true
         "$VECSWITCH" ctl --socket "$CTL" --json show ports >"$RESULTS/dut-$c-$rep-ports.json" 2>&1 || true
         # idle polls in percent of all polls; TX drops of memif1 (toward rxonly: its ring was full)
-        read -r idle dutdrop < <(python3 -c '
+        # and the graph's clocks per packet (all nodes' time / packets received, at the TSC rate)
+        read -r idle dutdrop clk < <(python3 -c '
 import json, sys
 try:
-    rt = json.load(open(sys.argv[1]))["data"]["loop"]
+    rt = json.load(open(sys.argv[1]))["data"]
+    loop = rt["loop"]
     ports = json.load(open(sys.argv[2]))["data"]
     drops = [p["stats"]["tx_dropped"] for p in ports if p["name"] == "memif1"][0]
-    print("%.0f %d" % (100.0 * rt["idle_polls"] / max(rt["polls"], 1), drops))
+    ns = sum(n["time_ns"] for n in rt["nodes"])
+    clk = ns * rt["clock_hz"] / 1e9 / max(loop["rx_packets"], 1)
+    print("%.0f %d %.0f" % (100.0 * loop["idle_polls"] / max(loop["polls"], 1), drops, clk))
 except Exception:
-    print("n/a n/a")' "$RESULTS/dut-$c-$rep-runtime.json" "$RESULTS/dut-$c-$rep-ports.json")
+    print("n/a n/a n/a")' "$RESULTS/dut-$c-$rep-runtime.json" "$RESULTS/dut-$c-$rep-ports.json")
     else
         pmd_cmd dut "show port stats all"
         sleep 0.3
@@ -196,8 +200,8 @@ except Exception:
     local m smin smax
     m=$(mean "${SAMPLE_LIST[@]}")
     read -r _ smin smax < <(stats_line "${SAMPLE_LIST[@]}")
-    echo "$c,$rep,$m,$smin,$smax,$((SAMPLE_RX1 - SAMPLE_RX0)),$txp,${idle:-n/a},${dutdrop:-n/a},${SAMPLE_LIST[*]}" >>"$RESULTS/samples.csv"
-    log "  $c: $m Mpps (per-second $smin .. $smax); DUT idle polls ${idle:-n/a} %, DUT tx drops ${dutdrop:-n/a}"
+    echo "$c,$rep,$m,$smin,$smax,$((SAMPLE_RX1 - SAMPLE_RX0)),$txp,${idle:-n/a},${dutdrop:-n/a},${clk:-n/a},${SAMPLE_LIST[*]}" >>"$RESULTS/samples.csv"
+    log "  $c: $m Mpps (per-second $smin .. $smax); DUT idle polls ${idle:-n/a} %, DUT tx drops ${dutdrop:-n/a}, graph ${clk:-n/a} clocks/packet"
 }
 for ((rep = 1; rep <= REPS; rep++)); do
     for c in $CASES; do run_isolated run_case "$c" "$rep" || log "run $rep of $c failed twice; left out"; done
@@ -213,12 +217,12 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 cases = sys.argv[2].split()
 runs = {c: [r for r in rows if r["case"] == c] for c in cases}
 med = {c: statistics.median(float(r["run_mpps"]) for r in rs) for c, rs in runs.items() if rs}
-print("| DUT | median Mpps | min | max | × testpmd io (medians) | × bridge 2 MACs | bimodal? | runs (Mpps) | vecswitch idle polls % | vecswitch TX drops (window) |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| DUT | median Mpps | min | max | × testpmd io (medians) | × bridge 2 MACs | bimodal? | runs (Mpps) | vecswitch idle polls % | vecswitch TX drops (window) | vecswitch graph clocks/pkt |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 for c in cases:
     rs = runs[c]
     if not rs:
-        print(f"| {c} | not measured (every run failed) | | | | | | | | |")
+        print(f"| {c} | not measured (every run failed) | | | | | | | | | |")
         continue
     v = [float(r["run_mpps"]) for r in rs]
     ratio = f"{med[c] / med['testpmd-io']:.2f}" if c != "testpmd-io" and med.get("testpmd-io") else "—"
@@ -229,7 +233,8 @@ for c in cases:
         bi += f" (within run {','.join(within)})"
     idle = "/".join(r["dut_idle_polls_pct"] for r in rs)
     drops = "/".join(r["dut_tx_drops_window"] for r in rs)
-    print(f"| {c} | {med[c]:.3f} | {min(v):.3f} | {max(v):.3f} | {ratio} | {r2} | {bi} | {'/'.join(f'{x:.3f}' for x in v)} | {idle} | {drops} |")
+    clk = "/".join(r["dut_graph_clocks_per_packet"] for r in rs)
+    print(f"| {c} | {med[c]:.3f} | {min(v):.3f} | {max(v):.3f} | {ratio} | {r2} | {bi} | {'/'.join(f'{x:.3f}' for x in v)} | {idle} | {drops} | {clk} |")
 PY
     echo
     [[ -f "$RESULTS/dut-ready-seconds.csv" ]] &&
