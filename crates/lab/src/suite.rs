@@ -572,9 +572,12 @@ pub fn run_test_with_limit<M: Measurer + ?Sized>(
                 ("generator-limit", Some(g)) if g > 0.0 && g.is_finite() => g.min(max),
                 _ => max,
             };
-            let mut c = ThroughputConfig::new(0.0, top, secs("trial_duration_s", *trial_duration_s)?);
+            // The lowest load searched is one resolution step: a device that fails there has no
+            // throughput at this resolution ("no load passed"), rather than a trivial 0 frames/s.
+            let res = top * resolution_percent / 100.0;
+            let mut c = ThroughputConfig::new(res.min(top / 2.0), top, secs("trial_duration_s", *trial_duration_s)?);
             c.loss_tolerance = loss_tolerance_percent / 100.0;
-            c.resolution_fps = top * resolution_percent / 100.0;
+            c.resolution_fps = res;
             c.policy = parse_policy(policy)?;
             c.verify = *verify;
             if *learning_s > 0.0 {
@@ -702,6 +705,11 @@ pub fn run_for_dut_observed(
     };
     for (index, spec) in suite.tests.iter().enumerate() {
         if !spec.applies_to(&dut.name, size) {
+            continue;
+        }
+        // No throughput found (no load passed): nothing to measure latency, bursts or soak at;
+        // the throughput record already says so.
+        if spec.needs_throughput() && thr.is_none_or(|x| x <= 0.0) {
             continue;
         }
         let step = match spec.scale() {

@@ -31,6 +31,7 @@ pub fn render(run: &RunResults) -> String {
     let _ = write!(s, "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>vecswitch benchmark report</title><style>{CSS}</style></head><body>");
     let _ = write!(s, "<h1>vecswitch benchmark report</h1>");
     provenance(&mut s, run);
+    side_by_side(&mut s, run);
     summary(&mut s, run);
     charts(&mut s, run);
     details(&mut s, run);
@@ -58,11 +59,57 @@ fn provenance(s: &mut String, run: &RunResults) {
     }
     s.push_str("</table>");
     if let Some(g) = &run.generator {
-        let _ = write!(s, "<h3>Traffic generator: {}</h3><p class=note>Calibrated limits (generator alone). Results at or near these rates measure the tester, not the DUT.</p><table><tr><th>frame size (B)</th><th>calibrated max (frames/s)</th></tr>", esc(&g.name));
+        let _ = write!(s, "<h3>Traffic generator: {}</h3><p class=note>Calibrated limits: the generator looped to itself with no device in the path, per topology and frame size. Results at or near these rates measure the tester, not the device.</p><table><tr><th class=t>topology</th><th class=t>frame size</th><th>calibrated max (frames/s)</th><th class=t>how</th></tr>", esc(&g.name));
         for c in &g.calibrated_limits {
-            let _ = write!(s, "<tr><td>{}</td><td>{:.0}</td></tr>", c.frame_size, c.max_fps);
+            let _ = write!(
+                s,
+                "<tr><td class=t>{}</td><td class=t>{}</td><td>{:.0}</td><td class=t>{}</td></tr>",
+                esc(c.topology.as_deref().unwrap_or("any")),
+                esc(&c.size_label()),
+                c.max_fps,
+                esc(c.method.as_deref().unwrap_or(""))
+            );
         }
         s.push_str("</table>");
+    }
+    if let Some(why) = &run.stopped {
+        let _ = write!(s, "<p><span class=badge>stopped early</span> {}. The results below are those measured before the stop.</p>", esc(why));
+    }
+    for f in &run.failures {
+        let _ = write!(s, "<p><span class=badge>not measured</span> {}</p>", esc(f));
+    }
+}
+
+/// The side-by-side table (device × frame size) of [`crate::report::summary`].
+fn side_by_side(s: &mut String, run: &RunResults) {
+    let sum = crate::report::summary::summary(run);
+    if sum.rows.is_empty() {
+        return;
+    }
+    s.push_str("<h2>Summary</h2><p class=note>Throughput: highest load forwarded without loss (beyond the test's loss tolerance), received frames/s in millions and as % of the theoretical 10GE line rate for the frame size (a mix: its mean size). One column per throughput test; latency at the throughput found. Each result shows the generator's calibrated limit for its topology and size: a result at that limit is the tester's, not the device's.</p><div class=scroll><table><tr>");
+    for h in &sum.header {
+        let _ = write!(s, "<th class=t>{}</th>", esc(h));
+    }
+    s.push_str("</tr>");
+    for r in &sum.rows {
+        let limited = r.iter().any(|c| c.ends_with(crate::report::summary::TESTER_MARK));
+        let _ = write!(s, "<tr{}>", if limited { " class=tl" } else { "" });
+        for (i, c) in r.iter().enumerate() {
+            let _ = write!(s, "<td{}>{}</td>", if i < 3 { " class=t" } else { "" }, esc(c));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</table></div>");
+    if sum.tester_limited {
+        let _ = write!(s, "<p class=note>{}</p>", esc(crate::report::summary::TESTER_NOTE));
+    }
+    let how = crate::report::summary::settings(run);
+    if !how.is_empty() {
+        s.push_str("<p class=note>How the figures were measured:</p><ul class=note>");
+        for h in how {
+            let _ = write!(s, "<li>{}</li>", esc(&h));
+        }
+        s.push_str("</ul>");
     }
 }
 
@@ -109,7 +156,7 @@ fn summary(s: &mut String, run: &RunResults) {
             rows
         })
         .collect();
-    let _ = write!(s, "<h2>Summary</h2>");
+    let _ = write!(s, "<h2>All results</h2>");
     if rows.iter().any(is_tl) {
         s.push_str("<p class=note><span class=badge>tester-limited</span> rows: the generator could not offer the intended load; the figure is the tester's ceiling, never DUT loss.</p>");
     }
@@ -117,7 +164,7 @@ fn summary(s: &mut String, run: &RunResults) {
 }
 
 fn series_name(t: &TestRecord, extra: &str) -> String {
-    let mut n = format!("{} {}", t.vswitch, t.deployment);
+    let mut n = format!("{} {}", t.vswitch, t.topology.as_deref().unwrap_or(&t.deployment));
     if !extra.is_empty() {
         n.push(' ');
         n.push_str(extra);
@@ -127,34 +174,49 @@ fn series_name(t: &TestRecord, extra: &str) -> String {
 
 fn charts(s: &mut String, run: &RunResults) {
     s.push_str("<h2>Charts</h2>");
-    // Throughput vs frame size, one series per device/deployment/procedure (no scale points).
-    let mut by_series: BTreeMap<String, Vec<Point>> = BTreeMap::new();
-    let mut line_rate: BTreeMap<u32, f64> = BTreeMap::new();
+    // Throughput vs frame size: one chart per topology (line rate and generator limit differ),
+    // one series per device and throughput test (scale points and frame-size mixes left out: a
+    // mix is not a point on a frame-size axis; the tables show it).
     let mut scale_series: BTreeMap<String, Vec<Point>> = BTreeMap::new();
-    let mut sizes_seen = std::collections::BTreeSet::new();
+    let topo_of = |t: &TestRecord| t.topology.clone().unwrap_or_else(|| t.deployment.clone());
+    let mut topos: Vec<String> = Vec::new();
     for t in &run.tests {
-        for r in t.rows() {
-            let Some(fps) = r.get("throughput_rx_fps").and_then(Cell::num) else { continue };
-            let goal = match (&t.outcome, r.get("goal")) {
-                (Outcome::Throughput(_), _) => "RFC2544".to_string(),
-                (Outcome::Mlrsearch(_), Some(Cell::Text(g))) => g.clone(),
-                _ => continue,
-            };
-            let p = Point { x: f64::from(t.frame_size), y: fps, flag: is_tl(&r) };
-            sizes_seen.insert(t.frame_size);
-            match t.scale {
-                Some(sc) => scale_series
-                    .entry(series_name(t, &format!("{} B {goal}", t.frame_size)))
-                    .or_default()
-                    .push(Point { x: sc as f64, ..p }),
-                None => {
-                    by_series.entry(series_name(t, &goal)).or_default().push(p);
-                    line_rate.insert(t.frame_size, t.line.max_fps());
+        if !topos.contains(&topo_of(t)) {
+            topos.push(topo_of(t));
+        }
+    }
+    for topo in &topos {
+        let mut by_series: BTreeMap<String, Vec<Point>> = BTreeMap::new();
+        let mut line_rate: BTreeMap<u32, f64> = BTreeMap::new();
+        let mut sizes_seen = std::collections::BTreeSet::new();
+        for t in run.tests.iter().filter(|t| &topo_of(t) == topo) {
+            for r in t.rows() {
+                let Some(fps) = r.get("throughput_rx_fps").and_then(Cell::num) else { continue };
+                let goal = match (&t.outcome, r.get("goal")) {
+                    (Outcome::Throughput(_), _) => t.id.clone(),
+                    (Outcome::Mlrsearch(_), Some(Cell::Text(g))) => g.clone(),
+                    _ => continue,
+                };
+                let p = Point { x: f64::from(t.frame_size), y: fps, flag: is_tl(&r) };
+                match t.scale {
+                    Some(sc) => scale_series
+                        .entry(series_name(t, &format!("{} {goal}", t.size_label())))
+                        .or_default()
+                        .push(Point { x: sc as f64, ..p }),
+                    None if t.frame_mix.is_none() => {
+                        sizes_seen.insert(t.frame_size);
+                        by_series.entry(format!("{} {goal}", t.vswitch)).or_default().push(p);
+                        line_rate.insert(t.frame_size, t.line.max_fps());
+                    }
+                    None => {}
                 }
             }
         }
-    }
-    if !by_series.is_empty() {
+        // A test run at one size only (BestN/WorstN at 64 B) is in the tables, not a curve.
+        by_series.retain(|_, pts| pts.len() > 1);
+        if by_series.is_empty() {
+            continue;
+        }
         let mut series: Vec<Series> =
             by_series.into_iter().map(|(name, points)| Series { name, points, reference: false }).collect();
         series.push(Series {
@@ -163,16 +225,16 @@ fn charts(s: &mut String, run: &RunResults) {
             reference: true,
         });
         if let Some(g) = &run.generator {
-            series.push(Series {
-                name: format!("{} limit", g.name),
-                points: g.calibrated_limits.iter().map(|c| Point { x: f64::from(c.frame_size), y: c.max_fps, flag: false }).collect(),
-                reference: true,
-            });
+            let limits: Vec<Point> = g
+                .calibrated_limits
+                .iter()
+                .filter(|c| c.mix.is_none() && c.topology.as_ref().is_none_or(|x| x == topo))
+                .map(|c| Point { x: f64::from(c.frame_size), y: c.max_fps, flag: false })
+                .collect();
+            sizes_seen.extend(limits.iter().map(|p| p.x as u32));
+            series.push(Series { name: format!("{} limit", g.name), points: limits, reference: true });
         }
         // Frame sizes as evenly spaced categories (64 … 1518 crowd each other on any numeric axis).
-        if let Some(g) = &run.generator {
-            sizes_seen.extend(g.calibrated_limits.iter().map(|c| c.frame_size));
-        }
         let index: Vec<u32> = sizes_seen.iter().copied().collect();
         let pos = |x: f64| index.iter().position(|&f| f64::from(f) == x).map_or(f64::NAN, |i| i as f64);
         for se in &mut series {
@@ -183,14 +245,14 @@ fn charts(s: &mut String, run: &RunResults) {
         }
         let sizes: Vec<(f64, String)> = index.iter().enumerate().map(|(i, f)| (i as f64, f.to_string())).collect();
         figure(s, LineChart {
-            title: "Throughput vs frame size".into(),
+            title: format!("Throughput vs frame size — {topo}"),
             x_label: "frame size (bytes, FCS included)".into(),
-            y_label: "frames/s".into(),
+            y_label: "frames/s received".into(),
             series,
             log_x: false,
             log_y: true,
             x_categories: Some(sizes),
-        }.render(), "Dashed: theoretical line rate and the generator's calibrated limit.");
+        }.render(), "Dashed: theoretical 10GE line rate and the generator's calibrated limit on this topology. Red rings: tester-limited results.");
     }
     if !scale_series.is_empty() {
         let series = scale_series.into_iter().map(|(name, points)| Series { name, points, reference: false }).collect();
@@ -213,7 +275,7 @@ fn charts(s: &mut String, run: &RunResults) {
                 if let Some(l) = &p.stats {
                     let ys = [l.min_ns, l.p50_ns, l.p90_ns, l.p99_ns, l.p99_9_ns, l.p99_99_ns, l.max_ns];
                     lat_series.push(Series {
-                        name: series_name(t, &format!("{} B {:.0}%", t.frame_size, p.fraction * 100.0)),
+                        name: series_name(t, &format!("{} {:.0}%", t.size_label(), p.fraction * 100.0)),
                         points: ys.iter().enumerate().map(|(i, &y)| Point { x: i as f64, y: y / 1e3, flag: p.tester_limited_trials > 0 }).collect(),
                         reference: false,
                     });
@@ -240,7 +302,7 @@ fn charts(s: &mut String, run: &RunResults) {
     for t in &run.tests {
         if let Outcome::LinearSweep(points) = &t.outcome {
             loss_series.push(Series {
-                name: series_name(t, &format!("{} B", t.frame_size)),
+                name: series_name(t, &t.size_label()),
                 points: points.iter().map(|p| Point { x: p.percent, y: p.loss_ratio * 100.0, flag: p.tester_limited }).collect(),
                 reference: false,
             });
@@ -261,7 +323,7 @@ fn charts(s: &mut String, run: &RunResults) {
         .iter()
         .filter_map(|t| match &t.outcome {
             Outcome::BackToBack(b) if b.applicable => Some(Bar {
-                label: format!("{} {} B", t.vswitch, t.frame_size),
+                label: format!("{} {}", t.vswitch, t.size_label()),
                 value: b.average_frames,
                 range: Some((b.min_frames as f64, b.max_frames as f64)),
                 flag: b.tester_limited,
@@ -286,10 +348,10 @@ fn details(s: &mut String, run: &RunResults) {
         let tl = rows.iter().any(is_tl);
         let _ = write!(
             s,
-            "<h3>{} — {} {} B ({}){}</h3><p class=note>{} · deployment {} · traffic {} · {} × {:.0} Mb/s{}{}</p>",
+            "<h3>{} — {} {} ({}){}</h3><p class=note>{} · deployment {} · traffic {} · {} × {:.0} Mb/s{}{}</p>",
             esc(&t.id),
             esc(&t.vswitch),
-            t.frame_size,
+            esc(&t.size_label()),
             t.outcome.name(),
             if tl { " <span class=badge>tester-limited</span>" } else { "" },
             esc(&t.description),

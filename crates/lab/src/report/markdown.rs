@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::report::summary::{summary, TESTER_NOTE};
+use crate::report::summary::{settings, summary, TESTER_NOTE};
 use crate::results::{Cell, Row, RunResults, COLUMNS};
 
 /// Columns that identify the test and are shown in its header instead of its table.
@@ -49,6 +49,13 @@ pub fn render(run: &RunResults) -> String {
         }
         if sum.tester_limited {
             let _ = writeln!(s, "\n{TESTER_NOTE}");
+        }
+        let how = settings(run);
+        if !how.is_empty() {
+            let _ = writeln!(s, "\nHow the figures were measured:\n");
+            for h in how {
+                let _ = writeln!(s, "- {h}");
+            }
         }
         s.push('\n');
     }

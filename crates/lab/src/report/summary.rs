@@ -79,6 +79,63 @@ pub fn summary(run: &RunResults) -> Summary {
     Summary { header, rows, tester_limited: any_limited }
 }
 
+/// One sentence per test of the suite the run used (from the provenance's config): what a figure
+/// in the summary means — trials per step, trial length, resolution, loss tolerance, sizes.
+pub fn settings(run: &RunResults) -> Vec<String> {
+    let Some(cfg) = run.provenance.config.as_ref() else { return Vec::new() };
+    let num = |v: &serde_json::Value, k: &str| v.get(k).and_then(serde_json::Value::as_f64);
+    let text = |v: &serde_json::Value, k: &str| v.get(k).and_then(serde_json::Value::as_str).map(str::to_string);
+    let mut out = Vec::new();
+    for t in cfg.get("test").and_then(serde_json::Value::as_array).into_iter().flatten() {
+        let proc_ = text(t, "procedure").unwrap_or_default();
+        let id = text(t, "id").unwrap_or_else(|| proc_.clone());
+        let mut parts = Vec::new();
+        match proc_.as_str() {
+            "throughput" => {
+                parts.push(match text(t, "policy").as_deref() {
+                    Some("single") | None => "RFC 2544 §26.1 binary search, one trial per step".to_string(),
+                    Some(p) => format!("binary search, each step decided {p} (BestN/WorstN, seed 000)"),
+                });
+                if let Some(d) = num(t, "trial_duration_s") {
+                    parts.push(format!("{d} s trials"));
+                }
+                let max = match text(t, "search_max").as_deref() {
+                    Some("generator-limit") => "the generator's calibrated limit",
+                    _ => "line rate",
+                };
+                if let Some(r) = num(t, "resolution_percent") {
+                    parts.push(format!("from {max} down to a resolution of {r} % of it"));
+                }
+                if let Some(l) = num(t, "loss_tolerance_percent") {
+                    parts.push(format!("loss tolerance {l} %"));
+                }
+                if t.get("verify").and_then(serde_json::Value::as_bool) == Some(true) {
+                    parts.push("verified by one more trial at the result".into());
+                }
+            }
+            "latency" => {
+                if let Some(f) = t.get("fractions_percent").and_then(serde_json::Value::as_array) {
+                    let f: Vec<String> = f.iter().filter_map(serde_json::Value::as_f64).map(|x| format!("{x} %")).collect();
+                    parts.push(format!("RFC 2544 §26.2 at {} of the throughput", f.join(", ")));
+                }
+                if let (Some(d), Some(n)) = (num(t, "trial_duration_s"), num(t, "repetitions")) {
+                    parts.push(format!("{n} × {d} s"));
+                }
+            }
+            other => parts.push(other.to_string()),
+        }
+        if let Some(f) = t.get("frame_sizes").and_then(serde_json::Value::as_array) {
+            let f: Vec<String> = f.iter().map(|v| v.as_str().map_or_else(|| format!("{v} B"), str::to_string)).collect();
+            parts.push(format!("only at {}", f.join(", ")));
+        }
+        out.push(format!("{id}: {}", parts.join("; ")));
+    }
+    if let Some(t) = num(cfg, "tester_tolerance_percent") {
+        out.push(format!("tester-limited: a trial whose generator offered less than {} % of the intended frames", 100.0 - t));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,5 +153,22 @@ mod tests {
         // Every line shows the simulated generator's limit (demo.rs) in the last column.
         let last = s.header.len() - 1;
         assert!(s.rows.iter().all(|r| r[last] == mfps(crate::demo::SIM_GENERATOR_LIMIT_FPS)), "{:?}", s.rows);
+    }
+
+    #[test]
+    fn settings_say_resolution_duration_and_policy() {
+        let mut run = sample_run();
+        let suite = crate::suite::Suite::parse(
+            "name = \"x\"\ntester_tolerance_percent = 1\nframe_sizes = [64, \"imix\"]\n[[dut]]\nname = \"a\"\ntopology = \"phy2phy-memif\"\n\
+             [[test]]\nprocedure = \"throughput\"\nid = \"t\"\ntrial_duration_s = 1\nresolution_percent = 2\nsearch_max = \"generator-limit\"\n\
+             [[test]]\nprocedure = \"throughput\"\nid = \"w\"\npolicy = \"worst-of-3\"\nframe_sizes = [64]\n",
+        )
+        .unwrap();
+        run.provenance.config = Some(serde_json::to_value(&suite).unwrap());
+        let s = settings(&run);
+        assert!(s[0].starts_with("t: RFC 2544 §26.1") && s[0].contains("1 s trials"), "{s:?}");
+        assert!(s[0].contains("from the generator's calibrated limit down to a resolution of 2 % of it"), "{s:?}");
+        assert!(s[1].contains("worst-of-3") && s[1].contains("only at 64 B"), "{s:?}");
+        assert!(s[2].contains("less than 99 % of the intended frames"), "{s:?}");
     }
 }
