@@ -50,21 +50,29 @@ pub fn app_args(mode: &str) -> Vec<String> {
     ]
 }
 
-/// memif rings of the DUTs on the generator's links: 2^12 = 4096 descriptors (DPDK's and VPP's
-/// default is 1024). The generator polls its receive rings between transmit batches on one
-/// thread; on a shared 2-core host a preempted generator let 1024-slot rings overflow and every DUT
-/// dropped on transmit at any load. vecswitch's driver uses the same size (fair comparison).
+/// memif rings of the DUTs on the generator's links (`phy*` ports): 2^12 = 4096 descriptors
+/// (DPDK's and VPP's default is 1024). The generator polls its receive rings between transmit
+/// batches on one thread; on a shared 2-core host a preempted generator let 1024-slot rings
+/// overflow and every DUT dropped on transmit at any load. vecswitch's driver uses the same size
+/// (fair comparison). Links to a PVP VNF keep the default: testpmd as VNF with 4096-slot rings
+/// forwarded nothing with its 32768 mbufs.
 pub const MEMIF_RING_SIZE_LOG2: u8 = 12;
+
+/// Whether a port is on a generator link (`phy0`, `phy1`), where the larger rings apply.
+pub fn is_generator_link(name: &str) -> bool {
+    name.starts_with("phy")
+}
 
 /// The `--vdev` argument for memif port `index` on `end`.
 pub fn memif_vdev(index: usize, end: &PortEnd) -> Option<String> {
     match end {
         PortEnd::Memif {
-            socket, id, role, ..
+            name, socket, id, role,
         } => Some(format!(
-            "--vdev=net_memif{index},role={},socket={},id={id},rsize={MEMIF_RING_SIZE_LOG2},socket-abstract=no",
+            "--vdev=net_memif{index},role={},socket={},id={id},{}socket-abstract=no",
             role.as_str(),
-            socket.display()
+            socket.display(),
+            if is_generator_link(name) { format!("rsize={MEMIF_RING_SIZE_LOG2},") } else { String::new() }
         )),
         PortEnd::Veth { .. } => None,
     }
@@ -249,6 +257,9 @@ mod tests {
             memif_vdev(0, &e).unwrap(),
             "--vdev=net_memif0,role=server,socket=/tmp/r/phy0.sock,id=0,rsize=12,socket-abstract=no"
         );
+        // Links to a VNF keep DPDK's default ring size.
+        let v = PortEnd::Memif { name: "vnf0".into(), socket: "/tmp/r/vnf0.sock".into(), id: 0, role: MemifRole::Server };
+        assert_eq!(memif_vdev(2, &v).unwrap(), "--vdev=net_memif2,role=server,socket=/tmp/r/vnf0.sock,id=0,socket-abstract=no");
     }
 
     #[test]
