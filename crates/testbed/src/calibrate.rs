@@ -48,7 +48,12 @@ impl Calibration {
     }
 
     /// Maps a maximum-rate trial report (see the module doc).
-    pub fn from_report(size: &SizeSpec, r: &TrialReport, duration: Duration, method: &str) -> Calibration {
+    pub fn from_report(
+        size: &SizeSpec,
+        r: &TrialReport,
+        duration: Duration,
+        method: &str,
+    ) -> Calibration {
         let secs = r.tx_seconds.max(1e-9);
         Calibration {
             size: size.name(),
@@ -62,14 +67,20 @@ impl Calibration {
 }
 
 /// Runs one maximum-rate trial of `size` from port 0 to port 1 of `ports` (a loop without DUT).
-pub fn calibrate_ports(ports: Vec<Box<dyn Port>>, size: &SizeSpec, duration: Duration, method: &str) -> Result<Calibration> {
+pub fn calibrate_ports(
+    ports: Vec<Box<dyn Port>>,
+    size: &SizeSpec,
+    duration: Duration,
+    method: &str,
+) -> Result<Calibration> {
     let gen_err = |what: &str, e: vecswitch_gen::GenError| Error::Invalid {
         field: "generator calibration",
         value: format!("{what}: {e}"),
         expected: "a loop the generator can send through".into(),
     };
     let mut gen = Generator::new(ports).map_err(|e| gen_err("ports", e))?;
-    gen.wait_link(Duration::from_secs(5)).map_err(|e| gen_err("link", e))?;
+    gen.wait_link(Duration::from_secs(5))
+        .map_err(|e| gen_err("link", e))?;
     let mut s = StreamSpec::ipv4(0, 1);
     s.size = size.clone();
     let mut spec = TrialSpec::new(vec![s], Rate::Max, TrialLength::Duration(duration));
@@ -87,19 +98,36 @@ pub fn calibrate_testbed(tb: &Testbed, size: &SizeSpec, duration: Duration) -> R
         Link::Memif => {
             let sock = tb.run_dir().file("calibrate.sock").display().to_string();
             let port = |name: &str, role| -> Result<Box<dyn Port>> {
-                let p = MemifPort::new(MemifConfig::new(name, &sock, 0, role))
-                    .map_err(|e| Error::Port { port: name.to_string(), source: Box::new(e) })?;
+                let p = MemifPort::new(MemifConfig::new(name, &sock, 0, role)).map_err(|e| {
+                    Error::Port {
+                        port: name.to_string(),
+                        source: Box::new(e),
+                    }
+                })?;
                 Ok(Box::new(p))
             };
-            let ports = vec![port("cal-client", Role::Client)?, port("cal-server", Role::Server)?];
-            let r = calibrate_ports(ports, size, duration, "memif server/client pair in one process (no DUT)");
+            let ports = vec![
+                port("cal-client", Role::Client)?,
+                port("cal-server", Role::Server)?,
+            ];
+            let r = calibrate_ports(
+                ports,
+                size,
+                duration,
+                "memif server/client pair in one process (no DUT)",
+            );
             let _ = std::fs::remove_file(&sock);
             r
         }
         Link::Veth => {
             let tx = crate::gen_ports::open_port(&w.gen_ports[0])?;
             let rx = crate::gen_ports::open_port(&w.dut_ports[0])?;
-            calibrate_ports(vec![tx, rx], size, duration, "veth pair straight through, AF_PACKET both ends (no DUT)")
+            calibrate_ports(
+                vec![tx, rx],
+                size,
+                duration,
+                "veth pair straight through, AF_PACKET both ends (no DUT)",
+            )
         }
     }
 }
@@ -112,7 +140,13 @@ mod tests {
     #[test]
     fn loopback_calibration_maps_the_report() {
         let (a, b) = loopback::pair("a", "b");
-        let c = calibrate_ports(vec![Box::new(a), Box::new(b)], &SizeSpec::imix(), Duration::from_millis(200), "loopback").unwrap();
+        let c = calibrate_ports(
+            vec![Box::new(a), Box::new(b)],
+            &SizeSpec::imix(),
+            Duration::from_millis(200),
+            "loopback",
+        )
+        .unwrap();
         assert_eq!(c.size, "imix");
         assert_eq!(c.method, "loopback");
         assert!(c.tx_fps > 0.0 && c.rx_fps > 0.0, "{c:?}");

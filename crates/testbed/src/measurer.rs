@@ -105,7 +105,10 @@ pub struct Judging {
 
 impl Default for Judging {
     fn default() -> Judging {
-        Judging { tolerance: 1.0 - vecswitch_lab::measurer::TESTER_LIMIT_TOLERANCE, backpressure_is_dut: false }
+        Judging {
+            tolerance: 1.0 - vecswitch_lab::measurer::TESTER_LIMIT_TOLERANCE,
+            backpressure_is_dut: false,
+        }
     }
 }
 
@@ -119,7 +122,12 @@ pub fn trial_result(load: Load, duration: Duration, r: &TrialReport) -> TrialRes
 /// max(sent, intended)) and the trial is not tester-limited: a DUT that cannot drain its receive
 /// ring fails the load, as RFC 2544 §26.1 counts frames a device fails to forward. Otherwise a
 /// trial is tester-limited when the generator says so or offered < intended × (1 − tolerance).
-pub fn trial_result_with(load: Load, duration: Duration, r: &TrialReport, j: Judging) -> TrialResult {
+pub fn trial_result_with(
+    load: Load,
+    duration: Duration,
+    r: &TrialReport,
+    j: Judging,
+) -> TrialResult {
     let received: u64 = r.streams.iter().map(|s| s.rx.rx_unique).sum();
     let actual = Duration::from_secs_f64((r.tx_seconds + r.drain_seconds).max(0.0));
     let refused: u64 = r.ports.iter().map(|p| p.tx_refused).sum();
@@ -128,7 +136,8 @@ pub fn trial_result_with(load: Load, duration: Duration, r: &TrialReport, j: Jud
         t.offered_frames = r.tx.max(t.intended_frames);
         t.tester_limited = false;
     } else {
-        t.tester_limited = (r.tx as f64) < t.intended_frames as f64 * (1.0 - j.tolerance) || r.tester_limited;
+        t.tester_limited =
+            (r.tx as f64) < t.intended_frames as f64 * (1.0 - j.tolerance) || r.tester_limited;
     }
     let lat: Vec<LatencyStats> = r
         .streams
@@ -375,7 +384,8 @@ mod tests {
     #[test]
     fn tolerance_decides_a_small_shortfall() {
         let (a, b) = loopback::pair("a", "b");
-        let mut m = GenMeasurer::new(vec![Box::new(a), Box::new(b)], default_streams(64, false)).unwrap();
+        let mut m =
+            GenMeasurer::new(vec![Box::new(a), Box::new(b)], default_streams(64, false)).unwrap();
         let (load, d) = (Load::fps(10_000.0), Duration::from_millis(100));
         m.trial(load, d).unwrap();
         let mut r = m.reports()[0].clone();
@@ -384,7 +394,10 @@ mod tests {
         r.tx = intended - intended / 200;
         r.tester_limited = false;
         let strict = Judging::default();
-        let loose = Judging { tolerance: 0.01, backpressure_is_dut: false };
+        let loose = Judging {
+            tolerance: 0.01,
+            backpressure_is_dut: false,
+        };
         assert!(trial_result_with(load, d, &r, strict).tester_limited);
         assert!(!trial_result_with(load, d, &r, loose).tester_limited);
     }

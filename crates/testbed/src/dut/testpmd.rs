@@ -67,12 +67,19 @@ pub fn is_generator_link(name: &str) -> bool {
 pub fn memif_vdev(index: usize, end: &PortEnd) -> Option<String> {
     match end {
         PortEnd::Memif {
-            name, socket, id, role,
+            name,
+            socket,
+            id,
+            role,
         } => Some(format!(
             "--vdev=net_memif{index},role={},socket={},id={id},{}socket-abstract=no",
             role.as_str(),
             socket.display(),
-            if is_generator_link(name) { format!("rsize={MEMIF_RING_SIZE_LOG2},") } else { String::new() }
+            if is_generator_link(name) {
+                format!("rsize={MEMIF_RING_SIZE_LOG2},")
+            } else {
+                String::new()
+            }
         )),
         PortEnd::Veth { .. } => None,
     }
@@ -258,8 +265,16 @@ mod tests {
             "--vdev=net_memif0,role=server,socket=/tmp/r/phy0.sock,id=0,rsize=12,socket-abstract=no"
         );
         // Links to a VNF keep DPDK's default ring size.
-        let v = PortEnd::Memif { name: "vnf0".into(), socket: "/tmp/r/vnf0.sock".into(), id: 0, role: MemifRole::Server };
-        assert_eq!(memif_vdev(2, &v).unwrap(), "--vdev=net_memif2,role=server,socket=/tmp/r/vnf0.sock,id=0,socket-abstract=no");
+        let v = PortEnd::Memif {
+            name: "vnf0".into(),
+            socket: "/tmp/r/vnf0.sock".into(),
+            id: 0,
+            role: MemifRole::Server,
+        };
+        assert_eq!(
+            memif_vdev(2, &v).unwrap(),
+            "--vdev=net_memif2,role=server,socket=/tmp/r/vnf0.sock,id=0,socket-abstract=no"
+        );
     }
 
     #[test]

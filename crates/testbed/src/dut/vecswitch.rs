@@ -65,7 +65,11 @@ pub fn config_toml(
                 let _ = writeln!(s, "id = {id}");
                 let _ = writeln!(s, "role = {}", toml_str(role.as_str()));
                 // Same ring sizes as testpmd's memif ports (see MEMIF_RING_SIZE_LOG2).
-                let log2 = if crate::dut::testpmd::is_generator_link(name) { crate::dut::testpmd::MEMIF_RING_SIZE_LOG2 } else { 10 };
+                let log2 = if crate::dut::testpmd::is_generator_link(name) {
+                    crate::dut::testpmd::MEMIF_RING_SIZE_LOG2
+                } else {
+                    10
+                };
                 let _ = writeln!(s, "ring_size = {}", 1u32 << log2);
                 s.push_str("mode = \"polling\"\n");
             }
