@@ -30,8 +30,8 @@ pub fn render(run: &RunResults) -> String {
     let mut s = String::new();
     let _ = write!(s, "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>vecswitch benchmark report</title><style>{CSS}</style></head><body>");
     let _ = write!(s, "<h1>vecswitch benchmark report</h1>");
-    provenance(&mut s, run);
     side_by_side(&mut s, run);
+    provenance(&mut s, run);
     summary(&mut s, run);
     charts(&mut s, run);
     details(&mut s, run);
@@ -54,10 +54,11 @@ fn provenance(s: &mut String, run: &RunResults) {
     kv("kernel", p.kernel.clone().unwrap_or_default());
     kv("CPU", format!("{} × {}", p.cores.unwrap_or(0), p.cpu_model.as_deref().unwrap_or("unknown")));
     kv("tool version", p.tool_version.clone());
-    if let Some(c) = &p.config {
-        kv("config", c.to_string());
-    }
     s.push_str("</table>");
+    if let Some(c) = &p.config {
+        let pretty = serde_json::to_string_pretty(c).unwrap_or_else(|_| c.to_string());
+        let _ = write!(s, "<details><summary>suite / config as run</summary><pre>{}</pre></details>", esc(&pretty));
+    }
     if let Some(g) = &run.generator {
         let _ = write!(s, "<h3>Traffic generator: {}</h3><p class=note>Calibrated limits: the generator looped to itself with no device in the path, per topology and frame size. Results at or near these rates measure the tester, not the device.</p><table><tr><th class=t>topology</th><th class=t>frame size</th><th>calibrated max (frames/s)</th><th class=t>how</th></tr>", esc(&g.name));
         for c in &g.calibrated_limits {
@@ -72,16 +73,16 @@ fn provenance(s: &mut String, run: &RunResults) {
         }
         s.push_str("</table>");
     }
+}
+
+/// The side-by-side table (device × frame size) of [`crate::report::summary`].
+fn side_by_side(s: &mut String, run: &RunResults) {
     if let Some(why) = &run.stopped {
         let _ = write!(s, "<p><span class=badge>stopped early</span> {}. The results below are those measured before the stop.</p>", esc(why));
     }
     for f in &run.failures {
         let _ = write!(s, "<p><span class=badge>not measured</span> {}</p>", esc(f));
     }
-}
-
-/// The side-by-side table (device × frame size) of [`crate::report::summary`].
-fn side_by_side(s: &mut String, run: &RunResults) {
     let sum = crate::report::summary::summary(run);
     if sum.rows.is_empty() {
         return;
@@ -445,6 +446,19 @@ mod tests {
         let html = render(&run);
         assert!(html.contains("shared CPU</span> cpu 1 shared by dut (vecswitch) and vnf (dpdk-testpmd)"));
         assert!(html.contains("testpmd &lt;io&gt;"));
+    }
+
+    #[test]
+    fn summary_first_and_a_stop_is_said() {
+        let mut run = sample_run();
+        run.stopped = Some("stopped by a signal during ovs on phy2phy-veth at 512 B".into());
+        run.failures.push("ovs on phy2phy-veth at 64 B: starting ovs: no ovs-vswitchd".into());
+        let html = render(&run);
+        let summary = html.find("<h2>Summary</h2>").unwrap();
+        assert!(summary < html.find("<h2>Provenance</h2>").unwrap());
+        let stop = html.find("stopped early</span> stopped by a signal during ovs on phy2phy-veth at 512 B").unwrap();
+        assert!(stop < summary);
+        assert!(html.contains("not measured</span> ovs on phy2phy-veth at 64 B"));
     }
 
     #[test]
