@@ -48,7 +48,7 @@ echo
 awk '/^## Summary/{on=1} on && /^## / && !/^## Summary/{exit} on' "$out/report.md"
 grep -E '^> \*\*(Stopped early|Not measured)' "$out/report.md" || true
 echo
-echo "demo: finished in $((secs / 60)) min $((secs % 60)) s (bench exit status $status)"
+echo "demo: ran $((secs / 60)) min $((secs % 60)) s (bench exit status $status$([ "$status" != 0 ] && echo ": stopped or failed, partial results"))"
 echo "demo: report: $out/report.html"
 echo "demo: also $out/report.md, $out/report.csv, $out/results.json"
 exit "$status"
