@@ -140,13 +140,15 @@ build_release() {
     [[ -x "$VECSWITCH" ]] || die "no $VECSWITCH after the build"
 }
 
+# machine_info [WHEN]: CPU, cores, kernel, load average (labelled WHEN, default "at start"), git
+# revision and date.
 machine_info() {
-    local cpu load rev dirty
+    local when="${1:-at start}" cpu load rev dirty
     cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
     load="$(cut -d' ' -f1-3 /proc/loadavg)"
     rev="$(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo unknown)"
     dirty="$(cd "$ROOT" && git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo ' (+ uncommitted changes in the tree)' || true)"
-    echo "- machine: $cpu, $(nproc) CPUs, kernel $(uname -r), load average $load at start"
+    echo "- machine: $cpu, $(nproc) CPUs, kernel $(uname -r), load average $load $when"
     echo "- git revision: $rev$dirty; date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 }
 

@@ -241,5 +241,6 @@ PY
         echo "vecswitch start-up until the config was applied (s, per run): $(awk -F, '{ printf "%s %s; ", $1, $3 }' "$RESULTS/dut-ready-seconds.csv")"
     ((FAILED_RUNS == 0)) || echo "failed runs (retried once; logs in results-bench): $FAILED_RUNS"
     echo
-    machine_info
+    machine_info "at the end (the benchmark's own busy pollers included)"
+    grep -o 'load average [0-9. ]*' "$RESULTS/machine.md" | sed 's/^/- at start: /'
 } | tee "$RESULTS/table.md"

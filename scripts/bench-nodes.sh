@@ -117,5 +117,6 @@ read -r ib2 _ _ < <(stats_line ${IR[bridge/2]})
         echo "| $c | $med | $(ratio "$med" "$ixc") | $rb | $d1 | $ll | $(echo ${IR[$c]} | tr ' ' '/') |"
     done
     echo
-    machine_info
+    machine_info "at the end (the benchmark's own busy pollers included)"
+    grep -o 'load average [0-9. ]*' "$RESULTS/machine.md" | sed 's/^/- at start: /'
 } | tee "$RESULTS/table.md"
