@@ -54,7 +54,7 @@ fn one(args: &Args, words: &[String], cwd: &Path) -> anyhow::Result<()> {
     };
     let resp = request(&socket(args), &req, Duration::from_secs(args.timeout.max(1)))?;
     if args.json {
-        println!("{}", resp.to_line());
+        outln!("{}", resp.to_line());
         if !resp.ok {
             bail!(
                 "{}",
@@ -70,7 +70,7 @@ fn one(args: &Args, words: &[String], cwd: &Path) -> anyhow::Result<()> {
         );
     }
     let data = resp.data.unwrap_or(serde_json::Value::Null);
-    print!("{}", render(&req, &data));
+    out!("{}", render(&req, &data));
     Ok(())
 }
 

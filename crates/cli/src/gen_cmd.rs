@@ -370,9 +370,9 @@ fn run_report(a: &RunArgs) -> Result<TrialReport> {
 fn run(a: RunArgs) -> Result<()> {
     let report = run_report(&a)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", summary(&a, &report));
+        out!("{}", summary(&a, &report));
     }
     Ok(())
 }
@@ -480,19 +480,19 @@ fn calibrate(c: CalibrateArgs) -> Result<()> {
     let _ = progress.join();
     let rep = res?;
     if c.json {
-        println!("{}", serde_json::to_string_pretty(&rep)?);
+        outln!("{}", serde_json::to_string_pretty(&rep)?);
         return Ok(());
     }
-    println!(
+    outln!(
         "calibration: {} -> {} (no DUT), {} per trial",
         rep.tx_port, rep.rx_port, c.duration
     );
-    println!(
+    outln!(
         "{:>6} {:>14} {:>14} {:>10} {:>12} {:>12} {:>12}",
         "size", "max tx fps", "max rx fps", "lost", "floor min", "floor p50", "floor p99"
     );
     for p in &rep.points {
-        println!(
+        outln!(
             "{:>6} {:>14.0} {:>14.0} {:>10} {:>12} {:>12} {:>12}",
             p.size,
             p.max_tx_fps,

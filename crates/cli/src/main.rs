@@ -3,6 +3,37 @@
 //! codes once.
 #![forbid(unsafe_code)]
 
+/// `println!` for command output: when stdout is a pipe that closed early (`vecswitch ctl show mac |
+/// head`), the command ends quietly with success instead of panicking on the broken pipe.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let res = writeln!(std::io::stdout(), $($arg)*);
+        $crate::stdout_result(res);
+    }};
+}
+
+/// `print!` with the same broken-pipe handling as [`outln!`].
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let res = write!(std::io::stdout(), $($arg)*);
+        $crate::stdout_result(res);
+    }};
+}
+
+/// Ends the process when writing command output failed: quietly on a closed pipe, with an error
+/// otherwise.
+fn stdout_result(res: std::io::Result<()>) {
+    if let Err(e) = res {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("vecswitch: error: writing to standard output: {e}");
+        std::process::exit(1);
+    }
+}
+
 mod bench_cmd;
 mod ctl_cmd;
 mod gen_cmd;

@@ -70,7 +70,7 @@ fn render(a: &RenderArgs, f: fn(&RunResults) -> String) -> anyhow::Result<()> {
     let text = f(&run);
     match &a.output {
         Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?,
-        None => print!("{text}"),
+        None => out!("{text}"),
     }
     Ok(())
 }
@@ -81,7 +81,7 @@ fn compare(a: &CompareArgs) -> anyhow::Result<()> {
     }
     let (ra, rb) = (load(&a.a)?, load(&a.b)?);
     let c = report::compare(&ra, &rb, a.threshold);
-    print!("{}", c.render());
+    out!("{}", c.render());
     if c.has_regressions() {
         bail!("{} metric(s) regressed by more than {}%", c.regressions.len(), a.threshold);
     }

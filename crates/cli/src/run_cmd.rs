@@ -30,7 +30,7 @@ pub fn main(args: Args) -> anyhow::Result<()> {
     let cfg = Config::from_file(&config_path)?;
     validate(&cfg)?;
     if args.check {
-        println!(
+        outln!(
             "{}: ok ({} ports, {} bridges, {} xconnect directions)",
             config_path.display(),
             cfg.ports.len(),
