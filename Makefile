@@ -20,8 +20,11 @@ test: setup
 demo: build
 	scripts/demo.sh
 
+# docs/BENCHMARKS.md: the graph alone (criterion + callgrind), memif end to end, the generator.
 bench: build
-	$(CARGO) bench --workspace
+	scripts/bench-nodes.sh
+	scripts/bench-memif-e2e.sh
+	scripts/bench-gen.sh
 
 fuzz:
 	scripts/fuzz.sh
