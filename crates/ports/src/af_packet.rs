@@ -1556,9 +1556,60 @@ impl Port for AfPacketPort {
 mod tests {
     use super::*;
 
+    /// Ordinary 16-aligned memory standing in for a kernel ring, written and read through raw
+    /// pointers only (as the kernel writes it), so that a ring's own pointer into it stays valid.
+    /// Shared by the simulated V3 (`FakeRing`) and V2 (`FakeSlots`) rings, which deref to it.
+    struct SimMem(Vec<u128>);
+
+    impl SimMem {
+        fn new(bytes: usize) -> SimMem {
+            SimMem(vec![0u128; bytes / 16])
+        }
+        fn base(&mut self) -> *mut u8 {
+            self.0.as_mut_ptr().cast()
+        }
+        /// Writes `bytes` at byte `at`.
+        fn put(&mut self, at: usize, bytes: &[u8]) {
+            assert!(at + bytes.len() <= self.0.len() * 16);
+            // SAFETY: in bounds (asserted); `as_mut_ptr` creates no reference to the buffer.
+            unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), self.base().add(at), bytes.len()) };
+        }
+        fn put32(&mut self, at: usize, v: u32) {
+            self.put(at, &v.to_ne_bytes());
+        }
+        fn get32(&mut self, at: usize) -> u32 {
+            assert!(at + 4 <= self.0.len() * 16);
+            // SAFETY: in bounds (asserted), read through a raw pointer as above.
+            unsafe { ptr::read_unaligned(self.base().add(at).cast::<u32>()) }
+        }
+    }
+
+    impl std::ops::Deref for FakeRing {
+        type Target = SimMem;
+        fn deref(&self) -> &SimMem {
+            &self.mem
+        }
+    }
+    impl std::ops::DerefMut for FakeRing {
+        fn deref_mut(&mut self) -> &mut SimMem {
+            &mut self.mem
+        }
+    }
+    impl std::ops::Deref for FakeSlots {
+        type Target = SimMem;
+        fn deref(&self) -> &SimMem {
+            &self.mem
+        }
+    }
+    impl std::ops::DerefMut for FakeSlots {
+        fn deref_mut(&mut self) -> &mut SimMem {
+            &mut self.mem
+        }
+    }
+
     /// A simulated RX ring in ordinary memory, filled the way the kernel fills one.
     struct FakeRing {
-        mem: Vec<u128>,
+        mem: SimMem,
         block_size: usize,
         blocks: usize,
     }
@@ -1566,7 +1617,7 @@ mod tests {
     impl FakeRing {
         fn new(block_size: usize, blocks: usize) -> FakeRing {
             FakeRing {
-                mem: vec![0u128; block_size * blocks / 16],
+                mem: SimMem::new(block_size * blocks),
                 block_size,
                 blocks,
             }
@@ -1574,28 +1625,7 @@ mod tests {
         fn ring(&mut self) -> RxRing {
             // SAFETY: `mem` is 16-aligned, block_size * blocks bytes, outlives the ring in each test
             // and nobody else writes it while the ring reads.
-            unsafe { RxRing::new(self.mem.as_mut_ptr().cast(), self.block_size, self.blocks) }
-        }
-        /// Writes `bytes` at byte `at`, through a raw pointer (like the kernel), so that the
-        /// ring's own pointer into `mem` stays valid.
-        fn put(&mut self, at: usize, bytes: &[u8]) {
-            assert!(at + bytes.len() <= self.mem.len() * 16);
-            // SAFETY: in bounds (asserted); `as_mut_ptr` creates no reference to the buffer.
-            unsafe {
-                ptr::copy_nonoverlapping(
-                    bytes.as_ptr(),
-                    self.mem.as_mut_ptr().cast::<u8>().add(at),
-                    bytes.len(),
-                )
-            };
-        }
-        fn put32(&mut self, at: usize, v: u32) {
-            self.put(at, &v.to_ne_bytes());
-        }
-        fn get32(&mut self, at: usize) -> u32 {
-            assert!(at + 4 <= self.mem.len() * 16);
-            // SAFETY: in bounds (asserted), read through a raw pointer as above.
-            unsafe { ptr::read_unaligned(self.mem.as_mut_ptr().cast::<u8>().add(at).cast::<u32>()) }
+            unsafe { RxRing::new(self.mem.base().cast(), self.block_size, self.blocks) }
         }
         /// Fills block `b` with `frames` (bytes, pkttype) and hands it to user space; returns
         /// where each descriptor starts.
@@ -1821,7 +1851,7 @@ mod tests {
     /// A simulated TPACKET_V2 RX ring: fixed slots, each with its own status, filled the way the
     /// kernel fills them (frame at offset 66 in its slot).
     struct FakeSlots {
-        mem: Vec<u128>,
+        mem: SimMem,
         block_size: usize,
         frame_size: usize,
         count: usize,
@@ -1832,7 +1862,7 @@ mod tests {
     impl FakeSlots {
         fn new(block_size: usize, blocks: usize, frame_size: usize) -> FakeSlots {
             FakeSlots {
-                mem: vec![0u128; block_size * blocks / 16],
+                mem: SimMem::new(block_size * blocks),
                 block_size,
                 frame_size,
                 count: (block_size / frame_size) * blocks,
@@ -1843,7 +1873,7 @@ mod tests {
             // and nobody else writes it while the ring reads.
             unsafe {
                 FrameRing::new(
-                    self.mem.as_mut_ptr().cast(),
+                    self.mem.base().cast(),
                     self.block_size,
                     self.frame_size,
                     self.count,
@@ -1853,25 +1883,6 @@ mod tests {
         fn slot(&self, i: usize) -> usize {
             let per = self.block_size / self.frame_size;
             (i / per) * self.block_size + (i % per) * self.frame_size
-        }
-        fn put(&mut self, at: usize, bytes: &[u8]) {
-            assert!(at + bytes.len() <= self.mem.len() * 16);
-            // SAFETY: in bounds (asserted); `as_mut_ptr` creates no reference to the buffer.
-            unsafe {
-                ptr::copy_nonoverlapping(
-                    bytes.as_ptr(),
-                    self.mem.as_mut_ptr().cast::<u8>().add(at),
-                    bytes.len(),
-                )
-            };
-        }
-        fn put32(&mut self, at: usize, v: u32) {
-            self.put(at, &v.to_ne_bytes());
-        }
-        fn get32(&mut self, at: usize) -> u32 {
-            assert!(at + 4 <= self.mem.len() * 16);
-            // SAFETY: in bounds (asserted), read through a raw pointer.
-            unsafe { ptr::read_unaligned(self.mem.as_mut_ptr().cast::<u8>().add(at).cast::<u32>()) }
         }
         /// Writes `f` into slot `i` and hands the slot to user space; returns the slot's offset.
         fn fill(&mut self, i: usize, f: &[u8], pkttype: u8) -> usize {
