@@ -36,6 +36,17 @@ fn with_ports(sw: &mut Switch, n: usize) -> Vec<LoopbackPort> {
 }
 
 /// Polls until the switch has nothing more to receive.
+/// A switch with `n` loopback ports `p0..` that are all members of bridge `name`.
+fn bridged(name: &str, n: usize, settings: BridgeSettings) -> (Switch, Vec<LoopbackPort>) {
+    let mut sw = switch();
+    let peers = with_ports(&mut sw, n);
+    sw.add_bridge(name, settings).unwrap();
+    for i in 0..n {
+        sw.add_bridge_member(name, &format!("p{i}")).unwrap();
+    }
+    (sw, peers)
+}
+
 fn run(sw: &mut Switch) {
     while sw.poll_once() > 0 {}
 }
@@ -106,12 +117,7 @@ fn xconnect_both_directions_exact_counts() {
 
 #[test]
 fn bridge_floods_unknown_then_forwards_learned() {
-    let mut sw = switch();
-    let mut peers = with_ports(&mut sw, 3);
-    sw.add_bridge("br0", BridgeSettings::default()).unwrap();
-    for p in ["p0", "p1", "p2"] {
-        sw.add_bridge_member("br0", p).unwrap();
-    }
+    let (mut sw, mut peers) = bridged("br0", 3, BridgeSettings::default());
     let mut tp = tpool();
     // A (on p0) → B: B unknown, flooded to p1 and p2.
     let a_to_b = frame(mac(0xb), mac(0xa), 60);
@@ -163,11 +169,7 @@ fn bridge_floods_unknown_then_forwards_learned() {
 
 #[test]
 fn frame_back_to_its_own_port_is_dropped_as_same_port() {
-    let mut sw = switch();
-    let mut peers = with_ports(&mut sw, 2);
-    sw.add_bridge("br", BridgeSettings::default()).unwrap();
-    sw.add_bridge_member("br", "p0").unwrap();
-    sw.add_bridge_member("br", "p1").unwrap();
+    let (mut sw, mut peers) = bridged("br", 2, BridgeSettings::default());
     let mut tp = tpool();
     // A and B both behind p0 (a hub): A → B must not come back out of p0 nor go to p1.
     send(&mut peers[0], &mut tp, &[frame(BCAST, mac(0xb), 60)]);
@@ -183,19 +185,14 @@ fn frame_back_to_its_own_port_is_dropped_as_same_port() {
 
 #[test]
 fn unknown_unicast_flood_can_be_disabled() {
-    let mut sw = switch();
-    let mut peers = with_ports(&mut sw, 3);
-    sw.add_bridge(
+    let (mut sw, mut peers) = bridged(
         "br",
+        3,
         BridgeSettings {
             uu_flood: false,
             ..Default::default()
         },
-    )
-    .unwrap();
-    for p in ["p0", "p1", "p2"] {
-        sw.add_bridge_member("br", p).unwrap();
-    }
+    );
     let mut tp = tpool();
     send(
         &mut peers[0],
@@ -223,18 +220,14 @@ fn unknown_unicast_flood_can_be_disabled() {
 
 #[test]
 fn learned_entries_age_out_static_ones_stay() {
-    let mut sw = switch();
-    let mut peers = with_ports(&mut sw, 2);
-    sw.add_bridge(
+    let (mut sw, mut peers) = bridged(
         "br",
+        2,
         BridgeSettings {
             mac_age_s: 10,
             ..Default::default()
         },
-    )
-    .unwrap();
-    sw.add_bridge_member("br", "p0").unwrap();
-    sw.add_bridge_member("br", "p1").unwrap();
+    );
     sw.add_static_mac("br", mac(0x5), "p1").unwrap();
     let mut tp = tpool();
     send(&mut peers[0], &mut tp, &[frame(BCAST, mac(0xa), 60)]);
@@ -278,12 +271,7 @@ fn learned_entries_age_out_static_ones_stay() {
 
 #[test]
 fn static_entry_forwards_and_does_not_move() {
-    let mut sw = switch();
-    let mut peers = with_ports(&mut sw, 3);
-    sw.add_bridge("br", BridgeSettings::default()).unwrap();
-    for p in ["p0", "p1", "p2"] {
-        sw.add_bridge_member("br", p).unwrap();
-    }
+    let (mut sw, mut peers) = bridged("br", 3, BridgeSettings::default());
     sw.add_static_mac("br", mac(0x5), "p2").unwrap();
     let mut tp = tpool();
     // Unicast to the static MAC goes only to p2, without flooding.
@@ -317,12 +305,7 @@ fn static_entry_forwards_and_does_not_move() {
 
 #[test]
 fn station_move_is_counted_and_followed() {
-    let mut sw = switch();
-    let mut peers = with_ports(&mut sw, 3);
-    sw.add_bridge("br", BridgeSettings::default()).unwrap();
-    for p in ["p0", "p1", "p2"] {
-        sw.add_bridge_member("br", p).unwrap();
-    }
+    let (mut sw, mut peers) = bridged("br", 3, BridgeSettings::default());
     let mut tp = tpool();
     send(&mut peers[0], &mut tp, &[frame(BCAST, mac(0xa), 60)]);
     run(&mut sw);
@@ -341,18 +324,14 @@ fn station_move_is_counted_and_followed() {
 
 #[test]
 fn mac_limit_stops_learning_but_not_forwarding() {
-    let mut sw = switch();
-    let mut peers = with_ports(&mut sw, 2);
-    sw.add_bridge(
+    let (mut sw, mut peers) = bridged(
         "br",
+        2,
         BridgeSettings {
             mac_limit: 10,
             ..Default::default()
         },
-    )
-    .unwrap();
-    sw.add_bridge_member("br", "p0").unwrap();
-    sw.add_bridge_member("br", "p1").unwrap();
+    );
     let mut tp = tpool();
     let frames: Vec<Vec<u8>> = (0..25).map(|i| frame(BCAST, mac(i), 60)).collect();
     send(&mut peers[0], &mut tp, &frames);
@@ -446,12 +425,7 @@ fn tx_to_a_full_port_counts_tx_failed() {
 
 #[test]
 fn trace_follows_packets_through_the_nodes() {
-    let mut sw = switch();
-    let mut peers = with_ports(&mut sw, 3);
-    sw.add_bridge("br", BridgeSettings::default()).unwrap();
-    for p in ["p0", "p1", "p2"] {
-        sw.add_bridge_member("br", p).unwrap();
-    }
+    let (mut sw, mut peers) = bridged("br", 3, BridgeSettings::default());
     sw.trace_add(1);
     let mut tp = tpool();
     send(
@@ -582,12 +556,7 @@ fn control_errors_name_the_problem_and_change_nothing() {
 
 #[test]
 fn deleting_things_cleans_up_their_state() {
-    let mut sw = switch();
-    let mut peers = with_ports(&mut sw, 3);
-    sw.add_bridge("br", BridgeSettings::default()).unwrap();
-    for p in ["p0", "p1", "p2"] {
-        sw.add_bridge_member("br", p).unwrap();
-    }
+    let (mut sw, mut peers) = bridged("br", 3, BridgeSettings::default());
     sw.add_static_mac("br", mac(0x55), "p1").unwrap();
     let mut tp = tpool();
     send(&mut peers[0], &mut tp, &[frame(BCAST, mac(0xa), 60)]);
@@ -651,12 +620,7 @@ fn show_results_serialize_to_json() {
 
 #[test]
 fn jumbo_and_tagged_frames_are_flooded_and_forwarded_byte_exact() {
-    let mut sw = switch();
-    let mut peers = with_ports(&mut sw, 3);
-    sw.add_bridge("br", BridgeSettings::default()).unwrap();
-    for p in ["p0", "p1", "p2"] {
-        sw.add_bridge_member("br", p).unwrap();
-    }
+    let (mut sw, mut peers) = bridged("br", 3, BridgeSettings::default());
     let mut tp = tpool();
     // A 9000-byte frame spans several buffers: flooding copies every segment.
     let jumbo = frame(BCAST, mac(0xa), 9000);
