@@ -12,9 +12,11 @@ build: setup
 	$(CARGO) build --release --bin vecswitch
 
 test: setup
+	@# Style is enforced by tools: one rustfmt.toml, and clippy's default lints as errors (the workspace
+	@# lints add `undocumented_unsafe_blocks = "deny"`: every `unsafe` block carries a `// SAFETY:` comment).
+	$(CARGO) fmt --all --check
 	$(CARGO) build --workspace --all-targets
-	@# Every `unsafe` block carries a `// SAFETY:` comment (the other crates forbid unsafe outright).
-	$(CARGO) clippy --workspace --all-targets -q -- -A clippy::all -D clippy::undocumented_unsafe_blocks
+	$(CARGO) clippy --workspace --all-targets -q -- -D warnings
 	$(CARGO) test --workspace --no-fail-fast
 
 demo: build

@@ -47,8 +47,11 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 1
   fi
 fi
-# clippy checks the SAFETY comments in `make test`.
+# `make test` runs `cargo fmt --check` and `cargo clippy -- -D warnings`.
 if command -v cargo >/dev/null 2>&1 && ! cargo clippy --version >/dev/null 2>&1; then
   rustup component add clippy
+fi
+if command -v cargo >/dev/null 2>&1 && ! cargo fmt --version >/dev/null 2>&1; then
+  rustup component add rustfmt
 fi
 echo "setup: ok"

@@ -210,7 +210,11 @@ impl Pool {
                 debug_assert!(false, "double free of buffer {h}");
                 return;
             }
-            let next = if hdr.flags & flags::CHAINED != 0 { hdr.next } else { NO_BUFFER };
+            let next = if hdr.flags & flags::CHAINED != 0 {
+                hdr.next
+            } else {
+                NO_BUFFER
+            };
             hdr.flags = flags::FREE;
             hdr.next = NO_BUFFER;
             self.free.push(h);
@@ -385,7 +389,10 @@ impl Pool {
 
     /// Iterates over the segments of a (possibly chained) packet.
     pub fn segments(&self, h: u32) -> Segments<'_> {
-        Segments { pool: self, next: h }
+        Segments {
+            pool: self,
+            next: h,
+        }
     }
 
     /// Copies a whole packet (all segments) into `out` (cleared first). For slow paths and tests.
@@ -412,7 +419,11 @@ impl<'a> Iterator for Segments<'a> {
         }
         let h = self.next;
         let hdr = self.pool.header(h);
-        self.next = if hdr.flags & flags::CHAINED != 0 { hdr.next } else { NO_BUFFER };
+        self.next = if hdr.flags & flags::CHAINED != 0 {
+            hdr.next
+        } else {
+            NO_BUFFER
+        };
         Some(self.pool.data(h))
     }
 }
@@ -432,7 +443,10 @@ impl core::fmt::Debug for Frame {
 
 impl Default for Frame {
     fn default() -> Self {
-        Frame { handles: [NO_BUFFER; FRAME_SIZE], len: 0 }
+        Frame {
+            handles: [NO_BUFFER; FRAME_SIZE],
+            len: 0,
+        }
     }
 }
 

@@ -58,9 +58,15 @@ pub fn main(args: Args) -> anyhow::Result<()> {
         (Some(path), false) => real_suite(path, command, &args.output)?,
         (None, false) => bail!("`vecswitch bench` needs a SUITE.toml (see docs/METHODOLOGY.md), or --simulate for the demo"),
     };
-    run.save(&args.output).with_context(|| format!("writing {}", args.output.display()))?;
+    run.save(&args.output)
+        .with_context(|| format!("writing {}", args.output.display()))?;
     let rows: usize = run.tests.iter().map(|t| t.rows().len()).sum();
-    eprintln!("wrote {} ({} tests, {} result rows)", args.output.display(), run.tests.len(), rows);
+    eprintln!(
+        "wrote {} ({} tests, {} result rows)",
+        args.output.display(),
+        run.tests.len(),
+        rows
+    );
     for f in &run.failures {
         eprintln!("bench: not measured: {f}");
     }
@@ -72,7 +78,8 @@ pub fn main(args: Args) -> anyhow::Result<()> {
 }
 
 fn read_suite(path: &PathBuf) -> anyhow::Result<(Suite, serde_json::Value)> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading suite {}", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading suite {}", path.display()))?;
     let suite = Suite::parse(&text).with_context(|| format!("suite {}", path.display()))?;
     let config = serde_json::to_value(&suite).context("suite as JSON")?;
     Ok((suite, config))
@@ -87,12 +94,26 @@ fn simulate_suite(path: &PathBuf, seed: u64, command: Vec<String>) -> anyhow::Re
         };
         for size in &suite.frame_sizes {
             let line = suite.line(size)?;
-            let mut m = SimDut::new(sim.model(), seed).with_buffer(sim.buffer_frames()).with_line_rate(line.max_fps());
+            let mut m = SimDut::new(sim.model(), seed)
+                .with_buffer(sim.buffer_frames())
+                .with_line_rate(line.max_fps());
             // Simulated devices have no tables: scale points re-run the same model.
-            let r = run_for_dut_observed(&suite, dut, size, None, &mut m, &mut |_, _, _| Ok(()), &mut ())
-                .with_context(|| format!("{} at {}", dut.name, size.label()))?;
+            let r = run_for_dut_observed(
+                &suite,
+                dut,
+                size,
+                None,
+                &mut m,
+                &mut |_, _, _| Ok(()),
+                &mut (),
+            )
+            .with_context(|| format!("{} at {}", dut.name, size.label()))?;
             if let Some(e) = r.error {
-                return Err(anyhow::Error::new(e).context(format!("{} at {}", dut.name, size.label())));
+                return Err(anyhow::Error::new(e).context(format!(
+                    "{} at {}",
+                    dut.name,
+                    size.label()
+                )));
             }
             run.tests.extend(r.records);
         }
@@ -108,11 +129,21 @@ const CALIBRATION_TRIAL: std::time::Duration = std::time::Duration::from_millis(
 
 /// One block of a real run: a DUT (index into the suite's `dut`) at one frame size.
 fn blocks(suite: &Suite) -> Vec<(usize, FrameSize)> {
-    suite.duts.iter().enumerate().flat_map(|(i, _)| suite.frame_sizes.iter().map(move |f| (i, f.clone()))).collect()
+    suite
+        .duts
+        .iter()
+        .enumerate()
+        .flat_map(|(i, _)| suite.frame_sizes.iter().map(move |f| (i, f.clone())))
+        .collect()
 }
 
 /// The calibrated limit as the results record it.
-fn calibrated_limit(c: &testbed::Calibration, size: &FrameSize, line: &LineRate, topology: &str) -> CalibratedLimit {
+fn calibrated_limit(
+    c: &testbed::Calibration,
+    size: &FrameSize,
+    line: &LineRate,
+    topology: &str,
+) -> CalibratedLimit {
     CalibratedLimit {
         frame_size: line.frame_size,
         max_fps: c.limit_fps().round(),
@@ -131,20 +162,29 @@ fn calibrated_limit(c: &testbed::Calibration, size: &FrameSize, line: &LineRate,
 /// Marks `run` as stopped early and saves it: what was measured until then is kept.
 fn save_partial(run: &mut RunResults, reason: String, output: &Path) -> anyhow::Result<()> {
     run.stopped = Some(reason);
-    run.save(output).with_context(|| format!("writing {}", output.display()))
+    run.save(output)
+        .with_context(|| format!("writing {}", output.display()))
 }
 
 fn real_suite(path: &PathBuf, command: Vec<String>, output: &Path) -> anyhow::Result<RunResults> {
     let (suite, config) = read_suite(path)?;
     if suite.flows.is_some_and(|f| f > 1) {
-        bail!("flows = {} in {}: only 1 flow per direction is wired to the generator yet", suite.flows.unwrap_or(0), path.display());
+        bail!(
+            "flows = {} in {}: only 1 flow per direction is wired to the generator yet",
+            suite.flows.unwrap_or(0),
+            path.display()
+        );
     }
     testbed::signal::install_stop_handler().context("installing the Ctrl-C handler")?;
     let stale = testbed::cleanup_stale(testbed::DEFAULT_PREFIX);
     eprintln!("bench: stale resources of earlier runs: {stale:?}");
-    let bin = std::env::current_exe().context("locating the vecswitch binary for the vecswitch drivers")?;
+    let bin = std::env::current_exe()
+        .context("locating the vecswitch binary for the vecswitch drivers")?;
     let mut run = RunResults::new(Provenance::collect(command, Some(config)));
-    run.generator = Some(GeneratorInfo { name: "vecswitch-gen".into(), calibrated_limits: Vec::new() });
+    run.generator = Some(GeneratorInfo {
+        name: "vecswitch-gen".into(),
+        calibrated_limits: Vec::new(),
+    });
     let blocks = blocks(&suite);
     // Calibration runs once per topology and frame size, in the first block that needs it.
     let mut to_calibrate = std::collections::BTreeSet::new();
@@ -152,9 +192,16 @@ fn real_suite(path: &PathBuf, command: Vec<String>, output: &Path) -> anyhow::Re
         .iter()
         .map(|(i, f)| {
             let d = &suite.duts[*i];
-            let calib = if to_calibrate.insert((d.topology.clone(), f.clone())) { CALIBRATION_TRIAL.as_secs_f64() + 1.0 } else { 0.0 };
+            let calib = if to_calibrate.insert((d.topology.clone(), f.clone())) {
+                CALIBRATION_TRIAL.as_secs_f64() + 1.0
+            } else {
+                0.0
+            };
             let label = format!("{} on {} at {}", d.name, d.topology, f.label());
-            (label, estimate_block_secs(&suite.tests, &d.name, f, SETUP_ESTIMATE_S + calib))
+            (
+                label,
+                estimate_block_secs(&suite.tests, &d.name, f, SETUP_ESTIMATE_S + calib),
+            )
         })
         .collect();
     let progress = Progress::new(estimates);
@@ -163,12 +210,25 @@ fn real_suite(path: &PathBuf, command: Vec<String>, output: &Path) -> anyhow::Re
     for (b, (i, size)) in blocks.iter().enumerate() {
         let dut = &suite.duts[*i];
         if testbed::signal::stop_requested() {
-            save_partial(&mut run, format!("stopped by a signal before {} on {} at {}", dut.name, dut.topology, size.label()), output)?;
+            save_partial(
+                &mut run,
+                format!(
+                    "stopped by a signal before {} on {} at {}",
+                    dut.name,
+                    dut.topology,
+                    size.label()
+                ),
+                output,
+            )?;
             return Ok(run);
         }
         progress.start_block(b);
         if failed_duts.contains(i) {
-            eprintln!("bench: skipping {} at {}: it failed at an earlier size", dut.name, size.label());
+            eprintln!(
+                "bench: skipping {} at {}: it failed at an earlier size",
+                dut.name,
+                size.label()
+            );
             progress.finish_block();
             continue;
         }
@@ -178,23 +238,53 @@ fn real_suite(path: &PathBuf, command: Vec<String>, output: &Path) -> anyhow::Re
             Ok(None) => {}
             Ok(Some(e)) | Err(e) if testbed::signal::stop_requested() => {
                 eprintln!("bench: stopped: {e:#}");
-                save_partial(&mut run, format!("stopped by a signal during {} on {} at {}", dut.name, dut.topology, size.label()), output)?;
+                save_partial(
+                    &mut run,
+                    format!(
+                        "stopped by a signal during {} on {} at {}",
+                        dut.name,
+                        dut.topology,
+                        size.label()
+                    ),
+                    output,
+                )?;
                 return Ok(run);
             }
             Ok(Some(e)) => {
                 // The DUT ran but a test failed: keep going with the next block.
-                eprintln!("bench: {} on {} at {}: {e:#}", dut.name, dut.topology, size.label());
-                run.failures.push(format!("{} on {} at {}: {e:#}", dut.name, dut.topology, size.label()));
+                eprintln!(
+                    "bench: {} on {} at {}: {e:#}",
+                    dut.name,
+                    dut.topology,
+                    size.label()
+                );
+                run.failures.push(format!(
+                    "{} on {} at {}: {e:#}",
+                    dut.name,
+                    dut.topology,
+                    size.label()
+                ));
             }
             Err(e) => {
                 // The topology or the DUT could not be set up: the other sizes would fail alike.
-                eprintln!("bench: {} on {} at {}: {e:#}", dut.name, dut.topology, size.label());
-                run.failures.push(format!("{} on {} at {}: {e:#}", dut.name, dut.topology, size.label()));
+                eprintln!(
+                    "bench: {} on {} at {}: {e:#}",
+                    dut.name,
+                    dut.topology,
+                    size.label()
+                );
+                run.failures.push(format!(
+                    "{} on {} at {}: {e:#}",
+                    dut.name,
+                    dut.topology,
+                    size.label()
+                ));
                 failed_duts.insert(*i);
             }
         }
         // Saved after every block, so an abort (a second Ctrl-C) keeps everything before it.
-        run.save(output).with_context(|| format!("writing {}", output.display()))?;
+        run.save(output)
+            .with_context(|| format!("writing {}", output.display()))?;
     }
     Ok(run)
 }
@@ -212,37 +302,69 @@ fn run_block(
     run: &mut RunResults,
 ) -> anyhow::Result<Option<anyhow::Error>> {
     let dut = &suite.duts[i];
-    let topology: testbed::Topology = dut.topology.parse().with_context(|| format!("dut[{i}].topology"))?;
-    let kind = testbed::DutKind::parse(&dut.name, bin.to_path_buf()).with_context(|| format!("dut[{i}].name"))?;
+    let topology: testbed::Topology = dut
+        .topology
+        .parse()
+        .with_context(|| format!("dut[{i}].topology"))?;
+    let kind = testbed::DutKind::parse(&dut.name, bin.to_path_buf())
+        .with_context(|| format!("dut[{i}].name"))?;
     let line = suite.line(size)?;
     let spec = size.spec()?;
-    let mut tb = testbed::Testbed::build(topology.clone()).with_context(|| format!("building {}", dut.topology))?;
+    let mut tb = testbed::Testbed::build(topology.clone())
+        .with_context(|| format!("building {}", dut.topology))?;
     let key = (dut.topology.clone(), size.clone());
     if !limits.contains_key(&key) {
-        eprintln!("bench: calibrating the generator on {} at {} (no DUT in the loop)", dut.topology, size.label());
+        eprintln!(
+            "bench: calibrating the generator on {} at {} (no DUT in the loop)",
+            dut.topology,
+            size.label()
+        );
         let limit = match testbed::calibrate_testbed(&tb, &spec, CALIBRATION_TRIAL) {
             Ok(c) => {
-                eprintln!("bench: generator limit on {} at {}: {:.0} frames/s ({})", dut.topology, size.label(), c.limit_fps(), c.method);
+                eprintln!(
+                    "bench: generator limit on {} at {}: {:.0} frames/s ({})",
+                    dut.topology,
+                    size.label(),
+                    c.limit_fps(),
+                    c.method
+                );
                 if let Some(g) = run.generator.as_mut() {
-                    g.calibrated_limits.push(calibrated_limit(&c, size, &line, &dut.topology));
+                    g.calibrated_limits
+                        .push(calibrated_limit(&c, size, &line, &dut.topology));
                 }
                 Some(c.limit_fps().round())
             }
             Err(e) => {
-                eprintln!("bench: calibration on {} at {} failed, no limit recorded: {e}", dut.topology, size.label());
-                run.failures.push(format!("generator calibration on {} at {}: {e}", dut.topology, size.label()));
+                eprintln!(
+                    "bench: calibration on {} at {} failed, no limit recorded: {e}",
+                    dut.topology,
+                    size.label()
+                );
+                run.failures.push(format!(
+                    "generator calibration on {} at {}: {e}",
+                    dut.topology,
+                    size.label()
+                ));
                 None
             }
         };
         limits.insert(key.clone(), limit);
     }
     let limit = limits.get(&key).copied().flatten();
-    let ports = tb.open_generator_ports().context("opening the generator ports")?;
-    tb.start(kind.build()).with_context(|| format!("starting {}", dut.name))?;
+    let ports = tb
+        .open_generator_ports()
+        .context("opening the generator ports")?;
+    tb.start(kind.build())
+        .with_context(|| format!("starting {}", dut.name))?;
     let describe = tb.describe_dut();
     let result = {
         let tbr = &tb;
-        let mut m = testbed::GenMeasurer::for_testbed(tbr, ports, testbed::streams_for(&spec, suite.bidirectional)).context("generator")?;
+        let mut m = testbed::GenMeasurer::for_testbed(
+            tbr,
+            ports,
+            testbed::streams_for(&spec, suite.bidirectional),
+        )
+        .context("generator")?;
         if let Some(t) = suite.tester_tolerance_percent {
             m = m.tolerance(t / 100.0);
         }
@@ -255,23 +377,34 @@ fn run_block(
             limit,
             &mut pm,
             &mut |_, sc, point| {
-                let n = u32::try_from(point).map_err(|_| LabError::invalid("test.scale.points", point, "at most 4294967295"))?;
-                let scale = if sc.kind == "flows" { testbed::Scale::Flows(n) } else { testbed::Scale::MacEntries(n) };
-                tbr.configure_scale(scale).map_err(|e| LabError::Dut(e.to_string()))
+                let n = u32::try_from(point).map_err(|_| {
+                    LabError::invalid("test.scale.points", point, "at most 4294967295")
+                })?;
+                let scale = if sc.kind == "flows" {
+                    testbed::Scale::Flows(n)
+                } else {
+                    testbed::Scale::MacEntries(n)
+                };
+                tbr.configure_scale(scale)
+                    .map_err(|e| LabError::Dut(e.to_string()))
             },
             &mut observer,
         )
     };
     let placement = tb.placement(testbed::generator_placement());
     let stopped = tb.stop();
-    let DutRun { mut records, error } = result.with_context(|| format!("{} at {}", dut.name, size.label()))?;
-    let setup = serde_json::json!({ "topology": dut.topology, "dut": describe, "placement": placement });
+    let DutRun { mut records, error } =
+        result.with_context(|| format!("{} at {}", dut.name, size.label()))?;
+    let setup =
+        serde_json::json!({ "topology": dut.topology, "dut": describe, "placement": placement });
     for r in &mut records {
         r.setup = Some(setup.clone());
     }
     run.tests.extend(records);
     if let Err(e) = stopped {
-        return Ok(Some(anyhow::Error::new(e).context(format!("stopping {}", dut.name))));
+        return Ok(Some(
+            anyhow::Error::new(e).context(format!("stopping {}", dut.name)),
+        ));
     }
     Ok(error.map(|e| anyhow::Error::new(e).context(format!("{} at {}", dut.name, size.label()))))
 }
@@ -282,7 +415,10 @@ mod tests {
 
     #[test]
     fn simulated_suite_covers_every_dut_size_and_test() {
-        let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/suites/simulated.toml"));
+        let path = PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/suites/simulated.toml"
+        ));
         let run = simulate_suite(&path, 1, vec!["test".into()]).unwrap();
         // 2 DUTs × 3 frame sizes × 5 tests.
         assert_eq!(run.tests.len(), 30);
@@ -290,7 +426,9 @@ mod tests {
         let ovs_1518 = run
             .tests
             .iter()
-            .find(|t| t.vswitch == "ovs" && t.frame_size == 1518 && t.outcome.name() == "throughput")
+            .find(|t| {
+                t.vswitch == "ovs" && t.frame_size == 1518 && t.outcome.name() == "throughput"
+            })
             .unwrap();
         let row = &ovs_1518.rows()[0];
         // The sporadic model's capacity is 0.84 Mfps, above 1518-byte line rate (812 744 fps).
@@ -300,16 +438,31 @@ mod tests {
 
     #[test]
     fn partial_save_keeps_the_tests_and_says_why() {
-        let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/suites/simulated.toml"));
+        let path = PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/suites/simulated.toml"
+        ));
         let mut run = simulate_suite(&path, 1, vec!["test".into()]).unwrap();
         run.tests.truncate(7);
-        let out = std::env::temp_dir().join(format!("vecswitch-bench-partial-{}.json", std::process::id()));
-        save_partial(&mut run, "stopped by a signal during ovs on phy2phy-veth at 256 B".into(), &out).unwrap();
+        let out = std::env::temp_dir().join(format!(
+            "vecswitch-bench-partial-{}.json",
+            std::process::id()
+        ));
+        save_partial(
+            &mut run,
+            "stopped by a signal during ovs on phy2phy-veth at 256 B".into(),
+            &out,
+        )
+        .unwrap();
         let back = RunResults::load(&out).unwrap();
         let _ = std::fs::remove_file(&out);
         assert_eq!(back.tests.len(), 7);
         assert_eq!(back.tests, run.tests);
-        assert!(back.stopped.as_deref().unwrap().contains("ovs on phy2phy-veth at 256 B"));
+        assert!(back
+            .stopped
+            .as_deref()
+            .unwrap()
+            .contains("ovs on phy2phy-veth at 256 B"));
     }
 
     #[test]
@@ -331,11 +484,28 @@ mod tests {
         assert_eq!(l.frame_size, 354);
         assert_eq!(l.mix.as_deref(), Some("imix"));
         assert_eq!(l.topology.as_deref(), Some("phy2phy-memif"));
-        assert!(l.method.as_deref().unwrap().contains("sent 5000000 frames/s, received 4500000 frames/s"));
+        assert!(l
+            .method
+            .as_deref()
+            .unwrap()
+            .contains("sent 5000000 frames/s, received 4500000 frames/s"));
         // A test of that topology and mix finds it; another topology does not.
-        let g = GeneratorInfo { name: "g".into(), calibrated_limits: vec![l] };
-        let mut m = SimDut::new(vecswitch_lab::sim::SimModel::Fixed { capacity_fps: 1e6 }, 1).with_line_rate(line.max_fps());
-        let mut r = run_for_dut_observed(&suite, &suite.duts[0], &size, None, &mut m, &mut |_, _, _| Ok(()), &mut ()).unwrap();
+        let g = GeneratorInfo {
+            name: "g".into(),
+            calibrated_limits: vec![l],
+        };
+        let mut m = SimDut::new(vecswitch_lab::sim::SimModel::Fixed { capacity_fps: 1e6 }, 1)
+            .with_line_rate(line.max_fps());
+        let mut r = run_for_dut_observed(
+            &suite,
+            &suite.duts[0],
+            &size,
+            None,
+            &mut m,
+            &mut |_, _, _| Ok(()),
+            &mut (),
+        )
+        .unwrap();
         let rec = r.records.remove(0);
         assert_eq!(g.limit_for_test(&rec), Some(4.5e6));
         let mut other = rec.clone();
@@ -345,7 +515,14 @@ mod tests {
 
     #[test]
     fn blocks_run_every_dut_at_every_size_in_order() {
-        let suite = Suite::parse(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/suites/simulated.toml")).unwrap()).unwrap();
+        let suite = Suite::parse(
+            &std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../docs/suites/simulated.toml"
+            ))
+            .unwrap(),
+        )
+        .unwrap();
         let b = blocks(&suite);
         assert_eq!(b.len(), suite.duts.len() * suite.frame_sizes.len());
         assert_eq!(b[0], (0, FrameSize::Bytes(64)));
@@ -354,7 +531,8 @@ mod tests {
 
     #[test]
     fn simulate_without_sim_model_names_the_dut() {
-        let dir = std::env::temp_dir().join(format!("vecswitch-bench-nosim-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("vecswitch-bench-nosim-{}", std::process::id()));
         std::fs::write(&dir, "name = \"x\"\n[[dut]]\nname = \"ovs\"\ntopology = \"phy2phy-veth\"\n[[test]]\nprocedure = \"throughput\"\n").unwrap();
         let e = simulate_suite(&dir, 1, vec![]).unwrap_err().to_string();
         let _ = std::fs::remove_file(&dir);

@@ -27,7 +27,11 @@ pub struct Args {
     timeout: u64,
     /// The command, e.g. `show runtime` or `bridge member add br0 p2`; none = read commands from
     /// standard input, one per line.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
     command: Vec<String>,
 }
 
@@ -52,13 +56,18 @@ fn one(args: &Args, words: &[String], cwd: &Path) -> anyhow::Result<()> {
         Ok(r) => r,
         Err(e) => bail!("{e}\n{USAGE}"),
     };
-    let resp = request(&socket(args), &req, Duration::from_secs(args.timeout.max(1)))?;
+    let resp = request(
+        &socket(args),
+        &req,
+        Duration::from_secs(args.timeout.max(1)),
+    )?;
     if args.json {
         outln!("{}", resp.to_line());
         if !resp.ok {
             bail!(
                 "{}",
-                resp.error.unwrap_or_else(|| "the switch refused the request".into())
+                resp.error
+                    .unwrap_or_else(|| "the switch refused the request".into())
             );
         }
         return Ok(());
@@ -66,7 +75,8 @@ fn one(args: &Args, words: &[String], cwd: &Path) -> anyhow::Result<()> {
     if !resp.ok {
         bail!(
             "{}",
-            resp.error.unwrap_or_else(|| "the switch refused the request".into())
+            resp.error
+                .unwrap_or_else(|| "the switch refused the request".into())
         );
     }
     let data = resp.data.unwrap_or(serde_json::Value::Null);

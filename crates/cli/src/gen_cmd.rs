@@ -319,7 +319,7 @@ fn spawn_progress(
         while !stop.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(100));
             ticks += 1;
-            if ticks % 10 != 0 {
+            if !ticks.is_multiple_of(10) {
                 continue;
             }
             let (tx, rx) = (progress.sent(), progress.received());
@@ -485,11 +485,19 @@ fn calibrate(c: CalibrateArgs) -> Result<()> {
     }
     outln!(
         "calibration: {} -> {} (no DUT), {} per trial",
-        rep.tx_port, rep.rx_port, c.duration
+        rep.tx_port,
+        rep.rx_port,
+        c.duration
     );
     outln!(
         "{:>6} {:>14} {:>14} {:>10} {:>12} {:>12} {:>12}",
-        "size", "max tx fps", "max rx fps", "lost", "floor min", "floor p50", "floor p99"
+        "size",
+        "max tx fps",
+        "max rx fps",
+        "lost",
+        "floor min",
+        "floor p50",
+        "floor p99"
     );
     for p in &rep.points {
         outln!(

@@ -43,12 +43,18 @@ mod run_cmd;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "vecswitch", version, about = "A user-space NFV dataplane and the lab that measures it")]
+#[command(
+    name = "vecswitch",
+    version,
+    about = "A user-space NFV dataplane and the lab that measures it"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
 }
 
+// The command is parsed once per process; boxing the large `gen` arguments would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Cmd {
     /// Run the switch from a declarative config file.

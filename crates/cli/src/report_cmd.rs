@@ -77,13 +77,20 @@ fn render(a: &RenderArgs, f: fn(&RunResults) -> String) -> anyhow::Result<()> {
 
 fn compare(a: &CompareArgs) -> anyhow::Result<()> {
     if !(a.threshold.is_finite() && a.threshold >= 0.0) {
-        bail!("invalid --threshold {}: expected a percentage >= 0", a.threshold);
+        bail!(
+            "invalid --threshold {}: expected a percentage >= 0",
+            a.threshold
+        );
     }
     let (ra, rb) = (load(&a.a)?, load(&a.b)?);
     let c = report::compare(&ra, &rb, a.threshold);
     out!("{}", c.render());
     if c.has_regressions() {
-        bail!("{} metric(s) regressed by more than {}%", c.regressions.len(), a.threshold);
+        bail!(
+            "{} metric(s) regressed by more than {}%",
+            c.regressions.len(),
+            a.threshold
+        );
     }
     Ok(())
 }
@@ -108,7 +115,8 @@ mod tests {
     struct Scratch(PathBuf);
     impl Scratch {
         fn new(name: &str) -> Scratch {
-            let p = std::env::temp_dir().join(format!("vecswitch-report-{name}-{}", std::process::id()));
+            let p = std::env::temp_dir()
+                .join(format!("vecswitch-report-{name}-{}", std::process::id()));
             std::fs::create_dir_all(&p).unwrap();
             Scratch(p)
         }
@@ -127,17 +135,31 @@ mod tests {
         let dir = Scratch::new("formats");
         let a = vecswitch_lab::demo::simulated_run(1, vec!["test".into()]).unwrap();
         a.save(Path::new(&dir.path("a.json"))).unwrap();
-        for (fmt, needle) in [("html", "<!DOCTYPE html>"), ("md", "| Metric | Result |"), ("csv", "throughput_rx_fps")] {
+        for (fmt, needle) in [
+            ("html", "<!DOCTYPE html>"),
+            ("md", "| Metric | Result |"),
+            ("csv", "throughput_rx_fps"),
+        ] {
             let out = dir.path(&format!("out.{fmt}"));
             run(&[fmt, &dir.path("a.json"), "-o", &out]).unwrap();
-            assert!(std::fs::read_to_string(&out).unwrap().contains(needle), "{fmt}");
+            assert!(
+                std::fs::read_to_string(&out).unwrap().contains(needle),
+                "{fmt}"
+            );
         }
         // Identical runs: no regression, exit OK.
         run(&["compare", &dir.path("a.json"), &dir.path("a.json")]).unwrap();
         // A different seed changes sporadic-loss figures beyond 0.1 %: non-zero exit.
         let b = vecswitch_lab::demo::simulated_run(2, vec!["test".into()]).unwrap();
         b.save(Path::new(&dir.path("b.json"))).unwrap();
-        let e = run(&["compare", &dir.path("a.json"), &dir.path("b.json"), "--threshold", "0.1"]).unwrap_err();
+        let e = run(&[
+            "compare",
+            &dir.path("a.json"),
+            &dir.path("b.json"),
+            "--threshold",
+            "0.1",
+        ])
+        .unwrap_err();
         assert!(e.to_string().contains("regressed by more than 0.1%"), "{e}");
     }
 
@@ -149,7 +171,13 @@ mod tests {
         std::fs::write(dir.path("bad.json"), r#"{"schema":"vsperf/2"}"#).unwrap();
         let e = run(&["csv", &dir.path("bad.json")]).unwrap_err();
         assert!(format!("{e:#}").contains("vsperf/2"), "{e:#}");
-        let e = run(&["compare", &dir.path("bad.json"), &dir.path("bad.json"), "--threshold=-3"]).unwrap_err();
+        let e = run(&[
+            "compare",
+            &dir.path("bad.json"),
+            &dir.path("bad.json"),
+            "--threshold=-3",
+        ])
+        .unwrap_err();
         assert!(e.to_string().contains("--threshold -3"), "{e}");
     }
 }

@@ -25,8 +25,8 @@ pub struct Args {
 }
 
 pub fn main(args: Args) -> anyhow::Result<()> {
-    let config_path =
-        std::path::absolute(&args.config).with_context(|| format!("config path {}", args.config.display()))?;
+    let config_path = std::path::absolute(&args.config)
+        .with_context(|| format!("config path {}", args.config.display()))?;
     let cfg = Config::from_file(&config_path)?;
     validate(&cfg)?;
     if args.check {
@@ -47,7 +47,8 @@ pub fn main(args: Args) -> anyhow::Result<()> {
     // Signals first, so that a SIGTERM during start-up still ends in a clean exit.
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handlers")?;
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .context("installing signal handlers")?;
     }
 
     // The socket before the ports: a second `vecswitch run` on the same socket fails here, before
@@ -65,7 +66,10 @@ pub fn main(args: Args) -> anyhow::Result<()> {
         let Some(id) = ids.iter().copied().find(|c| c.id == cpu as usize) else {
             bail!(
                 "switch.worker_cpu = {cpu}: a CPU this process may run on ({})",
-                ids.iter().map(|c| c.id.to_string()).collect::<Vec<_>>().join(", ")
+                ids.iter()
+                    .map(|c| c.id.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         };
         let pinned = handle
@@ -76,7 +80,11 @@ pub fn main(args: Args) -> anyhow::Result<()> {
         }
     }
 
-    let (nports, nbridges, nxc) = (cfg.ports.len(), cfg.bridges.len(), cfg.xconnect_directions().len());
+    let (nports, nbridges, nxc) = (
+        cfg.ports.len(),
+        cfg.bridges.len(),
+        cfg.xconnect_directions().len(),
+    );
     let ctl = Controller::start(
         Box::new(handle),
         Arc::new(vecswitch_control::ports::open_port),
@@ -100,6 +108,8 @@ pub fn main(args: Args) -> anyhow::Result<()> {
             eprintln!("vecswitch: signal received, stopped");
             Ok(())
         }
-        Served::WorkerGone => bail!("the switch worker thread stopped unexpectedly (see the messages above)"),
+        Served::WorkerGone => {
+            bail!("the switch worker thread stopped unexpectedly (see the messages above)")
+        }
     }
 }

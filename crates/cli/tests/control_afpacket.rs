@@ -120,7 +120,11 @@ fn ctl(socket: &Path, words: &str) -> Output {
 
 fn json(socket: &Path, words: &str) -> Value {
     let out = ctl(socket, &format!("--json {words}"));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice::<Value>(&out.stdout).unwrap()["data"].clone()
 }
 
@@ -142,13 +146,21 @@ fn af_packet_ports_are_built_and_recreated_on_reload() {
     let _sw = start(&cfg, &sock);
     let ports = json(&sock, "show ports");
     assert_eq!(ports[0]["name"], "eth0");
-    assert!(ports[0]["describe"].as_str().unwrap().contains(&lab.a), "{}", ports[0]);
+    assert!(
+        ports[0]["describe"].as_str().unwrap().contains(&lab.a),
+        "{}",
+        ports[0]
+    );
     assert_eq!(ports[1]["service"]["bridge"], "bd1");
 
     // A backend key changes: eth0 is re-created and re-attached, eth1 is left alone.
     std::fs::write(&cfg, config(&lab, "block_count = 4\nqdisc_bypass = true")).unwrap();
     let out = ctl(&sock, "reload");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         text.lines().collect::<Vec<_>>(),
@@ -196,12 +208,16 @@ fn missing_interface_fails_the_start_and_a_reload_without_change() {
     let bad = lab.dir.join("bad.toml");
     std::fs::write(
         &bad,
-        config(&lab, "") + "[[port]]\nname = \"eth9\"\ntype = \"af_packet\"\ninterface = \"vscnosuch9\"\n",
+        config(&lab, "")
+            + "[[port]]\nname = \"eth9\"\ntype = \"af_packet\"\ninterface = \"vscnosuch9\"\n",
     )
     .unwrap();
     let out = ctl(&sock, &format!("reload {}", bad.display()));
     assert!(!out.status.success());
     let e = String::from_utf8_lossy(&out.stderr);
-    assert!(e.contains("vscnosuch9") && e.contains("nothing was changed"), "{e}");
+    assert!(
+        e.contains("vscnosuch9") && e.contains("nothing was changed"),
+        "{e}"
+    );
     assert_eq!(without_stats(json(&sock, "show ports")), before);
 }

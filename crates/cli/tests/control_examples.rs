@@ -25,7 +25,10 @@ fn examples() -> Vec<PathBuf> {
 #[test]
 fn control_examples_validate() {
     let ex = examples();
-    assert!(ex.len() >= 3, "expected the switch config examples, found {ex:?}");
+    assert!(
+        ex.len() >= 3,
+        "expected the switch config examples, found {ex:?}"
+    );
     for p in ex {
         let out = Command::new(BIN)
             .args(["run", "--check", "--config"])
@@ -45,9 +48,10 @@ fn control_examples_validate() {
 #[test]
 fn control_broken_example_is_refused_with_the_field_path() {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/eline-memif.toml");
-    let text = std::fs::read_to_string(src)
-        .unwrap()
-        .replacen("ring_size = 1024", "ring_size = 1023", 1);
+    let text =
+        std::fs::read_to_string(src)
+            .unwrap()
+            .replacen("ring_size = 1024", "ring_size = 1023", 1);
     let dir = std::env::temp_dir().join(format!("vsw-ctl-example-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     struct Rm(PathBuf);

@@ -133,7 +133,10 @@ impl Switch {
             std::thread::sleep(Duration::from_millis(50));
         }
         let out = child.wait_with_output().unwrap();
-        (out.status, String::from_utf8_lossy(&out.stderr).into_owned())
+        (
+            out.status,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     }
 }
 
@@ -234,7 +237,10 @@ fn control_socket_is_0660_and_shows_work() {
         lines[1].starts_with("p0") && lines[1].contains("xconnect -> p1"),
         "{ports}"
     );
-    assert!(lines[3].starts_with("p2") && lines[3].contains("bridge br0"), "{ports}");
+    assert!(
+        lines[3].starts_with("p2") && lines[3].contains("bridge br0"),
+        "{ports}"
+    );
 
     let rt = sw.ok("show runtime");
     assert!(
@@ -244,7 +250,10 @@ fn control_socket_is_0660_and_shows_work() {
     assert!(rt.contains("ethernet-input"), "{rt}");
 
     let mac = sw.ok("show mac br0");
-    assert!(mac.contains("02:00:00:00:00:01") && mac.contains("static"), "{mac}");
+    assert!(
+        mac.contains("02:00:00:00:00:01") && mac.contains("static"),
+        "{mac}"
+    );
     assert!(sw.ok("show bridge").contains("br0"));
     assert!(sw.ok("show buffers").contains("4096"));
     let v = sw.json("show version");
@@ -260,7 +269,10 @@ fn control_socket_is_0660_and_shows_work() {
 
     let v = sw.json("show ports");
     assert_eq!(names(&v), ["p0", "p1", "p2"]);
-    assert_eq!(v[0]["link"], "down", "a memif server with no peer stays down");
+    assert_eq!(
+        v[0]["link"], "down",
+        "a memif server with no peer stays down"
+    );
     assert_eq!(sw.json("show buffers")["total"], 4096);
 }
 
@@ -269,10 +281,14 @@ fn runtime_changes_are_validated_like_the_file() {
     let (d, sw, _) = start("edit");
     let m = d.path("memif.sock");
     assert_eq!(
-        sw.ok(&format!("port add p3 memif socket={} id=3", m.display())).trim(),
+        sw.ok(&format!("port add p3 memif socket={} id=3", m.display()))
+            .trim(),
         "add memif port p3"
     );
-    assert_eq!(sw.ok("bridge member add br0 p3").trim(), "add port p3 to bridge br0");
+    assert_eq!(
+        sw.ok("bridge member add br0 p3").trim(),
+        "add port p3 to bridge br0"
+    );
     assert_eq!(
         sw.json("show bridge br0")[0]["members"],
         serde_json::json!(["p2", "p3"])
@@ -331,10 +347,16 @@ fn runtime_changes_are_validated_like_the_file() {
 #[test]
 fn invalid_reload_is_rejected_whole_and_changes_nothing() {
     let (d, sw, cfg) = start("badreload");
-    let before: Vec<String> = ["show ports", "show bridge", "show mac", "show xconnect", "show config"]
-        .iter()
-        .map(|c| sw.ok(c))
-        .collect();
+    let before: Vec<String> = [
+        "show ports",
+        "show bridge",
+        "show mac",
+        "show xconnect",
+        "show config",
+    ]
+    .iter()
+    .map(|c| sw.ok(c))
+    .collect();
 
     // Several errors at once: all named, none applied (the valid new port p9 is not added either).
     let bad = d.path("bad.toml");
@@ -351,20 +373,35 @@ fn invalid_reload_is_rejected_whole_and_changes_nothing() {
 
     // Not even TOML.
     std::fs::write(&bad, "[[port]\nname=").unwrap();
-    assert!(sw.fails(&format!("reload {}", bad.display())).contains("bad.toml"));
+    assert!(sw
+        .fails(&format!("reload {}", bad.display()))
+        .contains("bad.toml"));
     // [switch] cannot change without a restart.
-    std::fs::write(&bad, base_config(&d).replace("buffers = 4096", "buffers = 8192")).unwrap();
+    std::fs::write(
+        &bad,
+        base_config(&d).replace("buffers = 4096", "buffers = 8192"),
+    )
+    .unwrap();
     assert!(sw
         .fails(&format!("reload {}", bad.display()))
         .contains("switch.buffers"));
 
-    let after: Vec<String> = ["show ports", "show bridge", "show mac", "show xconnect", "show config"]
-        .iter()
-        .map(|c| sw.ok(c))
-        .collect();
+    let after: Vec<String> = [
+        "show ports",
+        "show bridge",
+        "show mac",
+        "show xconnect",
+        "show config",
+    ]
+    .iter()
+    .map(|c| sw.ok(c))
+    .collect();
     assert_eq!(before, after);
     // The original file still reloads to "no change".
-    assert_eq!(sw.ok(&format!("reload {}", cfg.display())).trim(), "no change");
+    assert_eq!(
+        sw.ok(&format!("reload {}", cfg.display())).trim(),
+        "no change"
+    );
 }
 
 #[test]
@@ -409,10 +446,19 @@ use vecswitch_ports::{LinkState, Port};
 /// A memif client in this process, connected to the switch's memif server port with `id`.
 fn memif_peer(d: &TempDir, id: u32) -> MemifPort {
     let m = d.path("memif.sock");
-    let mut peer = MemifPort::new(MemifConfig::new("peer", &m.display().to_string(), id, Role::Client)).unwrap();
+    let mut peer = MemifPort::new(MemifConfig::new(
+        "peer",
+        &m.display().to_string(),
+        id,
+        Role::Client,
+    ))
+    .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     while peer.link() != LinkState::Up {
-        assert!(Instant::now() < deadline, "memif client did not connect to id {id}");
+        assert!(
+            Instant::now() < deadline,
+            "memif client did not connect to id {id}"
+        );
         peer.poll_control();
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -426,7 +472,11 @@ fn send_frames(sw: &Switch, peer: &mut MemifPort, index: usize, n: u64) {
     frame[..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
     frame[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 3]);
     frame[12..14].copy_from_slice(&[0x08, 0x00]);
-    let rx = |sw: &Switch| sw.json("show ports")[index]["stats"]["rx_packets"].as_u64().unwrap();
+    let rx = |sw: &Switch| {
+        sw.json("show ports")[index]["stats"]["rx_packets"]
+            .as_u64()
+            .unwrap()
+    };
     let target = rx(sw) + n;
     let mut sent = 0;
     while sent < n {
@@ -438,7 +488,10 @@ fn send_frames(sw: &Switch, peer: &mut MemifPort, index: usize, n: u64) {
     }
     let deadline = Instant::now() + Duration::from_secs(20);
     while rx(sw) < target {
-        assert!(Instant::now() < deadline, "port {index} did not receive the {n} frames");
+        assert!(
+            Instant::now() < deadline,
+            "port {index} did not receive the {n} frames"
+        );
         peer.poll_control();
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -587,7 +640,10 @@ fn worker_cpu_is_pinned_or_refused_by_name() {
     assert!(!out.status.success());
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("switch.worker_cpu = 4095"), "{e}");
-    assert!(!d.path("ctl2.sock").exists(), "socket left behind after a failed start");
+    assert!(
+        !d.path("ctl2.sock").exists(),
+        "socket left behind after a failed start"
+    );
 }
 
 #[test]
@@ -611,11 +667,20 @@ fn ctl_reads_a_script_from_stdin() {
         )
         .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(!out.status.success(), "one line failed, so the exit status is non-zero");
+    assert!(
+        !out.status.success(),
+        "one line failed, so the exit status is non-zero"
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stdout.contains("add bridge br7") && stdout.contains("br7"), "{stdout}");
-    assert!(stderr.contains("line 5") && stderr.contains("ghost"), "{stderr}");
+    assert!(
+        stdout.contains("add bridge br7") && stdout.contains("br7"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("line 5") && stderr.contains("ghost"),
+        "{stderr}"
+    );
     assert_eq!(sw.json("show bridge br7")[0]["settings"]["flood"], false);
 }
 
@@ -648,7 +713,10 @@ fn capture_writes_a_pcap_of_what_the_port_receives() {
     let file = d.path("p0.pcap");
     sw.ok(&format!("capture p0 {} 3", file.display()));
     let ports = sw.ok("show ports");
-    assert!(ports.contains("Capture") && ports.contains("p0.pcap 0"), "{ports}");
+    assert!(
+        ports.contains("Capture") && ports.contains("p0.pcap 0"),
+        "{ports}"
+    );
     let mut peer = memif_peer(&d, 0);
     send_frames(&sw, &mut peer, 0, 5);
     let out = sw.ok("capture stop p0");
@@ -662,7 +730,9 @@ fn capture_writes_a_pcap_of_what_the_port_receives() {
         "pcap magic (µs or ns), got {magic:#x}"
     );
     assert!(sw.fails("capture stop p0").contains("p0"));
-    assert!(sw.fails("capture nope /tmp/x.pcap").contains("ports are: p0, p1, p2"));
+    assert!(sw
+        .fails("capture nope /tmp/x.pcap")
+        .contains("ports are: p0, p1, p2"));
 }
 
 #[test]
@@ -681,7 +751,10 @@ fn learned_macs_show_and_flush() {
     assert_eq!(learned[0]["mac"], "02:00:00:00:00:03");
     assert_eq!(learned[0]["port"], "p2");
     assert!(sw.ok("show mac").contains("dynamic"));
-    assert_eq!(sw.ok("mac flush br0 p2").trim(), "1 learned entries flushed");
+    assert_eq!(
+        sw.ok("mac flush br0 p2").trim(),
+        "1 learned entries flushed"
+    );
     let macs = sw.json("show mac br0");
     assert_eq!(
         macs.as_array().unwrap().len(),
@@ -699,7 +772,11 @@ fn ctl_finds_the_socket_through_the_environment() {
         .env("VECSWITCH_SOCKET", &sw.socket)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["data"]["total"], 4096);
 }

@@ -12,7 +12,11 @@ fn closed_stdout_pipe_is_not_a_panic() {
     let dir = std::env::temp_dir().join(format!("vecswitch-epipe-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("sim.json");
-    let st = Command::new(BIN).args(["bench", "--simulate", "-o"]).arg(&json).status().unwrap();
+    let st = Command::new(BIN)
+        .args(["bench", "--simulate", "-o"])
+        .arg(&json)
+        .status()
+        .unwrap();
     assert!(st.success());
 
     let mut child = Command::new(BIN)
@@ -23,7 +27,9 @@ fn closed_stdout_pipe_is_not_a_panic() {
         .spawn()
         .unwrap();
     let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
     // The reader is gone: the rest of the report (over 200 kB, more than a pipe buffers) meets a
     // closed pipe.
     let out = child.wait_with_output().unwrap();
@@ -31,5 +37,9 @@ fn closed_stdout_pipe_is_not_a_panic() {
     assert!(first.starts_with("<!"), "{first}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
-    assert!(out.status.success(), "exit {:?}, stderr: {stderr}", out.status);
+    assert!(
+        out.status.success(),
+        "exit {:?}, stderr: {stderr}",
+        out.status
+    );
 }

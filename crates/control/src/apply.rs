@@ -27,7 +27,11 @@ pub trait Dataplane {
     fn set_port_admin(&mut self, name: &str, up: bool) -> Result<(), String>;
     fn add_bridge(&mut self, name: &str, settings: &BridgeSettingsConfig) -> Result<(), String>;
     fn delete_bridge(&mut self, name: &str) -> Result<(), String>;
-    fn set_bridge_settings(&mut self, name: &str, settings: &BridgeSettingsConfig) -> Result<(), String>;
+    fn set_bridge_settings(
+        &mut self,
+        name: &str,
+        settings: &BridgeSettingsConfig,
+    ) -> Result<(), String>;
     fn add_bridge_member(&mut self, bridge: &str, port: &str) -> Result<(), String>;
     fn remove_bridge_member(&mut self, bridge: &str, port: &str) -> Result<(), String>;
     /// One direction: what `from` receives is sent out of `to`.
@@ -64,16 +68,24 @@ pub struct ApplyError {
 pub fn describe(c: &Change) -> String {
     match c {
         Change::RemoveXconnect { from, to } => format!("remove xconnect {from} -> {to}"),
-        Change::RemoveStaticMac { bridge, mac } => format!("remove static mac {mac} from bridge {bridge}"),
-        Change::RemoveBridgeMember { bridge, port } => format!("remove port {port} from bridge {bridge}"),
+        Change::RemoveStaticMac { bridge, mac } => {
+            format!("remove static mac {mac} from bridge {bridge}")
+        }
+        Change::RemoveBridgeMember { bridge, port } => {
+            format!("remove port {port} from bridge {bridge}")
+        }
         Change::DeleteBridge { name } => format!("delete bridge {name}"),
         Change::DeletePort { name } => format!("delete port {name}"),
         Change::AddPort { port } => format!("add {} port {}", port.type_name(), port.name()),
-        Change::SetPortAdmin { name, up } => format!("set port {name} {}", if *up { "up" } else { "down" }),
+        Change::SetPortAdmin { name, up } => {
+            format!("set port {name} {}", if *up { "up" } else { "down" })
+        }
         Change::AddBridge { name, .. } => format!("add bridge {name}"),
         Change::SetBridgeSettings { name, .. } => format!("change settings of bridge {name}"),
         Change::AddBridgeMember { bridge, port } => format!("add port {port} to bridge {bridge}"),
-        Change::AddStaticMac { bridge, mac, port } => format!("add static mac {mac} -> {port} in bridge {bridge}"),
+        Change::AddStaticMac { bridge, mac, port } => {
+            format!("add static mac {mac} -> {port} in bridge {bridge}")
+        }
         Change::AddXconnect { from, to } => format!("add xconnect {from} -> {to}"),
     }
 }
@@ -113,7 +125,11 @@ fn apply_one(
             dp.delete_static_mac(bridge, mac_of(mac)?)?;
             let port = old
                 .bridge(bridge)
-                .and_then(|b| b.static_mac.iter().find(|s| parse_mac(&s.mac) == parse_mac(mac)))
+                .and_then(|b| {
+                    b.static_mac
+                        .iter()
+                        .find(|s| parse_mac(&s.mac) == parse_mac(mac))
+                })
                 .map(|s| s.port.clone())
                 .unwrap_or_default();
             Undo::Change(Change::AddStaticMac {
@@ -134,7 +150,9 @@ fn apply_one(
             let settings = old
                 .bridge(name)
                 .map(BridgeSettingsConfig::from)
-                .unwrap_or_else(|| BridgeSettingsConfig::from(&crate::config::BridgeConfig::new(name)));
+                .unwrap_or_else(|| {
+                    BridgeSettingsConfig::from(&crate::config::BridgeConfig::new(name))
+                });
             Undo::Change(Change::AddBridge {
                 name: name.clone(),
                 settings,
@@ -163,7 +181,9 @@ fn apply_one(
                     return Err(e);
                 }
             }
-            Undo::Change(Change::DeletePort { name: name.to_string() })
+            Undo::Change(Change::DeletePort {
+                name: name.to_string(),
+            })
         }
         Change::SetPortAdmin { name, up } => {
             dp.set_port_admin(name, *up)?;
@@ -215,7 +235,12 @@ fn apply_one(
 /// undo (a deleted port keeps its socket, memif id or interface until it is dropped), those are let
 /// go — their undo becomes "open again from the old config" — and the open is tried once more.
 /// `None`: it still fails; `apply_one` then opens it again and reports the error.
-fn open_releasing(port: &PortConfig, old: &Config, undo: &mut [Undo], factory: &PortFactory) -> Option<Box<dyn Port>> {
+fn open_releasing(
+    port: &PortConfig,
+    old: &Config,
+    undo: &mut [Undo],
+    factory: &PortFactory,
+) -> Option<Box<dyn Port>> {
     if let Ok(p) = factory(port) {
         return Some(p);
     }
@@ -269,7 +294,13 @@ pub fn apply_changes(
                             .map_err(|e| format!("{}: {e}", describe(&ch))),
                         Undo::Readd { name, port, up } => dp
                             .add_port(&name, port)
-                            .and_then(|_| if up { Ok(()) } else { dp.set_port_admin(&name, false) })
+                            .and_then(|_| {
+                                if up {
+                                    Ok(())
+                                } else {
+                                    dp.set_port_admin(&name, false)
+                                }
+                            })
                             .map_err(|e| format!("re-add port {name}: {e}")),
                     };
                     if let Err(e) = r {
@@ -370,7 +401,10 @@ pub(crate) mod fake {
                 .iter()
                 .map(|(n, (p, up))| format!("{n}#{}:{up}", p.stats().rx_packets))
                 .collect();
-            format!("{ports:?} {:?} {:?} {:?}", self.bridges, self.xconnects, self.macs)
+            format!(
+                "{ports:?} {:?} {:?} {:?}",
+                self.bridges, self.xconnects, self.macs
+            )
         }
     }
 
@@ -406,7 +440,8 @@ pub(crate) mod fake {
         }
         fn add_bridge(&mut self, name: &str, s: &BridgeSettingsConfig) -> Result<(), String> {
             self.call(format!("add_bridge {name}"))?;
-            self.bridges.insert(name.into(), (s.clone(), BTreeSet::new()));
+            self.bridges
+                .insert(name.into(), (s.clone(), BTreeSet::new()));
             Ok(())
         }
         fn delete_bridge(&mut self, name: &str) -> Result<(), String> {
@@ -417,7 +452,11 @@ pub(crate) mod fake {
                 .map(|_| ())
                 .ok_or_else(|| format!("no bridge {name}"))
         }
-        fn set_bridge_settings(&mut self, name: &str, s: &BridgeSettingsConfig) -> Result<(), String> {
+        fn set_bridge_settings(
+            &mut self,
+            name: &str,
+            s: &BridgeSettingsConfig,
+        ) -> Result<(), String> {
             self.call(format!("set_bridge_settings {name}"))?;
             self.bridges
                 .get_mut(name)
@@ -472,7 +511,11 @@ pub(crate) mod fake {
             self.call(format!("flush_mac {bridge}"))?;
             Ok(0)
         }
-        fn show(&mut self, what: ShowWhat, _bridge: Option<&str>) -> Result<serde_json::Value, String> {
+        fn show(
+            &mut self,
+            what: ShowWhat,
+            _bridge: Option<&str>,
+        ) -> Result<serde_json::Value, String> {
             Ok(match what {
                 ShowWhat::Ports => serde_json::json!(self
                     .ports
@@ -593,7 +636,11 @@ ports = ["v0", "v1"]
         let f = factory();
         apply_changes(&mut dp, &diff(&old, &new), &old, HashMap::new(), &*f).unwrap();
         assert_eq!(dp.ports["p0"].0.stats().rx_packets, serial_p0, "p0 kept");
-        assert_ne!(dp.ports["v0"].0.stats().rx_packets, serial_v0, "v0 re-created");
+        assert_ne!(
+            dp.ports["v0"].0.stats().rx_packets,
+            serial_v0,
+            "v0 re-created"
+        );
         // And v0's services came back.
         assert!(dp.bridges["br0"].1.contains("v0"));
         assert_eq!(dp.macs.len(), 1);
@@ -627,10 +674,9 @@ ports = ["v0", "v1"]
         let mut dp = build(&old);
         let before = dp.snapshot();
         let mut new = old.clone();
-        new.ports
-            .push(PortConfig::AfPacket(crate::config::AfPacketPortConfig::new(
-                "bad0", "veth9",
-            )));
+        new.ports.push(PortConfig::AfPacket(
+            crate::config::AfPacketPortConfig::new("bad0", "veth9"),
+        ));
         new.bridges.push(crate::config::BridgeConfig {
             ports: vec!["v0".into()],
             ..crate::config::BridgeConfig::new("b")
@@ -653,7 +699,12 @@ ports = ["v0", "v1"]
         fn name(&self) -> &str {
             &self.0
         }
-        fn rx_burst(&mut self, _: &mut vecswitch_buffer::Pool, _: &mut Vec<u32>, _: usize) -> usize {
+        fn rx_burst(
+            &mut self,
+            _: &mut vecswitch_buffer::Pool,
+            _: &mut Vec<u32>,
+            _: usize,
+        ) -> usize {
             0
         }
         fn tx_burst(&mut self, _: &mut vecswitch_buffer::Pool, _: &[u32]) -> usize {
@@ -711,11 +762,22 @@ ports = ["v0", "v1"]
         let mut back = old.clone();
         back.bridges.push(crate::config::BridgeConfig::new("b"));
         dp.fail_on = Some("add_bridge".into());
-        let e = apply_changes(&mut dp, &diff(&renamed, &back), &renamed, HashMap::new(), &*f).unwrap_err();
+        let e = apply_changes(
+            &mut dp,
+            &diff(&renamed, &back),
+            &renamed,
+            HashMap::new(),
+            &*f,
+        )
+        .unwrap_err();
         assert!(e.undo_failures.is_empty(), "{e}");
         assert_eq!(dp.ports.keys().collect::<Vec<_>>(), ["w0"]);
         assert!(dp.bridges.is_empty());
-        assert_eq!(held.lock().unwrap().len(), 1, "exactly one port holds veth0");
+        assert_eq!(
+            held.lock().unwrap().len(),
+            1,
+            "exactly one port holds veth0"
+        );
     }
 
     #[test]

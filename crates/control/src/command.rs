@@ -77,16 +77,16 @@ fn port_add(w: &[&str]) -> Result<Request, String> {
     t.insert("name".into(), toml::Value::String(w[2].into()));
     t.insert("type".into(), toml::Value::String(w[3].into()));
     for kv in &w[4..] {
-        let (k, v) = kv
-            .split_once('=')
-            .ok_or_else(|| format!("port add: {kv:?}: a KEY=VALUE pair, e.g. socket=/run/m.sock"))?;
+        let (k, v) = kv.split_once('=').ok_or_else(|| {
+            format!("port add: {kv:?}: a KEY=VALUE pair, e.g. socket=/run/m.sock")
+        })?;
         if k == "name" || k == "type" {
             return Err(format!("port add: {k}: given as NAME and TYPE already"));
         }
         t.insert(k.to_string(), toml_value(v));
     }
-    let port =
-        PortConfig::deserialize(toml::Value::Table(t)).map_err(|e| format!("port add: {}", e.to_string().trim()))?;
+    let port = PortConfig::deserialize(toml::Value::Table(t))
+        .map_err(|e| format!("port add: {}", e.to_string().trim()))?;
     Ok(Request::PortAdd { port })
 }
 
@@ -166,7 +166,10 @@ pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, String> {
             if w.len() != 3 && w.len() != 4 {
                 return Err("`capture`: expected `capture PORT FILE [COUNT]`".into());
             }
-            let count = w.get(3).map(|c| num("COUNT", c, "a packet count")).transpose()?;
+            let count = w
+                .get(3)
+                .map(|c| num("COUNT", c, "a packet count"))
+                .transpose()?;
             Ok(Request::Capture {
                 port: w[1].into(),
                 file: absolute(w[2], cwd),
@@ -201,7 +204,11 @@ pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, String> {
         }
         ("xconnect", "add") => {
             let both = w.get(4) == Some(&"--both");
-            arity(&w, if both { 5 } else { 4 }, "xconnect add FROM TO [--both]")?;
+            arity(
+                &w,
+                if both { 5 } else { 4 },
+                "xconnect add FROM TO [--both]",
+            )?;
             Ok(Request::XconnectAdd {
                 from: w[2].into(),
                 to: w[3].into(),
@@ -319,7 +326,10 @@ mod tests {
             p("capture stop p0").unwrap(),
             Request::CaptureStop { port: "p0".into() }
         );
-        assert_eq!(p("port del p0").unwrap(), Request::PortDelete { name: "p0".into() });
+        assert_eq!(
+            p("port del p0").unwrap(),
+            Request::PortDelete { name: "p0".into() }
+        );
         assert_eq!(
             p("port down p0").unwrap(),
             Request::PortState {
@@ -327,7 +337,10 @@ mod tests {
                 up: false
             }
         );
-        assert_eq!(p("bridge del b").unwrap(), Request::BridgeDelete { name: "b".into() });
+        assert_eq!(
+            p("bridge del b").unwrap(),
+            Request::BridgeDelete { name: "b".into() }
+        );
         assert_eq!(
             p("bridge member add b p").unwrap(),
             Request::BridgeMemberAdd {
@@ -392,7 +405,10 @@ mod tests {
             }
         );
         assert_eq!(p("reload").unwrap(), Request::Reload { path: None });
-        assert_eq!(p("reload --dry-run").unwrap(), Request::ReloadPlan { path: None });
+        assert_eq!(
+            p("reload --dry-run").unwrap(),
+            Request::ReloadPlan { path: None }
+        );
         assert_eq!(
             p("reload --dry-run a.toml").unwrap(),
             Request::ReloadPlan {
@@ -426,8 +442,12 @@ mod tests {
         assert!(p("bridge add br1 --mac-age soon")
             .unwrap_err()
             .contains("--mac-age = \"soon\""));
-        assert!(p("bridge add br1 --colour").unwrap_err().contains("--colour"));
-        assert!(p("bridge add br1 --mac-limit").unwrap_err().contains("needs a value"));
+        assert!(p("bridge add br1 --colour")
+            .unwrap_err()
+            .contains("--colour"));
+        assert!(p("bridge add br1 --mac-limit")
+            .unwrap_err()
+            .contains("needs a value"));
     }
 
     #[test]
@@ -439,12 +459,17 @@ mod tests {
         };
         match port {
             PortConfig::Memif(m) => {
-                assert_eq!((m.name.as_str(), m.socket.as_str(), m.id), ("p2", "/run/m.sock", 2));
+                assert_eq!(
+                    (m.name.as_str(), m.socket.as_str(), m.id),
+                    ("p2", "/run/m.sock", 2)
+                );
                 assert_eq!((m.role, m.mode), (MemifRole::Client, MemifMode::Interrupt));
             }
             other => panic!("{other:?}"),
         }
-        let Request::PortAdd { port } = p("port add v1 af_packet interface=veth1 promiscuous=false").unwrap() else {
+        let Request::PortAdd { port } =
+            p("port add v1 af_packet interface=veth1 promiscuous=false").unwrap()
+        else {
             panic!()
         };
         assert_eq!(port.type_name(), "af_packet");
@@ -452,7 +477,9 @@ mod tests {
             .unwrap_err()
             .contains("colour"));
         assert!(p("port add v1 tap").unwrap_err().contains("tap"));
-        assert!(p("port add v1 memif socket").unwrap_err().contains("KEY=VALUE"));
+        assert!(p("port add v1 memif socket")
+            .unwrap_err()
+            .contains("KEY=VALUE"));
         assert!(p("port add v1").unwrap_err().contains("NAME TYPE"));
     }
 
@@ -463,7 +490,9 @@ mod tests {
         assert!(p("mac add b 02:00:00:00:00:01")
             .unwrap_err()
             .contains("mac add BRIDGE MAC PORT"));
-        assert!(p("frobnicate").unwrap_err().contains("unknown command `frobnicate`"));
+        assert!(p("frobnicate")
+            .unwrap_err()
+            .contains("unknown command `frobnicate`"));
         assert!(p("").unwrap_err().contains("unknown command"));
     }
 }

@@ -573,7 +573,8 @@ mac_age = 0
 
     #[test]
     fn unknown_keys_are_rejected_with_their_name() {
-        let e = Config::from_toml("[[bridge]]\nname = \"b\"\nlearning = true\n", "f.toml").unwrap_err();
+        let e =
+            Config::from_toml("[[bridge]]\nname = \"b\"\nlearning = true\n", "f.toml").unwrap_err();
         let s = e.to_string();
         assert!(s.contains("learning"), "{s}");
         assert!(s.contains("f.toml"), "{s}");

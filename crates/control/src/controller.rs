@@ -64,7 +64,8 @@ where
     w.run(Box::new(move |dp| {
         let _ = tx.send(f(dp));
     }))?;
-    rx.recv().map_err(|_| "the switch worker did not answer".to_string())
+    rx.recv()
+        .map_err(|_| "the switch worker did not answer".to_string())
 }
 
 /// Why a change was refused.
@@ -154,7 +155,9 @@ impl Controller {
         // new port that cannot be opened while a port this change deletes still holds its
         // resource (a renamed port, a memif id moved between ports); if it still fails then, the
         // apply is undone.
-        let deletes_ports = changes.iter().any(|c| matches!(c, Change::DeletePort { .. }));
+        let deletes_ports = changes
+            .iter()
+            .any(|c| matches!(c, Change::DeletePort { .. }));
         let mut prebuilt: HashMap<String, Box<dyn Port>> = HashMap::new();
         for c in &changes {
             if let Change::AddPort { port } = c {
@@ -192,7 +195,9 @@ impl Controller {
 
     fn reload_path(&self, path: Option<PathBuf>) -> Result<PathBuf, ControlError> {
         path.or_else(|| self.config_path.clone()).ok_or_else(|| {
-            ControlError::Request("reload: no path given and the switch was not started from a file".into())
+            ControlError::Request(
+                "reload: no path given and the switch was not started from a file".into(),
+            )
         })
     }
 
@@ -214,7 +219,12 @@ impl Controller {
     }
 
     fn known_bridges(&self) -> String {
-        let v: Vec<&str> = self.running.bridges.iter().map(|b| b.name.as_str()).collect();
+        let v: Vec<&str> = self
+            .running
+            .bridges
+            .iter()
+            .map(|b| b.name.as_str())
+            .collect();
         if v.is_empty() {
             "(none)".into()
         } else {
@@ -223,12 +233,16 @@ impl Controller {
     }
 
     fn bridge_index(&self, name: &str) -> Result<usize, ControlError> {
-        self.running.bridges.iter().position(|b| b.name == name).ok_or_else(|| {
-            ControlError::Request(format!(
-                "bridge = {name:?}: the name of a bridge-domain; bridges are: {}",
-                self.known_bridges()
-            ))
-        })
+        self.running
+            .bridges
+            .iter()
+            .position(|b| b.name == name)
+            .ok_or_else(|| {
+                ControlError::Request(format!(
+                    "bridge = {name:?}: the name of a bridge-domain; bridges are: {}",
+                    self.known_bridges()
+                ))
+            })
     }
 
     fn port_must_exist(&self, name: &str) -> Result<(), ControlError> {
@@ -266,7 +280,10 @@ impl Controller {
 
     fn handle_inner(&mut self, req: Request) -> Result<serde_json::Value, ControlError> {
         let w = &*self.worker;
-        let done = |r: Result<(), String>| r.map(|_| serde_json::Value::Null).map_err(ControlError::Request);
+        let done = |r: Result<(), String>| {
+            r.map(|_| serde_json::Value::Null)
+                .map_err(ControlError::Request)
+        };
         match req {
             Request::Show {
                 what: ShowWhat::Config, ..
@@ -549,17 +566,26 @@ ports = ["v0"]
             r#"{"cmd":"port_add","port":{"type":"af_packet","name":"v1","interface":"veth1"}}"#,
         );
         assert!(r.ok, "{r:?}");
-        let r = req(&mut c, r#"{"cmd":"bridge_member_add","bridge":"br0","port":"v1"}"#);
+        let r = req(
+            &mut c,
+            r#"{"cmd":"bridge_member_add","bridge":"br0","port":"v1"}"#,
+        );
         assert!(r.ok, "{r:?}");
         assert_eq!(r.data.unwrap()["changes"][0], "add port v1 to bridge br0");
         assert!(l.0.lock().unwrap().bridges["br0"].1.contains("v1"));
         // p0 is in an xconnect: refused by the same rule as in a file, nothing changes.
         let before = snapshot(&l);
-        let r = req(&mut c, r#"{"cmd":"bridge_member_add","bridge":"br0","port":"p0"}"#);
+        let r = req(
+            &mut c,
+            r#"{"cmd":"bridge_member_add","bridge":"br0","port":"p0"}"#,
+        );
         assert!(!r.ok);
         assert!(r.error.as_ref().unwrap().contains("xconnect[0]"), "{r:?}");
         assert_eq!(snapshot(&l), before);
-        let r = req(&mut c, r#"{"cmd":"bridge_member_remove","bridge":"br0","port":"v1"}"#);
+        let r = req(
+            &mut c,
+            r#"{"cmd":"bridge_member_remove","bridge":"br0","port":"v1"}"#,
+        );
         assert!(r.ok, "{r:?}");
         assert!(!l.0.lock().unwrap().bridges["br0"].1.contains("v1"));
     }
@@ -567,7 +593,10 @@ ports = ["v0"]
     #[test]
     fn unknown_names_are_reported_with_the_known_ones() {
         let (mut c, _) = start();
-        let r = req(&mut c, r#"{"cmd":"bridge_member_add","bridge":"nope","port":"v0"}"#);
+        let r = req(
+            &mut c,
+            r#"{"cmd":"bridge_member_add","bridge":"nope","port":"v0"}"#,
+        );
         assert_eq!(
             r.error.unwrap(),
             "bridge = \"nope\": the name of a bridge-domain; bridges are: br0"
@@ -649,27 +678,39 @@ ports = ["v0"]
         let good = dir.join("good.toml");
         std::fs::write(
             &good,
-            format!("{BASE}\n[[port]]\nname = \"v9\"\ntype = \"af_packet\"\ninterface = \"veth9\"\n"),
+            format!(
+                "{BASE}\n[[port]]\nname = \"v9\"\ntype = \"af_packet\"\ninterface = \"veth9\"\n"
+            ),
         )
         .unwrap();
         let r = c.handle(Request::Reload {
             path: Some(good.display().to_string()),
         });
         assert!(r.ok, "{r:?}");
-        assert_eq!(r.data.unwrap()["changes"], serde_json::json!(["add af_packet port v9"]));
+        assert_eq!(
+            r.data.unwrap()["changes"],
+            serde_json::json!(["add af_packet port v9"])
+        );
         let before = snapshot(&l);
         let running = c.running().clone();
         let bad = dir.join("bad.toml");
         std::fs::write(
             &bad,
-            BASE.replace("interface = \"veth0\"", "interface = \"veth0\"\nring_size = 5"),
+            BASE.replace(
+                "interface = \"veth0\"",
+                "interface = \"veth0\"\nring_size = 5",
+            ),
         )
         .unwrap();
         let r = c.handle(Request::Reload {
             path: Some(bad.display().to_string()),
         });
         assert!(r.error.unwrap().contains("ring_size"));
-        std::fs::write(&bad, BASE.replace("ports = [\"v0\"]", "ports = [\"v0\", \"p1\"]")).unwrap();
+        std::fs::write(
+            &bad,
+            BASE.replace("ports = [\"v0\"]", "ports = [\"v0\", \"p1\"]"),
+        )
+        .unwrap();
         let r = c.handle(Request::Reload {
             path: Some(bad.display().to_string()),
         });
@@ -682,7 +723,10 @@ ports = ["v0"]
         // A dry run answers the changes and makes none.
         std::fs::write(&good, BASE).unwrap();
         let r = c.handle(Request::ReloadPlan { path: None });
-        assert_eq!(r.data.unwrap()["changes"], serde_json::json!(["delete port v9"]));
+        assert_eq!(
+            r.data.unwrap()["changes"],
+            serde_json::json!(["delete port v9"])
+        );
         assert!(c.running().port("v9").is_some());
         assert!(l.0.lock().unwrap().ports.contains_key("v9"));
         let r = c.handle(Request::ReloadPlan {
@@ -713,10 +757,16 @@ ports = ["v0"]
         let back: Config = serde_json::from_value(r.data.unwrap()).unwrap();
         assert_eq!(&back, c.running());
         let r = req(&mut c, r#"{"cmd":"show","what":"runtime","bridge":"br0"}"#);
-        assert!(r.error.unwrap().contains("only `show bridge` and `show mac`"));
+        assert!(r
+            .error
+            .unwrap()
+            .contains("only `show bridge` and `show mac`"));
         let r = req(&mut c, r#"{"cmd":"port_state","name":"p0","up":false}"#);
         assert!(r.ok);
         assert!(!l.0.lock().unwrap().ports["p0"].1);
-        assert_eq!(c.running().port("p0").map(PortConfig::admin), Some(AdminState::Down));
+        assert_eq!(
+            c.running().port("p0").map(PortConfig::admin),
+            Some(AdminState::Down)
+        );
     }
 }

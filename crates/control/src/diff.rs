@@ -96,8 +96,9 @@ pub enum Change {
 pub fn check_reloadable(old: &Config, new: &Config) -> Result<(), ValidationErrors> {
     let mut errs = Vec::new();
     let (o, n) = (&old.switch, &new.switch);
-    let restart =
-        |field: &str, running: String| format!("the running value ({running}); `{field}` changes need a restart");
+    let restart = |field: &str, running: String| {
+        format!("the running value ({running}); `{field}` changes need a restart")
+    };
     if o.buffers != n.buffers {
         errs.push(ValidationError {
             path: "switch.buffers".into(),
@@ -134,7 +135,9 @@ pub fn check_reloadable(old: &Config, new: &Config) -> Result<(), ValidationErro
 }
 
 fn norm_mac(m: &str) -> String {
-    parse_mac(m).map(format_mac).unwrap_or_else(|| m.to_ascii_lowercase())
+    parse_mac(m)
+        .map(format_mac)
+        .unwrap_or_else(|| m.to_ascii_lowercase())
 }
 
 /// static MACs of a bridge: normalized MAC → port.
@@ -205,7 +208,9 @@ pub fn diff(old: &Config, new: &Config) -> Vec<Change> {
             }
         }
         match nb {
-            None => delete.push(Change::DeleteBridge { name: ob.name.clone() }),
+            None => delete.push(Change::DeleteBridge {
+                name: ob.name.clone(),
+            }),
             Some(nb) => {
                 if !ob.same_settings(nb) {
                     create.push(Change::SetBridgeSettings {
@@ -257,7 +262,10 @@ pub fn diff(old: &Config, new: &Config) -> Vec<Change> {
     for p in &new.ports {
         if fresh(p.name()) {
             port_create.push(Change::AddPort { port: p.clone() });
-        } else if old_ports.get(p.name()).is_some_and(|o| o.admin() != p.admin()) {
+        } else if old_ports
+            .get(p.name())
+            .is_some_and(|o| o.admin() != p.admin())
+        {
             port_create.push(Change::SetPortAdmin {
                 name: p.name().to_string(),
                 up: p.admin().is_up(),
@@ -344,7 +352,12 @@ ports = ["v0", "v1"]
     fn from_empty_builds_everything_in_dependency_order() {
         let new = cfg(SERVICES);
         let ch = diff(&Config::default(), &new);
-        assert_eq!(ch.iter().filter(|c| matches!(c, Change::AddPort { .. })).count(), 4);
+        assert_eq!(
+            ch.iter()
+                .filter(|c| matches!(c, Change::AddPort { .. }))
+                .count(),
+            4
+        );
         let add_v0 = pos(
             &ch,
             &Change::AddPort {
@@ -418,7 +431,10 @@ ports = ["v0", "v1"]
                 to: "p1".into(),
             },
         );
-        assert!(mac < member && member < br && br < port && xc < port, "{ch:#?}");
+        assert!(
+            mac < member && member < br && br < port && xc < port,
+            "{ch:#?}"
+        );
         assert_eq!(ch.len(), 1 + 2 + 2 + 1 + 4);
     }
 
@@ -426,10 +442,9 @@ ports = ["v0", "v1"]
     fn unchanged_ports_and_bridges_are_not_touched_when_a_port_is_added() {
         let old = cfg(SERVICES);
         let mut new = old.clone();
-        new.ports
-            .push(PortConfig::AfPacket(crate::config::AfPacketPortConfig::new(
-                "v2", "veth2",
-            )));
+        new.ports.push(PortConfig::AfPacket(
+            crate::config::AfPacketPortConfig::new("v2", "veth2"),
+        ));
         new.bridges[0].ports.push("v2".into());
         let ch = diff(&old, &new);
         assert_eq!(
@@ -577,7 +592,10 @@ ports = ["v0", "v1"]
         let mut new = old.clone();
         // v1 leaves br0 and is cross-connected one way to v0's old... to p0's peer p1 instead of p1->p0.
         new.bridges[0].ports = vec!["v0".into()];
-        new.xconnects = vec![XconnectConfig::one_way("p0", "p1"), XconnectConfig::one_way("v1", "p0")];
+        new.xconnects = vec![
+            XconnectConfig::one_way("p0", "p1"),
+            XconnectConfig::one_way("v1", "p0"),
+        ];
         validate(&new).unwrap();
         let ch = diff(&old, &new);
         assert_eq!(
@@ -606,7 +624,10 @@ ports = ["v0", "v1"]
         new.switch.buffers = 32768;
         new.switch.worker_cpu = Some(1);
         let e = check_reloadable(&old, &new).unwrap_err();
-        assert!(e.has_path("switch.buffers") && e.has_path("switch.worker_cpu"), "{e}");
+        assert!(
+            e.has_path("switch.buffers") && e.has_path("switch.worker_cpu"),
+            "{e}"
+        );
         assert!(e.to_string().contains("restart"), "{e}");
         check_reloadable(&old, &old.clone()).unwrap();
     }

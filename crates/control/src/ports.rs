@@ -60,12 +60,19 @@ pub fn check_backend(p: &PortConfig) -> Option<(String, String, String)> {
     match p {
         PortConfig::AfPacket(c) => match af_packet_config(c).validate() {
             Err(vecswitch_ports::af_packet::AfPacketError::Config {
-                field, value, accepted, ..
+                field,
+                value,
+                accepted,
+                ..
             }) => Some((field.to_string(), value, accepted.to_string())),
             _ => None,
         },
         PortConfig::Memif(c) => match memif_config(c).validate() {
-            Err(memif::MemifError::InvalidConfig { field, value, accepted }) => {
+            Err(memif::MemifError::InvalidConfig {
+                field,
+                value,
+                accepted,
+            }) => {
                 let field = match field {
                     "socket_path" => "socket",
                     "ring_size_log2" => "ring_size",

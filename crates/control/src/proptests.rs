@@ -14,7 +14,11 @@ use std::collections::HashMap;
 const PORTS: [&str; 4] = ["p0", "p1", "p2", "p3"];
 
 fn port(i: usize, kind: u8, admin_up: bool, ring: u32) -> PortConfig {
-    let admin = if admin_up { AdminState::Up } else { AdminState::Down };
+    let admin = if admin_up {
+        AdminState::Up
+    } else {
+        AdminState::Down
+    };
     if kind == 0 {
         PortConfig::AfPacket(AfPacketPortConfig {
             admin,
@@ -120,7 +124,11 @@ fn arb_config() -> impl Strategy<Value = Config> {
 
 /// The dataplane state without port identities.
 fn shape(f: &Fake) -> String {
-    let ports: Vec<String> = f.ports.iter().map(|(n, (_, up))| format!("{n}:{up}")).collect();
+    let ports: Vec<String> = f
+        .ports
+        .iter()
+        .map(|(n, (_, up))| format!("{n}:{up}"))
+        .collect();
     format!("{ports:?} {:?} {:?} {:?}", f.bridges, f.xconnects, f.macs)
 }
 

@@ -41,7 +41,8 @@ pub enum ShowWhat {
 
 impl ShowWhat {
     /// Every accepted value, for error messages and help.
-    pub const ALL: &'static str = "ports, bridge, mac, xconnect, runtime, errors, buffers, trace, config, version";
+    pub const ALL: &'static str =
+        "ports, bridge, mac, xconnect, runtime, errors, buffers, trace, config, version";
 
     /// Parses a word as `ctl show WORD` takes it.
     pub fn from_word(w: &str) -> Option<ShowWhat> {
@@ -212,7 +213,10 @@ pub const COMMANDS: &[&str] = &[
 fn show_value(v: &Value) -> String {
     let s = v.to_string();
     if s.len() > 80 {
-        format!("{}…", &s[..s.char_indices().nth(80).map_or(s.len(), |(i, _)| i)])
+        format!(
+            "{}…",
+            &s[..s.char_indices().nth(80).map_or(s.len(), |(i, _)| i)]
+        )
     } else {
         s
     }
@@ -263,10 +267,18 @@ pub fn parse_request(line: &str) -> Result<Request, RequestError> {
                 COMMANDS.join(", ")
             )))
         }
-        None => return Err(RequestError(format!("cmd: missing; one of {}", COMMANDS.join(", ")))),
+        None => {
+            return Err(RequestError(format!(
+                "cmd: missing; one of {}",
+                COMMANDS.join(", ")
+            )))
+        }
     };
     if !COMMANDS.contains(&cmd.as_str()) {
-        return Err(RequestError(format!("cmd = {cmd:?}: one of {}", COMMANDS.join(", "))));
+        return Err(RequestError(format!(
+            "cmd = {cmd:?}: one of {}",
+            COMMANDS.join(", ")
+        )));
     }
     let args = Value::Object(obj);
     let wrapped = Value::Object(Map::from_iter([(cmd.clone(), args.clone())]));
@@ -307,7 +319,9 @@ fn port_field_error(port: Option<&Value>) -> Option<String> {
     let v = Value::Object(obj);
     let err = match ty.as_str()? {
         "memif" => serde_path_to_error::deserialize::<_, MemifPortConfig>(v.clone()).err()?,
-        "af_packet" => serde_path_to_error::deserialize::<_, AfPacketPortConfig>(v.clone()).err()?,
+        "af_packet" => {
+            serde_path_to_error::deserialize::<_, AfPacketPortConfig>(v.clone()).err()?
+        }
         _ => return None,
     };
     let path = err.path().to_string();
@@ -315,7 +329,9 @@ fn port_field_error(port: Option<&Value>) -> Option<String> {
     if path.is_empty() || path == "." || path == "?" {
         return Some(format!("port: {inner}"));
     }
-    let value = lookup(&v, &path).map(show_value).unwrap_or_else(|| "(missing)".into());
+    let value = lookup(&v, &path)
+        .map(show_value)
+        .unwrap_or_else(|| "(missing)".into());
     Some(format!("port.{path} = {value}: {inner}"))
 }
 
@@ -324,7 +340,10 @@ fn lookup<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
     let mut cur = v;
     for part in path.split('.') {
         let (key, idx) = match part.find('[') {
-            Some(i) => (&part[..i], part[i + 1..].trim_end_matches(']').parse::<usize>().ok()),
+            Some(i) => (
+                &part[..i],
+                part[i + 1..].trim_end_matches(']').parse::<usize>().ok(),
+            ),
             None => (part, None),
         };
         if !key.is_empty() {
@@ -458,12 +477,19 @@ mod tests {
         let e = err(r#"{"cmd":"trace_add"}"#);
         assert!(e.contains("count"), "{e}");
         let e = err(r#"{"cmd":"show","what":"everything"}"#);
-        assert!(e.contains("what = \"everything\"") && e.contains("runtime"), "{e}");
+        assert!(
+            e.contains("what = \"everything\"") && e.contains("runtime"),
+            "{e}"
+        );
         let e = err(r#"{"cmd":"show","what":"ports","colour":"red"}"#);
         assert!(e.contains("colour"), "{e}");
-        let e = err(r#"{"cmd":"port_add","port":{"type":"memif","name":"p","socket":"/x","ring_size":"big"}}"#);
+        let e = err(
+            r#"{"cmd":"port_add","port":{"type":"memif","name":"p","socket":"/x","ring_size":"big"}}"#,
+        );
         assert!(e.contains("port.ring_size = \"big\""), "{e}");
-        let e = err(r#"{"cmd":"port_add","port":{"type":"af_packet","name":"p","interface":"x","colour":1}}"#);
+        let e = err(
+            r#"{"cmd":"port_add","port":{"type":"af_packet","name":"p","interface":"x","colour":1}}"#,
+        );
         assert!(e.contains("colour"), "{e}");
         let e = err(r#"{"cmd":"port_add","port":{"type":"tap","name":"p"}}"#);
         assert!(e.contains("tap") && e.contains("memif"), "{e}");
@@ -484,6 +510,9 @@ mod tests {
             Response::ok(serde_json::json!([1])).to_line(),
             r#"{"ok":true,"data":[1]}"#
         );
-        assert_eq!(Response::err("no").to_line(), r#"{"ok":false,"error":"no"}"#);
+        assert_eq!(
+            Response::err("no").to_line(),
+            r#"{"ok":false,"error":"no"}"#
+        );
     }
 }

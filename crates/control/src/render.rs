@@ -64,7 +64,10 @@ impl Table {
             out.push_str(s.trim_end());
             out.push('\n');
         };
-        line(self.head.iter().map(|(h, _)| h.as_str()).collect(), &mut out);
+        line(
+            self.head.iter().map(|(h, _)| h.as_str()).collect(),
+            &mut out,
+        );
         for r in &self.rows {
             line(r.iter().map(String::as_str).collect(), &mut out);
         }
@@ -180,7 +183,12 @@ fn bridges(data: &Value) -> String {
     for b in items(data) {
         let members = at(b, "members")
             .and_then(Value::as_array)
-            .map(|m| m.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(","))
+            .map(|m| {
+                m.iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
             .unwrap_or_else(|| "-".into());
         t.row(vec![
             cell(b, "name"),
@@ -204,7 +212,13 @@ fn bridges(data: &Value) -> String {
 }
 
 fn macs(data: &Value) -> String {
-    let mut t = Table::new(&[("Bridge", L), ("MAC", L), ("Port", L), ("Type", L), ("Age(s)", R)]);
+    let mut t = Table::new(&[
+        ("Bridge", L),
+        ("MAC", L),
+        ("Port", L),
+        ("Type", L),
+        ("Age(s)", R),
+    ]);
     for m in items(data) {
         let is_static = at(m, "static").and_then(Value::as_bool);
         t.row(vec![
@@ -267,7 +281,13 @@ fn runtime(data: &Value) -> String {
             cell(n, "drops"),
             at(n, "clocks_per_packet")
                 .and_then(Value::as_f64)
-                .map_or("-".into(), |c| if c == 0.0 { "0".into() } else { format!("{c:.2e}") }),
+                .map_or("-".into(), |c| {
+                    if c == 0.0 {
+                        "0".into()
+                    } else {
+                        format!("{c:.2e}")
+                    }
+                }),
             cell(n, "vectors_per_call"),
         ]);
     }
@@ -410,7 +430,10 @@ mod tests {
         let mut t = Table::new(&[("Name", L), ("N", R)]);
         t.row(vec!["a".into(), "1".into()]);
         t.row(vec!["long-name".into(), "12345".into()]);
-        assert_eq!(t.render(), "Name           N\na              1\nlong-name  12345\n");
+        assert_eq!(
+            t.render(),
+            "Name           N\na              1\nlong-name  12345\n"
+        );
     }
 
     #[test]
@@ -450,7 +473,15 @@ mod tests {
         }]);
         let s = render(&show(ShowWhat::Ports), &data);
         let row = s.lines().nth(1).unwrap();
-        for want in ["p0", "up", "down", "xconnect -> p1", "320", "448", "memif server"] {
+        for want in [
+            "p0",
+            "up",
+            "down",
+            "xconnect -> p1",
+            "320",
+            "448",
+            "memif server",
+        ] {
             assert!(row.contains(want), "{want} missing in {row}");
         }
     }

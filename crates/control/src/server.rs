@@ -109,7 +109,9 @@ impl ControlSocket {
         if !direct {
             std::fs::rename(&tmp, path).map_err(io_err("rename into place", path))?;
         }
-        listener.set_nonblocking(true).map_err(io_err("configure", path))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(io_err("configure", path))?;
         Ok(ControlSocket {
             path: path.to_path_buf(),
             listener,
@@ -130,7 +132,11 @@ impl ControlSocket {
             rounds += 1;
             if rounds >= 20 {
                 rounds = 0;
-                if !controller.lock().unwrap_or_else(|p| p.into_inner()).worker_alive() {
+                if !controller
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .worker_alive()
+                {
                     return Served::WorkerGone;
                 }
             }
@@ -145,10 +151,12 @@ impl ControlSocket {
                     }
                     let c = Arc::clone(&controller);
                     let guard = ConnCount::new(Arc::clone(&open));
-                    let spawned = std::thread::Builder::new().name("vecswitch-ctl".into()).spawn(move || {
-                        let _guard = guard;
-                        serve_connection(stream, &c)
-                    });
+                    let spawned = std::thread::Builder::new()
+                        .name("vecswitch-ctl".into())
+                        .spawn(move || {
+                            let _guard = guard;
+                            serve_connection(stream, &c)
+                        });
                     if let Err(e) = spawned {
                         eprintln!("vecswitch: control: cannot start a connection thread: {e}");
                     }
@@ -191,7 +199,10 @@ impl Drop for ConnCount {
 /// the client went away mid-request).
 fn read_line(r: &mut impl BufRead, max: usize) -> io::Result<Option<Result<String, String>>> {
     let mut buf = Vec::new();
-    let n = r.by_ref().take(max as u64 + 1).read_until(b'\n', &mut buf)?;
+    let n = r
+        .by_ref()
+        .take(max as u64 + 1)
+        .read_until(b'\n', &mut buf)?;
     if n == 0 {
         return Ok(None);
     }
@@ -242,15 +253,20 @@ fn serve_connection(stream: UnixStream, controller: &Mutex<Controller>) {
 /// Sends one request to the socket at `path` and waits (up to `timeout`) for the answer.
 pub fn request(path: &Path, req: &Request, timeout: Duration) -> Result<Response, SocketError> {
     let p = || path.display().to_string();
-    let mut s = UnixStream::connect(path).map_err(|source| SocketError::Connect { path: p(), source })?;
-    s.set_read_timeout(Some(timeout)).map_err(io_err("configure", path))?;
-    s.set_write_timeout(Some(timeout)).map_err(io_err("configure", path))?;
+    let mut s =
+        UnixStream::connect(path).map_err(|source| SocketError::Connect { path: p(), source })?;
+    s.set_read_timeout(Some(timeout))
+        .map_err(io_err("configure", path))?;
+    s.set_write_timeout(Some(timeout))
+        .map_err(io_err("configure", path))?;
     let mut line = encode_request(req);
     line.push('\n');
-    s.write_all(line.as_bytes()).map_err(io_err("write to", path))?;
+    s.write_all(line.as_bytes())
+        .map_err(io_err("write to", path))?;
     let mut r = BufReader::new(s);
     let mut answer = String::new();
-    r.read_line(&mut answer).map_err(io_err("read from", path))?;
+    r.read_line(&mut answer)
+        .map_err(io_err("read from", path))?;
     if answer.is_empty() {
         return Err(SocketError::BadAnswer {
             path: p(),
@@ -345,7 +361,10 @@ mod tests {
             assert!(m.file_type().is_socket());
             assert_eq!(m.permissions().mode() & 0o777, 0o660);
             // A second bind is refused while the first answers.
-            assert!(matches!(ControlSocket::bind(&path), Err(SocketError::InUse { .. })));
+            assert!(matches!(
+                ControlSocket::bind(&path),
+                Err(SocketError::InUse { .. })
+            ));
         }
         assert!(!path.exists());
     }
@@ -358,7 +377,10 @@ mod tests {
         drop(UnixListener::bind(&path).unwrap()); // leaves a file nobody listens on
         assert!(path.exists());
         let s = ControlSocket::bind(&path).unwrap();
-        assert_eq!(std::fs::metadata(s.path()).unwrap().permissions().mode() & 0o777, 0o660);
+        assert_eq!(
+            std::fs::metadata(s.path()).unwrap().permissions().mode() & 0o777,
+            0o660
+        );
     }
 
     #[test]
@@ -426,9 +448,13 @@ mod tests {
         assert!(line.contains("longer than"), "{line}");
         // And the server still answers.
         assert!(
-            request(&srv.path, &Request::ClearCounters {}, Duration::from_secs(10))
-                .unwrap()
-                .ok
+            request(
+                &srv.path,
+                &Request::ClearCounters {},
+                Duration::from_secs(10)
+            )
+            .unwrap()
+            .ok
         );
     }
 

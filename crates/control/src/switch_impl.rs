@@ -102,7 +102,9 @@ impl Dataplane for Switch {
             ShowWhat::Buffers => json(self.show_buffers()),
             ShowWhat::Trace => json(self.show_trace()),
             // Answered by the controller from the running config, never by the dataplane.
-            ShowWhat::Config | ShowWhat::Version => Err("answered by the controller, not the dataplane".into()),
+            ShowWhat::Config | ShowWhat::Version => {
+                Err("answered by the controller, not the dataplane".into())
+            }
         }
     }
     fn clear_counters(&mut self) {
@@ -195,10 +197,15 @@ ports = ["v0", "v1"]
     }
 
     fn all(c: &mut Controller) -> Vec<serde_json::Value> {
-        [ShowWhat::Ports, ShowWhat::Bridge, ShowWhat::Mac, ShowWhat::Xconnect]
-            .into_iter()
-            .map(|w| show(c, w))
-            .collect()
+        [
+            ShowWhat::Ports,
+            ShowWhat::Bridge,
+            ShowWhat::Mac,
+            ShowWhat::Xconnect,
+        ]
+        .into_iter()
+        .map(|w| show(c, w))
+        .collect()
     }
 
     #[test]
@@ -206,7 +213,10 @@ ports = ["v0", "v1"]
         let mut c = start();
         let ports = show(&mut c, ShowWhat::Ports);
         assert_eq!(ports.as_array().unwrap().len(), 4);
-        assert_eq!(ports[0]["service"], serde_json::json!({"type": "xconnect", "to": "p1"}));
+        assert_eq!(
+            ports[0]["service"],
+            serde_json::json!({"type": "xconnect", "to": "p1"})
+        );
         assert_eq!(
             ports[2]["service"],
             serde_json::json!({"type": "bridge", "bridge": "br0"})
@@ -231,9 +241,18 @@ ports = ["v0", "v1"]
         assert!(changes.len() > 10, "{changes:?}");
         assert_eq!(c.running(), &new);
         let ports = show(&mut c, ShowWhat::Ports);
-        assert_eq!(ports[0]["service"], serde_json::json!({"type": "xconnect", "to": "p1"}));
-        assert_eq!(ports[1]["service"], serde_json::json!({"type": "xconnect", "to": "p0"}));
-        assert_eq!(show(&mut c, ShowWhat::Bridge)[0]["settings"]["learn"], false);
+        assert_eq!(
+            ports[0]["service"],
+            serde_json::json!({"type": "xconnect", "to": "p1"})
+        );
+        assert_eq!(
+            ports[1]["service"],
+            serde_json::json!({"type": "xconnect", "to": "p0"})
+        );
+        assert_eq!(
+            show(&mut c, ShowWhat::Bridge)[0]["settings"]["learn"],
+            false
+        );
         assert_eq!(show(&mut c, ShowWhat::Mac).as_array().unwrap().len(), 1);
         // Back to the original, and to nothing at all.
         c.set_config(Config::from_toml(CFG, "t").unwrap()).unwrap();
@@ -256,10 +275,9 @@ ports = ["v0", "v1"]
         // A port that fails to open, in a change that also deletes the bridge.
         let mut bad = c.running().clone();
         bad.bridges.clear();
-        bad.ports
-            .push(PortConfig::AfPacket(crate::config::AfPacketPortConfig::new(
-                "bad9", "veth9",
-            )));
+        bad.ports.push(PortConfig::AfPacket(
+            crate::config::AfPacketPortConfig::new("bad9", "veth9"),
+        ));
         assert!(c
             .set_config(bad)
             .unwrap_err()

@@ -115,7 +115,10 @@ pub fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() || name.len() > MAX_NAME_LEN {
         return Err(format!("a name of 1..={MAX_NAME_LEN} characters"));
     }
-    if !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:".contains(c)) {
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_./:".contains(c))
+    {
         return Err("letters, digits and - _ . / : only".to_string());
     }
     Ok(())
@@ -153,7 +156,10 @@ fn check_switch(c: &Config, e: &mut Errs) {
             format!("an entry count in {MAC_TABLE_RANGE:?}"),
         );
     }
-    if s.control_socket.is_empty() || s.control_socket.len() > MAX_SOCKET_PATH || s.control_socket.starts_with('@') {
+    if s.control_socket.is_empty()
+        || s.control_socket.len() > MAX_SOCKET_PATH
+        || s.control_socket.starts_with('@')
+    {
         e.push(
             "switch.control_socket".into(),
             q(&s.control_socket),
@@ -227,7 +233,11 @@ fn check_ports(c: &Config, e: &mut Errs) -> HashSet<String> {
                 }
                 if let Some(mac) = &m.mac {
                     match parse_mac(mac) {
-                        None => e.push(format!("port[{i}].mac"), q(mac), "a MAC address like 02:00:00:00:00:01"),
+                        None => e.push(
+                            format!("port[{i}].mac"),
+                            q(mac),
+                            "a MAC address like 02:00:00:00:00:01",
+                        ),
                         Some(b) if b[0] & 1 == 1 => e.push(
                             format!("port[{i}].mac"),
                             q(mac),
@@ -259,7 +269,11 @@ fn check_ports(c: &Config, e: &mut Errs) -> HashSet<String> {
             }
             PortConfig::AfPacket(a) => {
                 let n = &a.interface;
-                if n.is_empty() || n.len() > MAX_IFNAME || n.contains('/') || n.contains(char::is_whitespace) {
+                if n.is_empty()
+                    || n.len() > MAX_IFNAME
+                    || n.contains('/')
+                    || n.contains(char::is_whitespace)
+                {
                     e.push(
                         format!("port[{i}].interface"),
                         q(n),
@@ -287,13 +301,22 @@ fn check_port_ref(path: String, name: &str, ports: &HashSet<String>, e: &mut Err
     }
 }
 
-fn check_xconnects(c: &Config, ports: &HashSet<String>, owner: &mut HashMap<String, String>, e: &mut Errs) {
+fn check_xconnects(
+    c: &Config,
+    ports: &HashSet<String>,
+    owner: &mut HashMap<String, String>,
+    e: &mut Errs,
+) {
     for (i, x) in c.xconnects.iter().enumerate() {
         let svc = format!("xconnect[{i}]");
         let pairs: Vec<(String, String, String)> = match (&x.ports, &x.from, &x.to) {
             (Some(p), None, None) => {
                 if p.len() != 2 {
-                    e.push(format!("{svc}.ports"), format!("{p:?}"), "exactly two port names");
+                    e.push(
+                        format!("{svc}.ports"),
+                        format!("{p:?}"),
+                        "exactly two port names",
+                    );
                     continue;
                 }
                 let mut v = vec![(format!("{svc}.ports[0]"), p[0].clone(), p[1].clone())];
@@ -358,7 +381,12 @@ fn check_xconnects(c: &Config, ports: &HashSet<String>, owner: &mut HashMap<Stri
     }
 }
 
-fn check_bridges(c: &Config, ports: &HashSet<String>, owner: &mut HashMap<String, String>, e: &mut Errs) {
+fn check_bridges(
+    c: &Config,
+    ports: &HashSet<String>,
+    owner: &mut HashMap<String, String>,
+    e: &mut Errs,
+) {
     let mut names: HashMap<&str, usize> = HashMap::new();
     for (i, b) in c.bridges.iter().enumerate() {
         let svc = format!("bridge[{i}]");
@@ -402,7 +430,11 @@ fn check_bridges(c: &Config, ports: &HashSet<String>, owner: &mut HashMap<String
         for (j, s) in b.static_mac.iter().enumerate() {
             let path = format!("{svc}.static_mac[{j}]");
             match parse_mac(&s.mac) {
-                None => e.push(format!("{path}.mac"), q(&s.mac), "a MAC address like 02:00:00:00:00:01"),
+                None => e.push(
+                    format!("{path}.mac"),
+                    q(&s.mac),
+                    "a MAC address like 02:00:00:00:00:01",
+                ),
                 Some(m) if m[0] & 1 == 1 => e.push(
                     format!("{path}.mac"),
                     q(&s.mac),
@@ -489,7 +521,10 @@ ports = ["v0", "v1"]
 
     #[test]
     fn mac_parsing() {
-        assert_eq!(parse_mac("02:00:0A:bb:cc:ff"), Some([2, 0, 0x0a, 0xbb, 0xcc, 0xff]));
+        assert_eq!(
+            parse_mac("02:00:0A:bb:cc:ff"),
+            Some([2, 0, 0x0a, 0xbb, 0xcc, 0xff])
+        );
         for bad in [
             "",
             "02:00:00:00:00",
@@ -500,7 +535,10 @@ ports = ["v0", "v1"]
         ] {
             assert_eq!(parse_mac(bad), None, "{bad}");
         }
-        assert_eq!(format_mac([2, 0, 0x0a, 0xbb, 0xcc, 0xff]), "02:00:0a:bb:cc:ff");
+        assert_eq!(
+            format_mac([2, 0, 0x0a, 0xbb, 0xcc, 0xff]),
+            "02:00:0a:bb:cc:ff"
+        );
     }
 
     #[test]
@@ -565,7 +603,10 @@ ports = ["v0", "v1"]
         memif(&mut c, 0).mac = Some("02:00:00:00:00".into());
         memif(&mut c, 1).mac = Some("01:00:5e:00:00:01".into());
         let e = errs(&c);
-        assert!(e.has_path("port[0].mac") && e.has_path("port[1].mac"), "{e}");
+        assert!(
+            e.has_path("port[0].mac") && e.has_path("port[1].mac"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -626,7 +667,10 @@ ports = ["v0", "v1"]
     #[test]
     fn two_one_way_xconnects_make_an_eline() {
         let mut c = base();
-        c.xconnects = vec![XconnectConfig::one_way("p0", "p1"), XconnectConfig::one_way("p1", "p0")];
+        c.xconnects = vec![
+            XconnectConfig::one_way("p0", "p1"),
+            XconnectConfig::one_way("p1", "p0"),
+        ];
         validate(&c).unwrap();
     }
 

@@ -610,6 +610,8 @@ impl Generator {
             }
             let mut all_done = true;
             let mut stalled = false;
+            // `ports[pi]` is re-borrowed after `self.send_batch(pi, ..)`, which an iterator would hold.
+            #[allow(clippy::needless_range_loop)]
             for pi in 0..ports.len() {
                 if ports[pi].streams.is_empty() {
                     continue;

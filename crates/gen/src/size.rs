@@ -117,7 +117,7 @@ impl SizeSpec {
         for (size, w) in raw {
             let (int, frac) = w.split_once('.').unwrap_or((&w, ""));
             let mut digits = format!("{int}{frac}");
-            digits.extend(std::iter::repeat('0').take(decimals - frac.len()));
+            digits.extend(std::iter::repeat_n('0', decimals - frac.len()));
             let weight: u32 = digits.parse().map_err(|_| bad("weight too large"))?;
             parts.push((size, weight));
         }
@@ -233,7 +233,7 @@ impl SizeSequence {
                             sizes.len() - 1
                         }
                     };
-                    order.extend(std::iter::repeat(idx as u16).take(w as usize));
+                    order.extend(std::iter::repeat_n(idx as u16, w as usize));
                 }
                 let mut rng = ChaCha8Rng::seed_from_u64(seed);
                 order.shuffle(&mut rng);

@@ -28,10 +28,20 @@ impl Netns {
         let _ = Command::new("ip").args(["netns", "del", &name]).output();
         ip(&["netns", "add", &name]);
         let ns = Netns(name.clone());
-        ip(&["-n", &name, "link", "add", "va", "mtu", "9000", "type", "veth", "peer", "name", "vb", "mtu", "9000"]);
+        ip(&[
+            "-n", &name, "link", "add", "va", "mtu", "9000", "type", "veth", "peer", "name", "vb",
+            "mtu", "9000",
+        ]);
         for dev in ["va", "vb"] {
             let _ = Command::new("ip")
-                .args(["netns", "exec", &name, "sysctl", "-qw", &format!("net.ipv6.conf.{dev}.disable_ipv6=1")])
+                .args([
+                    "netns",
+                    "exec",
+                    &name,
+                    "sysctl",
+                    "-qw",
+                    &format!("net.ipv6.conf.{dev}.disable_ipv6=1"),
+                ])
                 .output();
             ip(&["-n", &name, "link", "set", dev, "up"]);
         }
@@ -43,7 +53,10 @@ impl Netns {
     }
 
     fn port(&self, dev: &str) -> Box<dyn Port> {
-        let cfg = AfPacketConfig { frame_size: 16384, ..AfPacketConfig::new(dev, dev) };
+        let cfg = AfPacketConfig {
+            frame_size: 16384,
+            ..AfPacketConfig::new(dev, dev)
+        };
         Box::new(AfPacketPort::open_in_netns(cfg, &self.path()).expect("open AF_PACKET port"))
     }
 }

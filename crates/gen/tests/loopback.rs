@@ -123,7 +123,7 @@ impl Port for Mangler {
             let i = self.count;
             let mut bytes = std::mem::take(&mut self.scratch);
             pool.copy_out(h, &mut bytes);
-            if i % 10 == 0 {
+            if i.is_multiple_of(10) {
                 // dropped
             } else if i % 25 == 1 && i > 1 {
                 // hold frame i (i ≡ 1 mod 25) and send it after the next one
@@ -133,11 +133,11 @@ impl Port for Mangler {
                 if let Some(held) = self.held.take() {
                     self.push(pool, &held);
                 }
-                if i % 7 == 0 {
+                if i.is_multiple_of(7) {
                     self.push(pool, &bytes);
                 }
             }
-            if i % 100 == 0 {
+            if i.is_multiple_of(100) {
                 let mut foreign = vec![0xffu8; 60];
                 foreign[12] = 0x08;
                 foreign[13] = 0x06; // ARP

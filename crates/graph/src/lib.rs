@@ -104,7 +104,10 @@ pub trait Node<S>: Send {
 pub enum GraphError {
     /// A node names a next node that is not registered.
     #[error("node `{node}` has an edge to `{next}`, which is not registered")]
-    UnknownNext { node: &'static str, next: &'static str },
+    UnknownNext {
+        node: &'static str,
+        next: &'static str,
+    },
     /// Two nodes share a name.
     #[error("two nodes are named `{0}`")]
     DuplicateName(&'static str),
@@ -175,7 +178,9 @@ pub struct Graph<S> {
 
 impl<S> std::fmt::Debug for Graph<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Graph").field("nodes", &self.slots.len()).finish()
+        f.debug_struct("Graph")
+            .field("nodes", &self.slots.len())
+            .finish()
     }
 }
 
@@ -229,7 +234,12 @@ impl<S> Graph<S> {
             for &next in s.info.next_nodes {
                 match self.slots.iter().position(|o| o.info.name == next) {
                     Some(id) => edges.push(id as NodeId),
-                    None => return Err(GraphError::UnknownNext { node: s.info.name, next }),
+                    None => {
+                        return Err(GraphError::UnknownNext {
+                            node: s.info.name,
+                            next,
+                        })
+                    }
                 }
             }
             all.push(edges);
@@ -242,7 +252,10 @@ impl<S> Graph<S> {
 
     /// The id of the node called `name`.
     pub fn node_id(&self, name: &str) -> Option<NodeId> {
-        self.slots.iter().position(|s| s.info.name == name).map(|i| i as NodeId)
+        self.slots
+            .iter()
+            .position(|s| s.info.name == name)
+            .map(|i| i as NodeId)
     }
 
     /// Names of all nodes, in registration order.
@@ -309,7 +322,11 @@ impl<S> Graph<S> {
         let t0 = Instant::now();
         {
             let slot = &mut self.slots[i];
-            let mut cx = Cx { pool: &mut *pool, state: &mut *state, now_ns };
+            let mut cx = Cx {
+                pool: &mut *pool,
+                state: &mut *state,
+                now_ns,
+            };
             slot.node.process(&mut cx, pkts, &mut nexts[..n]);
             slot.calls += 1;
             slot.packets += n as u64;
@@ -347,9 +364,21 @@ impl<S> Graph<S> {
         }
         let slot = &self.slots[i];
         let next_name = if let Some(e) = next.edge_index() {
-            slot.info.next_nodes.get(e as usize).copied().unwrap_or("?").to_string()
+            slot.info
+                .next_nodes
+                .get(e as usize)
+                .copied()
+                .unwrap_or("?")
+                .to_string()
         } else if let Some(r) = next.drop_reason() {
-            format!("drop: {}", slot.info.drop_reasons.get(r as usize).copied().unwrap_or("?"))
+            format!(
+                "drop: {}",
+                slot.info
+                    .drop_reasons
+                    .get(r as usize)
+                    .copied()
+                    .unwrap_or("?")
+            )
         } else {
             "consumed".to_string()
         };
@@ -393,9 +422,21 @@ impl<S> Graph<S> {
                     packets: s.packets,
                     drops: s.drops.iter().sum(),
                     time_ns: s.time_ns,
-                    clocks_per_packet: if s.packets == 0 { 0.0 } else { s.time_ns as f64 * per_ns / pk },
-                    vectors_per_call: if s.calls == 0 { 0.0 } else { s.packets as f64 / calls },
-                    packets_per_vector: if s.calls == 0 { 0.0 } else { s.packets as f64 / calls },
+                    clocks_per_packet: if s.packets == 0 {
+                        0.0
+                    } else {
+                        s.time_ns as f64 * per_ns / pk
+                    },
+                    vectors_per_call: if s.calls == 0 {
+                        0.0
+                    } else {
+                        s.packets as f64 / calls
+                    },
+                    packets_per_vector: if s.calls == 0 {
+                        0.0
+                    } else {
+                        s.packets as f64 / calls
+                    },
                 }
             })
             .collect()
@@ -421,7 +462,11 @@ impl<S> Graph<S> {
     /// Adds to a node's drop counter from outside `process` (for input paths that drop before
     /// a packet ever enters the graph, e.g. a port's receive errors).
     pub fn count_drop(&mut self, node: NodeId, reason: u16, n: u64) {
-        if let Some(c) = self.slots.get_mut(node as usize).and_then(|s| s.drops.get_mut(reason as usize)) {
+        if let Some(c) = self
+            .slots
+            .get_mut(node as usize)
+            .and_then(|s| s.drops.get_mut(reason as usize))
+        {
             *c += n;
         }
     }
@@ -473,10 +518,19 @@ pub mod testing {
 
     /// Runs `node` once on `pkts` and returns the decision for each packet. Dropped packets are not
     /// freed (the caller owns every handle it passed in).
-    pub fn run_node<S, N: Node<S>>(node: &mut N, pool: &mut Pool, state: &mut S, pkts: &[u32]) -> Vec<Next> {
+    pub fn run_node<S, N: Node<S>>(
+        node: &mut N,
+        pool: &mut Pool,
+        state: &mut S,
+        pkts: &[u32],
+    ) -> Vec<Next> {
         let mut nexts = vec![Next::CONSUMED; pkts.len()];
         for (p, n) in pkts.chunks(FRAME_SIZE).zip(nexts.chunks_mut(FRAME_SIZE)) {
-            let mut cx = Cx { pool: &mut *pool, state: &mut *state, now_ns: 0 };
+            let mut cx = Cx {
+                pool: &mut *pool,
+                state: &mut *state,
+                now_ns: 0,
+            };
             node.process(&mut cx, p, n);
         }
         nexts
@@ -491,11 +545,19 @@ mod tests {
     struct Classify;
     impl Node<Vec<u32>> for Classify {
         fn info(&self) -> NodeInfo {
-            NodeInfo { name: "classify", next_nodes: &["sink"], drop_reasons: &["odd-length"] }
+            NodeInfo {
+                name: "classify",
+                next_nodes: &["sink"],
+                drop_reasons: &["odd-length"],
+            }
         }
         fn process(&mut self, cx: &mut Cx<'_, Vec<u32>>, pkts: &[u32], nexts: &mut [Next]) {
             for (p, n) in pkts.iter().zip(nexts.iter_mut()) {
-                *n = if cx.pool.data(*p).len() % 2 == 0 { Next::edge(0) } else { Next::drop(0) };
+                *n = if cx.pool.data(*p).len() % 2 == 0 {
+                    Next::edge(0)
+                } else {
+                    Next::drop(0)
+                };
             }
         }
         fn trace(&self, pool: &Pool, pkt: u32) -> String {
@@ -507,7 +569,11 @@ mod tests {
     struct Sink;
     impl Node<Vec<u32>> for Sink {
         fn info(&self) -> NodeInfo {
-            NodeInfo { name: "sink", next_nodes: &[], drop_reasons: &[] }
+            NodeInfo {
+                name: "sink",
+                next_nodes: &[],
+                drop_reasons: &[],
+            }
         }
         fn process(&mut self, cx: &mut Cx<'_, Vec<u32>>, pkts: &[u32], _nexts: &mut [Next]) {
             cx.state.extend_from_slice(pkts);
@@ -537,17 +603,31 @@ mod tests {
             g.dispatch(&mut pool, &mut kept);
             let odd = burst / 2;
             assert_eq!(kept.len(), burst - odd, "burst {burst}");
-            assert_eq!(pool.in_use() as usize, burst - odd, "dropped packets are freed");
+            assert_eq!(
+                pool.in_use() as usize,
+                burst - odd,
+                "dropped packets are freed"
+            );
             let errs = g.errors();
             if odd > 0 {
-                assert_eq!(errs, vec![ErrorCount { node: "classify".into(), reason: "odd-length".into(), count: odd as u64 }]);
+                assert_eq!(
+                    errs,
+                    vec![ErrorCount {
+                        node: "classify".into(),
+                        reason: "odd-length".into(),
+                        count: odd as u64
+                    }]
+                );
             }
             let rt = g.runtime();
             assert_eq!(rt[0].packets, burst as u64);
             assert_eq!(rt[0].calls, burst.div_ceil(FRAME_SIZE) as u64);
             assert_eq!(rt[1].packets, (burst - odd) as u64);
             let avg = burst as f64 / burst.div_ceil(FRAME_SIZE) as f64;
-            assert!((rt[0].vectors_per_call - avg).abs() < 1e-9, "vectors/call is the mean vector size");
+            assert!(
+                (rt[0].vectors_per_call - avg).abs() < 1e-9,
+                "vectors/call is the mean vector size"
+            );
             pool.free_bulk(&kept);
             assert_eq!(pool.in_use(), 0);
         }
@@ -557,7 +637,10 @@ mod tests {
     fn unknown_edge_is_a_build_error() {
         let mut g: Graph<Vec<u32>> = Graph::new();
         g.add(Box::new(Classify));
-        assert!(matches!(g.finalize(), Err(GraphError::UnknownNext { next: "sink", .. })));
+        assert!(matches!(
+            g.finalize(),
+            Err(GraphError::UnknownNext { next: "sink", .. })
+        ));
     }
 
     #[test]
@@ -575,10 +658,16 @@ mod tests {
         g.dispatch(&mut pool, &mut kept);
         let t = g.trace();
         assert_eq!(t.len(), 3, "{t:?}");
-        assert_eq!((t[0].packet, t[0].node.as_str(), t[0].next.as_str()), (1, "classify", "sink"));
+        assert_eq!(
+            (t[0].packet, t[0].node.as_str(), t[0].next.as_str()),
+            (1, "classify", "sink")
+        );
         assert_eq!((t[1].packet, t[1].next.as_str()), (2, "drop: odd-length"));
         assert_eq!(t[0].detail, "len 60");
-        assert_eq!((t[2].packet, t[2].node.as_str(), t[2].next.as_str()), (1, "sink", "consumed"));
+        assert_eq!(
+            (t[2].packet, t[2].node.as_str(), t[2].next.as_str()),
+            (1, "sink", "consumed")
+        );
         pool.free_bulk(&kept);
         g.clear_counters();
         assert!(g.errors().is_empty());

@@ -28,8 +28,20 @@ pub const SIM_GENERATOR_LIMIT_FPS: f64 = 9e6;
 fn devices(line: &LineRate) -> Vec<(&'static str, SimModel)> {
     let cap = |pps: f64| pps.min(line.max_fps());
     vec![
-        ("sim-steady", SimModel::Fixed { capacity_fps: cap(12e6) }),
-        ("sim-sporadic", SimModel::Sporadic { capacity_fps: cap(4e6), probability: 0.2, max_lost: 20 }),
+        (
+            "sim-steady",
+            SimModel::Fixed {
+                capacity_fps: cap(12e6),
+            },
+        ),
+        (
+            "sim-sporadic",
+            SimModel::Sporadic {
+                capacity_fps: cap(4e6),
+                probability: 0.2,
+                max_lost: 20,
+            },
+        ),
     ]
 }
 
@@ -55,11 +67,23 @@ fn record(id: &str, desc: &str, vswitch: &str, line: LineRate, outcome: Outcome)
 
 /// Runs the demo suite with `seed` and returns its results document.
 pub fn simulated_run(seed: u64, command: Vec<String>) -> Result<RunResults, LabError> {
-    let mut run = RunResults::new(Provenance::collect(command, Some(serde_json::json!({ "simulated": true, "seed": seed }))));
+    let mut run = RunResults::new(Provenance::collect(
+        command,
+        Some(serde_json::json!({ "simulated": true, "seed": seed })),
+    ));
     let sizes = [64u32, 128, 256, 512, 1024, 1518];
     run.generator = Some(GeneratorInfo {
         name: "sim-gen".into(),
-        calibrated_limits: sizes.iter().map(|&f| CalibratedLimit { frame_size: f, max_fps: SIM_GENERATOR_LIMIT_FPS, mix: None, topology: None, method: Some("simulated".into()) }).collect(),
+        calibrated_limits: sizes
+            .iter()
+            .map(|&f| CalibratedLimit {
+                frame_size: f,
+                max_fps: SIM_GENERATOR_LIMIT_FPS,
+                mix: None,
+                topology: None,
+                method: Some("simulated".into()),
+            })
+            .collect(),
     });
     let d = Duration::from_secs(1);
     for &size in &sizes {
@@ -70,34 +94,92 @@ pub fn simulated_run(seed: u64, command: Vec<String>) -> Result<RunResults, LabE
             cfg.loss_tolerance = 0.00001; // 0.001 %, seed 000
             cfg.policy = TrialPolicy::BestOf(3);
             let t = throughput(&mut dut, &cfg)?;
-            run.tests.push(record("phy2phy_tput", "RFC 2544 §26.1 throughput, best of 3, 0.001 % loss", name, line, Outcome::Throughput(t)));
+            run.tests.push(record(
+                "phy2phy_tput",
+                "RFC 2544 §26.1 throughput, best of 3, 0.001 % loss",
+                name,
+                line,
+                Outcome::Throughput(t),
+            ));
         }
     }
     let line = LineRate::ten_gig(64);
     for (name, model) in devices(&line) {
         let mk = || SimDut::new(model, seed).with_tester_limit(SIM_GENERATOR_LIMIT_FPS);
-        let m = mlrsearch(&mut mk(), &MlrConfig::ndr_pdr(line.max_fps() * 0.01, line.max_fps()))?;
-        run.tests.push(record("phy2phy_ndrpdr", "MLRsearch NDR/PDR", name, line, Outcome::Mlrsearch(m)));
+        let m = mlrsearch(
+            &mut mk(),
+            &MlrConfig::ndr_pdr(line.max_fps() * 0.01, line.max_fps()),
+        )?;
+        run.tests.push(record(
+            "phy2phy_ndrpdr",
+            "MLRsearch NDR/PDR",
+            name,
+            line,
+            Outcome::Mlrsearch(m),
+        ));
 
         let capacity = match model {
-            SimModel::Fixed { capacity_fps } | SimModel::Sporadic { capacity_fps, .. } => capacity_fps,
+            SimModel::Fixed { capacity_fps } | SimModel::Sporadic { capacity_fps, .. } => {
+                capacity_fps
+            }
             _ => line.max_fps(),
         };
         let thr = capacity.min(SIM_GENERATOR_LIMIT_FPS);
-        let lat = latency_at(&mut mk(), thr, &LatencyConfig { trial_duration: d, repetitions: 3, ..Default::default() })?;
-        run.tests.push(record("phy2phy_latency", "RFC 2544 §26.2 latency at 100/90/50/10 % of throughput", name, line, Outcome::Latency(lat)));
+        let lat = latency_at(
+            &mut mk(),
+            thr,
+            &LatencyConfig {
+                trial_duration: d,
+                repetitions: 3,
+                ..Default::default()
+            },
+        )?;
+        run.tests.push(record(
+            "phy2phy_latency",
+            "RFC 2544 §26.2 latency at 100/90/50/10 % of throughput",
+            name,
+            line,
+            Outcome::Latency(lat),
+        ));
 
         let sweep = linear_sweep(&mut mk(), &LinearSweepConfig::new(line, d))?;
-        run.tests.push(record("phy2phy_linear_loss", "Linear loss sweep 1..100 % (seed 000)", name, line, Outcome::LinearSweep(sweep)));
+        run.tests.push(record(
+            "phy2phy_linear_loss",
+            "Linear loss sweep 1..100 % (seed 000)",
+            name,
+            line,
+            Outcome::LinearSweep(sweep),
+        ));
 
-        let mut b2b_dut = SimDut::new(model, seed).with_buffer(4096).with_line_rate(line.max_fps());
+        let mut b2b_dut = SimDut::new(model, seed)
+            .with_buffer(4096)
+            .with_line_rate(line.max_fps());
         let mut b2b_cfg = BackToBackConfig::new(line.max_fps(), capacity);
         b2b_cfg.repetitions = 10;
         let b = back_to_back(&mut b2b_dut, &b2b_cfg)?;
-        run.tests.push(record("phy2phy_back2back", "RFC 9004 back-to-back frames", name, line, Outcome::BackToBack(b)));
+        run.tests.push(record(
+            "phy2phy_back2back",
+            "RFC 9004 back-to-back frames",
+            name,
+            line,
+            Outcome::BackToBack(b),
+        ));
 
-        let sk = soak(&mut mk(), &SoakConfig { load: Load::fps(thr * 0.9), total: Duration::from_secs(300), interval: Duration::from_secs(10) })?;
-        run.tests.push(record("phy2phy_soak", "Soak at 90 % of throughput, 10 s intervals", name, line, Outcome::Soak(sk)));
+        let sk = soak(
+            &mut mk(),
+            &SoakConfig {
+                load: Load::fps(thr * 0.9),
+                total: Duration::from_secs(300),
+                interval: Duration::from_secs(10),
+            },
+        )?;
+        run.tests.push(record(
+            "phy2phy_soak",
+            "Soak at 90 % of throughput, 10 s intervals",
+            name,
+            line,
+            Outcome::Soak(sk),
+        ));
 
         // MAC-table scale sweep: capacity falls off past 2 000 entries.
         let mut scale_dut = mk();
@@ -106,14 +188,26 @@ pub fn simulated_run(seed: u64, command: Vec<String>) -> Result<RunResults, LabE
             &mut scale_dut,
             &[2, 2_000, 20_000, 200_000, 1_000_000],
             |dut, n| {
-                let factor = if n <= 2000 { 1.0 } else { 1.0 / (1.0 + (n as f64 / 2000.0).log10()) };
-                dut.set_model(SimModel::Fixed { capacity_fps: capacity * factor });
+                let factor = if n <= 2000 {
+                    1.0
+                } else {
+                    1.0 / (1.0 + (n as f64 / 2000.0).log10())
+                };
+                dut.set_model(SimModel::Fixed {
+                    capacity_fps: capacity * factor,
+                });
                 Ok(())
             },
             |dut| throughput(dut, &cfg),
         )?;
         for p in points {
-            let mut r = record("phy2phy_mac_scale", "RFC 2544 throughput per MAC table size", name, line, Outcome::Throughput(p.result));
+            let mut r = record(
+                "phy2phy_mac_scale",
+                "RFC 2544 throughput per MAC table size",
+                name,
+                line,
+                Outcome::Throughput(p.result),
+            );
             r.scale = Some(p.scale);
             run.tests.push(r);
         }

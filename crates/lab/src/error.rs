@@ -7,7 +7,11 @@ use std::path::PathBuf;
 pub enum LabError {
     /// A procedure or simulated-DUT parameter is out of range.
     #[error("invalid {field} = {value}: expected {expected}")]
-    InvalidConfig { field: &'static str, value: String, expected: &'static str },
+    InvalidConfig {
+        field: &'static str,
+        value: String,
+        expected: &'static str,
+    },
 
     /// The measurer (generator + DUT) could not run a trial.
     #[error("trial at {load_fps:.1} frames/s failed: {reason}")]
@@ -19,7 +23,10 @@ pub enum LabError {
 
     /// A search ran out of its trial budget before reaching its stop condition.
     #[error("{procedure} did not converge within {max_trials} trials")]
-    NoConvergence { procedure: &'static str, max_trials: usize },
+    NoConvergence {
+        procedure: &'static str,
+        max_trials: usize,
+    },
 
     /// Reading or writing a results/report file.
     #[error("{path}: {source}")]
@@ -36,7 +43,15 @@ pub enum LabError {
 
 impl LabError {
     /// Shorthand for [`LabError::InvalidConfig`].
-    pub fn invalid(field: &'static str, value: impl std::fmt::Display, expected: &'static str) -> Self {
-        LabError::InvalidConfig { field, value: value.to_string(), expected }
+    pub fn invalid(
+        field: &'static str,
+        value: impl std::fmt::Display,
+        expected: &'static str,
+    ) -> Self {
+        LabError::InvalidConfig {
+            field,
+            value: value.to_string(),
+            expected,
+        }
     }
 }

@@ -34,7 +34,9 @@ impl Load {
 
     /// `pct` percent of `line`'s maximum frame rate.
     pub fn percent_of(pct: f64, line: &LineRate) -> Load {
-        Load { fps: line.max_fps() * pct / 100.0 }
+        Load {
+            fps: line.max_fps() * pct / 100.0,
+        }
     }
 
     /// Frames this load sends in `secs` seconds, rounded to the nearest frame.
@@ -63,23 +65,44 @@ impl LineRate {
     /// Validates and builds a line rate. Frames must be 64..=16384 bytes (Ethernet minimum to jumbo).
     pub fn new(bits_per_second: f64, frame_size: u32, ports: u32) -> Result<LineRate, LabError> {
         if !(bits_per_second.is_finite() && bits_per_second > 0.0) {
-            return Err(LabError::invalid("line_rate_bps", bits_per_second, "a positive number of bits/s"));
+            return Err(LabError::invalid(
+                "line_rate_bps",
+                bits_per_second,
+                "a positive number of bits/s",
+            ));
         }
         if !(64..=16384).contains(&frame_size) {
-            return Err(LabError::invalid("frame_size", frame_size, "64..=16384 bytes including FCS"));
+            return Err(LabError::invalid(
+                "frame_size",
+                frame_size,
+                "64..=16384 bytes including FCS",
+            ));
         }
         if ports == 0 {
             return Err(LabError::invalid("ports", ports, "at least 1"));
         }
-        Ok(LineRate { bits_per_second, frame_size, ports, mean_frame_bytes: None })
+        Ok(LineRate {
+            bits_per_second,
+            frame_size,
+            ports,
+            mean_frame_bytes: None,
+        })
     }
 
     /// The line rate of a frame-size mix whose mean frame size (FCS included) is `mean_bytes`:
     /// a mix of frames sent back to back at line rate carries `rate / ((mean + 20) × 8)` frames
     /// per second on average, so the maths is that of a fixed size equal to the mean.
-    pub fn for_mix(bits_per_second: f64, mean_bytes: f64, ports: u32) -> Result<LineRate, LabError> {
+    pub fn for_mix(
+        bits_per_second: f64,
+        mean_bytes: f64,
+        ports: u32,
+    ) -> Result<LineRate, LabError> {
         if !(mean_bytes.is_finite() && (64.0..=16384.0).contains(&mean_bytes)) {
-            return Err(LabError::invalid("frame_size (mean of the mix)", mean_bytes, "64..=16384 bytes including FCS"));
+            return Err(LabError::invalid(
+                "frame_size (mean of the mix)",
+                mean_bytes,
+                "64..=16384 bytes including FCS",
+            ));
         }
         let mut l = LineRate::new(bits_per_second, mean_bytes.round() as u32, ports)?;
         l.mean_frame_bytes = Some(mean_bytes);
@@ -88,7 +111,12 @@ impl LineRate {
 
     /// 10 Gb/s, one direction.
     pub fn ten_gig(frame_size: u32) -> LineRate {
-        LineRate { bits_per_second: 10e9, frame_size, ports: 1, mean_frame_bytes: None }
+        LineRate {
+            bits_per_second: 10e9,
+            frame_size,
+            ports: 1,
+            mean_frame_bytes: None,
+        }
     }
 
     /// Bytes per frame the maths uses: the fixed size, or a mix's mean.
@@ -149,7 +177,10 @@ mod tests {
         assert_eq!(l.frame_size, 354);
         assert!((l.max_fps() - 10e9 / ((mean + 20.0) * 8.0)).abs() < 1e-6);
         assert!((l.mbps(1e6) - mean * 8.0).abs() < 1e-9);
-        assert!(LineRate::for_mix(10e9, 20.0, 1).unwrap_err().to_string().contains("mean"));
+        assert!(LineRate::for_mix(10e9, 20.0, 1)
+            .unwrap_err()
+            .to_string()
+            .contains("mean"));
     }
 
     #[test]

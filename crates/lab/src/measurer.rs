@@ -73,7 +73,10 @@ impl LatencyStats {
         }
         let total: f64 = all.iter().map(|s| s.samples.max(1) as f64).sum();
         let wmean = |f: fn(&LatencyStats) -> f64| {
-            all.iter().map(|s| f(s) * s.samples.max(1) as f64).sum::<f64>() / total
+            all.iter()
+                .map(|s| f(s) * s.samples.max(1) as f64)
+                .sum::<f64>()
+                / total
         };
         Some(LatencyStats {
             min_ns: all.iter().map(|s| s.min_ns).fold(f64::INFINITY, f64::min),
@@ -123,7 +126,8 @@ impl TrialResult {
         actual_duration: Duration,
     ) -> TrialResult {
         let intended_frames = intended_load.frames_in(intended_duration.as_secs_f64());
-        let tester_limited = (offered_frames as f64) < intended_frames as f64 * TESTER_LIMIT_TOLERANCE;
+        let tester_limited =
+            (offered_frames as f64) < intended_frames as f64 * TESTER_LIMIT_TOLERANCE;
         TrialResult {
             intended_load,
             intended_duration,
@@ -210,7 +214,13 @@ mod tests {
 
     #[test]
     fn loss_counts_against_offered_not_intended() {
-        let t = TrialResult::new(Load::fps(1000.0), Duration::from_secs(10), 5000, 5000, Duration::from_secs(10));
+        let t = TrialResult::new(
+            Load::fps(1000.0),
+            Duration::from_secs(10),
+            5000,
+            5000,
+            Duration::from_secs(10),
+        );
         assert_eq!(t.intended_frames, 10_000);
         assert!(t.tester_limited);
         assert_eq!(t.lost_frames(), 0);
@@ -220,7 +230,13 @@ mod tests {
 
     #[test]
     fn loss_ratio_and_tolerance() {
-        let t = TrialResult::new(Load::fps(1e6), Duration::from_secs(1), 1_000_000, 999_990, Duration::from_secs(1));
+        let t = TrialResult::new(
+            Load::fps(1e6),
+            Duration::from_secs(1),
+            1_000_000,
+            999_990,
+            Duration::from_secs(1),
+        );
         assert!(!t.tester_limited);
         assert_eq!(t.lost_frames(), 10);
         assert!((t.loss_percent() - 0.001).abs() < 1e-12);
@@ -230,17 +246,39 @@ mod tests {
 
     #[test]
     fn duplicates_do_not_make_negative_loss() {
-        let t = TrialResult::new(Load::fps(10.0), Duration::from_secs(1), 10, 12, Duration::from_secs(1));
+        let t = TrialResult::new(
+            Load::fps(10.0),
+            Duration::from_secs(1),
+            10,
+            12,
+            Duration::from_secs(1),
+        );
         assert_eq!(t.lost_frames(), 0);
     }
 
     #[test]
     fn combine_latency_takes_extremes_and_weighted_means() {
         let a = LatencyStats {
-            min_ns: 10.0, avg_ns: 20.0, max_ns: 30.0, p50_ns: 20.0, p90_ns: 25.0, p99_ns: 28.0,
-            p99_9_ns: 29.0, p99_99_ns: 30.0, jitter_mean_ns: 1.0, jitter_max_ns: 5.0, samples: 100,
+            min_ns: 10.0,
+            avg_ns: 20.0,
+            max_ns: 30.0,
+            p50_ns: 20.0,
+            p90_ns: 25.0,
+            p99_ns: 28.0,
+            p99_9_ns: 29.0,
+            p99_99_ns: 30.0,
+            jitter_mean_ns: 1.0,
+            jitter_max_ns: 5.0,
+            samples: 100,
         };
-        let b = LatencyStats { min_ns: 5.0, avg_ns: 40.0, max_ns: 90.0, jitter_max_ns: 9.0, samples: 300, ..a.clone() };
+        let b = LatencyStats {
+            min_ns: 5.0,
+            avg_ns: 40.0,
+            max_ns: 90.0,
+            jitter_max_ns: 9.0,
+            samples: 300,
+            ..a.clone()
+        };
         let c = LatencyStats::combine(&[a, b]).unwrap();
         assert_eq!(c.min_ns, 5.0);
         assert_eq!(c.max_ns, 90.0);

@@ -16,8 +16,8 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::measurer::{BurstResult, Measurer, TrialResult};
-use crate::suite::{parse_policy, FrameSize, SuiteObserver, TestSpec};
 use crate::procedures::throughput::TrialPolicy;
+use crate::suite::{parse_policy, FrameSize, SuiteObserver, TestSpec};
 use crate::{LabError, Load};
 
 /// Seconds a trial costs besides its duration (warm-up, drain, bookkeeping), for estimates.
@@ -29,27 +29,62 @@ pub fn estimate_block_secs(tests: &[TestSpec], dut: &str, size: &FrameSize, setu
     let mut total = setup_s;
     for t in tests.iter().filter(|t| t.applies_to(dut, size)) {
         total += match t {
-            TestSpec::Throughput { trial_duration_s, resolution_percent, policy, verify, learning_s, scale, .. } => {
+            TestSpec::Throughput {
+                trial_duration_s,
+                resolution_percent,
+                policy,
+                verify,
+                learning_s,
+                scale,
+                ..
+            } => {
                 // Bisection from 100 % down to the resolution, plus the first trial at 100 %.
-                let steps = (100.0 / resolution_percent.max(1e-6)).log2().ceil().max(1.0) + 1.0 + f64::from(u8::from(*verify));
+                let steps = (100.0 / resolution_percent.max(1e-6))
+                    .log2()
+                    .ceil()
+                    .max(1.0)
+                    + 1.0
+                    + f64::from(u8::from(*verify));
                 // Best-of-N stops at the first pass, worst-of-N at the first failure: about half of
                 // the steps take all N trials.
                 let n = match parse_policy(policy) {
-                    Ok(TrialPolicy::BestOf(n)) | Ok(TrialPolicy::WorstOf(n)) => (f64::from(n) + 1.0) / 2.0,
+                    Ok(TrialPolicy::BestOf(n)) | Ok(TrialPolicy::WorstOf(n)) => {
+                        (f64::from(n) + 1.0) / 2.0
+                    }
                     _ => 1.0,
                 };
                 let points = scale.as_ref().map_or(1, |s| s.points.len()) as f64;
                 points * (learning_s + steps * n * (trial_duration_s + TRIAL_OVERHEAD_S))
             }
-            TestSpec::Latency { fractions_percent, trial_duration_s, repetitions, .. } => {
-                fractions_percent.len() as f64 * f64::from(*repetitions) * (trial_duration_s + TRIAL_OVERHEAD_S)
+            TestSpec::Latency {
+                fractions_percent,
+                trial_duration_s,
+                repetitions,
+                ..
+            } => {
+                fractions_percent.len() as f64
+                    * f64::from(*repetitions)
+                    * (trial_duration_s + TRIAL_OVERHEAD_S)
             }
-            TestSpec::Linear { start_percent, end_percent, step_percent, trial_duration_s, .. } => {
-                (((end_percent - start_percent) / step_percent.max(1e-6)).floor() + 1.0) * (trial_duration_s + TRIAL_OVERHEAD_S)
+            TestSpec::Linear {
+                start_percent,
+                end_percent,
+                step_percent,
+                trial_duration_s,
+                ..
+            } => {
+                (((end_percent - start_percent) / step_percent.max(1e-6)).floor() + 1.0)
+                    * (trial_duration_s + TRIAL_OVERHEAD_S)
             }
-            TestSpec::Back2back { repetitions, .. } => f64::from(*repetitions) * 20.0 * TRIAL_OVERHEAD_S,
+            TestSpec::Back2back { repetitions, .. } => {
+                f64::from(*repetitions) * 20.0 * TRIAL_OVERHEAD_S
+            }
             TestSpec::Mlrsearch { goals, .. } => {
-                let sums: f64 = if goals.is_empty() { 42.0 } else { goals.iter().map(|g| g.duration_sum_s).sum() };
+                let sums: f64 = if goals.is_empty() {
+                    42.0
+                } else {
+                    goals.iter().map(|g| g.duration_sum_s).sum()
+                };
                 sums * 1.5
             }
             TestSpec::Soak { duration_s, .. } => *duration_s,
@@ -77,7 +112,10 @@ pub struct Progress(Rc<RefCell<State>>);
 impl std::fmt::Debug for Progress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let s = self.0.borrow();
-        f.debug_struct("Progress").field("blocks", &s.blocks.len()).field("current", &s.current).finish()
+        f.debug_struct("Progress")
+            .field("blocks", &s.blocks.len())
+            .field("current", &s.current)
+            .finish()
     }
 }
 
@@ -116,12 +154,21 @@ impl Progress {
         s.test.clear();
         s.trial = 0;
         let line = match s.blocks.get(index) {
-            Some((label, _)) => format!("bench [{}/{}] {label}: setting up", index + 1, s.blocks.len()),
+            Some((label, _)) => format!(
+                "bench [{}/{}] {label}: setting up",
+                index + 1,
+                s.blocks.len()
+            ),
             None => format!("bench [{}] setting up", index + 1),
         };
         let left = Self::left_locked(&s);
         let elapsed = s.start.elapsed().as_secs_f64();
-        let _ = writeln!(s.out, "{line} | elapsed {}, ~{} left", hms(elapsed), hms(left));
+        let _ = writeln!(
+            s.out,
+            "{line} | elapsed {}, ~{} left",
+            hms(elapsed),
+            hms(left)
+        );
     }
 
     /// The current block is done (or was skipped: its estimate counts as done either way).
@@ -143,28 +190,49 @@ impl Progress {
         let total: f64 = s.blocks.iter().map(|b| b.1).sum();
         let current_est = s.current.and_then(|i| s.blocks.get(i)).map_or(0.0, |b| b.1);
         let in_block = s.block_start.elapsed().as_secs_f64();
-        let ratio = if s.done_est > 0.0 && s.done_actual > 0.0 { s.done_actual / s.done_est } else { 1.0 };
+        let ratio = if s.done_est > 0.0 && s.done_actual > 0.0 {
+            s.done_actual / s.done_est
+        } else {
+            1.0
+        };
         let remaining_est = (total - s.done_est - current_est).max(0.0);
-        let current_left = if s.current.is_some() { (current_est * ratio - in_block).max(0.0) } else { 0.0 };
+        let current_left = if s.current.is_some() {
+            (current_est * ratio - in_block).max(0.0)
+        } else {
+            0.0
+        };
         remaining_est * ratio + current_left
     }
 
     fn trial_line(&self, what: String) {
         let mut s = self.0.borrow_mut();
         s.trial += 1;
-        let block = match s.current.and_then(|i| s.blocks.get(i).map(|b| (i, b.0.clone()))) {
+        let block = match s
+            .current
+            .and_then(|i| s.blocks.get(i).map(|b| (i, b.0.clone())))
+        {
             Some((i, label)) => format!("[{}/{}] {label}", i + 1, s.blocks.len()),
             None => String::new(),
         };
         let left = Self::left_locked(&s);
         let elapsed = s.start.elapsed().as_secs_f64();
-        let line = format!("bench {block} {}: trial {} {what} | elapsed {}, ~{} left", s.test, s.trial, hms(elapsed), hms(left));
+        let line = format!(
+            "bench {block} {}: trial {} {what} | elapsed {}, ~{} left",
+            s.test,
+            s.trial,
+            hms(elapsed),
+            hms(left)
+        );
         let _ = writeln!(s.out, "{line}");
     }
 
     /// Wraps `m` so each trial prints a progress line before it runs.
     pub fn measurer<'a>(&self, m: &'a mut dyn Measurer, line_max_fps: f64) -> ProgressMeasurer<'a> {
-        ProgressMeasurer { inner: m, progress: self.clone(), line_max_fps }
+        ProgressMeasurer {
+            inner: m,
+            progress: self.clone(),
+            line_max_fps,
+        }
     }
 }
 
@@ -172,7 +240,9 @@ impl SuiteObserver for Progress {
     fn test_started(&mut self, _index: usize, spec: &TestSpec, scale_point: Option<u64>) {
         let mut s = self.0.borrow_mut();
         s.test = match (spec, scale_point) {
-            (TestSpec::Throughput { policy, .. }, None) if policy != "single" => format!("throughput {policy}"),
+            (TestSpec::Throughput { policy, .. }, None) if policy != "single" => {
+                format!("throughput {policy}")
+            }
             (_, Some(p)) => format!("{} at scale {p}", spec.procedure()),
             _ => spec.procedure().to_string(),
         };
@@ -190,14 +260,22 @@ pub struct ProgressMeasurer<'a> {
 
 impl Measurer for ProgressMeasurer<'_> {
     fn trial(&mut self, load: Load, duration: Duration) -> Result<TrialResult, LabError> {
-        let pct = if self.line_max_fps > 0.0 { 100.0 * load.fps / self.line_max_fps } else { 0.0 };
-        self.progress
-            .trial_line(format!("at {:.3} Mfps ({pct:.1} % of line) for {:.1} s", load.fps / 1e6, duration.as_secs_f64()));
+        let pct = if self.line_max_fps > 0.0 {
+            100.0 * load.fps / self.line_max_fps
+        } else {
+            0.0
+        };
+        self.progress.trial_line(format!(
+            "at {:.3} Mfps ({pct:.1} % of line) for {:.1} s",
+            load.fps / 1e6,
+            duration.as_secs_f64()
+        ));
         self.inner.trial(load, duration)
     }
 
     fn burst(&mut self, frames: u64) -> Result<BurstResult, LabError> {
-        self.progress.trial_line(format!("burst of {frames} frames"));
+        self.progress
+            .trial_line(format!("burst of {frames} frames"));
         self.inner.burst(frames)
     }
 }
@@ -252,7 +330,10 @@ frame_sizes = [64]
         let single = 9.0 * (1.0 + TRIAL_OVERHEAD_S);
         let latency = 2.0 + TRIAL_OVERHEAD_S;
         let at_imix = estimate_block_secs(&s.tests, "a", &FrameSize::Mix("imix".into()), 5.0);
-        assert!((at_imix - (5.0 + single + latency)).abs() < 1e-9, "{at_imix}");
+        assert!(
+            (at_imix - (5.0 + single + latency)).abs() < 1e-9,
+            "{at_imix}"
+        );
         // At 64 B the best-of-3 test applies too: (3 + 1) / 2 trials per step on average.
         let at_64 = estimate_block_secs(&s.tests, "a", &FrameSize::Bytes(64), 5.0);
         assert!((at_64 - at_imix - 2.0 * single).abs() < 1e-9, "{at_64}");
@@ -263,24 +344,50 @@ frame_sizes = [64]
         let s = Suite::parse(SUITE).unwrap();
         let buf = Buf::default();
         let sizes = [FrameSize::Bytes(64), FrameSize::Mix("imix".into())];
-        let blocks = sizes.iter().map(|f| (format!("a {}", f.label()), estimate_block_secs(&s.tests, "a", f, 1.0))).collect();
+        let blocks = sizes
+            .iter()
+            .map(|f| {
+                (
+                    format!("a {}", f.label()),
+                    estimate_block_secs(&s.tests, "a", f, 1.0),
+                )
+            })
+            .collect();
         let p = Progress::with_output(blocks, Box::new(buf.clone()));
         let total_before = p.left_secs();
         assert!(total_before > 0.0);
         for (i, size) in sizes.iter().enumerate() {
             p.start_block(i);
             let line = s.line(size).unwrap();
-            let mut sim = SimDut::new(SimModel::Fixed { capacity_fps: 0.3 * line.max_fps() }, 1).with_line_rate(line.max_fps());
+            let mut sim = SimDut::new(
+                SimModel::Fixed {
+                    capacity_fps: 0.3 * line.max_fps(),
+                },
+                1,
+            )
+            .with_line_rate(line.max_fps());
             let mut m = p.measurer(&mut sim, line.max_fps());
             let mut obs = p.clone();
-            let r = run_for_dut_observed(&s, &s.duts[0], size, None, &mut m, &mut |_, _, _| Ok(()), &mut obs).unwrap();
+            let r = run_for_dut_observed(
+                &s,
+                &s.duts[0],
+                size,
+                None,
+                &mut m,
+                &mut |_, _, _| Ok(()),
+                &mut obs,
+            )
+            .unwrap();
             assert!(r.error.is_none());
             p.finish_block();
         }
         let text = String::from_utf8(buf.0.borrow().clone()).unwrap();
         assert!(text.contains("[1/2] a 64 B: setting up"), "{text}");
         assert!(text.contains("[2/2] a imix"), "{text}");
-        assert!(text.contains("throughput: trial 1 at 14.881 Mfps (100.0 % of line)"), "{text}");
+        assert!(
+            text.contains("throughput: trial 1 at 14.881 Mfps (100.0 % of line)"),
+            "{text}"
+        );
         assert!(text.contains("latency: trial 1 at"), "{text}");
         assert!(text.contains("throughput best-of-3: trial"), "{text}");
         assert!(text.lines().all(|l| l.contains("left")), "{text}");

@@ -61,8 +61,11 @@ impl RunResults {
 
     /// Parses a results document and checks its schema.
     pub fn from_json(text: &str, path: &Path) -> Result<RunResults, LabError> {
-        let v: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| LabError::BadResults { path: path.into(), reason: format!("invalid JSON: {e}") })?;
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| LabError::BadResults {
+                path: path.into(),
+                reason: format!("invalid JSON: {e}"),
+            })?;
         match v.get("schema").and_then(|s| s.as_str()) {
             Some(SCHEMA) => {}
             Some(other) => {
@@ -72,19 +75,31 @@ impl RunResults {
                 })
             }
             None => {
-                return Err(LabError::BadResults { path: path.into(), reason: format!("no \"schema\" field (expected {SCHEMA:?})") })
+                return Err(LabError::BadResults {
+                    path: path.into(),
+                    reason: format!("no \"schema\" field (expected {SCHEMA:?})"),
+                })
             }
         }
-        serde_json::from_value(v).map_err(|e| LabError::BadResults { path: path.into(), reason: e.to_string() })
+        serde_json::from_value(v).map_err(|e| LabError::BadResults {
+            path: path.into(),
+            reason: e.to_string(),
+        })
     }
 
     pub fn load(path: &Path) -> Result<RunResults, LabError> {
-        let text = std::fs::read_to_string(path).map_err(|source| LabError::Io { path: path.into(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| LabError::Io {
+            path: path.into(),
+            source,
+        })?;
         RunResults::from_json(&text, path)
     }
 
     pub fn save(&self, path: &Path) -> Result<(), LabError> {
-        std::fs::write(path, self.to_json()).map_err(|source| LabError::Io { path: path.into(), source })
+        std::fs::write(path, self.to_json()).map_err(|source| LabError::Io {
+            path: path.into(),
+            source,
+        })
     }
 }
 
@@ -120,7 +135,11 @@ impl Provenance {
                 .filter(|o| o.status.success())
                 .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         };
-        let read = |p: &str| std::fs::read_to_string(p).ok().map(|s| s.trim().to_string());
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .ok()
+                .map(|s| s.trim().to_string())
+        };
         let cpu_model = read("/proc/cpuinfo").and_then(|c| {
             c.lines()
                 .find(|l| l.starts_with("model name"))
@@ -129,13 +148,16 @@ impl Provenance {
         });
         Provenance {
             git_revision: git(&["rev-parse", "HEAD"]),
-            git_dirty: git(&["status", "--porcelain", "--untracked-files=no"]).map(|s| !s.is_empty()),
+            git_dirty: git(&["status", "--porcelain", "--untracked-files=no"])
+                .map(|s| !s.is_empty()),
             command,
             config,
             hostname: read("/proc/sys/kernel/hostname"),
             kernel: read("/proc/sys/kernel/osrelease"),
             cpu_model,
-            cores: std::thread::available_parallelism().ok().map(|n| n.get() as u32),
+            cores: std::thread::available_parallelism()
+                .ok()
+                .map(|n| n.get() as u32),
             date: rfc3339_utc(SystemTime::now()),
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
         }
@@ -144,7 +166,10 @@ impl Provenance {
 
 /// Formats a time as `YYYY-MM-DDTHH:MM:SSZ` (UTC).
 pub fn rfc3339_utc(t: SystemTime) -> String {
-    let secs = t.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Civil date from days since 1970-01-01 (Howard Hinnant's days_from_civil inverse).
     let z = days as i64 + 719_468;
@@ -156,7 +181,12 @@ pub fn rfc3339_utc(t: SystemTime) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 /// The traffic generator used, and what it was measured to sustain on its own (loopback).
@@ -203,18 +233,27 @@ pub fn size_label(frame_size: u32, mix: Option<&str>) -> String {
 
 impl GeneratorInfo {
     pub fn limit_for(&self, frame_size: u32) -> Option<f64> {
-        self.calibrated_limits.iter().find(|c| c.frame_size == frame_size).map(|c| c.max_fps)
+        self.calibrated_limits
+            .iter()
+            .find(|c| c.frame_size == frame_size)
+            .map(|c| c.max_fps)
     }
 
     /// The limit calibrated for a test's topology and frame size (or mix); falls back to one
     /// recorded for the size without a topology.
     pub fn limit_for_test(&self, t: &TestRecord) -> Option<f64> {
-        let size_matches = |c: &&CalibratedLimit| c.frame_size == t.frame_size && c.mix == t.frame_mix;
+        let size_matches =
+            |c: &&CalibratedLimit| c.frame_size == t.frame_size && c.mix == t.frame_mix;
         self.calibrated_limits
             .iter()
             .filter(size_matches)
             .find(|c| c.topology.is_some() && c.topology == t.topology)
-            .or_else(|| self.calibrated_limits.iter().filter(size_matches).find(|c| c.topology.is_none()))
+            .or_else(|| {
+                self.calibrated_limits
+                    .iter()
+                    .filter(size_matches)
+                    .find(|c| c.topology.is_none())
+            })
             .map(|c| c.max_fps)
     }
 }
@@ -409,7 +448,9 @@ impl TestRecord {
                             .iter()
                             .rev()
                             .find(|tr| tr.intended_load.fps == x && !tr.tester_limited);
-                        let (rx, tx, loss) = at.map_or((x, x, 0.0), |tr| (tr.received_fps(), tr.offered_fps(), tr.loss_percent()));
+                        let (rx, tx, loss) = at.map_or((x, x, 0.0), |tr| {
+                            (tr.received_fps(), tr.offered_fps(), tr.loss_percent())
+                        });
                         rates(&mut r, rx, tx);
                         r.insert("frame_loss_percent", Cell::Num(loss));
                         if let Some(l) = at.and_then(|tr| tr.latency.as_ref()) {
@@ -431,7 +472,12 @@ impl TestRecord {
                     _ => false,
                 };
                 if at_limit && !t.tester_limited {
-                    r.insert("note", Cell::Text("at the generator's calibrated limit: the DUT may forward more".into()));
+                    r.insert(
+                        "note",
+                        Cell::Text(
+                            "at the generator's calibrated limit: the DUT may forward more".into(),
+                        ),
+                    );
                 }
                 r.insert("tester_limited", Cell::Flag(t.tester_limited || at_limit));
                 vec![r]
@@ -455,7 +501,13 @@ impl TestRecord {
                     r.insert("frame_loss_percent", Cell::Num(g.goal.loss_ratio * 100.0));
                     r.insert("trials", Cell::Num(m.trials.len() as f64));
                     r.insert("tester_limited", Cell::Flag(g.tester_limited));
-                    r.insert("note", Cell::Text(format!("{:.0} trial-seconds; loss column = goal loss ratio", m.trial_seconds)));
+                    r.insert(
+                        "note",
+                        Cell::Text(format!(
+                            "{:.0} trial-seconds; loss column = goal loss ratio",
+                            m.trial_seconds
+                        )),
+                    );
                     r
                 })
                 .collect(),
@@ -463,8 +515,16 @@ impl TestRecord {
                 .iter()
                 .map(|p| {
                     let mut r = base(name);
-                    r.insert("goal", Cell::Text(format!("{:.0}% of throughput", p.fraction * 100.0)));
-                    let rx: f64 = mean(p.trials.iter().filter(|t| !t.tester_limited).map(|t| t.received_fps()));
+                    r.insert(
+                        "goal",
+                        Cell::Text(format!("{:.0}% of throughput", p.fraction * 100.0)),
+                    );
+                    let rx: f64 = mean(
+                        p.trials
+                            .iter()
+                            .filter(|t| !t.tester_limited)
+                            .map(|t| t.received_fps()),
+                    );
                     rates(&mut r, rx, p.load_fps);
                     r.insert("frame_loss_percent", Cell::Num(p.max_loss_ratio * 100.0));
                     if let Some(s) = &p.stats {
@@ -494,13 +554,29 @@ impl TestRecord {
                     r.insert("b2b_frames_max", Cell::Num(b.max_frames as f64));
                     r.insert("b2b_frames_stdev", Cell::Num(b.stdev_frames));
                     r.insert("b2b_frame_loss_percent", Cell::Num(0.0));
-                    r.insert("implied_buffer_time_us", Cell::Num(b.implied_buffer_time_s * 1e6));
-                    r.insert("corrected_buffer_time_us", Cell::Num(b.corrected_buffer_time_s * 1e6));
+                    r.insert(
+                        "implied_buffer_time_us",
+                        Cell::Num(b.implied_buffer_time_s * 1e6),
+                    );
+                    r.insert(
+                        "corrected_buffer_time_us",
+                        Cell::Num(b.corrected_buffer_time_s * 1e6),
+                    );
                     if b.max_burst_lossless {
-                        r.insert("note", Cell::Text("longest burst tried was lossless: buffer may be larger".into()));
+                        r.insert(
+                            "note",
+                            Cell::Text(
+                                "longest burst tried was lossless: buffer may be larger".into(),
+                            ),
+                        );
                     }
                 } else {
-                    r.insert("note", Cell::Text("not applicable: throughput at line rate (RFC 9004 §5.1)".into()));
+                    r.insert(
+                        "note",
+                        Cell::Text(
+                            "not applicable: throughput at line rate (RFC 9004 §5.1)".into(),
+                        ),
+                    );
                 }
                 r.insert("trials", Cell::Num(b.bursts.len() as f64));
                 r.insert("tester_limited", Cell::Flag(b.tester_limited));
@@ -513,13 +589,21 @@ impl TestRecord {
                 let tx = mean(counted.iter().map(|t| t.offered_fps()));
                 rates(&mut r, rx, tx);
                 r.insert("frame_loss_percent", Cell::Num(s.loss_ratio * 100.0));
-                let lat: Vec<LatencyStats> = counted.iter().filter_map(|t| t.latency.clone()).collect();
+                let lat: Vec<LatencyStats> =
+                    counted.iter().filter_map(|t| t.latency.clone()).collect();
                 if let Some(l) = LatencyStats::combine(&lat) {
                     insert_latency(&mut r, &l);
                 }
                 r.insert("trials", Cell::Num(s.intervals.len() as f64));
                 r.insert("tester_limited", Cell::Flag(s.tester_limited_intervals > 0));
-                r.insert("note", Cell::Text(format!("{} of {} intervals lossy", s.lossy_intervals, s.intervals.len())));
+                r.insert(
+                    "note",
+                    Cell::Text(format!(
+                        "{} of {} intervals lossy",
+                        s.lossy_intervals,
+                        s.intervals.len()
+                    )),
+                );
                 vec![r]
             }
         }
@@ -556,8 +640,17 @@ mod tests {
 
     pub(crate) fn sample_throughput_record() -> TestRecord {
         let line = LineRate::ten_gig(64);
-        let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 0.5 * line.max_fps() }, 1);
-        let t = throughput(&mut dut, &ThroughputConfig::new(0.0, line.max_fps(), Duration::from_secs(1))).unwrap();
+        let mut dut = SimDut::new(
+            SimModel::Fixed {
+                capacity_fps: 0.5 * line.max_fps(),
+            },
+            1,
+        );
+        let t = throughput(
+            &mut dut,
+            &ThroughputConfig::new(0.0, line.max_fps(), Duration::from_secs(1)),
+        )
+        .unwrap();
         TestRecord {
             id: "phy2phy_tput".into(),
             description: "LTD.Throughput.RFC2544.PacketLossRatio".into(),
@@ -586,15 +679,24 @@ mod tests {
         assert!(text.contains("\"procedure\": \"throughput\""));
         let back = RunResults::from_json(&text, Path::new("x.json")).unwrap();
         assert_eq!(back, run);
-        let Outcome::Throughput(t) = &back.tests[0].outcome else { panic!() };
+        let Outcome::Throughput(t) = &back.tests[0].outcome else {
+            panic!()
+        };
         assert!(t.trials.len() > 5);
     }
 
     #[test]
     fn wrong_or_missing_schema_is_rejected_with_the_path() {
-        let e = RunResults::from_json(r#"{"schema":"other/9"}"#, Path::new("a.json")).unwrap_err().to_string();
-        assert!(e.contains("a.json") && e.contains("other/9") && e.contains(SCHEMA), "{e}");
-        let e = RunResults::from_json("{}", Path::new("b.json")).unwrap_err().to_string();
+        let e = RunResults::from_json(r#"{"schema":"other/9"}"#, Path::new("a.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("a.json") && e.contains("other/9") && e.contains(SCHEMA),
+            "{e}"
+        );
+        let e = RunResults::from_json("{}", Path::new("b.json"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no \"schema\""), "{e}");
         assert!(RunResults::from_json("not json", Path::new("c.json")).is_err());
     }
@@ -611,8 +713,14 @@ mod tests {
     #[test]
     fn rfc3339_known_dates() {
         assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339_utc(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29T00:00:00Z");
-        assert_eq!(rfc3339_utc(UNIX_EPOCH + Duration::from_secs(1_700_000_000)), "2023-11-14T22:13:20Z");
+        assert_eq!(
+            rfc3339_utc(UNIX_EPOCH + Duration::from_secs(951_782_400)),
+            "2000-02-29T00:00:00Z"
+        );
+        assert_eq!(
+            rfc3339_utc(UNIX_EPOCH + Duration::from_secs(1_700_000_000)),
+            "2023-11-14T22:13:20Z"
+        );
     }
 
     #[test]

@@ -30,10 +30,22 @@ use crate::{LabError, Load};
 /// The forwarding behaviour of a [`SimDut`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SimModel {
-    Fixed { capacity_fps: f64 },
-    Noisy { capacity_fps: f64, spread: f64 },
-    Sporadic { capacity_fps: f64, probability: f64, max_lost: u64 },
-    LinearLoss { knee_fps: f64, slope: f64 },
+    Fixed {
+        capacity_fps: f64,
+    },
+    Noisy {
+        capacity_fps: f64,
+        spread: f64,
+    },
+    Sporadic {
+        capacity_fps: f64,
+        probability: f64,
+        max_lost: u64,
+    },
+    LinearLoss {
+        knee_fps: f64,
+        slope: f64,
+    },
 }
 
 impl SimModel {
@@ -123,7 +135,10 @@ impl SimDut {
     /// This trial's capacity (noise applied).
     fn capacity(&mut self) -> f64 {
         match self.model {
-            SimModel::Noisy { capacity_fps, spread } => {
+            SimModel::Noisy {
+                capacity_fps,
+                spread,
+            } => {
                 let u: f64 = self.rng.gen_range(-1.0..=1.0);
                 capacity_fps * (1.0 + spread * u)
             }
@@ -150,7 +165,12 @@ impl SimDut {
                 (excess - 1e-6).max(0.0).ceil() as u64
             }
         };
-        if let SimModel::Sporadic { probability, max_lost, .. } = self.model {
+        if let SimModel::Sporadic {
+            probability,
+            max_lost,
+            ..
+        } = self.model
+        {
             if lost == 0 && max_lost > 0 && self.rng.gen_bool(probability.clamp(0.0, 1.0)) {
                 lost = self.rng.gen_range(1..=max_lost);
             }
@@ -183,7 +203,11 @@ impl SimDut {
 impl Measurer for SimDut {
     fn trial(&mut self, load: Load, duration: Duration) -> Result<TrialResult, LabError> {
         if !(load.fps.is_finite() && load.fps >= 0.0) {
-            return Err(LabError::invalid("load_fps", load.fps, "a finite rate >= 0"));
+            return Err(LabError::invalid(
+                "load_fps",
+                load.fps,
+                "a finite rate >= 0",
+            ));
         }
         let secs = duration.as_secs_f64();
         let intended = load.frames_in(secs);
@@ -191,7 +215,11 @@ impl Measurer for SimDut {
             Some(limit) => intended.min((limit * secs).floor() as u64),
             None => intended,
         };
-        let rate = if secs > 0.0 { offered as f64 / secs } else { 0.0 };
+        let rate = if secs > 0.0 {
+            offered as f64 / secs
+        } else {
+            0.0
+        };
         let lost = self.lost(offered, rate, secs);
         let received = offered - lost;
         self.trial_seconds += secs;
@@ -227,7 +255,12 @@ mod tests {
 
     #[test]
     fn fixed_capacity_drops_exactly_the_excess() {
-        let mut d = SimDut::new(SimModel::Fixed { capacity_fps: 1000.0 }, 1);
+        let mut d = SimDut::new(
+            SimModel::Fixed {
+                capacity_fps: 1000.0,
+            },
+            1,
+        );
         assert_eq!(d.trial(Load::fps(900.0), S).unwrap().lost_frames(), 0);
         assert_eq!(d.trial(Load::fps(1000.0), S).unwrap().lost_frames(), 0);
         assert_eq!(d.trial(Load::fps(1200.0), S).unwrap().lost_frames(), 200);
@@ -248,10 +281,16 @@ mod tests {
 
     #[test]
     fn same_seed_same_results() {
-        let model = SimModel::Sporadic { capacity_fps: 1e6, probability: 0.3, max_lost: 10 };
+        let model = SimModel::Sporadic {
+            capacity_fps: 1e6,
+            probability: 0.3,
+            max_lost: 10,
+        };
         let run = |seed| {
             let mut d = SimDut::new(model, seed);
-            (0..50).map(|_| d.trial(Load::fps(5e5), S).unwrap().lost_frames()).collect::<Vec<_>>()
+            (0..50)
+                .map(|_| d.trial(Load::fps(5e5), S).unwrap().lost_frames())
+                .collect::<Vec<_>>()
         };
         assert_eq!(run(7), run(7));
         assert_ne!(run(7), run(8));
@@ -262,7 +301,13 @@ mod tests {
 
     #[test]
     fn linear_loss_grows_above_the_knee() {
-        let mut d = SimDut::new(SimModel::LinearLoss { knee_fps: 1000.0, slope: 0.5 }, 1);
+        let mut d = SimDut::new(
+            SimModel::LinearLoss {
+                knee_fps: 1000.0,
+                slope: 0.5,
+            },
+            1,
+        );
         assert_eq!(d.trial(Load::fps(1000.0), S).unwrap().lost_frames(), 0);
         // 1200: 0.5 × 0.2 = 10 % of 1200 = 120.
         assert_eq!(d.trial(Load::fps(1200.0), S).unwrap().lost_frames(), 120);
@@ -272,7 +317,9 @@ mod tests {
     #[test]
     fn buffered_dut_absorbs_bursts_up_to_the_rfc9004_length() {
         // B = 1000 frames, drain 0.5 × R: lossless up to B / (1 − 0.5) = 2000 frames.
-        let mut d = SimDut::new(SimModel::Fixed { capacity_fps: 5e6 }, 1).with_buffer(1000).with_line_rate(1e7);
+        let mut d = SimDut::new(SimModel::Fixed { capacity_fps: 5e6 }, 1)
+            .with_buffer(1000)
+            .with_line_rate(1e7);
         assert!(d.burst(2000).unwrap().lossless());
         assert!(!d.burst(2002).unwrap().lossless());
         assert_eq!(d.bursts(), 2);

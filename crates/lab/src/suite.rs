@@ -78,7 +78,10 @@ pub struct Suite {
 }
 
 fn default_sizes() -> Vec<FrameSize> {
-    crate::load::RFC2544_FRAME_SIZES.iter().map(|&b| FrameSize::Bytes(b)).collect()
+    crate::load::RFC2544_FRAME_SIZES
+        .iter()
+        .map(|&b| FrameSize::Bytes(b))
+        .collect()
 }
 
 /// A frame size of a suite: bytes with FCS (`64`), or a mix the generator knows (`"imix"`,
@@ -165,21 +168,58 @@ impl DutSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "model", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum SimSpec {
-    Fixed { capacity_mfps: f64, #[serde(default)] buffer_frames: u64 },
-    Noisy { capacity_mfps: f64, spread: f64, #[serde(default)] buffer_frames: u64 },
-    Sporadic { capacity_mfps: f64, probability: f64, max_lost: u64, #[serde(default)] buffer_frames: u64 },
-    LinearLoss { knee_mfps: f64, slope: f64 },
+    Fixed {
+        capacity_mfps: f64,
+        #[serde(default)]
+        buffer_frames: u64,
+    },
+    Noisy {
+        capacity_mfps: f64,
+        spread: f64,
+        #[serde(default)]
+        buffer_frames: u64,
+    },
+    Sporadic {
+        capacity_mfps: f64,
+        probability: f64,
+        max_lost: u64,
+        #[serde(default)]
+        buffer_frames: u64,
+    },
+    LinearLoss {
+        knee_mfps: f64,
+        slope: f64,
+    },
 }
 
 impl SimSpec {
     pub fn model(&self) -> SimModel {
         match *self {
-            SimSpec::Fixed { capacity_mfps, .. } => SimModel::Fixed { capacity_fps: capacity_mfps * 1e6 },
-            SimSpec::Noisy { capacity_mfps, spread, .. } => SimModel::Noisy { capacity_fps: capacity_mfps * 1e6, spread },
-            SimSpec::Sporadic { capacity_mfps, probability, max_lost, .. } => {
-                SimModel::Sporadic { capacity_fps: capacity_mfps * 1e6, probability, max_lost }
-            }
-            SimSpec::LinearLoss { knee_mfps, slope } => SimModel::LinearLoss { knee_fps: knee_mfps * 1e6, slope },
+            SimSpec::Fixed { capacity_mfps, .. } => SimModel::Fixed {
+                capacity_fps: capacity_mfps * 1e6,
+            },
+            SimSpec::Noisy {
+                capacity_mfps,
+                spread,
+                ..
+            } => SimModel::Noisy {
+                capacity_fps: capacity_mfps * 1e6,
+                spread,
+            },
+            SimSpec::Sporadic {
+                capacity_mfps,
+                probability,
+                max_lost,
+                ..
+            } => SimModel::Sporadic {
+                capacity_fps: capacity_mfps * 1e6,
+                probability,
+                max_lost,
+            },
+            SimSpec::LinearLoss { knee_mfps, slope } => SimModel::LinearLoss {
+                knee_fps: knee_mfps * 1e6,
+                slope,
+            },
         }
     }
 
@@ -317,7 +357,10 @@ impl GoalSpec {
             loss_ratio: self.loss_percent / 100.0,
             exceed_ratio: self.exceed_ratio,
             relative_width: self.relative_width,
-            initial_trial_duration: secs("goal.initial_trial_duration_s", self.initial_trial_duration_s)?,
+            initial_trial_duration: secs(
+                "goal.initial_trial_duration_s",
+                self.initial_trial_duration_s,
+            )?,
             final_trial_duration: secs("goal.final_trial_duration_s", self.final_trial_duration_s)?,
             duration_sum: secs("goal.duration_sum_s", self.duration_sum_s)?,
         })
@@ -389,7 +432,12 @@ fn ninety() -> f64 {
 /// Parses `best-of-5`, `worst-of-3`, `single`.
 pub fn parse_policy(s: &str) -> Result<TrialPolicy, LabError> {
     const EXPECTED: &str = "single, best-of-N or worst-of-N with N >= 1";
-    let n = |rest: &str| rest.parse::<u32>().ok().filter(|n| *n >= 1).ok_or_else(|| LabError::invalid("policy", s, EXPECTED));
+    let n = |rest: &str| {
+        rest.parse::<u32>()
+            .ok()
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| LabError::invalid("policy", s, EXPECTED))
+    };
     if s == "single" {
         Ok(TrialPolicy::Single)
     } else if let Some(rest) = s.strip_prefix("best-of-") {
@@ -432,12 +480,17 @@ impl TestSpec {
             TestSpec::Mlrsearch { id, .. } => (id, "ndrpdr"),
             TestSpec::Soak { id, .. } => (id, "soak"),
         };
-        given.clone().unwrap_or_else(|| format!("{deployment}_{short}"))
+        given
+            .clone()
+            .unwrap_or_else(|| format!("{deployment}_{short}"))
     }
 
     /// Whether the test needs a throughput measured before it.
     pub fn needs_throughput(&self) -> bool {
-        matches!(self, TestSpec::Latency { .. } | TestSpec::Back2back { .. } | TestSpec::Soak { .. })
+        matches!(
+            self,
+            TestSpec::Latency { .. } | TestSpec::Back2back { .. } | TestSpec::Soak { .. }
+        )
     }
 
     pub fn scale(&self) -> Option<&ScaleSpec> {
@@ -450,8 +503,11 @@ impl TestSpec {
     /// Whether the test runs for this driver and frame size (its `duts` / `frame_sizes` filters).
     pub fn applies_to(&self, dut: &str, size: &FrameSize) -> bool {
         match self {
-            TestSpec::Throughput { frame_sizes, duts, .. } => {
-                frame_sizes.as_ref().is_none_or(|f| f.contains(size)) && duts.as_ref().is_none_or(|d| d.iter().any(|n| n == dut))
+            TestSpec::Throughput {
+                frame_sizes, duts, ..
+            } => {
+                frame_sizes.as_ref().is_none_or(|f| f.contains(size))
+                    && duts.as_ref().is_none_or(|d| d.iter().any(|n| n == dut))
             }
             _ => true,
         }
@@ -461,25 +517,47 @@ impl TestSpec {
 impl Suite {
     /// Parses and validates a suite; errors name the key, the value and what is accepted.
     pub fn parse(text: &str) -> Result<Suite, LabError> {
-        let suite: Suite = toml::from_str(text).map_err(|e| LabError::invalid("suite", e.message().to_string(), "a suite as documented in docs/METHODOLOGY.md"))?;
+        let suite: Suite = toml::from_str(text).map_err(|e| {
+            LabError::invalid(
+                "suite",
+                e.message().to_string(),
+                "a suite as documented in docs/METHODOLOGY.md",
+            )
+        })?;
         suite.validate()?;
         Ok(suite)
     }
 
     pub fn validate(&self) -> Result<(), LabError> {
         if self.duts.is_empty() {
-            return Err(LabError::invalid("dut", "none", "at least one [[dut]] table"));
+            return Err(LabError::invalid(
+                "dut",
+                "none",
+                "at least one [[dut]] table",
+            ));
         }
         if self.tests.is_empty() {
-            return Err(LabError::invalid("test", "none", "at least one [[test]] table"));
+            return Err(LabError::invalid(
+                "test",
+                "none",
+                "at least one [[test]] table",
+            ));
         }
         if let Some(t) = self.tester_tolerance_percent {
             if !(t.is_finite() && (0.0..=10.0).contains(&t)) {
-                return Err(LabError::invalid("tester_tolerance_percent", t, "a percentage in 0..=10"));
+                return Err(LabError::invalid(
+                    "tester_tolerance_percent",
+                    t,
+                    "a percentage in 0..=10",
+                ));
             }
         }
         if self.frame_sizes.is_empty() {
-            return Err(LabError::invalid("frame_sizes", "[]", "at least one frame size"));
+            return Err(LabError::invalid(
+                "frame_sizes",
+                "[]",
+                "at least one frame size",
+            ));
         }
         for f in &self.frame_sizes {
             self.line(f)?;
@@ -500,28 +578,64 @@ impl Suite {
             }
             // A throughput test limited to some sizes or devices does not feed the tests after it
             // everywhere, so it does not count as "measured before".
-            have_throughput |= matches!(t, TestSpec::Throughput { scale: None, frame_sizes: None, duts: None, .. } | TestSpec::Mlrsearch { .. });
-            if let TestSpec::Throughput { policy, scale, frame_sizes, duts, search_max, .. } = t {
+            have_throughput |= matches!(
+                t,
+                TestSpec::Throughput {
+                    scale: None,
+                    frame_sizes: None,
+                    duts: None,
+                    ..
+                } | TestSpec::Mlrsearch { .. }
+            );
+            if let TestSpec::Throughput {
+                policy,
+                scale,
+                frame_sizes,
+                duts,
+                search_max,
+                ..
+            } = t
+            {
                 parse_policy(policy)?;
                 if search_max != "line-rate" && search_max != "generator-limit" {
-                    return Err(LabError::invalid("test.search_max", search_max, "line-rate or generator-limit"));
+                    return Err(LabError::invalid(
+                        "test.search_max",
+                        search_max,
+                        "line-rate or generator-limit",
+                    ));
                 }
                 for f in frame_sizes.iter().flatten() {
                     if !self.frame_sizes.contains(f) {
-                        return Err(LabError::invalid("test.frame_sizes", f.name(), "sizes listed in the suite's frame_sizes"));
+                        return Err(LabError::invalid(
+                            "test.frame_sizes",
+                            f.name(),
+                            "sizes listed in the suite's frame_sizes",
+                        ));
                     }
                 }
                 for d in duts.iter().flatten() {
                     if !self.duts.iter().any(|x| &x.name == d) {
-                        return Err(LabError::invalid("test.duts", d, "the name of one of the suite's [[dut]] tables"));
+                        return Err(LabError::invalid(
+                            "test.duts",
+                            d,
+                            "the name of one of the suite's [[dut]] tables",
+                        ));
                     }
                 }
                 if let Some(s) = scale {
                     if s.kind != "mac-entries" && s.kind != "flows" {
-                        return Err(LabError::invalid("test.scale.kind", &s.kind, "mac-entries or flows"));
+                        return Err(LabError::invalid(
+                            "test.scale.kind",
+                            &s.kind,
+                            "mac-entries or flows",
+                        ));
                     }
                     if s.points.is_empty() {
-                        return Err(LabError::invalid("test.scale.points", "[]", "at least one point"));
+                        return Err(LabError::invalid(
+                            "test.scale.points",
+                            "[]",
+                            "at least one point",
+                        ));
                     }
                 }
             }
@@ -534,7 +648,11 @@ impl Suite {
         let ports = if self.bidirectional { 2 } else { 1 };
         match frame_size {
             FrameSize::Bytes(b) => LineRate::new(self.line_rate_gbps * 1e9, *b, ports),
-            FrameSize::Mix(_) => LineRate::for_mix(self.line_rate_gbps * 1e9, frame_size.spec()?.mean_size(), ports),
+            FrameSize::Mix(_) => LineRate::for_mix(
+                self.line_rate_gbps * 1e9,
+                frame_size.spec()?.mean_size(),
+                ports,
+            ),
         }
     }
 }
@@ -563,11 +681,24 @@ pub fn run_test_with_limit<M: Measurer + ?Sized>(
     let max = line.max_fps();
     let need = || {
         throughput_fps.filter(|x| *x > 0.0).ok_or_else(|| {
-            LabError::invalid("throughput", "not measured", "a throughput or mlrsearch test earlier in the suite that found a rate")
+            LabError::invalid(
+                "throughput",
+                "not measured",
+                "a throughput or mlrsearch test earlier in the suite that found a rate",
+            )
         })
     };
     Ok(match spec {
-        TestSpec::Throughput { trial_duration_s, loss_tolerance_percent, resolution_percent, policy, verify, learning_s, search_max, .. } => {
+        TestSpec::Throughput {
+            trial_duration_s,
+            loss_tolerance_percent,
+            resolution_percent,
+            policy,
+            verify,
+            learning_s,
+            search_max,
+            ..
+        } => {
             let top = match (search_max.as_str(), generator_limit_fps) {
                 ("generator-limit", Some(g)) if g > 0.0 && g.is_finite() => g.min(max),
                 _ => max,
@@ -575,17 +706,29 @@ pub fn run_test_with_limit<M: Measurer + ?Sized>(
             // The lowest load searched is one resolution step: a device that fails there has no
             // throughput at this resolution ("no load passed"), rather than a trivial 0 frames/s.
             let res = top * resolution_percent / 100.0;
-            let mut c = ThroughputConfig::new(res.min(top / 2.0), top, secs("trial_duration_s", *trial_duration_s)?);
+            let mut c = ThroughputConfig::new(
+                res.min(top / 2.0),
+                top,
+                secs("trial_duration_s", *trial_duration_s)?,
+            );
             c.loss_tolerance = loss_tolerance_percent / 100.0;
             c.resolution_fps = res;
             c.policy = parse_policy(policy)?;
             c.verify = *verify;
             if *learning_s > 0.0 {
-                c.learning = Some((Load::percent_of(10.0, line), secs("learning_s", *learning_s)?));
+                c.learning = Some((
+                    Load::percent_of(10.0, line),
+                    secs("learning_s", *learning_s)?,
+                ));
             }
             Outcome::Throughput(throughput(m, &c)?)
         }
-        TestSpec::Latency { fractions_percent, trial_duration_s, repetitions, .. } => {
+        TestSpec::Latency {
+            fractions_percent,
+            trial_duration_s,
+            repetitions,
+            ..
+        } => {
             let c = LatencyConfig {
                 fractions: fractions_percent.iter().map(|p| p / 100.0).collect(),
                 trial_duration: secs("trial_duration_s", *trial_duration_s)?,
@@ -593,7 +736,13 @@ pub fn run_test_with_limit<M: Measurer + ?Sized>(
             };
             Outcome::Latency(latency_at(m, need()?, &c)?)
         }
-        TestSpec::Linear { start_percent, end_percent, step_percent, trial_duration_s, .. } => {
+        TestSpec::Linear {
+            start_percent,
+            end_percent,
+            step_percent,
+            trial_duration_s,
+            ..
+        } => {
             let c = LinearSweepConfig {
                 line: *line,
                 start_pct: *start_percent,
@@ -603,21 +752,33 @@ pub fn run_test_with_limit<M: Measurer + ?Sized>(
             };
             Outcome::LinearSweep(linear_sweep(m, &c)?)
         }
-        TestSpec::Back2back { repetitions, max_burst_s, resolution_frames, .. } => {
+        TestSpec::Back2back {
+            repetitions,
+            max_burst_s,
+            resolution_frames,
+            ..
+        } => {
             let mut c = BackToBackConfig::new(max, need()?);
             c.repetitions = *repetitions;
             c.max_burst = (max * max_burst_s).ceil() as u64;
             c.resolution_frames = *resolution_frames;
             Outcome::BackToBack(back_to_back(m, &c)?)
         }
-        TestSpec::Mlrsearch { goals, min_percent, .. } => {
+        TestSpec::Mlrsearch {
+            goals, min_percent, ..
+        } => {
             let mut c = MlrConfig::ndr_pdr(max * min_percent / 100.0, max);
             if !goals.is_empty() {
                 c.goals = goals.iter().map(GoalSpec::goal).collect::<Result<_, _>>()?;
             }
             Outcome::Mlrsearch(mlrsearch(m, &c)?)
         }
-        TestSpec::Soak { percent_of_throughput, duration_s, interval_s, .. } => {
+        TestSpec::Soak {
+            percent_of_throughput,
+            duration_s,
+            interval_s,
+            ..
+        } => {
             let c = SoakConfig {
                 load: Load::fps(need()? * percent_of_throughput / 100.0),
                 total: secs("duration_s", *duration_s)?,
@@ -629,7 +790,8 @@ pub fn run_test_with_limit<M: Measurer + ?Sized>(
 }
 
 /// Called before each scale point: `(measurer, the test's scale spec, the point)`.
-pub type Reconfigure<'a> = dyn FnMut(&mut dyn Measurer, &ScaleSpec, u64) -> Result<(), LabError> + 'a;
+pub type Reconfigure<'a> =
+    dyn FnMut(&mut dyn Measurer, &ScaleSpec, u64) -> Result<(), LabError> + 'a;
 
 /// Runs every test of `suite` for one DUT and frame size on `m` and returns the records.
 ///
@@ -729,10 +891,16 @@ pub fn run_for_dut_observed(
             }
         };
         if let Err(e) = step {
-            return Ok(DutRun { records, error: Some(e) });
+            return Ok(DutRun {
+                records,
+                error: Some(e),
+            });
         }
     }
-    Ok(DutRun { records, error: None })
+    Ok(DutRun {
+        records,
+        error: None,
+    })
 }
 
 /// The throughput an outcome found, for the tests that follow it.
@@ -794,14 +962,22 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
     #[test]
     fn example_suite_parses_with_defaults() {
         let s = Suite::parse(EXAMPLE).unwrap();
-        assert_eq!(s.frame_sizes, vec![FrameSize::Bytes(64), FrameSize::Bytes(1518)]);
+        assert_eq!(
+            s.frame_sizes,
+            vec![FrameSize::Bytes(64), FrameSize::Bytes(1518)]
+        );
         assert_eq!(s.duts.len(), 2);
         assert_eq!(s.duts[1].deployment(), "phy2phy");
         assert_eq!(s.tests.len(), 5);
         assert_eq!(s.tests[0].id("phy2phy"), "phy2phy_tput");
         assert_eq!(s.tests[4].id("phy2phy"), "phy2phy_mac_scale");
         assert_eq!(s.tests[4].scale().unwrap().points, vec![2, 2000, 20000]);
-        let TestSpec::Latency { fractions_percent, .. } = &s.tests[1] else { panic!() };
+        let TestSpec::Latency {
+            fractions_percent, ..
+        } = &s.tests[1]
+        else {
+            panic!()
+        };
         assert_eq!(fractions_percent, &vec![100.0, 90.0, 50.0, 10.0]);
     }
 
@@ -811,7 +987,9 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
         let line = s.line(&64.into()).unwrap();
         let dut = &s.duts[0];
         let sim = dut.sim.as_ref().unwrap();
-        let mut m = SimDut::new(sim.model(), 1).with_buffer(sim.buffer_frames()).with_line_rate(line.max_fps());
+        let mut m = SimDut::new(sim.model(), 1)
+            .with_buffer(sim.buffer_frames())
+            .with_line_rate(line.max_fps());
         let mut thr = None;
         for t in s.tests.iter().filter(|t| t.scale().is_none()) {
             let o = run_test(&mut m, t, &line, thr).unwrap();
@@ -830,13 +1008,19 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
         let e = Suite::parse(&bad).unwrap_err().to_string();
         assert!(e.contains("trial_duraton_s"), "{e}");
         let bad = EXAMPLE.replace("frame_sizes = [64, 1518]", "frame_sizes = [32]");
-        assert!(Suite::parse(&bad).unwrap_err().to_string().contains("frame_size"));
+        assert!(Suite::parse(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("frame_size"));
         // Latency before any throughput test.
         let bad = "name = \"x\"\n[[dut]]\nname = \"ovs\"\ntopology = \"phy2phy-veth\"\n[[test]]\nprocedure = \"latency\"\n";
         let e = Suite::parse(bad).unwrap_err().to_string();
         assert!(e.contains("latency") && e.contains("throughput"), "{e}");
         let bad = EXAMPLE.replace("kind = \"mac-entries\"", "kind = \"routes\"");
-        assert!(Suite::parse(&bad).unwrap_err().to_string().contains("test.scale.kind"));
+        assert!(Suite::parse(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("test.scale.kind"));
     }
 
     #[test]
@@ -853,15 +1037,27 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
         .unwrap();
         // 4 plain tests + 3 scale points.
         assert_eq!(recs.len(), 7);
-        assert_eq!(seen, vec![("mac-entries".to_string(), 2), ("mac-entries".to_string(), 2000), ("mac-entries".to_string(), 20000)]);
-        assert!(recs.iter().all(|r| r.vswitch == "ovs" && r.frame_size == 1518 && r.deployment == "phy2phy"));
+        assert_eq!(
+            seen,
+            vec![
+                ("mac-entries".to_string(), 2),
+                ("mac-entries".to_string(), 2000),
+                ("mac-entries".to_string(), 20000)
+            ]
+        );
+        assert!(recs
+            .iter()
+            .all(|r| r.vswitch == "ovs" && r.frame_size == 1518 && r.deployment == "phy2phy"));
         assert_eq!(recs.iter().filter(|r| r.scale.is_some()).count(), 3);
         assert_eq!(recs[2].outcome.name(), "back-to-back");
     }
 
     #[test]
     fn frame_sizes_accept_named_mixes() {
-        let text = EXAMPLE.replace("frame_sizes = [64, 1518]", "frame_sizes = [64, \"imix\", \"imix-trex\", \"imix-spirent-tcpv4\"]");
+        let text = EXAMPLE.replace(
+            "frame_sizes = [64, 1518]",
+            "frame_sizes = [64, \"imix\", \"imix-trex\", \"imix-spirent-tcpv4\"]",
+        );
         let s = Suite::parse(&text).unwrap();
         assert_eq!(s.frame_sizes[1], FrameSize::Mix("imix".into()));
         assert_eq!(s.frame_sizes[1].label(), "imix");
@@ -873,15 +1069,27 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
         assert_eq!(s.frame_sizes[0].spec().unwrap().name(), "64");
         // Round trip through JSON (the results' provenance keeps the suite): numbers stay numbers.
         let v = serde_json::to_value(&s).unwrap();
-        assert_eq!(v["frame_sizes"], serde_json::json!([64, "imix", "imix-trex", "imix-spirent-tcpv4"]));
+        assert_eq!(
+            v["frame_sizes"],
+            serde_json::json!([64, "imix", "imix-trex", "imix-spirent-tcpv4"])
+        );
         // An unknown mix names the key, the value and the accepted names.
         let bad = EXAMPLE.replace("frame_sizes = [64, 1518]", "frame_sizes = [64, \"imax\"]");
         let e = Suite::parse(&bad).unwrap_err().to_string();
-        assert!(e.contains("frame_sizes") && e.contains("imax") && e.contains("imix-trex"), "{e}");
+        assert!(
+            e.contains("frame_sizes") && e.contains("imax") && e.contains("imix-trex"),
+            "{e}"
+        );
         // The generator's custom size:weight syntax works too.
-        let custom = EXAMPLE.replace("frame_sizes = [64, 1518]", "frame_sizes = [\"64:1,1518:1\"]");
+        let custom = EXAMPLE.replace(
+            "frame_sizes = [64, 1518]",
+            "frame_sizes = [\"64:1,1518:1\"]",
+        );
         let s = Suite::parse(&custom).unwrap();
-        assert_eq!(s.line(&s.frame_sizes[0]).unwrap().mean_frame_bytes, Some(791.0));
+        assert_eq!(
+            s.line(&s.frame_sizes[0]).unwrap().mean_frame_bytes,
+            Some(791.0)
+        );
     }
 
     #[test]
@@ -890,18 +1098,34 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
         let s = Suite::parse(&text).unwrap();
         let size = FrameSize::Mix("imix".into());
         let line = s.line(&size).unwrap();
-        let mut m = SimDut::new(SimModel::Fixed { capacity_fps: 1e6 }, 1).with_line_rate(line.max_fps());
-        let r = run_for_dut_observed(&s, &s.duts[0], &size, None, &mut m, &mut |_, _, _| Ok(()), &mut ()).unwrap();
+        let mut m =
+            SimDut::new(SimModel::Fixed { capacity_fps: 1e6 }, 1).with_line_rate(line.max_fps());
+        let r = run_for_dut_observed(
+            &s,
+            &s.duts[0],
+            &size,
+            None,
+            &mut m,
+            &mut |_, _, _| Ok(()),
+            &mut (),
+        )
+        .unwrap();
         assert!(r.error.is_none());
         let rec = &r.records[0];
         assert_eq!(rec.frame_mix.as_deref(), Some("imix"));
         assert_eq!(rec.frame_size, 354);
         assert_eq!(rec.topology.as_deref(), Some("phy2phy-memif"));
         let row = &rec.rows()[0];
-        assert_eq!(row["packet_size"], crate::results::Cell::Text("imix".into()));
+        assert_eq!(
+            row["packet_size"],
+            crate::results::Cell::Text("imix".into())
+        );
         // Mb/s of frame data use the mean size.
         let fps = row["throughput_rx_fps"].num().unwrap();
-        assert!((row["throughput_rx_mbps"].num().unwrap() - fps * line.frame_bytes() * 8.0 / 1e6).abs() < 1e-6);
+        assert!(
+            (row["throughput_rx_mbps"].num().unwrap() - fps * line.frame_bytes() * 8.0 / 1e6).abs()
+                < 1e-6
+        );
     }
 
     #[test]
@@ -916,8 +1140,23 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
         assert!(!worst.applies_to("vecswitch-xconnect", &FrameSize::Bytes(64)));
         let run = |dut: usize, size: u32| {
             let line = s.line(&size.into()).unwrap();
-            let mut m = SimDut::new(SimModel::Fixed { capacity_fps: 0.5e6 }, 1).with_line_rate(line.max_fps());
-            let r = run_for_dut_observed(&s, &s.duts[dut], &size.into(), None, &mut m, &mut |_, _, _| Ok(()), &mut ()).unwrap();
+            let mut m = SimDut::new(
+                SimModel::Fixed {
+                    capacity_fps: 0.5e6,
+                },
+                1,
+            )
+            .with_line_rate(line.max_fps());
+            let r = run_for_dut_observed(
+                &s,
+                &s.duts[dut],
+                &size.into(),
+                None,
+                &mut m,
+                &mut |_, _, _| Ok(()),
+                &mut (),
+            )
+            .unwrap();
             r.records.iter().filter(|r| r.id == "worst").count()
         };
         assert_eq!(run(1, 64), 1);
@@ -940,7 +1179,10 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
     impl Measurer for StopAfter {
         fn trial(&mut self, load: Load, d: Duration) -> Result<crate::TrialResult, LabError> {
             if self.ok == 0 {
-                return Err(LabError::Trial { load_fps: load.fps, reason: "stop requested (signal)".into() });
+                return Err(LabError::Trial {
+                    load_fps: load.fps,
+                    reason: "stop requested (signal)".into(),
+                });
             }
             self.ok -= 1;
             self.inner.trial(load, d)
@@ -955,42 +1197,93 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
         let s = Suite::parse(EXAMPLE).unwrap();
         let line = s.line(&64.into()).unwrap();
         // Count the trials of the first test (throughput) alone, then stop two trials into the next.
-        let mut probe = SimDut::new(SimModel::Fixed { capacity_fps: 5e6 }, 1).with_line_rate(line.max_fps());
+        let mut probe =
+            SimDut::new(SimModel::Fixed { capacity_fps: 5e6 }, 1).with_line_rate(line.max_fps());
         let first = run_test(&mut probe, &s.tests[0], &line, None).unwrap();
-        let Outcome::Throughput(t) = &first else { panic!() };
+        let Outcome::Throughput(t) = &first else {
+            panic!()
+        };
         let n = t.trials.len();
-        let mut m = StopAfter { inner: SimDut::new(SimModel::Fixed { capacity_fps: 5e6 }, 1).with_line_rate(line.max_fps()), ok: n + 1 };
-        let r = run_for_dut_observed(&s, &s.duts[0], &64.into(), None, &mut m, &mut |_, _, _| Ok(()), &mut ()).unwrap();
+        let mut m = StopAfter {
+            inner: SimDut::new(SimModel::Fixed { capacity_fps: 5e6 }, 1)
+                .with_line_rate(line.max_fps()),
+            ok: n + 1,
+        };
+        let r = run_for_dut_observed(
+            &s,
+            &s.duts[0],
+            &64.into(),
+            None,
+            &mut m,
+            &mut |_, _, _| Ok(()),
+            &mut (),
+        )
+        .unwrap();
         assert_eq!(r.records.len(), 1, "the throughput test is kept");
         assert_eq!(r.records[0].outcome, first);
         assert!(r.error.unwrap().to_string().contains("stop requested"));
         // run_for_dut (no partial results) reports the same stop as an error.
-        let mut m = StopAfter { inner: SimDut::new(SimModel::Fixed { capacity_fps: 5e6 }, 1).with_line_rate(line.max_fps()), ok: n + 1 };
+        let mut m = StopAfter {
+            inner: SimDut::new(SimModel::Fixed { capacity_fps: 5e6 }, 1)
+                .with_line_rate(line.max_fps()),
+            ok: n + 1,
+        };
         assert!(run_for_dut(&s, &s.duts[0], &line, &mut m, &mut |_, _, _| Ok(())).is_err());
     }
 
     #[test]
     fn search_up_to_the_generator_limit() {
-        let text = EXAMPLE.replace("policy = \"best-of-3\"", "policy = \"single\"\nsearch_max = \"generator-limit\"\nresolution_percent = 1");
+        let text = EXAMPLE.replace(
+            "policy = \"best-of-3\"",
+            "policy = \"single\"\nsearch_max = \"generator-limit\"\nresolution_percent = 1",
+        );
         let s = Suite::parse(&text).unwrap();
         let line = s.line(&64.into()).unwrap();
         let limit = 2e6;
-        let mut m = SimDut::new(SimModel::Fixed { capacity_fps: 1e6 }, 1).with_line_rate(line.max_fps()).with_tester_limit(limit);
-        let r = run_for_dut_observed(&s, &s.duts[0], &64.into(), Some(limit), &mut m, &mut |_, _, _| Ok(()), &mut ()).unwrap();
+        let mut m = SimDut::new(SimModel::Fixed { capacity_fps: 1e6 }, 1)
+            .with_line_rate(line.max_fps())
+            .with_tester_limit(limit);
+        let r = run_for_dut_observed(
+            &s,
+            &s.duts[0],
+            &64.into(),
+            Some(limit),
+            &mut m,
+            &mut |_, _, _| Ok(()),
+            &mut (),
+        )
+        .unwrap();
         let rec = &r.records[0];
         assert_eq!(rec.generator_limit_fps, Some(limit));
-        let Outcome::Throughput(t) = &rec.outcome else { panic!() };
+        let Outcome::Throughput(t) = &rec.outcome else {
+            panic!()
+        };
         // The first trial asks for the generator's limit, not line rate; the resolution is 1 % of it.
         assert_eq!(t.trials[0].intended_load.fps, limit);
         let x = t.throughput_fps.unwrap();
         assert!(x <= 1e6 && 1e6 - x <= 0.01 * limit, "{x}");
         // Without a measured limit it searches from line rate, as RFC 2544 does.
-        let mut m = SimDut::new(SimModel::Fixed { capacity_fps: 1e6 }, 1).with_line_rate(line.max_fps());
-        let r = run_for_dut_observed(&s, &s.duts[0], &64.into(), None, &mut m, &mut |_, _, _| Ok(()), &mut ()).unwrap();
-        let Outcome::Throughput(t) = &r.records[0].outcome else { panic!() };
+        let mut m =
+            SimDut::new(SimModel::Fixed { capacity_fps: 1e6 }, 1).with_line_rate(line.max_fps());
+        let r = run_for_dut_observed(
+            &s,
+            &s.duts[0],
+            &64.into(),
+            None,
+            &mut m,
+            &mut |_, _, _| Ok(()),
+            &mut (),
+        )
+        .unwrap();
+        let Outcome::Throughput(t) = &r.records[0].outcome else {
+            panic!()
+        };
         assert_eq!(t.trials[0].intended_load.fps, line.max_fps());
         let bad = text.replace("search_max = \"generator-limit\"", "search_max = \"gen\"");
-        assert!(Suite::parse(&bad).unwrap_err().to_string().contains("test.search_max"));
+        assert!(Suite::parse(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("test.search_max"));
     }
 
     #[test]
@@ -1005,8 +1298,15 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
     #[test]
     fn tests_needing_throughput_fail_without_it() {
         let mut m = SimDut::new(SimModel::Fixed { capacity_fps: 1e6 }, 1);
-        let spec = TestSpec::Back2back { id: None, repetitions: 1, max_burst_s: 2.0, resolution_frames: 1 };
-        let e = run_test(&mut m, &spec, &LineRate::ten_gig(64), None).unwrap_err().to_string();
+        let spec = TestSpec::Back2back {
+            id: None,
+            repetitions: 1,
+            max_burst_s: 2.0,
+            resolution_frames: 1,
+        };
+        let e = run_test(&mut m, &spec, &LineRate::ten_gig(64), None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("throughput"), "{e}");
     }
 }

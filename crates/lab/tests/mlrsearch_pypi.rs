@@ -70,10 +70,18 @@ fn run_reference(dut: &mut SimDut, min: f64, max: f64, goals: &[SearchGoal]) -> 
         if let Some(result) = line.strip_prefix("RESULT ") {
             return serde_json::from_str(result).expect("RESULT json");
         }
-        let req: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad request {line:?}: {e}"));
+        let req: Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad request {line:?}: {e}"));
         let d = Duration::from_secs_f64(req["duration"].as_f64().unwrap());
-        let t = dut.trial(Load::fps(req["load"].as_f64().unwrap()), d).unwrap();
-        writeln!(to_py, "{}", json!({ "offered": t.offered_frames, "received": t.received_frames })).unwrap();
+        let t = dut
+            .trial(Load::fps(req["load"].as_f64().unwrap()), d)
+            .unwrap();
+        writeln!(
+            to_py,
+            "{}",
+            json!({ "offered": t.offered_frames, "received": t.received_frames })
+        )
+        .unwrap();
         to_py.flush().unwrap();
     }
     let status = child.0.wait().unwrap();
@@ -83,7 +91,16 @@ fn run_reference(dut: &mut SimDut, min: f64, max: f64, goals: &[SearchGoal]) -> 
 fn compare_on(model: SimModel, known: &[f64]) {
     let (min, max) = (1e4, 1.488e7);
     let goals = vec![SearchGoal::ndr(), SearchGoal::pdr()];
-    let ours = mlrsearch(&mut SimDut::new(model, 7), &MlrConfig { min_fps: min, max_fps: max, goals: goals.clone(), max_trials: 5000 }).unwrap();
+    let ours = mlrsearch(
+        &mut SimDut::new(model, 7),
+        &MlrConfig {
+            min_fps: min,
+            max_fps: max,
+            goals: goals.clone(),
+            max_trials: 5000,
+        },
+    )
+    .unwrap();
     let theirs = run_reference(&mut SimDut::new(model, 7), min, max, &goals);
     eprintln!(
         "{model:?}: trial-seconds ours {:.0}, reference {:.0}",
@@ -92,16 +109,31 @@ fn compare_on(model: SimModel, known: &[f64]) {
     );
     // Cost: ours may differ in its trial order, but not by more than 2x the reference's.
     let reference_cost = theirs["trial_seconds"].as_f64().unwrap();
-    assert!(ours.trial_seconds <= 2.0 * reference_cost, "ours {} vs reference {reference_cost}", ours.trial_seconds);
+    assert!(
+        ours.trial_seconds <= 2.0 * reference_cost,
+        "ours {} vs reference {reference_cost}",
+        ours.trial_seconds
+    );
     for (i, (g, &k)) in goals.iter().zip(known).enumerate() {
         let ours_lb = ours.goals[i].relevant_lower_bound_fps.unwrap();
         let theirs_lb = theirs["goals"][i]["lower"].as_f64().unwrap();
-        eprintln!("  {}: lower bound ours {ours_lb:.0}, reference {theirs_lb:.0}, known {k:.0}", g.name);
+        eprintln!(
+            "  {}: lower bound ours {ours_lb:.0}, reference {theirs_lb:.0}, known {k:.0}",
+            g.name
+        );
         // Both are lower bounds of the known value, within (about) the goal width of it.
         for lb in [ours_lb, theirs_lb] {
-            assert!(lb <= k * 1.000_001 && lb >= k * (1.0 - 2.0 * g.relative_width), "{} {lb} vs {k}", g.name);
+            assert!(
+                lb <= k * 1.000_001 && lb >= k * (1.0 - 2.0 * g.relative_width),
+                "{} {lb} vs {k}",
+                g.name
+            );
         }
-        assert!((ours_lb - theirs_lb).abs() <= k * 2.0 * g.relative_width, "{}: {ours_lb} vs {theirs_lb}", g.name);
+        assert!(
+            (ours_lb - theirs_lb).abs() <= k * 2.0 * g.relative_width,
+            "{}: {ours_lb} vs {theirs_lb}",
+            g.name
+        );
     }
 }
 
@@ -111,7 +143,13 @@ fn agrees_with_the_reference_library_on_linear_loss() {
         return;
     }
     // No loss up to 1 Mfps, then loss ratio (load − knee)/knee: NDR 1 Mfps, PDR (0.5 %) 1.005 Mfps.
-    compare_on(SimModel::LinearLoss { knee_fps: 1e6, slope: 1.0 }, &[1e6, 1.005e6]);
+    compare_on(
+        SimModel::LinearLoss {
+            knee_fps: 1e6,
+            slope: 1.0,
+        },
+        &[1e6, 1.005e6],
+    );
 }
 
 #[test]

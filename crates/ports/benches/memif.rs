@@ -22,7 +22,10 @@ fn pair(tag: &str) -> (MemifPort, MemifPort) {
     while srv.link() != LinkState::Up || cli.link() != LinkState::Up {
         srv.poll_control();
         cli.poll_control();
-        assert!(t0.elapsed() < Duration::from_secs(10), "memif pair did not connect");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "memif pair did not connect"
+        );
         std::thread::sleep(Duration::from_micros(100));
     }
     (srv, cli)

@@ -56,19 +56,35 @@ impl BackToBackConfig {
 
     fn validate(&self) -> Result<(), LabError> {
         if !(self.max_theoretical_fps.is_finite() && self.max_theoretical_fps > 0.0) {
-            return Err(LabError::invalid("max_theoretical_fps", self.max_theoretical_fps, "a positive rate"));
+            return Err(LabError::invalid(
+                "max_theoretical_fps",
+                self.max_theoretical_fps,
+                "a positive rate",
+            ));
         }
         if !(self.throughput_fps.is_finite() && self.throughput_fps >= 0.0) {
-            return Err(LabError::invalid("throughput_fps", self.throughput_fps, "a measured throughput >= 0"));
+            return Err(LabError::invalid(
+                "throughput_fps",
+                self.throughput_fps,
+                "a measured throughput >= 0",
+            ));
         }
         if self.max_burst == 0 {
             return Err(LabError::invalid("max_burst", 0, "at least 1 frame"));
         }
         if self.resolution_frames == 0 {
-            return Err(LabError::invalid("resolution_frames", 0, "at least 1 frame"));
+            return Err(LabError::invalid(
+                "resolution_frames",
+                0,
+                "at least 1 frame",
+            ));
         }
         if self.repetitions == 0 {
-            return Err(LabError::invalid("repetitions", 0, "at least 1 (RFC 2544 §26.4 asks for 50)"));
+            return Err(LabError::invalid(
+                "repetitions",
+                0,
+                "at least 1 (RFC 2544 §26.4 asks for 50)",
+            ));
         }
         Ok(())
     }
@@ -96,7 +112,10 @@ pub struct BackToBackResult {
     pub bursts: Vec<BurstResult>,
 }
 
-pub fn back_to_back<M: Measurer + ?Sized>(m: &mut M, cfg: &BackToBackConfig) -> Result<BackToBackResult, LabError> {
+pub fn back_to_back<M: Measurer + ?Sized>(
+    m: &mut M,
+    cfg: &BackToBackConfig,
+) -> Result<BackToBackResult, LabError> {
     cfg.validate()?;
     let mut r = BackToBackResult {
         applicable: cfg.throughput_fps < cfg.max_theoretical_fps,
@@ -126,15 +145,20 @@ pub fn back_to_back<M: Measurer + ?Sized>(m: &mut M, cfg: &BackToBackConfig) -> 
     r.min_frames = *r.per_repetition.iter().min().unwrap_or(&0);
     r.max_frames = *r.per_repetition.iter().max().unwrap_or(&0);
     r.stdev_frames = if r.per_repetition.len() > 1 {
-        let var = r.per_repetition.iter().map(|&x| (x as f64 - r.average_frames).powi(2)).sum::<f64>() / (n - 1.0);
+        let var = r
+            .per_repetition
+            .iter()
+            .map(|&x| (x as f64 - r.average_frames).powi(2))
+            .sum::<f64>()
+            / (n - 1.0);
         var.sqrt()
     } else {
         0.0
     };
     // RFC 9004 §5.4.
     r.implied_buffer_time_s = r.average_frames / cfg.max_theoretical_fps;
-    r.corrected_buffer_time_s =
-        r.implied_buffer_time_s - r.implied_buffer_time_s * (cfg.throughput_fps / cfg.max_theoretical_fps);
+    r.corrected_buffer_time_s = r.implied_buffer_time_s
+        - r.implied_buffer_time_s * (cfg.throughput_fps / cfg.max_theoretical_fps);
     r.corrected_buffer_frames = r.corrected_buffer_time_s * cfg.max_theoretical_fps;
     Ok(r)
 }
@@ -179,28 +203,47 @@ mod tests {
         let max = LineRate::ten_gig(64).max_fps();
         let thr = 0.786 * max;
         let buffer = 5_713u64;
-        let mut dut =
-            SimDut::new(SimModel::Fixed { capacity_fps: thr }, 1).with_buffer(buffer).with_line_rate(max);
+        let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: thr }, 1)
+            .with_buffer(buffer)
+            .with_line_rate(max);
         let mut cfg = BackToBackConfig::new(max, thr);
         cfg.repetitions = 5;
         let r = back_to_back(&mut dut, &cfg).unwrap();
         assert!(r.applicable && !r.tester_limited && !r.max_burst_lossless);
         // Lossless up to B / (1 − C/R) frames.
         let expect = buffer as f64 / (1.0 - 0.786);
-        assert!((r.average_frames - expect).abs() <= 2.0, "{} vs {expect}", r.average_frames);
+        assert!(
+            (r.average_frames - expect).abs() <= 2.0,
+            "{} vs {expect}",
+            r.average_frames
+        );
         assert_eq!(r.per_repetition.len(), 5);
         assert_eq!(r.stdev_frames, 0.0); // deterministic DUT
-        assert!((r.corrected_buffer_frames - buffer as f64).abs() <= 2.0, "{}", r.corrected_buffer_frames);
-        assert!((r.corrected_buffer_time_s * 1e3 - 0.384).abs() < 0.001, "{}", r.corrected_buffer_time_s);
+        assert!(
+            (r.corrected_buffer_frames - buffer as f64).abs() <= 2.0,
+            "{}",
+            r.corrected_buffer_frames
+        );
+        assert!(
+            (r.corrected_buffer_time_s * 1e3 - 0.384).abs() < 0.001,
+            "{}",
+            r.corrected_buffer_time_s
+        );
         assert!((r.implied_buffer_time_s - r.average_frames / max).abs() < 1e-15);
     }
 
     #[test]
     fn noisy_dut_gives_spread_statistics() {
         let max = 1e6;
-        let mut dut = SimDut::new(SimModel::Noisy { capacity_fps: 5e5, spread: 0.2 }, 5)
-            .with_buffer(1000)
-            .with_line_rate(max);
+        let mut dut = SimDut::new(
+            SimModel::Noisy {
+                capacity_fps: 5e5,
+                spread: 0.2,
+            },
+            5,
+        )
+        .with_buffer(1000)
+        .with_line_rate(max);
         let mut cfg = BackToBackConfig::new(max, 5e5);
         cfg.repetitions = 50;
         let r = back_to_back(&mut dut, &cfg).unwrap();
@@ -210,7 +253,9 @@ mod tests {
         assert!(r.min_frames as f64 <= r.average_frames && r.average_frames <= r.max_frames as f64);
         // Capacity within 0.4..0.6 of line rate: lossless burst within B/0.6 .. B/0.4 (± a burst's
         // share of noise per probe).
-        assert!(r.min_frames as f64 >= 1000.0 / 0.6 - 2.0 && r.max_frames as f64 <= 1000.0 / 0.4 + 2.0);
+        assert!(
+            r.min_frames as f64 >= 1000.0 / 0.6 - 2.0 && r.max_frames as f64 <= 1000.0 / 0.4 + 2.0
+        );
     }
 
     #[test]
@@ -223,7 +268,9 @@ mod tests {
 
     #[test]
     fn buffer_larger_than_max_burst_is_flagged() {
-        let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 1e5 }, 1).with_buffer(1_000_000).with_line_rate(1e6);
+        let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 1e5 }, 1)
+            .with_buffer(1_000_000)
+            .with_line_rate(1e6);
         let mut cfg = BackToBackConfig::new(1e6, 1e5);
         cfg.max_burst = 1000;
         cfg.repetitions = 2;
@@ -249,6 +296,9 @@ mod tests {
         let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 1.0 }, 1);
         let mut cfg = BackToBackConfig::new(10.0, 1.0);
         cfg.repetitions = 0;
-        assert!(back_to_back(&mut dut, &cfg).unwrap_err().to_string().contains("repetitions"));
+        assert!(back_to_back(&mut dut, &cfg)
+            .unwrap_err()
+            .to_string()
+            .contains("repetitions"));
     }
 }

@@ -28,7 +28,11 @@ pub struct LatencyConfig {
 
 impl Default for LatencyConfig {
     fn default() -> Self {
-        LatencyConfig { fractions: vec![1.0, 0.9, 0.5, 0.1], trial_duration: Duration::from_secs(120), repetitions: 20 }
+        LatencyConfig {
+            fractions: vec![1.0, 0.9, 0.5, 0.1],
+            trial_duration: Duration::from_secs(120),
+            repetitions: 20,
+        }
     }
 }
 
@@ -53,7 +57,11 @@ pub fn latency_at<M: Measurer + ?Sized>(
     cfg: &LatencyConfig,
 ) -> Result<Vec<LatencyPoint>, LabError> {
     if !(throughput_fps.is_finite() && throughput_fps > 0.0) {
-        return Err(LabError::invalid("throughput_fps", throughput_fps, "a positive rate (run the throughput search first)"));
+        return Err(LabError::invalid(
+            "throughput_fps",
+            throughput_fps,
+            "a positive rate (run the throughput search first)",
+        ));
     }
     if cfg.repetitions == 0 {
         return Err(LabError::invalid("repetitions", 0, "at least 1"));
@@ -68,13 +76,20 @@ pub fn latency_at<M: Measurer + ?Sized>(
         for _ in 0..cfg.repetitions {
             trials.push(m.trial(load, cfg.trial_duration)?);
         }
-        let usable: Vec<LatencyStats> =
-            trials.iter().filter(|t| !t.tester_limited).filter_map(|t| t.latency.clone()).collect();
+        let usable: Vec<LatencyStats> = trials
+            .iter()
+            .filter(|t| !t.tester_limited)
+            .filter_map(|t| t.latency.clone())
+            .collect();
         points.push(LatencyPoint {
             fraction,
             load_fps: load.fps,
             stats: LatencyStats::combine(&usable),
-            max_loss_ratio: trials.iter().filter(|t| !t.tester_limited).map(|t| t.loss_ratio()).fold(0.0, f64::max),
+            max_loss_ratio: trials
+                .iter()
+                .filter(|t| !t.tester_limited)
+                .map(|t| t.loss_ratio())
+                .fold(0.0, f64::max),
             tester_limited_trials: trials.iter().filter(|t| t.tester_limited).count() as u32,
             trials,
         });
@@ -90,7 +105,11 @@ mod tests {
     #[test]
     fn measures_each_fraction_with_repetitions() {
         let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 1e6 }, 1);
-        let cfg = LatencyConfig { trial_duration: Duration::from_secs(1), repetitions: 3, ..Default::default() };
+        let cfg = LatencyConfig {
+            trial_duration: Duration::from_secs(1),
+            repetitions: 3,
+            ..Default::default()
+        };
         let pts = latency_at(&mut dut, 1e6, &cfg).unwrap();
         assert_eq!(pts.len(), 4);
         assert_eq!(dut.trials(), 12);
@@ -98,7 +117,12 @@ mod tests {
         assert_eq!(loads, vec![1e6, 9e5, 5e5, 1e5]);
         for p in &pts {
             let s = p.stats.as_ref().unwrap();
-            assert!(s.min_ns <= s.p50_ns && s.p50_ns <= s.p99_ns && s.p99_ns <= s.p99_99_ns && s.p99_99_ns <= s.max_ns);
+            assert!(
+                s.min_ns <= s.p50_ns
+                    && s.p50_ns <= s.p99_ns
+                    && s.p99_ns <= s.p99_99_ns
+                    && s.p99_99_ns <= s.max_ns
+            );
             assert_eq!(p.trials.len(), 3);
             assert_eq!(p.max_loss_ratio, 0.0);
         }
@@ -109,7 +133,11 @@ mod tests {
     #[test]
     fn tester_limited_latency_is_not_combined() {
         let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 1e6 }, 1).with_tester_limit(1e5);
-        let cfg = LatencyConfig { fractions: vec![1.0, 0.05], trial_duration: Duration::from_secs(1), repetitions: 2 };
+        let cfg = LatencyConfig {
+            fractions: vec![1.0, 0.05],
+            trial_duration: Duration::from_secs(1),
+            repetitions: 2,
+        };
         let pts = latency_at(&mut dut, 1e6, &cfg).unwrap();
         assert_eq!(pts[0].tester_limited_trials, 2);
         assert!(pts[0].stats.is_none());
@@ -120,8 +148,17 @@ mod tests {
     #[test]
     fn rejects_bad_parameters() {
         let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 1e6 }, 1);
-        assert!(latency_at(&mut dut, 0.0, &LatencyConfig::default()).unwrap_err().to_string().contains("throughput_fps"));
-        let cfg = LatencyConfig { fractions: vec![1.5], ..Default::default() };
-        assert!(latency_at(&mut dut, 1.0, &cfg).unwrap_err().to_string().contains("fractions"));
+        assert!(latency_at(&mut dut, 0.0, &LatencyConfig::default())
+            .unwrap_err()
+            .to_string()
+            .contains("throughput_fps"));
+        let cfg = LatencyConfig {
+            fractions: vec![1.5],
+            ..Default::default()
+        };
+        assert!(latency_at(&mut dut, 1.0, &cfg)
+            .unwrap_err()
+            .to_string()
+            .contains("fractions"));
     }
 }

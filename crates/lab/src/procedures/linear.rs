@@ -25,13 +25,21 @@ pub struct LinearSweepConfig {
 impl LinearSweepConfig {
     /// 1 % to 100 % in 1 % steps.
     pub fn new(line: LineRate, trial_duration: Duration) -> Self {
-        LinearSweepConfig { line, start_pct: 1.0, end_pct: 100.0, step_pct: 1.0, trial_duration }
+        LinearSweepConfig {
+            line,
+            start_pct: 1.0,
+            end_pct: 100.0,
+            step_pct: 1.0,
+            trial_duration,
+        }
     }
 
     /// The percentages the sweep visits (computed by index, so no floating-point drift).
     pub fn percents(&self) -> Vec<f64> {
         let n = ((self.end_pct - self.start_pct) / self.step_pct + 1e-9).floor() as usize;
-        (0..=n).map(|i| self.start_pct + i as f64 * self.step_pct).collect()
+        (0..=n)
+            .map(|i| self.start_pct + i as f64 * self.step_pct)
+            .collect()
     }
 }
 
@@ -46,25 +54,50 @@ pub struct SweepPoint {
     pub trial: TrialResult,
 }
 
-pub fn linear_sweep<M: Measurer + ?Sized>(m: &mut M, cfg: &LinearSweepConfig) -> Result<Vec<SweepPoint>, LabError> {
+pub fn linear_sweep<M: Measurer + ?Sized>(
+    m: &mut M,
+    cfg: &LinearSweepConfig,
+) -> Result<Vec<SweepPoint>, LabError> {
     if cfg.step_pct.is_nan() || cfg.step_pct <= 0.0 {
-        return Err(LabError::invalid("step_pct", cfg.step_pct, "a positive percentage"));
+        return Err(LabError::invalid(
+            "step_pct",
+            cfg.step_pct,
+            "a positive percentage",
+        ));
     }
     if !(cfg.start_pct > 0.0 && cfg.start_pct <= cfg.end_pct) {
-        return Err(LabError::invalid("start_pct", cfg.start_pct, "above 0 and not above end_pct"));
+        return Err(LabError::invalid(
+            "start_pct",
+            cfg.start_pct,
+            "above 0 and not above end_pct",
+        ));
     }
     const MAX_STEPS: f64 = 10_000.0;
     if (cfg.end_pct - cfg.start_pct) / cfg.step_pct > MAX_STEPS {
-        return Err(LabError::invalid("step_pct", cfg.step_pct, "a step giving at most 10000 steps between start_pct and end_pct"));
+        return Err(LabError::invalid(
+            "step_pct",
+            cfg.step_pct,
+            "a step giving at most 10000 steps between start_pct and end_pct",
+        ));
     }
     if cfg.trial_duration.is_zero() {
-        return Err(LabError::invalid("trial_duration", "0 s", "a positive duration"));
+        return Err(LabError::invalid(
+            "trial_duration",
+            "0 s",
+            "a positive duration",
+        ));
     }
     let mut out = Vec::new();
     for pct in cfg.percents() {
         let load = Load::percent_of(pct, &cfg.line);
         let t = m.trial(load, cfg.trial_duration)?;
-        out.push(SweepPoint { percent: pct, load_fps: load.fps, loss_ratio: t.loss_ratio(), tester_limited: t.tester_limited, trial: t });
+        out.push(SweepPoint {
+            percent: pct,
+            load_fps: load.fps,
+            loss_ratio: t.loss_ratio(),
+            tester_limited: t.tester_limited,
+            trial: t,
+        });
     }
     Ok(out)
 }
@@ -79,7 +112,11 @@ mod tests {
         let line = LineRate::ten_gig(64);
         let cap = line.max_fps() * 0.425; // 42.5 % of line rate
         let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: cap }, 1);
-        let pts = linear_sweep(&mut dut, &LinearSweepConfig::new(line, Duration::from_secs(1))).unwrap();
+        let pts = linear_sweep(
+            &mut dut,
+            &LinearSweepConfig::new(line, Duration::from_secs(1)),
+        )
+        .unwrap();
         assert_eq!(pts.len(), 100);
         assert_eq!(pts[0].percent, 1.0);
         assert_eq!(pts[99].percent, 100.0);
@@ -89,7 +126,12 @@ mod tests {
             } else {
                 // Fixed capacity: loss = 1 − cap/load.
                 let expect = 1.0 - 42.5 / p.percent;
-                assert!((p.loss_ratio - expect).abs() < 1e-6, "{} {}", p.percent, p.loss_ratio);
+                assert!(
+                    (p.loss_ratio - expect).abs() < 1e-6,
+                    "{} {}",
+                    p.percent,
+                    p.loss_ratio
+                );
             }
         }
     }
@@ -103,9 +145,15 @@ mod tests {
         assert_eq!(cfg.percents(), vec![10.0, 20.0, 30.0]);
         cfg.step_pct = 0.0;
         let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 1.0 }, 1);
-        assert!(linear_sweep(&mut dut, &cfg).unwrap_err().to_string().contains("step_pct"));
+        assert!(linear_sweep(&mut dut, &cfg)
+            .unwrap_err()
+            .to_string()
+            .contains("step_pct"));
         cfg.step_pct = 1e-9;
-        assert!(linear_sweep(&mut dut, &cfg).unwrap_err().to_string().contains("10000 steps"));
+        assert!(linear_sweep(&mut dut, &cfg)
+            .unwrap_err()
+            .to_string()
+            .contains("10000 steps"));
         assert_eq!(dut.trials(), 0);
     }
 }

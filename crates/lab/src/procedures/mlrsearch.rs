@@ -73,7 +73,11 @@ impl SearchGoal {
 
     /// PDR: as [`ndr`](Self::ndr) with a 0.5 % loss ratio.
     pub fn pdr() -> SearchGoal {
-        SearchGoal { name: "PDR".into(), loss_ratio: 0.005, ..SearchGoal::ndr() }
+        SearchGoal {
+            name: "PDR".into(),
+            loss_ratio: 0.005,
+            ..SearchGoal::ndr()
+        }
     }
 
     /// RFC 2544-compliant goal (draft §4.8): one 60 s trial decides, zero loss.
@@ -91,15 +95,29 @@ impl SearchGoal {
 
     pub fn validate(&self) -> Result<(), LabError> {
         if !(0.0..1.0).contains(&self.loss_ratio) {
-            return Err(LabError::invalid("goal.loss_ratio", self.loss_ratio, "a ratio in [0, 1)"));
+            return Err(LabError::invalid(
+                "goal.loss_ratio",
+                self.loss_ratio,
+                "a ratio in [0, 1)",
+            ));
         }
         if !(0.0..1.0).contains(&self.exceed_ratio) {
-            return Err(LabError::invalid("goal.exceed_ratio", self.exceed_ratio, "a ratio in [0, 1)"));
+            return Err(LabError::invalid(
+                "goal.exceed_ratio",
+                self.exceed_ratio,
+                "a ratio in [0, 1)",
+            ));
         }
         if !(self.relative_width > 0.0 && self.relative_width < 1.0) {
-            return Err(LabError::invalid("goal.relative_width", self.relative_width, "a ratio in (0, 1)"));
+            return Err(LabError::invalid(
+                "goal.relative_width",
+                self.relative_width,
+                "a ratio in (0, 1)",
+            ));
         }
-        if self.initial_trial_duration.is_zero() || self.initial_trial_duration > self.final_trial_duration {
+        if self.initial_trial_duration.is_zero()
+            || self.initial_trial_duration > self.final_trial_duration
+        {
             return Err(LabError::invalid(
                 "goal.initial_trial_duration",
                 format!("{:?}", self.initial_trial_duration),
@@ -130,7 +148,12 @@ pub struct MlrConfig {
 impl MlrConfig {
     /// NDR and PDR between `min_fps` and `max_fps`.
     pub fn ndr_pdr(min_fps: f64, max_fps: f64) -> MlrConfig {
-        MlrConfig { min_fps, max_fps, goals: vec![SearchGoal::ndr(), SearchGoal::pdr()], max_trials: 2000 }
+        MlrConfig {
+            min_fps,
+            max_fps,
+            goals: vec![SearchGoal::ndr(), SearchGoal::pdr()],
+            max_trials: 2000,
+        }
     }
 }
 
@@ -182,7 +205,10 @@ pub fn classify(goal: &SearchGoal, trials: &[&TrialResult]) -> LoadClass {
     let r = goal.exceed_ratio;
     let balancing = good_short * r / (1.0 - r);
     let effective_bad = bad_long + (bad_short - balancing).max(0.0);
-    let effective_whole = goal.duration_sum.as_secs_f64().max(good_long + effective_bad);
+    let effective_whole = goal
+        .duration_sum
+        .as_secs_f64()
+        .max(good_long + effective_bad);
     let quantile = effective_whole * r;
     let eps = 1e-9 * effective_whole;
     if effective_bad > quantile + eps {
@@ -195,12 +221,18 @@ pub fn classify(goal: &SearchGoal, trials: &[&TrialResult]) -> LoadClass {
 }
 
 /// Conditional throughput at a load (draft Appendix A.2); `None` without full-length trials.
-pub fn conditional_throughput(goal: &SearchGoal, load_fps: f64, trials: &[&TrialResult]) -> Option<f64> {
+pub fn conditional_throughput(
+    goal: &SearchGoal,
+    load_fps: f64,
+    trials: &[&TrialResult],
+) -> Option<f64> {
     let final_s = goal.final_trial_duration.as_secs_f64();
     let mut full: Vec<&TrialResult> = trials
         .iter()
         .copied()
-        .filter(|t| !t.tester_limited && t.intended_duration.as_secs_f64() >= final_s * (1.0 - 1e-9))
+        .filter(|t| {
+            !t.tester_limited && t.intended_duration.as_secs_f64() >= final_s * (1.0 - 1e-9)
+        })
         .collect();
     if full.is_empty() {
         return None;
@@ -241,10 +273,18 @@ fn leans_upper(goal: &SearchGoal, trials: &[&TrialResult]) -> bool {
 /// Runs MLRsearch for every goal of `cfg`; trials are shared between goals.
 pub fn mlrsearch<M: Measurer + ?Sized>(m: &mut M, cfg: &MlrConfig) -> Result<MlrResult, LabError> {
     if !(cfg.min_fps.is_finite() && cfg.min_fps > 0.0) {
-        return Err(LabError::invalid("min_fps", cfg.min_fps, "a positive rate (MLRsearch needs a Min Load > 0)"));
+        return Err(LabError::invalid(
+            "min_fps",
+            cfg.min_fps,
+            "a positive rate (MLRsearch needs a Min Load > 0)",
+        ));
     }
     if !(cfg.max_fps.is_finite() && cfg.max_fps > cfg.min_fps) {
-        return Err(LabError::invalid("max_fps", cfg.max_fps, "a finite rate above min_fps"));
+        return Err(LabError::invalid(
+            "max_fps",
+            cfg.max_fps,
+            "a finite rate above min_fps",
+        ));
     }
     if cfg.goals.is_empty() {
         return Err(LabError::invalid("goals", "[]", "at least one search goal"));
@@ -252,17 +292,28 @@ pub fn mlrsearch<M: Measurer + ?Sized>(m: &mut M, cfg: &MlrConfig) -> Result<Mlr
     for g in &cfg.goals {
         g.validate()?;
     }
-    let mut s = State { db: Vec::new(), max_fps: cfg.max_fps, min_fps: cfg.min_fps, ceiling: None };
+    let mut s = State {
+        db: Vec::new(),
+        max_fps: cfg.max_fps,
+        min_fps: cfg.min_fps,
+        ceiling: None,
+    };
     for goal in &cfg.goals {
         for phase_goal in phases(goal) {
             while let Some(load) = s.next_load(&phase_goal) {
                 if s.db.len() >= cfg.max_trials {
-                    return Err(LabError::NoConvergence { procedure: "MLRsearch", max_trials: cfg.max_trials });
+                    return Err(LabError::NoConvergence {
+                        procedure: "MLRsearch",
+                        max_trials: cfg.max_trials,
+                    });
                 }
                 let t = m.trial(Load::fps(load), phase_goal.final_trial_duration)?;
                 if t.tester_limited {
                     let reach = t.offered_fps() * (1.0 - TESTER_CEILING_MARGIN);
-                    s.ceiling = Some(s.ceiling.map_or(t.offered_fps(), |c: f64| c.min(t.offered_fps())));
+                    s.ceiling = Some(
+                        s.ceiling
+                            .map_or(t.offered_fps(), |c: f64| c.min(t.offered_fps())),
+                    );
                     s.max_fps = s.max_fps.min(reach).max(s.min_fps);
                 }
                 s.db.push(t);
@@ -271,7 +322,12 @@ pub fn mlrsearch<M: Measurer + ?Sized>(m: &mut M, cfg: &MlrConfig) -> Result<Mlr
     }
     let goals = cfg.goals.iter().map(|g| s.goal_result(g)).collect();
     let trial_seconds = s.db.iter().map(|t| t.intended_duration.as_secs_f64()).sum();
-    Ok(MlrResult { goals, trials: s.db, trial_seconds, tester_ceiling_fps: s.ceiling })
+    Ok(MlrResult {
+        goals,
+        trials: s.db,
+        trial_seconds,
+        tester_ceiling_fps: s.ceiling,
+    })
 }
 
 /// The provisional goals of each phase, ending with `goal` itself.
@@ -298,7 +354,10 @@ fn phases(goal: &SearchGoal) -> Vec<SearchGoal> {
     // duration sum instead of paying the sum at every bisection step (the reference library's
     // "preceding targets" serve the same purpose).
     if goal.duration_sum > goal.final_trial_duration {
-        out.push(SearchGoal { duration_sum: goal.final_trial_duration, ..goal.clone() });
+        out.push(SearchGoal {
+            duration_sum: goal.final_trial_duration,
+            ..goal.clone()
+        });
     }
     out.push(goal.clone());
     out
@@ -314,20 +373,33 @@ struct State {
 impl State {
     /// Distinct measured loads (with at least one trial the tester managed), ascending, classified.
     fn classified(&self, goal: &SearchGoal) -> Vec<(f64, LoadClass)> {
-        let mut loads: Vec<f64> =
-            self.db.iter().filter(|t| !t.tester_limited).map(|t| t.intended_load.fps).collect();
+        let mut loads: Vec<f64> = self
+            .db
+            .iter()
+            .filter(|t| !t.tester_limited)
+            .map(|t| t.intended_load.fps)
+            .collect();
         loads.sort_by(f64::total_cmp);
         loads.dedup();
-        loads.into_iter().map(|l| (l, classify(goal, &self.at(l)))).collect()
+        loads
+            .into_iter()
+            .map(|l| (l, classify(goal, &self.at(l))))
+            .collect()
     }
 
     fn at(&self, load: f64) -> Vec<&TrialResult> {
-        self.db.iter().filter(|t| t.intended_load.fps == load).collect()
+        self.db
+            .iter()
+            .filter(|t| t.intended_load.fps == load)
+            .collect()
     }
 
     fn bounds(&self, goal: &SearchGoal) -> (Vec<(f64, LoadClass)>, Option<f64>, Option<f64>) {
         let c = self.classified(goal);
-        let rub = c.iter().find(|(_, k)| *k == LoadClass::Upper).map(|(l, _)| *l);
+        let rub = c
+            .iter()
+            .find(|(_, k)| *k == LoadClass::Upper)
+            .map(|(l, _)| *l);
         let rlb = c
             .iter()
             .rev()
@@ -364,10 +436,16 @@ impl State {
                 if u <= self.min_fps {
                     return None;
                 }
-                let uppers = classes.iter().filter(|(_, k)| *k == LoadClass::Upper).count();
+                let uppers = classes
+                    .iter()
+                    .filter(|(_, k)| *k == LoadClass::Upper)
+                    .count();
                 let hint = if uppers == 1 {
                     // The forwarding rate measured at the upper bound is a good first guess.
-                    self.at(u).last().map(|t| t.received_fps()).unwrap_or(u / 2.0)
+                    self.at(u)
+                        .last()
+                        .map(|t| t.received_fps())
+                        .unwrap_or(u / 2.0)
                 } else {
                     (self.min_fps + u) / 2.0
                 };
@@ -391,7 +469,8 @@ impl State {
 
     fn goal_result(&self, goal: &SearchGoal) -> GoalResult {
         let (_, rlb, rub) = self.bounds(goal);
-        let conditional_throughput_fps = rlb.and_then(|l| conditional_throughput(goal, l, &self.at(l)));
+        let conditional_throughput_fps =
+            rlb.and_then(|l| conditional_throughput(goal, l, &self.at(l)));
         let tester_limited = match (rlb, self.ceiling) {
             (Some(l), Some(_)) => rub.is_none() && l >= self.max_fps,
             _ => false,
@@ -450,7 +529,10 @@ mod tests {
 
     #[test]
     fn conditional_throughput_takes_the_exceed_quantile() {
-        let g = SearchGoal { duration_sum: Duration::from_secs(4), ..SearchGoal::pdr() };
+        let g = SearchGoal {
+            duration_sum: Duration::from_secs(4),
+            ..SearchGoal::pdr()
+        };
         // Four 1 s trials at 1000 fps with losses 0, 1, 2, 3 frames; exceed 0.5 → 2 s of the worst
         // are skipped (3 and 2), the quantile trial lost 1 frame.
         let ts: Vec<TrialResult> = (0..4).map(|l| trial(1000.0, 1, l)).collect();
@@ -461,21 +543,40 @@ mod tests {
     #[test]
     fn ndr_and_pdr_on_linear_loss_dut() {
         // No loss up to 1 Mfps, then loss ratio = (load − knee)/knee: PDR 0.5 % at 1.005 Mfps.
-        let mut dut = SimDut::new(SimModel::LinearLoss { knee_fps: 1e6, slope: 1.0 }, 1);
+        let mut dut = SimDut::new(
+            SimModel::LinearLoss {
+                knee_fps: 1e6,
+                slope: 1.0,
+            },
+            1,
+        );
         let r = mlrsearch(&mut dut, &MlrConfig::ndr_pdr(1e4, 1.488e7)).unwrap();
         let ndr = &r.goals[0];
         let pdr = &r.goals[1];
-        let (l, u) = (ndr.relevant_lower_bound_fps.unwrap(), ndr.relevant_upper_bound_fps.unwrap());
+        let (l, u) = (
+            ndr.relevant_lower_bound_fps.unwrap(),
+            ndr.relevant_upper_bound_fps.unwrap(),
+        );
         assert!(l <= 1e6 && u > 1e6 && (u - l) / u <= 0.005, "NDR {l}..{u}");
-        let (l, u) = (pdr.relevant_lower_bound_fps.unwrap(), pdr.relevant_upper_bound_fps.unwrap());
-        assert!(l <= 1.005e6 + 1.0 && u > 1.005e6 && (u - l) / u <= 0.005, "PDR {l}..{u}");
+        let (l, u) = (
+            pdr.relevant_lower_bound_fps.unwrap(),
+            pdr.relevant_upper_bound_fps.unwrap(),
+        );
+        assert!(
+            l <= 1.005e6 + 1.0 && u > 1.005e6 && (u - l) / u <= 0.005,
+            "PDR {l}..{u}"
+        );
         assert!(ndr.conditional_throughput_fps.unwrap() <= ndr.relevant_lower_bound_fps.unwrap());
         assert!(!ndr.tester_limited && !pdr.tester_limited);
         assert!((r.trial_seconds - dut.trial_seconds()).abs() < 1e-9);
         // Cost guard: FD.io's MLRsearch 1.2.1 needs 54 trial-seconds here (tests/mlrsearch_pypi.rs).
         assert!(r.trial_seconds <= 80.0, "{}", r.trial_seconds);
         // Each bound comes from at least 11 s of 1 s trials at the lower bound.
-        let at_lb = r.trials.iter().filter(|t| t.intended_load.fps == ndr.relevant_lower_bound_fps.unwrap()).count();
+        let at_lb = r
+            .trials
+            .iter()
+            .filter(|t| t.intended_load.fps == ndr.relevant_lower_bound_fps.unwrap())
+            .count();
         assert!(at_lb >= 11, "{at_lb}");
     }
 
@@ -483,9 +584,16 @@ mod tests {
     fn sporadic_losses_are_absorbed_by_the_exceed_ratio() {
         // 20 % of trials lose a few frames anywhere: with exceed ratio 0.5 NDR still finds the
         // capacity; RFC 2544 (exceed 0) would be dragged down by the first unlucky trial.
-        let model = SimModel::Sporadic { capacity_fps: 1e6, probability: 0.2, max_lost: 3 };
+        let model = SimModel::Sporadic {
+            capacity_fps: 1e6,
+            probability: 0.2,
+            max_lost: 3,
+        };
         let mut dut = SimDut::new(model, 11);
-        let cfg = MlrConfig { goals: vec![SearchGoal::ndr()], ..MlrConfig::ndr_pdr(1e4, 2e6) };
+        let cfg = MlrConfig {
+            goals: vec![SearchGoal::ndr()],
+            ..MlrConfig::ndr_pdr(1e4, 2e6)
+        };
         let r = mlrsearch(&mut dut, &cfg).unwrap();
         let l = r.goals[0].relevant_lower_bound_fps.unwrap();
         assert!((0.99e6..=1e6).contains(&l), "{l}");
@@ -509,20 +617,36 @@ mod tests {
         assert_eq!(p2[1], SearchGoal::ndr());
         assert!(p[0].relative_width > p[3].relative_width);
         let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 3e5 }, 1);
-        let r = mlrsearch(&mut dut, &MlrConfig { goals: vec![goal], ..MlrConfig::ndr_pdr(1e3, 1e6) }).unwrap();
+        let r = mlrsearch(
+            &mut dut,
+            &MlrConfig {
+                goals: vec![goal],
+                ..MlrConfig::ndr_pdr(1e3, 1e6)
+            },
+        )
+        .unwrap();
         assert_eq!(r.trials[0].intended_duration, Duration::from_secs(1));
-        assert_eq!(r.trials.last().unwrap().intended_duration, Duration::from_secs(8));
+        assert_eq!(
+            r.trials.last().unwrap().intended_duration,
+            Duration::from_secs(8)
+        );
         let l = r.goals[0].relevant_lower_bound_fps.unwrap();
         let u = r.goals[0].relevant_upper_bound_fps.unwrap();
         assert!(l <= 3e5 && u > 3e5 && (u - l) / u <= 0.005);
         // The lower bound was confirmed by a full-length trial.
-        assert!(r.trials.iter().any(|t| t.intended_load.fps == l && t.intended_duration.as_secs() == 8));
+        assert!(r
+            .trials
+            .iter()
+            .any(|t| t.intended_load.fps == l && t.intended_duration.as_secs() == 8));
     }
 
     #[test]
     fn tester_limit_flags_goal_and_never_classifies() {
         let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 5e6 }, 1).with_tester_limit(1e6);
-        let cfg = MlrConfig { goals: vec![SearchGoal::ndr()], ..MlrConfig::ndr_pdr(1e4, 1e7) };
+        let cfg = MlrConfig {
+            goals: vec![SearchGoal::ndr()],
+            ..MlrConfig::ndr_pdr(1e4, 1e7)
+        };
         let r = mlrsearch(&mut dut, &cfg).unwrap();
         let g = &r.goals[0];
         assert!(g.tester_limited, "{g:?}");
@@ -534,7 +658,10 @@ mod tests {
     #[test]
     fn dut_slower_than_min_load() {
         let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 10.0 }, 1);
-        let cfg = MlrConfig { goals: vec![SearchGoal::ndr()], ..MlrConfig::ndr_pdr(1e3, 1e6) };
+        let cfg = MlrConfig {
+            goals: vec![SearchGoal::ndr()],
+            ..MlrConfig::ndr_pdr(1e3, 1e6)
+        };
         let r = mlrsearch(&mut dut, &cfg).unwrap();
         assert_eq!(r.goals[0].relevant_lower_bound_fps, None);
         assert_eq!(r.goals[0].relevant_upper_bound_fps, Some(1e3));
@@ -549,6 +676,9 @@ mod tests {
         let e = mlrsearch(&mut dut, &cfg).unwrap_err().to_string();
         assert!(e.contains("goal.exceed_ratio"), "{e}");
         cfg = MlrConfig::ndr_pdr(0.0, 10.0);
-        assert!(mlrsearch(&mut dut, &cfg).unwrap_err().to_string().contains("min_fps"));
+        assert!(mlrsearch(&mut dut, &cfg)
+            .unwrap_err()
+            .to_string()
+            .contains("min_fps"));
     }
 }

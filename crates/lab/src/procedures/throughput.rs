@@ -43,9 +43,11 @@ pub enum TrialPolicy {
 impl TrialPolicy {
     fn validate(&self) -> Result<(), LabError> {
         match *self {
-            TrialPolicy::BestOf(0) | TrialPolicy::WorstOf(0) => {
-                Err(LabError::invalid("policy.n", 0, "at least 1 trial per step"))
-            }
+            TrialPolicy::BestOf(0) | TrialPolicy::WorstOf(0) => Err(LabError::invalid(
+                "policy.n",
+                0,
+                "at least 1 trial per step",
+            )),
             _ => Ok(()),
         }
     }
@@ -92,19 +94,39 @@ impl ThroughputConfig {
 
     pub fn validate(&self) -> Result<(), LabError> {
         if !(self.min_fps.is_finite() && self.min_fps >= 0.0) {
-            return Err(LabError::invalid("min_fps", self.min_fps, "a finite rate >= 0"));
+            return Err(LabError::invalid(
+                "min_fps",
+                self.min_fps,
+                "a finite rate >= 0",
+            ));
         }
         if !(self.max_fps.is_finite() && self.max_fps > self.min_fps) {
-            return Err(LabError::invalid("max_fps", self.max_fps, "a finite rate above min_fps"));
+            return Err(LabError::invalid(
+                "max_fps",
+                self.max_fps,
+                "a finite rate above min_fps",
+            ));
         }
         if !(0.0..1.0).contains(&self.loss_tolerance) {
-            return Err(LabError::invalid("loss_tolerance", self.loss_tolerance, "a ratio in [0, 1)"));
+            return Err(LabError::invalid(
+                "loss_tolerance",
+                self.loss_tolerance,
+                "a ratio in [0, 1)",
+            ));
         }
         if self.trial_duration.is_zero() {
-            return Err(LabError::invalid("trial_duration", "0 s", "a positive duration"));
+            return Err(LabError::invalid(
+                "trial_duration",
+                "0 s",
+                "a positive duration",
+            ));
         }
         if !(self.resolution_fps.is_finite() && self.resolution_fps > 0.0) {
-            return Err(LabError::invalid("resolution_fps", self.resolution_fps, "a positive rate"));
+            return Err(LabError::invalid(
+                "resolution_fps",
+                self.resolution_fps,
+                "a positive rate",
+            ));
         }
         self.policy.validate()
     }
@@ -117,7 +139,9 @@ pub enum Verdict {
     Pass,
     Fail,
     /// The tester could not offer the load; carries the rate it did offer.
-    TesterLimited { offered_fps: f64 },
+    TesterLimited {
+        offered_fps: f64,
+    },
 }
 
 /// One step of the search: the load and what the trials at it decided.
@@ -156,9 +180,18 @@ pub struct ThroughputResult {
 }
 
 /// Runs the RFC 2544 §26.1 throughput search; see the module doc.
-pub fn throughput<M: Measurer + ?Sized>(m: &mut M, cfg: &ThroughputConfig) -> Result<ThroughputResult, LabError> {
+pub fn throughput<M: Measurer + ?Sized>(
+    m: &mut M,
+    cfg: &ThroughputConfig,
+) -> Result<ThroughputResult, LabError> {
     cfg.validate()?;
-    let mut s = Search { m, cfg, trials: Vec::new(), steps: Vec::new(), ceiling: None };
+    let mut s = Search {
+        m,
+        cfg,
+        trials: Vec::new(),
+        steps: Vec::new(),
+        ceiling: None,
+    };
     if let Some((load, d)) = cfg.learning {
         let first = s.trials.len();
         let t = s.m.trial(load, d)?;
@@ -241,13 +274,22 @@ impl<M: Measurer + ?Sized> Search<'_, M> {
         };
         for _ in 0..n {
             if self.trials.len() >= self.cfg.max_trials {
-                return Err(LabError::NoConvergence { procedure: "RFC 2544 throughput", max_trials: self.cfg.max_trials });
+                return Err(LabError::NoConvergence {
+                    procedure: "RFC 2544 throughput",
+                    max_trials: self.cfg.max_trials,
+                });
             }
             let t = self.m.trial(Load::fps(load_fps), self.cfg.trial_duration)?;
-            let (limited, offered, pass) = (t.tester_limited, t.offered_fps(), t.within(self.cfg.loss_tolerance));
+            let (limited, offered, pass) = (
+                t.tester_limited,
+                t.offered_fps(),
+                t.within(self.cfg.loss_tolerance),
+            );
             self.trials.push(t);
             if limited {
-                verdict = Verdict::TesterLimited { offered_fps: offered };
+                verdict = Verdict::TesterLimited {
+                    offered_fps: offered,
+                };
                 let c = self.ceiling.map_or(offered, |c: f64| c.min(offered));
                 self.ceiling = Some(c);
                 break;
@@ -267,7 +309,13 @@ impl<M: Measurer + ?Sized> Search<'_, M> {
                 _ => {}
             }
         }
-        self.steps.push(Step { load_fps, verdict, first_trial: first, trial_count: self.trials.len() - first, purpose });
+        self.steps.push(Step {
+            load_fps,
+            verdict,
+            first_trial: first,
+            trial_count: self.trials.len() - first,
+            purpose,
+        });
         Ok(verdict)
     }
 
@@ -303,7 +351,9 @@ impl<M: Measurer + ?Sized> Search<'_, M> {
                     lo_b = mid;
                 }
                 Verdict::Fail => hi_b = mid,
-                Verdict::TesterLimited { offered_fps } => hi_b = mid.min(offered_fps * (1.0 - TESTER_CEILING_MARGIN)),
+                Verdict::TesterLimited { offered_fps } => {
+                    hi_b = mid.min(offered_fps * (1.0 - TESTER_CEILING_MARGIN))
+                }
             }
         }
         if best.is_none() {
@@ -325,11 +375,19 @@ mod tests {
 
     #[test]
     fn finds_fixed_capacity_within_resolution() {
-        let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 1_234_567.0 }, 1);
+        let mut dut = SimDut::new(
+            SimModel::Fixed {
+                capacity_fps: 1_234_567.0,
+            },
+            1,
+        );
         let cfg = ThroughputConfig::new(0.0, 14_880_952.0, D);
         let r = throughput(&mut dut, &cfg).unwrap();
         let x = r.throughput_fps.unwrap();
-        assert!(x <= 1_234_567.0 && 1_234_567.0 - x <= cfg.resolution_fps, "{x}");
+        assert!(
+            x <= 1_234_567.0 && 1_234_567.0 - x <= cfg.resolution_fps,
+            "{x}"
+        );
         assert!(r.verified);
         assert!(!r.tester_limited);
         assert_eq!(r.steps.last().unwrap().purpose, StepPurpose::Verification);
@@ -350,7 +408,13 @@ mod tests {
     fn loss_tolerance_accepts_small_loss() {
         // 0.001 % tolerance: a linear-loss DUT with slope 1 loses 0.001 % at knee × 1.00001.
         let knee = 1e6;
-        let mut dut = SimDut::new(SimModel::LinearLoss { knee_fps: knee, slope: 1.0 }, 1);
+        let mut dut = SimDut::new(
+            SimModel::LinearLoss {
+                knee_fps: knee,
+                slope: 1.0,
+            },
+            1,
+        );
         let mut cfg = ThroughputConfig::new(0.0, 2e6, D);
         cfg.loss_tolerance = 0.001; // 0.1 %
         cfg.resolution_fps = 100.0;
@@ -377,7 +441,10 @@ mod tests {
         assert!(r.tester_limited, "{r:?}");
         assert!((0.94e6..=1e6).contains(&x), "{x}");
         assert_eq!(r.tester_ceiling_fps, Some(1e6));
-        assert!(r.steps.iter().any(|s| matches!(s.verdict, Verdict::TesterLimited { .. })));
+        assert!(r
+            .steps
+            .iter()
+            .any(|s| matches!(s.verdict, Verdict::TesterLimited { .. })));
         // No trial shows DUT loss: the limited ones lost nothing of what was offered.
         assert!(r.trials.iter().all(|t| t.lost_frames() == 0));
         assert!(r.trials.iter().any(|t| t.tester_limited));
@@ -395,7 +462,12 @@ mod tests {
 
     #[test]
     fn learning_trial_runs_first_and_does_not_decide() {
-        let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 500.0 }, 1);
+        let mut dut = SimDut::new(
+            SimModel::Fixed {
+                capacity_fps: 500.0,
+            },
+            1,
+        );
         let mut cfg = ThroughputConfig::new(0.0, 1000.0, D);
         cfg.learning = Some((Load::fps(900.0), Duration::from_secs(1)));
         let r = throughput(&mut dut, &cfg).unwrap();
@@ -409,14 +481,25 @@ mod tests {
     fn failed_verification_continues_downward() {
         // Sporadic losses everywhere (p = 0.5): results that fail verification get re-searched;
         // whatever is reported passed a verification trial, or is not reported as verified.
-        let model = SimModel::Sporadic { capacity_fps: 1e6, probability: 0.5, max_lost: 3 };
+        let model = SimModel::Sporadic {
+            capacity_fps: 1e6,
+            probability: 0.5,
+            max_lost: 3,
+        };
         let mut dut = SimDut::new(model, 3);
         let r = throughput(&mut dut, &ThroughputConfig::new(0.0, 2e6, D)).unwrap();
-        let verifications: Vec<_> = r.steps.iter().filter(|s| s.purpose == StepPurpose::Verification).collect();
+        let verifications: Vec<_> = r
+            .steps
+            .iter()
+            .filter(|s| s.purpose == StepPurpose::Verification)
+            .collect();
         assert!(!verifications.is_empty());
         if r.verified {
             assert_eq!(verifications.last().unwrap().verdict, Verdict::Pass);
-            assert_eq!(verifications.last().unwrap().load_fps, r.throughput_fps.unwrap());
+            assert_eq!(
+                verifications.last().unwrap().load_fps,
+                r.throughput_fps.unwrap()
+            );
         }
         // Any failed verification was followed by a search below the failed load.
         for (i, s) in r.steps.iter().enumerate() {
@@ -432,7 +515,11 @@ mod tests {
     fn bestn_and_worstn_bracket_sporadic_loss() {
         // Seed 000: OVS-DPDK loses a few frames at random, even far below capacity. Worst-of-5
         // fails wherever any of 5 trials loses; best-of-5 passes wherever any trial is clean.
-        let model = SimModel::Sporadic { capacity_fps: 1e6, probability: 0.3, max_lost: 10 };
+        let model = SimModel::Sporadic {
+            capacity_fps: 1e6,
+            probability: 0.3,
+            max_lost: 10,
+        };
         let run = |policy| {
             let mut dut = SimDut::new(model, 42);
             let mut cfg = ThroughputConfig::new(0.0, 2e6, D);
@@ -461,9 +548,15 @@ mod tests {
         let e = throughput(&mut dut, &cfg).unwrap_err().to_string();
         assert!(e.contains("loss_tolerance") && e.contains('2'), "{e}");
         let mut cfg = ThroughputConfig::new(10.0, 5.0, D);
-        assert!(throughput(&mut dut, &cfg).unwrap_err().to_string().contains("max_fps"));
+        assert!(throughput(&mut dut, &cfg)
+            .unwrap_err()
+            .to_string()
+            .contains("max_fps"));
         cfg = ThroughputConfig::new(0.0, 10.0, D);
         cfg.policy = TrialPolicy::BestOf(0);
-        assert!(throughput(&mut dut, &cfg).unwrap_err().to_string().contains("policy.n"));
+        assert!(throughput(&mut dut, &cfg)
+            .unwrap_err()
+            .to_string()
+            .contains("policy.n"));
     }
 }

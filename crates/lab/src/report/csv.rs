@@ -11,8 +11,14 @@ pub fn render(run: &RunResults) -> String {
     out.push('\n');
     for t in &run.tests {
         for row in t.rows() {
-            let fields: Vec<String> =
-                COLUMNS.iter().map(|c| row.get(c).map(|v| quote(&v.to_string())).unwrap_or_default()).collect();
+            let fields: Vec<String> = COLUMNS
+                .iter()
+                .map(|c| {
+                    row.get(c)
+                        .map(|v| quote(&v.to_string()))
+                        .unwrap_or_default()
+                })
+                .collect();
             out.push_str(&fields.join(","));
             out.push('\n');
         }

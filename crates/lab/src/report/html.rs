@@ -22,8 +22,20 @@ figure{margin:1em 0}details{margin:.5em 0 1.5em}h2{border-bottom:2px solid #eee;
 .note{color:#555;font-size:13px}";
 
 const SUMMARY_COLUMNS: &[&str] = &[
-    "id", "vswitch", "deployment", "packet_size", "procedure", "goal", "scale", "throughput_rx_fps",
-    "throughput_rx_percent", "frame_loss_percent", "avg_latency_ns", "max_latency_ns", "b2b_frames", "tester_limited",
+    "id",
+    "vswitch",
+    "deployment",
+    "packet_size",
+    "procedure",
+    "goal",
+    "scale",
+    "throughput_rx_fps",
+    "throughput_rx_percent",
+    "frame_loss_percent",
+    "avg_latency_ns",
+    "max_latency_ns",
+    "b2b_frames",
+    "tester_limited",
 ];
 
 pub fn render(run: &RunResults) -> String {
@@ -43,21 +55,44 @@ fn provenance(s: &mut String, run: &RunResults) {
     let p = &run.provenance;
     let _ = write!(s, "<h2>Provenance</h2><table>");
     let mut kv = |k: &str, v: String| {
-        let _ = write!(s, "<tr><th class=t>{}</th><td class=t>{}</td></tr>", esc(k), esc(&v));
+        let _ = write!(
+            s,
+            "<tr><th class=t>{}</th><td class=t>{}</td></tr>",
+            esc(k),
+            esc(&v)
+        );
     };
     kv("schema", run.schema.clone());
     kv("date", p.date.clone());
-    let dirty = if p.git_dirty == Some(true) { " (uncommitted changes)" } else { "" };
-    kv("git revision", format!("{}{dirty}", p.git_revision.as_deref().unwrap_or("unknown")));
+    let dirty = if p.git_dirty == Some(true) {
+        " (uncommitted changes)"
+    } else {
+        ""
+    };
+    kv(
+        "git revision",
+        format!("{}{dirty}", p.git_revision.as_deref().unwrap_or("unknown")),
+    );
     kv("command", p.command.join(" "));
     kv("host", p.hostname.clone().unwrap_or_default());
     kv("kernel", p.kernel.clone().unwrap_or_default());
-    kv("CPU", format!("{} × {}", p.cores.unwrap_or(0), p.cpu_model.as_deref().unwrap_or("unknown")));
+    kv(
+        "CPU",
+        format!(
+            "{} × {}",
+            p.cores.unwrap_or(0),
+            p.cpu_model.as_deref().unwrap_or("unknown")
+        ),
+    );
     kv("tool version", p.tool_version.clone());
     s.push_str("</table>");
     if let Some(c) = &p.config {
         let pretty = serde_json::to_string_pretty(c).unwrap_or_else(|_| c.to_string());
-        let _ = write!(s, "<details><summary>suite / config as run</summary><pre>{}</pre></details>", esc(&pretty));
+        let _ = write!(
+            s,
+            "<details><summary>suite / config as run</summary><pre>{}</pre></details>",
+            esc(&pretty)
+        );
     }
     if let Some(g) = &run.generator {
         let _ = write!(s, "<h3>Traffic generator: {}</h3><p class=note>Calibrated limits: the generator looped to itself with no device in the path, per topology and frame size. Results at or near these rates measure the tester, not the device.</p><table><tr><th class=t>topology</th><th class=t>frame size</th><th>calibrated max (frames/s)</th><th class=t>how</th></tr>", esc(&g.name));
@@ -93,16 +128,27 @@ fn side_by_side(s: &mut String, run: &RunResults) {
     }
     s.push_str("</tr>");
     for r in &sum.rows {
-        let limited = r.iter().any(|c| c.ends_with(crate::report::summary::TESTER_MARK));
+        let limited = r
+            .iter()
+            .any(|c| c.ends_with(crate::report::summary::TESTER_MARK));
         let _ = write!(s, "<tr{}>", if limited { " class=tl" } else { "" });
         for (i, c) in r.iter().enumerate() {
-            let _ = write!(s, "<td{}>{}</td>", if i < 3 { " class=t" } else { "" }, esc(c));
+            let _ = write!(
+                s,
+                "<td{}>{}</td>",
+                if i < 3 { " class=t" } else { "" },
+                esc(c)
+            );
         }
         s.push_str("</tr>");
     }
     s.push_str("</table></div>");
     if sum.tester_limited {
-        let _ = write!(s, "<p class=note>{}</p>", esc(crate::report::summary::TESTER_NOTE));
+        let _ = write!(
+            s,
+            "<p class=note>{}</p>",
+            esc(crate::report::summary::TESTER_NOTE)
+        );
     }
     let how = crate::report::summary::settings(run);
     if !how.is_empty() {
@@ -119,7 +165,11 @@ fn is_tl(r: &Row) -> bool {
 }
 
 fn row_table(s: &mut String, cols: &[&str], rows: &[Row]) {
-    let cols: Vec<&str> = cols.iter().copied().filter(|c| rows.iter().any(|r| r.contains_key(c))).collect();
+    let cols: Vec<&str> = cols
+        .iter()
+        .copied()
+        .filter(|c| rows.iter().any(|r| r.contains_key(c)))
+        .collect();
     s.push_str("<div class=scroll><table><tr>");
     for c in &cols {
         let _ = write!(s, "<th>{}</th>", esc(c));
@@ -129,7 +179,9 @@ fn row_table(s: &mut String, cols: &[&str], rows: &[Row]) {
         let _ = write!(s, "<tr{}>", if is_tl(r) { " class=tl" } else { "" });
         for c in &cols {
             match r.get(c) {
-                Some(Cell::Flag(true)) => s.push_str("<td><span class=badge>tester-limited</span></td>"),
+                Some(Cell::Flag(true)) => {
+                    s.push_str("<td><span class=badge>tester-limited</span></td>")
+                }
                 Some(Cell::Text(t)) => {
                     let _ = write!(s, "<td class=t>{}</td>", esc(t));
                 }
@@ -165,7 +217,11 @@ fn summary(s: &mut String, run: &RunResults) {
 }
 
 fn series_name(t: &TestRecord, extra: &str) -> String {
-    let mut n = format!("{} {}", t.vswitch, t.topology.as_deref().unwrap_or(&t.deployment));
+    let mut n = format!(
+        "{} {}",
+        t.vswitch,
+        t.topology.as_deref().unwrap_or(&t.deployment)
+    );
     if !extra.is_empty() {
         n.push(' ');
         n.push_str(extra);
@@ -192,13 +248,19 @@ fn charts(s: &mut String, run: &RunResults) {
         let mut sizes_seen = std::collections::BTreeSet::new();
         for t in run.tests.iter().filter(|t| &topo_of(t) == topo) {
             for r in t.rows() {
-                let Some(fps) = r.get("throughput_rx_fps").and_then(Cell::num) else { continue };
+                let Some(fps) = r.get("throughput_rx_fps").and_then(Cell::num) else {
+                    continue;
+                };
                 let goal = match (&t.outcome, r.get("goal")) {
                     (Outcome::Throughput(_), _) => t.id.clone(),
                     (Outcome::Mlrsearch(_), Some(Cell::Text(g))) => g.clone(),
                     _ => continue,
                 };
-                let p = Point { x: f64::from(t.frame_size), y: fps, flag: is_tl(&r) };
+                let p = Point {
+                    x: f64::from(t.frame_size),
+                    y: fps,
+                    flag: is_tl(&r),
+                };
                 match t.scale {
                     Some(sc) => scale_series
                         .entry(series_name(t, &format!("{} {goal}", t.size_label())))
@@ -206,7 +268,10 @@ fn charts(s: &mut String, run: &RunResults) {
                         .push(Point { x: sc as f64, ..p }),
                     None if t.frame_mix.is_none() => {
                         sizes_seen.insert(t.frame_size);
-                        by_series.entry(format!("{} {goal}", t.vswitch)).or_default().push(p);
+                        by_series
+                            .entry(format!("{} {goal}", t.vswitch))
+                            .or_default()
+                            .push(p);
                         line_rate.insert(t.frame_size, t.line.max_fps());
                     }
                     None => {}
@@ -218,11 +283,24 @@ fn charts(s: &mut String, run: &RunResults) {
         if by_series.is_empty() {
             continue;
         }
-        let mut series: Vec<Series> =
-            by_series.into_iter().map(|(name, points)| Series { name, points, reference: false }).collect();
+        let mut series: Vec<Series> = by_series
+            .into_iter()
+            .map(|(name, points)| Series {
+                name,
+                points,
+                reference: false,
+            })
+            .collect();
         series.push(Series {
             name: "line rate".into(),
-            points: line_rate.iter().map(|(&f, &m)| Point { x: f64::from(f), y: m, flag: false }).collect(),
+            points: line_rate
+                .iter()
+                .map(|(&f, &m)| Point {
+                    x: f64::from(f),
+                    y: m,
+                    flag: false,
+                })
+                .collect(),
             reference: true,
         });
         if let Some(g) = &run.generator {
@@ -230,21 +308,38 @@ fn charts(s: &mut String, run: &RunResults) {
                 .calibrated_limits
                 .iter()
                 .filter(|c| c.mix.is_none() && c.topology.as_ref().is_none_or(|x| x == topo))
-                .map(|c| Point { x: f64::from(c.frame_size), y: c.max_fps, flag: false })
+                .map(|c| Point {
+                    x: f64::from(c.frame_size),
+                    y: c.max_fps,
+                    flag: false,
+                })
                 .collect();
             sizes_seen.extend(limits.iter().map(|p| p.x as u32));
-            series.push(Series { name: format!("{} limit", g.name), points: limits, reference: true });
+            series.push(Series {
+                name: format!("{} limit", g.name),
+                points: limits,
+                reference: true,
+            });
         }
         // Frame sizes as evenly spaced categories (64 … 1518 crowd each other on any numeric axis).
         let index: Vec<u32> = sizes_seen.iter().copied().collect();
-        let pos = |x: f64| index.iter().position(|&f| f64::from(f) == x).map_or(f64::NAN, |i| i as f64);
+        let pos = |x: f64| {
+            index
+                .iter()
+                .position(|&f| f64::from(f) == x)
+                .map_or(f64::NAN, |i| i as f64)
+        };
         for se in &mut series {
             for p in &mut se.points {
                 p.x = pos(p.x);
             }
             se.points.retain(|p| p.x.is_finite());
         }
-        let sizes: Vec<(f64, String)> = index.iter().enumerate().map(|(i, f)| (i as f64, f.to_string())).collect();
+        let sizes: Vec<(f64, String)> = index
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (i as f64, f.to_string()))
+            .collect();
         figure(s, LineChart {
             title: format!("Throughput vs frame size — {topo}"),
             x_label: "frame size (bytes, FCS included)".into(),
@@ -256,16 +351,28 @@ fn charts(s: &mut String, run: &RunResults) {
         }.render(), "Dashed: theoretical 10GE line rate and the generator's calibrated limit on this topology. Red rings: tester-limited results.");
     }
     if !scale_series.is_empty() {
-        let series = scale_series.into_iter().map(|(name, points)| Series { name, points, reference: false }).collect();
-        figure(s, LineChart {
-            title: "Throughput vs table size".into(),
-            x_label: "table entries / flows".into(),
-            y_label: "frames/s".into(),
-            series,
-            log_x: true,
-            log_y: false,
-            x_categories: None,
-        }.render(), "");
+        let series = scale_series
+            .into_iter()
+            .map(|(name, points)| Series {
+                name,
+                points,
+                reference: false,
+            })
+            .collect();
+        figure(
+            s,
+            LineChart {
+                title: "Throughput vs table size".into(),
+                x_label: "table entries / flows".into(),
+                y_label: "frames/s".into(),
+                series,
+                log_x: true,
+                log_y: false,
+                x_categories: None,
+            }
+            .render(),
+            "",
+        );
     }
     // Latency percentiles.
     let cats = ["min", "p50", "p90", "p99", "p99.9", "p99.99", "max"];
@@ -274,10 +381,29 @@ fn charts(s: &mut String, run: &RunResults) {
         if let Outcome::Latency(points) = &t.outcome {
             for p in points {
                 if let Some(l) = &p.stats {
-                    let ys = [l.min_ns, l.p50_ns, l.p90_ns, l.p99_ns, l.p99_9_ns, l.p99_99_ns, l.max_ns];
+                    let ys = [
+                        l.min_ns,
+                        l.p50_ns,
+                        l.p90_ns,
+                        l.p99_ns,
+                        l.p99_9_ns,
+                        l.p99_99_ns,
+                        l.max_ns,
+                    ];
                     lat_series.push(Series {
-                        name: series_name(t, &format!("{} {:.0}%", t.size_label(), p.fraction * 100.0)),
-                        points: ys.iter().enumerate().map(|(i, &y)| Point { x: i as f64, y: y / 1e3, flag: p.tester_limited_trials > 0 }).collect(),
+                        name: series_name(
+                            t,
+                            &format!("{} {:.0}%", t.size_label(), p.fraction * 100.0),
+                        ),
+                        points: ys
+                            .iter()
+                            .enumerate()
+                            .map(|(i, &y)| Point {
+                                x: i as f64,
+                                y: y / 1e3,
+                                flag: p.tester_limited_trials > 0,
+                            })
+                            .collect(),
                         reference: false,
                     });
                 }
@@ -288,15 +414,25 @@ fn charts(s: &mut String, run: &RunResults) {
         if lat_series.len() > 8 {
             lat_series.retain(|s| s.name.ends_with("100%"));
         }
-        figure(s, LineChart {
-            title: "Latency percentiles".into(),
-            x_label: "percentile".into(),
-            y_label: "latency (µs)".into(),
-            series: lat_series,
-            log_x: false,
-            log_y: true,
-            x_categories: Some(cats.iter().enumerate().map(|(i, c)| (i as f64, c.to_string())).collect()),
-        }.render(), "Percent = load as a share of the measured throughput (RFC 2544 §26.2).");
+        figure(
+            s,
+            LineChart {
+                title: "Latency percentiles".into(),
+                x_label: "percentile".into(),
+                y_label: "latency (µs)".into(),
+                series: lat_series,
+                log_x: false,
+                log_y: true,
+                x_categories: Some(
+                    cats.iter()
+                        .enumerate()
+                        .map(|(i, c)| (i as f64, c.to_string()))
+                        .collect(),
+                ),
+            }
+            .render(),
+            "Percent = load as a share of the measured throughput (RFC 2544 §26.2).",
+        );
     }
     // Loss vs offered load.
     let mut loss_series = Vec::new();
@@ -304,19 +440,31 @@ fn charts(s: &mut String, run: &RunResults) {
         if let Outcome::LinearSweep(points) = &t.outcome {
             loss_series.push(Series {
                 name: series_name(t, &t.size_label()),
-                points: points.iter().map(|p| Point { x: p.percent, y: p.loss_ratio * 100.0, flag: p.tester_limited }).collect(),
+                points: points
+                    .iter()
+                    .map(|p| Point {
+                        x: p.percent,
+                        y: p.loss_ratio * 100.0,
+                        flag: p.tester_limited,
+                    })
+                    .collect(),
                 reference: false,
             });
         }
     }
     if !loss_series.is_empty() {
-        figure(s, LineChart {
-            title: "Frame loss vs offered load".into(),
-            x_label: "offered load (% of line rate)".into(),
-            y_label: "frame loss (%)".into(),
-            series: loss_series,
-            ..Default::default()
-        }.render(), "RFC 2544 §26.3 frame loss rate per step.");
+        figure(
+            s,
+            LineChart {
+                title: "Frame loss vs offered load".into(),
+                x_label: "offered load (% of line rate)".into(),
+                y_label: "frame loss (%)".into(),
+                series: loss_series,
+                ..Default::default()
+            }
+            .render(),
+            "RFC 2544 §26.3 frame loss rate per step.",
+        );
     }
     // Back-to-back.
     let bars: Vec<Bar> = run
@@ -333,13 +481,25 @@ fn charts(s: &mut String, run: &RunResults) {
         })
         .collect();
     if !bars.is_empty() {
-        figure(s, BarChart { title: "Back-to-back frames (RFC 9004)".into(), y_label: "longest lossless burst (frames)".into(), bars }.render(),
-            "Bar: average over repetitions; whisker: min–max.");
+        figure(
+            s,
+            BarChart {
+                title: "Back-to-back frames (RFC 9004)".into(),
+                y_label: "longest lossless burst (frames)".into(),
+                bars,
+            }
+            .render(),
+            "Bar: average over repetitions; whisker: min–max.",
+        );
     }
 }
 
 fn figure(s: &mut String, svg: String, caption: &str) {
-    let _ = write!(s, "<figure>{svg}<figcaption class=note>{}</figcaption></figure>", esc(caption));
+    let _ = write!(
+        s,
+        "<figure>{svg}<figcaption class=note>{}</figcaption></figure>",
+        esc(caption)
+    );
 }
 
 fn details(s: &mut String, run: &RunResults) {
@@ -367,14 +527,40 @@ fn details(s: &mut String, run: &RunResults) {
             let shared: Vec<String> = setup
                 .pointer("/placement/shared_cpus")
                 .and_then(|v| v.as_array())
-                .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect()
+                })
                 .unwrap_or_default();
             for note in &shared {
-                let _ = write!(s, "<p class=note><span class=badge>shared CPU</span> {}</p>", esc(note));
+                let _ = write!(
+                    s,
+                    "<p class=note><span class=badge>shared CPU</span> {}</p>",
+                    esc(note)
+                );
             }
-            let _ = write!(s, "<details><summary>setup</summary><pre>{}</pre></details>", esc(&serde_json::to_string_pretty(setup).unwrap_or_default()));
+            let _ = write!(
+                s,
+                "<details><summary>setup</summary><pre>{}</pre></details>",
+                esc(&serde_json::to_string_pretty(setup).unwrap_or_default())
+            );
         }
-        let cols: Vec<&str> = COLUMNS.iter().copied().filter(|c| !["id", "vswitch", "deployment", "traffic_type", "packet_size", "procedure"].contains(c)).collect();
+        let cols: Vec<&str> = COLUMNS
+            .iter()
+            .copied()
+            .filter(|c| {
+                ![
+                    "id",
+                    "vswitch",
+                    "deployment",
+                    "traffic_type",
+                    "packet_size",
+                    "procedure",
+                ]
+                .contains(c)
+            })
+            .collect();
         row_table(s, &cols, &rows);
         let trials = trials_of(t);
         if !trials.is_empty() {
@@ -403,7 +589,8 @@ fn details(s: &mut String, run: &RunResults) {
 fn trials_of(t: &TestRecord) -> Vec<(&TrialResult, String)> {
     match &t.outcome {
         Outcome::Throughput(r) => {
-            let mut v: Vec<(&TrialResult, String)> = r.trials.iter().map(|tr| (tr, String::new())).collect();
+            let mut v: Vec<(&TrialResult, String)> =
+                r.trials.iter().map(|tr| (tr, String::new())).collect();
             for st in &r.steps {
                 let verdict = match st.verdict {
                     Verdict::Pass => "pass",
@@ -421,12 +608,34 @@ fn trials_of(t: &TestRecord) -> Vec<(&TrialResult, String)> {
             }
             v
         }
-        Outcome::Mlrsearch(r) => r.trials.iter().map(|tr| (tr, format!("{:.0} s trial", tr.intended_duration.as_secs_f64()))).collect(),
-        Outcome::Latency(p) => {
-            p.iter().flat_map(|p| p.trials.iter().map(move |tr| (tr, format!("{:.0}% of throughput", p.fraction * 100.0)))).collect()
-        }
-        Outcome::LinearSweep(p) => p.iter().map(|p| (&p.trial, format!("{}% of line rate", p.percent))).collect(),
-        Outcome::Soak(r) => r.intervals.iter().enumerate().map(|(i, tr)| (tr, format!("interval {}", i + 1))).collect(),
+        Outcome::Mlrsearch(r) => r
+            .trials
+            .iter()
+            .map(|tr| {
+                (
+                    tr,
+                    format!("{:.0} s trial", tr.intended_duration.as_secs_f64()),
+                )
+            })
+            .collect(),
+        Outcome::Latency(p) => p
+            .iter()
+            .flat_map(|p| {
+                p.trials
+                    .iter()
+                    .map(move |tr| (tr, format!("{:.0}% of throughput", p.fraction * 100.0)))
+            })
+            .collect(),
+        Outcome::LinearSweep(p) => p
+            .iter()
+            .map(|p| (&p.trial, format!("{}% of line rate", p.percent)))
+            .collect(),
+        Outcome::Soak(r) => r
+            .intervals
+            .iter()
+            .enumerate()
+            .map(|(i, tr)| (tr, format!("interval {}", i + 1)))
+            .collect(),
         Outcome::BackToBack(_) => Vec::new(),
     }
 }
@@ -444,7 +653,8 @@ mod tests {
             "placement": { "processes": [], "shared_cpus": ["cpu 1 shared by dut (vecswitch) and vnf (dpdk-testpmd)"] }
         }));
         let html = render(&run);
-        assert!(html.contains("shared CPU</span> cpu 1 shared by dut (vecswitch) and vnf (dpdk-testpmd)"));
+        assert!(html
+            .contains("shared CPU</span> cpu 1 shared by dut (vecswitch) and vnf (dpdk-testpmd)"));
         assert!(html.contains("testpmd &lt;io&gt;"));
     }
 
@@ -452,11 +662,14 @@ mod tests {
     fn summary_first_and_a_stop_is_said() {
         let mut run = sample_run();
         run.stopped = Some("stopped by a signal during ovs on phy2phy-veth at 512 B".into());
-        run.failures.push("ovs on phy2phy-veth at 64 B: starting ovs: no ovs-vswitchd".into());
+        run.failures
+            .push("ovs on phy2phy-veth at 64 B: starting ovs: no ovs-vswitchd".into());
         let html = render(&run);
         let summary = html.find("<h2>Summary</h2>").unwrap();
         assert!(summary < html.find("<h2>Provenance</h2>").unwrap());
-        let stop = html.find("stopped early</span> stopped by a signal during ovs on phy2phy-veth at 512 B").unwrap();
+        let stop = html
+            .find("stopped early</span> stopped by a signal during ovs on phy2phy-veth at 512 B")
+            .unwrap();
         assert!(stop < summary);
         assert!(html.contains("not measured</span> ovs on phy2phy-veth at 64 B"));
     }
@@ -468,8 +681,17 @@ mod tests {
         assert!(html.starts_with("<!DOCTYPE html>"));
         // Nothing external: no scripts, no links, no remote URLs except the SVG namespace.
         assert!(!html.contains("<script") && !html.contains("<link") && !html.contains("src="));
-        assert_eq!(html.matches("http").count(), html.matches("http://www.w3.org/2000/svg").count());
-        for title in ["Throughput vs frame size", "Latency percentiles", "Frame loss vs offered load", "Back-to-back frames", "Throughput vs table size"] {
+        assert_eq!(
+            html.matches("http").count(),
+            html.matches("http://www.w3.org/2000/svg").count()
+        );
+        for title in [
+            "Throughput vs frame size",
+            "Latency percentiles",
+            "Frame loss vs offered load",
+            "Back-to-back frames",
+            "Throughput vs table size",
+        ] {
             assert!(html.contains(title), "missing chart {title}");
         }
         assert!(html.contains("calibrated max"));

@@ -8,7 +8,14 @@ use crate::report::summary::{settings, summary, TESTER_NOTE};
 use crate::results::{Cell, Row, RunResults, COLUMNS};
 
 /// Columns that identify the test and are shown in its header instead of its table.
-const HEADER_COLUMNS: &[&str] = &["id", "deployment", "vswitch", "traffic_type", "packet_size", "procedure"];
+const HEADER_COLUMNS: &[&str] = &[
+    "id",
+    "deployment",
+    "vswitch",
+    "traffic_type",
+    "packet_size",
+    "procedure",
+];
 
 pub fn render(run: &RunResults) -> String {
     let mut s = String::new();
@@ -20,20 +27,47 @@ pub fn render(run: &RunResults) -> String {
         s,
         "- Git revision: {}{}",
         p.git_revision.as_deref().unwrap_or("unknown"),
-        if p.git_dirty == Some(true) { " (dirty)" } else { "" }
+        if p.git_dirty == Some(true) {
+            " (dirty)"
+        } else {
+            ""
+        }
     );
     let _ = writeln!(s, "- Command: `{}`", p.command.join(" "));
-    let _ = writeln!(s, "- Host: {} — kernel {} — {} × {}", opt(&p.hostname), opt(&p.kernel), p.cores.unwrap_or(0), opt(&p.cpu_model));
+    let _ = writeln!(
+        s,
+        "- Host: {} — kernel {} — {} × {}",
+        opt(&p.hostname),
+        opt(&p.kernel),
+        p.cores.unwrap_or(0),
+        opt(&p.cpu_model)
+    );
     if let Some(g) = &run.generator {
         let _ = writeln!(s, "- Generator: {}", g.name);
         for c in &g.calibrated_limits {
-            let on = c.topology.as_deref().map(|t| format!(" on {t}")).unwrap_or_default();
-            let how = c.method.as_deref().map(|m| format!(" — {m}")).unwrap_or_default();
-            let _ = writeln!(s, "  - calibrated limit{on} at {}: {:.0} frames/s{how}", c.size_label(), c.max_fps);
+            let on = c
+                .topology
+                .as_deref()
+                .map(|t| format!(" on {t}"))
+                .unwrap_or_default();
+            let how = c
+                .method
+                .as_deref()
+                .map(|m| format!(" — {m}"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "  - calibrated limit{on} at {}: {:.0} frames/s{how}",
+                c.size_label(),
+                c.max_fps
+            );
         }
     }
     if let Some(why) = &run.stopped {
-        let _ = writeln!(s, "\n> **Stopped early**: {why}. The tests below are those measured before the stop.");
+        let _ = writeln!(
+            s,
+            "\n> **Stopped early**: {why}. The tests below are those measured before the stop."
+        );
     }
     for f in &run.failures {
         let _ = writeln!(s, "\n> **Not measured**: {f}");
@@ -60,25 +94,48 @@ pub fn render(run: &RunResults) -> String {
         s.push('\n');
     }
     for t in &run.tests {
-        let _ = writeln!(s, "## {} — {}, {} ({})\n", t.id, t.vswitch, t.size_label(), t.outcome.name());
+        let _ = writeln!(
+            s,
+            "## {} — {}, {} ({})\n",
+            t.id,
+            t.vswitch,
+            t.size_label(),
+            t.outcome.name()
+        );
         let _ = writeln!(s, "- Test ID: {}", t.id);
         let _ = writeln!(s, "- Description: {}", t.description);
         let _ = writeln!(s, "- Deployment: {}", t.deployment);
         let _ = writeln!(s, "- Traffic type: {}", t.traffic_type);
-        let _ = writeln!(s, "- Bidirectional: {}", if t.bidirectional { "True" } else { "False" });
+        let _ = writeln!(
+            s,
+            "- Bidirectional: {}",
+            if t.bidirectional { "True" } else { "False" }
+        );
         if let Some(topo) = &t.topology {
             let _ = writeln!(s, "- Topology: {topo}");
         }
         if let Some(mean) = t.line.mean_frame_bytes {
-            let _ = writeln!(s, "- Frame sizes: {} (mean {mean:.2} B; line rate and Mb/s use the mean)", t.size_label());
+            let _ = writeln!(
+                s,
+                "- Frame sizes: {} (mean {mean:.2} B; line rate and Mb/s use the mean)",
+                t.size_label()
+            );
         }
-        let _ = writeln!(s, "- Line rate: {} × {:.0} Mb/s", t.line.ports, t.line.bits_per_second / 1e6);
+        let _ = writeln!(
+            s,
+            "- Line rate: {} × {:.0} Mb/s",
+            t.line.ports,
+            t.line.bits_per_second / 1e6
+        );
         if let Some(x) = t.scale {
             let _ = writeln!(s, "- Scale: {x}");
         }
         s.push('\n');
         let rows = t.rows();
-        if rows.iter().any(|r| r.get("tester_limited") == Some(&Cell::Flag(true))) {
+        if rows
+            .iter()
+            .any(|r| r.get("tester_limited") == Some(&Cell::Flag(true)))
+        {
             let _ = writeln!(s, "> **Tester-limited**: the generator could not offer the intended load in some trials; those results are the tester's ceiling, not DUT loss.\n");
         }
         if rows.len() == 1 {
@@ -97,12 +154,18 @@ pub fn render(run: &RunResults) -> String {
 }
 
 fn table(s: &mut String, rows: &[Row]) {
-    let cols: Vec<&str> =
-        COLUMNS.iter().copied().filter(|c| !HEADER_COLUMNS.contains(c) && rows.iter().any(|r| r.contains_key(c))).collect();
+    let cols: Vec<&str> = COLUMNS
+        .iter()
+        .copied()
+        .filter(|c| !HEADER_COLUMNS.contains(c) && rows.iter().any(|r| r.contains_key(c)))
+        .collect();
     let _ = writeln!(s, "| {} |", cols.join(" | "));
     let _ = writeln!(s, "|{}", "---|".repeat(cols.len()));
     for r in rows {
-        let cells: Vec<String> = cols.iter().map(|c| r.get(c).map(|v| v.to_string()).unwrap_or_default()).collect();
+        let cells: Vec<String> = cols
+            .iter()
+            .map(|c| r.get(c).map(|v| v.to_string()).unwrap_or_default())
+            .collect();
         let _ = writeln!(s, "| {} |", cells.join(" | "));
     }
 }

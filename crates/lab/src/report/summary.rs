@@ -31,7 +31,11 @@ pub fn summary(run: &RunResults) -> Summary {
         if t.outcome.name() == "throughput" && !tput_ids.contains(&t.id) {
             tput_ids.push(t.id.clone());
         }
-        let k = (t.topology.clone().unwrap_or_else(|| t.deployment.clone()), t.vswitch.clone(), t.size_label());
+        let k = (
+            t.topology.clone().unwrap_or_else(|| t.deployment.clone()),
+            t.vswitch.clone(),
+            t.size_label(),
+        );
         if !keys.contains(&k) {
             keys.push(k);
         }
@@ -51,50 +55,79 @@ pub fn summary(run: &RunResults) -> Summary {
             .collect();
         let mut row = vec![topo.clone(), dev.clone(), size.clone()];
         for id in &tput_ids {
-            let cell = tests.iter().find(|t| &t.id == id && t.outcome.name() == "throughput").map(|t| {
-                let r = &t.rows()[0];
-                let limited = r.get("tester_limited") == Some(&Cell::Flag(true));
-                any_limited |= limited;
-                let mark = if limited { TESTER_MARK } else { "" };
-                match (r.get("throughput_rx_fps").and_then(Cell::num), r.get("throughput_rx_percent").and_then(Cell::num)) {
-                    (Some(x), Some(p)) => format!("{} ({p:.1} %){mark}", mfps(x)),
-                    _ => format!("none passed{mark}"),
-                }
-            });
+            let cell = tests
+                .iter()
+                .find(|t| &t.id == id && t.outcome.name() == "throughput")
+                .map(|t| {
+                    let r = &t.rows()[0];
+                    let limited = r.get("tester_limited") == Some(&Cell::Flag(true));
+                    any_limited |= limited;
+                    let mark = if limited { TESTER_MARK } else { "" };
+                    match (
+                        r.get("throughput_rx_fps").and_then(Cell::num),
+                        r.get("throughput_rx_percent").and_then(Cell::num),
+                    ) {
+                        (Some(x), Some(p)) => format!("{} ({p:.1} %){mark}", mfps(x)),
+                        _ => format!("none passed{mark}"),
+                    }
+                });
             row.push(cell.unwrap_or_else(|| "—".into()));
         }
-        let lat = tests.iter().find(|t| t.outcome.name() == "latency").and_then(|t| {
-            let r = t.rows().into_iter().next()?;
-            let avg = r.get("avg_latency_ns").and_then(Cell::num)?;
-            let p99 = r.get("p99_latency_ns").and_then(Cell::num)?;
-            Some(format!("{:.1} / {:.1}", avg / 1e3, p99 / 1e3))
-        });
-        row.push(lat.unwrap_or_else(|| "—".into()));
-        let limit = tests
+        let lat = tests
             .iter()
-            .find_map(|t| t.generator_limit_fps.or_else(|| run.generator.as_ref().and_then(|g| g.limit_for_test(t))));
+            .find(|t| t.outcome.name() == "latency")
+            .and_then(|t| {
+                let r = t.rows().into_iter().next()?;
+                let avg = r.get("avg_latency_ns").and_then(Cell::num)?;
+                let p99 = r.get("p99_latency_ns").and_then(Cell::num)?;
+                Some(format!("{:.1} / {:.1}", avg / 1e3, p99 / 1e3))
+            });
+        row.push(lat.unwrap_or_else(|| "—".into()));
+        let limit = tests.iter().find_map(|t| {
+            t.generator_limit_fps
+                .or_else(|| run.generator.as_ref().and_then(|g| g.limit_for_test(t)))
+        });
         row.push(limit.map_or_else(|| "—".into(), mfps));
         rows.push(row);
     }
-    Summary { header, rows, tester_limited: any_limited }
+    Summary {
+        header,
+        rows,
+        tester_limited: any_limited,
+    }
 }
 
 /// One sentence per test of the suite the run used (from the provenance's config): what a figure
 /// in the summary means — trials per step, trial length, resolution, loss tolerance, sizes.
 pub fn settings(run: &RunResults) -> Vec<String> {
-    let Some(cfg) = run.provenance.config.as_ref() else { return Vec::new() };
+    let Some(cfg) = run.provenance.config.as_ref() else {
+        return Vec::new();
+    };
     let num = |v: &serde_json::Value, k: &str| v.get(k).and_then(serde_json::Value::as_f64);
-    let text = |v: &serde_json::Value, k: &str| v.get(k).and_then(serde_json::Value::as_str).map(str::to_string);
+    let text = |v: &serde_json::Value, k: &str| {
+        v.get(k)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+    };
     let mut out = Vec::new();
-    for t in cfg.get("test").and_then(serde_json::Value::as_array).into_iter().flatten() {
+    for t in cfg
+        .get("test")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let proc_ = text(t, "procedure").unwrap_or_default();
         let id = text(t, "id").unwrap_or_else(|| proc_.clone());
         let mut parts = Vec::new();
         match proc_.as_str() {
             "throughput" => {
                 parts.push(match text(t, "policy").as_deref() {
-                    Some("single") | None => "RFC 2544 §26.1 binary search, one trial per step".to_string(),
-                    Some(p) => format!("binary search, each step decided {p} (BestN/WorstN, seed 000)"),
+                    Some("single") | None => {
+                        "RFC 2544 §26.1 binary search, one trial per step".to_string()
+                    }
+                    Some(p) => {
+                        format!("binary search, each step decided {p} (BestN/WorstN, seed 000)")
+                    }
                 });
                 if let Some(d) = num(t, "trial_duration_s") {
                     parts.push(format!("{d} s trials"));
@@ -114,9 +147,19 @@ pub fn settings(run: &RunResults) -> Vec<String> {
                 }
             }
             "latency" => {
-                if let Some(f) = t.get("fractions_percent").and_then(serde_json::Value::as_array) {
-                    let f: Vec<String> = f.iter().filter_map(serde_json::Value::as_f64).map(|x| format!("{x} %")).collect();
-                    parts.push(format!("RFC 2544 §26.2 at {} of the throughput", f.join(", ")));
+                if let Some(f) = t
+                    .get("fractions_percent")
+                    .and_then(serde_json::Value::as_array)
+                {
+                    let f: Vec<String> = f
+                        .iter()
+                        .filter_map(serde_json::Value::as_f64)
+                        .map(|x| format!("{x} %"))
+                        .collect();
+                    parts.push(format!(
+                        "RFC 2544 §26.2 at {} of the throughput",
+                        f.join(", ")
+                    ));
                 }
                 if let (Some(d), Some(n)) = (num(t, "trial_duration_s"), num(t, "repetitions")) {
                     parts.push(format!("{n} × {d} s"));
@@ -125,13 +168,19 @@ pub fn settings(run: &RunResults) -> Vec<String> {
             other => parts.push(other.to_string()),
         }
         if let Some(f) = t.get("frame_sizes").and_then(serde_json::Value::as_array) {
-            let f: Vec<String> = f.iter().map(|v| v.as_str().map_or_else(|| format!("{v} B"), str::to_string)).collect();
+            let f: Vec<String> = f
+                .iter()
+                .map(|v| v.as_str().map_or_else(|| format!("{v} B"), str::to_string))
+                .collect();
             parts.push(format!("only at {}", f.join(", ")));
         }
         out.push(format!("{id}: {}", parts.join("; ")));
     }
     if let Some(t) = num(cfg, "tester_tolerance_percent") {
-        out.push(format!("tester-limited: a trial whose generator offered less than {} % of the intended frames", 100.0 - t));
+        out.push(format!(
+            "tester-limited: a trial whose generator offered less than {} % of the intended frames",
+            100.0 - t
+        ));
     }
     out
 }
@@ -146,13 +195,23 @@ mod tests {
         let run = sample_run();
         let s = summary(&run);
         assert_eq!(&s.header[..3], &["topology", "device", "frame size"]);
-        assert!(s.header.iter().any(|h| h.starts_with("phy2phy_tput ")), "{:?}", s.header);
+        assert!(
+            s.header.iter().any(|h| h.starts_with("phy2phy_tput ")),
+            "{:?}",
+            s.header
+        );
         // The demo: 2 devices × 6 sizes.
         assert_eq!(s.rows.len(), 12);
         assert!(s.rows.iter().all(|r| r.len() == s.header.len()));
         // Every line shows the simulated generator's limit (demo.rs) in the last column.
         let last = s.header.len() - 1;
-        assert!(s.rows.iter().all(|r| r[last] == mfps(crate::demo::SIM_GENERATOR_LIMIT_FPS)), "{:?}", s.rows);
+        assert!(
+            s.rows
+                .iter()
+                .all(|r| r[last] == mfps(crate::demo::SIM_GENERATOR_LIMIT_FPS)),
+            "{:?}",
+            s.rows
+        );
     }
 
     #[test]
@@ -166,9 +225,23 @@ mod tests {
         .unwrap();
         run.provenance.config = Some(serde_json::to_value(&suite).unwrap());
         let s = settings(&run);
-        assert!(s[0].starts_with("t: RFC 2544 §26.1") && s[0].contains("1 s trials"), "{s:?}");
-        assert!(s[0].contains("from the generator's calibrated limit down to a resolution of 2 % of it"), "{s:?}");
-        assert!(s[1].contains("worst-of-3") && s[1].contains("only at 64 B"), "{s:?}");
-        assert!(s[2].contains("less than 99 % of the intended frames"), "{s:?}");
+        assert!(
+            s[0].starts_with("t: RFC 2544 §26.1") && s[0].contains("1 s trials"),
+            "{s:?}"
+        );
+        assert!(
+            s[0].contains(
+                "from the generator's calibrated limit down to a resolution of 2 % of it"
+            ),
+            "{s:?}"
+        );
+        assert!(
+            s[1].contains("worst-of-3") && s[1].contains("only at 64 B"),
+            "{s:?}"
+        );
+        assert!(
+            s[2].contains("less than 99 % of the intended frames"),
+            "{s:?}"
+        );
     }
 }

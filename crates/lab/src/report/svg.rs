@@ -11,7 +11,9 @@ const ML: f64 = 80.0;
 const MR: f64 = 270.0;
 const MT: f64 = 36.0;
 const MB: f64 = 56.0;
-const PALETTE: [&str; 8] = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
+const PALETTE: [&str; 8] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+];
 
 /// One point; `flag` marks it (tester-limited) with a red ring and a note in its tooltip.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,14 +45,20 @@ pub struct LineChart {
 
 /// Escapes text for SVG/HTML.
 pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// A number in a compact human form: 14.9M, 812k, 0.38, 5713.
 pub fn human(x: f64) -> String {
     let a = x.abs();
     if a >= 1e9 {
-        format!("{:.3}G", x / 1e9).trim_end_matches('0').trim_end_matches('.').to_string()
+        format!("{:.3}G", x / 1e9)
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
     } else if a >= 1e6 {
         format!("{:.3}M", x / 1e6).replace(".000M", "M")
     } else if a >= 1e4 {
@@ -73,8 +81,14 @@ struct Axis {
 
 impl Axis {
     fn new(values: impl Iterator<Item = f64>, log: bool, zero_based: bool) -> Axis {
-        let vals: Vec<f64> = values.filter(|v| v.is_finite() && (!log || *v > 0.0)).collect();
-        let (mut lo, mut hi) = vals.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
+        let vals: Vec<f64> = values
+            .filter(|v| v.is_finite() && (!log || *v > 0.0))
+            .collect();
+        let (mut lo, mut hi) = vals
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+                (a.min(v), b.max(v))
+            });
         if vals.is_empty() {
             (lo, hi) = if log { (1.0, 10.0) } else { (0.0, 1.0) };
         }
@@ -171,7 +185,14 @@ impl LineChart {
         // Grid and ticks.
         for t in ya.ticks() {
             let y = py(t);
-            let _ = write!(s, r##"<line x1="{ML}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##, W - MR, ML - 6.0, y + 4.0, human(t));
+            let _ = write!(
+                s,
+                r##"<line x1="{ML}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
+                W - MR,
+                ML - 6.0,
+                y + 4.0,
+                human(t)
+            );
         }
         let xticks: Vec<(f64, String)> = match &self.x_categories {
             Some(c) => c.clone(),
@@ -179,9 +200,18 @@ impl LineChart {
         };
         for (t, label) in xticks {
             let x = px(t);
-            let _ = write!(s, r##"<line x1="{x:.1}" x2="{x:.1}" y1="{MT}" y2="{}" stroke="#eee"/><text x="{x:.1}" y="{}" text-anchor="middle">{}</text>"##, H - MB, H - MB + 16.0, esc(&label));
+            let _ = write!(
+                s,
+                r##"<line x1="{x:.1}" x2="{x:.1}" y1="{MT}" y2="{}" stroke="#eee"/><text x="{x:.1}" y="{}" text-anchor="middle">{}</text>"##,
+                H - MB,
+                H - MB + 16.0,
+                esc(&label)
+            );
         }
-        let _ = write!(s, r##"<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" fill="none" stroke="#444"/>"##);
+        let _ = write!(
+            s,
+            r##"<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" fill="none" stroke="#444"/>"##
+        );
         // Series.
         let mut color_i = 0;
         let mut ref_i = 0;
@@ -193,12 +223,27 @@ impl LineChart {
                 color_i += 1;
                 PALETTE[(color_i - 1) % PALETTE.len()]
             };
-            let mut pts: Vec<&Point> = se.points.iter().filter(|p| p.x.is_finite() && p.y.is_finite()).collect();
+            let mut pts: Vec<&Point> = se
+                .points
+                .iter()
+                .filter(|p| p.x.is_finite() && p.y.is_finite())
+                .collect();
             pts.sort_by(|a, b| a.x.total_cmp(&b.x));
-            let path: Vec<String> = pts.iter().map(|p| format!("{:.1},{:.1}", px(p.x), py(p.y))).collect();
-            let dash = if se.reference { r#" stroke-dasharray="6 4""# } else { "" };
+            let path: Vec<String> = pts
+                .iter()
+                .map(|p| format!("{:.1},{:.1}", px(p.x), py(p.y)))
+                .collect();
+            let dash = if se.reference {
+                r#" stroke-dasharray="6 4""#
+            } else {
+                ""
+            };
             if path.len() > 1 {
-                let _ = write!(s, r#"<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="{}"/>"#, path.join(" "));
+                let _ = write!(
+                    s,
+                    r#"<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="{}"/>"#,
+                    path.join(" ")
+                );
             }
             if !se.reference {
                 for p in &pts {
@@ -206,25 +251,56 @@ impl LineChart {
                     let _ = write!(
                         s,
                         r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{color}"><title>{}: {} → {}{note}</title></circle>"#,
-                        px(p.x), py(p.y), esc(&se.name), human(p.x), human(p.y)
+                        px(p.x),
+                        py(p.y),
+                        esc(&se.name),
+                        human(p.x),
+                        human(p.y)
                     );
                     if p.flag {
-                        let _ = write!(s, r##"<circle cx="{:.1}" cy="{:.1}" r="7" fill="none" stroke="#d00" stroke-width="2"/>"##, px(p.x), py(p.y));
+                        let _ = write!(
+                            s,
+                            r##"<circle cx="{:.1}" cy="{:.1}" r="7" fill="none" stroke="#d00" stroke-width="2"/>"##,
+                            px(p.x),
+                            py(p.y)
+                        );
                     }
                 }
             }
             // Legend.
             let ly = MT + 10.0 + i as f64 * 18.0;
             let lx = W - MR + 12.0;
-            let _ = write!(s, r#"<line x1="{lx}" x2="{}" y1="{ly}" y2="{ly}" stroke="{color}" stroke-width="3"{dash}/><text x="{}" y="{}">{}</text>"#, lx + 22.0, lx + 28.0, ly + 4.0, esc(&truncate(&se.name, 36)));
+            let _ = write!(
+                s,
+                r#"<line x1="{lx}" x2="{}" y1="{ly}" y2="{ly}" stroke="{color}" stroke-width="3"{dash}/><text x="{}" y="{}">{}</text>"#,
+                lx + 22.0,
+                lx + 28.0,
+                ly + 4.0,
+                esc(&truncate(&se.name, 36))
+            );
         }
-        if self.series.iter().any(|se| se.points.iter().any(|p| p.flag)) {
+        if self
+            .series
+            .iter()
+            .any(|se| se.points.iter().any(|p| p.flag))
+        {
             let ly = MT + 10.0 + self.series.len() as f64 * 18.0;
             let lx = W - MR + 12.0;
-            let _ = write!(s, r##"<circle cx="{}" cy="{ly}" r="6" fill="none" stroke="#d00" stroke-width="2"/><text x="{}" y="{}">tester-limited</text>"##, lx + 11.0, lx + 28.0, ly + 4.0);
+            let _ = write!(
+                s,
+                r##"<circle cx="{}" cy="{ly}" r="6" fill="none" stroke="#d00" stroke-width="2"/><text x="{}" y="{}">tester-limited</text>"##,
+                lx + 11.0,
+                lx + 28.0,
+                ly + 4.0
+            );
         }
         if self.series.iter().all(|se| se.points.is_empty()) {
-            let _ = write!(s, r##"<text x="{}" y="{}" text-anchor="middle" fill="#888">no data</text>"##, ML + pw / 2.0, MT + ph / 2.0);
+            let _ = write!(
+                s,
+                r##"<text x="{}" y="{}" text-anchor="middle" fill="#888">no data</text>"##,
+                ML + pw / 2.0,
+                MT + ph / 2.0
+            );
         }
         s.push_str("</svg>");
         s
@@ -260,7 +336,10 @@ impl BarChart {
         let mut s = String::new();
         frame(&mut s, &self.title, "", &self.y_label);
         let ya = Axis::new(
-            self.bars.iter().flat_map(|b| [Some(b.value), b.range.map(|r| r.1)]).flatten(),
+            self.bars
+                .iter()
+                .flat_map(|b| [Some(b.value), b.range.map(|r| r.1)])
+                .flatten(),
             false,
             true,
         );
@@ -269,7 +348,14 @@ impl BarChart {
         let py = |y: f64| MT + ph - ya.frac(y) * ph;
         for t in ya.ticks() {
             let y = py(t);
-            let _ = write!(s, r##"<line x1="{ML}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##, W - MR, ML - 6.0, y + 4.0, human(t));
+            let _ = write!(
+                s,
+                r##"<line x1="{ML}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
+                W - MR,
+                ML - 6.0,
+                y + 4.0,
+                human(t)
+            );
         }
         let n = self.bars.len().max(1) as f64;
         let slot = pw / n;
@@ -278,7 +364,11 @@ impl BarChart {
             let bw = slot * 0.6;
             let color = PALETTE[i % PALETTE.len()];
             let y = py(b.value);
-            let stroke = if b.flag { r##" stroke="#d00" stroke-width="3""## } else { "" };
+            let stroke = if b.flag {
+                r##" stroke="#d00" stroke-width="3""##
+            } else {
+                ""
+            };
             let _ = write!(
                 s,
                 r#"<rect x="{x:.1}" y="{y:.1}" width="{bw:.1}" height="{:.1}" fill="{color}"{stroke}><title>{}: {}{}</title></rect>"#,
@@ -289,12 +379,33 @@ impl BarChart {
             );
             if let Some((lo, hi)) = b.range {
                 let cx = x + bw / 2.0;
-                let _ = write!(s, r##"<line x1="{cx:.1}" x2="{cx:.1}" y1="{:.1}" y2="{:.1}" stroke="#000"/><line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#000"/><line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#000"/>"##,
-                    py(lo), py(hi), cx - 6.0, cx + 6.0, py(lo), py(lo), cx - 6.0, cx + 6.0, py(hi), py(hi));
+                let _ = write!(
+                    s,
+                    r##"<line x1="{cx:.1}" x2="{cx:.1}" y1="{:.1}" y2="{:.1}" stroke="#000"/><line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#000"/><line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#000"/>"##,
+                    py(lo),
+                    py(hi),
+                    cx - 6.0,
+                    cx + 6.0,
+                    py(lo),
+                    py(lo),
+                    cx - 6.0,
+                    cx + 6.0,
+                    py(hi),
+                    py(hi)
+                );
             }
-            let _ = write!(s, r#"<text x="{:.1}" y="{}" text-anchor="middle" font-size="11">{}</text>"#, x + bw / 2.0, H - MB + 16.0, esc(&truncate(&b.label, (slot / 6.5) as usize + 2)));
+            let _ = write!(
+                s,
+                r#"<text x="{:.1}" y="{}" text-anchor="middle" font-size="11">{}</text>"#,
+                x + bw / 2.0,
+                H - MB + 16.0,
+                esc(&truncate(&b.label, (slot / 6.5) as usize + 2))
+            );
         }
-        let _ = write!(s, r##"<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" fill="none" stroke="#444"/>"##);
+        let _ = write!(
+            s,
+            r##"<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" fill="none" stroke="#444"/>"##
+        );
         s.push_str("</svg>");
         s
     }
@@ -318,8 +429,38 @@ mod tests {
         let c = LineChart {
             title: "a<b".into(),
             series: vec![
-                Series { name: "x&y".into(), points: vec![Point { x: 1.0, y: 2.0, flag: false }, Point { x: 2.0, y: 3.0, flag: true }], reference: false },
-                Series { name: "limit".into(), points: vec![Point { x: 1.0, y: 5.0, flag: false }, Point { x: 2.0, y: 5.0, flag: false }], reference: true },
+                Series {
+                    name: "x&y".into(),
+                    points: vec![
+                        Point {
+                            x: 1.0,
+                            y: 2.0,
+                            flag: false,
+                        },
+                        Point {
+                            x: 2.0,
+                            y: 3.0,
+                            flag: true,
+                        },
+                    ],
+                    reference: false,
+                },
+                Series {
+                    name: "limit".into(),
+                    points: vec![
+                        Point {
+                            x: 1.0,
+                            y: 5.0,
+                            flag: false,
+                        },
+                        Point {
+                            x: 2.0,
+                            y: 5.0,
+                            flag: false,
+                        },
+                    ],
+                    reference: true,
+                },
             ],
             ..Default::default()
         };
@@ -344,7 +485,15 @@ mod tests {
     fn empty_and_degenerate_charts_render() {
         let svg = LineChart::default().render();
         assert!(svg.contains("no data") && !svg.contains("NaN"));
-        let b = BarChart { bars: vec![Bar { label: "z".into(), value: 0.0, range: None, flag: false }], ..Default::default() };
+        let b = BarChart {
+            bars: vec![Bar {
+                label: "z".into(),
+                value: 0.0,
+                range: None,
+                flag: false,
+            }],
+            ..Default::default()
+        };
         assert!(!b.render().contains("NaN"));
     }
 
