@@ -37,6 +37,7 @@ pub mod topology;
 
 pub use calibrate::{calibrate_ports, calibrate_testbed, Calibration};
 pub use cmd::{wait_for, wait_for_result};
+pub use dut::counters::DeviceCounters;
 pub use dut::{Dut, DutKind, Scale};
 pub use error::{Error, Result};
 pub use gen_ports::{open_generator_ports, open_port, wait_links_up};

@@ -12,6 +12,7 @@
 //! processes inside the DUT namespace on the DUT's CPU, and waits until it is ready (sockets exist,
 //! bridges are up). Drivers install nothing; a missing program is an error naming the package.
 
+pub mod counters;
 pub mod linux_bridge;
 pub mod ovs;
 pub mod ovs_dpdk;
@@ -68,6 +69,12 @@ pub trait Dut: fmt::Debug + Send {
     /// Fails if one of its processes exited.
     fn check_alive(&mut self) -> Result<()> {
         Ok(())
+    }
+
+    /// A reading of the device's own counters ([`counters::DeviceCounters`]), taken before and
+    /// after each trial to say where lost frames went. `Ok(None)`: this driver cannot read any.
+    fn counters(&mut self) -> Result<Option<counters::DeviceCounters>> {
+        Ok(None)
     }
 }
 
