@@ -13,8 +13,10 @@ set -euo pipefail
 #   bridge-utils     the Linux bridge peer's helpers (ip link works too)
 #   busybox          ping inside namespaces (Debian's image has no ping)
 #   valgrind         callgrind instruction counts for benchmarks
-#   pkg-config, python3-venv: build helpers
-pkgs=(dpdk dpdk-dev librte-net-memif23 tshark iproute2 openvswitch-switch bridge-utils busybox valgrind procps)
+#   python3, python3-venv  Debian's python, into whose venv (.venv/ in the repo) the reference
+#                    MLRsearch goes (crates/lab/tests/mlrsearch_pypi.rs runs .venv/bin/python3)
+pkgs=(dpdk dpdk-dev librte-net-memif23 tshark iproute2 openvswitch-switch bridge-utils busybox valgrind procps
+  python3 python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -30,12 +32,25 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# PyPI: FD.io's MLRsearch library, the reference our MLRsearch is cross-checked against
-# (crates/lab/tests/mlrsearch_pypi.rs).
-if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import MLRsearch' 2>/dev/null; then
-  echo "setup: installing MLRsearch==1.2.1 (PyPI)"
-  python3 -m pip install --quiet MLRsearch==1.2.1 2>/dev/null \
-    || python3 -m pip install --quiet --break-system-packages MLRsearch==1.2.1
+# PyPI: FD.io's MLRsearch library, pinned, the reference our MLRsearch is cross-checked against
+# (crates/lab/tests/mlrsearch_pypi.rs). It goes into a venv of Debian's python3 at .venv/ in the
+# repository: the test runs exactly that interpreter (not whichever python3 is first on PATH,
+# e.g. a pyenv shim), and Debian's own python refuses system-wide pip installs (PEP 668).
+MLRSEARCH_VERSION=1.2.1
+repo=$(cd "$(dirname "$0")/.." && pwd)
+venv="$repo/.venv"
+mlr_version() {
+  "$venv/bin/python3" -c 'import importlib.metadata as m; print(m.version("MLRsearch"))' 2>/dev/null || true
+}
+if [ "$(mlr_version)" != "$MLRSEARCH_VERSION" ]; then
+  echo "setup: installing MLRsearch==$MLRSEARCH_VERSION (PyPI) into $venv"
+  [ -x "$venv/bin/python3" ] || /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/python3" -m pip install --quiet "MLRsearch==$MLRSEARCH_VERSION"
+fi
+got=$(mlr_version)
+if [ "$got" != "$MLRSEARCH_VERSION" ]; then
+  echo "setup: MLRsearch in $venv is '${got:-missing}', expected $MLRSEARCH_VERSION" >&2
+  exit 1
 fi
 
 # The Rust toolchain is on the machine (rustup); make sure cargo is reachable.

@@ -2,7 +2,7 @@
 //! port) and decoded by tshark with IPv4 and UDP checksum validation on: every frame decodes with
 //! good checksums, the expected VLAN tags, and the exact size distribution of the mix.
 //!
-//! Skipped (with a message) when tshark is not installed; `make setup` installs it.
+//! Without tshark the tests fail, saying to install it (`make setup` does); they never skip.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -33,12 +33,18 @@ impl Drop for TempDir {
     }
 }
 
-fn have_tshark() -> bool {
-    Command::new("tshark")
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
+/// Fails the test, naming what to install, when tshark cannot run.
+fn require_tshark() {
+    match Command::new("tshark").arg("--version").output() {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => panic!(
+            "tshark --version failed ({}): install tshark: make setup (apt-get install tshark)",
+            o.status
+        ),
+        Err(e) => {
+            panic!("tshark not found ({e}): install tshark: make setup (apt-get install tshark)")
+        }
+    }
 }
 
 /// Runs a counted trial of `stream` and captures what port 1 receives into `path`.
@@ -95,10 +101,7 @@ fn good(status: &str) -> bool {
 
 #[test]
 fn ipv4_qinq_imix_decodes_with_valid_checksums_and_exact_mix() {
-    if !have_tshark() {
-        eprintln!("SKIP: tshark not installed");
-        return;
-    }
+    require_tshark();
     let dir = TempDir::new("pcap4");
     let path = dir.0.join("v4.pcap");
     let mut s = StreamSpec::ipv4(0, 1);
@@ -148,10 +151,7 @@ fn ipv4_qinq_imix_decodes_with_valid_checksums_and_exact_mix() {
 
 #[test]
 fn ipv6_frames_decode_with_valid_udp_checksums() {
-    if !have_tshark() {
-        eprintln!("SKIP: tshark not installed");
-        return;
-    }
+    require_tshark();
     let dir = TempDir::new("pcap6");
     let path = dir.0.join("v6.pcap");
     let mut s = StreamSpec::ipv6(0, 1);

@@ -1,34 +1,52 @@
-//! Cross-check of our MLRsearch against FD.io's reference library (PyPI `MLRsearch` 1.2.1, installed
-//! by `make setup`): both search the same seeded simulated devices, each with its own copy of the
-//! device, and both must find the known answer within the goal width. Their cost (trial-seconds)
-//! is printed side by side.
+//! Cross-check of our MLRsearch against FD.io's reference library (PyPI `MLRsearch` 1.2.1): both
+//! search the same seeded simulated device, each with its own copy of it, and for every goal both
+//! must bracket the known answer, meet the goal width, and agree with each other to within one
+//! goal width on the lower bound, the upper bound and the conditional throughput. Their cost
+//! (trial-seconds) is printed side by side.
+//!
+//! The devices: a linear-loss knee and a fixed capacity (deterministic), a noisy capacity (drawn
+//! per trial) and a fixed capacity with sporadic small losses at any load (the OVS-DPDK behaviour
+//! of seed 000) — the last two are what the exceed ratio is for.
 //!
 //! The Python side (`mlrsearch_pypi.py`) asks for trials over its stdout; this test answers each
-//! with `SimDut::trial` on its stdin, so no extra binary is involved. Without `python3` and the
-//! package the test says so on stderr and passes vacuously — `make setup` installs both.
+//! with `SimDut::trial` on its stdin, so no extra binary is involved. It runs the interpreter of
+//! the venv `make setup` creates (`.venv/` at the repository root, Debian's python3 with the
+//! pinned package): without it, or with another version of the package, the test fails and says
+//! to run `make setup`.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use vecswitch_lab::procedures::mlrsearch::{mlrsearch, MlrConfig, SearchGoal};
+use vecswitch_lab::procedures::mlrsearch::{mlrsearch, MlrConfig, MlrResult, SearchGoal};
 use vecswitch_lab::sim::{SimDut, SimModel};
 use vecswitch_lab::{Load, Measurer};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mlrsearch_pypi.py");
+/// The interpreter `scripts/setup.sh` installs the reference into.
+const PYTHON: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../.venv/bin/python3");
+/// The version `scripts/setup.sh` pins.
+const PINNED: &str = "1.2.1";
 
-fn reference_available() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import MLRsearch"])
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !ok {
-        eprintln!("SKIPPED: python3 with the MLRsearch package is not installed (`make setup` installs it)");
-    }
-    ok
+/// Fails (never skips) unless the pinned reference library is installed where setup puts it.
+fn require_reference() {
+    let install =
+        format!("install python3 and MLRsearch=={PINNED}: make setup (it creates {PYTHON})");
+    let out = Command::new(PYTHON)
+        .args([
+            "-c",
+            "import importlib.metadata as m; print(m.version('MLRsearch'))",
+        ])
+        .output()
+        .unwrap_or_else(|e| panic!("{install}; running it failed: {e}"));
+    assert!(
+        out.status.success(),
+        "{install}; it cannot find the package: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert_eq!(version, PINNED, "{install}; found MLRsearch {version}");
 }
 
 /// Kills the Python process if the test fails half-way.
@@ -55,13 +73,13 @@ fn run_reference(dut: &mut SimDut, min: f64, max: f64, goals: &[SearchGoal]) -> 
         })).collect::<Vec<_>>(),
     });
     let mut child = Child(
-        Command::new("python3")
+        Command::new(PYTHON)
             .arg(SCRIPT)
             .arg(cfg.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
-            .expect("spawn python3"),
+            .unwrap_or_else(|e| panic!("spawn {PYTHON}: {e}")),
     );
     let mut to_py = child.0.stdin.take().unwrap();
     let from_py = BufReader::new(child.0.stdout.take().unwrap());
@@ -88,11 +106,48 @@ fn run_reference(dut: &mut SimDut, min: f64, max: f64, goals: &[SearchGoal]) -> 
     panic!("python exited ({status}) without a RESULT line");
 }
 
-fn compare_on(model: SimModel, known: &[f64]) {
+/// One goal's answer from either implementation.
+#[derive(Debug, Clone, Copy)]
+struct Bounds {
+    lower: f64,
+    upper: f64,
+    conditional_throughput: f64,
+}
+
+fn ours_bounds(r: &MlrResult, i: usize) -> Bounds {
+    let g = &r.goals[i];
+    Bounds {
+        lower: g.relevant_lower_bound_fps.expect("our lower bound"),
+        upper: g.relevant_upper_bound_fps.expect("our upper bound"),
+        conditional_throughput: g.conditional_throughput_fps.expect("our cond. throughput"),
+    }
+}
+
+fn theirs_bounds(r: &Value, i: usize) -> Bounds {
+    let g = &r["goals"][i];
+    let get = |k: &str| {
+        g[k].as_f64()
+            .unwrap_or_else(|| panic!("reference {k} missing: {g}"))
+    };
+    Bounds {
+        lower: get("lower"),
+        upper: get("upper"),
+        conditional_throughput: get("conditional_throughput"),
+    }
+}
+
+/// What a device's answer is for one goal: `known` is the load at which the exceed-ratio share of
+/// trials turns bad; loads outside `known × (1 ± noise)` classify the same in every trial.
+struct Known {
+    known: f64,
+    noise: f64,
+}
+
+fn compare_on(name: &str, model: SimModel, seed: u64, known: &[Known], max_cost_ratio: f64) {
     let (min, max) = (1e4, 1.488e7);
     let goals = vec![SearchGoal::ndr(), SearchGoal::pdr()];
     let ours = mlrsearch(
-        &mut SimDut::new(model, 7),
+        &mut SimDut::new(model, seed),
         &MlrConfig {
             min_fps: min,
             max_fps: max,
@@ -101,63 +156,178 @@ fn compare_on(model: SimModel, known: &[f64]) {
         },
     )
     .unwrap();
-    let theirs = run_reference(&mut SimDut::new(model, 7), min, max, &goals);
-    eprintln!(
-        "{model:?}: trial-seconds ours {:.0}, reference {:.0}",
-        ours.trial_seconds,
-        theirs["trial_seconds"].as_f64().unwrap()
-    );
-    // Cost: ours may differ in its trial order, but not by more than 2x the reference's.
+    let theirs = run_reference(&mut SimDut::new(model, seed), min, max, &goals);
     let reference_cost = theirs["trial_seconds"].as_f64().unwrap();
-    assert!(
-        ours.trial_seconds <= 2.0 * reference_cost,
-        "ours {} vs reference {reference_cost}",
+    eprintln!(
+        "{name} (seed {seed}): trial-seconds ours {:.0}, reference {reference_cost:.0}",
         ours.trial_seconds
     );
-    for (i, (g, &k)) in goals.iter().zip(known).enumerate() {
-        let ours_lb = ours.goals[i].relevant_lower_bound_fps.unwrap();
-        let theirs_lb = theirs["goals"][i]["lower"].as_f64().unwrap();
+    for (i, (g, k)) in goals.iter().zip(known).enumerate() {
+        let (o, t) = (ours_bounds(&ours, i), theirs_bounds(&theirs, i));
         eprintln!(
-            "  {}: lower bound ours {ours_lb:.0}, reference {theirs_lb:.0}, known {k:.0}",
-            g.name
+            "  {}: ours [{:.0}, {:.0}] ct {:.0}; reference [{:.0}, {:.0}] ct {:.0}; known {:.0} ± {:.1} %",
+            g.name,
+            o.lower,
+            o.upper,
+            o.conditional_throughput,
+            t.lower,
+            t.upper,
+            t.conditional_throughput,
+            k.known,
+            k.noise * 100.0
         );
-        // Both are lower bounds of the known value, within (about) the goal width of it.
-        for lb in [ours_lb, theirs_lb] {
+        let w = g.relative_width;
+        for (who, b) in [("ours", o), ("reference", t)] {
+            // The goal width is met, and the bracket holds the known answer (up to the band of
+            // loads whose classification depends on the draw of the noise).
             assert!(
-                lb <= k * 1.000_001 && lb >= k * (1.0 - 2.0 * g.relative_width),
-                "{} {lb} vs {k}",
-                g.name
+                (b.upper - b.lower) / b.upper <= w * (1.0 + 1e-9),
+                "{name} {}: {who} bracket [{}, {}] wider than {w}",
+                g.name,
+                b.lower,
+                b.upper
+            );
+            assert!(
+                b.lower <= k.known * (1.0 + k.noise) * (1.0 + 1e-9)
+                    && b.upper >= k.known * (1.0 - k.noise),
+                "{name} {}: {who} bracket [{}, {}] misses {}",
+                g.name,
+                b.lower,
+                b.upper,
+                k.known
+            );
+            // Conditional throughput (draft Appendix A.2) is the forwarding rate of a trial at
+            // the lower bound that met the goal loss ratio.
+            assert!(
+                b.conditional_throughput <= b.lower * (1.0 + 1e-9)
+                    && b.conditional_throughput >= b.lower * (1.0 - g.loss_ratio) * (1.0 - 1e-9),
+                "{name} {}: {who} conditional throughput {} vs lower bound {}",
+                g.name,
+                b.conditional_throughput,
+                b.lower
             );
         }
-        assert!(
-            (ours_lb - theirs_lb).abs() <= k * 2.0 * g.relative_width,
-            "{}: {ours_lb} vs {theirs_lb}",
-            g.name
-        );
+        // The two implementations agree to within one goal width.
+        for (what, a, b) in [
+            ("lower bound", o.lower, t.lower),
+            ("upper bound", o.upper, t.upper),
+            (
+                "conditional throughput",
+                o.conditional_throughput,
+                t.conditional_throughput,
+            ),
+        ] {
+            assert!(
+                (a - b).abs() <= w * k.known,
+                "{name} {}: {what} ours {a} vs reference {b}, more than {w} of {} apart",
+                g.name,
+                k.known
+            );
+        }
     }
+    // Cost: ours may differ in its trial order, but not by more than `max_cost_ratio` times.
+    assert!(
+        ours.trial_seconds <= max_cost_ratio * reference_cost,
+        "{name}: ours {} trial-seconds vs reference {reference_cost}",
+        ours.trial_seconds
+    );
+}
+
+/// NDR and PDR (0.5 %) of a device with capacity `c`: loss ratio 1 − c/load above it, so PDR at
+/// c / (1 − 0.005).
+fn capacity_answers(c: f64, noise: f64) -> [Known; 2] {
+    [
+        Known { known: c, noise },
+        Known {
+            known: c / 0.995,
+            noise,
+        },
+    ]
 }
 
 #[test]
 fn agrees_with_the_reference_library_on_linear_loss() {
-    if !reference_available() {
-        return;
-    }
+    require_reference();
     // No loss up to 1 Mfps, then loss ratio (load − knee)/knee: NDR 1 Mfps, PDR (0.5 %) 1.005 Mfps.
     compare_on(
+        "linear loss",
         SimModel::LinearLoss {
             knee_fps: 1e6,
             slope: 1.0,
         },
-        &[1e6, 1.005e6],
+        7,
+        &[
+            Known {
+                known: 1e6,
+                noise: 0.0,
+            },
+            Known {
+                known: 1.005e6,
+                noise: 0.0,
+            },
+        ],
+        2.0,
     );
 }
 
 #[test]
 fn agrees_with_the_reference_library_on_fixed_capacity() {
-    if !reference_available() {
-        return;
-    }
-    // Fixed capacity C: loss ratio 1 − C/load, so PDR at C / (1 − 0.005).
+    require_reference();
     let c = 2.5e6;
-    compare_on(SimModel::Fixed { capacity_fps: c }, &[c, c / 0.995]);
+    compare_on(
+        "fixed capacity",
+        SimModel::Fixed { capacity_fps: c },
+        7,
+        &capacity_answers(c, 0.0),
+        2.0,
+    );
 }
+
+#[test]
+fn agrees_with_the_reference_library_on_sporadic_loss() {
+    require_reference();
+    // One trial in five loses 1..10 frames at any load: with exceed ratio 0.5 both goals still
+    // sit at the capacity (10 frames of ~1.5 M are far below PDR's 0.5 %).
+    let c = 1.5e6;
+    for seed in SEEDS.clone() {
+        compare_on(
+            "sporadic loss",
+            SimModel::Sporadic {
+                capacity_fps: c,
+                probability: 0.2,
+                max_lost: 10,
+            },
+            seed,
+            &capacity_answers(c, 0.0),
+            2.0,
+        );
+    }
+}
+
+#[test]
+fn agrees_with_the_reference_library_on_noisy_capacity() {
+    require_reference();
+    // Capacity drawn per trial uniformly in c × (1 ± NOISE): half the trials at load c are bad,
+    // so with exceed ratio 0.5 the answer is the median capacity c (PDR: c / 0.995).
+    let c = 2e6;
+    for seed in SEEDS.clone() {
+        compare_on(
+            "noisy capacity",
+            SimModel::Noisy {
+                capacity_fps: c,
+                spread: NOISE,
+            },
+            seed,
+            &capacity_answers(c, NOISE),
+            // A known gap: on noisy devices ours re-measures undecided loads more than the
+            // reference does (over these 20 seeds: median 1.8×, worst 4.2× its trial-seconds).
+            // Asserted so that it cannot grow unnoticed.
+            4.5,
+        );
+    }
+}
+
+/// Every seed must pass: agreement to one goal width is not a lucky draw.
+const SEEDS: std::ops::RangeInclusive<u64> = 1..=20;
+/// Noisy device: capacity within ± half a goal width (0.25 %) of its median.
+const NOISE: f64 = 0.0025;

@@ -1,4 +1,5 @@
-//! The pcap files [`Capture`] writes are read by tshark (Wireshark) exactly as written.
+//! The pcap files [`Capture`] writes are read by tshark (Wireshark) exactly as written. Without
+//! tshark the tests fail, saying to install it (`make setup` does); they never skip.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -48,7 +49,9 @@ fn tshark_fields(path: &PathBuf) -> Vec<(usize, u16)> {
         .output()
     {
         Ok(o) => o,
-        Err(e) => panic!("tshark is needed for this test (apt-get install tshark): {e}"),
+        Err(e) => {
+            panic!("tshark not found ({e}): install tshark: make setup (apt-get install tshark)")
+        }
     };
     assert!(
         out.status.success(),

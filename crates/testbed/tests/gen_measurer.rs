@@ -18,8 +18,11 @@ fn gen_measurer_trial_burst_and_search_through_testpmd_io() {
     tb.start(Box::new(TestpmdDut::new())).unwrap();
     let gen_cpu = tb.wiring().cores.generator;
     {
+        // 5 % shortfall tolerated before a trial is tester-limited: the test shares a 2-core
+        // machine with builds, and loss is counted against the frames offered either way.
         let mut m = GenMeasurer::for_testbed(&tb, ports, default_streams(64, true))
             .unwrap()
+            .tolerance(0.05)
             .drain(Duration::from_millis(200));
 
         // One trial at a modest load, both directions.
@@ -42,7 +45,7 @@ fn gen_measurer_trial_burst_and_search_through_testpmd_io() {
         );
         assert_eq!(
             r.tester_limited,
-            rep.tester_limited || (r.offered_frames as f64) < 2_000.0 * 0.999
+            rep.tester_limited || (r.offered_frames as f64) < 2_000.0 * 0.95
         );
         // Both streams came back through testpmd.
         assert!(
@@ -62,51 +65,48 @@ fn gen_measurer_trial_burst_and_search_through_testpmd_io() {
         assert!(b.received_frames <= b.offered_frames);
         assert!(b.received_frames > 0, "{b:?}");
 
-        // A short RFC 2544 search through the real measurer: it completes, and every trial it
-        // ran is consistent (received never exceeds offered).
-        // Loads stay low: the test build of the generator is unoptimised and shares the machine
-        // with the build; above a few 10 kpps its trials come back tester-limited.
+        // A short RFC 2544 search through the real measurer, with a known answer: testpmd's
+        // io-forward moves millions of frames/s over memif and the generator (even the
+        // unoptimised test build) offers tens of kpps, so at most 8 kpps nothing is lost and the
+        // throughput is the search's maximum load, found by its first trial and verified.
+        // Anything else — a lower throughput, a tester-limited flag — is a failure to explain.
         let mut cfg = ThroughputConfig::new(1_000.0, 8_000.0, Duration::from_millis(200));
         cfg.resolution_fps = 3_000.0;
         cfg.max_trials = 30;
-        let res = match throughput(&mut m, &cfg) {
-            Ok(r) => r,
-            Err(e) => {
-                for r in m.reports() {
-                    eprintln!(
-                        "trial: tx {} rx {} lost {} limited {} {:?}",
-                        r.tx, r.rx, r.lost, r.tester_limited, r.tester_limited_reasons
-                    );
-                }
-                panic!("search failed: {e}");
-            }
-        };
-        assert!(!res.trials.is_empty());
-        assert!(res
-            .trials
-            .iter()
-            .all(|t| t.received_frames <= t.offered_frames));
-        // The search ends with a throughput, or says the tester was the limit (the unoptimised
-        // generator on a busy CI host can fall short of even a few kpps); it must never turn a
-        // tester shortfall into DUT loss.
-        if res.throughput_fps.is_none() && !res.tester_limited && res.tester_ceiling_fps.is_none() {
+        let res = throughput(&mut m, &cfg);
+        let dump = |m: &GenMeasurer| {
             for r in m.reports() {
                 eprintln!(
-                    "trial: tx {} rx {} lost {} dup {} foreign {} limited {} ports {:?}",
+                    "trial: tx {} rx {} lost {} dup {} foreign {} limited {} {:?} ports {:?}",
                     r.tx,
                     r.rx,
                     r.lost,
                     r.duplicated,
                     r.foreign,
                     r.tester_limited,
+                    r.tester_limited_reasons,
                     r.ports
                         .iter()
                         .map(|p| (p.tx, p.rx_ours, p.foreign, p.port_stats))
                         .collect::<Vec<_>>()
                 );
             }
-            panic!("no throughput found: {res:?}");
+        };
+        let res = match res {
+            Ok(r) => r,
+            Err(e) => {
+                dump(&m);
+                panic!("search failed: {e}");
+            }
+        };
+        if res.throughput_fps != Some(8_000.0) || res.tester_limited || !res.verified {
+            dump(&m);
+            panic!("expected throughput 8000 fps, not tester-limited, verified: {res:?}");
         }
+        assert!(res
+            .trials
+            .iter()
+            .all(|t| t.received_frames == t.offered_frames && !t.tester_limited));
     }
     // The generator thread ran pinned to the generator CPU; the DUT on its own.
     let pl = tb.placement(generator_placement());
