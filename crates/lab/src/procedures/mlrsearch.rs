@@ -297,9 +297,11 @@ pub fn mlrsearch<M: Measurer + ?Sized>(m: &mut M, cfg: &MlrConfig) -> Result<Mlr
         max_fps: cfg.max_fps,
         min_fps: cfg.min_fps,
         ceiling: None,
+        phase_start: 0,
     };
     for goal in &cfg.goals {
         for phase_goal in phases(goal) {
+            s.phase_start = s.db.len();
             while let Some(load) = s.next_load(&phase_goal) {
                 if s.db.len() >= cfg.max_trials {
                     return Err(LabError::NoConvergence {
@@ -368,6 +370,8 @@ struct State {
     max_fps: f64,
     min_fps: f64,
     ceiling: Option<f64>,
+    /// Index in `db` of the first trial of the current phase.
+    phase_start: usize,
 }
 
 impl State {
@@ -456,15 +460,37 @@ impl State {
                     Some(candidate)
                 }
             }
-            // 4. Both: done when narrow enough, else bisect.
+            // 4. Both: done when narrow enough, else bisect — except when the upper bound is
+            //    only the max load (nothing below it failed yet): then search outward from the
+            //    lower bound first, a width that doubles with every lower bound this phase found
+            //    (the reference library's "external search" with expansion coefficient 2). At
+            //    21 trial-seconds per decided load, bisecting down from a far max load costs a
+            //    decided load per halving.
             (Some(l), Some(u)) => {
                 if (u - l) / u <= goal.relative_width {
                     None
+                } else if u >= self.max_fps {
+                    let found = self.lower_bounds_this_phase(&classes);
+                    let e = (goal.relative_width * f64::from(1u32 << found.min(20))).min(0.5);
+                    Some((l / (1.0 - e)).min((l + u) / 2.0))
                 } else {
                     Some((l + u) / 2.0)
                 }
             }
         }
+    }
+
+    /// Distinct loads first measured in the current phase that now classify as lower bounds.
+    fn lower_bounds_this_phase(&self, classes: &[(f64, LoadClass)]) -> u32 {
+        classes
+            .iter()
+            .filter(|(l, k)| {
+                *k == LoadClass::Lower
+                    && !self.db[..self.phase_start]
+                        .iter()
+                        .any(|t| t.intended_load.fps == *l)
+            })
+            .count() as u32
     }
 
     fn goal_result(&self, goal: &SearchGoal) -> GoalResult {
