@@ -29,7 +29,7 @@ pub trait Measurer {
     fn trial(&mut self, load: Load, duration: Duration) -> Result<TrialResult, LabError>;
 
     /// Sends `frames` frames back-to-back (minimum inter-frame gap, i.e. at line rate) and reports
-    /// how many came back (RFC 2544 §26.4, RFC 9004 §5.3).
+    /// how many came back and how fast they actually left (RFC 2544 §26.4, RFC 9004 §5.3).
     fn burst(&mut self, frames: u64) -> Result<BurstResult, LabError>;
 }
 
@@ -186,6 +186,11 @@ fn rate(frames: u64, d: Duration) -> f64 {
 }
 
 /// What one back-to-back burst measured.
+///
+/// A burst is meant to leave the tester at the Max Theoretical Frame Rate (RFC 9004 §3); a software
+/// tester is often slower, so the burst also records how long it took to send and the rate that
+/// gives ([`achieved_fps`](Self::achieved_fps)). The back-to-back procedure compares that rate
+/// with the one its buffer arithmetic assumes (RFC 9004 §5.4).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BurstResult {
     /// Frames the burst was meant to contain.
@@ -193,11 +198,37 @@ pub struct BurstResult {
     /// Frames actually sent back-to-back.
     pub offered_frames: u64,
     pub received_frames: u64,
-    /// The tester could not send the burst at line rate or in full.
+    /// Time from the first to the last frame of the burst leaving the tester; zero when the
+    /// measurer cannot tell (then `achieved_fps` is `None`).
+    #[serde(default)]
+    pub send_duration: Duration,
+    /// The rate the burst was actually sent at: `offered_frames / send_duration`.
+    #[serde(default)]
+    pub achieved_fps: Option<f64>,
+    /// The tester could not send the burst in full (or its generator reported a shortfall).
     pub tester_limited: bool,
 }
 
 impl BurstResult {
+    /// A burst of `offered` of `intended` frames, sent in `send_duration`, `received` back;
+    /// tester-limited when not sent in full.
+    pub fn new(
+        intended_frames: u64,
+        offered_frames: u64,
+        received_frames: u64,
+        send_duration: Duration,
+    ) -> BurstResult {
+        let secs = send_duration.as_secs_f64();
+        BurstResult {
+            intended_frames,
+            offered_frames,
+            received_frames,
+            send_duration,
+            achieved_fps: (secs > 0.0 && offered_frames > 0).then(|| offered_frames as f64 / secs),
+            tester_limited: offered_frames < intended_frames,
+        }
+    }
+
     pub fn lost_frames(&self) -> u64 {
         self.offered_frames.saturating_sub(self.received_frames)
     }

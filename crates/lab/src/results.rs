@@ -562,13 +562,25 @@ impl TestRecord {
                         "corrected_buffer_time_us",
                         Cell::Num(b.corrected_buffer_time_s * 1e6),
                     );
+                    let mut notes = Vec::new();
                     if b.max_burst_lossless {
-                        r.insert(
-                            "note",
-                            Cell::Text(
-                                "longest burst tried was lossless: buffer may be larger".into(),
-                            ),
-                        );
+                        notes.push("longest burst tried was lossless: buffer may be larger".into());
+                    }
+                    if let (true, Some(a)) = (b.below_assumed_rate, b.burst_rate_fps) {
+                        notes.push(format!(
+                            "bursts sent at {:.3} Mfps, below the {:.3} Mfps line rate: buffer \
+                             times use the achieved rate (RFC 9004 §5.4){}",
+                            a / 1e6,
+                            b.assumed_burst_fps / 1e6,
+                            if b.burst_rate_at_or_below_throughput {
+                                "; no faster than the throughput, so the buffer never filled"
+                            } else {
+                                ""
+                            }
+                        ));
+                    }
+                    if !notes.is_empty() {
+                        r.insert("note", Cell::Text(notes.join("; ")));
                     }
                 } else {
                     r.insert(

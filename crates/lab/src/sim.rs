@@ -14,7 +14,8 @@
 //! are dropped, and it drains at the model's capacity — the RFC 9004 back-to-back model, where a
 //! burst at line rate `R` into a DUT draining at `C` is lossless up to `B / (1 − C/R)` frames.
 //! A tester limit (`with_tester_limit`) caps what the simulated generator can offer, so trials
-//! above it come back tester-limited.
+//! above it come back tester-limited, and bursts leave at that rate instead of the line rate
+//! (their [`BurstResult::achieved_fps`] says so).
 //!
 //! The simulator counts the trial-seconds it has "spent" ([`SimDut::trial_seconds`]) so procedures
 //! can be compared on cost, as the MLRsearch draft compares search duration.
@@ -229,6 +230,8 @@ impl Measurer for SimDut {
         Ok(r)
     }
 
+    /// The burst leaves at the line rate, or at the tester limit when that is lower: the burst
+    /// records that rate ([`BurstResult::achieved_fps`]), and the DUT sees it arrive at that rate.
     fn burst(&mut self, frames: u64) -> Result<BurstResult, LabError> {
         let arrival = match self.tester_limit_fps {
             Some(limit) if limit < self.line_rate_fps => limit,
@@ -238,12 +241,12 @@ impl Measurer for SimDut {
         let lost = self.lost(frames, arrival, secs);
         self.trial_seconds += secs;
         self.bursts += 1;
-        Ok(BurstResult {
-            intended_frames: frames,
-            offered_frames: frames,
-            received_frames: frames - lost,
-            tester_limited: arrival < self.line_rate_fps,
-        })
+        Ok(BurstResult::new(
+            frames,
+            frames,
+            frames - lost,
+            Duration::from_secs_f64(secs),
+        ))
     }
 }
 
@@ -324,6 +327,28 @@ mod tests {
         assert!(!d.burst(2002).unwrap().lossless());
         assert_eq!(d.bursts(), 2);
         assert!((d.trial_seconds() - 4002.0 / 1e7).abs() < 1e-12);
+    }
+
+    #[test]
+    fn slow_tester_sends_bursts_at_its_own_rate() {
+        // Line rate 1 Mfps but the tester manages 0.5 Mfps: a 1000-frame burst takes 2 ms and
+        // records 0.5 Mfps; the DUT (B = 100, drains 0.25 Mfps) fills at 0.25 Mfps, so it is
+        // lossless up to 100 / (1 − 0.25/0.5) = 200 frames, not 100 / (1 − 0.25) ≈ 133.
+        let mut d = SimDut::new(
+            SimModel::Fixed {
+                capacity_fps: 2.5e5,
+            },
+            1,
+        )
+        .with_buffer(100)
+        .with_line_rate(1e6)
+        .with_tester_limit(5e5);
+        let b = d.burst(1000).unwrap();
+        assert_eq!(b.send_duration, Duration::from_millis(2));
+        assert_eq!(b.achieved_fps, Some(5e5));
+        assert!(!b.tester_limited); // sent in full; the rate is for the procedure to judge
+        assert!(d.burst(200).unwrap().lossless());
+        assert!(!d.burst(202).unwrap().lossless());
     }
 
     #[test]

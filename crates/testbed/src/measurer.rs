@@ -297,12 +297,16 @@ impl Measurer for GenMeasurer<'_> {
         let r = self.run(&spec, 0.0).map_err(|e| burst_error(frames, e))?;
         let intended = per_port * n;
         let received: u64 = r.streams.iter().map(|s| s.rx.rx_unique).sum();
-        Ok(BurstResult {
-            intended_frames: intended,
-            offered_frames: r.tx,
-            received_frames: received,
-            tester_limited: r.tester_limited || r.tx < intended,
-        })
+        // The burst's send time is the measured phase's (first frame to last frame placed):
+        // RFC 9004's procedure compares the rate it gives with the line rate it assumes.
+        let mut b = BurstResult::new(
+            intended,
+            r.tx,
+            received,
+            Duration::from_secs_f64(r.tx_seconds.max(0.0)),
+        );
+        b.tester_limited |= r.tester_limited;
+        Ok(b)
     }
 }
 

@@ -64,6 +64,19 @@ fn gen_measurer_trial_burst_and_search_through_testpmd_io() {
         assert_eq!(b.intended_frames, 200);
         assert!(b.received_frames <= b.offered_frames);
         assert!(b.received_frames > 0, "{b:?}");
+        // It knows how fast the burst left: the rate RFC 9004's buffer arithmetic is checked
+        // against (the generator's report's send time).
+        let rep = m.reports().last().unwrap();
+        assert_eq!(
+            b.send_duration,
+            Duration::from_secs_f64(rep.tx_seconds),
+            "{b:?}"
+        );
+        let fps = b.achieved_fps.expect("achieved rate measured");
+        assert!(
+            (fps - b.offered_frames as f64 / rep.tx_seconds).abs() <= 1e-6 * fps,
+            "{b:?}"
+        );
 
         // A short RFC 2544 search through the real measurer, with a known answer: testpmd's
         // io-forward moves millions of frames/s over memif and the generator (even the

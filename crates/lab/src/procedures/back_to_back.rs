@@ -12,21 +12,37 @@
 //! - repeats `repetitions` times (RFC 2544 §26.4: "at least 50 times", kept by RFC 9004 §5.3) and
 //!   reports average, minimum, maximum and standard deviation of the longest lossless burst
 //!   (RFC 9004 §5.4 / §6);
-//! - computes, RFC 9004 §5.4:
-//!   - Implied DUT Buffer Time = average B2B frames / Max Theoretical Frame Rate;
-//!   - Corrected DUT Buffer Time = Implied − Implied × (Measured Throughput / Max Theoretical
-//!     Frame Rate), i.e. Implied × (1 − throughput/max): while the burst arrives at line rate the
-//!     DUT keeps forwarding at its throughput, so only the difference accumulates in the buffer.
-//!     (Seed 003 checks the arithmetic: 26 700 frames at 64 B with ≈78.6 % throughput give a
-//!     corrected buffer of 5 713 frames = 0.384 ms.)
+//! - measures the rate the bursts actually left the tester at, [`BackToBackResult::burst_rate_fps`]
+//!   (all bursts' frames over all their send time, so the long bursts that decide the result
+//!   weigh most), and flags the result [`BackToBackResult::below_assumed_rate`] (and
+//!   tester-limited) when it is more than [`BURST_RATE_TOLERANCE`] below the Max Theoretical
+//!   Frame Rate the RFC's arithmetic assumes: RFC 9004 §5.3 sends bursts "at the maximum
+//!   theoretical frame rate", which a software tester often cannot;
+//! - computes, RFC 9004 §5.4, with `R` the rate the bursts arrived at — the Max Theoretical Frame
+//!   Rate when the tester reached it, else the achieved burst rate (the formulas are the RFC's
+//!   with that one substitution; with a tester at line rate they are the RFC's exactly):
+//!   - Implied DUT Buffer Time = average B2B frames / R;
+//!   - Corrected DUT Buffer Time = Implied − Implied × (Measured Throughput / R), i.e.
+//!     Implied × (1 − throughput/R): while the burst arrives at `R` the DUT keeps forwarding at
+//!     its throughput, so only the difference accumulates in the buffer. (Seed 003 checks the
+//!     arithmetic: 26 700 frames at 64 B with ≈78.6 % throughput give a corrected buffer of
+//!     5 713 frames = 0.384 ms.) A tester slower than line rate makes the DUT drain a larger
+//!     share of each burst: computing with the line rate would overstate the buffer;
+//!   - when the bursts arrived no faster than the throughput
+//!     ([`BackToBackResult::burst_rate_at_or_below_throughput`]) the buffer never filled: the
+//!     corrected buffer is 0 and the result says the bursts could not measure it.
 //!
-//! A tester-limited burst (not sent at line rate) is kept and counted; the result is flagged
-//! [`BackToBackResult::tester_limited`], because a slower burst overstates the buffer.
+//! A burst not sent in full is kept and counted; the result is flagged
+//! [`BackToBackResult::tester_limited`].
 
 use serde::{Deserialize, Serialize};
 
 use crate::measurer::{BurstResult, Measurer};
 use crate::LabError;
+
+/// Bursts that arrived more than this fraction below the assumed rate flag the result: 1 %, the
+/// precision of a software tester's send timestamps over a burst of a few thousand frames.
+pub const BURST_RATE_TOLERANCE: f64 = 0.01;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BackToBackConfig {
@@ -104,10 +120,27 @@ pub struct BackToBackResult {
     /// The longest burst tried was lossless in some repetition: the buffer is at least that big,
     /// raise `max_burst`.
     pub max_burst_lossless: bool,
+    /// The rate the buffer arithmetic assumes bursts arrive at: the Max Theoretical Frame Rate.
+    #[serde(default)]
+    pub assumed_burst_fps: f64,
+    /// The rate the bursts actually left the tester at (Σ frames / Σ send time over every burst
+    /// whose send time the measurer knew); `None` when it knew none.
+    #[serde(default)]
+    pub burst_rate_fps: Option<f64>,
+    /// The bursts left more than [`BURST_RATE_TOLERANCE`] below `assumed_burst_fps`: the buffer
+    /// figures below use the achieved rate, and the result is tester-limited.
+    #[serde(default)]
+    pub below_assumed_rate: bool,
+    /// The bursts arrived no faster than the DUT's throughput: they could not fill its buffer,
+    /// and the corrected buffer is reported as 0.
+    #[serde(default)]
+    pub burst_rate_at_or_below_throughput: bool,
+    /// RFC 9004 §5.4 at the rate the bursts arrived at (see the module doc).
     pub implied_buffer_time_s: f64,
     pub corrected_buffer_time_s: f64,
-    /// Corrected buffer expressed in frames (corrected time × max theoretical rate).
+    /// Corrected buffer expressed in frames (corrected time × the arrival rate).
     pub corrected_buffer_frames: f64,
+    /// A burst was not sent in full, or the bursts were sent below the assumed rate.
     pub tester_limited: bool,
     pub bursts: Vec<BurstResult>,
 }
@@ -125,6 +158,10 @@ pub fn back_to_back<M: Measurer + ?Sized>(
         max_frames: 0,
         stdev_frames: 0.0,
         max_burst_lossless: false,
+        assumed_burst_fps: cfg.max_theoretical_fps,
+        burst_rate_fps: None,
+        below_assumed_rate: false,
+        burst_rate_at_or_below_throughput: false,
         implied_buffer_time_s: 0.0,
         corrected_buffer_time_s: 0.0,
         corrected_buffer_frames: 0.0,
@@ -139,7 +176,11 @@ pub fn back_to_back<M: Measurer + ?Sized>(
         r.max_burst_lossless |= longest == cfg.max_burst;
         r.per_repetition.push(longest);
     }
-    r.tester_limited = r.bursts.iter().any(|b| b.tester_limited);
+    r.burst_rate_fps = burst_rate(&r.bursts);
+    r.below_assumed_rate = r
+        .burst_rate_fps
+        .is_some_and(|a| a < cfg.max_theoretical_fps * (1.0 - BURST_RATE_TOLERANCE));
+    r.tester_limited = r.below_assumed_rate || r.bursts.iter().any(|b| b.tester_limited);
     let n = r.per_repetition.len() as f64;
     r.average_frames = r.per_repetition.iter().sum::<u64>() as f64 / n;
     r.min_frames = *r.per_repetition.iter().min().unwrap_or(&0);
@@ -155,12 +196,28 @@ pub fn back_to_back<M: Measurer + ?Sized>(
     } else {
         0.0
     };
-    // RFC 9004 §5.4.
-    r.implied_buffer_time_s = r.average_frames / cfg.max_theoretical_fps;
-    r.corrected_buffer_time_s = r.implied_buffer_time_s
-        - r.implied_buffer_time_s * (cfg.throughput_fps / cfg.max_theoretical_fps);
-    r.corrected_buffer_frames = r.corrected_buffer_time_s * cfg.max_theoretical_fps;
+    // RFC 9004 §5.4, at the rate the bursts arrived at.
+    let arrival = match r.burst_rate_fps {
+        Some(a) if r.below_assumed_rate => a,
+        _ => cfg.max_theoretical_fps,
+    };
+    r.burst_rate_at_or_below_throughput = cfg.throughput_fps >= arrival;
+    r.implied_buffer_time_s = r.average_frames / arrival;
+    r.corrected_buffer_time_s = if r.burst_rate_at_or_below_throughput {
+        0.0
+    } else {
+        r.implied_buffer_time_s - r.implied_buffer_time_s * (cfg.throughput_fps / arrival)
+    };
+    r.corrected_buffer_frames = r.corrected_buffer_time_s * arrival;
     Ok(r)
+}
+
+/// Σ frames / Σ send time over the bursts whose send time is known.
+fn burst_rate(bursts: &[BurstResult]) -> Option<f64> {
+    let timed = || bursts.iter().filter(|b| b.achieved_fps.is_some());
+    let frames: u64 = timed().map(|b| b.offered_frames).sum();
+    let secs: f64 = timed().map(|b| b.send_duration.as_secs_f64()).sum();
+    (secs > 0.0).then(|| frames as f64 / secs)
 }
 
 /// One repetition: the longest lossless burst in `[0, max_burst]`.
@@ -280,15 +337,90 @@ mod tests {
     }
 
     #[test]
-    fn tester_limited_bursts_flag_the_result() {
+    fn slow_tester_is_flagged_and_the_buffer_uses_its_rate() {
+        // Line rate 1 Mfps, but the tester sends bursts at 0.5 Mfps. The DUT forwards 0.1 Mfps and
+        // buffers 1 000 frames: a burst at 0.5 Mfps fills it at 0.4 Mfps, so the longest lossless
+        // burst is 1 000 / (1 − 0.1/0.5) = 1 250 frames, sent in 2.5 ms. RFC 9004 §5.4 at the
+        // achieved rate: implied 1 250 / 0.5 M = 2.5 ms, corrected 2.5 × (1 − 0.2) = 2 ms = the
+        // 1 000 frames of buffer. At the line rate it would say 1.25 ms × 0.9 = 1.125 ms
+        // (1 125 frames): too big.
         let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 1e5 }, 1)
-            .with_buffer(100)
+            .with_buffer(1000)
             .with_line_rate(1e6)
             .with_tester_limit(5e5);
         let mut cfg = BackToBackConfig::new(1e6, 1e5);
+        cfg.repetitions = 2;
+        let r = back_to_back(&mut dut, &cfg).unwrap();
+        assert!(r.below_assumed_rate && r.tester_limited && !r.burst_rate_at_or_below_throughput);
+        assert_eq!(r.assumed_burst_fps, 1e6);
+        let rate = r.burst_rate_fps.unwrap();
+        assert!((rate - 5e5).abs() < 1e-6, "{rate}");
+        assert_eq!(r.per_repetition, vec![1250, 1250]);
+        assert!((r.implied_buffer_time_s - 2.5e-3).abs() < 1e-12);
+        assert!((r.corrected_buffer_time_s - 2e-3).abs() < 1e-12);
+        assert!((r.corrected_buffer_frames - 1000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn tester_at_line_rate_is_not_flagged() {
+        let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 1e5 }, 1)
+            .with_buffer(1000)
+            .with_line_rate(1e6);
+        let mut cfg = BackToBackConfig::new(1e6, 1e5);
         cfg.repetitions = 1;
         let r = back_to_back(&mut dut, &cfg).unwrap();
-        assert!(r.tester_limited);
+        assert!(!r.below_assumed_rate && !r.tester_limited);
+        assert!((r.burst_rate_fps.unwrap() - 1e6).abs() < 1e-3);
+        // 1 000 / (1 − 0.1) = 1 111 frames; corrected back to the 1 000-frame buffer.
+        assert_eq!(r.per_repetition, vec![1111]);
+        assert!((r.corrected_buffer_frames - 999.9).abs() < 1e-6);
+    }
+
+    #[test]
+    fn bursts_no_faster_than_the_throughput_cannot_measure_the_buffer() {
+        // The tester sends bursts at 0.1 Mfps into a DUT that forwards 0.2 Mfps: nothing queues.
+        let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 2e5 }, 1)
+            .with_buffer(10)
+            .with_line_rate(1e6)
+            .with_tester_limit(1e5);
+        let mut cfg = BackToBackConfig::new(1e6, 2e5);
+        cfg.repetitions = 1;
+        cfg.max_burst = 5000;
+        let r = back_to_back(&mut dut, &cfg).unwrap();
+        assert!(r.below_assumed_rate && r.burst_rate_at_or_below_throughput);
+        assert!(r.max_burst_lossless);
+        assert_eq!(r.corrected_buffer_time_s, 0.0);
+        assert_eq!(r.corrected_buffer_frames, 0.0);
+    }
+
+    #[test]
+    fn bursts_not_sent_in_full_flag_the_result() {
+        struct Short(SimDut);
+        impl Measurer for Short {
+            fn trial(
+                &mut self,
+                load: crate::Load,
+                d: std::time::Duration,
+            ) -> Result<crate::TrialResult, LabError> {
+                self.0.trial(load, d)
+            }
+            fn burst(&mut self, frames: u64) -> Result<BurstResult, LabError> {
+                let b = self.0.burst(frames)?;
+                Ok(BurstResult::new(
+                    frames,
+                    frames - 1,
+                    b.received_frames.min(frames - 1),
+                    b.send_duration,
+                ))
+            }
+        }
+        let dut = SimDut::new(SimModel::Fixed { capacity_fps: 1e5 }, 1)
+            .with_buffer(100)
+            .with_line_rate(1e6);
+        let mut cfg = BackToBackConfig::new(1e6, 1e5);
+        cfg.repetitions = 1;
+        let r = back_to_back(&mut Short(dut), &cfg).unwrap();
+        assert!(r.tester_limited && r.bursts.iter().all(|b| b.tester_limited));
     }
 
     #[test]
