@@ -1,5 +1,6 @@
-//! The [`Measurer`] trait — one trial at a load for a duration, or one back-to-back burst — and what
-//! it returns: [`TrialResult`], [`BurstResult`], [`LatencyStats`].
+//! The [`Measurer`] trait — one trial at a load for a duration, one back-to-back burst, or one
+//! continuous soak stream read per interval — and what it returns: [`TrialResult`],
+//! [`BurstResult`], [`LatencyStats`].
 //!
 //! Every procedure in [`crate::procedures`] talks only to a `Measurer`, so the same search runs
 //! against the real generator and DUT or against a [`crate::sim::SimDut`] with a known answer.
@@ -31,6 +32,34 @@ pub trait Measurer {
     /// Sends `frames` frames back-to-back (minimum inter-frame gap, i.e. at line rate) and reports
     /// how many came back and how fast they actually left (RFC 2544 §26.4, RFC 9004 §5.3).
     fn burst(&mut self, frames: u64) -> Result<BurstResult, LabError>;
+
+    /// Offers `load` as **one continuous stream** for `intervals` consecutive intervals of
+    /// `interval` each, and reports every interval as a [`TrialResult`] (in order, exactly
+    /// `intervals` of them). The contract:
+    ///
+    /// - the stream is not stopped, restarted or re-paced at interval boundaries: no gap, no
+    ///   warm-up, no drain between intervals (one drain after the last);
+    /// - interval `i`'s `offered_frames` are the frames sent during `[i × interval, (i + 1) ×
+    ///   interval)` of the stream, its `received_frames` those of them that came back, whenever
+    ///   they arrived (a frame is charged to the interval it was sent in), its latency the
+    ///   latency of those frames;
+    /// - `intended_load` is `load` and `intended_duration` is `interval` for every interval, so
+    ///   an interval the tester could not fill is tester-limited as a trial would be.
+    ///
+    /// The default says the measurer cannot: separate trials with gaps between them are not a
+    /// soak (the device gets a rest at every boundary), so no fallback is offered.
+    fn soak(
+        &mut self,
+        load: Load,
+        interval: Duration,
+        intervals: u32,
+    ) -> Result<Vec<TrialResult>, LabError> {
+        let _ = (interval, intervals);
+        Err(LabError::Trial {
+            load_fps: load.fps,
+            reason: "this measurer cannot run a continuous soak stream (Measurer::soak)".into(),
+        })
+    }
 }
 
 impl<M: Measurer + ?Sized> Measurer for &mut M {
@@ -39,6 +68,14 @@ impl<M: Measurer + ?Sized> Measurer for &mut M {
     }
     fn burst(&mut self, frames: u64) -> Result<BurstResult, LabError> {
         (**self).burst(frames)
+    }
+    fn soak(
+        &mut self,
+        load: Load,
+        interval: Duration,
+        intervals: u32,
+    ) -> Result<Vec<TrialResult>, LabError> {
+        (**self).soak(load, interval, intervals)
     }
 }
 

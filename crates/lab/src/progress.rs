@@ -278,6 +278,20 @@ impl Measurer for ProgressMeasurer<'_> {
             .trial_line(format!("burst of {frames} frames"));
         self.inner.burst(frames)
     }
+
+    fn soak(
+        &mut self,
+        load: Load,
+        interval: Duration,
+        intervals: u32,
+    ) -> Result<Vec<TrialResult>, LabError> {
+        self.progress.trial_line(format!(
+            "soak at {:.3} Mfps, {intervals} × {:.1} s, one stream",
+            load.fps / 1e6,
+            interval.as_secs_f64()
+        ));
+        self.inner.soak(load, interval, intervals)
+    }
 }
 
 #[cfg(test)]

@@ -17,6 +17,10 @@
 //! above it come back tester-limited, and bursts leave at that rate instead of the line rate
 //! (their [`BurstResult::achieved_fps`] says so).
 //!
+//! A soak stream ([`Measurer::soak`]) is one continuous stream read per interval; a test can place
+//! [`SoakEvent`]s on its timeline (an outage, a glitch of a few frames at a known second), so the
+//! loss of every interval is known before the soak runs.
+//!
 //! The simulator counts the trial-seconds it has "spent" ([`SimDut::trial_seconds`]) so procedures
 //! can be compared on cost, as the MLRsearch draft compares search duration.
 
@@ -60,10 +64,21 @@ impl SimModel {
     }
 }
 
+/// Something that happens to a simulated device at a known time of a soak stream (times from the
+/// start of the stream), on top of its model's behaviour.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SoakEvent {
+    /// The device drops every frame sent in `[from, to)`.
+    Outage { from: Duration, to: Duration },
+    /// The device drops `frames` frames sent at `at` (a glitch).
+    Loss { at: Duration, frames: u64 },
+}
+
 /// A simulated DUT plus simulated generator.
 #[derive(Debug, Clone)]
 pub struct SimDut {
     model: SimModel,
+    events: Vec<SoakEvent>,
     buffer_frames: u64,
     line_rate_fps: f64,
     tester_limit_fps: Option<f64>,
@@ -72,6 +87,7 @@ pub struct SimDut {
     trial_seconds: f64,
     trials: u64,
     bursts: u64,
+    soaks: u64,
 }
 
 impl SimDut {
@@ -80,6 +96,7 @@ impl SimDut {
     pub fn new(model: SimModel, seed: u64) -> SimDut {
         SimDut {
             model,
+            events: Vec::new(),
             buffer_frames: 0,
             line_rate_fps: crate::LineRate::ten_gig(64).max_fps(),
             tester_limit_fps: None,
@@ -88,6 +105,7 @@ impl SimDut {
             trial_seconds: 0.0,
             trials: 0,
             bursts: 0,
+            soaks: 0,
         }
     }
 
@@ -100,6 +118,12 @@ impl SimDut {
     /// The rate at which back-to-back bursts arrive (the line rate).
     pub fn with_line_rate(mut self, fps: f64) -> SimDut {
         self.line_rate_fps = fps;
+        self
+    }
+
+    /// Places `event` on the timeline of every soak stream ([`Measurer::soak`]).
+    pub fn with_event(mut self, event: SoakEvent) -> SimDut {
+        self.events.push(event);
         self
     }
 
@@ -131,6 +155,11 @@ impl SimDut {
     /// Number of bursts run so far.
     pub fn bursts(&self) -> u64 {
         self.bursts
+    }
+
+    /// Number of soak streams run so far.
+    pub fn soaks(&self) -> u64 {
+        self.soaks
     }
 
     /// This trial's capacity (noise applied).
@@ -228,6 +257,63 @@ impl Measurer for SimDut {
         let mut r = TrialResult::new(load, duration, offered, received, duration);
         r.latency = Some(self.latency(rate, received));
         Ok(r)
+    }
+
+    /// One stream at `load` (capped by the tester limit) from time 0: the frames sent by stream
+    /// time `t` are ⌊rate × t⌋, so intervals add up to the whole stream exactly. Each interval
+    /// loses what the model loses at that rate plus what the [`SoakEvent`]s inside it drop.
+    fn soak(
+        &mut self,
+        load: Load,
+        interval: Duration,
+        intervals: u32,
+    ) -> Result<Vec<TrialResult>, LabError> {
+        if !(load.fps.is_finite() && load.fps >= 0.0) {
+            return Err(LabError::invalid(
+                "load_fps",
+                load.fps,
+                "a finite rate >= 0",
+            ));
+        }
+        if interval.is_zero() {
+            return Err(LabError::invalid("interval", "0 s", "a positive duration"));
+        }
+        let rate = match self.tester_limit_fps {
+            Some(limit) => load.fps.min(limit),
+            None => load.fps,
+        };
+        // 1e-6 frame of slack: 49.9 s × 1e5 fps is 4 990 000 frames, not 4 989 999.
+        let sent_by = |t: f64| (rate * t + 1e-6).floor() as u64;
+        let iv = interval.as_secs_f64();
+        let mut out = Vec::with_capacity(intervals as usize);
+        for i in 0..intervals {
+            let (t0, t1) = (f64::from(i) * iv, f64::from(i + 1) * iv);
+            let offered = sent_by(t1) - sent_by(t0);
+            let mut lost = self.lost(offered, rate, iv);
+            for e in &self.events {
+                match *e {
+                    SoakEvent::Outage { from, to } => {
+                        let a = from.as_secs_f64().max(t0);
+                        let b = to.as_secs_f64().min(t1);
+                        if b > a {
+                            lost += sent_by(b) - sent_by(a);
+                        }
+                    }
+                    SoakEvent::Loss { at, frames } => {
+                        if (t0..t1).contains(&at.as_secs_f64()) {
+                            lost += frames;
+                        }
+                    }
+                }
+            }
+            let received = offered - lost.min(offered);
+            let mut r = TrialResult::new(load, interval, offered, received, interval);
+            r.latency = Some(self.latency(rate, received));
+            out.push(r);
+        }
+        self.trial_seconds += iv * f64::from(intervals);
+        self.soaks += 1;
+        Ok(out)
     }
 
     /// The burst leaves at the line rate, or at the tester limit when that is lower: the burst
