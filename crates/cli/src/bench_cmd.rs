@@ -28,6 +28,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
+use vecswitch_lab::cpu_check::CpuWatch;
 use vecswitch_lab::progress::{estimate_block_secs, Progress};
 use vecswitch_lab::results::{CalibratedLimit, GeneratorInfo, Provenance, RunResults};
 use vecswitch_lab::sim::SimDut;
@@ -369,8 +370,22 @@ fn run_block(
             m = m.tolerance(t / 100.0);
         }
         let mut pm = progress.measurer(&mut m, line.max_fps());
-        let mut observer = progress.clone();
-        run_for_dut_observed(
+        let mut progress_observer = progress.clone();
+        // Before each test: did anything else use the measuring CPUs? (lab::cpu_check)
+        let cores = tbr.wiring().cores;
+        let own: Vec<u32> = tbr
+            .placement(testbed::generator_placement())
+            .processes
+            .iter()
+            .map(|p| p.pid)
+            .chain([std::process::id()])
+            .collect();
+        let mut observer = CpuWatch::new(
+            &mut progress_observer,
+            vec![cores.generator, cores.dut, cores.vnf],
+            own,
+        );
+        let r = run_for_dut_observed(
             suite,
             dut,
             size,
@@ -389,16 +404,33 @@ fn run_block(
                     .map_err(|e| LabError::Dut(e.to_string()))
             },
             &mut observer,
-        )
+        );
+        (r, observer.checks)
     };
+    let (result, cpu_checks) = result;
     let placement = tb.placement(testbed::generator_placement());
     let stopped = tb.stop();
     let DutRun { mut records, error } =
         result.with_context(|| format!("{} at {}", dut.name, size.label()))?;
     let setup =
         serde_json::json!({ "topology": dut.topology, "dut": describe, "placement": placement });
-    for r in &mut records {
-        r.setup = Some(setup.clone());
+    // The k-th check ran before the k-th record's test (CpuWatch).
+    for (i, r) in records.iter_mut().enumerate() {
+        let mut s = setup.clone();
+        if let Some(c) = cpu_checks.get(i) {
+            if c.flagged {
+                eprintln!(
+                    "bench: {} {} at {}: other processes were busy on the measuring CPUs before \
+                     the test: {}",
+                    dut.name,
+                    r.id,
+                    size.label(),
+                    c.summary()
+                );
+            }
+            s["cpu_check"] = serde_json::to_value(c).unwrap_or_default();
+        }
+        r.setup = Some(s);
     }
     run.tests.extend(records);
     if let Err(e) = stopped {

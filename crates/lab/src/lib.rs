@@ -12,12 +12,14 @@
 //!   suite test on any measurer (the testbed crate supplies topologies, DUT drivers and the
 //!   generator-backed measurer).
 //! - [`progress`] prints what a long run is doing (block, procedure, trial, load, time left).
+//! - [`cpu_check`] tells whether other processes used the measuring CPUs before a test.
 //! - [`demo`] runs every procedure against simulated DUTs to produce a complete example run.
 //!
 //! Units: loads in frames/s ([`Load`]); frame sizes include the FCS; line rate counts 20 bytes of
 //! preamble and inter-frame gap per frame ([`load`]).
 #![forbid(unsafe_code)]
 
+pub mod cpu_check;
 pub mod demo;
 pub mod error;
 pub mod load;
