@@ -79,13 +79,15 @@ pub fn estimate_block_secs(tests: &[TestSpec], dut: &str, size: &FrameSize, setu
             TestSpec::Back2back { repetitions, .. } => {
                 f64::from(*repetitions) * 20.0 * TRIAL_OVERHEAD_S
             }
-            TestSpec::Mlrsearch { goals, .. } => {
+            TestSpec::Mlrsearch {
+                goals, searches, ..
+            } => {
                 let sums: f64 = if goals.is_empty() {
                     42.0
                 } else {
                     goals.iter().map(|g| g.duration_sum_s).sum()
                 };
-                sums * 1.5
+                sums * 1.5 * f64::from(*searches)
             }
             TestSpec::Soak { duration_s, .. } => *duration_s,
         };

@@ -501,10 +501,23 @@ impl TestRecord {
                     r.insert("frame_loss_percent", Cell::Num(g.goal.loss_ratio * 100.0));
                     r.insert("trials", Cell::Num(m.trials.len() as f64));
                     r.insert("tester_limited", Cell::Flag(g.tester_limited));
+                    let spread = m
+                        .repeated
+                        .as_ref()
+                        .and_then(|rep| rep.goals.iter().find(|s| s.name == g.goal.name).map(|s| (rep.searches, s)))
+                        .and_then(|(n, s)| Some((n, s.min_fps?, s.max_fps?)))
+                        .map(|(n, lo, hi)| {
+                            format!(
+                                "; lower bound over {n} searches: median shown, [{:.3}, {:.3}] Mfps",
+                                lo / 1e6,
+                                hi / 1e6
+                            )
+                        })
+                        .unwrap_or_default();
                     r.insert(
                         "note",
                         Cell::Text(format!(
-                            "{:.0} trial-seconds; loss column = goal loss ratio",
+                            "{:.0} trial-seconds; loss column = goal loss ratio{spread}",
                             m.trial_seconds
                         )),
                     );

@@ -46,7 +46,7 @@ use crate::measurer::Measurer;
 use crate::procedures::back_to_back::{back_to_back, BackToBackConfig};
 use crate::procedures::latency::{latency_at, LatencyConfig};
 use crate::procedures::linear::{linear_sweep, LinearSweepConfig};
-use crate::procedures::mlrsearch::{mlrsearch, MlrConfig, SearchGoal};
+use crate::procedures::mlrsearch::{mlrsearch, mlrsearch_repeated, MlrConfig, SearchGoal};
 use crate::procedures::soak::{soak, SoakConfig};
 use crate::procedures::throughput::{throughput, ThroughputConfig, TrialPolicy};
 use crate::results::{Outcome, TestRecord};
@@ -317,6 +317,10 @@ pub enum TestSpec {
         goals: Vec<GoalSpec>,
         #[serde(default = "one")]
         min_percent: f64,
+        /// Independent searches (each from scratch); more than one reports the median search and
+        /// the [min, max] interval of each goal's lower bound over them.
+        #[serde(default = "one_u32")]
+        searches: u32,
     },
     /// Fixed load for a long time.
     Soak {
@@ -415,6 +419,9 @@ fn reps50() -> u32 {
 }
 fn one() -> f64 {
     1.0
+}
+fn one_u32() -> u32 {
+    1
 }
 fn one_u64() -> u64 {
     1
@@ -571,9 +578,19 @@ impl Suite {
                     "after a throughput or mlrsearch test (it runs at the measured throughput)",
                 ));
             }
-            if let TestSpec::Mlrsearch { goals, .. } = t {
+            if let TestSpec::Mlrsearch {
+                goals, searches, ..
+            } = t
+            {
                 for g in goals {
                     g.goal()?.validate()?;
+                }
+                if *searches == 0 {
+                    return Err(LabError::invalid(
+                        "test.searches",
+                        0,
+                        "at least 1 search (3 gives an interval)",
+                    ));
                 }
             }
             // A throughput test limited to some sizes or devices does not feed the tests after it
@@ -765,13 +782,20 @@ pub fn run_test_with_limit<M: Measurer + ?Sized>(
             Outcome::BackToBack(back_to_back(m, &c)?)
         }
         TestSpec::Mlrsearch {
-            goals, min_percent, ..
+            goals,
+            min_percent,
+            searches,
+            ..
         } => {
             let mut c = MlrConfig::ndr_pdr(max * min_percent / 100.0, max);
             if !goals.is_empty() {
                 c.goals = goals.iter().map(GoalSpec::goal).collect::<Result<_, _>>()?;
             }
-            Outcome::Mlrsearch(mlrsearch(m, &c)?)
+            Outcome::Mlrsearch(if *searches == 1 {
+                mlrsearch(m, &c)?
+            } else {
+                mlrsearch_repeated(m, &c, *searches)?
+            })
         }
         TestSpec::Soak {
             percent_of_throughput,

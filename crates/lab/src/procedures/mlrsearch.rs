@@ -184,6 +184,42 @@ pub struct MlrResult {
     /// Sum of all trial durations (the search's cost).
     pub trial_seconds: f64,
     pub tester_ceiling_fps: Option<f64>,
+    /// Set by [`mlrsearch_repeated`]: every search's result per goal, and their spread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeated: Option<Repeated>,
+}
+
+/// What several independent searches of the same device found ([`mlrsearch_repeated`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Repeated {
+    pub searches: u32,
+    pub goals: Vec<GoalSpread>,
+}
+
+/// One goal over repeated searches: each search's Relevant Lower Bound and Conditional
+/// Throughput, in run order, and the median, minimum and maximum of the lower bounds — the
+/// interval a report quotes as "NDR 1.2 Mfps [1.1, 1.3]".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GoalSpread {
+    pub name: String,
+    /// `None` where a search found no lower bound (even the min load failed).
+    pub lower_bounds_fps: Vec<Option<f64>>,
+    pub conditional_throughputs_fps: Vec<Option<f64>>,
+    /// Median of the lower bounds (the lower median for an even count; a missing bound counts
+    /// as the lowest); `None` when the median search found none.
+    pub median_fps: Option<f64>,
+    pub min_fps: Option<f64>,
+    pub max_fps: Option<f64>,
+}
+
+impl GoalSpread {
+    /// (max − min) / median: how far apart the repeated searches landed.
+    pub fn relative_spread(&self) -> Option<f64> {
+        match (self.min_fps, self.max_fps, self.median_fps) {
+            (Some(lo), Some(hi), Some(m)) if m > 0.0 => Some((hi - lo) / m),
+            _ => None,
+        }
+    }
 }
 
 /// Classifies a load for `goal` from the trials measured at it (draft §5, Appendix A.1).
@@ -329,6 +365,73 @@ pub fn mlrsearch<M: Measurer + ?Sized>(m: &mut M, cfg: &MlrConfig) -> Result<Mlr
         trials: s.db,
         trial_seconds,
         tester_ceiling_fps: s.ceiling,
+        repeated: None,
+    })
+}
+
+/// Runs [`mlrsearch`] `searches` times, each search from scratch (no trial shared), and reports
+/// the spread: on a noisy testbed one search's bounds are one draw, and two runs of a demo can
+/// disagree by more than the goal width; the interval over repeated searches says by how much.
+///
+/// The result's `goals` are, per goal, the [`GoalResult`] of the search whose lower bound is the
+/// median (so bounds and conditional throughput come from one search); `trials` and
+/// `trial_seconds` are those of all searches (the cost); `repeated` holds every search's figures.
+pub fn mlrsearch_repeated<M: Measurer + ?Sized>(
+    m: &mut M,
+    cfg: &MlrConfig,
+    searches: u32,
+) -> Result<MlrResult, LabError> {
+    if searches == 0 {
+        return Err(LabError::invalid(
+            "searches",
+            0,
+            "at least 1 search (3 gives an interval)",
+        ));
+    }
+    let runs = (0..searches)
+        .map(|_| mlrsearch(m, cfg))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut goals = Vec::new();
+    let mut spreads = Vec::new();
+    for (i, g) in cfg.goals.iter().enumerate() {
+        let lbs: Vec<Option<f64>> = runs
+            .iter()
+            .map(|r| r.goals[i].relevant_lower_bound_fps)
+            .collect();
+        // Order the searches by lower bound (none = lowest) and take the lower median.
+        let mut order: Vec<usize> = (0..runs.len()).collect();
+        order.sort_by(|&a, &b| {
+            lbs[a]
+                .unwrap_or(f64::NEG_INFINITY)
+                .total_cmp(&lbs[b].unwrap_or(f64::NEG_INFINITY))
+        });
+        let median_run = order[(runs.len() - 1) / 2];
+        goals.push(runs[median_run].goals[i].clone());
+        let found = || lbs.iter().flatten().copied();
+        spreads.push(GoalSpread {
+            name: g.name.clone(),
+            conditional_throughputs_fps: runs
+                .iter()
+                .map(|r| r.goals[i].conditional_throughput_fps)
+                .collect(),
+            median_fps: lbs[median_run],
+            min_fps: found().reduce(f64::min),
+            max_fps: found().reduce(f64::max),
+            lower_bounds_fps: lbs,
+        });
+    }
+    Ok(MlrResult {
+        goals,
+        trial_seconds: runs.iter().map(|r| r.trial_seconds).sum(),
+        tester_ceiling_fps: runs
+            .iter()
+            .filter_map(|r| r.tester_ceiling_fps)
+            .reduce(f64::min),
+        trials: runs.into_iter().flat_map(|r| r.trials).collect(),
+        repeated: Some(Repeated {
+            searches,
+            goals: spreads,
+        }),
     })
 }
 
@@ -706,5 +809,87 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("min_fps"));
+    }
+
+    #[test]
+    fn repeated_searches_report_the_median_and_the_interval() {
+        // A noisy device (capacity ± 5 % per trial): three searches land at different NDRs; the
+        // result quotes the median search and the interval, and pays for all three.
+        let mut dut = SimDut::new(
+            SimModel::Noisy {
+                capacity_fps: 1e6,
+                spread: 0.05,
+            },
+            3,
+        );
+        let cfg = MlrConfig::ndr_pdr(1e4, 2e6);
+        let r = mlrsearch_repeated(&mut dut, &cfg, 3).unwrap();
+        let rep = r.repeated.as_ref().unwrap();
+        assert_eq!(rep.searches, 3);
+        let ndr = &rep.goals[0];
+        assert_eq!(ndr.name, "NDR");
+        let lbs: Vec<f64> = ndr.lower_bounds_fps.iter().map(|l| l.unwrap()).collect();
+        assert_eq!(lbs.len(), 3);
+        let mut sorted = lbs.clone();
+        sorted.sort_by(f64::total_cmp);
+        assert_eq!(ndr.median_fps, Some(sorted[1]));
+        assert_eq!(
+            (ndr.min_fps, ndr.max_fps),
+            (Some(sorted[0]), Some(sorted[2]))
+        );
+        assert_eq!(r.goals[0].relevant_lower_bound_fps, Some(sorted[1]));
+        // Every search within the device's noise band, and they did not all agree.
+        assert!(
+            lbs.iter().all(|&l| (0.95e6 * 0.995..=1.05e6).contains(&l)),
+            "{lbs:?}"
+        );
+        assert!(ndr.relative_spread().unwrap() > 0.0);
+        assert!((r.trial_seconds - dut.trial_seconds()).abs() < 1e-9);
+        assert_eq!(
+            r.trials.len() as u64,
+            dut.trials(),
+            "every search's trials are kept"
+        );
+        assert!(mlrsearch_repeated(&mut dut, &cfg, 0).is_err());
+    }
+
+    #[test]
+    fn a_suite_asks_for_repeated_searches() {
+        use crate::results::Outcome;
+        use crate::suite::{run_test, Suite};
+        let suite = Suite::parse(
+            r#"
+name = "ndr/pdr three times"
+frame_sizes = [64]
+[[dut]]
+name = "sim"
+topology = "phy2phy-memif"
+[[test]]
+procedure = "mlrsearch"
+searches = 3
+"#,
+        )
+        .unwrap();
+        let line = suite.line(&64.into()).unwrap();
+        let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 1e6 }, 1);
+        let Outcome::Mlrsearch(r) = run_test(&mut dut, &suite.tests[0], &line, None).unwrap()
+        else {
+            panic!("not an MLRsearch outcome");
+        };
+        let rep = r.repeated.unwrap();
+        assert_eq!(rep.searches, 3);
+        // A deterministic device: three identical searches, a zero-width interval.
+        assert_eq!(rep.goals[0].relative_spread(), Some(0.0));
+        let bad = suite_text_with_zero_searches();
+        assert!(Suite::parse(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("test.searches"));
+    }
+
+    fn suite_text_with_zero_searches() -> String {
+        "name = \"x\"\n[[dut]]\nname = \"sim\"\ntopology = \"phy2phy-memif\"\n\
+         [[test]]\nprocedure = \"mlrsearch\"\nsearches = 0\n"
+            .to_string()
     }
 }
