@@ -214,3 +214,86 @@ pub fn simulated_run(seed: u64, command: Vec<String>) -> Result<RunResults, LabE
     }
     Ok(run)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::progress::estimate_block_secs;
+    use crate::results::Outcome;
+    use crate::suite::{run_for_dut_observed, FrameSize, Suite, TestSpec};
+
+    fn demo_suite() -> Suite {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/suites/demo.toml");
+        Suite::parse(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn make_demo_settings_are_the_reproducible_ones() {
+        // docs/METHODOLOGY.md "Reproducible by default": NDR/PDR with CSIT's loss ratios and
+        // exceed ratio, repeated searches, and about 10 minutes in all.
+        let s = demo_suite();
+        let TestSpec::Mlrsearch {
+            goals,
+            searches,
+            search_max,
+            ..
+        } = &s.tests[0]
+        else {
+            panic!("the demo starts with MLRsearch: {:?}", s.tests[0]);
+        };
+        assert_eq!(*searches, 3);
+        assert_eq!(search_max, "generator-limit");
+        let goals: Vec<_> = goals.iter().map(|g| g.goal().unwrap()).collect();
+        assert_eq!(
+            goals
+                .iter()
+                .map(|g| (g.name.as_str(), g.loss_ratio, g.exceed_ratio))
+                .collect::<Vec<_>>(),
+            vec![("NDR", 0.0, 0.5), ("PDR", 0.005, 0.5)]
+        );
+        // A priori: every block (device × size) with 5 s of set-up and calibration.
+        let secs: f64 = s
+            .duts
+            .iter()
+            .flat_map(|d| s.frame_sizes.iter().map(move |f| (d, f)))
+            .map(|(d, f)| estimate_block_secs(&s.tests, &d.name, f, 5.0))
+            .sum();
+        assert!(secs <= 540.0, "the demo would take {secs:.0} s");
+    }
+
+    #[test]
+    fn demo_suite_on_a_noisy_device_reports_intervals() {
+        // The demo's tests on a simulated device whose capacity varies ± 5 % per trial, behind a
+        // generator limited to 3 Mfps: three searches, their interval, latency at the median NDR.
+        let s = demo_suite();
+        let mut m = SimDut::new(
+            SimModel::Noisy {
+                capacity_fps: 1e6,
+                spread: 0.05,
+            },
+            4,
+        )
+        .with_tester_limit(3e6);
+        let run = run_for_dut_observed(
+            &s,
+            &s.duts[0],
+            &FrameSize::Bytes(64),
+            Some(3e6),
+            &mut m,
+            &mut |_, _, _| Ok(()),
+            &mut (),
+        )
+        .unwrap();
+        assert!(run.error.is_none(), "{:?}", run.error);
+        let Outcome::Mlrsearch(r) = &run.records[0].outcome else {
+            panic!("{:?}", run.records[0].outcome);
+        };
+        let ndr = &r.repeated.as_ref().unwrap().goals[0];
+        let (lo, hi) = (ndr.min_fps.unwrap(), ndr.max_fps.unwrap());
+        // Every search lands within the noise band (± 5 %) less one goal width.
+        assert!(lo >= 0.95e6 * 0.98 && hi <= 1.05e6, "[{lo}, {hi}]");
+        assert!(matches!(run.records[1].outcome, Outcome::Latency(_)));
+        // What it cost, in simulated trial-seconds: three searches of NDR and PDR.
+        assert!(r.trial_seconds < 3.0 * 45.0, "{}", r.trial_seconds);
+    }
+}

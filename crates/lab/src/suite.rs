@@ -317,6 +317,9 @@ pub enum TestSpec {
         goals: Vec<GoalSpec>,
         #[serde(default = "one")]
         min_percent: f64,
+        /// Max Load: `line-rate` (default) or `generator-limit`, as for `throughput`.
+        #[serde(default = "line_rate_max")]
+        search_max: String,
         /// Independent searches (each from scratch); more than one reports the median search and
         /// the [min, max] interval of each goal's lower bound over them.
         #[serde(default = "one_u32")]
@@ -579,11 +582,21 @@ impl Suite {
                 ));
             }
             if let TestSpec::Mlrsearch {
-                goals, searches, ..
+                goals,
+                searches,
+                search_max,
+                ..
             } = t
             {
                 for g in goals {
                     g.goal()?.validate()?;
+                }
+                if search_max != "line-rate" && search_max != "generator-limit" {
+                    return Err(LabError::invalid(
+                        "test.search_max",
+                        search_max,
+                        "line-rate or generator-limit",
+                    ));
                 }
                 if *searches == 0 {
                     return Err(LabError::invalid(
@@ -784,10 +797,15 @@ pub fn run_test_with_limit<M: Measurer + ?Sized>(
         TestSpec::Mlrsearch {
             goals,
             min_percent,
+            search_max,
             searches,
             ..
         } => {
-            let mut c = MlrConfig::ndr_pdr(max * min_percent / 100.0, max);
+            let top = match (search_max.as_str(), generator_limit_fps) {
+                ("generator-limit", Some(g)) if g > 0.0 && g.is_finite() => g.min(max),
+                _ => max,
+            };
+            let mut c = MlrConfig::ndr_pdr((max * min_percent / 100.0).min(top / 2.0), top);
             if !goals.is_empty() {
                 c.goals = goals.iter().map(GoalSpec::goal).collect::<Result<_, _>>()?;
             }

@@ -880,6 +880,27 @@ searches = 3
         assert_eq!(rep.searches, 3);
         // A deterministic device: three identical searches, a zero-width interval.
         assert_eq!(rep.goals[0].relative_spread(), Some(0.0));
+        // `search_max = "generator-limit"`: the first trial is at the generator's limit.
+        let suite = Suite::parse(
+            r#"
+name = "ndr/pdr up to the generator"
+frame_sizes = [64]
+[[dut]]
+name = "sim"
+topology = "phy2phy-memif"
+[[test]]
+procedure = "mlrsearch"
+search_max = "generator-limit"
+"#,
+        )
+        .unwrap();
+        let Outcome::Mlrsearch(r) =
+            crate::suite::run_test_with_limit(&mut dut, &suite.tests[0], &line, None, Some(2e6))
+                .unwrap()
+        else {
+            panic!("not an MLRsearch outcome");
+        };
+        assert_eq!(r.trials[0].intended_load.fps, 2e6);
         let bad = suite_text_with_zero_searches();
         assert!(Suite::parse(&bad)
             .unwrap_err()
