@@ -11,6 +11,29 @@ use vecswitch_testbed::{
     default_streams, generator_placement, GenMeasurer, Link, Testbed, Topology,
 };
 
+/// For a failure message: whether other processes were busy on the generator's and the DUT's
+/// CPUs (a device descheduled by a build refuses frames; that is not what this test is about).
+fn busy(tb: &Testbed) -> String {
+    let c = tb.wiring().cores;
+    let own: Vec<u32> = tb
+        .placement(generator_placement())
+        .processes
+        .iter()
+        .map(|p| p.pid)
+        .collect();
+    let check = vecswitch_lab::cpu_check::check(
+        &[c.generator, c.dut],
+        &own,
+        Duration::from_millis(300),
+        10.0,
+    );
+    format!(
+        "other processes on the measuring CPUs{}: {}",
+        if check.flagged { " (busy)" } else { "" },
+        check.summary()
+    )
+}
+
 #[test]
 fn gen_measurer_trial_burst_and_search_through_testpmd_io() {
     let mut tb = Testbed::build(Topology::Phy2Phy { link: Link::Memif }).unwrap();
@@ -18,18 +41,27 @@ fn gen_measurer_trial_burst_and_search_through_testpmd_io() {
     tb.start(Box::new(TestpmdDut::new())).unwrap();
     let gen_cpu = tb.wiring().cores.generator;
     {
-        // 5 % shortfall tolerated before a trial is tester-limited: the test shares a 2-core
-        // machine with builds, and loss is counted against the frames offered either way.
+        // 20 % shortfall tolerated before a trial is tester-limited: the test shares a 2-core
+        // machine with builds (at load average 8-12 the unoptimised generator offered 91-93 % of
+        // a 200 ms trial's frames, at 1 kfps as at 8 kfps), and loss is counted against the
+        // frames offered either way, so the device's answer does not depend on it.
         let mut m = GenMeasurer::for_testbed(&tb, ports, default_streams(64, true))
             .unwrap()
-            .tolerance(0.05)
+            .tolerance(0.2)
             .drain(Duration::from_millis(200));
 
         // One trial at a modest load, both directions.
         let load = Load::fps(4_000.0);
         let r = m.trial(load, Duration::from_millis(500)).unwrap();
         let rep = m.reports().last().unwrap().clone();
-        assert_eq!(r.offered_frames, rep.tx);
+        assert_eq!(
+            r.offered_frames,
+            rep.tx,
+            "{r:?} refused {:?} limited {:?}; {}",
+            rep.ports.iter().map(|p| p.tx_refused).collect::<Vec<_>>(),
+            rep.tester_limited_reasons,
+            busy(&tb)
+        );
         let unique: u64 = rep.streams.iter().map(|s| s.rx.rx_unique).sum();
         assert_eq!(r.received_frames, unique);
         assert_eq!(r.intended_frames, 2_000);
@@ -45,7 +77,7 @@ fn gen_measurer_trial_burst_and_search_through_testpmd_io() {
         );
         assert_eq!(
             r.tester_limited,
-            rep.tester_limited || (r.offered_frames as f64) < 2_000.0 * 0.95
+            rep.tester_limited || (r.offered_frames as f64) < 2_000.0 * 0.8
         );
         // Both streams came back through testpmd.
         assert!(
@@ -82,8 +114,10 @@ fn gen_measurer_trial_burst_and_search_through_testpmd_io() {
         // io-forward moves millions of frames/s over memif and the generator (even the
         // unoptimised test build) offers tens of kpps, so at most 8 kpps nothing is lost and the
         // throughput is the search's maximum load, found by its first trial and verified.
-        // Anything else — a lower throughput, a tester-limited flag — is a failure to explain.
-        let mut cfg = ThroughputConfig::new(1_000.0, 8_000.0, Duration::from_millis(200));
+        // Anything else — a lower throughput, a tester-limited flag — is a failure to explain;
+        // the message says whether other processes were busy on the measuring CPUs (a testpmd
+        // descheduled by a build refuses frames, which the measurer rightly counts as loss).
+        let mut cfg = ThroughputConfig::new(1_000.0, 8_000.0, Duration::from_millis(500));
         cfg.resolution_fps = 3_000.0;
         cfg.max_trials = 30;
         let res = throughput(&mut m, &cfg);
@@ -114,7 +148,10 @@ fn gen_measurer_trial_burst_and_search_through_testpmd_io() {
         };
         if res.throughput_fps != Some(8_000.0) || res.tester_limited || !res.verified {
             dump(&m);
-            panic!("expected throughput 8000 fps, not tester-limited, verified: {res:?}");
+            panic!(
+                "expected throughput 8000 fps, not tester-limited, verified: {res:?}; {}",
+                busy(&tb)
+            );
         }
         assert!(res
             .trials
