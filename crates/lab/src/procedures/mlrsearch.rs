@@ -554,7 +554,13 @@ impl State {
                         .map(|t| t.received_fps())
                         .unwrap_or(u / 2.0)
                 } else {
-                    (self.min_fps + u) / 2.0
+                    // Search down from the upper bound, a width that doubles with every upper
+                    // bound this phase found (external search, as upwards in step 4): on a noisy
+                    // device the bound is usually just below, and bisecting towards the min load
+                    // costs a decided load per halving on the way back up.
+                    let found = self.bounds_this_phase(&classes, LoadClass::Upper);
+                    let e = (goal.relative_width * f64::from(1u32 << found.min(20))).min(0.5);
+                    u * (1.0 - e)
                 };
                 let candidate = hint.min(u * (1.0 - goal.relative_width / 2.0));
                 if candidate <= self.min_fps || (u - self.min_fps) / u <= goal.relative_width {
@@ -573,7 +579,7 @@ impl State {
                 if (u - l) / u <= goal.relative_width {
                     None
                 } else if u >= self.max_fps {
-                    let found = self.lower_bounds_this_phase(&classes);
+                    let found = self.bounds_this_phase(&classes, LoadClass::Lower);
                     let e = (goal.relative_width * f64::from(1u32 << found.min(20))).min(0.5);
                     Some((l / (1.0 - e)).min((l + u) / 2.0))
                 } else {
@@ -583,12 +589,12 @@ impl State {
         }
     }
 
-    /// Distinct loads first measured in the current phase that now classify as lower bounds.
-    fn lower_bounds_this_phase(&self, classes: &[(f64, LoadClass)]) -> u32 {
+    /// Distinct loads first measured in the current phase that now classify as `class`.
+    fn bounds_this_phase(&self, classes: &[(f64, LoadClass)], class: LoadClass) -> u32 {
         classes
             .iter()
             .filter(|(l, k)| {
-                *k == LoadClass::Lower
+                *k == class
                     && !self.db[..self.phase_start]
                         .iter()
                         .any(|t| t.intended_load.fps == *l)
