@@ -442,14 +442,28 @@ fn trace_follows_packets_through_the_nodes() {
     assert_eq!(
         path,
         vec![
+            (1, "interface-rx", "ethernet-input"),
             (1, "ethernet-input", "l2-learn"),
             (1, "l2-learn", "l2-fwd"),
             (1, "l2-fwd", "l2-flood"),
             (1, "l2-flood", "interface-output"),
+            // The copy for the second other member goes through the graph, traced as a clone.
+            (1, "l2-flood", "interface-output"),
+            (1, "interface-output", "consumed"),
             (1, "interface-output", "consumed"),
         ]
     );
-    assert!(t[1].detail.contains("02:00:00:00:00:0a"), "{}", t[1].detail);
+    assert!(
+        t[0].detail.starts_with("rx-port 0 len 60"),
+        "{}",
+        t[0].detail
+    );
+    assert!(t[2].detail.contains("02:00:00:00:00:0a"), "{}", t[2].detail);
+    assert!(t[5].detail.starts_with("clone: "), "{}", t[5].detail);
+    assert_ne!(
+        t[6].detail, t[7].detail,
+        "original and copy leave by two ports"
+    );
     sw.trace_clear();
     assert!(sw.show_trace().is_empty());
     for p in &mut peers {
