@@ -5,7 +5,7 @@
 //! and its places on the feature arcs. [`FEATURES`] lists them; [`build_graph`] builds the switch's
 //! graph from that list, stage by stage, so that the dispatch order follows the packet's path
 //! whatever the order of the list: every feature's arcs, then input nodes, then forwarding nodes,
-//! then output nodes.
+//! then output features, then the nodes that send.
 //!
 //! Adding a feature is: a new folder, one line in `lib.rs` (`pub mod`), one line in [`FEATURES`],
 //! and — if it keeps state the nodes read — one field in [`crate::state::SwitchState`].
@@ -24,13 +24,21 @@ pub enum Stage {
     Input,
     /// Nodes that decide where a packet goes (`l2-xconnect`, `l2-learn`, `l2-fwd`, `l2-flood`).
     Forward,
-    /// Output-arc features and the nodes that send.
+    /// Output-arc features (`mtu-check`).
     Output,
+    /// The nodes that send (`interface-output`, the end of the output arc), dispatched last.
+    Send,
 }
 
 impl Stage {
     /// Every stage, in registration order.
-    pub const ALL: [Stage; 4] = [Stage::Arcs, Stage::Input, Stage::Forward, Stage::Output];
+    pub const ALL: [Stage; 5] = [
+        Stage::Arcs,
+        Stage::Input,
+        Stage::Forward,
+        Stage::Output,
+        Stage::Send,
+    ];
 }
 
 /// A feature of the switch: registers its nodes, arcs and arc features in the graph.
@@ -44,8 +52,11 @@ pub trait Feature: Sync {
 
 /// Every feature of the switch. The interface layer comes first (it declares the arcs the others
 /// use).
-pub static FEATURES: &[&dyn Feature] =
-    &[&crate::interface::InterfaceFeature, &crate::l2::L2Feature];
+pub static FEATURES: &[&dyn Feature] = &[
+    &crate::interface::InterfaceFeature, // interfaces, interface-rx/-output, the arcs
+    &crate::l2::L2Feature,               // xconnect, bridge domains, MAC learning
+    &crate::mtu::MtuFeature,             // mtu-check on the output arc
+];
 
 /// Builds a graph from `features`, stage by stage, and resolves it.
 pub fn build_graph(features: &[&dyn Feature]) -> Result<Graph<SwitchState>, GraphError> {

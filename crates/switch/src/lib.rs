@@ -12,7 +12,9 @@
 //!     MTU, counters, service), the nodes `interface-rx`, `ethernet-input`, `interface-output` and
 //!     the input/output feature arcs;
 //!   - [`l2`]: `l2-xconnect`, `l2-learn`, `l2-fwd`, `l2-flood`, the MAC table, bridge domains and
-//!     their control methods ([`l2::control`]).
+//!     their control methods ([`l2::control`]);
+//!   - [`mtu`]: `mtu-check`, an output-arc feature enabled per interface (the worked example of
+//!     adding a feature).
 //! - [`state`]: [`SwitchState`] — ports, interfaces, bridges, MAC table, receive/transmit
 //!   bookkeeping.
 //! - [`capture`]: pcap capture of what a port receives and is sent ([`Switch::capture`]).
@@ -25,6 +27,7 @@ pub mod error;
 pub mod feature;
 pub mod interface;
 pub mod l2;
+pub mod mtu;
 pub mod runtime;
 pub mod state;
 pub mod testing;

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use vecswitch_buffer::{Pool, PoolStats, FRAME_SIZE};
-use vecswitch_graph::{ErrorCount, Graph, NodeId, NodeRuntime, TraceStep};
+use vecswitch_graph::{ArcId, ErrorCount, Graph, NodeId, NodeRuntime, TraceStep};
 use vecswitch_ports::{LinkState, Port, PortStats};
 
 use crate::capture::{CaptureInfo, PortCapture};
@@ -506,6 +506,23 @@ impl Switch {
                 capture: p.capture.as_ref().map(|c| c.info()),
             })
             .collect()
+    }
+
+    /// Enables (or disables) feature node `feature` of feature arc `arc` on interface `iface`: the
+    /// generic switch a feature's own control method calls (e.g. [`Switch::set_mtu_check`]).
+    pub fn set_interface_feature(
+        &mut self,
+        iface: &str,
+        arc: ArcId,
+        feature: &str,
+        on: bool,
+    ) -> Result<(), SwitchError> {
+        let idx = self.iface_idx(iface)?;
+        self.graph
+            .set_feature(arc, idx, feature, on)
+            .map_err(|e| SwitchError::Feature {
+                reason: e.to_string(),
+            })
     }
 
     /// `show interfaces`: every software interface with its kind, state, counters and the features

@@ -157,8 +157,8 @@ impl Feature for InterfaceFeature {
                 graph.add(Box::new(InterfaceRx));
                 graph.add(Box::new(EthernetInput));
             }
-            Stage::Forward => {}
-            Stage::Output => {
+            Stage::Forward | Stage::Output => {}
+            Stage::Send => {
                 graph.add(Box::new(InterfaceOutput::default()));
             }
         }
