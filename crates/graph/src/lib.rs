@@ -737,12 +737,20 @@ impl<S> Graph<S> {
 
     /// Moves one packet after node `i` decided `next` for it: to a node's pending vector, or to
     /// the pool with its drop counted.
-    #[inline]
+    #[inline(always)]
     fn route(&mut self, i: usize, pool: &mut Pool, h: u32, next: Next, tracing: bool, clone: bool) {
-        let dest = self.dest(i, pool.header(h), next);
         if tracing && pool.header(h).flags & flags::TRACED != 0 {
+            let dest = self.dest(i, pool, h, next);
             self.record_trace(i, pool, h, next, dest, clone);
         }
+        // Edges first and without reading the packet: the common case.
+        let dest = match next.edge_index() {
+            Some(e) => match self.slots[i].edges.get(e as usize) {
+                Some(&t) => Dest::Node(t),
+                None => Dest::Invalid,
+            },
+            None => self.dest(i, pool, h, next),
+        };
         match dest {
             Dest::Node(t) => self.slots[t as usize].pending.push(h),
             Dest::Drop(r) => {
@@ -759,8 +767,9 @@ impl<S> Graph<S> {
         }
     }
 
+    /// Where `next` sends packet `h` from node `i` (reads the packet's header only for an arc).
     #[inline]
-    fn dest(&self, i: usize, hdr: &BufferHeader, next: Next) -> Dest {
+    fn dest(&self, i: usize, pool: &Pool, h: u32, next: Next) -> Dest {
         let slot = &self.slots[i];
         if let Some(e) = next.edge_index() {
             slot.edges
@@ -768,7 +777,7 @@ impl<S> Graph<S> {
                 .map_or(Dest::Invalid, |&t| Dest::Node(t))
         } else if let Some(a) = next.arc_index() {
             match (self.arcs.get(a as usize), slot.arc_after.get(a as usize)) {
-                (Some(arc), Some(&after)) => Dest::Node(arc.target(after, hdr)),
+                (Some(arc), Some(&after)) => Dest::Node(arc.target(after, pool.header(h))),
                 _ => Dest::Invalid,
             }
         } else if let Some(r) = next.drop_reason() {
