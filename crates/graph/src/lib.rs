@@ -316,13 +316,33 @@ struct Slot<S> {
     counters: Vec<u64>,
 }
 
+/// Which interface of a packet an arc's features are enabled on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArcKey {
+    /// The receive interface (`BufferHeader::rx_port`): input arcs.
+    Rx,
+    /// The transmit interface (`BufferHeader::tx_port`): output arcs.
+    Tx,
+}
+
+impl ArcKey {
+    /// The packet's interface for this key.
+    #[inline(always)]
+    pub fn of(self, hdr: &BufferHeader) -> u16 {
+        match self {
+            ArcKey::Rx => hdr.rx_port,
+            ArcKey::Tx => hdr.tx_port,
+        }
+    }
+}
+
 /// A feature arc: ordered features in front of an end node, enabled per interface.
 struct FeatureArc {
     name: &'static str,
     end_name: &'static str,
     end: NodeId,
-    /// The interface a packet is on, for this arc (e.g. its receive or transmit port).
-    key: fn(&BufferHeader) -> u16,
+    /// The interface a packet is on, for this arc.
+    key: ArcKey,
     /// `(order, name)` as registered; sorted by order (then registration) at `finalize`.
     declared: Vec<(u16, &'static str)>,
     /// Feature node ids in arc order (bit i of a bitmap = `features[i]`).
@@ -341,7 +361,7 @@ impl FeatureArc {
         }
         let bits = self
             .enabled
-            .get((self.key)(hdr) as usize)
+            .get(self.key.of(hdr) as usize)
             .copied()
             .unwrap_or(0)
             & after;
@@ -428,14 +448,9 @@ impl<S> Graph<S> {
         (self.slots.len() - 1) as NodeId
     }
 
-    /// Declares a feature arc ending at node `end`, on the interface `key` reads from a packet's
+    /// Declares a feature arc ending at node `end`, on the interface `key` names in a packet's
     /// header. Nodes and features are resolved by [`Graph::finalize`].
-    pub fn add_arc(
-        &mut self,
-        name: &'static str,
-        end: &'static str,
-        key: fn(&BufferHeader) -> u16,
-    ) -> ArcId {
+    pub fn add_arc(&mut self, name: &'static str, end: &'static str, key: ArcKey) -> ArcId {
         self.arcs.push(FeatureArc {
             name,
             end_name: end,
@@ -710,12 +725,38 @@ impl<S> Graph<S> {
                     self.slots[t].pending.extend_from_slice(pkts);
                 }
                 _ if first == Next::CONSUMED => {}
-                _ => match first.arc_index().and_then(|a| self.arcs.get(a as usize)) {
-                    Some(a) if a.active == 0 => {
-                        let t = a.end as usize;
+                _ => match first
+                    .arc_index()
+                    .and_then(|a| Some((a, self.arcs.get(a as usize)?)))
+                {
+                    Some((_, arc)) if arc.active == 0 => {
+                        let t = arc.end as usize;
                         self.slots[t].pending.extend_from_slice(pkts);
                     }
-                    _ => {
+                    Some((a, arc)) => {
+                        // One arc, features enabled somewhere: one lookup per packet, the arc
+                        // and the sender's place on it resolved once.
+                        let after = self.slots[i]
+                            .arc_after
+                            .get(a as usize)
+                            .copied()
+                            .unwrap_or(u64::MAX);
+                        // Consecutive packets to the same node move as one slice.
+                        let slots = &mut self.slots;
+                        let mut start = 0;
+                        let mut to = arc.target(after, pool.header(pkts[0]));
+                        for (k, &h) in pkts.iter().enumerate().skip(1) {
+                            let t = arc.target(after, pool.header(h));
+                            if t != to {
+                                slots[to as usize]
+                                    .pending
+                                    .extend_from_slice(&pkts[start..k]);
+                                (start, to) = (k, t);
+                            }
+                        }
+                        slots[to as usize].pending.extend_from_slice(&pkts[start..]);
+                    }
+                    None => {
                         for &h in pkts {
                             self.route(i, pool, h, first, false, false);
                         }
@@ -1386,7 +1427,7 @@ mod tests {
         g.add(Box::new(Feature("f-early")));
         g.add(Box::new(Feature("f-middle")));
         g.add(Box::new(End));
-        let a = g.add_arc("test-arc", "end", |h| h.rx_port);
+        let a = g.add_arc("test-arc", "end", ArcKey::Rx);
         g.add_feature(a, "f-late", 30).unwrap();
         g.add_feature(a, "f-early", 10).unwrap();
         g.add_feature(a, "f-middle", 20).unwrap();
@@ -1490,7 +1531,7 @@ mod tests {
         ));
         let mut bad: Graph<Log> = Graph::new();
         bad.add(Box::new(Start));
-        let b = bad.add_arc("x", "end", |h| h.rx_port);
+        let b = bad.add_arc("x", "end", ArcKey::Rx);
         bad.add_feature(b, "start", 0).unwrap();
         assert_eq!(
             bad.finalize().unwrap_err(),

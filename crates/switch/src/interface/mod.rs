@@ -22,7 +22,7 @@ pub mod interface_output;
 pub mod interface_rx;
 
 use serde::Serialize;
-use vecswitch_graph::{ArcId, Graph, GraphError, Next};
+use vecswitch_graph::{ArcId, ArcKey, Graph, GraphError, Next};
 use vecswitch_wire::EthernetAddress;
 
 use crate::feature::{Feature, Stage};
@@ -145,8 +145,8 @@ impl Feature for InterfaceFeature {
     fn register(&self, graph: &mut Graph<SwitchState>, stage: Stage) -> Result<(), GraphError> {
         match stage {
             Stage::Arcs => {
-                let i = graph.add_arc("device-input", "ethernet-input", |h| h.rx_port);
-                let o = graph.add_arc("interface-output", "interface-output", |h| h.tx_port);
+                let i = graph.add_arc("device-input", "ethernet-input", ArcKey::Rx);
+                let o = graph.add_arc("interface-output", "interface-output", ArcKey::Tx);
                 if (i, o) != (INPUT_ARC, OUTPUT_ARC) {
                     return Err(GraphError::UnknownArc(
                         "device-input/interface-output must be the first two arcs".into(),

@@ -44,10 +44,11 @@ impl Node<SwitchState> for MtuCheck {
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
         for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
-            let tx = cx.pool.header(h).tx_port;
-            *n = match cx.state.interface(tx) {
+            let hdr = cx.pool.header(h);
+            let l3 = hdr.total_len.saturating_sub(hdr.l3_offset as u32);
+            *n = match cx.state.interface(hdr.tx_port) {
                 None => DropReason::NoInterface.next(),
-                Some(i) if l3_len(cx.pool, h) > i.mtu as u32 => DropReason::TooBig.next(),
+                Some(i) if l3 > i.mtu as u32 => DropReason::TooBig.next(),
                 Some(_) => TO_OUTPUT,
             };
         }
