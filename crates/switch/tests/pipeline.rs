@@ -510,6 +510,13 @@ fn output_arc_feature_sees_flood_copies_on_the_interfaces_it_is_enabled_on() {
         .unwrap_err()
         .to_string()
         .contains("not a feature"));
+    // A deleted interface takes its features with it: a new port at the same index starts clean.
+    sw.set_mtu_check("p3", true).unwrap();
+    sw.remove_bridge_member("br", "p3").unwrap();
+    sw.delete_port("p3").unwrap();
+    let (p, _peer) = wire("p3-new");
+    assert_eq!(sw.add_port("p3-new", p).unwrap(), 3);
+    assert!(sw.show_interfaces()[3].output_features.is_empty());
     for p in &mut peers {
         drain(p, &mut tp);
     }
