@@ -9,13 +9,14 @@
 //! # instructions/packet = "Collected" Ir total / K (printed by the example)
 //! ```
 //!
-//! Arguments: `MODE` (`xconnect` or `bridge`), `ENTRIES` (MAC table entries for `bridge`; ignored
+//! Arguments: `MODE` (`xconnect`, `xconnect-mtu` — the same with the `mtu-check` output feature
+//! enabled — or `bridge`), `ENTRIES` (MAC table entries for `bridge`; ignored
 //! for `xconnect`), `K` (packets, a multiple of 256 is exact; default 100000). Only `run_packets` is
 //! collected with `--toggle-collect`, so building the switch and filling the table are left out.
 
 use std::process::ExitCode;
 
-use vecswitch_switch::testing::{bridge_switch, xconnect_switch};
+use vecswitch_switch::testing::{bridge_switch, xconnect_mtu_switch, xconnect_switch};
 use vecswitch_switch::Switch;
 
 /// Polls until the source has handed out all its packets; returns how many were received.
@@ -32,7 +33,7 @@ fn run_packets(sw: &mut Switch) -> u64 {
 }
 
 fn usage(msg: &str) -> ExitCode {
-    eprintln!("{msg}\nusage: l2_packets xconnect|bridge ENTRIES [K]");
+    eprintln!("{msg}\nusage: l2_packets xconnect|xconnect-mtu|bridge ENTRIES [K]");
     ExitCode::from(2)
 }
 
@@ -63,8 +64,13 @@ fn main() -> ExitCode {
     };
     let mut sw = match mode.as_str() {
         "xconnect" => xconnect_switch(Some(k)),
+        "xconnect-mtu" => xconnect_mtu_switch(Some(k)),
         "bridge" => bridge_switch(entries, Some(k)),
-        m => return usage(&format!("invalid MODE {m:?}: accepted xconnect or bridge")),
+        m => {
+            return usage(&format!(
+                "invalid MODE {m:?}: accepted xconnect, xconnect-mtu or bridge"
+            ))
+        }
     };
     let t0 = std::time::Instant::now();
     let got = run_packets(&mut sw);

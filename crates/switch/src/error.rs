@@ -42,6 +42,8 @@ pub enum SwitchError {
         value: String,
         accepted: &'static str,
     },
+    #[error("feature arc change refused: {reason}")]
+    Feature { reason: String },
     #[error("port `{port}` has no capture running")]
     NoCapture { port: String },
     #[error("capture on port `{port}` failed: {reason}")]

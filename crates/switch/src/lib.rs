@@ -1,15 +1,22 @@
-//! The switch: L2 graph nodes, the MAC table and the worker runtime.
+//! The switch: the worker runtime over a graph built from one folder per feature.
 //!
 //! - [`Switch`] ([`runtime`]) owns one worker's buffer pool, graph and [`SwitchState`] and offers the
-//!   control API (ports, bridges, xconnects, static MACs, counters, trace, `show …`). Its
-//!   [`Switch::poll_once`] is one iteration of the poll loop.
+//!   control API (ports, interfaces, counters, trace, `show …`; each feature adds its own methods in
+//!   its folder). Its [`Switch::poll_once`] is one iteration of the poll loop.
 //! - [`worker::spawn`] runs a switch on its own thread; [`worker::SwitchHandle::call`] runs control
 //!   closures on it between iterations (no lock per packet).
-//! - [`nodes`]: `ethernet-input`, `l2-xconnect`, `l2-learn`, `l2-fwd`, `l2-flood`,
-//!   `interface-output`, one per file, each a `graph::Node<SwitchState>`.
-//! - [`l2`]: the [`l2::mac_table::MacTable`] (preallocated open addressing, incremental aging) and
-//!   [`l2::BridgeSettings`].
-//! - [`state`]: [`SwitchState`] — ports with admin state and service, bridges, MAC table, counters.
+//! - [`feature`]: the registration point — the [`feature::Feature`] trait and the list
+//!   [`feature::FEATURES`] the graph is built from.
+//! - Features, one folder each, owning their nodes (one per file), tables and control methods:
+//!   - [`interface`]: software interfaces over ports ([`interface::Interface`]: admin state, MAC,
+//!     MTU, counters, service), the nodes `interface-rx`, `ethernet-input`, `interface-output` and
+//!     the input/output feature arcs;
+//!   - [`l2`]: `l2-xconnect`, `l2-learn`, `l2-fwd`, `l2-flood`, the MAC table, bridge domains and
+//!     their control methods ([`l2::control`]);
+//!   - [`mtu`]: `mtu-check`, an output-arc feature enabled per interface (the worked example of
+//!     adding a feature).
+//! - [`state`]: [`SwitchState`] — ports, interfaces, bridges, MAC table, receive/transmit
+//!   bookkeeping.
 //! - [`capture`]: pcap capture of what a port receives and is sent ([`Switch::capture`]).
 //! - [`error`]: [`SwitchError`], one variant per way a control call fails.
 //! - [`testing`]: setups for benchmarks, the instruction-count example and the fuzz target.
@@ -17,8 +24,10 @@
 
 pub mod capture;
 pub mod error;
+pub mod feature;
+pub mod interface;
 pub mod l2;
-pub mod nodes;
+pub mod mtu;
 pub mod runtime;
 pub mod state;
 pub mod testing;
@@ -26,9 +35,9 @@ pub mod worker;
 
 pub use capture::CaptureInfo;
 pub use error::SwitchError;
+pub use interface::{Interface, InterfaceInfo, Service};
+pub use l2::control::{BridgeInfo, MacEntry};
 pub use l2::BridgeSettings;
-pub use runtime::{
-    BridgeInfo, LoopStats, MacEntry, PortInfo, RuntimeInfo, ServiceInfo, Switch, SwitchConfig,
-};
-pub use state::{Service, SwitchState};
+pub use runtime::{LoopStats, PortInfo, RuntimeInfo, ServiceInfo, Switch, SwitchConfig};
+pub use state::SwitchState;
 pub use worker::{spawn, SwitchHandle, WorkerGone};

@@ -1,7 +1,9 @@
-//! [`Switch`]: one worker's whole dataplane — the buffer [`Pool`], the [`Graph`] of L2 nodes and the
-//! [`SwitchState`] they work on — with [`Switch::poll_once`] (one iteration of the poll loop) and the
-//! control API used by the control crate (ports, bridges, xconnects, static MACs, counters, trace and
-//! the `show` commands, whose results derive `Serialize`).
+//! [`Switch`]: one worker's whole dataplane — the buffer [`Pool`], the [`Graph`] built from the
+//! features ([`crate::feature::FEATURES`]) and the [`SwitchState`] they work on — with
+//! [`Switch::poll_once`] (one iteration of the poll loop) and the control API used by the control
+//! crate: here ports, interfaces, capture, counters, trace and the `show` commands (results derive
+//! `Serialize`); each feature adds its own methods in its folder (bridges, xconnects and static MACs
+//! in `l2/control.rs`).
 //!
 //! The switch is driven either directly (tests, benchmarks: call `poll_once`) or on its own thread by
 //! [`crate::worker::spawn`], which runs control calls between iterations.
@@ -13,14 +15,14 @@ use std::time::Duration;
 
 use serde::Serialize;
 use vecswitch_buffer::{Pool, PoolStats, FRAME_SIZE};
-use vecswitch_graph::{ErrorCount, Graph, NodeRuntime, TraceStep};
+use vecswitch_graph::{ArcId, ErrorCount, Graph, NodeId, NodeRuntime, TraceStep};
 use vecswitch_ports::{LinkState, Port, PortStats};
 
 use crate::capture::{CaptureInfo, PortCapture};
 use crate::error::{list, SwitchError};
-use crate::l2::{format_mac, is_group, BridgeSettings};
-use crate::nodes::{self, NodeIds};
-use crate::state::{BdIdx, Bridge, PortIdx, PortSlot, Service, SwitchState};
+use crate::feature::{build_graph, FEATURES};
+use crate::interface::{Interface, InterfaceInfo, Service, SwIfIdx, INPUT_ARC, OUTPUT_ARC};
+use crate::state::{BdIdx, PortIdx, PortSlot, RxRun, SwitchState};
 
 /// How a switch is built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -54,7 +56,6 @@ pub const AGE_SLOTS_PER_STEP: usize = 512;
 pub const AGE_STEP_INTERVAL_NS: u64 = 1_000_000;
 
 const MAX_PORTS: usize = u16::MAX as usize;
-const MAX_BRIDGES: usize = u16::MAX as usize - 1;
 
 /// Counters of the poll loop, in `show runtime`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -105,38 +106,14 @@ pub struct PortInfo {
     pub capture: Option<CaptureInfo>,
 }
 
-/// One bridge of `show bridges`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct BridgeInfo {
-    pub index: u16,
-    pub name: String,
-    pub settings: BridgeSettings,
-    pub members: Vec<String>,
-    /// Learned entries in the MAC table.
-    pub learned: u32,
-    /// Static entries in the MAC table.
-    pub statics: u32,
-}
-
-/// One line of `show mac`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MacEntry {
-    pub bridge: String,
-    pub mac: String,
-    pub port: String,
-    #[serde(rename = "static")]
-    pub is_static: bool,
-    /// Seconds since the station was last seen (since it was added, for a static entry).
-    pub age_s: u32,
-}
-
 /// One worker's dataplane. See the module doc.
 #[derive(Debug)]
 pub struct Switch {
-    pool: Pool,
-    graph: Graph<SwitchState>,
-    state: SwitchState,
-    ids: NodeIds,
+    pub(crate) pool: Pool,
+    pub(crate) graph: Graph<SwitchState>,
+    pub(crate) state: SwitchState,
+    /// `interface-rx`, where received vectors enter the graph.
+    rx_node: NodeId,
     config: SwitchConfig,
     rx_scratch: Vec<u32>,
     age_scratch: Vec<u32>,
@@ -155,15 +132,17 @@ impl Default for Switch {
 impl Switch {
     /// A switch with no ports and no bridges.
     pub fn new(config: SwitchConfig) -> Switch {
-        let mut graph = Graph::new();
-        // The node set is fixed and its edges are checked by the node tests: a failure here is a bug
+        // The feature set is fixed and its edges are checked by the tests: a failure here is a bug
         // in this crate, not something a user can cause.
-        let ids = nodes::register(&mut graph).expect("the L2 node set resolves");
+        let graph = build_graph(FEATURES).expect("the switch's features resolve");
+        let rx_node = graph
+            .node_id("interface-rx")
+            .expect("interface-rx registered");
         Switch {
             pool: Pool::new(config.buffers),
             graph,
             state: SwitchState::new(config.mac_table_entries),
-            ids,
+            rx_node,
             config: SwitchConfig {
                 rx_burst: config.rx_burst.clamp(1, FRAME_SIZE),
                 ..config
@@ -203,6 +182,7 @@ impl Switch {
     pub fn poll_once(&mut self) -> usize {
         let now = self.now_ns();
         self.state.now_s = (now / 1_000_000_000) as u32;
+        self.state.rx_ns = now;
         let mut received = 0;
         for i in 0..self.state.ports.len() {
             let Some(slot) = self.state.ports[i].as_mut() else {
@@ -218,13 +198,13 @@ impl Switch {
             if let Some(c) = slot.capture.as_mut() {
                 c.record(&self.pool, &self.rx_scratch);
             }
-            for &h in &self.rx_scratch {
-                let hdr = self.pool.header_mut(h);
-                hdr.rx_port = i as PortIdx;
-                hdr.rx_ns = now;
-            }
+            // interface-rx stamps the port and time on each packet (it is the receive node).
+            self.state.rx_runs.push_back(RxRun {
+                port: i as PortIdx,
+                count: self.rx_scratch.len() as u32,
+            });
             self.graph
-                .enqueue(&mut self.pool, self.ids.ethernet_input, &self.rx_scratch);
+                .enqueue(&mut self.pool, self.rx_node, &self.rx_scratch);
             received += n;
         }
         if received > 0 {
@@ -260,10 +240,9 @@ impl Switch {
         self.graph.dispatch(&mut self.pool, &mut self.state);
         self.pool.free_bulk(&self.state.tx_done);
         self.state.tx_done.clear();
-        // interface-output drains tx_extra; anything left is a bug, freed rather than leaked.
-        debug_assert!(self.state.tx_extra.is_empty());
-        self.pool.free_bulk(&self.state.tx_extra);
-        self.state.tx_extra.clear();
+        // interface-rx consumes every run it was given.
+        debug_assert!(self.state.rx_runs.is_empty());
+        self.state.rx_runs.clear();
     }
 
     /// Runs one aging step over `slots` MAC table slots now; returns the entries removed.
@@ -277,7 +256,7 @@ impl Switch {
             .state
             .macs
             .age_step(self.state.now_s, slots, &self.age_scratch);
-        self.state.events.aged_out += n as u64;
+        self.state.aged_out += n as u64;
         n
     }
 
@@ -288,17 +267,17 @@ impl Switch {
     }
 
     /// Injects packets as if port `rx_port` had received them (for tests, benchmarks and fuzzing:
-    /// bypasses the port's `rx_burst`) and runs the graph. The switch owns the handles afterwards.
+    /// bypasses the port's `rx_burst`, not `interface-rx`) and runs the graph. The switch owns the
+    /// handles afterwards.
     pub fn inject(&mut self, rx_port: PortIdx, pkts: &[u32]) {
         let now = self.now_ns();
         self.state.now_s = (now / 1_000_000_000) as u32;
-        for &h in pkts {
-            let hdr = self.pool.header_mut(h);
-            hdr.rx_port = rx_port;
-            hdr.rx_ns = now;
-        }
-        self.graph
-            .enqueue(&mut self.pool, self.ids.ethernet_input, pkts);
+        self.state.rx_ns = now;
+        self.state.rx_runs.push_back(RxRun {
+            port: rx_port,
+            count: pkts.len() as u32,
+        });
+        self.graph.enqueue(&mut self.pool, self.rx_node, pkts);
         self.dispatch();
     }
 
@@ -322,14 +301,9 @@ impl Switch {
         &self.graph
     }
 
-    /// Ids of the nodes in the graph.
-    pub fn node_ids(&self) -> NodeIds {
-        self.ids
-    }
-
     // ----- lookups -------------------------------------------------------------------------------
 
-    fn port_idx(&self, name: &str) -> Result<PortIdx, SwitchError> {
+    pub(crate) fn port_idx(&self, name: &str) -> Result<PortIdx, SwitchError> {
         self.state
             .port_index(name)
             .ok_or_else(|| SwitchError::NoPort {
@@ -338,13 +312,43 @@ impl Switch {
             })
     }
 
-    fn bridge_idx(&self, name: &str) -> Result<BdIdx, SwitchError> {
+    pub(crate) fn bridge_idx(&self, name: &str) -> Result<BdIdx, SwitchError> {
         self.state
             .bridge_index(name)
             .ok_or_else(|| SwitchError::NoBridge {
                 name: name.to_string(),
                 known: list(&self.state.bridge_names()),
             })
+    }
+
+    /// The interface called `name` (a port's main interface is named as the port; the error says
+    /// "port" as the control API did before interfaces).
+    pub(crate) fn iface_idx(&self, name: &str) -> Result<SwIfIdx, SwitchError> {
+        self.state
+            .interface_index(name)
+            .ok_or_else(|| SwitchError::NoPort {
+                name: name.to_string(),
+                known: list(&self.state.interface_names()),
+            })
+    }
+
+    pub(crate) fn iface(&self, idx: SwIfIdx) -> &Interface {
+        // Only called with indices just resolved from a name.
+        self.state.interfaces[idx as usize]
+            .as_ref()
+            .expect("resolved interface index")
+    }
+
+    pub(crate) fn iface_mut(&mut self, idx: SwIfIdx) -> &mut Interface {
+        self.state.interfaces[idx as usize]
+            .as_mut()
+            .expect("resolved interface index")
+    }
+
+    pub(crate) fn iface_name(&self, idx: SwIfIdx) -> String {
+        self.state
+            .interface(idx)
+            .map_or_else(|| format!("#{idx}"), |i| i.name.clone())
     }
 
     fn slot(&self, idx: PortIdx) -> &PortSlot {
@@ -360,22 +364,16 @@ impl Switch {
             .expect("resolved port index")
     }
 
-    fn port_name(&self, idx: PortIdx) -> String {
-        self.state
-            .port(idx)
-            .map_or_else(|| format!("#{idx}"), |p| p.name.clone())
-    }
-
-    fn bridge_name(&self, idx: BdIdx) -> String {
+    pub(crate) fn bridge_name(&self, idx: BdIdx) -> String {
         self.state
             .bridge(idx)
             .map_or_else(|| format!("#{idx}"), |b| b.name.clone())
     }
 
-    fn describe_service(&self, s: Service) -> String {
+    pub(crate) fn describe_service(&self, s: Service) -> String {
         match s {
             Service::None => "none".to_string(),
-            Service::Xconnect { to } => format!("xconnect to `{}`", self.port_name(to)),
+            Service::Xconnect { to } => format!("xconnect to `{}`", self.iface_name(to)),
             Service::Bridge { bd } => format!("member of bridge `{}`", self.bridge_name(bd)),
         }
     }
@@ -384,7 +382,7 @@ impl Switch {
         match s {
             Service::None => ServiceInfo::None,
             Service::Xconnect { to } => ServiceInfo::Xconnect {
-                to: self.port_name(to),
+                to: self.iface_name(to),
             },
             Service::Bridge { bd } => ServiceInfo::Bridge {
                 bridge: self.bridge_name(bd),
@@ -392,7 +390,7 @@ impl Switch {
         }
     }
 
-    fn check_name(what: &'static str, name: &str) -> Result<(), SwitchError> {
+    pub(crate) fn check_name(what: &'static str, name: &str) -> Result<(), SwitchError> {
         let ok = !name.is_empty()
             && name.chars().count() <= 64
             && !name.chars().any(|c| c.is_whitespace() || c.is_control());
@@ -408,7 +406,7 @@ impl Switch {
 
     // ----- ports ---------------------------------------------------------------------------------
 
-    /// Adds a port (administratively up, no service). Returns its index.
+    /// Adds a port and its main interface (administratively up, no service). Returns its index.
     pub fn add_port(&mut self, name: &str, port: Box<dyn Port>) -> Result<PortIdx, SwitchError> {
         Self::check_name("port", name)?;
         if self.state.port_index(name).is_some() {
@@ -416,25 +414,29 @@ impl Switch {
                 name: name.to_string(),
             });
         }
-        let slot = PortSlot {
-            name: name.to_string(),
-            port,
-            admin_up: true,
-            service: Service::None,
-            capture: None,
-        };
-        if let Some(i) = self.state.ports.iter().position(Option::is_none) {
-            self.state.ports[i] = Some(slot);
-            return Ok(i as PortIdx);
-        }
-        if self.state.ports.len() >= MAX_PORTS {
-            return Err(SwitchError::TooMany {
-                what: "ports",
-                max: MAX_PORTS,
+        if self.state.interface_index(name).is_some() {
+            return Err(SwitchError::PortExists {
+                name: name.to_string(),
             });
         }
-        self.state.ports.push(Some(slot));
-        Ok((self.state.ports.len() - 1) as PortIdx)
+        // A free index for the port whose main interface index is free too (they are the same).
+        let free = (0..self.state.ports.len()).find(|&i| {
+            self.state.ports[i].is_none()
+                && self.state.interfaces.get(i).is_none_or(Option::is_none)
+        });
+        let i = match free {
+            Some(i) => i,
+            None if self.state.ports.len() >= MAX_PORTS => {
+                return Err(SwitchError::TooMany {
+                    what: "ports",
+                    max: MAX_PORTS,
+                })
+            }
+            None => self.state.ports.len(),
+        };
+        self.state
+            .insert_port(i as PortIdx, PortSlot::new(name, port));
+        Ok(i as PortIdx)
     }
 
     /// Deletes a port and gives it back. Its own service goes with it (it leaves its bridge, whose
@@ -444,14 +446,14 @@ impl Switch {
         let idx = self.port_idx(name)?;
         let users: Vec<String> = self
             .state
-            .ports
+            .interfaces
             .iter()
             .enumerate()
-            .filter_map(|(i, p)| {
-                p.as_ref()
-                    .filter(|p| i != idx as usize && p.service == Service::Xconnect { to: idx })
+            .filter_map(|(i, f)| {
+                f.as_ref()
+                    .filter(|f| i != idx as usize && f.service == Service::Xconnect { to: idx })
             })
-            .map(|p| format!("the xconnect of `{}`", p.name))
+            .map(|f| format!("the xconnect of `{}`", f.name))
             .collect();
         if !users.is_empty() {
             return Err(SwitchError::PortInUse {
@@ -459,19 +461,21 @@ impl Switch {
                 users: users.join(", "),
             });
         }
-        if let Service::Bridge { bd } = self.slot(idx).service {
+        if let Service::Bridge { bd } = self.iface(idx).service {
             self.detach_member(bd, idx);
         }
+        self.state.interfaces[idx as usize] = None;
+        self.graph.clear_features(idx);
         let slot = self.state.ports[idx as usize]
             .take()
             .expect("resolved port index");
         Ok(slot.port)
     }
 
-    /// Sets a port administratively up or down.
+    /// Sets a port (its main interface) administratively up or down.
     pub fn set_port_admin(&mut self, name: &str, up: bool) -> Result<(), SwitchError> {
         let idx = self.port_idx(name)?;
-        self.slot_mut(idx).admin_up = up;
+        self.iface_mut(idx).admin_up = up;
         Ok(())
     }
 
@@ -482,12 +486,21 @@ impl Switch {
             .iter()
             .enumerate()
             .filter_map(|(i, p)| p.as_ref().map(|p| (i, p)))
-            .map(|(i, p)| PortInfo {
+            .map(|(i, p)| {
+                let iface = self.state.interface(i as SwIfIdx);
+                (
+                    i,
+                    p,
+                    iface.is_some_and(|f| f.admin_up),
+                    iface.map_or(Service::None, |f| f.service),
+                )
+            })
+            .map(|(i, p, admin_up, service)| PortInfo {
                 index: i as u16,
                 name: p.name.clone(),
-                admin_up: p.admin_up,
+                admin_up,
                 link: p.port.link(),
-                service: self.service_info(p.service),
+                service: self.service_info(service),
                 stats: p.port.stats(),
                 describe: p.port.describe(),
                 capture: p.capture.as_ref().map(|c| c.info()),
@@ -495,251 +508,43 @@ impl Switch {
             .collect()
     }
 
-    // ----- bridges -------------------------------------------------------------------------------
-
-    /// Adds a bridge domain with no members. Returns its index.
-    pub fn add_bridge(
+    /// Enables (or disables) feature node `feature` of feature arc `arc` on interface `iface`: the
+    /// generic switch a feature's own control method calls (e.g. [`Switch::set_mtu_check`]).
+    pub fn set_interface_feature(
         &mut self,
-        name: &str,
-        settings: BridgeSettings,
-    ) -> Result<BdIdx, SwitchError> {
-        Self::check_name("bridge", name)?;
-        if self.state.bridge_index(name).is_some() {
-            return Err(SwitchError::BridgeExists {
-                name: name.to_string(),
-            });
-        }
-        let b = Bridge {
-            name: name.to_string(),
-            settings,
-            members: Vec::new(),
-        };
-        if let Some(i) = self.state.bridges.iter().position(Option::is_none) {
-            self.state.bridges[i] = Some(b);
-            return Ok(i as BdIdx);
-        }
-        if self.state.bridges.len() >= MAX_BRIDGES {
-            return Err(SwitchError::TooMany {
-                what: "bridges",
-                max: MAX_BRIDGES,
-            });
-        }
-        self.state.bridges.push(Some(b));
-        Ok((self.state.bridges.len() - 1) as BdIdx)
-    }
-
-    /// Deletes a bridge domain: its members are left without a service and its MAC entries (static
-    /// ones too) are flushed.
-    pub fn delete_bridge(&mut self, name: &str) -> Result<(), SwitchError> {
-        let bd = self.bridge_idx(name)?;
-        let members = self.state.bridges[bd as usize]
-            .as_ref()
-            .map(|b| b.members.clone())
-            .unwrap_or_default();
-        for m in members {
-            self.slot_mut(m).service = Service::None;
-        }
-        self.state.macs.flush(bd, None, true);
-        self.state.bridges[bd as usize] = None;
-        Ok(())
-    }
-
-    /// Replaces a bridge's settings. Entries already learned stay (also above a lowered limit).
-    pub fn set_bridge_settings(
-        &mut self,
-        name: &str,
-        settings: BridgeSettings,
+        iface: &str,
+        arc: ArcId,
+        feature: &str,
+        on: bool,
     ) -> Result<(), SwitchError> {
-        let bd = self.bridge_idx(name)?;
-        if let Some(b) = self.state.bridges[bd as usize].as_mut() {
-            b.settings = settings;
-        }
-        Ok(())
+        let idx = self.iface_idx(iface)?;
+        self.graph
+            .set_feature(arc, idx, feature, on)
+            .map_err(|e| SwitchError::Feature {
+                reason: e.to_string(),
+            })
     }
 
-    /// Makes `port` (which must have no service, or already be a member of this bridge) a member of
-    /// `bridge`.
-    pub fn add_bridge_member(&mut self, bridge: &str, port: &str) -> Result<(), SwitchError> {
-        let bd = self.bridge_idx(bridge)?;
-        let idx = self.port_idx(port)?;
-        match self.slot(idx).service {
-            Service::None => {}
-            Service::Bridge { bd: b } if b == bd => return Ok(()),
-            s => {
-                return Err(SwitchError::PortHasService {
-                    port: port.to_string(),
-                    service: self.describe_service(s),
-                })
-            }
-        }
-        self.slot_mut(idx).service = Service::Bridge { bd };
-        if let Some(b) = self.state.bridges[bd as usize].as_mut() {
-            b.members.push(idx);
-        }
-        Ok(())
-    }
-
-    /// Removes `port` from `bridge`, flushing the bridge's MAC entries on it (static ones too).
-    pub fn remove_bridge_member(&mut self, bridge: &str, port: &str) -> Result<(), SwitchError> {
-        let bd = self.bridge_idx(bridge)?;
-        let idx = self.port_idx(port)?;
-        if self.slot(idx).service != (Service::Bridge { bd }) {
-            return Err(self.not_member(bd, port, bridge));
-        }
-        self.detach_member(bd, idx);
-        Ok(())
-    }
-
-    fn not_member(&self, bd: BdIdx, port: &str, bridge: &str) -> SwitchError {
-        let members: Vec<String> = self
-            .state
-            .bridge(bd)
-            .map(|b| b.members.iter().map(|&m| self.port_name(m)).collect())
-            .unwrap_or_default();
-        SwitchError::NotMember {
-            port: port.to_string(),
-            bridge: bridge.to_string(),
-            members: list(&members),
-        }
-    }
-
-    fn detach_member(&mut self, bd: BdIdx, idx: PortIdx) {
-        if let Some(b) = self.state.bridges[bd as usize].as_mut() {
-            b.members.retain(|&m| m != idx);
-        }
-        self.state.macs.flush(bd, Some(idx), true);
-        self.slot_mut(idx).service = Service::None;
-    }
-
-    /// `show bridges`.
-    pub fn show_bridges(&self) -> Vec<BridgeInfo> {
+    /// `show interfaces`: every software interface with its kind, state, counters and the features
+    /// enabled on its arcs.
+    pub fn show_interfaces(&self) -> Vec<InterfaceInfo> {
         self.state
-            .bridges
+            .interfaces
             .iter()
             .enumerate()
-            .filter_map(|(i, b)| b.as_ref().map(|b| (i as BdIdx, b)))
-            .map(|(i, b)| BridgeInfo {
+            .filter_map(|(i, f)| f.as_ref().map(|f| (i as SwIfIdx, f)))
+            .map(|(i, f)| InterfaceInfo {
                 index: i,
-                name: b.name.clone(),
-                settings: b.settings,
-                members: b.members.iter().map(|&m| self.port_name(m)).collect(),
-                learned: self.state.macs.learned_count(i),
-                statics: self.state.macs.static_count(i),
+                name: f.name.clone(),
+                kind: f.kind,
+                admin_up: f.admin_up,
+                mac: f.mac.to_string(),
+                mtu: f.mtu,
+                counters: f.counters,
+                input_features: self.graph.enabled_features(INPUT_ARC, i),
+                output_features: self.graph.enabled_features(OUTPUT_ARC, i),
             })
             .collect()
-    }
-
-    // ----- xconnect ------------------------------------------------------------------------------
-
-    /// Cross-connects `port_a` to `port_b`: everything received on `a` is sent out of `b` (one
-    /// direction; an E-Line is both directions). `a` must have no service or an xconnect (which is
-    /// replaced).
-    pub fn add_xconnect(&mut self, port_a: &str, port_b: &str) -> Result<(), SwitchError> {
-        let a = self.port_idx(port_a)?;
-        let b = self.port_idx(port_b)?;
-        if a == b {
-            return Err(SwitchError::XconnectToSelf {
-                port: port_a.to_string(),
-            });
-        }
-        match self.slot(a).service {
-            Service::None | Service::Xconnect { .. } => {}
-            s => {
-                return Err(SwitchError::PortHasService {
-                    port: port_a.to_string(),
-                    service: self.describe_service(s),
-                })
-            }
-        }
-        self.slot_mut(a).service = Service::Xconnect { to: b };
-        Ok(())
-    }
-
-    /// Removes the xconnect of `port`.
-    pub fn delete_xconnect(&mut self, port: &str) -> Result<(), SwitchError> {
-        let a = self.port_idx(port)?;
-        match self.slot(a).service {
-            Service::Xconnect { .. } => {
-                self.slot_mut(a).service = Service::None;
-                Ok(())
-            }
-            s => Err(SwitchError::NotXconnect {
-                port: port.to_string(),
-                service: self.describe_service(s),
-            }),
-        }
-    }
-
-    // ----- MAC table -----------------------------------------------------------------------------
-
-    /// Adds (or replaces) a static MAC entry: `mac` is behind `port`, a member of `bridge`. Static
-    /// entries never age and are never moved by learning.
-    pub fn add_static_mac(
-        &mut self,
-        bridge: &str,
-        mac: [u8; 6],
-        port: &str,
-    ) -> Result<(), SwitchError> {
-        let bd = self.bridge_idx(bridge)?;
-        let idx = self.port_idx(port)?;
-        if self.slot(idx).service != (Service::Bridge { bd }) {
-            return Err(self.not_member(bd, port, bridge));
-        }
-        if is_group(&mac) {
-            return Err(SwitchError::GroupMac {
-                mac: format_mac(&mac),
-            });
-        }
-        let now_s = (self.now_ns() / 1_000_000_000) as u32;
-        self.state
-            .macs
-            .add_static(bd, &mac, idx, now_s)
-            .map_err(|e| SwitchError::MacTableFull {
-                max_entries: e.max_entries,
-            })
-    }
-
-    /// Deletes a static MAC entry.
-    pub fn delete_static_mac(&mut self, bridge: &str, mac: [u8; 6]) -> Result<(), SwitchError> {
-        let bd = self.bridge_idx(bridge)?;
-        match self.state.macs.get(bd, &mac) {
-            Some(e) if e.is_static => {
-                self.state.macs.remove(bd, &mac);
-                Ok(())
-            }
-            _ => Err(SwitchError::NoStaticMac {
-                bridge: bridge.to_string(),
-                mac: format_mac(&mac),
-            }),
-        }
-    }
-
-    /// Flushes the learned entries of `bridge` (of one port, if given). Returns how many went.
-    pub fn flush_mac(&mut self, bridge: &str, port: Option<&str>) -> Result<usize, SwitchError> {
-        let bd = self.bridge_idx(bridge)?;
-        let idx = port.map(|p| self.port_idx(p)).transpose()?;
-        Ok(self.state.macs.flush(bd, idx, false))
-    }
-
-    /// `show mac`: the entries of one bridge, or of all.
-    pub fn show_mac(&self, bridge: Option<&str>) -> Result<Vec<MacEntry>, SwitchError> {
-        let bd = bridge.map(|b| self.bridge_idx(b)).transpose()?;
-        let now_s = (self.now_ns() / 1_000_000_000) as u32;
-        let mut out: Vec<MacEntry> = self
-            .state
-            .macs
-            .entries(bd)
-            .into_iter()
-            .map(|e| MacEntry {
-                bridge: self.bridge_name(e.bd),
-                mac: format_mac(&e.mac),
-                port: self.port_name(e.port),
-                is_static: e.is_static,
-                age_s: now_s.saturating_sub(e.last_seen_s),
-            })
-            .collect();
-        out.sort_by(|a, b| (&a.bridge, &a.mac).cmp(&(&b.bridge, &b.mac)));
-        Ok(out)
     }
 
     // ----- capture -------------------------------------------------------------------------------
@@ -794,7 +599,10 @@ impl Switch {
     /// Zeroes node, drop, event, loop and port counters.
     pub fn clear_counters(&mut self) {
         self.graph.clear_counters();
-        self.state.events = Default::default();
+        self.state.aged_out = 0;
+        for f in self.state.interfaces.iter_mut().flatten() {
+            f.counters = Default::default();
+        }
         self.stats = LoopStats::default();
         self.rate_mark = (0, 0);
         for p in self.state.ports.iter_mut().flatten() {
@@ -826,26 +634,17 @@ impl Switch {
         }
     }
 
-    /// `show errors`: the graph's non-zero drop counters (in node order), then the nodes' non-zero
-    /// event counters (`l2-learn` stations learned/moved/not learned, `l2-flood` replicas without
-    /// buffers, `interface-output` replicas not sent, `l2-age` entries aged out).
+    /// `show errors`: the graph's non-zero drop and node counters (node by node, in graph order:
+    /// e.g. `l2-learn` stations learned/moved/not learned, `l2-flood` copies without buffers), then
+    /// `l2-age` entries aged out (aging runs in the poll loop, not in a node).
     pub fn show_errors(&self) -> Vec<ErrorCount> {
         let mut out = self.graph.errors();
-        for (node, reason, count) in self.state.events.list() {
-            if count == 0 {
-                continue;
-            }
-            match out
-                .iter_mut()
-                .find(|e| e.node == node && e.reason == reason)
-            {
-                Some(e) => e.count += count,
-                None => out.push(ErrorCount {
-                    node: node.to_string(),
-                    reason: reason.to_string(),
-                    count,
-                }),
-            }
+        if self.state.aged_out > 0 {
+            out.push(ErrorCount {
+                node: "l2-age".to_string(),
+                reason: "aged-out".to_string(),
+                count: self.state.aged_out,
+            });
         }
         out
     }

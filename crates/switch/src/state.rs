@@ -1,100 +1,57 @@
-//! [`SwitchState`]: everything the nodes read and write — ports with their admin state and service,
-//! bridge domains, the MAC table, the switch clock and event counters. Owned by the worker thread;
-//! nodes reach it through `graph::Cx::state`, the control side through [`crate::Switch`].
+//! [`SwitchState`]: everything the nodes read and write — ports, the software interfaces over them
+//! (admin state, service, counters), bridge domains, the MAC table, the switch clock and the
+//! receive/transmit bookkeeping of the poll loop. Owned by the worker thread; nodes reach it through
+//! `graph::Cx::state`, the control side through [`crate::Switch`].
+
+use std::collections::VecDeque;
 
 use vecswitch_ports::Port;
 
 use crate::capture::PortCapture;
 use crate::l2::mac_table::MacTable;
-use crate::l2::BridgeSettings;
 
-/// Port index as stored in buffer headers (`rx_port`, `tx_port`).
+pub use crate::interface::{Interface, Service, SwIfIdx};
+pub use crate::l2::Bridge;
+
+/// Port index (a port's main interface has the same index).
 pub type PortIdx = u16;
 /// Bridge domain index as stored in buffer headers (`bd`).
 pub type BdIdx = u16;
 
-/// What a port's received frames are for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Service {
-    /// Nothing configured: frames are dropped (`no-service`).
-    None,
-    /// Cross-connect: every frame goes out of port `to` (one direction of an E-Line).
-    Xconnect { to: PortIdx },
-    /// Member of bridge domain `bd` (E-LAN).
-    Bridge { bd: BdIdx },
-}
-
-/// One port of the switch.
+/// One port of the switch: the backend and its capture. What the port is used for lives on its
+/// interface(s) (`SwitchState::interfaces`).
 pub struct PortSlot {
     pub name: String,
     pub port: Box<dyn Port>,
-    /// Administratively up: when down, received frames are dropped (`admin-down`) and nothing is sent.
-    pub admin_up: bool,
-    pub service: Service,
     /// Packet capture in progress on this port, if any.
     pub capture: Option<PortCapture>,
+}
+
+impl PortSlot {
+    /// A port with no capture.
+    pub fn new(name: &str, port: Box<dyn Port>) -> PortSlot {
+        PortSlot {
+            name: name.to_string(),
+            port,
+            capture: None,
+        }
+    }
 }
 
 impl std::fmt::Debug for PortSlot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PortSlot")
             .field("name", &self.name)
-            .field("admin_up", &self.admin_up)
-            .field("service", &self.service)
             .field("capture", &self.capture.as_ref().map(|c| c.info()))
             .finish()
     }
 }
 
-/// One bridge domain.
-#[derive(Debug, Clone)]
-pub struct Bridge {
-    pub name: String,
-    pub settings: BridgeSettings,
-    /// Member ports, in the order they were added (flooding order).
-    pub members: Vec<PortIdx>,
-}
-
-/// Counters of events that are not drops of the packet at hand (a station not learned, a flood
-/// replica that could not be made or sent). `show errors` lists them beside the graph's drop counters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct EventCounters {
-    /// `l2-learn`: new stations learned.
-    pub learned: u64,
-    /// `l2-learn`: stations seen on another port than the table said (station moves).
-    pub station_moves: u64,
-    /// `l2-learn`: stations not learned because the bridge holds its limit.
-    pub mac_limit_reached: u64,
-    /// `l2-learn`: stations not learned because the whole table is full.
-    pub mac_table_full: u64,
-    /// `l2-learn`: a static entry's address seen on another port (the entry stays).
-    pub static_mac_seen_elsewhere: u64,
-    /// `l2-flood`: replicas that could not be made because the buffer pool was empty.
-    pub flood_no_buffers: u64,
-    /// `interface-output`: flood replicas a port could not take.
-    pub tx_failed_replicas: u64,
-    /// Learned entries removed by aging.
-    pub aged_out: u64,
-}
-
-impl EventCounters {
-    /// `(node, reason, count)` for each counter, as `show errors` prints them.
-    pub fn list(&self) -> [(&'static str, &'static str, u64); 8] {
-        [
-            ("l2-learn", "learned", self.learned),
-            ("l2-learn", "station-moves", self.station_moves),
-            ("l2-learn", "mac-limit-reached", self.mac_limit_reached),
-            ("l2-learn", "mac-table-full", self.mac_table_full),
-            (
-                "l2-learn",
-                "static-mac-seen-elsewhere",
-                self.static_mac_seen_elsewhere,
-            ),
-            ("l2-flood", "no-buffers", self.flood_no_buffers),
-            ("interface-output", "tx-failed", self.tx_failed_replicas),
-            ("l2-age", "aged-out", self.aged_out),
-        ]
-    }
+/// `count` packets received from `port`, waiting in `interface-rx`'s vector (in enqueue order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RxRun {
+    pub port: PortIdx,
+    pub count: u32,
 }
 
 /// The state every node of the switch works on.
@@ -102,16 +59,19 @@ impl EventCounters {
 pub struct SwitchState {
     /// Ports by index; `None` is a deleted port whose index may be reused.
     pub ports: Vec<Option<PortSlot>>,
+    /// Software interfaces by index; a port's main interface has the port's index.
+    pub interfaces: Vec<Option<Interface>>,
     /// Bridge domains by index; `None` is a deleted bridge whose index may be reused.
     pub bridges: Vec<Option<Bridge>>,
     pub macs: MacTable,
     /// The switch clock in seconds (MAC last-seen times), set by the worker before each dispatch.
     pub now_s: u32,
-    pub events: EventCounters,
-    /// Packets made by nodes (flood replicas) with `tx_port` set, waiting for `interface-output`,
-    /// which drains this list on each call. `l2-flood` sends the original packet to
-    /// `interface-output` too, so that node always runs after the replicas are made.
-    pub tx_extra: Vec<u32>,
+    /// Learned entries removed by aging (`l2-age aged-out` in `show errors`).
+    pub aged_out: u64,
+    /// Which port the packets queued for `interface-rx` came from, in order.
+    pub rx_runs: VecDeque<RxRun>,
+    /// Receive time stamped by `interface-rx` (the switch clock of this poll), nanoseconds.
+    pub rx_ns: u64,
     /// Packets `interface-output` has sent, freed by the worker after the dispatch (so that the
     /// trace can still read them).
     pub tx_done: Vec<u32>,
@@ -122,19 +82,58 @@ impl SwitchState {
     pub fn new(mac_table_entries: usize) -> SwitchState {
         SwitchState {
             ports: Vec::new(),
+            interfaces: Vec::new(),
             bridges: Vec::new(),
             macs: MacTable::new(mac_table_entries),
             now_s: 0,
-            events: EventCounters::default(),
-            tx_extra: Vec::with_capacity(1024),
+            aged_out: 0,
+            rx_runs: VecDeque::with_capacity(64),
+            rx_ns: 0,
             tx_done: Vec::with_capacity(1024),
         }
+    }
+
+    /// Adds port `slot` and its main interface at index `idx` (the caller checked it is free).
+    pub fn insert_port(&mut self, idx: PortIdx, slot: PortSlot) {
+        let i = idx as usize;
+        let iface = Interface::main(&slot.name, idx);
+        if self.ports.len() <= i {
+            self.ports.resize_with(i + 1, || None);
+        }
+        if self.interfaces.len() <= i {
+            self.interfaces.resize_with(i + 1, || None);
+        }
+        self.ports[i] = Some(slot);
+        self.interfaces[i] = Some(iface);
     }
 
     /// The port at `idx`, if it exists.
     #[inline]
     pub fn port(&self, idx: PortIdx) -> Option<&PortSlot> {
         self.ports.get(idx as usize).and_then(Option::as_ref)
+    }
+
+    /// The interface at `idx`, if it exists.
+    #[inline]
+    pub fn interface(&self, idx: SwIfIdx) -> Option<&Interface> {
+        self.interfaces.get(idx as usize).and_then(Option::as_ref)
+    }
+
+    /// The interface at `idx`, writable.
+    #[inline]
+    pub fn interface_mut(&mut self, idx: SwIfIdx) -> Option<&mut Interface> {
+        self.interfaces
+            .get_mut(idx as usize)
+            .and_then(Option::as_mut)
+    }
+
+    /// Adds `(interface, packets, bytes)` to an interface's transmit counters.
+    #[inline]
+    pub fn count_tx(&mut self, (idx, packets, bytes): (SwIfIdx, u64, u64)) {
+        if let Some(i) = self.interface_mut(idx) {
+            i.counters.tx_packets += packets;
+            i.counters.tx_bytes += bytes;
+        }
     }
 
     /// The bridge at `idx`, if it exists.
@@ -151,6 +150,14 @@ impl SwitchState {
             .map(|i| i as PortIdx)
     }
 
+    /// Index of the interface called `name`.
+    pub fn interface_index(&self, name: &str) -> Option<SwIfIdx> {
+        self.interfaces
+            .iter()
+            .position(|i| i.as_ref().is_some_and(|i| i.name == name))
+            .map(|i| i as SwIfIdx)
+    }
+
     /// Index of the bridge called `name`.
     pub fn bridge_index(&self, name: &str) -> Option<BdIdx> {
         self.bridges
@@ -165,6 +172,15 @@ impl SwitchState {
             .iter()
             .flatten()
             .map(|p| p.name.clone())
+            .collect()
+    }
+
+    /// Names of all interfaces, in index order.
+    pub fn interface_names(&self) -> Vec<String> {
+        self.interfaces
+            .iter()
+            .flatten()
+            .map(|i| i.name.clone())
             .collect()
     }
 

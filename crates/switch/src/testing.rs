@@ -3,11 +3,14 @@
 //! itself.
 //!
 //! - [`xconnect_switch`]: two ports, `src` (a `loopback::Replay` source) cross-connected to `sink`.
+//! - [`xconnect_mtu_switch`]: the same with the `mtu-check` output-arc feature enabled on `sink`
+//!   (every frame fits): what one enabled feature on an arc costs.
 //! - [`bridge_switch`]: a bridge of the same two ports whose MAC table is pre-populated with
 //!   `entries` stations, half behind each port, and a source whose frames go between stations
 //!   spread over the whole table (every frame a table hit for its source and its destination).
 //! - [`fuzz_frames`]: runs arbitrary bytes, cut into frames, through ethernet-input, a bridge and an
-//!   xconnect, and checks that every buffer comes back.
+//!   xconnect (with `mtu-check` on one bridge member, so that the output arc is active), and checks
+//!   that every buffer comes back.
 
 use vecswitch_ports::loopback::{packet_from_bytes, Replay};
 
@@ -55,6 +58,14 @@ pub fn xconnect_switch(limit: Option<u64>) -> Switch {
     sw.add_port("sink", replay("sink", t, Some(0)))
         .expect("fresh switch");
     sw.add_xconnect("src", "sink").expect("ports exist");
+    sw
+}
+
+/// [`xconnect_switch`] with `mtu-check` enabled on `sink`'s output arc; the default MTU (9000) lets
+/// every 64-byte frame through.
+pub fn xconnect_mtu_switch(limit: Option<u64>) -> Switch {
+    let mut sw = xconnect_switch(limit);
+    sw.set_mtu_check("sink", true).expect("port exists");
     sw
 }
 
@@ -141,6 +152,9 @@ pub fn fuzz_frames(data: &[u8]) {
         sw.add_bridge_member("br", p).expect("ports exist");
     }
     sw.add_xconnect("x", "a").expect("ports exist");
+    // An output feature on one member: packets to `b` take the arc, others go straight out.
+    sw.set_interface_mtu("b", 100).expect("port exists");
+    sw.set_mtu_check("b", true).expect("port exists");
     sw.trace_add(8);
     let mut rest = data;
     let mut batch: Vec<(u16, u32)> = Vec::new();

@@ -1,22 +1,22 @@
-//! Single-node tests: each node run alone (`graph::testing::run_node`) on every burst size, with
-//! the expected decision of every packet computed from how the packet was built.
+//! Single-node tests: each node run alone (`graph::testing::run_node` / `run`) on every burst size,
+//! with the expected decision of every packet (and every packet a node makes) computed from how the
+//! packet was built.
 
 mod common;
 
 use common::*;
 use vecswitch_buffer::Pool;
-use vecswitch_graph::testing::run_node;
+use vecswitch_graph::testing::{run, run_node};
 use vecswitch_graph::{Next, Node};
 use vecswitch_ports::loopback::{pair, pair_with_capacity, LoopbackPort, Replay};
 use vecswitch_ports::Port;
-use vecswitch_switch::l2::BridgeSettings;
-use vecswitch_switch::nodes::{
-    ethernet_input, interface_output, l2_flood, l2_fwd, l2_learn, l2_xconnect,
+use vecswitch_switch::interface::{
+    ethernet_input, interface_output, EthernetInput, InterfaceOutput, InterfaceRx, Service,
+    INPUT_ARC, TO_OUTPUT,
 };
-use vecswitch_switch::nodes::{
-    EthernetInput, InterfaceOutput, L2Flood, L2Fwd, L2Learn, L2Xconnect,
-};
-use vecswitch_switch::state::{Bridge, PortSlot, Service, SwitchState};
+use vecswitch_switch::l2::{l2_flood, l2_fwd, l2_learn, l2_xconnect};
+use vecswitch_switch::l2::{Bridge, BridgeSettings, L2Flood, L2Fwd, L2Learn, L2Xconnect};
+use vecswitch_switch::state::{PortSlot, RxRun, SwitchState};
 
 fn sink(name: &str) -> Box<dyn Port> {
     Box::new(
@@ -33,13 +33,11 @@ fn add_port(
     service: Service,
     admin_up: bool,
 ) {
-    st.ports.push(Some(PortSlot {
-        name: name.into(),
-        port,
-        admin_up,
-        service,
-        capture: None,
-    }));
+    let idx = st.ports.len() as u16;
+    st.insert_port(idx, PortSlot::new(name, port));
+    let iface = st.interface_mut(idx).unwrap();
+    iface.service = service;
+    iface.admin_up = admin_up;
 }
 
 fn add_bridge(st: &mut SwitchState, name: &str, settings: BridgeSettings, members: Vec<u16>) {
@@ -176,7 +174,7 @@ fn l2_xconnect_sets_tx_port_for_every_burst() {
             if i % 4 == 3 {
                 assert_eq!(*n, l2_xconnect::DropReason::NoXconnect.next());
             } else {
-                assert_eq!(*n, l2_xconnect::Edge::InterfaceOutput.next());
+                assert_eq!(*n, TO_OUTPUT);
                 assert_eq!(pool.header(pkts[i]).tx_port, 1);
             }
         }
@@ -209,6 +207,7 @@ fn bridged(pool: &mut Pool, bytes: &[u8], rx: u16) -> u32 {
 
 #[test]
 fn l2_learn_learns_refreshes_and_counts_moves_for_every_burst() {
+    use l2_learn::Counter as C;
     for burst in BURSTS {
         let mut pool = Pool::new(600);
         let mut st = bridge_state(3, BridgeSettings::default());
@@ -217,18 +216,22 @@ fn l2_learn_learns_refreshes_and_counts_moves_for_every_burst() {
         let pkts: Vec<u32> = (0..burst)
             .map(|i| bridged(&mut pool, &frame(BCAST, mac((i % 10) as u32), 60), 0))
             .collect();
-        let nexts = run_node(&mut L2Learn, &mut pool, &mut st, &pkts);
-        assert!(nexts.iter().all(|n| *n == l2_learn::Edge::L2Fwd.next()));
+        let r = run(&mut L2Learn, &mut pool, &mut st, &pkts);
+        assert!(r.nexts.iter().all(|n| *n == l2_learn::Edge::L2Fwd.next()));
         let distinct = burst.min(10);
         assert_eq!(st.macs.learned_count(0) as usize, distinct);
-        assert_eq!(st.events.learned as usize, distinct);
+        assert_eq!(r.counters[C::Learned.index() as usize] as usize, distinct);
         assert_eq!(st.macs.get(0, &mac(0)).unwrap().last_seen_s, 5);
         // The same stations now appear on port 2: each is a station move, once.
         for &h in &pkts {
             pool.header_mut(h).rx_port = 2;
         }
-        run_node(&mut L2Learn, &mut pool, &mut st, &pkts);
-        assert_eq!(st.events.station_moves as usize, distinct);
+        let r = run(&mut L2Learn, &mut pool, &mut st, &pkts);
+        assert_eq!(
+            r.counters[C::StationMoves.index() as usize] as usize,
+            distinct
+        );
+        assert_eq!(r.counters[C::Learned.index() as usize], 0);
         assert!((0..distinct as u32).all(|i| st.macs.lookup(0, &mac(i)) == Some(2)));
         pool.free_bulk(&pkts);
     }
@@ -236,6 +239,7 @@ fn l2_learn_learns_refreshes_and_counts_moves_for_every_burst() {
 
 #[test]
 fn l2_learn_respects_limit_learning_switch_and_group_sources() {
+    use l2_learn::Counter as C;
     let mut pool = Pool::new(64);
     let mut st = bridge_state(
         2,
@@ -247,9 +251,9 @@ fn l2_learn_respects_limit_learning_switch_and_group_sources() {
     let pkts: Vec<u32> = (0..5)
         .map(|i| bridged(&mut pool, &frame(BCAST, mac(i), 60), 0))
         .collect();
-    run_node(&mut L2Learn, &mut pool, &mut st, &pkts);
+    let r = run(&mut L2Learn, &mut pool, &mut st, &pkts);
     assert_eq!(st.macs.learned_count(0), 3);
-    assert_eq!(st.events.mac_limit_reached, 2);
+    assert_eq!(r.counters[C::MacLimitReached.index() as usize], 2);
     // A multicast source is never learned.
     let m = bridged(&mut pool, &frame(BCAST, [0x01, 0, 0x5e, 0, 0, 1], 60), 0);
     st.bridges[0].as_mut().unwrap().settings.mac_limit = 100;
@@ -264,9 +268,9 @@ fn l2_learn_respects_limit_learning_switch_and_group_sources() {
     st.macs.add_static(0, &mac(50), 1, 0).unwrap();
     st.bridges[0].as_mut().unwrap().settings.learn = true;
     let s = bridged(&mut pool, &frame(BCAST, mac(50), 60), 0);
-    run_node(&mut L2Learn, &mut pool, &mut st, &[s]);
+    let r = run(&mut L2Learn, &mut pool, &mut st, &[s]);
     assert_eq!(st.macs.lookup(0, &mac(50)), Some(1));
-    assert_eq!(st.events.static_mac_seen_elsewhere, 1);
+    assert_eq!(r.counters[C::StaticMacSeenElsewhere.index() as usize], 1);
     pool.free_bulk(&pkts);
     pool.free_bulk(&[m, s]);
     assert_eq!(pool.in_use(), 0);
@@ -288,9 +292,9 @@ fn l2_fwd_decides_per_destination_for_every_burst() {
             st.macs.learn(0, &mac(100), 1, 0, u32::MAX);
             st.macs.learn(0, &mac(200), 0, 0, u32::MAX);
             let cases = [
-                (mac(100), Some(E::InterfaceOutput.next())), // known, on port 1
-                (mac(200), Some(D::SamePort.next())),        // known, on the rx port 0
-                (mac(300), None),                            // unknown unicast
+                (mac(100), Some(TO_OUTPUT)),          // known, on port 1
+                (mac(200), Some(D::SamePort.next())), // known, on the rx port 0
+                (mac(300), None),                     // unknown unicast
                 (BCAST, Some(E::L2Flood.next())),
                 ([0x01, 0, 0x5e, 1, 2, 3], Some(E::L2Flood.next())),
             ];
@@ -344,12 +348,12 @@ fn l2_fwd_honours_flood_and_forward_switches() {
 }
 
 #[test]
-fn l2_flood_replicates_to_every_other_member_for_every_burst() {
+fn l2_flood_emits_a_copy_for_every_other_member_for_every_burst() {
     for burst in BURSTS {
         let mut pool = Pool::new(2048);
         let mut st = bridge_state(4, BridgeSettings::default());
         // Port 3 is admin-down: never flooded to.
-        st.ports[3].as_mut().unwrap().admin_up = false;
+        st.interface_mut(3).unwrap().admin_up = false;
         let pkts: Vec<u32> = (0..burst)
             .map(|i| {
                 bridged(
@@ -359,12 +363,13 @@ fn l2_flood_replicates_to_every_other_member_for_every_burst() {
                 )
             })
             .collect();
-        let nexts = run_node(&mut L2Flood, &mut pool, &mut st, &pkts);
-        assert!(nexts
-            .iter()
-            .all(|n| *n == l2_flood::Edge::InterfaceOutput.next()));
-        // Members 0,1,2 are up; each packet goes to the two that are not its rx port.
-        assert_eq!(st.tx_extra.len(), burst);
+        let r = run(&mut L2Flood, &mut pool, &mut st, &pkts);
+        assert!(r.nexts.iter().all(|n| *n == TO_OUTPUT));
+        // Members 0,1,2 are up; each packet goes to the two that are not its rx port: the
+        // original to one, an emitted copy (along the output arc too) to the other.
+        assert_eq!(r.emitted.len(), burst);
+        assert!(r.emitted.iter().all(|&(_, n)| n == TO_OUTPUT));
+        assert_eq!(r.counters, vec![0], "no-buffers");
         assert_eq!(pool.in_use() as usize, 2 * burst);
         let mut per_port = [0usize; 4];
         for (i, &h) in pkts.iter().enumerate() {
@@ -372,10 +377,10 @@ fn l2_flood_replicates_to_every_other_member_for_every_burst() {
             assert_ne!(tx, (i % 3) as u16);
             per_port[tx as usize] += 1;
         }
-        for &c in &st.tx_extra {
+        for &(c, _) in &r.emitted {
             let hdr = *pool.header(c);
             assert_ne!(hdr.tx_port, hdr.rx_port);
-            // A replica is a byte-for-byte copy of its original (found by its unique source MAC).
+            // A copy is byte for byte its original (found by its unique source MAC).
             let orig = pkts
                 .iter()
                 .find(|&&o| pool.data(o)[6..12] == pool.data(c)[6..12])
@@ -386,7 +391,8 @@ fn l2_flood_replicates_to_every_other_member_for_every_burst() {
         }
         assert_eq!(per_port[3], 0);
         assert_eq!(per_port.iter().sum::<usize>(), 2 * burst);
-        pool.free_bulk(&st.tx_extra);
+        let copies: Vec<u32> = r.emitted.iter().map(|&(c, _)| c).collect();
+        pool.free_bulk(&copies);
         pool.free_bulk(&pkts);
         assert_eq!(pool.in_use(), 0);
     }
@@ -400,13 +406,15 @@ fn l2_flood_counts_no_buffers_and_drops_when_alone() {
     let pkts: Vec<u32> = (0..3)
         .map(|_| bridged(&mut pool, &frame(BCAST, mac(1), 60), 0))
         .collect();
-    let nexts = run_node(&mut L2Flood, &mut pool, &mut st, &pkts);
-    assert!(nexts
-        .iter()
-        .all(|n| *n == l2_flood::Edge::InterfaceOutput.next()));
-    assert_eq!(st.tx_extra.len(), 2);
-    assert_eq!(st.events.flood_no_buffers, 9 - 2);
-    pool.free_bulk(&st.tx_extra);
+    let r = run(&mut L2Flood, &mut pool, &mut st, &pkts);
+    assert!(r.nexts.iter().all(|n| *n == TO_OUTPUT));
+    assert_eq!(r.emitted.len(), 2);
+    assert_eq!(
+        r.counters[l2_flood::Counter::NoBuffers.index() as usize],
+        9 - 2
+    );
+    let copies: Vec<u32> = r.emitted.iter().map(|&(c, _)| c).collect();
+    pool.free_bulk(&copies);
     pool.free_bulk(&pkts);
     // A bridge whose only member is the rx port.
     let mut st = bridge_state(1, BridgeSettings::default());
@@ -417,6 +425,50 @@ fn l2_flood_counts_no_buffers_and_drops_when_alone() {
     );
     pool.free(h);
     assert_eq!(pool.in_use(), 0);
+}
+
+#[test]
+fn interface_rx_stamps_port_and_time_and_counts_per_interface_for_every_burst() {
+    for burst in BURSTS {
+        let mut pool = Pool::new(1200);
+        let mut st = bridge_state(3, BridgeSettings::default());
+        st.rx_ns = 77;
+        // Three runs as three polls would queue them: port 2, port 0, port 1.
+        let sizes = [burst, burst / 2 + 1, 2];
+        let mut pkts = Vec::new();
+        let mut want = Vec::new();
+        for (port, &n) in [2u16, 0, 1].iter().zip(&sizes) {
+            st.rx_runs.push_back(RxRun {
+                port: *port,
+                count: n as u32,
+            });
+            for i in 0..n {
+                pkts.push(packet(&mut pool, &frame(mac(1), mac(2), 60 + i % 3)));
+                want.push((*port, 60 + i % 3));
+            }
+        }
+        // The graph hands the node at most 256 packets at a time; runs continue across calls.
+        let nexts = run_node(&mut InterfaceRx, &mut pool, &mut st, &pkts);
+        assert!(nexts.iter().all(|&n| n == Next::arc(INPUT_ARC)));
+        assert!(st.rx_runs.is_empty());
+        for (&h, &(port, len)) in pkts.iter().zip(&want) {
+            let hdr = pool.header(h);
+            assert_eq!(
+                (hdr.rx_port, hdr.rx_ns, hdr.total_len),
+                (port, 77, len as u32)
+            );
+        }
+        for (port, &n) in [2u16, 0, 1].iter().zip(&sizes) {
+            let c = st.interface(*port).unwrap().counters;
+            let bytes: usize = (0..n).map(|i| 60 + i % 3).sum();
+            assert_eq!(
+                (c.rx_packets, c.rx_bytes),
+                (n as u64, bytes as u64),
+                "burst {burst}"
+            );
+        }
+        pool.free_bulk(&pkts);
+    }
 }
 
 fn output_state(capacity_b: usize) -> (SwitchState, LoopbackPort, LoopbackPort) {
@@ -442,12 +494,6 @@ fn interface_output_sends_per_port_and_defers_frees_for_every_burst() {
                 h
             })
             .collect();
-        // Two replicas for port b wait on tx_extra.
-        for _ in 0..2 {
-            let r = packet(&mut pool, &frame(mac(9), mac(9), 64));
-            pool.header_mut(r).tx_port = 1;
-            st.tx_extra.push(r);
-        }
         let nexts = run_node(&mut node, &mut pool, &mut st, &pkts);
         let count = |k: usize| (0..burst).filter(|i| i % 4 == k).count();
         for (i, n) in nexts.iter().enumerate() {
@@ -458,11 +504,12 @@ fn interface_output_sends_per_port_and_defers_frees_for_every_burst() {
             };
             assert_eq!(*n, want, "burst {burst} packet {i}");
         }
-        assert!(st.tx_extra.is_empty());
-        assert_eq!(st.tx_done.len(), count(0) + count(1) + 2);
+        assert_eq!(st.tx_done.len(), count(0) + count(1));
         let got_a = drain(&mut peer_a, &mut pool);
         let got_b = drain(&mut peer_b, &mut pool);
-        assert_eq!((got_a.len(), got_b.len()), (count(0), count(1) + 2));
+        assert_eq!((got_a.len(), got_b.len()), (count(0), count(1)));
+        let tx = |i: u16| st.interface(i).unwrap().counters.tx_packets as usize;
+        assert_eq!((tx(0), tx(1), tx(2)), (count(0), count(1), 0));
         // Order within a port is kept.
         let want_a: Vec<Vec<u8>> = (0..burst)
             .filter(|i| i % 4 == 0)
@@ -493,11 +540,8 @@ fn interface_output_counts_tx_failed_when_the_port_is_full() {
             h
         })
         .collect();
-    let r = packet(&mut pool, &frame(mac(1), mac(2), 60));
-    pool.header_mut(r).tx_port = 1;
-    st.tx_extra.push(r);
     let nexts = run_node(&mut node, &mut pool, &mut st, &pkts);
-    // The queue takes 3: the first three of the 5 packets; the last two and the replica fail.
+    // The queue takes 3: the first three of the 5 packets; the last two fail.
     let failed = interface_output::DropReason::TxFailed.next();
     assert_eq!(
         nexts,
@@ -509,9 +553,9 @@ fn interface_output_counts_tx_failed_when_the_port_is_full() {
             failed
         ]
     );
-    assert_eq!(st.events.tx_failed_replicas, 1);
+    assert_eq!(st.interface(1).unwrap().counters.tx_packets, 3);
     assert_eq!(drain(&mut peer_b, &mut pool).len(), 3);
     pool.free_bulk(&st.tx_done);
     pool.free_bulk(&pkts[3..]);
-    assert_eq!(pool.in_use(), 0, "the failed replica was freed by the node");
+    assert_eq!(pool.in_use(), 0);
 }

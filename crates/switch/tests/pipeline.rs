@@ -442,20 +442,108 @@ fn trace_follows_packets_through_the_nodes() {
     assert_eq!(
         path,
         vec![
+            (1, "interface-rx", "ethernet-input"),
             (1, "ethernet-input", "l2-learn"),
             (1, "l2-learn", "l2-fwd"),
             (1, "l2-fwd", "l2-flood"),
             (1, "l2-flood", "interface-output"),
+            // The copy for the second other member goes through the graph, traced as a clone.
+            (1, "l2-flood", "interface-output"),
+            (1, "interface-output", "consumed"),
             (1, "interface-output", "consumed"),
         ]
     );
-    assert!(t[1].detail.contains("02:00:00:00:00:0a"), "{}", t[1].detail);
+    assert!(
+        t[0].detail.starts_with("rx-port 0 len 60"),
+        "{}",
+        t[0].detail
+    );
+    assert!(t[2].detail.contains("02:00:00:00:00:0a"), "{}", t[2].detail);
+    assert!(t[5].detail.starts_with("clone: "), "{}", t[5].detail);
+    assert_ne!(
+        t[6].detail, t[7].detail,
+        "original and copy leave by two ports"
+    );
     sw.trace_clear();
     assert!(sw.show_trace().is_empty());
     for p in &mut peers {
         drain(p, &mut tp);
     }
     assert_eq!(sw.show_buffers().in_use, 0);
+}
+
+#[test]
+fn output_arc_feature_sees_flood_copies_on_the_interfaces_it_is_enabled_on() {
+    let (mut sw, mut peers) = bridged("br", 4, BridgeSettings::default());
+    let mut tp = tpool();
+    sw.set_interface_mtu("p2", 100).unwrap();
+    sw.set_mtu_check("p2", true).unwrap();
+    let ifs = sw.show_interfaces();
+    assert_eq!(ifs[2].output_features, vec!["mtu-check"]);
+    assert!(ifs[1].output_features.is_empty());
+    // From p0: the original goes to p1, copies to p2 and p3 (flooding order). The copy for p2 is
+    // too big for its MTU (186 bytes of L3 > 100): only the feature on p2's output arc sees it.
+    let big = frame(BCAST, mac(1), 200);
+    let small = frame(BCAST, mac(2), 114); // 100 bytes of L3: fits
+    send(&mut peers[0], &mut tp, &[big.clone(), small.clone()]);
+    run(&mut sw);
+    assert_eq!(error_count(&sw, "mtu-check", "too-big"), 1);
+    let got: Vec<Vec<Vec<u8>>> = peers.iter_mut().map(|p| drain(p, &mut tp)).collect();
+    assert_eq!(got[1], vec![big.clone(), small.clone()]);
+    assert_eq!(got[2], vec![small.clone()]);
+    assert_eq!(got[3], vec![big.clone(), small]);
+    let rt = sw.show_runtime();
+    let mtu = rt.nodes.iter().find(|n| n.name == "mtu-check").unwrap();
+    assert_eq!(mtu.packets, 2, "only frames for p2 cross the feature");
+    // Off again: the big frame reaches p2.
+    sw.set_mtu_check("p2", false).unwrap();
+    send(&mut peers[0], &mut tp, std::slice::from_ref(&big));
+    run(&mut sw);
+    assert_eq!(drain(&mut peers[2], &mut tp), vec![big]);
+    assert_eq!(error_count(&sw, "mtu-check", "too-big"), 1);
+    // Bad values name the field and what is accepted; nothing changes.
+    let e = sw.set_interface_mtu("p2", 10).unwrap_err().to_string();
+    assert!(e.contains("mtu") && e.contains("68"), "{e}");
+    assert!(sw.set_mtu_check("nope", true).is_err());
+    assert!(sw
+        .set_interface_feature("p1", 1, "l2-fwd", true)
+        .unwrap_err()
+        .to_string()
+        .contains("not a feature"));
+    // A deleted interface takes its features with it: a new port at the same index starts clean.
+    sw.set_mtu_check("p3", true).unwrap();
+    sw.remove_bridge_member("br", "p3").unwrap();
+    sw.delete_port("p3").unwrap();
+    let (p, _peer) = wire("p3-new");
+    assert_eq!(sw.add_port("p3-new", p).unwrap(), 3);
+    assert!(sw.show_interfaces()[3].output_features.is_empty());
+    for p in &mut peers {
+        drain(p, &mut tp);
+    }
+    assert_eq!(sw.show_buffers().in_use, 0);
+}
+
+#[test]
+fn interfaces_count_what_they_receive_and_send() {
+    let mut sw = switch();
+    let mut peers = with_ports(&mut sw, 2);
+    sw.add_xconnect("p0", "p1").unwrap();
+    let mut tp = tpool();
+    let frames: Vec<Vec<u8>> = (0..300)
+        .map(|i| frame(mac(1), mac(i), 60 + i as usize % 4))
+        .collect();
+    let bytes: usize = frames.iter().map(Vec::len).sum();
+    send(&mut peers[0], &mut tp, &frames);
+    run(&mut sw);
+    assert_eq!(drain(&mut peers[1], &mut tp), frames);
+    let ifs = sw.show_interfaces();
+    assert_eq!((ifs[0].name.as_str(), ifs[1].name.as_str()), ("p0", "p1"));
+    let (c0, c1) = (ifs[0].counters, ifs[1].counters);
+    assert_eq!((c0.rx_packets, c0.rx_bytes), (300, bytes as u64));
+    assert_eq!((c1.tx_packets, c1.tx_bytes), (300, bytes as u64));
+    assert_eq!((c0.tx_packets, c1.rx_packets), (0, 0));
+    sw.clear_counters();
+    assert_eq!(sw.show_interfaces()[0].counters.rx_packets, 0);
 }
 
 #[test]

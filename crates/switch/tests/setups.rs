@@ -2,7 +2,7 @@
 //! (the fuzz target's harness) never panic and never leak a buffer.
 
 use proptest::prelude::*;
-use vecswitch_switch::testing::{bridge_switch, fuzz_frames, xconnect_switch};
+use vecswitch_switch::testing::{bridge_switch, fuzz_frames, xconnect_mtu_switch, xconnect_switch};
 use vecswitch_switch::Switch;
 
 fn run(sw: &mut Switch) -> u64 {
@@ -39,6 +39,18 @@ fn xconnect_setup_forwards_exactly_k() {
     let mut sw = xconnect_switch(Some(300));
     assert_eq!(run(&mut sw), 300);
     assert_eq!(sw.port_stats("sink").unwrap().tx_packets, 300);
+    assert_eq!(sw.show_buffers().in_use, 0);
+}
+
+#[test]
+fn xconnect_mtu_setup_crosses_the_feature_and_forwards_exactly_k() {
+    let mut sw = xconnect_mtu_switch(Some(300));
+    assert_eq!(run(&mut sw), 300);
+    assert_eq!(sw.port_stats("sink").unwrap().tx_packets, 300);
+    let rt = sw.show_runtime();
+    let mtu = rt.nodes.iter().find(|n| n.name == "mtu-check").unwrap();
+    assert_eq!(mtu.packets, 300);
+    assert!(sw.show_errors().is_empty(), "{:?}", sw.show_errors());
     assert_eq!(sw.show_buffers().in_use, 0);
 }
 

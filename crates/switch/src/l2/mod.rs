@@ -1,15 +1,82 @@
-//! Layer 2 tables and their control-side helpers.
+//! The L2 feature: cross-connects (E-Line) and bridge domains (E-LAN) over interfaces.
 //!
-//! - [`mac_table::MacTable`]: the MAC table of all bridge domains (fast path: `learn`, `lookup`;
-//!   control: static entries, flush, incremental aging).
+//! - Nodes, one per file: [`l2_xconnect`] (`l2-xconnect`), [`l2_learn`] (`l2-learn`), [`l2_fwd`]
+//!   (`l2-fwd`), [`l2_flood`] (`l2-flood`); registered by [`L2Feature`].
+//! - Tables: [`mac_table::MacTable`] (the MAC table of all bridge domains; fast path `learn`,
+//!   `lookup`; control: static entries, flush, incremental aging) and the [`Bridge`]s.
+//! - Control: [`control`] — the `Switch` methods on these tables (bridges, members, xconnects,
+//!   static MACs, `show bridges`, `show mac`).
 //! - [`BridgeSettings`]: what a bridge domain does (learn, forward, flood, unknown-unicast flood,
 //!   MAC age, MAC limit).
 //! - [`format_mac`] / [`parse_mac`]: the `aa:bb:cc:dd:ee:ff` text form used by `show mac` and the
 //!   control API.
+//!
+//! ```text
+//!                                 ┌─► l2-xconnect ──────────────────┐
+//! interface-rx ─► (input arc) ─► ethernet-input ─► l2-learn ─► l2-fwd ─┼─► (output arc) ─► interface-output
+//!                                 └──────────────────► l2-fwd ─► l2-flood ┘  (copies emitted into the graph)
+//! ```
 
+pub mod control;
+pub mod l2_flood;
+pub mod l2_fwd;
+pub mod l2_learn;
+pub mod l2_xconnect;
 pub mod mac_table;
 
 use serde::{Deserialize, Serialize};
+use vecswitch_buffer::Pool;
+use vecswitch_graph::{Graph, GraphError};
+
+use crate::feature::{Feature, Stage};
+use crate::interface::SwIfIdx;
+use crate::state::SwitchState;
+
+pub use l2_flood::L2Flood;
+pub use l2_fwd::L2Fwd;
+pub use l2_learn::L2Learn;
+pub use l2_xconnect::L2Xconnect;
+
+/// The L2 feature as registered in the graph: its four forwarding nodes.
+#[derive(Debug, Clone, Copy)]
+pub struct L2Feature;
+
+impl Feature for L2Feature {
+    fn name(&self) -> &'static str {
+        "l2"
+    }
+
+    fn register(&self, graph: &mut Graph<SwitchState>, stage: Stage) -> Result<(), GraphError> {
+        if stage == Stage::Forward {
+            graph.add(Box::new(L2Xconnect));
+            graph.add(Box::new(L2Learn));
+            graph.add(Box::new(L2Fwd));
+            graph.add(Box::new(L2Flood));
+        }
+        Ok(())
+    }
+}
+
+/// One bridge domain.
+#[derive(Debug, Clone)]
+pub struct Bridge {
+    pub name: String,
+    pub settings: BridgeSettings,
+    /// Member interfaces, in the order they were added (flooding order).
+    pub members: Vec<SwIfIdx>,
+}
+
+/// Destination and source MAC of a packet. `None` only for a packet shorter than 12 bytes, which
+/// `ethernet-input` never lets through (it drops runts); nodes still check rather than index.
+#[inline]
+pub(crate) fn macs(pool: &Pool, h: u32) -> Option<([u8; 6], [u8; 6])> {
+    let d = pool.data(h).get(..12)?;
+    let mut dst = [0u8; 6];
+    let mut src = [0u8; 6];
+    dst.copy_from_slice(&d[..6]);
+    src.copy_from_slice(&d[6..12]);
+    Some((dst, src))
+}
 
 /// Default MAC age, seconds (as in VPP and Linux bridges: 300 s).
 pub const DEFAULT_MAC_AGE_S: u32 = 300;

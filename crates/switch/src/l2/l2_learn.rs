@@ -5,15 +5,14 @@
 //! Group (multicast) source addresses are never learned.
 //!
 //! Next edges: `l2-fwd`. Drops: `no-bridge` (bridge deleted while in flight; a bug guard).
-//! Counters (in `show errors`): `learned`, `station-moves`, `mac-limit-reached`, `mac-table-full`,
+//! Counters (declared by the node, in `show errors`): `learned`, `station-moves`, `mac-limit-reached`, `mac-table-full`,
 //! `static-mac-seen-elsewhere`. Trace: `bd B src MAC rx-port N`.
 
 use vecswitch_buffer::Pool;
-use vecswitch_graph::{Cx, Next, Node, NodeInfo};
+use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
 
-use super::{macs, named_enum};
-use crate::l2::mac_table::LearnOutcome;
-use crate::l2::{format_mac, is_group};
+use super::mac_table::LearnOutcome;
+use super::{format_mac, is_group, macs};
 use crate::state::SwitchState;
 
 named_enum! {
@@ -23,6 +22,16 @@ named_enum! {
 named_enum! {
     /// Drop reasons of `l2-learn`.
     pub enum DropReason as drop { NoBridge = "no-bridge" }
+}
+named_enum! {
+    /// Counters of `l2-learn`.
+    pub enum Counter as counter {
+        Learned = "learned",
+        StationMoves = "station-moves",
+        MacLimitReached = "mac-limit-reached",
+        MacTableFull = "mac-table-full",
+        StaticMacSeenElsewhere = "static-mac-seen-elsewhere",
+    }
 }
 
 /// The `l2-learn` node.
@@ -40,15 +49,15 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
     let s = bridge.settings;
     if let (true, Some((_, src))) = (s.learn, macs(cx.pool, h)) {
         if !is_group(&src) {
-            let ev = &mut st.events;
-            match st.macs.learn(bd, &src, rx, st.now_s, s.mac_limit) {
-                LearnOutcome::Refreshed => {}
-                LearnOutcome::Learned => ev.learned += 1,
-                LearnOutcome::Moved { .. } => ev.station_moves += 1,
-                LearnOutcome::StaticKept => ev.static_mac_seen_elsewhere += 1,
-                LearnOutcome::LimitReached => ev.mac_limit_reached += 1,
-                LearnOutcome::TableFull => ev.mac_table_full += 1,
-            }
+            let counter = match st.macs.learn(bd, &src, rx, st.now_s, s.mac_limit) {
+                LearnOutcome::Refreshed => return Edge::L2Fwd.next(),
+                LearnOutcome::Learned => Counter::Learned,
+                LearnOutcome::Moved { .. } => Counter::StationMoves,
+                LearnOutcome::StaticKept => Counter::StaticMacSeenElsewhere,
+                LearnOutcome::LimitReached => Counter::MacLimitReached,
+                LearnOutcome::TableFull => Counter::MacTableFull,
+            };
+            cx.counters.add(counter.index(), 1);
         }
     }
     Edge::L2Fwd.next()
@@ -60,6 +69,7 @@ impl Node<SwitchState> for L2Learn {
             name: "l2-learn",
             next_nodes: Edge::NAMES,
             drop_reasons: DropReason::NAMES,
+            counters: Counter::NAMES,
         }
     }
 

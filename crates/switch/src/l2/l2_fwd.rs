@@ -1,22 +1,23 @@
 //! `l2-fwd`: forwards by destination MAC in the bridge domain's MAC table (IEEE 802.1Q-2018 §8.8
 //! "Forwarding Process"). A known unicast destination leaves by its port — never back out of the port
-//! it came in on (`same-port`, §8.6.1: a frame is not sent back to its reception port). Broadcast and
+//! it came in on (`same-port`, §8.6.1: a frame is not sent back to its reception port), along the
+//! `interface-output` arc. Broadcast and
 //! multicast go to `l2-flood` if the bridge floods, unknown unicast if it floods unknown unicast.
 //!
-//! Next edges: `interface-output`, `l2-flood`. Drops: `no-bridge`, `forwarding-disabled`,
+//! Next: the `interface-output` arc; edge `l2-flood`. Drops: `no-bridge`, `forwarding-disabled`,
 //! `same-port`, `flood-disabled`, `unknown-unicast-disabled`. Trace: `bd B dst MAC -> tx-port N` or
 //! `-> flood`.
 
 use vecswitch_buffer::Pool;
-use vecswitch_graph::{Cx, Next, Node, NodeInfo};
+use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
 
-use super::{macs, named_enum};
-use crate::l2::{format_mac, is_group};
+use super::{format_mac, is_group, macs};
+use crate::interface::TO_OUTPUT;
 use crate::state::SwitchState;
 
 named_enum! {
-    /// Next edges of `l2-fwd`.
-    pub enum Edge as edge { InterfaceOutput = "interface-output", L2Flood = "l2-flood" }
+    /// Next edges of `l2-fwd` (known unicast leaves along the output arc, [`TO_OUTPUT`]).
+    pub enum Edge as edge { L2Flood = "l2-flood" }
 }
 named_enum! {
     /// Drop reasons of `l2-fwd`.
@@ -60,7 +61,7 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
         Some(p) if p == rx => DropReason::SamePort.next(),
         Some(p) => {
             cx.pool.header_mut(h).tx_port = p;
-            Edge::InterfaceOutput.next()
+            TO_OUTPUT
         }
         None if s.uu_flood => Edge::L2Flood.next(),
         None => DropReason::UnknownUnicastDisabled.next(),
@@ -73,6 +74,7 @@ impl Node<SwitchState> for L2Fwd {
             name: "l2-fwd",
             next_nodes: Edge::NAMES,
             drop_reasons: DropReason::NAMES,
+            counters: &[],
         }
     }
 

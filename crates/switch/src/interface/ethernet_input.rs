@@ -1,11 +1,12 @@
-//! `ethernet-input`: the first node of every received frame. It validates the L2 header once with
+//! `ethernet-input`: the first L2 node of every received frame (after `interface-rx` and the input arc). It validates the L2 header once with
 //! `wire::L2Header::parse` (addresses, up to two VLAN tags — IEEE 802.1Q-2018 §9.6 — and the final
 //! type/length, IEEE 802.3 §3.2.6), records what later nodes need in the buffer header (`l3_offset`,
 //! `vlan`, `inner_vlan`, `ethertype`, and `bd` for bridge members), and classifies the frame by its
-//! receive port's service.
+//! receive interface's service.
 //!
 //! Next edges: `l2-xconnect`, `l2-learn` (bridge that learns), `l2-fwd` (bridge that does not).
-//! Drops: `admin-down` (receive port administratively down), `no-service` (port has no service),
+//! Drops: `admin-down` (receive interface administratively down), `no-service` (interface has no
+//! service, or is gone),
 //! `no-bridge` (bridge gone; a bug guard), and the wire errors by name: `runt`, `truncated-vlan-tag`,
 //! `too-many-vlan-tags`, `bad-length-field`, and `malformed` for any other parse error.
 //! Trace: `ethertype 0x0800 vlan V/I l3-offset N rx-port P`.
@@ -14,8 +15,10 @@ use vecswitch_buffer::Pool;
 use vecswitch_graph::{Cx, Next, Node, NodeInfo};
 use vecswitch_wire::{Error as WireError, L2Header};
 
-use super::named_enum;
-use crate::state::{Service, SwitchState};
+use vecswitch_graph::named_enum;
+
+use super::Service;
+use crate::state::SwitchState;
 
 named_enum! {
     /// Next edges of `ethernet-input`.
@@ -55,13 +58,13 @@ pub struct EthernetInput;
 #[inline]
 fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
     let rx = cx.pool.header(h).rx_port;
-    let Some(port) = cx.state.port(rx) else {
+    let Some(iface) = cx.state.interface(rx) else {
         return DropReason::NoService.next();
     };
-    if !port.admin_up {
+    if !iface.admin_up {
         return DropReason::AdminDown.next();
     }
-    let service = port.service;
+    let service = iface.service;
     let l2 = match L2Header::parse(cx.pool.data(h)) {
         Ok(l2) => l2,
         Err(e) => return DropReason::from_wire(&e).next(),
@@ -92,6 +95,7 @@ impl Node<SwitchState> for EthernetInput {
             name: "ethernet-input",
             next_nodes: Edge::NAMES,
             drop_reasons: DropReason::NAMES,
+            counters: &[],
         }
     }
 

@@ -1,29 +1,27 @@
-//! `l2-flood`: sends a frame to every member of its bridge domain except the port it came in on
+//! `l2-flood`: sends a frame to every member of its bridge domain except the interface it came in on
 //! (IEEE 802.1Q-2018 §8.6.1) and except members that are administratively down. The original buffer
-//! goes to the first such member; each other member gets a copy made with `Pool::clone_packet`.
+//! goes to the first such member; each other member gets a copy made with `Pool::clone_packet`
+//! (VPP's `vlib_buffer_clone` in `l2_flood.c`), emitted into the graph with `tx_port` set. Original
+//! and copies all leave along the `interface-output` arc, so output features see every copy.
 //!
-//! The graph gives a node one decision per packet it was handed, so the copies cannot leave by an
-//! edge: they are put, with `tx_port` set, on [`SwitchState::tx_extra`], which `interface-output`
-//! drains. The original always goes to `interface-output` in the same dispatch, so that node runs
-//! after the copies are made.
-//!
-//! Next edges: `interface-output`. Drops: `no-bridge`, `no-other-members` (nothing to flood to).
-//! Counters (in `show errors`): `no-buffers` (a copy could not be made: that member misses the frame).
-//! Trace: `bd B flooded to N ports`.
+//! Next: the `interface-output` arc, for the original and each copy. Drops: `no-bridge`,
+//! `no-other-members` (nothing to flood to). Counters (in `show errors`): `no-buffers` (a copy could
+//! not be made: that member misses the frame). Trace: `bd B rx-port N original to tx-port M` (a copy:
+//! `clone: …` with its own tx port).
 
 use vecswitch_buffer::Pool;
-use vecswitch_graph::{Cx, Next, Node, NodeInfo};
+use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
 
-use super::named_enum;
+use crate::interface::TO_OUTPUT;
 use crate::state::SwitchState;
 
 named_enum! {
-    /// Next edges of `l2-flood`.
-    pub enum Edge as edge { InterfaceOutput = "interface-output" }
-}
-named_enum! {
     /// Drop reasons of `l2-flood`.
     pub enum DropReason as drop { NoBridge = "no-bridge", NoOtherMembers = "no-other-members" }
+}
+named_enum! {
+    /// Counters of `l2-flood`.
+    pub enum Counter as counter { NoBuffers = "no-buffers" }
 }
 
 /// The `l2-flood` node.
@@ -36,19 +34,13 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
         let hdr = cx.pool.header(h);
         (hdr.bd, hdr.rx_port)
     };
-    let st = &mut *cx.state;
+    let st = &*cx.state;
     let Some(bridge) = st.bridges.get(bd as usize).and_then(Option::as_ref) else {
         return DropReason::NoBridge.next();
     };
     let mut first = None;
     for &m in &bridge.members {
-        if m == rx
-            || !st
-                .ports
-                .get(m as usize)
-                .and_then(Option::as_ref)
-                .is_some_and(|p| p.admin_up)
-        {
+        if m == rx || !st.interface(m).is_some_and(|i| i.admin_up) {
             continue;
         }
         if first.is_none() {
@@ -58,15 +50,15 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
         match cx.pool.clone_packet(h) {
             Some(c) => {
                 cx.pool.header_mut(c).tx_port = m;
-                st.tx_extra.push(c);
+                cx.emit.push(c, TO_OUTPUT);
             }
-            None => st.events.flood_no_buffers += 1,
+            None => cx.counters.add(Counter::NoBuffers.index(), 1),
         }
     }
     match first {
         Some(m) => {
             cx.pool.header_mut(h).tx_port = m;
-            Edge::InterfaceOutput.next()
+            TO_OUTPUT
         }
         None => DropReason::NoOtherMembers.next(),
     }
@@ -76,8 +68,9 @@ impl Node<SwitchState> for L2Flood {
     fn info(&self) -> NodeInfo {
         NodeInfo {
             name: "l2-flood",
-            next_nodes: Edge::NAMES,
+            next_nodes: &[],
             drop_reasons: DropReason::NAMES,
+            counters: Counter::NAMES,
         }
     }
 

@@ -1,17 +1,19 @@
-//! `interface-output`: hands packets to their ports. Packets (and the flood replicas waiting on
-//! [`SwitchState::tx_extra`]) are grouped by `tx_port`, and each port's `tx_burst` is called once per
-//! call of this node with all of its packets. Sent packets are answered [`Next::CONSUMED`] and put on
-//! [`SwitchState::tx_done`]; the worker frees them after the dispatch (after the trace has read them).
+//! `interface-output`: hands packets to their ports — the end of the `interface-output` arc, so
+//! every packet a forwarding node sends (flood copies included, which `l2-flood` emits into the
+//! graph like any packet) crosses the output features enabled on its transmit interface first.
+//! Packets are grouped by transmit interface's port, and each port's `tx_burst` is called once per
+//! call of this node with all of its packets. Sent packets are answered [`Next::CONSUMED`], counted
+//! on their interface (`tx_packets`, `tx_bytes`) and put on [`SwitchState::tx_done`]; the worker
+//! frees them after the dispatch (after the trace has read them).
 //!
-//! Next edges: none. Drops: `no-port` (tx port deleted), `tx-admin-down` (tx port administratively
-//! down), `tx-failed` (the port could not take the packet: ring full, link down — `tx_burst` sends
-//! a prefix of what it is given, the rest is dropped here). Replicas that fail are freed here and
-//! counted under the same `tx-failed` name. Trace: `tx-port N len L`.
+//! Next edges: none. Drops: `no-port` (tx interface deleted), `tx-admin-down` (tx interface
+//! administratively down), `tx-failed` (the port could not take the packet: ring full, link down —
+//! `tx_burst` sends a prefix of what it is given, the rest is dropped here). Trace:
+//! `tx-port N len L`.
 
 use vecswitch_buffer::Pool;
-use vecswitch_graph::{Cx, Next, Node, NodeInfo};
+use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
 
-use super::named_enum;
 use crate::state::SwitchState;
 
 /// Next edges of `interface-output`: none, it consumes every packet.
@@ -25,22 +27,19 @@ named_enum! {
     }
 }
 
-/// Marks a queued packet that is a replica (not one of the packets handed to `process`).
-const REPLICA: u16 = u16::MAX;
-
 /// The `interface-output` node, with its per-port queues (scratch, reused between calls).
 #[derive(Debug, Default)]
 pub struct InterfaceOutput {
     /// Handles queued per port index.
     queues: Vec<Vec<u32>>,
-    /// For each queued handle, its index in `pkts`, or [`REPLICA`].
+    /// For each queued handle, its index in `pkts`.
     origins: Vec<Vec<u16>>,
     /// Port indices with a non-empty queue, in order of first use.
     touched: Vec<u16>,
 }
 
 impl InterfaceOutput {
-    /// Queues `h` for its tx port, or says why it cannot go.
+    /// Queues `h` for its tx interface's port, or says why it cannot go.
     #[inline]
     fn queue_one(
         &mut self,
@@ -50,19 +49,20 @@ impl InterfaceOutput {
         origin: u16,
     ) -> Result<(), DropReason> {
         let tx = pool.header(h).tx_port;
-        let Some(p) = st.port(tx) else {
+        let Some(iface) = st.interface(tx) else {
             return Err(DropReason::NoPort);
         };
-        if !p.admin_up {
+        if !iface.admin_up {
             return Err(DropReason::TxAdminDown);
         }
-        let i = tx as usize;
+        let port = iface.tx_port();
+        let i = port as usize;
         if self.queues.len() <= i {
             self.queues.resize_with(i + 1, Vec::new);
             self.origins.resize_with(i + 1, Vec::new);
         }
         if self.queues[i].is_empty() {
-            self.touched.push(tx);
+            self.touched.push(port);
         }
         self.queues[i].push(h);
         self.origins[i].push(origin);
@@ -76,6 +76,7 @@ impl Node<SwitchState> for InterfaceOutput {
             name: "interface-output",
             next_nodes: EDGES,
             drop_reasons: DropReason::NAMES,
+            counters: &[],
         }
     }
 
@@ -86,15 +87,6 @@ impl Node<SwitchState> for InterfaceOutput {
                 Err(r) => r.next(),
             };
         }
-        let mut extra = std::mem::take(&mut cx.state.tx_extra);
-        for &h in &extra {
-            if self.queue_one(cx.state, cx.pool, h, REPLICA).is_err() {
-                cx.state.events.tx_failed_replicas += 1;
-                cx.pool.free(h);
-            }
-        }
-        extra.clear();
-        cx.state.tx_extra = extra;
 
         let mut touched = std::mem::take(&mut self.touched);
         for &t in &touched {
@@ -109,14 +101,29 @@ impl Node<SwitchState> for InterfaceOutput {
                 }
                 None => 0,
             };
-            cx.state.tx_done.extend_from_slice(&queue[..sent]);
-            for (&h, &o) in queue[sent..].iter().zip(&self.origins[i][sent..]) {
-                if o == REPLICA {
-                    cx.state.events.tx_failed_replicas += 1;
-                    cx.pool.free(h);
-                } else {
-                    nexts[o as usize] = DropReason::TxFailed.next();
+            // Count per run of packets for the same interface (one lookup per run).
+            let mut run: Option<(u16, u64, u64)> = None;
+            for &h in &queue[..sent] {
+                let hdr = cx.pool.header(h);
+                let (tx, len) = (hdr.tx_port, hdr.total_len as u64);
+                match run.as_mut() {
+                    Some((t, n, b)) if *t == tx => {
+                        *n += 1;
+                        *b += len;
+                    }
+                    _ => {
+                        if let Some(r) = run.replace((tx, 1, len)) {
+                            cx.state.count_tx(r);
+                        }
+                    }
                 }
+            }
+            if let Some(r) = run {
+                cx.state.count_tx(r);
+            }
+            cx.state.tx_done.extend_from_slice(&queue[..sent]);
+            for &o in &self.origins[i][sent..] {
+                nexts[o as usize] = DropReason::TxFailed.next();
             }
             self.queues[i].clear();
             self.origins[i].clear();

@@ -1,20 +1,17 @@
 //! `l2-xconnect`: cross-connect (E-Line, one direction): every frame received on a port whose
-//! service is `Xconnect { to }` leaves by port `to`, untouched.
+//! service is `Xconnect { to }` leaves by interface `to`, untouched,
+//! along the `interface-output` arc.
 //!
-//! Next edges: `interface-output`. Drops: `no-xconnect` (the port's service changed while the packet
+//! Next: the `interface-output` arc. Drops: `no-xconnect` (the port's service changed while the packet
 //! was in flight — cannot happen between dispatches, kept so that a bug is a counter, not a panic).
 //! Trace: `rx-port N -> tx-port M`.
 
 use vecswitch_buffer::Pool;
-use vecswitch_graph::{Cx, Next, Node, NodeInfo};
+use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
 
-use super::named_enum;
-use crate::state::{Service, SwitchState};
+use crate::interface::{Service, TO_OUTPUT};
+use crate::state::SwitchState;
 
-named_enum! {
-    /// Next edges of `l2-xconnect`.
-    pub enum Edge as edge { InterfaceOutput = "interface-output" }
-}
 named_enum! {
     /// Drop reasons of `l2-xconnect`.
     pub enum DropReason as drop { NoXconnect = "no-xconnect" }
@@ -27,10 +24,10 @@ pub struct L2Xconnect;
 #[inline]
 fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
     let hdr = cx.pool.header_mut(h);
-    match cx.state.port(hdr.rx_port).map(|p| p.service) {
+    match cx.state.interface(hdr.rx_port).map(|i| i.service) {
         Some(Service::Xconnect { to }) => {
             hdr.tx_port = to;
-            Edge::InterfaceOutput.next()
+            TO_OUTPUT
         }
         _ => DropReason::NoXconnect.next(),
     }
@@ -40,8 +37,9 @@ impl Node<SwitchState> for L2Xconnect {
     fn info(&self) -> NodeInfo {
         NodeInfo {
             name: "l2-xconnect",
-            next_nodes: Edge::NAMES,
+            next_nodes: &[],
             drop_reasons: DropReason::NAMES,
+            counters: &[],
         }
     }
 

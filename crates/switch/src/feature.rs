@@ -1,0 +1,71 @@
+//! The registration point of the switch's features.
+//!
+//! A feature is a folder under `src/` (`interface/`, `l2/`, …) that owns its nodes (one per file),
+//! its tables and its control methods, and a value implementing [`Feature`] that registers its nodes
+//! and its places on the feature arcs. [`FEATURES`] lists them; [`build_graph`] builds the switch's
+//! graph from that list, stage by stage, so that the dispatch order follows the packet's path
+//! whatever the order of the list: every feature's arcs, then input nodes, then forwarding nodes,
+//! then output features, then the nodes that send.
+//!
+//! Adding a feature is: a new folder, one line in `lib.rs` (`pub mod`), one line in [`FEATURES`],
+//! and — if it keeps state the nodes read — one field in [`crate::state::SwitchState`].
+//! See docs/ARCHITECTURE.md for a worked example.
+
+use vecswitch_graph::{Graph, GraphError};
+
+use crate::state::SwitchState;
+
+/// When a feature's [`Feature::register`] is called; nodes are dispatched in registration order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Declare feature arcs (`Graph::add_arc`).
+    Arcs,
+    /// Nodes that receive and classify (`interface-rx`, `ethernet-input`, input-arc features).
+    Input,
+    /// Nodes that decide where a packet goes (`l2-xconnect`, `l2-learn`, `l2-fwd`, `l2-flood`).
+    Forward,
+    /// Output-arc features (`mtu-check`).
+    Output,
+    /// The nodes that send (`interface-output`, the end of the output arc), dispatched last.
+    Send,
+}
+
+impl Stage {
+    /// Every stage, in registration order.
+    pub const ALL: [Stage; 5] = [
+        Stage::Arcs,
+        Stage::Input,
+        Stage::Forward,
+        Stage::Output,
+        Stage::Send,
+    ];
+}
+
+/// A feature of the switch: registers its nodes, arcs and arc features in the graph.
+pub trait Feature: Sync {
+    /// The feature's name (its folder), for errors and docs.
+    fn name(&self) -> &'static str;
+    /// Registers what belongs to `stage`: arcs (`Graph::add_arc`) in [`Stage::Arcs`], nodes
+    /// (`Graph::add`) and their places on arcs (`Graph::add_feature`) in the other stages.
+    fn register(&self, graph: &mut Graph<SwitchState>, stage: Stage) -> Result<(), GraphError>;
+}
+
+/// Every feature of the switch. The interface layer comes first (it declares the arcs the others
+/// use).
+pub static FEATURES: &[&dyn Feature] = &[
+    &crate::interface::InterfaceFeature, // interfaces, interface-rx/-output, the arcs
+    &crate::l2::L2Feature,               // xconnect, bridge domains, MAC learning
+    &crate::mtu::MtuFeature,             // mtu-check on the output arc
+];
+
+/// Builds a graph from `features`, stage by stage, and resolves it.
+pub fn build_graph(features: &[&dyn Feature]) -> Result<Graph<SwitchState>, GraphError> {
+    let mut graph = Graph::new();
+    for stage in Stage::ALL {
+        for f in features {
+            f.register(&mut graph, stage)?;
+        }
+    }
+    graph.finalize()?;
+    Ok(graph)
+}
