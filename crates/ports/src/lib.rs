@@ -66,6 +66,11 @@ pub trait Port: Send {
     fn describe(&self) -> String {
         String::new()
     }
+    /// The backend's own loss and event counters as `(reason, count)`, for `show errors`: every
+    /// frame the port lost is in one of them (reasons are kebab-case; zero counts may be listed).
+    fn error_counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 impl Port for Box<dyn Port> {
@@ -92,5 +97,8 @@ impl Port for Box<dyn Port> {
     }
     fn describe(&self) -> String {
         (**self).describe()
+    }
+    fn error_counters(&self) -> Vec<(&'static str, u64)> {
+        (**self).error_counters()
     }
 }

@@ -43,7 +43,9 @@ impl Default for SwitchConfig {
     }
 }
 
-/// Ports' `poll_control` is called once every this many poll iterations (and on every idle one).
+/// Ports' `poll_control` is called once every this many poll iterations, and on every idle one:
+/// that is the worker's idle flush (an AF_PACKET port hands the kernel any TX frame still waiting
+/// in its ring, so no frame waits there because traffic stopped).
 pub const CONTROL_EVERY_POLLS: u64 = 1024;
 const _: () = assert!(CONTROL_EVERY_POLLS.is_power_of_two());
 /// MAC table slots examined per aging step.
@@ -828,7 +830,10 @@ impl Switch {
 
     /// `show errors`: the graph's non-zero drop counters (in node order), then the nodes' non-zero
     /// event counters (`l2-learn` stations learned/moved/not learned, `l2-flood` replicas without
-    /// buffers, `interface-output` replicas not sent, `l2-age` entries aged out).
+    /// buffers, `interface-output` replicas not sent, `l2-age` entries aged out), then each port's
+    /// non-zero backend counters ([`Port::error_counters`]: for AF_PACKET the kernel's ring-full
+    /// drops and queue freezes, TX ring full, …) under the node name `port NAME`, so that frames
+    /// lost before the graph saw them or after it sent them show here too.
     pub fn show_errors(&self) -> Vec<ErrorCount> {
         let mut out = self.graph.errors();
         for (node, reason, count) in self.state.events.list() {
@@ -845,6 +850,17 @@ impl Switch {
                     reason: reason.to_string(),
                     count,
                 }),
+            }
+        }
+        for p in self.state.ports.iter().flatten() {
+            for (reason, count) in p.port.error_counters() {
+                if count > 0 {
+                    out.push(ErrorCount {
+                        node: format!("port {}", p.name),
+                        reason: reason.to_string(),
+                        count,
+                    });
+                }
             }
         }
         out
