@@ -50,8 +50,8 @@ impl CorePlan {
     /// `ksoftirqd`, which then waits for the scheduler behind the worker. Measured (vecswitch
     /// cross-connect over veth, 50 kfps, docs/BENCHMARKS.md "AF_PACKET"): with the receive work on
     /// the worker's CPU p99 1.1–28.6 ms and maximum 9–60 ms; on the generator's CPU p99
-    /// 139–197 µs, maximum 4.2–4.5 ms. (On the veth path without RPS the kernel does it on the
-    /// sender's CPU, i.e. the generator's, anyway.)
+    /// 139–641 µs, maximum 4.2–8.4 ms (3 interleaved runs each). (On the veth path without RPS
+    /// the kernel does it on the sender's CPU, i.e. the generator's, anyway.)
     pub fn dut_kernel_rx(&self, dut_busy_polls: bool) -> usize {
         if dut_busy_polls {
             self.generator
