@@ -982,3 +982,74 @@ fn afpacket_receiver_paused_20ms_at_20kfps_has_no_freeze_and_no_drop() {
         assert_eq!(pool.in_use(), 0);
     }
 }
+
+/// A UDP datagram from the namespace's own stack leaves the veth peer with its checksum left to
+/// offload (veth "offloads" it: `CHECKSUM_PARTIAL`, only the pseudo-header sum in the field); the
+/// port completes it, so that the frame the switch sends on is correct on the wire.
+#[test]
+fn afpacket_checksum_left_to_offload_by_the_veth_peer_is_completed() {
+    use vecswitch_wire::checksum::{pseudo_header_v4, sum};
+    for mode in MODES {
+        eprintln!("rx_mode {mode:?}");
+        let lab = VethLab::new(1500);
+        let (mut host, _peer) = lab.ports(2048, mode);
+        ip(&[
+            "-n",
+            &lab.ns,
+            "addr",
+            "add",
+            "10.77.0.1/24",
+            "dev",
+            &lab.peer,
+        ]);
+        ip(&[
+            "-n",
+            &lab.ns,
+            "neigh",
+            "add",
+            "10.77.0.2",
+            "lladdr",
+            "02:00:00:00:00:77",
+            "dev",
+            &lab.peer,
+        ]);
+        // bash opens a UDP socket for /dev/udp and printf writes one 1000-byte datagram.
+        let st = Command::new("ip")
+            .args(["netns", "exec", &lab.ns, "bash", "-c"])
+            .arg("printf '%1000s' x > /dev/udp/10.77.0.2/9")
+            .status()
+            .expect("`bash` must be installed");
+        assert!(st.success());
+        let mut pool = Pool::new(64);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut udp = None;
+        while udp.is_none() && Instant::now() < deadline {
+            let mut got = Vec::new();
+            host.rx_burst(&mut pool, &mut got, 256);
+            let mut bytes = Vec::new();
+            for &h in &got {
+                pool.copy_out(h, &mut bytes);
+                if bytes.len() > 42 && bytes[12..14] == [0x08, 0x00] && bytes[23] == 17 {
+                    udp = Some(bytes.clone());
+                }
+            }
+            pool.free_bulk(&got);
+        }
+        let f = udp.expect("the UDP datagram reached the port");
+        assert_eq!(&f[36..38], &9u16.to_be_bytes(), "destination port 9");
+        let udp_len = u16::from_be_bytes([f[38], f[39]]);
+        assert_eq!(udp_len, 1008);
+        let pseudo = pseudo_header_v4(
+            &"10.77.0.1".parse().unwrap(),
+            &"10.77.0.2".parse().unwrap(),
+            17,
+            u32::from(udp_len),
+        );
+        let total = vecswitch_wire::checksum::add(pseudo, sum(&f[34..34 + 1008]));
+        assert_eq!(total, 0xffff, "UDP checksum verifies (RFC 768)");
+        let x = host.af_packet_stats();
+        assert!(x.rx_csum_completed >= 1, "{x:?}");
+        assert_eq!(x.rx_csum_incomplete, 0, "{x:?}");
+        assert_eq!(pool.in_use(), 0);
+    }
+}

@@ -87,6 +87,20 @@
 //! `tx_dropped` and [`AfPacketStats::tx_unsent_dropped`]. `PACKET_QDISC_BYPASS` (default on)
 //! sends straight to the driver: no qdisc can then drop a frame after the port counted it.
 //!
+//! ## Offloads: partial checksums and GSO from veth/tap
+//!
+//! A frame sent by the stack of a veth or tap peer can leave with its TCP/UDP checksum "offloaded"
+//! (`CHECKSUM_PARTIAL`: only the pseudo-header sum in the field); the kernel flags it
+//! `TP_STATUS_CSUMNOTREADY` on receive. The RX walks complete such a checksum in software as the
+//! kernel's `skb_checksum_help` would (IPv4/IPv6, TCP/UDP, up to two VLAN tags;
+//! [`AfPacketStats::rx_csum_completed`]); one they cannot parse is passed on as it is and counted
+//! ([`AfPacketStats::rx_csum_incomplete`], in `show errors`). `PACKET_VNET_HDR` is not used, so
+//! GSO super-frames (a TCP stream from a peer with TSO/GSO on, up to 64 KiB) are not segmented:
+//! in frame mode the kernel cuts them to the slot ([`AfPacketStats::rx_truncated`]), in block mode
+//! they exceed the MTU on transmit ([`AfPacketStats::tx_too_long`]) — counted, never forwarded
+//! broken. Turn TSO/GSO off on such peers (`ethtool -K IF tso off gso off`); the lab's generator
+//! sends no GSO frames.
+//!
 //! ## Layout
 //!
 //! `config` ([`AfPacketConfig`], [`RxMode`], [`AfPacketError`]), `sys` (the kernel ABI),

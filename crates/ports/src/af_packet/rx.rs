@@ -57,6 +57,84 @@ fn vlan_tag(status: u32, tpid: u16, tci: u16) -> Option<[u8; 4]> {
     })
 }
 
+/// Completes the L4 checksum of packet `h` when the kernel says it was left to offload
+/// (`TP_STATUS_CSUMNOTREADY` in `status`): a frame from the stack of a veth or tap peer whose
+/// device "offloads" checksums carries only the pseudo-header sum, and would be dropped by its
+/// receiver after the switch sent it on. Counted in `rx_csum_completed` or `rx_csum_incomplete`.
+fn finish_checksum(pool: &mut Pool, h: u32, status: u32, extra: &mut AfPacketStats) {
+    if status & sys::TP_STATUS_CSUMNOTREADY == 0 {
+        return;
+    }
+    let whole = pool.header(h).total_len as usize == pool.data(h).len();
+    if whole && complete_checksum(pool.data_mut(h)) {
+        extra.rx_csum_completed += 1;
+    } else {
+        extra.rx_csum_incomplete += 1;
+    }
+}
+
+/// Completes a partial (`CHECKSUM_PARTIAL`) TCP or UDP checksum in `frame` the way the kernel's
+/// `skb_checksum_help` does: the checksum field holds the pseudo-header sum, so the one's-complement
+/// sum over the L4 header and payload, field included, complemented, is the checksum (RFC 1071; a
+/// UDP result of 0 is sent as 0xffff, RFC 768). Parses Ethernet with up to two VLAN tags, then
+/// IPv4 (not a fragment) or IPv6 (TCP/UDP as the first next header). Returns false, changing
+/// nothing, for anything else or when a length does not fit the frame.
+pub(super) fn complete_checksum(frame: &mut [u8]) -> bool {
+    const TCP: u8 = 6;
+    const UDP: u8 = 17;
+    let be16 = |f: &[u8], at: usize| f.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+    let mut off = MAC_ADDRS;
+    let mut ethertype = be16(frame, off);
+    for _ in 0..2 {
+        if matches!(ethertype, Some(0x8100) | Some(0x88a8)) {
+            off += VLAN_TAG;
+            ethertype = be16(frame, off);
+        }
+    }
+    let l3 = off + 2;
+    let (proto, l4, end) = match ethertype {
+        // RFC 791 §3.1.
+        Some(0x0800) => {
+            let Some(&vihl) = frame.get(l3) else {
+                return false;
+            };
+            let ihl = usize::from(vihl & 0x0f) * 4;
+            let (Some(total), Some(frag), Some(&proto)) =
+                (be16(frame, l3 + 2), be16(frame, l3 + 6), frame.get(l3 + 9))
+            else {
+                return false;
+            };
+            // More fragments, or a fragment offset: not the whole datagram.
+            if vihl >> 4 != 4 || ihl < 20 || frag & 0x3fff != 0 {
+                return false;
+            }
+            (proto, l3 + ihl, l3 + usize::from(total))
+        }
+        // RFC 8200 §3.
+        Some(0x86dd) => {
+            let (Some(payload), Some(&next)) = (be16(frame, l3 + 4), frame.get(l3 + 6)) else {
+                return false;
+            };
+            (next, l3 + 40, l3 + 40 + usize::from(payload))
+        }
+        _ => return false,
+    };
+    let field = match proto {
+        TCP => l4 + 16, // RFC 9293 §3.1
+        UDP => l4 + 6,  // RFC 768
+        _ => return false,
+    };
+    if end > frame.len() || field + 2 > end || l4 > end {
+        return false;
+    }
+    let mut c = !vecswitch_wire::checksum::sum(&frame[l4..end]);
+    if proto == UDP && c == 0 {
+        c = 0xffff;
+    }
+    frame[field..field + 2].copy_from_slice(&c.to_be_bytes());
+    true
+}
+
 /// Copies the `len` bytes at `src` into a new pool packet (chained when longer than one buffer),
 /// putting `tag` back after the two MAC addresses when the kernel took the outer VLAN tag off.
 /// `None` if the pool is empty.
@@ -273,6 +351,7 @@ impl RxRing {
                 );
                 match self.copy_in(pool, off + mac, snaplen, tag) {
                     Some(h) => {
+                        finish_checksum(pool, h, status, extra);
                         out.push(h);
                         stats.rx_packets += 1;
                         stats.rx_bytes += u64::from(pool.header(h).total_len);
@@ -394,6 +473,7 @@ impl FrameRing {
                 // which the kernel does not write while its status is TP_STATUS_USER.
                 match unsafe { copy_in(pool, s.add(mac), snaplen, tag) } {
                     Some(h) => {
+                        finish_checksum(pool, h, status, extra);
                         out.push(h);
                         stats.rx_packets += 1;
                         stats.rx_bytes += u64::from(pool.header(h).total_len);
@@ -978,6 +1058,96 @@ mod tests {
                 s >= V2_RX_MAC + ETH_HLEN + VLAN_TAG + mtu,
                 "mtu {mtu}: slot {s}"
             );
+        }
+    }
+
+    /// A frame as a peer's stack hands it over with checksum offload: `tags` VLAN tags, IPv4 or
+    /// IPv6, TCP or UDP, the checksum field holding only the pseudo-header sum. Returns the frame
+    /// and the checksum it must end up with.
+    fn partial_frame(v6: bool, tcp: bool, tags: usize, payload: usize) -> (Vec<u8>, u16) {
+        use vecswitch_wire::checksum::{pseudo_header_v4, pseudo_header_v6, sum};
+        let mut f = vec![0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2];
+        for _ in 0..tags {
+            f.extend_from_slice(&[0x81, 0x00, 0x00, 0x05]);
+        }
+        let l4_len = if tcp { 20 } else { 8 } + payload;
+        let proto = if tcp { 6u8 } else { 17 };
+        let pseudo = if v6 {
+            f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0]);
+            f.extend_from_slice(&(l4_len as u16).to_be_bytes());
+            f.extend_from_slice(&[proto, 64]);
+            let (src, dst) = ("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap());
+            f.extend_from_slice(&std::net::Ipv6Addr::octets(&src));
+            f.extend_from_slice(&std::net::Ipv6Addr::octets(&dst));
+            pseudo_header_v6(&src, &dst, proto, l4_len as u32)
+        } else {
+            f.extend_from_slice(&[0x08, 0x00, 0x45, 0]);
+            f.extend_from_slice(&((20 + l4_len) as u16).to_be_bytes());
+            f.extend_from_slice(&[0, 0, 0x40, 0, 64, proto, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
+            let (src, dst) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+            pseudo_header_v4(&src, &dst, proto, l4_len as u32)
+        };
+        let l4 = f.len();
+        f.extend_from_slice(&[0x30, 0x39, 0x00, 0x50]);
+        if tcp {
+            f.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x18, 0xff, 0xff, 0, 0, 0, 0]);
+        } else {
+            f.extend_from_slice(&(l4_len as u16).to_be_bytes());
+            f.extend_from_slice(&[0, 0]);
+        }
+        f.extend((0..payload).map(|i| (i * 7 + 3) as u8));
+        let field = l4 + if tcp { 16 } else { 6 };
+        let full = !vecswitch_wire::checksum::add(pseudo, sum(&f[l4..]));
+        f[field..field + 2].copy_from_slice(&pseudo.to_be_bytes());
+        (f, full)
+    }
+
+    #[test]
+    fn partial_checksums_are_completed_as_skb_checksum_help_does() {
+        for v6 in [false, true] {
+            for tcp in [false, true] {
+                for tags in [0, 1, 2] {
+                    for payload in [0, 1, 18, 1000, 1401] {
+                        let (mut f, want) = partial_frame(v6, tcp, tags, payload);
+                        let before = f.clone();
+                        assert!(complete_checksum(&mut f), "v6 {v6} tcp {tcp} tags {tags}");
+                        let field = f.len() - payload - if tcp { 4 } else { 2 };
+                        let got = u16::from_be_bytes([f[field], f[field + 1]]);
+                        assert_eq!(got, want, "v6 {v6} tcp {tcp} tags {tags} len {payload}");
+                        // Only the checksum field changed.
+                        let changed: Vec<usize> =
+                            (0..f.len()).filter(|&i| f[i] != before[i]).collect();
+                        assert!(changed.iter().all(|&i| i == field || i == field + 1));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn partial_checksum_leaves_what_it_cannot_parse_untouched() {
+        let (f, _) = partial_frame(false, false, 0, 100);
+        let mut cases = vec![f[..30].to_vec(), f[..10].to_vec(), Vec::new()];
+        // A fragment, ARP, an unknown protocol, a length beyond the frame, an IPv6 extension header.
+        let mut frag = f.clone();
+        frag[20] = 0x20;
+        cases.push(frag);
+        let mut arp = f.clone();
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        cases.push(arp);
+        let mut sctp = f.clone();
+        sctp[23] = 132;
+        cases.push(sctp);
+        let mut long = f.clone();
+        long[16..18].copy_from_slice(&2000u16.to_be_bytes());
+        cases.push(long);
+        let (mut ext, _) = partial_frame(true, true, 0, 10);
+        ext[20] = 0; // hop-by-hop options first
+        cases.push(ext);
+        for mut c in cases {
+            let before = c.clone();
+            assert!(!complete_checksum(&mut c));
+            assert_eq!(c, before);
         }
     }
 }

@@ -21,6 +21,13 @@ pub struct AfPacketStats {
     pub rx_bad_descriptor: u64,
     /// Frames that found no free pool buffer: dropped.
     pub rx_no_buffer: u64,
+    /// Frames received with their L4 checksum left to offload (`TP_STATUS_CSUMNOTREADY`, e.g.
+    /// from a veth peer's own stack) whose checksum the port completed in software.
+    pub rx_csum_completed: u64,
+    /// Such frames the port could not complete (not IPv4/IPv6 + TCP/UDP, fragments, IPv6
+    /// extension headers, longer than one buffer): passed on as they are, their checksum
+    /// incomplete.
+    pub rx_csum_incomplete: u64,
     /// Frames not sent because every TX slot was still in use.
     pub tx_ring_full: u64,
     /// Frames not sent because they are longer than a TX slot or than the MTU allows.
@@ -42,13 +49,14 @@ pub struct AfPacketStats {
 impl AfPacketStats {
     /// `(reason, count)` of every counter `show errors` lists (losses and events, not the
     /// `tx_in_flight` gauge), in a fixed order.
-    pub fn reasons(&self) -> [(&'static str, u64); 11] {
+    pub fn reasons(&self) -> [(&'static str, u64); 12] {
         [
             ("kernel-ring-full-drops", self.kernel_drops),
             ("kernel-queue-freezes", self.kernel_freeze_q),
             ("rx-truncated", self.rx_truncated),
             ("rx-bad-descriptor", self.rx_bad_descriptor),
             ("rx-no-buffer", self.rx_no_buffer),
+            ("rx-checksum-left-incomplete", self.rx_csum_incomplete),
             ("tx-ring-full", self.tx_ring_full),
             ("tx-too-long", self.tx_too_long),
             ("tx-kernel-rejected", self.tx_kernel_rejected),

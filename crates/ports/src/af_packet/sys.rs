@@ -20,6 +20,9 @@ pub const ETH_P_ALL: u16 = 0x0003;
 
 pub const TP_STATUS_KERNEL: u32 = 0;
 pub const TP_STATUS_USER: u32 = 1;
+/// The frame's L4 checksum was left to offload (`CHECKSUM_PARTIAL`): only the pseudo-header sum is
+/// in the checksum field.
+pub const TP_STATUS_CSUMNOTREADY: u32 = 1 << 3;
 pub const TP_STATUS_VLAN_VALID: u32 = 1 << 4;
 pub const TP_STATUS_VLAN_TPID_VALID: u32 = 1 << 6;
 pub const TP_STATUS_AVAILABLE: u32 = 0;
