@@ -104,9 +104,11 @@
 //! ## Layout
 //!
 //! `config` ([`AfPacketConfig`], [`RxMode`], [`AfPacketError`]), `sys` (the kernel ABI),
-//! `socket` (socket options, ioctls), `ring` (the mapping and the status-word hand-over), `rx`
-//! (both RX walks), `tx` (the TX ring), `stats` ([`AfPacketStats`]); this file opens the socket
-//! and implements [`Port`].
+//! `socket` (socket options, ioctls), `rx` (both RX walks), `tx` (the TX ring), `stats`
+//! ([`AfPacketStats`]); this file opens the socket and implements [`Port`]. The mapping of both
+//! rings is one [`crate::shm::ShmRegion`] (an `Arc` held by each ring): every read and write of
+//! ring memory, status hand-overs included, goes through its bounds-checked volatile/atomic
+//! accessors.
 //!
 //! The socket is non-blocking; [`AfPacketPort::raw_fd`] is readable (`POLLIN`) when an RX block
 //! (frame mode: a frame) is ready, for an interrupt/adaptive mode with poll/epoll.
@@ -121,21 +123,22 @@
 //! `describe` (the `show ports` backend column) adds the kernel drops, freezes and TX frames in
 //! flight.
 //!
-//! `unsafe` here is limited to the socket calls and the accesses to the shared rings; each block
-//! says why it is sound.
+//! `unsafe` here is limited to the socket calls (the ring accesses are in [`crate::shm`]); each
+//! block says why it is sound.
 
 use std::cell::Cell;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr;
+use std::sync::Arc;
 
 use vecswitch_buffer::Pool;
 
+use crate::shm::ShmRegion;
 use crate::{LinkState, Port, PortStats};
 
 mod config;
-mod ring;
 mod rx;
 mod socket;
 mod stats;
@@ -145,7 +148,6 @@ mod tx;
 pub use config::{AfPacketConfig, AfPacketError, RxMode, RxModeError};
 pub use stats::AfPacketStats;
 
-use ring::Mapping;
 use rx::{rx_slot_size, FrameRing, Rx, RxRing};
 use socket::{ifreq, os_err, setsockopt};
 use tx::{TxLayout, TxRing};
@@ -165,12 +167,9 @@ pub struct AfPacketPort {
     config: AfPacketConfig,
     ifindex: i32,
     mtu: usize,
-    // Field order matters: the mapping is unmapped before the socket closes. Held for its Drop;
-    // the rings keep their own pointers into it.
-    #[allow(dead_code)]
-    map: Mapping,
-    fd: OwnedFd,
     block_size: usize,
+    /// The rings hold the mapping (`Arc<ShmRegion>`); declared before `fd` so that it is unmapped
+    /// before the socket closes.
     rx: Rx,
     tx: TxRing,
     stats: PortStats,
@@ -178,11 +177,9 @@ pub struct AfPacketPort {
     /// Kernel counters accumulated from `PACKET_STATISTICS` (which resets on each read).
     kernel_drops: Cell<u64>,
     kernel_freeze: Cell<u64>,
+    /// Last: closed after the rings are unmapped.
+    fd: OwnedFd,
 }
-
-// SAFETY: the raw pointer in `map` points into a mapping owned exclusively by this port; nothing
-// else in the process aliases it, so moving the port to another thread moves sole access with it.
-unsafe impl Send for AfPacketPort {}
 
 impl AfPacketPort {
     /// Opens `config.interface` in the caller's network namespace.
@@ -290,26 +287,8 @@ impl AfPacketPort {
 
         let ring_bytes = c.block_size as usize * c.block_count as usize;
         let len = 2 * ring_bytes;
-        // SAFETY: maps the socket's rings (RX then TX, each `ring_bytes`), as packet_mmap.rst
-        // describes; the result is checked before use and unmapped by `Mapping::drop`.
-        let base = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                f,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(os_err(c, "mmap(rings)"));
-        }
-        let map = Mapping {
-            base: base.cast(),
-            len,
-        };
-        let map_base = map.base;
+        // The socket's rings, RX then TX, each `ring_bytes` (packet_mmap.rst).
+        let map = Arc::new(ShmRegion::map(f, len).map_err(|_| os_err(c, "mmap(rings)"))?);
 
         // SAFETY: sockaddr_ll is plain old data; all-zero is a valid value.
         let mut sll: libc::sockaddr_ll = unsafe { core::mem::zeroed() };
@@ -345,39 +324,36 @@ impl AfPacketPort {
         let port = AfPacketPort {
             ifindex,
             mtu,
-            map,
-            fd,
             block_size: c.block_size as usize,
             rx: match c.rx_mode {
-                // SAFETY: the mapping starts with the RX ring of block_count blocks of block_size
-                // bytes, page-aligned, and lives in `port.map` as long as `port.rx`.
-                RxMode::Block => Rx::Block(unsafe {
-                    RxRing::new(map_base, c.block_size as usize, c.block_count as usize)
-                }),
-                // SAFETY: as above; the kernel laid out block_size / rx_slot slots of rx_slot
-                // bytes (a multiple of 16 in 128..=frame_size <= block_size) in each block.
-                RxMode::Frame => Rx::Frame(unsafe {
-                    FrameRing::new(
-                        map_base,
-                        c.block_size as usize,
-                        rx_slot as usize,
-                        ((c.block_size / rx_slot) * c.block_count) as usize,
-                    )
-                }),
-            },
-            // SAFETY: the TX ring follows the RX ring in the mapping (packet_mmap.rst): block_count
-            // blocks of block_size bytes, each holding frames_per_block slots of frame_size (a
-            // validated multiple of 16 in 128..=block_size); it lives in `port.map` as long as
-            // `port.tx`.
-            tx: unsafe {
-                TxRing::new(
-                    map_base.wrapping_add(ring_bytes),
+                // The mapping starts with the RX ring: block_count blocks of block_size bytes.
+                RxMode::Block => Rx::Block(RxRing::new(
+                    Arc::clone(&map),
+                    0,
                     c.block_size as usize,
-                    c.frame_size as usize,
-                    (frames_per_block * c.block_count) as usize,
-                    TxLayout::of(c.rx_mode),
-                )
+                    c.block_count as usize,
+                )),
+                // The kernel laid out block_size / rx_slot slots of rx_slot bytes (a multiple of
+                // 16 in 128..=frame_size <= block_size) in each block.
+                RxMode::Frame => Rx::Frame(FrameRing::new(
+                    Arc::clone(&map),
+                    0,
+                    c.block_size as usize,
+                    rx_slot as usize,
+                    ((c.block_size / rx_slot) * c.block_count) as usize,
+                )),
             },
+            // The TX ring follows the RX ring: block_count blocks of block_size bytes, each
+            // holding frames_per_block slots of frame_size.
+            tx: TxRing::new(
+                map,
+                ring_bytes,
+                c.block_size as usize,
+                c.frame_size as usize,
+                (frames_per_block * c.block_count) as usize,
+                TxLayout::of(c.rx_mode),
+            ),
+            fd,
             stats: PortStats::default(),
             extra: AfPacketStats::default(),
             kernel_drops: Cell::new(0),

@@ -1,14 +1,14 @@
 //! The RX rings: [`RxRing`] (TPACKET_V3 blocks) and [`FrameRing`] (TPACKET_V2 slots), and the copy
 //! of a received frame into the pool with its VLAN tag put back.
 
-use std::ptr;
+use std::sync::Arc;
 
 use vecswitch_buffer::{Pool, DATA_SIZE, HEADROOM};
 
-use super::ring::{load_status, store_status};
 use super::stats::AfPacketStats;
 use super::sys;
 use super::{ETH_HLEN, ETH_P_8021Q, MAC_ADDRS, VLAN_TAG};
+use crate::shm::ShmRegion;
 use crate::PortStats;
 
 /// Where the kernel puts an Ethernet frame in a TPACKET_V2 RX slot:
@@ -31,7 +31,9 @@ pub(super) fn rx_slot_size(frame_size: u32, mtu: usize) -> u32 {
 /// The RX ring: `block_count` TPACKET_V3 blocks of `block_size` bytes, and where reading stands.
 #[derive(Debug)]
 pub(super) struct RxRing {
-    base: *mut u8,
+    mem: Arc<ShmRegion>,
+    /// Where the ring starts in `mem`.
+    start: usize,
     block_size: usize,
     pub(super) block_count: usize,
     /// The block being read, packets of it already consumed, and the offset of the next one.
@@ -135,20 +137,20 @@ pub(super) fn complete_checksum(frame: &mut [u8]) -> bool {
     true
 }
 
-/// Copies the `len` bytes at `src` into a new pool packet (chained when longer than one buffer),
-/// putting `tag` back after the two MAC addresses when the kernel took the outer VLAN tag off.
-/// `None` if the pool is empty.
-///
-/// # Safety
-///
-/// `src..src + len` must be readable and not written by anyone (the kernel included) during the
-/// call: a ring block or slot that is user-owned (status `TP_STATUS_USER`).
-unsafe fn copy_in(
+/// Copies the `len` bytes at `off` of `mem` into a new pool packet (chained when longer than one
+/// buffer), putting `tag` back after the two MAC addresses when the kernel took the outer VLAN tag
+/// off. `None` if the bytes are not inside `mem` or the pool is empty. The caller reads only a
+/// block or slot that is ours (status `TP_STATUS_USER`), which the kernel does not write meanwhile.
+fn copy_in(
     pool: &mut Pool,
-    src: *const u8,
+    mem: &ShmRegion,
+    off: usize,
     len: usize,
     tag: Option<[u8; 4]>,
 ) -> Option<u32> {
+    if off.checked_add(len)? > mem.len() {
+        return None;
+    }
     // A tag goes after the MAC addresses; a frame too short to have them keeps no tag.
     let tag = tag.filter(|_| len >= MAC_ADDRS);
     let total = len + if tag.is_some() { VLAN_TAG } else { 0 };
@@ -157,34 +159,24 @@ unsafe fn copy_in(
     let dst = &mut pool.raw_mut(h)[HEADROOM..HEADROOM + first];
     let mut done = match tag {
         None => {
-            // SAFETY: `src..src+len` is readable and stable (caller); `dst` is process-private
-            // pool memory of `first <= len` bytes.
-            unsafe { ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), first) };
+            mem.read_into(off, dst);
             first
         }
         Some(t) => {
+            // `first` = min(len + 4, DATA_SIZE) >= 16, and 12 + rest <= len source bytes are read.
             let rest = first - MAC_ADDRS - VLAN_TAG;
-            // SAFETY: as above; `first` = min(len + 4, DATA_SIZE) >= 16, and 12 + rest <= len
-            // source bytes are read.
-            unsafe {
-                ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), MAC_ADDRS);
-                ptr::copy_nonoverlapping(
-                    src.add(MAC_ADDRS),
-                    dst.as_mut_ptr().add(MAC_ADDRS + VLAN_TAG),
-                    rest,
-                );
-            }
+            mem.read_into(off, &mut dst[..MAC_ADDRS]);
+            mem.read_into(off + MAC_ADDRS, &mut dst[MAC_ADDRS + VLAN_TAG..]);
             dst[MAC_ADDRS..MAC_ADDRS + VLAN_TAG].copy_from_slice(&t);
             MAC_ADDRS + rest
         }
     };
     pool.set_len(h, first);
+    let mut seg = [0u8; DATA_SIZE];
     while done < len {
         let n = (len - done).min(DATA_SIZE);
-        // SAFETY: bytes inside `src..src+len` (caller), not written meanwhile; the slice lives
-        // only for this call.
-        let seg = unsafe { core::slice::from_raw_parts(src.add(done), n) };
-        if !pool.append_segment(h, seg) {
+        mem.read_into(off + done, &mut seg[..n]);
+        if !pool.append_segment(h, &seg[..n]) {
             pool.free(h);
             return None;
         }
@@ -194,14 +186,17 @@ unsafe fn copy_in(
 }
 
 impl RxRing {
-    /// # Safety
-    ///
-    /// `base` must be 16-byte aligned and valid for reads and writes of `block_size * block_count`
-    /// bytes for as long as the ring is used, shared only with the kernel's packet socket (or, in
-    /// tests, with nobody). `block_size` must be a multiple of 16.
-    pub(super) unsafe fn new(base: *mut u8, block_size: usize, block_count: usize) -> RxRing {
+    /// The ring of `block_count` blocks of `block_size` bytes (a multiple of 16) at byte `start`
+    /// of `mem`. Every access is checked against the current block and the region.
+    pub(super) fn new(
+        mem: Arc<ShmRegion>,
+        start: usize,
+        block_size: usize,
+        block_count: usize,
+    ) -> RxRing {
         RxRing {
-            base,
+            mem,
+            start,
             block_size,
             block_count,
             block: 0,
@@ -210,65 +205,54 @@ impl RxRing {
         }
     }
 
-    /// Address of byte `off` of the current block, if `len` bytes from there lie inside the block
-    /// and `off` is a multiple of `align` (a power of two).
+    /// Region offset of byte `off` of the current block, if `len` bytes from there lie inside the
+    /// block.
     #[inline]
-    fn at(&self, off: usize, len: usize, align: usize) -> Option<*mut u8> {
+    fn at(&self, off: usize, len: usize) -> Option<usize> {
         let end = off.checked_add(len)?;
-        (end <= self.block_size && off & (align - 1) == 0)
-            .then(|| self.base.wrapping_add(self.block * self.block_size + off))
+        (end <= self.block_size).then(|| self.start + self.block * self.block_size + off)
     }
 
     /// The `u32` at `off` of the current block; 0 if it is not an aligned field inside the block.
     #[inline]
     fn u32_at(&self, off: usize) -> u32 {
-        match self.at(off, 4, 4) {
-            // SAFETY: inside the ring (checked by `at`, ring size from `new`'s contract), 4-aligned
-            // (blocks are 16-aligned); read only while the block is ours (status USER), volatile
-            // because the memory is shared with the kernel.
-            Some(p) => unsafe { ptr::read_volatile(p.cast::<u32>()) },
-            None => 0,
-        }
+        self.at(off, 4)
+            .and_then(|o| self.mem.read_u32(o))
+            .unwrap_or(0)
     }
 
     /// The `u16` at `off` of the current block; 0 if it is not an aligned field inside the block.
     #[inline]
     fn u16_at(&self, off: usize) -> u16 {
-        match self.at(off, 2, 2) {
-            // SAFETY: as in `u32_at`, 2 bytes, 2-aligned.
-            Some(p) => unsafe { ptr::read_volatile(p.cast::<u16>()) },
-            None => 0,
-        }
+        self.at(off, 2)
+            .and_then(|o| self.mem.read_u16(o))
+            .unwrap_or(0)
     }
 
     /// The byte at `off` of the current block; 0 if outside it.
     #[inline]
     fn u8_at(&self, off: usize) -> u8 {
-        match self.at(off, 1, 1) {
-            // SAFETY: as in `u32_at`, one byte.
-            Some(p) => unsafe { ptr::read_volatile(p) },
-            None => 0,
-        }
+        self.at(off, 1)
+            .and_then(|o| self.mem.read_u8(o))
+            .unwrap_or(0)
     }
 
-    /// The current block's status word.
+    /// Region offset of the current block's status word.
+    #[inline]
+    fn status_at(&self) -> usize {
+        self.start + self.block * self.block_size + sys::block::STATUS
+    }
+
+    /// The current block's status word (0, kernel-owned, if it could not be read).
     #[inline]
     fn status(&self) -> u32 {
-        let p = self
-            .base
-            .wrapping_add(self.block * self.block_size + sys::block::STATUS);
-        // SAFETY: block < block_count and STATUS + 4 <= 16 <= block_size: inside the ring; 4-aligned;
-        // the block status word is only accessed atomically, by us and by the kernel.
-        unsafe { load_status(p) }
+        self.mem.load_acquire_u32(self.status_at()).unwrap_or(0)
     }
 
     /// Returns the current block to the kernel and moves to the next one.
     fn release_block(&mut self) {
-        let p = self
-            .base
-            .wrapping_add(self.block * self.block_size + sys::block::STATUS);
-        // SAFETY: as in `status`.
-        unsafe { store_status(p, sys::TP_STATUS_KERNEL) };
+        self.mem
+            .store_release_u32(self.status_at(), sys::TP_STATUS_KERNEL);
         self.block = (self.block + 1) % self.block_count;
         self.done = 0;
         self.offset = 0;
@@ -283,10 +267,8 @@ impl RxRing {
         len: usize,
         tag: Option<[u8; 4]>,
     ) -> Option<u32> {
-        let src = self.at(off, len, 1)?;
-        // SAFETY: `src..src+len` is inside the current block (checked by `at`), which the kernel
-        // does not write while its status is TP_STATUS_USER (we only read blocks in that state).
-        unsafe { copy_in(pool, src, len, tag) }
+        let at = self.at(off, len)?;
+        copy_in(pool, &self.mem, at, len, tag)
     }
 
     /// Moves up to `max` frames from ready blocks into `pool`, appending handles to `out`.
@@ -313,7 +295,7 @@ impl RxRing {
             }
             while got < max && self.done < num {
                 let off = self.offset;
-                if self.at(off, sys::hdr3::HDRLEN, 4).is_none() {
+                if off & 3 != 0 || self.at(off, sys::hdr3::HDRLEN).is_none() {
                     extra.rx_bad_descriptor += 1;
                     stats.rx_dropped += 1;
                     self.done = num;
@@ -327,7 +309,7 @@ impl RxRing {
                 let status = self.u32_at(off + sys::hdr3::STATUS);
                 self.done += 1;
                 self.offset = off + next;
-                if self.at(off + mac, snaplen, 1).is_none() || (next == 0 && self.done < num) {
+                if self.at(off + mac, snaplen).is_none() || (next == 0 && self.done < num) {
                     extra.rx_bad_descriptor += 1;
                     stats.rx_dropped += 1;
                     self.done = num;
@@ -376,7 +358,9 @@ impl RxRing {
 /// `frames_per_block` to a block (slots never straddle blocks), and the next slot to read.
 #[derive(Debug)]
 pub(super) struct FrameRing {
-    base: *mut u8,
+    mem: Arc<ShmRegion>,
+    /// Where the ring starts in `mem`.
+    start: usize,
     block_size: usize,
     pub(super) frame_size: usize,
     frames_per_block: usize,
@@ -385,21 +369,19 @@ pub(super) struct FrameRing {
 }
 
 impl FrameRing {
-    /// # Safety
-    ///
-    /// `base` must be 16-byte aligned and valid for reads and writes of
-    /// `block_size * (frame_count / frames_per_block)` bytes for as long as the ring is used,
-    /// shared only with the kernel's packet socket (or, in tests, with nobody);
-    /// `frames_per_block * frame_size <= block_size`, `frame_size` a multiple of 16 and at least
-    /// `sys::hdr2::HDRLEN`, `frame_count` a non-zero multiple of `frames_per_block`.
-    pub(super) unsafe fn new(
-        base: *mut u8,
+    /// The ring of `frame_count` slots of `frame_size` bytes (a multiple of 16, at least
+    /// `sys::hdr2::HDRLEN`), `block_size / frame_size` to a block, at byte `start` of `mem`. Every
+    /// access is checked against the slot and the region.
+    pub(super) fn new(
+        mem: Arc<ShmRegion>,
+        start: usize,
         block_size: usize,
         frame_size: usize,
         frame_count: usize,
     ) -> FrameRing {
         FrameRing {
-            base,
+            mem,
+            start,
             block_size,
             frame_size,
             frames_per_block: block_size / frame_size,
@@ -408,13 +390,12 @@ impl FrameRing {
         }
     }
 
-    /// Start of slot `i` (< frame_count).
+    /// Region offset of slot `i` (< frame_count).
     #[inline]
-    fn slot(&self, i: usize) -> *mut u8 {
+    fn slot(&self, i: usize) -> usize {
         let block = i / self.frames_per_block;
         let within = i % self.frames_per_block;
-        self.base
-            .wrapping_add(block * self.block_size + within * self.frame_size)
+        self.start + block * self.block_size + within * self.frame_size
     }
 
     /// Moves up to `max` frames from user-owned slots into `pool`, appending handles to `out`,
@@ -433,25 +414,20 @@ impl FrameRing {
         let mut seen = 0;
         while got < max && seen < self.frame_count {
             let s = self.slot(self.next);
-            // SAFETY: a slot start inside the ring (next < frame_count, `new`'s contract), 16-aligned;
-            // its status word is only accessed atomically, by us and by the kernel.
-            let status = unsafe { load_status(s.wrapping_add(sys::hdr2::STATUS)) };
+            let m = &self.mem;
+            let status = m.load_acquire_u32(s + sys::hdr2::STATUS).unwrap_or(0);
             if status & sys::TP_STATUS_USER == 0 {
                 break;
             }
-            // SAFETY: every header field lies inside the slot (offsets < HDRLEN <= frame_size),
-            // aligned to its size (slots are 16-aligned); the slot is ours (status USER, acquired
-            // above), volatile because the memory is shared with the kernel.
-            let (wire_len, snaplen, mac, tci, tpid, pkttype) = unsafe {
-                (
-                    ptr::read_volatile(s.add(sys::hdr2::LEN).cast::<u32>()) as usize,
-                    ptr::read_volatile(s.add(sys::hdr2::SNAPLEN).cast::<u32>()) as usize,
-                    usize::from(ptr::read_volatile(s.add(sys::hdr2::MAC).cast::<u16>())),
-                    ptr::read_volatile(s.add(sys::hdr2::VLAN_TCI).cast::<u16>()),
-                    ptr::read_volatile(s.add(sys::hdr2::VLAN_TPID).cast::<u16>()),
-                    ptr::read_volatile(s.add(sys::hdr2::PKTTYPE)),
-                )
-            };
+            // Header fields inside the slot (offsets < HDRLEN <= frame_size); the slot is ours.
+            let (wire_len, snaplen, mac, tci, tpid, pkttype) = (
+                m.read_u32(s + sys::hdr2::LEN).unwrap_or(0) as usize,
+                m.read_u32(s + sys::hdr2::SNAPLEN).unwrap_or(0) as usize,
+                usize::from(m.read_u16(s + sys::hdr2::MAC).unwrap_or(0)),
+                m.read_u16(s + sys::hdr2::VLAN_TCI).unwrap_or(0),
+                m.read_u16(s + sys::hdr2::VLAN_TPID).unwrap_or(0),
+                m.read_u8(s + sys::hdr2::PKTTYPE).unwrap_or(0),
+            );
             // The kernel puts the frame after the header and sockaddr_ll, inside the slot.
             let inside = mac >= sys::hdr2::HDRLEN
                 && mac
@@ -469,9 +445,9 @@ impl FrameRing {
             } else {
                 // IEEE 802.1Q §9.3: the frame as it was on the wire (see the block walk).
                 let tag = vlan_tag(status, tpid, tci);
-                // SAFETY: `s + mac .. s + mac + snaplen` lies inside the slot (checked above),
-                // which the kernel does not write while its status is TP_STATUS_USER.
-                match unsafe { copy_in(pool, s.add(mac), snaplen, tag) } {
+                // `s + mac .. s + mac + snaplen` lies inside the slot (checked above), which the
+                // kernel does not write while its status is TP_STATUS_USER.
+                match copy_in(pool, &self.mem, s + mac, snaplen, tag) {
                     Some(h) => {
                         finish_checksum(pool, h, status, extra);
                         out.push(h);
@@ -485,8 +461,9 @@ impl FrameRing {
                     }
                 }
             }
-            // SAFETY: the slot's status word, as above; hands the slot back to the kernel.
-            unsafe { store_status(s.wrapping_add(sys::hdr2::STATUS), sys::TP_STATUS_KERNEL) };
+            // Hands the slot back to the kernel.
+            self.mem
+                .store_release_u32(s + sys::hdr2::STATUS, sys::TP_STATUS_KERNEL);
             self.next = (self.next + 1) % self.frame_count;
             seen += 1;
         }
@@ -505,31 +482,26 @@ pub(super) enum Rx {
 mod tests {
     use super::*;
 
-    /// Ordinary 16-aligned memory standing in for a kernel ring, written and read through raw
-    /// pointers only (as the kernel writes it), so that a ring's own pointer into it stays valid.
-    /// Shared by the simulated V3 (`FakeRing`) and V2 (`FakeSlots`) rings, which deref to it.
-    struct SimMem(Vec<u128>);
+    /// An anonymous shared region standing in for a kernel ring, written through the same
+    /// accessors the rings read it with. Shared by the simulated V3 (`FakeRing`) and V2
+    /// (`FakeSlots`) rings, which deref to it.
+    struct SimMem(Arc<ShmRegion>);
 
     impl SimMem {
         fn new(bytes: usize) -> SimMem {
-            SimMem(vec![0u128; bytes / 16])
-        }
-        fn base(&mut self) -> *mut u8 {
-            self.0.as_mut_ptr().cast()
+            SimMem(Arc::new(ShmRegion::anonymous(bytes).unwrap()))
         }
         /// Writes `bytes` at byte `at`.
         fn put(&mut self, at: usize, bytes: &[u8]) {
-            assert!(at + bytes.len() <= self.0.len() * 16);
-            // SAFETY: in bounds (asserted); `as_mut_ptr` creates no reference to the buffer.
-            unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), self.base().add(at), bytes.len()) };
+            assert!(self.0.write_from(at, bytes), "put at {at} outside the ring");
         }
         fn put32(&mut self, at: usize, v: u32) {
             self.put(at, &v.to_ne_bytes());
         }
         fn get32(&mut self, at: usize) -> u32 {
-            assert!(at + 4 <= self.0.len() * 16);
-            // SAFETY: in bounds (asserted), read through a raw pointer as above.
-            unsafe { ptr::read_unaligned(self.base().add(at).cast::<u32>()) }
+            let mut b = [0u8; 4];
+            assert!(self.0.read_into(at, &mut b));
+            u32::from_ne_bytes(b)
         }
     }
 
@@ -572,9 +544,7 @@ mod tests {
             }
         }
         fn ring(&mut self) -> RxRing {
-            // SAFETY: `mem` is 16-aligned, block_size * blocks bytes, outlives the ring in each test
-            // and nobody else writes it while the ring reads.
-            unsafe { RxRing::new(self.mem.base().cast(), self.block_size, self.blocks) }
+            RxRing::new(Arc::clone(&self.mem.0), 0, self.block_size, self.blocks)
         }
         /// Fills block `b` with `frames` (bytes, pkttype) and hands it to user space; returns
         /// where each descriptor starts.
@@ -818,16 +788,13 @@ mod tests {
             }
         }
         fn ring(&mut self) -> FrameRing {
-            // SAFETY: `mem` is 16-aligned and holds every block; it outlives the ring in each test
-            // and nobody else writes it while the ring reads.
-            unsafe {
-                FrameRing::new(
-                    self.mem.base().cast(),
-                    self.block_size,
-                    self.frame_size,
-                    self.count,
-                )
-            }
+            FrameRing::new(
+                Arc::clone(&self.mem.0),
+                0,
+                self.block_size,
+                self.frame_size,
+                self.count,
+            )
         }
         fn slot(&self, i: usize) -> usize {
             let per = self.block_size / self.frame_size;

@@ -1,14 +1,14 @@
 //! The TX ring: fixed slots filled by `tx_burst`, handed to the kernel with one `sendto` kick, and
 //! counted as sent only when the kernel gives them back.
 
-use std::ptr;
+use std::sync::Arc;
 
 use vecswitch_buffer::Pool;
 
 use super::config::RxMode;
-use super::ring::{load_status, store_status};
 use super::stats::AfPacketStats;
 use super::sys;
+use crate::shm::ShmRegion;
 use crate::PortStats;
 
 /// Where the fields of a TX slot header are: `tpacket3_hdr` (block mode) or `tpacket2_hdr`
@@ -56,7 +56,9 @@ impl TxLayout {
 /// kick; a frame is counted as sent only when its slot comes back AVAILABLE ([`TxRing::complete`]).
 #[derive(Debug)]
 pub(super) struct TxRing {
-    base: *mut u8,
+    mem: Arc<ShmRegion>,
+    /// Where the ring starts in `mem`.
+    start: usize,
     block_size: usize,
     frame_size: usize,
     per_block: usize,
@@ -74,22 +76,20 @@ pub(super) struct TxRing {
 }
 
 impl TxRing {
-    /// # Safety
-    ///
-    /// `base` must be 16-byte aligned and valid for reads and writes of
-    /// `block_size * slots.div_ceil(block_size / frame_size)` bytes for as long as the ring is
-    /// used, shared only with the kernel's packet socket; `frame_size` a multiple of 16 and larger
-    /// than `layout.data`, at most `block_size`; `slots` a non-zero multiple of
-    /// `block_size / frame_size`.
-    pub(super) unsafe fn new(
-        base: *mut u8,
+    /// The ring of `slots` slots of `frame_size` bytes (a multiple of 16, larger than
+    /// `layout.data`, at most `block_size`), `block_size / frame_size` to a block, at byte `start`
+    /// of `mem`. Every access is checked against the region.
+    pub(super) fn new(
+        mem: Arc<ShmRegion>,
+        start: usize,
         block_size: usize,
         frame_size: usize,
         slots: usize,
         layout: TxLayout,
     ) -> TxRing {
         TxRing {
-            base,
+            mem,
+            start,
             block_size,
             frame_size,
             per_block: block_size / frame_size,
@@ -117,28 +117,26 @@ impl TxRing {
         self.in_flight == self.slots
     }
 
-    /// Start of slot `i` (< slots).
+    /// Region offset of slot `i` (< slots).
     #[inline]
-    fn slot(&self, i: usize) -> *mut u8 {
+    fn slot(&self, i: usize) -> usize {
         let block = i / self.per_block;
         let within = i % self.per_block;
-        self.base
-            .wrapping_add(block * self.block_size + within * self.frame_size)
+        self.start + block * self.block_size + within * self.frame_size
     }
 
-    /// Status word of slot `i` (< slots).
+    /// Status word of slot `i` (< slots); reads as busy if it could not be read.
     #[inline]
     fn status(&self, i: usize) -> u32 {
-        // SAFETY: a slot start inside the ring (i < slots, `new`'s contract), 16-aligned, so the
-        // status field (offset 0 or 20) is 4-aligned and inside the slot; status words are only
-        // accessed atomically, by the kernel and by us.
-        unsafe { load_status(self.slot(i).wrapping_add(self.layout.status)) }
+        self.mem
+            .load_acquire_u32(self.slot(i) + self.layout.status)
+            .unwrap_or(BUSY)
     }
 
     #[inline]
     fn set_status(&self, i: usize, v: u32) {
-        // SAFETY: as in `status`.
-        unsafe { store_status(self.slot(i).wrapping_add(self.layout.status), v) }
+        self.mem
+            .store_release_u32(self.slot(i) + self.layout.status, v);
     }
 
     /// Copies packet `h` (`len` bytes, at most the slot's data room) into the next slot and hands
@@ -151,25 +149,21 @@ impl TxRing {
         }
         let slot = self.slot(self.next);
         let lay = self.layout;
-        let data = slot.wrapping_add(lay.data);
+        let data = slot + lay.data;
         let mut copied = 0;
         for seg in pool.segments(h) {
-            // Never more than `len` (<= frame_size - data offset), whatever the chain says.
+            // Never more than `len` (<= frame_size - data offset), whatever the chain says. The
+            // slot is ours (not in flight, status checked above).
             let n = seg.len().min(len - copied);
-            // SAFETY: the slot is ours (not in flight, status checked above) and has room for
-            // frame_size - lay.data >= len >= copied + n bytes of data; `seg` is process-private.
-            unsafe { ptr::copy_nonoverlapping(seg.as_ptr(), data.add(copied), n) };
+            self.mem.write_from(data + copied, &seg[..n]);
             copied += n;
         }
-        // SAFETY: header fields of the slot we own, 4-byte aligned (slots are 16-aligned) and
-        // inside it (offsets < data <= frame_size); volatile because the kernel reads them.
-        unsafe {
-            if let Some(next) = lay.next_offset {
-                ptr::write_volatile(slot.add(next).cast::<u32>(), 0);
-            }
-            ptr::write_volatile(slot.add(lay.len).cast::<u32>(), len as u32);
-            ptr::write_volatile(slot.add(lay.snaplen).cast::<u32>(), len as u32);
+        // Header fields of the slot we own (offsets < data <= frame_size).
+        if let Some(next) = lay.next_offset {
+            self.mem.write_u32(slot + next, 0);
         }
+        self.mem.write_u32(slot + lay.len, len as u32);
+        self.mem.write_u32(slot + lay.snaplen, len as u32);
         self.lens[self.next] = len as u32;
         self.set_status(self.next, sys::TP_STATUS_SEND_REQUEST);
         self.next = (self.next + 1) % self.slots;
