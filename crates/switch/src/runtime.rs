@@ -71,6 +71,10 @@ pub struct LoopStats {
     pub rx_packets: u64,
     /// Received packets per second over the last full second.
     pub packets_per_s: f64,
+    /// Longest time between the starts of two poll iterations, ns: how long the worker was away
+    /// from its ports at worst — descheduled by the host, a long control call, or an idle sleep
+    /// (at most 100 µs, see `worker`). A port's RX ring must hold this much traffic.
+    pub max_poll_gap_ns: u64,
 }
 
 /// `show runtime`: per-node counters and the poll loop's.
@@ -146,6 +150,8 @@ pub struct Switch {
     last_age_ns: u64,
     stats: LoopStats,
     rate_mark: (u64, u64),
+    /// Monotonic time of the last poll iteration's start (0: none since the counters were cleared).
+    last_poll_ns: u64,
 }
 
 impl Default for Switch {
@@ -176,6 +182,7 @@ impl Switch {
             last_age_ns: 0,
             stats: LoopStats::default(),
             rate_mark: (0, 0),
+            last_poll_ns: 0,
         }
     }
 
@@ -203,7 +210,13 @@ impl Switch {
     /// through the graph, free what was sent, run an aging step when one is due and the ports'
     /// housekeeping at a low rate. Returns the number of packets received.
     pub fn poll_once(&mut self) -> usize {
-        let now = self.now_ns();
+        let mono = self.graph.now_ns();
+        if self.last_poll_ns != 0 {
+            let gap = mono.saturating_sub(self.last_poll_ns);
+            self.stats.max_poll_gap_ns = self.stats.max_poll_gap_ns.max(gap);
+        }
+        self.last_poll_ns = mono;
+        let now = mono + self.clock_offset_ns;
         self.state.now_s = (now / 1_000_000_000) as u32;
         let mut received = 0;
         for i in 0..self.state.ports.len() {
@@ -799,6 +812,7 @@ impl Switch {
         self.state.events = Default::default();
         self.stats = LoopStats::default();
         self.rate_mark = (0, 0);
+        self.last_poll_ns = 0;
         for p in self.state.ports.iter_mut().flatten() {
             p.port.clear_stats();
         }
@@ -880,5 +894,26 @@ impl Switch {
     pub fn port_stats(&self, name: &str) -> Result<PortStats, SwitchError> {
         let idx = self.port_idx(name)?;
         Ok(self.slot(idx).port.stats())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 8: a worker kept from its ports (descheduled, or here: not polled for 20 ms) shows it
+    /// in `show runtime` as the longest gap between polls; clearing the counters forgets it.
+    #[test]
+    fn the_longest_gap_between_polls_is_counted() {
+        let mut sw = Switch::default();
+        sw.poll_once();
+        std::thread::sleep(Duration::from_millis(20));
+        sw.poll_once();
+        let gap = sw.show_runtime().loop_stats.max_poll_gap_ns;
+        assert!(gap >= 20_000_000, "gap {gap} ns");
+        sw.clear_counters();
+        assert_eq!(sw.show_runtime().loop_stats.max_poll_gap_ns, 0);
+        sw.poll_once();
+        assert_eq!(sw.show_runtime().loop_stats.max_poll_gap_ns, 0);
     }
 }
