@@ -248,10 +248,10 @@ pub struct AfPacketPortConfig {
     pub interface: String,
     #[serde(default)]
     pub admin: AdminState,
-    /// Bytes per ring block (power of two ≥ 4096); default 1 MiB.
+    /// Bytes per ring block (power of two ≥ 4096); default 64 KiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_size: Option<u32>,
-    /// Blocks per ring; default 8.
+    /// Blocks per ring; default 128 (8 MiB per ring: the ring's depth in time, docs/CONTROL.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_count: Option<u32>,
     /// Bytes per TX slot (multiple of 16, 128..=block_size); default 2048.
@@ -260,7 +260,7 @@ pub struct AfPacketPortConfig {
     /// Milliseconds the kernel keeps a partly filled RX block, 1..=1000; default 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_timeout_ms: Option<u32>,
-    /// Send without the interface's qdisc; default false.
+    /// Send without the interface's qdisc (`PACKET_QDISC_BYPASS`); default true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qdisc_bypass: Option<bool>,
     /// Promiscuous mode while open; default true.
@@ -270,7 +270,7 @@ pub struct AfPacketPortConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fanout: Option<u16>,
     /// RX ring mode, `"block"` (TPACKET_V3, batched) or `"frame"` (TPACKET_V2, lowest latency);
-    /// default block.
+    /// default frame.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rx_mode: Option<vecswitch_ports::af_packet::RxMode>,
 }
@@ -536,7 +536,7 @@ mac_age = 0
     }
 
     #[test]
-    fn af_packet_rx_mode_parses_defaults_to_block_and_names_bad_values() {
+    fn af_packet_rx_mode_parses_defaults_to_frame_and_names_bad_values() {
         let port = |extra: &str| {
             format!("[[port]]\nname = \"p\"\ntype = \"af_packet\"\ninterface = \"x\"\n{extra}")
         };
@@ -547,10 +547,10 @@ mac_age = 0
         use vecswitch_ports::af_packet::RxMode;
         assert_eq!(
             mode(&Config::from_toml(&port(""), "t").unwrap()),
-            RxMode::Block
+            RxMode::Frame
         );
-        let c = Config::from_toml(&port("rx_mode = \"frame\"\n"), "t").unwrap();
-        assert_eq!(mode(&c), RxMode::Frame);
+        let c = Config::from_toml(&port("rx_mode = \"block\"\n"), "t").unwrap();
+        assert_eq!(mode(&c), RxMode::Block);
         assert_eq!(Config::from_toml(&c.to_toml(), "t").unwrap(), c);
         let e = Config::from_toml(&port("rx_mode = \"fast\"\n"), "t")
             .unwrap_err()

@@ -252,12 +252,13 @@ fn runtime(data: &Value) -> String {
     let mut out = String::new();
     if let Some(l) = data.get("loop") {
         out.push_str(&format!(
-            "Poll loop: {} polls, {} idle, {} idle sleeps, {} packets received, {} packets/s\n",
+            "Poll loop: {} polls, {} idle, {} idle sleeps, {} packets received, {} packets/s, longest gap between polls {} ns\n",
             cell(l, "polls"),
             cell(l, "idle_polls"),
             cell(l, "idle_sleeps"),
             cell(l, "rx_packets"),
             cell(l, "packets_per_s"),
+            cell(l, "max_poll_gap_ns"),
         ));
     }
     if let Some(hz) = data.get("clock_hz").and_then(Value::as_f64) {

@@ -6,6 +6,8 @@
 //! - [`loopback`]: an in-process port pair for tests and benchmarks.
 //! - [`pcap`]: a wrapper around any port that writes what it receives and sends to a pcap file.
 //! - [`fault`]: a wrapper around any port that injects loss, corruption and reordering (seeded).
+//! - [`shm`]: [`shm::ShmRegion`], memory shared with another party (kernel rings), with every
+//!   volatile, bounds-checked access in one place.
 //!
 //! A port moves packets between its medium and the [`Pool`]: `rx_burst` allocates buffers and fills
 //! them, `tx_burst` copies packets out. The caller keeps ownership of the handles passed to
@@ -18,6 +20,7 @@ pub mod fault;
 pub mod loopback;
 pub mod memif;
 pub mod pcap;
+pub mod shm;
 
 use serde::Serialize;
 use vecswitch_buffer::Pool;
@@ -66,6 +69,11 @@ pub trait Port: Send {
     fn describe(&self) -> String {
         String::new()
     }
+    /// The backend's own loss and event counters as `(reason, count)`, for `show errors`: every
+    /// frame the port lost is in one of them (reasons are kebab-case; zero counts may be listed).
+    fn error_counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 impl Port for Box<dyn Port> {
@@ -92,5 +100,8 @@ impl Port for Box<dyn Port> {
     }
     fn describe(&self) -> String {
         (**self).describe()
+    }
+    fn error_counters(&self) -> Vec<(&'static str, u64)> {
+        (**self).error_counters()
     }
 }

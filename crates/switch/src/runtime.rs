@@ -45,7 +45,9 @@ impl Default for SwitchConfig {
     }
 }
 
-/// Ports' `poll_control` is called once every this many poll iterations (and on every idle one).
+/// Ports' `poll_control` is called once every this many poll iterations, and on every idle one:
+/// that is the worker's idle flush (an AF_PACKET port hands the kernel any TX frame still waiting
+/// in its ring, so no frame waits there because traffic stopped).
 pub const CONTROL_EVERY_POLLS: u64 = 1024;
 const _: () = assert!(CONTROL_EVERY_POLLS.is_power_of_two());
 /// MAC table slots examined per aging step.
@@ -70,6 +72,10 @@ pub struct LoopStats {
     pub rx_packets: u64,
     /// Received packets per second over the last full second.
     pub packets_per_s: f64,
+    /// Longest time between the starts of two poll iterations, ns: how long the worker was away
+    /// from its ports at worst — descheduled by the host, a long control call, or an idle sleep
+    /// (at most 100 µs, see `worker`). A port's RX ring must hold this much traffic.
+    pub max_poll_gap_ns: u64,
 }
 
 /// `show runtime`: per-node counters and the poll loop's.
@@ -121,6 +127,8 @@ pub struct Switch {
     last_age_ns: u64,
     stats: LoopStats,
     rate_mark: (u64, u64),
+    /// Monotonic time of the last poll iteration's start (0: none since the counters were cleared).
+    last_poll_ns: u64,
 }
 
 impl Default for Switch {
@@ -153,6 +161,7 @@ impl Switch {
             last_age_ns: 0,
             stats: LoopStats::default(),
             rate_mark: (0, 0),
+            last_poll_ns: 0,
         }
     }
 
@@ -180,7 +189,13 @@ impl Switch {
     /// through the graph, free what was sent, run an aging step when one is due and the ports'
     /// housekeeping at a low rate. Returns the number of packets received.
     pub fn poll_once(&mut self) -> usize {
-        let now = self.now_ns();
+        let mono = self.graph.now_ns();
+        if self.last_poll_ns != 0 {
+            let gap = mono.saturating_sub(self.last_poll_ns);
+            self.stats.max_poll_gap_ns = self.stats.max_poll_gap_ns.max(gap);
+        }
+        self.last_poll_ns = mono;
+        let now = mono + self.clock_offset_ns;
         self.state.now_s = (now / 1_000_000_000) as u32;
         self.state.rx_ns = now;
         let mut received = 0;
@@ -605,6 +620,7 @@ impl Switch {
         }
         self.stats = LoopStats::default();
         self.rate_mark = (0, 0);
+        self.last_poll_ns = 0;
         for p in self.state.ports.iter_mut().flatten() {
             p.port.clear_stats();
         }
@@ -636,7 +652,10 @@ impl Switch {
 
     /// `show errors`: the graph's non-zero drop and node counters (node by node, in graph order:
     /// e.g. `l2-learn` stations learned/moved/not learned, `l2-flood` copies without buffers), then
-    /// `l2-age` entries aged out (aging runs in the poll loop, not in a node).
+    /// `l2-age` entries aged out (aging runs in the poll loop, not in a node), then each port's
+    /// non-zero backend counters ([`Port::error_counters`]: for AF_PACKET the kernel's ring-full
+    /// drops and queue freezes, TX ring full, …) under the node name `port NAME`, so that frames
+    /// lost before the graph saw them or after it sent them show here too.
     pub fn show_errors(&self) -> Vec<ErrorCount> {
         let mut out = self.graph.errors();
         if self.state.aged_out > 0 {
@@ -645,6 +664,17 @@ impl Switch {
                 reason: "aged-out".to_string(),
                 count: self.state.aged_out,
             });
+        }
+        for p in self.state.ports.iter().flatten() {
+            for (reason, count) in p.port.error_counters() {
+                if count > 0 {
+                    out.push(ErrorCount {
+                        node: format!("port {}", p.name),
+                        reason: reason.to_string(),
+                        count,
+                    });
+                }
+            }
         }
         out
     }
@@ -663,5 +693,26 @@ impl Switch {
     pub fn port_stats(&self, name: &str) -> Result<PortStats, SwitchError> {
         let idx = self.port_idx(name)?;
         Ok(self.slot(idx).port.stats())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 8: a worker kept from its ports (descheduled, or here: not polled for 20 ms) shows it
+    /// in `show runtime` as the longest gap between polls; clearing the counters forgets it.
+    #[test]
+    fn the_longest_gap_between_polls_is_counted() {
+        let mut sw = Switch::default();
+        sw.poll_once();
+        std::thread::sleep(Duration::from_millis(20));
+        sw.poll_once();
+        let gap = sw.show_runtime().loop_stats.max_poll_gap_ns;
+        assert!(gap >= 20_000_000, "gap {gap} ns");
+        sw.clear_counters();
+        assert_eq!(sw.show_runtime().loop_stats.max_poll_gap_ns, 0);
+        sw.poll_once();
+        assert_eq!(sw.show_runtime().loop_stats.max_poll_gap_ns, 0);
     }
 }

@@ -123,6 +123,12 @@ impl Netns {
         self.exec("sh", &["-c", &script]).map(|_| ())
     }
 
+    /// Reads back the CPUs that receive processing of `ifname` is steered to (RPS), as the kernel
+    /// prints the mask (`"2"`); `None` if unreadable.
+    pub fn rps_cpus(&self, ifname: &str) -> Option<String> {
+        rps_cpus_in(&self.name, ifname)
+    }
+
     /// Sets a sysctl inside the namespace (`key=value`).
     pub fn sysctl(&self, key_value: &str) -> Result<()> {
         self.exec("sysctl", &["-q", "-w", key_value]).map(|_| ())
@@ -289,4 +295,53 @@ pub fn cleanup_stale(prefix: &str) -> CleanupReport {
         }
     }
     report
+}
+
+/// Steers receive processing (RPS) of `ifname` in namespace `netns` (by name, not owned) to the CPUs
+/// in `cpu_mask`; see [`Netns::set_rps`].
+pub fn set_rps_in(netns: &str, ifname: &str, cpu_mask: u64) -> Result<()> {
+    let script = format!("echo {cpu_mask:x} > /sys/class/net/{ifname}/queues/rx-0/rps_cpus");
+    run("ip", &["netns", "exec", netns, "sh", "-c", &script]).map(|_| ())
+}
+
+/// The RPS mask of `ifname` in namespace `netns` as the kernel prints it (`"2"`, `"0"` = off);
+/// `None` if unreadable.
+pub fn rps_cpus_in(netns: &str, ifname: &str) -> Option<String> {
+    let path = format!("/sys/class/net/{ifname}/queues/rx-0/rps_cpus");
+    run("ip", &["netns", "exec", netns, "cat", &path])
+        .ok()
+        .map(|s| s.trim().trim_start_matches(['0', ',']).to_string())
+        .map(|s| if s.is_empty() { "0".to_string() } else { s })
+}
+
+/// Steers the kernel's receive work on the DUT's veth ends (RPS) to
+/// [`crate::placement::CorePlan::dut_kernel_rx`]: off the DUT's CPU when the DUT has a user-space
+/// worker busy-polling there. Best effort, like the RPS set when the topology is built: a kernel
+/// without RPS still forwards (a warning is logged).
+pub fn steer_dut_kernel_rx(wiring: &crate::topology::Wiring, dut_busy_polls: bool) {
+    let cpu = wiring.cores.dut_kernel_rx(dut_busy_polls);
+    for end in &wiring.dut_ports {
+        if let crate::topology::PortEnd::Veth { netns, ifname, .. } = end {
+            let mask = crate::placement::CorePlan::mask(cpu);
+            if let Err(e) = set_rps_in(netns, ifname, mask) {
+                tracing::warn!("RPS not set on {ifname}: {e}");
+            }
+        }
+    }
+}
+
+/// Where the kernel's receive work on every veth end of `wiring` is steered now (RPS), one line
+/// per interface for [`crate::placement::Placement::kernel_rx`].
+pub fn kernel_rx_placement(wiring: &crate::topology::Wiring) -> Vec<String> {
+    let sides = [("generator", &wiring.gen_ports), ("dut", &wiring.dut_ports)];
+    let mut out = Vec::new();
+    for (side, ends) in sides {
+        for end in ends.iter() {
+            if let crate::topology::PortEnd::Veth { netns, ifname, .. } = end {
+                let mask = rps_cpus_in(netns, ifname).unwrap_or_else(|| "unknown".into());
+                out.push(format!("{ifname} ({side} side): rps_cpus {mask}"));
+            }
+        }
+    }
+    out
 }

@@ -43,6 +43,23 @@ impl CorePlan {
         }
     }
 
+    /// The CPU for the kernel's receive work on the DUT's veth ends (RPS): the DUT's own CPU for a
+    /// kernel DUT (the Linux bridge: that receive work *is* the device), the generator's CPU for a
+    /// DUT with a user-space worker that busy-polls its CPU (vecswitch, testpmd, an OVS pmd).
+    /// There the receive softirq would compete with the worker: a busy CPU pushes softirqs to
+    /// `ksoftirqd`, which then waits for the scheduler behind the worker. Measured (vecswitch
+    /// cross-connect over veth, 50 kfps, docs/BENCHMARKS.md "AF_PACKET"): with the receive work on
+    /// the worker's CPU p99 1.1–28.6 ms and maximum 9–60 ms; on the generator's CPU p99
+    /// 139–641 µs, maximum 4.2–8.4 ms (3 interleaved runs each). (On the veth path without RPS
+    /// the kernel does it on the sender's CPU, i.e. the generator's, anyway.)
+    pub fn dut_kernel_rx(&self, dut_busy_polls: bool) -> usize {
+        if dut_busy_polls {
+            self.generator
+        } else {
+            self.dut
+        }
+    }
+
     /// `1 << cpu`, as RPS and OVS's pmd-cpu-mask want it.
     pub fn mask(cpu: usize) -> u64 {
         1u64 << cpu
@@ -77,6 +94,10 @@ pub struct Placement {
     /// One line per CPU used by more than one role, e.g. "cpu 1 shared by dut (vecswitch) and vnf
     /// (dpdk-testpmd)". Empty when every role had its own CPU.
     pub shared_cpus: Vec<String>,
+    /// Where the kernel's receive work on the veth ends ran (RPS), one line per interface, e.g.
+    /// "dut0 (dut side): rps_cpus 1". Empty on memif topologies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_rx: Vec<String>,
 }
 
 impl Placement {
@@ -104,7 +125,14 @@ impl Placement {
         Placement {
             processes,
             shared_cpus,
+            kernel_rx: Vec::new(),
         }
+    }
+
+    /// The same record with the kernel receive placement (`kernel_rx`) added.
+    pub fn with_kernel_rx(mut self, kernel_rx: Vec<String>) -> Placement {
+        self.kernel_rx = kernel_rx;
+        self
     }
 
     /// Whether any CPU ran more than one role.
@@ -138,6 +166,30 @@ pub fn parse_cpu_list(s: &str) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_rx_goes_off_a_busy_polling_dut_cpu_and_is_recorded() {
+        let plan = CorePlan {
+            generator: 0,
+            dut: 1,
+            vnf: 1,
+        };
+        // A user-space worker busy-polls CPU 1: its veth receive work goes to CPU 0.
+        assert_eq!(plan.dut_kernel_rx(true), 0);
+        // The Linux bridge is that receive work: it stays on the DUT's CPU.
+        assert_eq!(plan.dut_kernel_rx(false), 1);
+        let rec = Placement::new(vec![p("dut", "vecswitch", &["1"])])
+            .with_kernel_rx(vec!["dut0 (dut side): rps_cpus 1".into()]);
+        let json = serde_json::to_string(&rec).unwrap();
+        assert!(json.contains("kernel_rx"), "{json}");
+        assert_eq!(serde_json::from_str::<Placement>(&json).unwrap(), rec);
+        // Results written before the field existed still load.
+        let old = r#"{"processes":[],"shared_cpus":[]}"#;
+        assert!(serde_json::from_str::<Placement>(old)
+            .unwrap()
+            .kernel_rx
+            .is_empty());
+    }
 
     fn p(role: &str, name: &str, cpus: &[&str]) -> PlacedProcess {
         PlacedProcess {

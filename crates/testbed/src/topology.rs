@@ -453,6 +453,9 @@ impl Testbed {
             let _ = dut.teardown();
             return Err(e);
         }
+        // Kernel receive work off a busy-polling DUT's CPU (CorePlan::dut_kernel_rx).
+        let busy_polls = dut.processes().iter().any(|p| p.pid != 0);
+        crate::netns::steer_dut_kernel_rx(&self.wiring, busy_polls);
         *lock(&self.dut) = Some(dut);
         if let Topology::Pvp { vnf, .. } = &self.wiring.topology {
             let vnf = vnf.clone();
@@ -487,7 +490,7 @@ impl Testbed {
                 note: String::new(),
             });
         }
-        Placement::new(v)
+        Placement::new(v).with_kernel_rx(crate::netns::kernel_rx_placement(&self.wiring))
     }
 
     /// Stops the VNF and tears the DUT down now (also done on `Drop`); returns the DUT's teardown

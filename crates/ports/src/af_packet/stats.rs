@@ -1,0 +1,68 @@
+//! [`AfPacketStats`]: the backend's own counters, beside the generic [`crate::PortStats`].
+
+use serde::Serialize;
+
+/// Counters specific to the AF_PACKET backend. Every frame the port loses is in exactly one of the
+/// drop counters (`kernel_drops`, `rx_truncated`, `rx_bad_descriptor`, `rx_no_buffer`,
+/// `tx_ring_full`, `tx_too_long`, `tx_kernel_rejected`, `tx_unsent_dropped`), and also in the
+/// generic `rx_dropped` / `tx_dropped`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct AfPacketStats {
+    /// Frames the kernel dropped because the RX ring was full (`tp_drops`).
+    pub kernel_drops: u64,
+    /// Times the kernel froze the RX queue because no block was free (`tp_freeze_q_cnt`; block
+    /// mode only, always 0 in frame mode): the receiver fell behind by the ring's whole depth.
+    pub kernel_freeze_q: u64,
+    /// Our own transmitted frames seen on RX (`PACKET_OUTGOING`) and skipped.
+    pub rx_outgoing_ignored: u64,
+    /// Frames the kernel stored shorter than they were (`tp_snaplen < tp_len`): dropped.
+    pub rx_truncated: u64,
+    /// Descriptors whose offsets or lengths fall outside their block: the rest of the block is dropped.
+    pub rx_bad_descriptor: u64,
+    /// Frames that found no free pool buffer: dropped.
+    pub rx_no_buffer: u64,
+    /// Frames received with their L4 checksum left to offload (`TP_STATUS_CSUMNOTREADY`, e.g.
+    /// from a veth peer's own stack) whose checksum the port completed in software.
+    pub rx_csum_completed: u64,
+    /// Such frames the port could not complete (not IPv4/IPv6 + TCP/UDP, fragments, IPv6
+    /// extension headers, longer than one buffer): passed on as they are, their checksum
+    /// incomplete.
+    pub rx_csum_incomplete: u64,
+    /// Frames not sent because every TX slot was still in use.
+    pub tx_ring_full: u64,
+    /// Frames not sent because they are longer than a TX slot or than the MTU allows.
+    pub tx_too_long: u64,
+    /// Frames the kernel refused to send (`TP_STATUS_WRONG_FORMAT`).
+    pub tx_kernel_rejected: u64,
+    /// `sendto` kicks that failed with something other than "try again".
+    pub tx_kick_errors: u64,
+    /// Frames placed in the TX ring and taken back unsent after a kick failed for good (interface
+    /// down or gone): dropped.
+    pub tx_unsent_dropped: u64,
+    /// Kicks that left frames in the ring for a later kick (`EAGAIN`: socket buffer full;
+    /// `ENOBUFS`: the qdisc refused one). Not a loss: the frames go out with a later kick.
+    pub tx_deferred_kicks: u64,
+    /// Frames in the TX ring now, not yet given back by the kernel (not yet counted as sent).
+    pub tx_in_flight: u64,
+}
+
+impl AfPacketStats {
+    /// `(reason, count)` of every counter `show errors` lists (losses and events, not the
+    /// `tx_in_flight` gauge), in a fixed order.
+    pub fn reasons(&self) -> [(&'static str, u64); 12] {
+        [
+            ("kernel-ring-full-drops", self.kernel_drops),
+            ("kernel-queue-freezes", self.kernel_freeze_q),
+            ("rx-truncated", self.rx_truncated),
+            ("rx-bad-descriptor", self.rx_bad_descriptor),
+            ("rx-no-buffer", self.rx_no_buffer),
+            ("rx-checksum-left-incomplete", self.rx_csum_incomplete),
+            ("tx-ring-full", self.tx_ring_full),
+            ("tx-too-long", self.tx_too_long),
+            ("tx-kernel-rejected", self.tx_kernel_rejected),
+            ("tx-unsent-dropped", self.tx_unsent_dropped),
+            ("tx-kick-errors", self.tx_kick_errors),
+            ("tx-deferred-kicks", self.tx_deferred_kicks),
+        ]
+    }
+}
