@@ -25,7 +25,11 @@ fn main() {
     let size = arg(3, 64) as u16;
     println!("run port offered_fps received_fps");
     for run in 1..=runs {
-        for kind in [GenVethPort::AfPacket, GenVethPort::AfXdp] {
+        for kind in [
+            GenVethPort::AfPacket,
+            GenVethPort::AfXdp,
+            GenVethPort::AfXdpNative,
+        ] {
             let mut tb = Testbed::build(Topology::Phy2Phy { link: Link::Veth }).unwrap();
             let ports = open_generator_ports_as(tb.wiring(), kind).unwrap();
             tb.start(Box::new(LinuxBridgeDut::new())).unwrap();
@@ -47,7 +51,11 @@ fn main() {
                 for p in &rep.ports {
                     println!(
                         "    {} tx {} rx_ours {} port rx_dropped {} tx_dropped {} lost(trial) {}",
-                        p.name, p.tx, p.rx_ours, p.port_stats.rx_dropped, p.port_stats.tx_dropped,
+                        p.name,
+                        p.tx,
+                        p.rx_ours,
+                        p.port_stats.rx_dropped,
+                        p.port_stats.tx_dropped,
                         rep.lost
                     );
                 }

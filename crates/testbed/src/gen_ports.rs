@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort, RxMode};
-use vecswitch_ports::af_xdp::{AfXdpConfig, AfXdpPort};
+use vecswitch_ports::af_xdp::{AfXdpConfig, AfXdpPort, XdpMode};
 use vecswitch_ports::memif::{MemifConfig, MemifPort, Role};
 use vecswitch_ports::{LinkState, Port};
 
@@ -23,12 +23,17 @@ use crate::topology::{MemifRole, PortEnd, Wiring};
 pub enum GenVethPort {
     /// AF_PACKET, TPACKET_V2 frame mode.
     AfPacket,
-    /// AF_XDP, copy mode, XDP native mode on the veth.
+    /// AF_XDP, copy mode, XDP in generic (SKB) mode: the generator's receive work stays where
+    /// RPS puts it, on the generator's CPU.
     AfXdp,
+    /// AF_XDP, copy mode, XDP in native (driver) mode: on veth the receive work then runs in the
+    /// NAPI context of whoever sent into the pair — for frames coming back from the DUT, on the
+    /// DUT's CPU, which the DUT then pays for. For calibration and comparisons only.
+    AfXdpNative,
 }
 
 impl GenVethPort {
-    /// The environment variable that picks the type: `af_packet` or `af_xdp`.
+    /// The environment variable that picks the type: `af_packet`, `af_xdp` or `af_xdp_native`.
     pub const ENV: &'static str = "VECSWITCH_GEN_VETH_PORT";
     /// The faster one at 64 B on this lab's veth (docs/BENCHMARKS.md, "Generator ceiling over veth").
     pub const DEFAULT: GenVethPort = GenVethPort::AfXdp;
@@ -46,6 +51,7 @@ impl GenVethPort {
         match self {
             GenVethPort::AfPacket => "af_packet",
             GenVethPort::AfXdp => "af_xdp",
+            GenVethPort::AfXdpNative => "af_xdp_native",
         }
     }
 }
@@ -56,10 +62,11 @@ impl std::str::FromStr for GenVethPort {
         match s {
             "af_packet" => Ok(GenVethPort::AfPacket),
             "af_xdp" => Ok(GenVethPort::AfXdp),
+            "af_xdp_native" => Ok(GenVethPort::AfXdpNative),
             _ => Err(Error::Invalid {
                 field: GenVethPort::ENV,
                 value: s.to_string(),
-                expected: "af_packet or af_xdp".to_string(),
+                expected: "af_packet, af_xdp or af_xdp_native".to_string(),
             }),
         }
     }
@@ -111,8 +118,17 @@ pub fn open_port_as(end: &PortEnd, veth: GenVethPort) -> Result<Box<dyn Port>> {
                         .map_err(|e| port_err(name, Box::new(e)))?;
                     Ok(Box::new(p))
                 }
-                GenVethPort::AfXdp => {
-                    let p = AfXdpPort::open_in_netns(AfXdpConfig::new(name, ifname), &ns)
+                GenVethPort::AfXdp | GenVethPort::AfXdpNative => {
+                    let mode = if veth == GenVethPort::AfXdp {
+                        XdpMode::Skb
+                    } else {
+                        XdpMode::Native
+                    };
+                    let cfg = AfXdpConfig {
+                        mode,
+                        ..AfXdpConfig::new(name, ifname)
+                    };
+                    let p = AfXdpPort::open_in_netns(cfg, &ns)
                         .map_err(|e| port_err(name, Box::new(e)))?;
                     Ok(Box::new(p))
                 }
@@ -169,14 +185,18 @@ mod tests {
 
     #[test]
     fn gen_veth_port_parses_its_names_and_rejects_others_naming_the_setting() {
-        for t in [GenVethPort::AfPacket, GenVethPort::AfXdp] {
+        for t in [
+            GenVethPort::AfPacket,
+            GenVethPort::AfXdp,
+            GenVethPort::AfXdpNative,
+        ] {
             assert_eq!(t.as_str().parse::<GenVethPort>().unwrap(), t);
         }
         let e = "afxdp".parse::<GenVethPort>().unwrap_err().to_string();
         assert!(
             e.contains(GenVethPort::ENV)
                 && e.contains("afxdp")
-                && e.contains("af_packet or af_xdp"),
+                && e.contains("af_xdp or af_xdp_native"),
             "{e}"
         );
     }
