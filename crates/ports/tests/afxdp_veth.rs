@@ -329,3 +329,31 @@ fn af_xdp_bad_config_names_the_field() {
         "{err}"
     );
 }
+
+/// On an interface whose driver has no native XDP (a bridge device), `mode = native` fails naming the mode
+/// and `mode = auto` falls back to SKB mode.
+#[test]
+fn af_xdp_native_mode_without_driver_support_fails_and_auto_falls_back_to_skb() {
+    let lab = VethLab::new();
+    let nodrv = format!("{}b", lab.peer);
+    ip(&["-n", &lab.ns, "link", "add", &nodrv, "type", "bridge"]);
+    ip(&["-n", &lab.ns, "link", "set", &nodrv, "up"]);
+    let cfg = |mode| AfXdpConfig {
+        mode,
+        ..AfXdpConfig::new("d", &nodrv)
+    };
+    let err = AfXdpPort::open_in_netns(cfg(XdpMode::Native), &lab.netns_path()).unwrap_err();
+    assert!(matches!(err, AfXdpError::Attach { .. }), "{err}");
+    assert!(err.to_string().contains("mode = native"), "{err}");
+    let mut port = AfXdpPort::open_in_netns(cfg(XdpMode::Auto), &lab.netns_path())
+        .expect("auto mode falls back to SKB mode");
+    assert_eq!(port.mode(), XdpMode::Skb);
+    assert!(port.describe().contains("xdp skb"), "{}", port.describe());
+    // Re-opened at once (a port re-created on reload): the kernel releases the old socket's
+    // queue in deferred work, which the open waits for instead of failing with EBUSY.
+    for _ in 0..3 {
+        drop(port);
+        port = AfXdpPort::open_in_netns(cfg(XdpMode::Skb), &lab.netns_path())
+            .expect("re-open right after close");
+    }
+}

@@ -530,6 +530,36 @@ impl AfXdpPort {
             .map(|k| k * frame as u64)
             .collect();
 
+        // The XDP side first: map, program, attach (until the socket is in the map, the program
+        // passes every frame to the stack). A mode the driver lacks thus fails before the socket
+        // is bound, and `auto` can fall back without a bound socket in the way.
+        let map = bpf::create_xskmap(c.queue + 1)
+            .map_err(|e| syscall("bpf(BPF_MAP_CREATE XSKMAP)", e))?;
+        let prog = bpf::load_redirect_program(map.as_raw_fd()).map_err(|(source, log)| {
+            AfXdpError::ProgramRejected {
+                port: c.name.clone(),
+                log,
+                source,
+            }
+        })?;
+        let attach = |mode: XdpMode| {
+            bpf::link_xdp(prog.as_raw_fd(), ifindex, mode_flags(mode)).map_err(|source| {
+                AfXdpError::Attach {
+                    port: c.name.clone(),
+                    interface: c.interface.clone(),
+                    mode,
+                    source,
+                }
+            })
+        };
+        let (link, mode) = match c.mode {
+            XdpMode::Auto => match attach(XdpMode::Native) {
+                Ok(l) => (l, XdpMode::Native),
+                Err(_) => (attach(XdpMode::Skb)?, XdpMode::Skb),
+            },
+            m => (attach(m)?, m),
+        };
+
         let sxdp = sys::SockaddrXdp {
             family: sys::AF_XDP as u16,
             flags: sys::XDP_COPY | sys::XDP_USE_NEED_WAKEUP,
@@ -537,20 +567,29 @@ impl AfXdpPort {
             queue_id: c.queue,
             shared_umem_fd: 0,
         };
-        // SAFETY: `sxdp` is a valid sockaddr_xdp and the length is its size.
-        let rc = unsafe {
-            libc::bind(
-                f,
-                (&sxdp as *const sys::SockaddrXdp).cast(),
-                core::mem::size_of::<sys::SockaddrXdp>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
-            return Err(syscall(
-                "bind(AF_XDP, copy mode)",
-                io::Error::last_os_error(),
-            ));
+        // A socket closed just before (a port re-created on reload, a failed open) releases its
+        // queue in deferred kernel work: the queue stays busy (EBUSY) for a moment.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        loop {
+            // SAFETY: `sxdp` is a valid sockaddr_xdp and the length is its size.
+            let rc = unsafe {
+                libc::bind(
+                    f,
+                    (&sxdp as *const sys::SockaddrXdp).cast(),
+                    core::mem::size_of::<sys::SockaddrXdp>() as libc::socklen_t,
+                )
+            };
+            if rc == 0 {
+                break;
+            }
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EBUSY) || std::time::Instant::now() >= deadline {
+                return Err(syscall("bind(AF_XDP, copy mode)", e));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
         }
+        bpf::xskmap_set(map.as_raw_fd(), c.queue, f)
+            .map_err(|e| syscall("bpf(BPF_MAP_UPDATE_ELEM socket into XSKMAP)", e))?;
 
         if c.busy_poll_us > 0 {
             setsockopt(f, libc::SOL_SOCKET, sys::SO_PREFER_BUSY_POLL, &1i32)
@@ -570,36 +609,6 @@ impl AfXdpPort {
             )
             .map_err(|e| syscall("setsockopt(SO_BUSY_POLL_BUDGET)", e))?;
         }
-
-        // The XDP side: map, program, socket in the map, then attach.
-        let map = bpf::create_xskmap(c.queue + 1)
-            .map_err(|e| syscall("bpf(BPF_MAP_CREATE XSKMAP)", e))?;
-        let prog = bpf::load_redirect_program(map.as_raw_fd()).map_err(|(source, log)| {
-            AfXdpError::ProgramRejected {
-                port: c.name.clone(),
-                log,
-                source,
-            }
-        })?;
-        bpf::xskmap_set(map.as_raw_fd(), c.queue, f)
-            .map_err(|e| syscall("bpf(BPF_MAP_UPDATE_ELEM socket into XSKMAP)", e))?;
-        let attach = |mode: XdpMode| {
-            bpf::link_xdp(prog.as_raw_fd(), ifindex, mode_flags(mode)).map_err(|source| {
-                AfXdpError::Attach {
-                    port: c.name.clone(),
-                    interface: c.interface.clone(),
-                    mode,
-                    source,
-                }
-            })
-        };
-        let (link, mode) = match c.mode {
-            XdpMode::Auto => match attach(XdpMode::Native) {
-                Ok(l) => (l, XdpMode::Native),
-                Err(_) => (attach(XdpMode::Skb)?, XdpMode::Skb),
-            },
-            m => (attach(m)?, m),
-        };
 
         let tx_lens = vec![0; c.tx_size as usize];
         let tx_seen = tx.produced();
