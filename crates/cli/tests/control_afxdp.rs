@@ -209,16 +209,7 @@ fn af_xdp_ports_cross_connected_between_namespaces_count_every_frame() {
     let lab = Lab::new();
     let cfg = lab.dir.join("s.toml");
     let sock = lab.dir.join("ctl.sock");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[[port]]\nname = \"x0\"\ntype = \"af_xdp\"\ninterface = \"{}\"\n\
-             [[port]]\nname = \"x1\"\ntype = \"af_xdp\"\ninterface = \"{}\"\nmode = \"native\"\n\
-             [[xconnect]]\nports = [\"x0\", \"x1\"]\n",
-            lab.host[0], lab.host[1]
-        ),
-    )
-    .unwrap();
+    std::fs::write(&cfg, config(&lab, "")).unwrap();
     let _sw = start(&cfg, &sock);
     let ports = json(&sock, "show ports");
     for (i, p) in ports.as_array().unwrap().iter().enumerate() {
@@ -256,4 +247,33 @@ fn af_xdp_ports_cross_connected_between_namespaces_count_every_frame() {
     }
     let text = String::from_utf8_lossy(&ctl(&sock, "show ports").stdout).to_string();
     assert!(text.contains("xdp rx_dropped 0 rx_ring_full 0"), "{text}");
+
+    // A backend key changes: x0 is re-created at once on the same interface and queue (the
+    // kernel releases the old socket's queue in deferred work) and forwarding goes on.
+    std::fs::write(&cfg, config(&lab, "rx_size = 1024\n")).unwrap();
+    let out = ctl(&sock, "reload");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ports = json(&sock, "show ports");
+    assert!(
+        ports[0]["describe"].as_str().unwrap().contains("rx 1024"),
+        "{}",
+        ports[0]
+    );
+    let ab = send_and_count(&mut a, &mut b, &mut pool, 3, 60, 200);
+    assert_eq!(ab, (0..200).collect::<Vec<_>>(), "a->b after reload");
+    let ba = send_and_count(&mut b, &mut a, &mut pool, 4, 60, 200);
+    assert_eq!(ba, (0..200).collect::<Vec<_>>(), "b->a after reload");
+}
+
+fn config(lab: &Lab, extra_x0: &str) -> String {
+    format!(
+        "[[port]]\nname = \"x0\"\ntype = \"af_xdp\"\ninterface = \"{}\"\n{extra_x0}\
+         [[port]]\nname = \"x1\"\ntype = \"af_xdp\"\ninterface = \"{}\"\nmode = \"native\"\n\
+         [[xconnect]]\nports = [\"x0\", \"x1\"]\n",
+        lab.host[0], lab.host[1]
+    )
 }
