@@ -963,6 +963,9 @@ impl Port for AfXdpPort {
         let k = self.kernel_stats();
         let mut s = self.stats;
         s.rx_dropped += k.rx_dropped + k.rx_ring_full + k.rx_invalid_descs;
+        // The kernel takes an invalid descriptor off the TX ring without sending it: it was
+        // counted as taken (sent), it is a drop.
+        s.tx_packets = s.tx_packets.saturating_sub(k.tx_invalid_descs);
         s.tx_dropped += k.tx_invalid_descs;
         s
     }
