@@ -36,7 +36,11 @@
 //! is not in the map, go to the kernel stack (`XDP_PASS`).
 //!
 //! On veth, native XDP on the receiving end runs in that veth's NAPI context, which attaching
-//! the program enables; the sending side runs on the CPU of whoever transmitted into the peer.
+//! the program enables, on the CPU of whoever transmitted into the peer; in SKB mode it runs in
+//! the normal receive path, where RPS can place it.
+//!
+//! VLAN tags stay in the frame: XDP (native or generic) sees the frame before the kernel takes a
+//! tag out into the skb (`skb_vlan_untag`), so unlike AF_PACKET nothing needs putting back.
 //!
 //! ## Counters
 //!
