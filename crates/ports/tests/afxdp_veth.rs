@@ -411,3 +411,38 @@ fn af_xdp_keeps_vlan_tags_both_ways() {
         }
     }
 }
+
+/// With busy polling on (SO_BUSY_POLL, SO_PREFER_BUSY_POLL, SO_BUSY_POLL_BUDGET) the port opens,
+/// says so, and frames cross both ways, counted exactly.
+#[test]
+fn af_xdp_with_busy_polling_exchanges_frames() {
+    let lab = VethLab::new();
+    let mut xdp = AfXdpPort::open(AfXdpConfig {
+        busy_poll_us: 20,
+        busy_poll_budget: 16,
+        ..AfXdpConfig::new("xdp", &lab.host)
+    })
+    .expect("open with busy polling");
+    assert!(
+        xdp.describe().contains("busy-poll 20 us"),
+        "{}",
+        xdp.describe()
+    );
+    let mut peer = AfPacketPort::open_in_netns(
+        AfPacketConfig {
+            rx_mode: RxMode::Frame,
+            ..AfPacketConfig::new("peer", &lab.peer)
+        },
+        &lab.netns_path(),
+    )
+    .expect("open far end");
+    wait_up(&xdp);
+    wait_up(&peer);
+    let mut pool = Pool::new(1024);
+    let (got, _) = transfer(&mut xdp, &mut peer, &mut pool, 1, 60, 300);
+    check_in_order(&got, 1, 60);
+    let (got, _) = transfer(&mut peer, &mut xdp, &mut pool, 2, 60, 300);
+    check_in_order(&got, 2, 60);
+    assert_eq!(xdp.stats().rx_packets, 300);
+    assert_eq!(xdp.stats().tx_packets, 300);
+}
