@@ -4,6 +4,7 @@
 //! vecswitch gen --port memif:/run/vs.sock:0:client --port memif:/run/vs.sock:1:client \
 //!     --size imix --rate 50%@10G --duration 10s --flows 1000 --bidir
 //! vecswitch gen calibrate --port memif:/tmp/c.sock:0:server --port memif:/tmp/c.sock:0:client
+//! vecswitch gen --port afxdp:veth0 --port afxdp:veth1@/run/netns/far --size 64 --rate max
 //! ```
 //!
 //! Flags are parsed raw by clap, then resolved into the generator's types ([`StreamSpec`],
@@ -22,6 +23,7 @@ use vecswitch_gen::{
     TrialSpec, VlanSpec,
 };
 use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort, RxMode};
+use vecswitch_ports::af_xdp::{AfXdpConfig, AfXdpPort};
 use vecswitch_ports::memif::{MemifConfig, MemifPort, Role};
 use vecswitch_ports::Port;
 
@@ -43,8 +45,9 @@ enum Sub {
 
 #[derive(Debug, clap::Args)]
 struct PortArgs {
-    /// A port: `memif:SOCKET[:ID[:client|server]]` (default id 0, client) or
-    /// `afp:IFNAME[@NETNS_PATH]`. Give one (sent and received on the same port) or two (A sends,
+    /// A port: `memif:SOCKET[:ID[:client|server]]` (default id 0, client),
+    /// `afp:IFNAME[@NETNS_PATH]` (AF_PACKET) or `afxdp:IFNAME[@NETNS_PATH][,KEY=VALUE...]`
+    /// (AF_XDP; keys mode=auto|native|skb, busy_poll_us, rx_size, tx_size). Give one (sent and received on the same port) or two (A sends,
     /// B receives; both ways with --bidir).
     #[arg(long = "port", required = true, num_args = 1)]
     ports: Vec<String>,
@@ -183,7 +186,8 @@ fn parse_mac(flag: &str, s: &str) -> Result<[u8; 6]> {
 
 /// Opens a port from its `--port` spec.
 fn open_port(spec: &str, index: usize) -> Result<Box<dyn Port>> {
-    let accepted = "memif:SOCKET[:ID[:client|server]] or afp:IFNAME[@NETNS_PATH]";
+    let accepted =
+        "memif:SOCKET[:ID[:client|server]], afp:IFNAME[@NETNS_PATH] or afxdp:IFNAME[@NETNS_PATH]";
     if let Some(rest) = spec.strip_prefix("memif:") {
         let mut it = rest.split(':');
         let path = it.next().filter(|p| !p.is_empty());
@@ -226,6 +230,40 @@ fn open_port(spec: &str, index: usize) -> Result<Box<dyn Port>> {
         let port = match netns {
             Some(ns) => AfPacketPort::open_in_netns(cfg, ns),
             None => AfPacketPort::open(cfg),
+        }
+        .with_context(|| format!("opening --port {spec}"))?;
+        return Ok(Box::new(port));
+    }
+    if let Some(rest) = spec.strip_prefix("afxdp:") {
+        let mut parts = rest.split(',');
+        let rest = parts.next().unwrap_or_default();
+        let (ifname, netns) = match rest.split_once('@') {
+            Some((i, n)) => (i, Some(n)),
+            None => (rest, None),
+        };
+        if ifname.is_empty() {
+            bail!("invalid --port {spec:?}: no interface name; accepted {accepted}");
+        }
+        let mut cfg = AfXdpConfig::new(ifname, ifname);
+        for kv in parts {
+            let bad = || {
+                anyhow::anyhow!(
+                    "invalid --port {spec:?}: option {kv:?}; accepted mode=auto|native|skb, \
+                     busy_poll_us=N, rx_size=N, tx_size=N"
+                )
+            };
+            let (k, v) = kv.split_once('=').ok_or_else(bad)?;
+            match k {
+                "mode" => cfg.mode = v.parse().with_context(|| format!("--port {spec:?}"))?,
+                "busy_poll_us" => cfg.busy_poll_us = v.parse().map_err(|_| bad())?,
+                "rx_size" => cfg.rx_size = v.parse().map_err(|_| bad())?,
+                "tx_size" => cfg.tx_size = v.parse().map_err(|_| bad())?,
+                _ => return Err(bad()),
+            }
+        }
+        let port = match netns {
+            Some(ns) => AfXdpPort::open_in_netns(cfg, ns),
+            None => AfXdpPort::open(cfg),
         }
         .with_context(|| format!("opening --port {spec}"))?;
         return Ok(Box::new(port));
@@ -616,6 +654,20 @@ mod tests {
             .unwrap()
             .to_string()
             .contains("accepted"));
+        let e = open_port("afxdp:@/run/netns/x", 0)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("no interface name") && e.contains("afxdp:"),
+            "{e}"
+        );
+        let e = format!("{:#}", open_port("afxdp:x,mode=turbo", 0).err().unwrap());
+        assert!(e.contains("mode = \"turbo\""), "{e}");
+        let e = format!("{:#}", open_port("afxdp:x,colour=red", 0).err().unwrap());
+        assert!(e.contains("colour=red") && e.contains("mode="), "{e}");
+        let e = format!("{:#}", open_port("afxdp:vsnosuch0", 0).err().unwrap());
+        assert!(e.contains("interface = \"vsnosuch0\""), "{e}");
         assert!(open_port("memif:/tmp/x:0:peer", 0)
             .err()
             .unwrap()

@@ -141,6 +141,8 @@ pub enum PortConfig {
     Memif(MemifPortConfig),
     /// A kernel interface opened with AF_PACKET.
     AfPacket(AfPacketPortConfig),
+    /// A kernel interface opened with AF_XDP.
+    AfXdp(AfXdpPortConfig),
 }
 
 impl PortConfig {
@@ -149,6 +151,7 @@ impl PortConfig {
         match self {
             PortConfig::Memif(c) => &c.name,
             PortConfig::AfPacket(c) => &c.name,
+            PortConfig::AfXdp(c) => &c.name,
         }
     }
 
@@ -157,6 +160,7 @@ impl PortConfig {
         match self {
             PortConfig::Memif(_) => "memif",
             PortConfig::AfPacket(_) => "af_packet",
+            PortConfig::AfXdp(_) => "af_xdp",
         }
     }
 
@@ -165,6 +169,7 @@ impl PortConfig {
         match self {
             PortConfig::Memif(c) => c.admin,
             PortConfig::AfPacket(c) => c.admin,
+            PortConfig::AfXdp(c) => c.admin,
         }
     }
 
@@ -173,6 +178,7 @@ impl PortConfig {
         match self {
             PortConfig::Memif(c) => c.admin = admin,
             PortConfig::AfPacket(c) => c.admin = admin,
+            PortConfig::AfXdp(c) => c.admin = admin,
         }
     }
 
@@ -290,6 +296,56 @@ impl AfPacketPortConfig {
             promiscuous: None,
             fanout: None,
             rx_mode: None,
+        }
+    }
+}
+
+/// `type = "af_xdp"` keys (vecswitch_ports::af_xdp::AfXdpConfig holds the defaults and the rules).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AfXdpPortConfig {
+    pub name: String,
+    /// Kernel interface name (e.g. `veth0`).
+    pub interface: String,
+    #[serde(default)]
+    pub admin: AdminState,
+    /// Receive/transmit queue of the interface, 0..=255; default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<u32>,
+    /// XDP attach mode, `"auto"` (native, else SKB), `"native"` or `"skb"`; default auto.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<vecswitch_ports::af_xdp::XdpMode>,
+    /// Bytes per UMEM chunk, 2048 or 4096; default 2048.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame_size: Option<u32>,
+    /// RX/fill ring entries, a power of two in 64..=16384; default 2048.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_size: Option<u32>,
+    /// TX/completion ring entries, a power of two in 64..=16384; default 2048.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_size: Option<u32>,
+    /// `SO_BUSY_POLL` microseconds (with `SO_PREFER_BUSY_POLL`), 0..=1000; default 0 (off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_poll_us: Option<u32>,
+    /// `SO_BUSY_POLL_BUDGET`, 1..=1024; default 64.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_poll_budget: Option<u32>,
+}
+
+impl AfXdpPortConfig {
+    /// An af_xdp port with every optional key at its default.
+    pub fn new(name: &str, interface: &str) -> AfXdpPortConfig {
+        AfXdpPortConfig {
+            name: name.to_string(),
+            interface: interface.to_string(),
+            admin: AdminState::Up,
+            queue: None,
+            mode: None,
+            frame_size: None,
+            rx_size: None,
+            tx_size: None,
+            busy_poll_us: None,
+            busy_poll_budget: None,
         }
     }
 }
@@ -562,6 +618,33 @@ mac_age = 0
                 && e.contains("frame"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn af_xdp_port_parses_round_trips_and_names_bad_mode() {
+        let port = |extra: &str| {
+            format!("[[port]]\nname = \"x\"\ntype = \"af_xdp\"\ninterface = \"v\"\n{extra}")
+        };
+        let c = Config::from_toml(&port("mode = \"skb\"\nrx_size = 4096\n"), "t").unwrap();
+        assert_eq!(c.ports[0].type_name(), "af_xdp");
+        let PortConfig::AfXdp(x) = &c.ports[0] else {
+            panic!("expected af_xdp, got {:?}", c.ports[0]);
+        };
+        let b = crate::ports::af_xdp_config(x);
+        use vecswitch_ports::af_xdp::XdpMode;
+        assert_eq!((b.mode, b.rx_size, b.tx_size), (XdpMode::Skb, 4096, 2048));
+        assert_eq!(Config::from_toml(&c.to_toml(), "t").unwrap(), c);
+        let e = Config::from_toml(&port("mode = \"turbo\"\n"), "t")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("mode") && e.contains("turbo") && e.contains("native"),
+            "{e}"
+        );
+        let e = Config::from_toml(&port("zero_copy = true\n"), "t")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("zero_copy"), "{e}");
     }
 
     #[test]

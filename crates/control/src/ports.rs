@@ -1,10 +1,13 @@
 //! Opening ports from config: [`open_port`] is the one place that maps a [`PortConfig`] to a
-//! backend of `vecswitch_ports` (memif, af_packet). Adding a backend means a variant in
+//! backend of `vecswitch_ports` (memif, af_packet, af_xdp). Adding a backend means a variant in
 //! [`PortConfig`], its checks in [`crate::validate`] and one arm here.
 
-use crate::config::{AfPacketPortConfig, MemifMode, MemifPortConfig, MemifRole, PortConfig};
+use crate::config::{
+    AfPacketPortConfig, AfXdpPortConfig, MemifMode, MemifPortConfig, MemifRole, PortConfig,
+};
 use crate::validate::parse_mac;
 use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort};
+use vecswitch_ports::af_xdp::{AfXdpConfig, AfXdpError, AfXdpPort};
 use vecswitch_ports::memif::{self, MemifConfig, MemifPort};
 use vecswitch_ports::Port;
 
@@ -55,11 +58,35 @@ pub fn af_packet_config(c: &AfPacketPortConfig) -> AfPacketConfig {
     a
 }
 
+/// The af_xdp backend's config for a `type = "af_xdp"` port.
+pub fn af_xdp_config(c: &AfXdpPortConfig) -> AfXdpConfig {
+    let d = AfXdpConfig::new(&c.name, &c.interface);
+    AfXdpConfig {
+        queue: c.queue.unwrap_or(d.queue),
+        mode: c.mode.unwrap_or(d.mode),
+        frame_size: c.frame_size.unwrap_or(d.frame_size),
+        rx_size: c.rx_size.unwrap_or(d.rx_size),
+        tx_size: c.tx_size.unwrap_or(d.tx_size),
+        busy_poll_us: c.busy_poll_us.unwrap_or(d.busy_poll_us),
+        busy_poll_budget: c.busy_poll_budget.unwrap_or(d.busy_poll_budget),
+        ..d
+    }
+}
+
 /// Backend-specific checks that need the backend's own rules; returns (field, value, accepted).
 pub fn check_backend(p: &PortConfig) -> Option<(String, String, String)> {
     match p {
         PortConfig::AfPacket(c) => match af_packet_config(c).validate() {
             Err(vecswitch_ports::af_packet::AfPacketError::Config {
+                field,
+                value,
+                accepted,
+                ..
+            }) => Some((field.to_string(), value, accepted.to_string())),
+            _ => None,
+        },
+        PortConfig::AfXdp(c) => match af_xdp_config(c).validate() {
+            Err(AfXdpError::Config {
                 field,
                 value,
                 accepted,
@@ -96,6 +123,9 @@ pub fn open_port(p: &PortConfig) -> Result<Box<dyn Port>, String> {
     match p {
         PortConfig::Memif(c) => open_memif(c),
         PortConfig::AfPacket(c) => AfPacketPort::open(af_packet_config(c))
+            .map(|port| Box::new(port) as Box<dyn Port>)
+            .map_err(|e| e.to_string()),
+        PortConfig::AfXdp(c) => AfXdpPort::open(af_xdp_config(c))
             .map(|port| Box::new(port) as Box<dyn Port>)
             .map_err(|e| e.to_string()),
     }

@@ -313,7 +313,7 @@ pub fn parse_request(line: &str) -> Result<Request, RequestError> {
 /// (`port.ring_size = "big": invalid type ...`), found by deserializing with the struct of its
 /// `type`.
 fn port_field_error(port: Option<&Value>) -> Option<String> {
-    use crate::config::{AfPacketPortConfig, MemifPortConfig};
+    use crate::config::{AfPacketPortConfig, AfXdpPortConfig, MemifPortConfig};
     let mut obj = port?.as_object()?.clone();
     let ty = obj.remove("type")?;
     let v = Value::Object(obj);
@@ -322,6 +322,7 @@ fn port_field_error(port: Option<&Value>) -> Option<String> {
         "af_packet" => {
             serde_path_to_error::deserialize::<_, AfPacketPortConfig>(v.clone()).err()?
         }
+        "af_xdp" => serde_path_to_error::deserialize::<_, AfXdpPortConfig>(v.clone()).err()?,
         _ => return None,
     };
     let path = err.path().to_string();

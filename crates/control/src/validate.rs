@@ -3,7 +3,7 @@
 //! `bridge[1].static_mac[0].mac`), the value and what would be accepted. A config that passes can
 //! be applied without the switch refusing it for a config reason (opening a port can still fail).
 
-use crate::config::{Config, MemifRole, PortConfig};
+use crate::config::{AfPacketPortConfig, AfXdpPortConfig, Config, MemifRole, PortConfig};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
@@ -267,8 +267,8 @@ fn check_ports(c: &Config, e: &mut Errs) -> HashSet<String> {
                     }
                 }
             }
-            PortConfig::AfPacket(a) => {
-                let n = &a.interface;
+            PortConfig::AfPacket(AfPacketPortConfig { interface: n, .. })
+            | PortConfig::AfXdp(AfXdpPortConfig { interface: n, .. }) => {
                 if n.is_empty()
                     || n.len() > MAX_IFNAME
                     || n.contains('/')
@@ -632,6 +632,33 @@ ports = ["v0", "v1"]
             a.interface = "a-very-long-interface-name".into();
         }
         assert!(errs(&c).has_path("port[3].interface"));
+    }
+
+    #[test]
+    fn af_xdp_checks_name_the_field_value_and_accepted() {
+        let mut c = base();
+        let mut x = AfXdpPortConfig::new("x0", "vethx");
+        x.rx_size = Some(1000);
+        c.ports.push(PortConfig::AfXdp(x.clone()));
+        let e = errs(&c);
+        assert!(e.has_path("port[4].rx_size"), "{e}");
+        assert!(e.to_string().contains("1000"), "{e}");
+        assert!(e.to_string().contains("power of two"), "{e}");
+        x.rx_size = None;
+        x.queue = Some(300);
+        c.ports[4] = PortConfig::AfXdp(x);
+        let e = errs(&c);
+        assert!(e.has_path("port[4].queue"), "{e}");
+        assert!(e.to_string().contains("0 to 255"), "{e}");
+        // One interface, one port, whatever the backend.
+        let mut c = base();
+        let iface = match &c.ports[3] {
+            PortConfig::AfPacket(a) => a.interface.clone(),
+            other => panic!("expected af_packet, got {other:?}"),
+        };
+        c.ports
+            .push(PortConfig::AfXdp(AfXdpPortConfig::new("x0", &iface)));
+        assert!(errs(&c).has_path("port[4].interface"));
     }
 
     #[test]

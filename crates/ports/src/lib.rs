@@ -3,6 +3,8 @@
 //! - [`memif`]: shared-memory interface, wire-compatible with DPDK's `net_memif` and VPP's memif
 //!   (server and client roles, Unix control socket, shared rings).
 //! - [`af_packet`]: any kernel interface through an AF_PACKET socket with TPACKET_V3 mmap rings.
+//! - [`af_xdp`]: any kernel interface through an AF_XDP socket (UMEM, four rings, an XDP program
+//!   loaded without libbpf).
 //! - [`loopback`]: an in-process port pair for tests and benchmarks.
 //! - [`pcap`]: a wrapper around any port that writes what it receives and sends to a pcap file.
 //! - [`fault`]: a wrapper around any port that injects loss, corruption and reordering (seeded).
@@ -16,6 +18,7 @@
 //! shared memory, each block with a `// SAFETY:` comment.
 
 pub mod af_packet;
+pub mod af_xdp;
 pub mod fault;
 pub mod loopback;
 pub mod memif;

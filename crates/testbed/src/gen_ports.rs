@@ -1,22 +1,88 @@
 //! Opening the generator's ends of a topology as [`Port`]s.
 //!
-//! memif ends become [`MemifPort`] clients of the DUT's server sockets; veth ends become
-//! [`AfPacketPort`]s opened inside the generator namespace (the socket stays bound to that
-//! namespace, so the generator uses it from any thread), in frame mode ([`RxMode::Frame`]): block
-//! mode would add up to a block timeout (~0.3–0.8 ms median measured) to every latency sample. [`wait_links_up`] drives the ports'
+//! memif ends become [`MemifPort`] clients of the DUT's server sockets; veth ends become, as
+//! [`GenVethPort`] says, [`AfPacketPort`]s or [`AfXdpPort`]s opened inside the generator namespace
+//! (the socket stays bound to that namespace, so the generator uses it from any thread).
+//! AF_PACKET ports are in frame mode ([`RxMode::Frame`]): block mode would add up to a block
+//! timeout (~0.3–0.8 ms median measured) to every latency sample. AF_XDP ports attach their XDP
+//! program to the generator's veth end in native mode. [`wait_links_up`] drives the ports'
 //! control work until every link is up — memif needs the handshake with the DUT first.
 
 use std::time::Duration;
 
 use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort, RxMode};
+use vecswitch_ports::af_xdp::{AfXdpConfig, AfXdpPort, XdpMode};
 use vecswitch_ports::memif::{MemifConfig, MemifPort, Role};
 use vecswitch_ports::{LinkState, Port};
 
 use crate::error::{Error, Result};
 use crate::topology::{MemifRole, PortEnd, Wiring};
 
-/// Opens one end as a port named after it.
+/// How the generator opens its veth ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GenVethPort {
+    /// AF_PACKET, TPACKET_V2 frame mode.
+    AfPacket,
+    /// AF_XDP, copy mode, XDP in generic (SKB) mode: the generator's receive work stays where
+    /// RPS puts it, on the generator's CPU.
+    AfXdp,
+    /// AF_XDP, copy mode, XDP in native (driver) mode: on veth the receive work then runs in the
+    /// NAPI context of whoever sent into the pair — for frames coming back from the DUT, on the
+    /// DUT's CPU, which the DUT then pays for. For calibration and comparisons only.
+    AfXdpNative,
+}
+
+impl GenVethPort {
+    /// The environment variable that picks the type: `af_packet`, `af_xdp` or `af_xdp_native`.
+    pub const ENV: &'static str = "VECSWITCH_GEN_VETH_PORT";
+    /// The faster one at 64 B on this lab's veth (docs/BENCHMARKS.md, "Generator ceiling over veth").
+    pub const DEFAULT: GenVethPort = GenVethPort::AfXdp;
+
+    /// [`GenVethPort::ENV`] if set, else [`GenVethPort::DEFAULT`]; a value that is neither
+    /// accepted name is an error naming it.
+    pub fn from_env() -> Result<GenVethPort> {
+        match std::env::var(Self::ENV) {
+            Err(_) => Ok(Self::DEFAULT),
+            Ok(v) => v.parse(),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GenVethPort::AfPacket => "af_packet",
+            GenVethPort::AfXdp => "af_xdp",
+            GenVethPort::AfXdpNative => "af_xdp_native",
+        }
+    }
+}
+
+impl std::str::FromStr for GenVethPort {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<GenVethPort> {
+        match s {
+            "af_packet" => Ok(GenVethPort::AfPacket),
+            "af_xdp" => Ok(GenVethPort::AfXdp),
+            "af_xdp_native" => Ok(GenVethPort::AfXdpNative),
+            _ => Err(Error::Invalid {
+                field: GenVethPort::ENV,
+                value: s.to_string(),
+                expected: "af_packet, af_xdp or af_xdp_native".to_string(),
+            }),
+        }
+    }
+}
+
+/// Opens one end as a port named after it, veth ends as [`GenVethPort::from_env`] says.
 pub fn open_port(end: &PortEnd) -> Result<Box<dyn Port>> {
+    open_port_as(end, GenVethPort::from_env()?)
+}
+
+/// Opens one end as a port named after it, a veth end as a `veth` port.
+pub fn open_port_as(end: &PortEnd, veth: GenVethPort) -> Result<Box<dyn Port>> {
+    let port_err = |name: &str, e: Box<dyn std::error::Error + Send + Sync>| Error::Port {
+        port: name.to_string(),
+        source: e,
+    };
     match end {
         PortEnd::Memif {
             name,
@@ -41,25 +107,48 @@ pub fn open_port(end: &PortEnd) -> Result<Box<dyn Port>> {
             ifname,
             ..
         } => {
-            let cfg = AfPacketConfig {
-                rx_mode: RxMode::Frame,
-                ..AfPacketConfig::new(name, ifname)
-            };
-            let p =
-                AfPacketPort::open_in_netns(cfg, &format!("/run/netns/{netns}")).map_err(|e| {
-                    Error::Port {
-                        port: name.clone(),
-                        source: Box::new(e),
-                    }
-                })?;
-            Ok(Box::new(p))
+            let ns = format!("/run/netns/{netns}");
+            match veth {
+                GenVethPort::AfPacket => {
+                    let cfg = AfPacketConfig {
+                        rx_mode: RxMode::Frame,
+                        ..AfPacketConfig::new(name, ifname)
+                    };
+                    let p = AfPacketPort::open_in_netns(cfg, &ns)
+                        .map_err(|e| port_err(name, Box::new(e)))?;
+                    Ok(Box::new(p))
+                }
+                GenVethPort::AfXdp | GenVethPort::AfXdpNative => {
+                    let mode = if veth == GenVethPort::AfXdp {
+                        XdpMode::Skb
+                    } else {
+                        XdpMode::Native
+                    };
+                    let cfg = AfXdpConfig {
+                        mode,
+                        ..AfXdpConfig::new(name, ifname)
+                    };
+                    let p = AfXdpPort::open_in_netns(cfg, &ns)
+                        .map_err(|e| port_err(name, Box::new(e)))?;
+                    Ok(Box::new(p))
+                }
+            }
         }
     }
 }
 
-/// Opens the generator's two ports of `wiring`, in order.
+/// Opens the generator's two ports of `wiring`, in order (veth ends as [`GenVethPort::from_env`]).
 pub fn open_generator_ports(wiring: &Wiring) -> Result<Vec<Box<dyn Port>>> {
-    wiring.gen_ports.iter().map(open_port).collect()
+    open_generator_ports_as(wiring, GenVethPort::from_env()?)
+}
+
+/// Opens the generator's two ports of `wiring`, in order, veth ends as `veth` ports.
+pub fn open_generator_ports_as(wiring: &Wiring, veth: GenVethPort) -> Result<Vec<Box<dyn Port>>> {
+    wiring
+        .gen_ports
+        .iter()
+        .map(|e| open_port_as(e, veth))
+        .collect()
 }
 
 /// Calls `poll_control` on every port until all links are up, or fails after `timeout` naming
@@ -88,4 +177,27 @@ pub fn wait_links_up(ports: &mut [Box<dyn Port>], timeout: Duration) -> Result<(
         });
     }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gen_veth_port_parses_its_names_and_rejects_others_naming_the_setting() {
+        for t in [
+            GenVethPort::AfPacket,
+            GenVethPort::AfXdp,
+            GenVethPort::AfXdpNative,
+        ] {
+            assert_eq!(t.as_str().parse::<GenVethPort>().unwrap(), t);
+        }
+        let e = "afxdp".parse::<GenVethPort>().unwrap_err().to_string();
+        assert!(
+            e.contains(GenVethPort::ENV)
+                && e.contains("afxdp")
+                && e.contains("af_xdp or af_xdp_native"),
+            "{e}"
+        );
+    }
 }

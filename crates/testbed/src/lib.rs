@@ -40,7 +40,10 @@ pub use cmd::{wait_for, wait_for_result};
 pub use dut::counters::DeviceCounters;
 pub use dut::{Dut, DutKind, Scale};
 pub use error::{Error, Result};
-pub use gen_ports::{open_generator_ports, open_port, wait_links_up};
+pub use gen_ports::{
+    open_generator_ports, open_generator_ports_as, open_port, open_port_as, wait_links_up,
+    GenVethPort,
+};
 pub use measurer::{default_streams, generator_placement, streams_for, GenMeasurer};
 pub use netns::{cleanup_stale, veth_pair, CleanupReport, Netns};
 pub use placement::{CorePlan, PlacedProcess, Placement};

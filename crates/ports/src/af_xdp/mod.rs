@@ -1,0 +1,1019 @@
+//! AF_XDP port: a kernel interface (veth, a NIC) through an XDP socket, the kernel's fast path
+//! to user space.
+//!
+//! - [`AfXdpConfig`] names the port, the interface and the receive queue, sizes the rings and the
+//!   UMEM and picks the [`XdpMode`]; [`AfXdpConfig::validate`] names the bad field, its value
+//!   and what is accepted.
+//! - [`AfXdpPort`] implements [`Port`]: [`AfXdpPort::open`] opens an interface of the caller's
+//!   network namespace, [`AfXdpPort::open_in_netns`] one inside another namespace.
+//! - [`AfXdpStats`] holds the kernel's `XDP_STATISTICS` and the port's own drop counters.
+//! - [`rings`] holds every access to memory shared with the kernel; [`bpf`] the XDP program.
+//!
+//! ## How it works (Documentation/networking/af_xdp.rst)
+//!
+//! The port owns a UMEM of `rx_size + tx_size` chunks of `frame_size` bytes, shared with nothing
+//! else, and the socket's four rings. The first `rx_size` chunks receive: all of them start on the
+//! fill ring; the kernel copies a received frame into one and posts it on the RX ring; `rx_burst`
+//! copies it into the [`Pool`] and puts the chunk straight back on the fill ring (the fill ring
+//! can never overflow: it has as many slots as there are receive chunks). The other `tx_size`
+//! chunks send: `tx_burst` copies a packet into a free one and posts it on the TX ring; the
+//! kernel returns the chunk on the completion ring once the frame has left.
+//!
+//! The socket is bound in copy mode (`XDP_COPY`; veth has no zero-copy) with need-wakeup
+//! (`XDP_USE_NEED_WAKEUP`): the port kicks the kernel (`sendto`) only when the TX ring's flag
+//! asks for it, and calls `recvfrom` for the fill ring only when that ring's flag asks for it or
+//! busy polling is on. In copy mode the kernel sends at most 32 frames per kick
+//! (`TX_BATCH_SIZE`, returning `EAGAIN` for the rest), so a burst kicks until the kernel has
+//! taken every posted frame; frames still posted after that (the peer could not take them) are
+//! sent by the next burst or by [`Port::poll_control`]. A frame counts in `tx_packets` when the
+//! kernel took it off the TX ring, never before.
+//!
+//! Frames reach the socket through a minimal XDP program loaded by the port itself ([`bpf`]: an
+//! XSKMAP and `bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS)`; no libbpf, BTF or bpffs)
+//! and attached by a BPF link, in driver (native) mode where the driver has XDP (veth does) or
+//! in generic SKB mode otherwise (`mode = "auto"` tries native, then SKB). Closing the link when
+//! the port drops detaches the program; frames of other queues, and every frame while the socket
+//! is not in the map, go to the kernel stack (`XDP_PASS`).
+//!
+//! On veth, native XDP on the receiving end runs in that veth's NAPI context, which attaching
+//! the program enables, on the CPU of whoever transmitted into the peer; in SKB mode it runs in
+//! the normal receive path, where RPS can place it.
+//!
+//! VLAN tags stay in the frame: XDP (native or generic) sees the frame before the kernel takes a
+//! tag out into the skb (`skb_vlan_untag`), so unlike AF_PACKET nothing needs putting back.
+//!
+//! ## Counters
+//!
+//! `rx_dropped` = kernel drops (`XDP_STATISTICS`: `rx_dropped`, which includes frames that found
+//! the fill ring empty, `rx_ring_full` and `rx_invalid_descs`) + descriptors outside the UMEM +
+//! frames that found no pool buffer. `tx_dropped` = frames not posted (TX ring or chunks
+//! exhausted, too long for a chunk or the MTU) + `tx_invalid_descs`. `XDP_STATISTICS` does not
+//! reset on read; [`Port::clear_stats`] keeps a baseline.
+//!
+//! The `unsafe` of this port is in [`rings`] (shared memory), [`bpf`] (the `bpf` syscall) and the
+//! socket calls below, each block with the reason it is sound.
+
+pub mod bpf;
+pub mod rings;
+pub mod sys;
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::ptr;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+use vecswitch_buffer::{Pool, DATA_SIZE, HEADROOM};
+
+use self::rings::{Ring, Umem};
+use self::sys::XdpDesc;
+use crate::{LinkState, Port, PortStats};
+
+/// How the XDP program is attached (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", try_from = "String")]
+pub enum XdpMode {
+    /// Native (driver) mode if the driver has it, else SKB mode.
+    #[default]
+    Auto,
+    /// Driver mode only (`XDP_FLAGS_DRV_MODE`); opening fails where the driver lacks XDP.
+    Native,
+    /// Generic mode (`XDP_FLAGS_SKB_MODE`): works on any interface, after the skb is built.
+    Skb,
+}
+
+impl std::fmt::Display for XdpMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            XdpMode::Auto => "auto",
+            XdpMode::Native => "native",
+            XdpMode::Skb => "skb",
+        })
+    }
+}
+
+/// A string that is not an [`XdpMode`]; names the field, the value and what is accepted.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("mode = {0:?} is not accepted; expected \"auto\", \"native\" or \"skb\"")]
+pub struct XdpModeError(pub String);
+
+impl std::str::FromStr for XdpMode {
+    type Err = XdpModeError;
+    fn from_str(s: &str) -> Result<XdpMode, XdpModeError> {
+        match s {
+            "auto" => Ok(XdpMode::Auto),
+            "native" => Ok(XdpMode::Native),
+            "skb" => Ok(XdpMode::Skb),
+            _ => Err(XdpModeError(s.to_string())),
+        }
+    }
+}
+
+impl TryFrom<String> for XdpMode {
+    type Error = XdpModeError;
+    fn try_from(s: String) -> Result<XdpMode, XdpModeError> {
+        s.parse()
+    }
+}
+
+/// Largest receive queue index accepted (the XSKMAP has this many + 1 slots at most).
+const MAX_QUEUE: u32 = 255;
+/// Ethernet header, and one 802.1Q tag: what a frame may carry beyond the MTU.
+const ETH_HLEN: usize = 14;
+const VLAN_TAG: usize = 4;
+
+/// Configuration of an AF_XDP port.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AfXdpConfig {
+    /// The port's name in the switch (`show ports`).
+    pub name: String,
+    /// Kernel interface to open, at most 15 bytes.
+    pub interface: String,
+    /// Receive (and transmit) queue of the interface, 0..=255.
+    pub queue: u32,
+    /// `auto`, `native` or `skb` (see [`XdpMode`]).
+    pub mode: XdpMode,
+    /// Bytes per UMEM chunk: 2048 or 4096. A received frame starts 256 bytes into its chunk, so
+    /// the largest frame is 1792 (3840) bytes; the largest sent is `frame_size`.
+    pub frame_size: u32,
+    /// Entries of the RX and fill rings, and receive chunks: a power of two, 64..=16384.
+    pub rx_size: u32,
+    /// Entries of the TX and completion rings, and transmit chunks: a power of two, 64..=16384.
+    pub tx_size: u32,
+    /// Busy polling: `SO_BUSY_POLL` microseconds with `SO_PREFER_BUSY_POLL`, 0 (off) ..= 1000.
+    pub busy_poll_us: u32,
+    /// `SO_BUSY_POLL_BUDGET`: frames per busy poll, 1..=1024 (used when busy polling is on).
+    pub busy_poll_budget: u32,
+}
+
+impl Default for AfXdpConfig {
+    fn default() -> Self {
+        AfXdpConfig {
+            name: String::new(),
+            interface: String::new(),
+            queue: 0,
+            mode: XdpMode::Auto,
+            frame_size: 2048,
+            rx_size: 2048,
+            tx_size: 2048,
+            busy_poll_us: 0,
+            busy_poll_budget: 64,
+        }
+    }
+}
+
+impl AfXdpConfig {
+    /// Defaults for port `name` on `interface`: queue 0, mode auto, 2048-byte chunks, 2048-entry
+    /// rings, no busy polling.
+    pub fn new(name: &str, interface: &str) -> AfXdpConfig {
+        AfXdpConfig {
+            name: name.to_string(),
+            interface: interface.to_string(),
+            ..Default::default()
+        }
+    }
+
+    /// The largest frame the port receives whole.
+    pub fn max_rx_frame(&self) -> usize {
+        (self.frame_size - sys::XDP_PACKET_HEADROOM) as usize
+    }
+
+    /// Checks every field; the error names the first bad one, its value and what is accepted.
+    pub fn validate(&self) -> Result<(), AfXdpError> {
+        let bad = |field: &'static str, value: String, accepted: &'static str| {
+            Err(AfXdpError::Config {
+                port: self.name.clone(),
+                field,
+                value,
+                accepted,
+            })
+        };
+        if self.name.is_empty() {
+            return bad("name", format!("{:?}", self.name), "a non-empty port name");
+        }
+        if self.interface.is_empty()
+            || self.interface.len() > 15
+            || self.interface.contains(['/', '\0', ' '])
+        {
+            return bad(
+                "interface",
+                format!("{:?}", self.interface),
+                "a kernel interface name of 1 to 15 bytes without '/', spaces or NUL",
+            );
+        }
+        if self.queue > MAX_QUEUE {
+            return bad("queue", self.queue.to_string(), "0 to 255");
+        }
+        if self.frame_size != 2048 && self.frame_size != 4096 {
+            return bad("frame_size", self.frame_size.to_string(), "2048 or 4096");
+        }
+        let ring_ok = |n: u32| n.is_power_of_two() && (64..=16384).contains(&n);
+        if !ring_ok(self.rx_size) {
+            return bad(
+                "rx_size",
+                self.rx_size.to_string(),
+                "a power of two from 64 to 16384",
+            );
+        }
+        if !ring_ok(self.tx_size) {
+            return bad(
+                "tx_size",
+                self.tx_size.to_string(),
+                "a power of two from 64 to 16384",
+            );
+        }
+        if self.busy_poll_us > 1000 {
+            return bad(
+                "busy_poll_us",
+                self.busy_poll_us.to_string(),
+                "0 (off) to 1000 microseconds",
+            );
+        }
+        if self.busy_poll_budget == 0 || self.busy_poll_budget > 1024 {
+            return bad(
+                "busy_poll_budget",
+                self.busy_poll_budget.to_string(),
+                "1 to 1024 frames",
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Errors opening an AF_XDP port.
+#[derive(Debug, Error)]
+pub enum AfXdpError {
+    #[error("af_xdp port {port:?}: {field} = {value} is not accepted; expected {accepted}")]
+    Config {
+        port: String,
+        field: &'static str,
+        value: String,
+        accepted: &'static str,
+    },
+    #[error(
+        "af_xdp port {port:?}: interface = {interface:?} does not exist in this network namespace"
+    )]
+    NoSuchInterface { port: String, interface: String },
+    #[error("af_xdp port {port:?}: cannot open network namespace {netns:?}")]
+    Netns {
+        port: String,
+        netns: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("af_xdp port {port:?} on {interface:?}: {step} failed (needs CAP_NET_ADMIN, CAP_BPF and CAP_IPC_LOCK or root; kernel >= 5.9)")]
+    Syscall {
+        port: String,
+        interface: String,
+        step: &'static str,
+        #[source]
+        source: io::Error,
+    },
+    #[error("af_xdp port {port:?}: the kernel refused the XDP program: {log}")]
+    ProgramRejected {
+        port: String,
+        log: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("af_xdp port {port:?}: cannot attach XDP to interface {interface:?} in mode = {mode} (another XDP program attached? driver without XDP: try mode = \"skb\")")]
+    Attach {
+        port: String,
+        interface: String,
+        mode: XdpMode,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Counters specific to the AF_XDP backend.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct AfXdpStats {
+    /// Kernel: frames dropped for reasons other than a full RX ring (`rx_dropped`; includes
+    /// frames that found the fill ring empty).
+    pub rx_dropped: u64,
+    /// Kernel: frames dropped because the RX ring was full (`rx_ring_full`).
+    pub rx_ring_full: u64,
+    /// Kernel: times the fill ring was found empty (`rx_fill_ring_empty_descs`).
+    pub rx_fill_ring_empty_descs: u64,
+    /// Kernel: invalid fill ring entries (`rx_invalid_descs`).
+    pub rx_invalid_descs: u64,
+    /// Kernel: invalid TX descriptors (`tx_invalid_descs`).
+    pub tx_invalid_descs: u64,
+    /// Kernel: times the TX ring was found empty when kicked (`tx_ring_empty_descs`).
+    pub tx_ring_empty_descs: u64,
+    /// RX descriptors pointing outside the UMEM or longer than a chunk: dropped.
+    pub rx_bad_descriptor: u64,
+    /// Frames that found no free pool buffer: dropped.
+    pub rx_no_buffer: u64,
+    /// Frames not sent because the TX ring or the transmit chunks were all in use.
+    pub tx_ring_full: u64,
+    /// Frames not sent because they are longer than a chunk or than the MTU allows.
+    pub tx_too_long: u64,
+    /// Kicks (`sendto`) that failed with something other than "try again".
+    pub tx_kick_errors: u64,
+    /// Frames posted on the TX ring that the kernel has not taken yet.
+    pub tx_pending: u64,
+}
+
+fn read_xdp_statistics(fd: RawFd) -> sys::XdpStatistics {
+    let mut st = sys::XdpStatistics::default();
+    let mut len = core::mem::size_of::<sys::XdpStatistics>() as libc::socklen_t;
+    // SAFETY: `st` is writable for `len` bytes and `len` is a valid in/out length.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            sys::SOL_XDP,
+            sys::XDP_STATISTICS,
+            (&mut st as *mut sys::XdpStatistics).cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 {
+        st
+    } else {
+        sys::XdpStatistics::default()
+    }
+}
+
+fn setsockopt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, value: &T) -> io::Result<()> {
+    // SAFETY: `value` is a live, initialised `T` and the length passed is exactly its size; the
+    // kernel only reads it.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (value as *const T).cast(),
+            core::mem::size_of::<T>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// `ioctl(SIOCGIF*)` on `interface` through socket `fd`, returning the first 4 bytes of the union.
+fn ifreq(fd: RawFd, interface: &str, request: libc::c_ulong) -> Option<i32> {
+    #[repr(C)]
+    struct IfReq {
+        name: [libc::c_char; 16],
+        data: [u8; 24],
+    }
+    let mut req = IfReq {
+        name: [0; 16],
+        data: [0; 24],
+    };
+    for (d, s) in req.name.iter_mut().zip(interface.bytes().take(15)) {
+        *d = s as libc::c_char;
+    }
+    // SAFETY: `req` is a properly sized `struct ifreq` with a NUL-terminated name; the kernel
+    // writes within it.
+    let rc = unsafe { libc::ioctl(fd, request as _, &mut req as *mut IfReq) };
+    (rc == 0).then(|| i32::from_ne_bytes(req.data[..4].try_into().expect("4 bytes")))
+}
+
+/// A port on a kernel interface through an AF_XDP socket (see the module doc).
+#[derive(Debug)]
+pub struct AfXdpPort {
+    config: AfXdpConfig,
+    ifindex: u32,
+    mtu: usize,
+    /// The mode the program is attached in (never `Auto`).
+    mode: XdpMode,
+    // Field order is drop order: detach the program, then the map and the program, then unmap
+    // the rings, close the socket, and unmap the UMEM last.
+    _link: OwnedFd,
+    _map: OwnedFd,
+    _prog: OwnedFd,
+    fill: Ring<u64>,
+    comp: Ring<u64>,
+    rx: Ring<XdpDesc>,
+    tx: Ring<XdpDesc>,
+    fd: OwnedFd,
+    /// A datagram socket in the interface's namespace, for ioctls (an XDP socket has none).
+    ctl: OwnedFd,
+    umem: Umem,
+    /// Free transmit chunks (UMEM offsets).
+    tx_free: Vec<u64>,
+    /// Length of the frame posted at each TX ring index (masked), counted when the kernel takes it.
+    tx_lens: Vec<u32>,
+    /// TX ring index up to which frames have been counted as sent.
+    tx_seen: u32,
+    /// Scratch for frames longer than one pool buffer.
+    scratch: Vec<u8>,
+    stats: PortStats,
+    extra: AfXdpStats,
+    /// `XDP_STATISTICS` at the last `clear_stats`.
+    kernel_base: sys::XdpStatistics,
+}
+
+fn mode_flags(mode: XdpMode) -> u32 {
+    match mode {
+        XdpMode::Native | XdpMode::Auto => sys::XDP_FLAGS_DRV_MODE,
+        XdpMode::Skb => sys::XDP_FLAGS_SKB_MODE,
+    }
+}
+
+impl AfXdpPort {
+    /// Opens `config.interface` in the caller's network namespace.
+    pub fn open(config: AfXdpConfig) -> Result<AfXdpPort, AfXdpError> {
+        config.validate()?;
+        let c = &config;
+        let syscall = |step: &'static str, source: io::Error| AfXdpError::Syscall {
+            port: c.name.clone(),
+            interface: c.interface.clone(),
+            step,
+            source,
+        };
+        let ifname = CString::new(c.interface.clone()).expect("validated: no NUL");
+        // SAFETY: `ifname` is a valid NUL-terminated string that lives across the call.
+        let ifindex = unsafe { libc::if_nametoindex(ifname.as_ptr()) };
+        if ifindex == 0 {
+            return Err(AfXdpError::NoSuchInterface {
+                port: c.name.clone(),
+                interface: c.interface.clone(),
+            });
+        }
+
+        // SAFETY: plain syscall with constant arguments.
+        let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+        if raw < 0 {
+            return Err(syscall(
+                "socket(AF_INET) for ioctls",
+                io::Error::last_os_error(),
+            ));
+        }
+        // SAFETY: `raw` is a fresh descriptor that nothing else owns.
+        let ctl = unsafe { OwnedFd::from_raw_fd(raw) };
+        let mtu = ifreq(
+            ctl.as_raw_fd(),
+            &c.interface,
+            libc::SIOCGIFMTU as libc::c_ulong,
+        )
+        .map(|m| m as usize)
+        .unwrap_or(1500);
+
+        // SAFETY: plain syscall with constant arguments.
+        let raw = unsafe { libc::socket(sys::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+        if raw < 0 {
+            return Err(syscall("socket(AF_XDP)", io::Error::last_os_error()));
+        }
+        // SAFETY: `raw` is a fresh descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let f = fd.as_raw_fd();
+
+        let chunks = (c.rx_size + c.tx_size) as usize;
+        let frame = c.frame_size as usize;
+        let umem = Umem::new(chunks, frame).map_err(|e| syscall("mmap(UMEM)", e))?;
+        let reg = sys::XdpUmemReg {
+            addr: umem.base() as u64,
+            len: umem.size() as u64,
+            chunk_size: c.frame_size,
+            headroom: 0,
+            flags: 0,
+            tx_metadata_len: 0,
+        };
+        setsockopt(f, sys::SOL_XDP, sys::XDP_UMEM_REG, &reg)
+            .map_err(|e| syscall("setsockopt(XDP_UMEM_REG)", e))?;
+        setsockopt(f, sys::SOL_XDP, sys::XDP_UMEM_FILL_RING, &c.rx_size)
+            .map_err(|e| syscall("setsockopt(XDP_UMEM_FILL_RING)", e))?;
+        setsockopt(f, sys::SOL_XDP, sys::XDP_UMEM_COMPLETION_RING, &c.tx_size)
+            .map_err(|e| syscall("setsockopt(XDP_UMEM_COMPLETION_RING)", e))?;
+        setsockopt(f, sys::SOL_XDP, sys::XDP_RX_RING, &c.rx_size)
+            .map_err(|e| syscall("setsockopt(XDP_RX_RING)", e))?;
+        setsockopt(f, sys::SOL_XDP, sys::XDP_TX_RING, &c.tx_size)
+            .map_err(|e| syscall("setsockopt(XDP_TX_RING)", e))?;
+
+        let mut off = sys::XdpMmapOffsets::default();
+        let mut len = core::mem::size_of::<sys::XdpMmapOffsets>() as libc::socklen_t;
+        // SAFETY: `off` is writable for `len` bytes and `len` is a valid in/out length.
+        let rc = unsafe {
+            libc::getsockopt(
+                f,
+                sys::SOL_XDP,
+                sys::XDP_MMAP_OFFSETS,
+                (&mut off as *mut sys::XdpMmapOffsets).cast(),
+                &mut len,
+            )
+        };
+        if rc != 0 || len as usize != core::mem::size_of::<sys::XdpMmapOffsets>() {
+            return Err(syscall(
+                "getsockopt(XDP_MMAP_OFFSETS)",
+                io::Error::last_os_error(),
+            ));
+        }
+        let mut fill = Ring::<u64>::map(f, sys::XDP_UMEM_PGOFF_FILL_RING, &off.fr, c.rx_size, true)
+            .map_err(|e| syscall("mmap(fill ring)", e))?;
+        let comp = Ring::<u64>::map(
+            f,
+            sys::XDP_UMEM_PGOFF_COMPLETION_RING,
+            &off.cr,
+            c.tx_size,
+            false,
+        )
+        .map_err(|e| syscall("mmap(completion ring)", e))?;
+        let rx = Ring::<XdpDesc>::map(f, sys::XDP_PGOFF_RX_RING, &off.rx, c.rx_size, false)
+            .map_err(|e| syscall("mmap(rx ring)", e))?;
+        let tx = Ring::<XdpDesc>::map(f, sys::XDP_PGOFF_TX_RING, &off.tx, c.tx_size, true)
+            .map_err(|e| syscall("mmap(tx ring)", e))?;
+
+        // Every receive chunk starts on the fill ring.
+        let n = fill.free(c.rx_size);
+        debug_assert_eq!(n, c.rx_size);
+        for i in 0..n {
+            fill.write(i, u64::from(i) * frame as u64);
+        }
+        fill.submit(n);
+        let tx_free: Vec<u64> = (c.rx_size as u64..chunks as u64)
+            .rev()
+            .map(|k| k * frame as u64)
+            .collect();
+
+        // The XDP side first: map, program, attach (until the socket is in the map, the program
+        // passes every frame to the stack). A mode the driver lacks thus fails before the socket
+        // is bound, and `auto` can fall back without a bound socket in the way.
+        let map = bpf::create_xskmap(c.queue + 1)
+            .map_err(|e| syscall("bpf(BPF_MAP_CREATE XSKMAP)", e))?;
+        let prog = bpf::load_redirect_program(map.as_raw_fd()).map_err(|(source, log)| {
+            AfXdpError::ProgramRejected {
+                port: c.name.clone(),
+                log,
+                source,
+            }
+        })?;
+        let attach = |mode: XdpMode| {
+            bpf::link_xdp(prog.as_raw_fd(), ifindex, mode_flags(mode)).map_err(|source| {
+                AfXdpError::Attach {
+                    port: c.name.clone(),
+                    interface: c.interface.clone(),
+                    mode,
+                    source,
+                }
+            })
+        };
+        let (link, mode) = match c.mode {
+            XdpMode::Auto => match attach(XdpMode::Native) {
+                Ok(l) => (l, XdpMode::Native),
+                Err(_) => (attach(XdpMode::Skb)?, XdpMode::Skb),
+            },
+            m => (attach(m)?, m),
+        };
+
+        let sxdp = sys::SockaddrXdp {
+            family: sys::AF_XDP as u16,
+            flags: sys::XDP_COPY | sys::XDP_USE_NEED_WAKEUP,
+            ifindex,
+            queue_id: c.queue,
+            shared_umem_fd: 0,
+        };
+        // A socket closed just before (a port re-created on reload, a failed open) releases its
+        // queue in deferred kernel work: the queue stays busy (EBUSY) for a moment.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        loop {
+            // SAFETY: `sxdp` is a valid sockaddr_xdp and the length is its size.
+            let rc = unsafe {
+                libc::bind(
+                    f,
+                    (&sxdp as *const sys::SockaddrXdp).cast(),
+                    core::mem::size_of::<sys::SockaddrXdp>() as libc::socklen_t,
+                )
+            };
+            if rc == 0 {
+                break;
+            }
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EBUSY) || std::time::Instant::now() >= deadline {
+                return Err(syscall("bind(AF_XDP, copy mode)", e));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        bpf::xskmap_set(map.as_raw_fd(), c.queue, f)
+            .map_err(|e| syscall("bpf(BPF_MAP_UPDATE_ELEM socket into XSKMAP)", e))?;
+
+        if c.busy_poll_us > 0 {
+            setsockopt(f, libc::SOL_SOCKET, sys::SO_PREFER_BUSY_POLL, &1i32)
+                .map_err(|e| syscall("setsockopt(SO_PREFER_BUSY_POLL)", e))?;
+            setsockopt(
+                f,
+                libc::SOL_SOCKET,
+                libc::SO_BUSY_POLL,
+                &(c.busy_poll_us as i32),
+            )
+            .map_err(|e| syscall("setsockopt(SO_BUSY_POLL)", e))?;
+            setsockopt(
+                f,
+                libc::SOL_SOCKET,
+                sys::SO_BUSY_POLL_BUDGET,
+                &(c.busy_poll_budget as i32),
+            )
+            .map_err(|e| syscall("setsockopt(SO_BUSY_POLL_BUDGET)", e))?;
+        }
+
+        let tx_lens = vec![0; c.tx_size as usize];
+        let tx_seen = tx.produced();
+        Ok(AfXdpPort {
+            ifindex,
+            mtu,
+            mode,
+            _link: link,
+            _map: map,
+            _prog: prog,
+            fill,
+            comp,
+            rx,
+            tx,
+            fd,
+            ctl,
+            umem,
+            tx_free,
+            tx_lens,
+            tx_seen,
+            scratch: Vec::new(),
+            stats: PortStats::default(),
+            extra: AfXdpStats::default(),
+            kernel_base: sys::XdpStatistics::default(),
+            config,
+        })
+    }
+
+    /// Opens `config.interface` inside the network namespace at `netns` (`/run/netns/NAME` or
+    /// `/proc/PID/ns/net`), from a short-lived thread, so the caller keeps its own namespace.
+    pub fn open_in_netns(config: AfXdpConfig, netns: &str) -> Result<AfXdpPort, AfXdpError> {
+        config.validate()?;
+        let netns = netns.to_string();
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                let ns_err = |source| AfXdpError::Netns {
+                    port: config.name.clone(),
+                    netns: netns.clone(),
+                    source,
+                };
+                let file = std::fs::File::open(&netns).map_err(ns_err)?;
+                // SAFETY: `file` is an open namespace descriptor; setns only changes this
+                // short-lived thread's network namespace.
+                let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+                if rc != 0 {
+                    return Err(ns_err(io::Error::last_os_error()));
+                }
+                AfXdpPort::open(config)
+            })
+            .join()
+            .expect("open_in_netns thread does not panic")
+        })
+    }
+
+    /// The configuration the port was opened with.
+    pub fn config(&self) -> &AfXdpConfig {
+        &self.config
+    }
+
+    /// The mode the XDP program is attached in: `Native` or `Skb`.
+    pub fn mode(&self) -> XdpMode {
+        self.mode
+    }
+
+    /// The interface's index in its namespace.
+    pub fn ifindex(&self) -> u32 {
+        self.ifindex
+    }
+
+    /// The socket, for poll/epoll: readable when the RX ring holds frames.
+    pub fn raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// Waits up to `timeout` for received frames (`poll(POLLIN)`); returns whether there are.
+    pub fn wait_readable(&self, timeout: std::time::Duration) -> io::Result<bool> {
+        let mut pfd = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: one valid pollfd for the duration of the call.
+        let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::Interrupted {
+                Ok(false)
+            } else {
+                Err(e)
+            };
+        }
+        Ok(rc > 0 && pfd.revents & libc::POLLIN != 0)
+    }
+
+    /// The backend's detailed counters.
+    pub fn af_xdp_stats(&self) -> AfXdpStats {
+        let k = self.kernel_stats();
+        AfXdpStats {
+            rx_dropped: k.rx_dropped,
+            rx_ring_full: k.rx_ring_full,
+            rx_fill_ring_empty_descs: k.rx_fill_ring_empty_descs,
+            rx_invalid_descs: k.rx_invalid_descs,
+            tx_invalid_descs: k.tx_invalid_descs,
+            tx_ring_empty_descs: k.tx_ring_empty_descs,
+            tx_pending: u64::from(self.tx.produced().wrapping_sub(self.tx_seen)),
+            ..self.extra
+        }
+    }
+
+    /// `XDP_STATISTICS` since the last `clear_stats`.
+    fn kernel_stats(&self) -> sys::XdpStatistics {
+        let k = read_xdp_statistics(self.fd.as_raw_fd());
+        let b = &self.kernel_base;
+        sys::XdpStatistics {
+            rx_dropped: k.rx_dropped.saturating_sub(b.rx_dropped),
+            rx_invalid_descs: k.rx_invalid_descs.saturating_sub(b.rx_invalid_descs),
+            tx_invalid_descs: k.tx_invalid_descs.saturating_sub(b.tx_invalid_descs),
+            rx_ring_full: k.rx_ring_full.saturating_sub(b.rx_ring_full),
+            rx_fill_ring_empty_descs: k
+                .rx_fill_ring_empty_descs
+                .saturating_sub(b.rx_fill_ring_empty_descs),
+            tx_ring_empty_descs: k.tx_ring_empty_descs.saturating_sub(b.tx_ring_empty_descs),
+        }
+    }
+
+    /// Takes transmit chunks back from the completion ring.
+    fn reap_completions(&mut self) {
+        let n = self.comp.ready(self.config.tx_size);
+        for i in 0..n {
+            let addr = self.comp.read(i);
+            let chunk = addr & !(u64::from(self.config.frame_size) - 1);
+            self.tx_free.push(chunk);
+        }
+        if n > 0 {
+            self.comp.release(n);
+        }
+    }
+
+    /// Counts the frames the kernel has taken off the TX ring since last time.
+    fn account_taken(&mut self) {
+        let consumed = self.tx.consumed();
+        let mask = self.config.tx_size - 1;
+        while self.tx_seen != consumed {
+            self.stats.tx_packets += 1;
+            self.stats.tx_bytes += u64::from(self.tx_lens[(self.tx_seen & mask) as usize]);
+            self.tx_seen = self.tx_seen.wrapping_add(1);
+        }
+    }
+
+    fn kick(&mut self) -> io::Result<()> {
+        // SAFETY: sendto with a NULL buffer of length 0 on our XDP socket: the documented way to
+        // make the kernel process the TX ring (af_xdp.rst, "XDP_USE_NEED_WAKEUP"); nothing is read.
+        let rc = unsafe {
+            libc::sendto(
+                self.fd.as_raw_fd(),
+                ptr::null(),
+                0,
+                libc::MSG_DONTWAIT,
+                ptr::null(),
+                0,
+            )
+        };
+        if rc < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Hands posted frames to the kernel: kicks (when the ring asks for it) until the kernel has
+    /// taken every one or makes no progress. Frames still posted afterwards stay for the next call.
+    fn flush(&mut self) {
+        self.account_taken();
+        // Copy mode sends at most 32 frames per kick; allow a few kicks beyond that that make no
+        // progress (EAGAIN while the peer is full) before leaving it to the next call.
+        let mut stalls = 0;
+        while self.tx_seen != self.tx.produced() && stalls < 4 {
+            if !self.tx.needs_wakeup() {
+                break;
+            }
+            let before = self.tx_seen;
+            match self.kick() {
+                Ok(()) => {}
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EAGAIN) | Some(libc::EBUSY) | Some(libc::ENOBUFS)
+                    | Some(libc::EINTR) => {}
+                    _ => {
+                        self.extra.tx_kick_errors += 1;
+                        break;
+                    }
+                },
+            }
+            self.account_taken();
+            if self.tx_seen == before {
+                stalls += 1;
+            }
+        }
+        self.reap_completions();
+    }
+
+    /// Wakes the kernel's receive side (fill ring) when it asked for it or busy polling is on.
+    fn wake_rx(&self) {
+        if self.fill.needs_wakeup() || self.config.busy_poll_us > 0 {
+            // SAFETY: recvfrom with a NULL buffer of length 0 on our XDP socket: it only drives
+            // the kernel's receive processing (af_xdp.rst); nothing is written.
+            unsafe {
+                libc::recvfrom(
+                    self.fd.as_raw_fd(),
+                    ptr::null_mut(),
+                    0,
+                    libc::MSG_DONTWAIT,
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                );
+            }
+        }
+    }
+
+    /// Copies the received frame at `addr`, `len` bytes, into a pool buffer (a chain if longer
+    /// than one buffer).
+    fn copy_in(&mut self, pool: &mut Pool, addr: u64, len: usize) -> Option<u32> {
+        let h = pool.alloc()?;
+        let first = len.min(DATA_SIZE);
+        let ok = self
+            .umem
+            .read(addr, &mut pool.raw_mut(h)[HEADROOM..HEADROOM + first]);
+        debug_assert!(ok, "range checked by the caller");
+        pool.set_len(h, first);
+        if len > first {
+            self.scratch.resize(len - first, 0);
+            let ok = self.umem.read(addr + first as u64, &mut self.scratch);
+            debug_assert!(ok, "range checked by the caller");
+            for seg in self.scratch.chunks(DATA_SIZE) {
+                if !pool.append_segment(h, seg) {
+                    pool.free(h);
+                    return None;
+                }
+            }
+        }
+        Some(h)
+    }
+}
+
+impl Port for AfXdpPort {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    fn rx_burst(&mut self, pool: &mut Pool, out: &mut Vec<u32>, max: usize) -> usize {
+        let max = u32::try_from(max).unwrap_or(u32::MAX);
+        let n = self.rx.ready(max);
+        if n == 0 {
+            self.wake_rx();
+            return 0;
+        }
+        let frame = u64::from(self.config.frame_size);
+        let umem_len = self.umem.size() as u64;
+        let mut got = 0u32;
+        let mut recycled = 0u32;
+        // The fill ring has a slot for every receive chunk, so it always has room for these.
+        let room = self.fill.free(n);
+        debug_assert!(room >= n);
+        for i in 0..n {
+            let d = self.rx.read(i);
+            let chunk = d.addr & !(frame - 1);
+            // A descriptor must lie inside one receive chunk; the chunk of a bad one is not ours
+            // to recycle (the kernel gave us no valid address), so it is not put back.
+            let valid = chunk < u64::from(self.config.rx_size) * frame
+                && d.addr + u64::from(d.len) <= chunk + frame
+                && d.addr + u64::from(d.len) <= umem_len
+                && d.len > 0;
+            if !valid {
+                self.extra.rx_bad_descriptor += 1;
+                self.stats.rx_dropped += 1;
+                continue;
+            }
+            match self.copy_in(pool, d.addr, d.len as usize) {
+                Some(h) => {
+                    out.push(h);
+                    got += 1;
+                    self.stats.rx_packets += 1;
+                    self.stats.rx_bytes += u64::from(d.len);
+                }
+                None => {
+                    self.extra.rx_no_buffer += 1;
+                    self.stats.rx_dropped += 1;
+                }
+            }
+            self.fill.write(recycled, chunk);
+            recycled += 1;
+        }
+        self.rx.release(n);
+        self.fill.submit(recycled);
+        got as usize
+    }
+
+    fn tx_burst(&mut self, pool: &mut Pool, pkts: &[u32]) -> usize {
+        self.reap_completions();
+        let frame = self.config.frame_size as usize;
+        let room = (self.tx.free(pkts.len() as u32) as usize).min(self.tx_free.len());
+        let mask = self.config.tx_size - 1;
+        let mut posted = 0u32;
+        for (i, &h) in pkts.iter().enumerate() {
+            let len = pool.header(h).total_len as usize;
+            let d = pool.data(h);
+            let q_tagged = d.len() >= ETH_HLEN && d[12..14] == [0x81, 0x00];
+            let mtu_max = self.mtu + ETH_HLEN + if q_tagged { VLAN_TAG } else { 0 };
+            if len == 0 || len > frame || len > mtu_max {
+                self.extra.tx_too_long += 1;
+                self.stats.tx_dropped += 1;
+                continue;
+            }
+            if posted as usize == room {
+                let left = (pkts.len() - i) as u64;
+                self.extra.tx_ring_full += left;
+                self.stats.tx_dropped += left;
+                break;
+            }
+            let addr = self.tx_free.pop().expect("room <= tx_free.len()");
+            let mut at = 0;
+            for seg in pool.segments(h) {
+                let n = seg.len().min(len - at);
+                let ok = self.umem.write(addr + at as u64, &seg[..n]);
+                debug_assert!(ok, "a free transmit chunk holds frame_size bytes");
+                at += n;
+            }
+            self.tx.write(
+                posted,
+                XdpDesc {
+                    addr,
+                    len: len as u32,
+                    options: 0,
+                },
+            );
+            self.tx_lens[(self.tx.produced().wrapping_add(posted) & mask) as usize] = len as u32;
+            posted += 1;
+        }
+        if posted > 0 {
+            self.tx.submit(posted);
+        }
+        self.flush();
+        posted as usize
+    }
+
+    fn poll_control(&mut self) {
+        // Idle flush: frames the peer could not take during the last burst go out now.
+        self.flush();
+    }
+
+    fn stats(&self) -> PortStats {
+        let k = self.kernel_stats();
+        let mut s = self.stats;
+        s.rx_dropped += k.rx_dropped + k.rx_ring_full + k.rx_invalid_descs;
+        // The kernel takes an invalid descriptor off the TX ring without sending it: it was
+        // counted as taken (sent), it is a drop.
+        s.tx_packets = s.tx_packets.saturating_sub(k.tx_invalid_descs);
+        s.tx_dropped += k.tx_invalid_descs;
+        s
+    }
+
+    fn clear_stats(&mut self) {
+        self.kernel_base = read_xdp_statistics(self.fd.as_raw_fd());
+        self.stats = PortStats::default();
+        self.extra = AfXdpStats::default();
+    }
+
+    fn link(&self) -> LinkState {
+        match ifreq(
+            self.ctl.as_raw_fd(),
+            &self.config.interface,
+            libc::SIOCGIFFLAGS as libc::c_ulong,
+        ) {
+            Some(flags) if flags & libc::IFF_UP != 0 && flags & libc::IFF_RUNNING != 0 => {
+                LinkState::Up
+            }
+            _ => LinkState::Down,
+        }
+    }
+
+    fn describe(&self) -> String {
+        let k = self.af_xdp_stats();
+        format!(
+            "af_xdp {} ifindex {} queue {} xdp {} copy need-wakeup rx {} tx {} chunks of {}{} \
+             | xdp rx_dropped {} rx_ring_full {} rx_fill_ring_empty_descs {} tx_ring_empty_descs {}",
+            self.config.interface,
+            self.ifindex,
+            self.config.queue,
+            self.mode,
+            self.config.rx_size,
+            self.config.tx_size,
+            self.config.frame_size,
+            if self.config.busy_poll_us > 0 {
+                format!(" busy-poll {} us", self.config.busy_poll_us)
+            } else {
+                String::new()
+            },
+            k.rx_dropped,
+            k.rx_ring_full,
+            k.rx_fill_ring_empty_descs,
+            k.tx_ring_empty_descs,
+        )
+    }
+}

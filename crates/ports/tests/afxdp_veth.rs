@@ -1,0 +1,448 @@
+//! AF_XDP port over a veth pair whose far end sits in a network namespace the test creates, with
+//! an AF_PACKET port (frame mode) on the far end as the independent peer. Needs root
+//! (CAP_NET_ADMIN, CAP_BPF); the [`VethLab`] guard deletes the namespace and the veth pair when
+//! the test ends, panics included, and dropping the port detaches its XDP program.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use vecswitch_buffer::Pool;
+use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort, RxMode};
+use vecswitch_ports::af_xdp::{AfXdpConfig, AfXdpError, AfXdpPort, XdpMode};
+use vecswitch_ports::loopback::packet_from_bytes;
+use vecswitch_ports::pcap::Capture;
+use vecswitch_ports::{LinkState, Port};
+
+/// IEEE 802 "local experimental" EtherType: no kernel protocol will answer or forward it.
+const ETHERTYPE: u16 = 0x88b5;
+const MAGIC: u32 = 0x7846_5350; // "xFSP"
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .expect("`ip` (iproute2) must be installed");
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A namespace `ns` holding veth end `peer`, whose other end `host` stays in our namespace.
+struct VethLab {
+    ns: String,
+    host: String,
+    peer: String,
+}
+
+impl VethLab {
+    fn new() -> VethLab {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let id = format!(
+            "{}{}",
+            std::process::id() % 100_000,
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        // Built before any command runs so that Drop cleans up whatever got created.
+        let lab = VethLab {
+            ns: format!("vsxdn{id}"),
+            host: format!("vsxh{id}"),
+            peer: format!("vsxp{id}"),
+        };
+        ip(&["netns", "add", &lab.ns]);
+        ip(&[
+            "link", "add", &lab.host, "type", "veth", "peer", "name", &lab.peer,
+        ]);
+        // No IPv6 on either end: no router solicitations or MLD reports in the counts.
+        std::fs::write(
+            format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", lab.host),
+            "1",
+        )
+        .ok();
+        ip(&["link", "set", &lab.peer, "netns", &lab.ns]);
+        let st = Command::new("ip")
+            .args(["netns", "exec", &lab.ns, "sh", "-c"])
+            .arg(format!(
+                "echo 1 > /proc/sys/net/ipv6/conf/{}/disable_ipv6",
+                lab.peer
+            ))
+            .status()
+            .expect("ip netns exec");
+        assert!(st.success());
+        ip(&["link", "set", &lab.host, "up"]);
+        ip(&["-n", &lab.ns, "link", "set", &lab.peer, "up"]);
+        lab
+    }
+
+    fn netns_path(&self) -> String {
+        format!("/run/netns/{}", self.ns)
+    }
+
+    /// An AF_XDP port on the host end (in `mode`) and an AF_PACKET port on the far end.
+    fn ports(&self, mode: XdpMode) -> (AfXdpPort, AfPacketPort) {
+        let xdp = AfXdpPort::open(AfXdpConfig {
+            mode,
+            ..AfXdpConfig::new("xdp", &self.host)
+        })
+        .expect("open AF_XDP port on the host end");
+        let pc = AfPacketConfig {
+            rx_mode: RxMode::Frame,
+            ..AfPacketConfig::new("peer", &self.peer)
+        };
+        let peer =
+            AfPacketPort::open_in_netns(pc, &self.netns_path()).expect("open far end in netns");
+        wait_up(&xdp);
+        wait_up(&peer);
+        (xdp, peer)
+    }
+}
+
+impl Drop for VethLab {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.host])
+            .output();
+        let _ = Command::new("ip").args(["netns", "del", &self.ns]).output();
+    }
+}
+
+fn wait_up(p: &dyn Port) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while p.link() != LinkState::Up {
+        assert!(Instant::now() < deadline, "{} never came up", p.name());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn test_frame(dir: u8, seq: u32, len: usize) -> Vec<u8> {
+    let mut f = vec![0u8; len];
+    f[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x10 + dir]);
+    f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x20 + dir]);
+    f[12..14].copy_from_slice(&ETHERTYPE.to_be_bytes());
+    f[14..18].copy_from_slice(&MAGIC.to_be_bytes());
+    f[18] = dir;
+    f[19..23].copy_from_slice(&seq.to_be_bytes());
+    for (i, b) in f.iter_mut().enumerate().skip(23) {
+        *b = (i as u32).wrapping_mul(31).wrapping_add(seq) as u8;
+    }
+    f
+}
+
+/// Sends `count` test frames of `len` bytes from `tx` in bursts of `burst`, retrying what the
+/// port could not take (it counts those in `tx_dropped`), and receives them on `rx`. Returns the
+/// frames received that carry our magic and direction, in order, and how many sends were refused.
+fn transfer(
+    tx: &mut dyn Port,
+    rx: &mut dyn Port,
+    pool: &mut Pool,
+    dir: u8,
+    len: usize,
+    count: u32,
+) -> (Vec<Vec<u8>>, u64) {
+    let mut got = Vec::new();
+    let mut refused = 0;
+    let mut next = 0u32;
+    let mut out = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while (got.len() as u32) < count {
+        assert!(
+            Instant::now() < deadline,
+            "dir {dir} len {len}: only {} of {count} frames arrived ({} sent)",
+            got.len(),
+            next
+        );
+        if next < count {
+            let n = (count - next).min(32);
+            let hs: Vec<u32> = (0..n)
+                .map(|k| packet_from_bytes(pool, &test_frame(dir, next + k, len)).unwrap())
+                .collect();
+            let sent = tx.tx_burst(pool, &hs);
+            refused += (hs.len() - sent) as u64;
+            next += sent as u32;
+            pool.free_bulk(&hs);
+        } else {
+            tx.poll_control();
+        }
+        out.clear();
+        rx.rx_burst(pool, &mut out, 256);
+        for &h in &out {
+            let mut f = Vec::new();
+            pool.copy_out(h, &mut f);
+            if f.len() >= 23 && f[14..18] == MAGIC.to_be_bytes() && f[18] == dir {
+                got.push(f);
+            }
+        }
+        pool.free_bulk(&out);
+    }
+    (got, refused)
+}
+
+fn check_in_order(frames: &[Vec<u8>], dir: u8, len: usize) {
+    for (seq, f) in frames.iter().enumerate() {
+        assert_eq!(
+            f,
+            &test_frame(dir, seq as u32, len),
+            "dir {dir} frame {seq} of {len} bytes differs"
+        );
+    }
+}
+
+/// Exact counts both ways, 60- and 1514-byte frames, contents checked frame by frame, and the
+/// port counters agree with what crossed; in native and in SKB mode.
+#[test]
+fn af_xdp_exchanges_exact_counts_with_af_packet_both_ways() {
+    for mode in [XdpMode::Native, XdpMode::Skb] {
+        let lab = VethLab::new();
+        let (mut xdp, mut peer) = lab.ports(mode);
+        assert_eq!(xdp.mode(), mode);
+        let mut pool = Pool::new(4096);
+        let count = 2000;
+        for len in [60usize, 1514] {
+            xdp.clear_stats();
+            peer.clear_stats();
+            // AF_XDP -> AF_PACKET.
+            let (got, refused) = transfer(&mut xdp, &mut peer, &mut pool, 1, len, count);
+            assert_eq!(got.len(), count as usize, "{mode} len {len} xdp->peer");
+            check_in_order(&got, 1, len);
+            // AF_PACKET -> AF_XDP.
+            let (got, _) = transfer(&mut peer, &mut xdp, &mut pool, 2, len, count);
+            assert_eq!(got.len(), count as usize, "{mode} len {len} peer->xdp");
+            check_in_order(&got, 2, len);
+            // Nothing else crosses this veth: the counters are exact.
+            let s = xdp.stats();
+            assert_eq!(s.tx_packets, u64::from(count), "{mode} len {len}: {s:?}");
+            assert_eq!(s.tx_bytes, u64::from(count) * len as u64);
+            assert_eq!(s.tx_dropped, refused, "refusals are counted, nothing else");
+            assert_eq!(s.rx_packets, u64::from(count), "{mode} len {len}: {s:?}");
+            assert_eq!(s.rx_bytes, u64::from(count) * len as u64);
+            assert_eq!(s.rx_dropped, 0, "{:?}", xdp.af_xdp_stats());
+            assert_eq!(xdp.af_xdp_stats().tx_pending, 0);
+        }
+        assert_eq!(pool.in_use(), 0, "every buffer back in the pool");
+        let shown = |lab: &VethLab| {
+            let out = Command::new("ip")
+                .args(["link", "show", "dev", &lab.host])
+                .output()
+                .expect("ip link show");
+            String::from_utf8_lossy(&out.stdout).to_string()
+        };
+        assert!(shown(&lab).contains("prog/xdp"), "{}", shown(&lab));
+        drop(xdp);
+        assert!(
+            !shown(&lab).contains("prog/xdp"),
+            "the program stays attached after the port dropped: {}",
+            shown(&lab)
+        );
+    }
+}
+
+struct TempFile(PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// What crossed the AF_XDP port, captured by the pcap wrapper and read back by tshark: the
+/// frames sent (60 and 1514 bytes) then the frames received, with their lengths and EtherType.
+#[test]
+fn af_xdp_traffic_captured_to_pcap_is_read_by_tshark() {
+    let lab = VethLab::new();
+    let (xdp, mut peer) = lab.ports(XdpMode::Auto);
+    let file = TempFile(std::env::temp_dir().join(format!(
+        "vecswitch-afxdp-{}-{}.pcap",
+        std::process::id(),
+        lab.ns
+    )));
+    let mut cap = Capture::create(xdp, &file.0).expect("create pcap");
+    let mut pool = Pool::new(1024);
+    let (got, refused) = transfer(&mut cap, &mut peer, &mut pool, 1, 60, 5);
+    assert_eq!((got.len(), refused), (5, 0));
+    let (got, refused) = transfer(&mut cap, &mut peer, &mut pool, 1, 1514, 5);
+    assert_eq!((got.len(), refused), (5, 0));
+    let (got, _) = transfer(&mut peer, &mut cap, &mut pool, 2, 60, 5);
+    assert_eq!(got.len(), 5);
+    cap.finish().expect("flush pcap");
+
+    let out = match Command::new("tshark")
+        .arg("-r")
+        .arg(&file.0)
+        .args(["-T", "fields", "-E", "separator=,"])
+        .args(["-e", "frame.len", "-e", "eth.src", "-e", "eth.type"])
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => panic!("tshark is needed for this test (apt-get install tshark): {e}"),
+    };
+    assert!(
+        out.status.success(),
+        "tshark failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let mut expected = Vec::new();
+    expected.extend(std::iter::repeat_n("60,02:00:00:00:00:21,0x88b5", 5));
+    expected.extend(std::iter::repeat_n("1514,02:00:00:00:00:21,0x88b5", 5));
+    expected.extend(std::iter::repeat_n("60,02:00:00:00:00:22,0x88b5", 5));
+    assert_eq!(lines, expected);
+}
+
+/// Bad configs give errors naming the field, the value and what is accepted; an interface that
+/// does not exist is named too. Nothing is opened, so no namespace is needed.
+#[test]
+fn af_xdp_bad_config_names_the_field() {
+    let err = AfXdpPort::open(AfXdpConfig::new("x", "vsx-nonexistent")).unwrap_err();
+    assert!(matches!(err, AfXdpError::NoSuchInterface { .. }), "{err}");
+    assert!(
+        err.to_string().contains("interface = \"vsx-nonexistent\""),
+        "{err}"
+    );
+
+    let mut c = AfXdpConfig::new("x", "lo");
+    c.rx_size = 1000;
+    let err = AfXdpPort::open(c).unwrap_err().to_string();
+    assert!(
+        err.contains("rx_size = 1000") && err.contains("power of two"),
+        "{err}"
+    );
+
+    let mut c = AfXdpConfig::new("x", "lo");
+    c.frame_size = 3000;
+    let err = AfXdpPort::open(c).unwrap_err().to_string();
+    assert!(
+        err.contains("frame_size = 3000") && err.contains("2048 or 4096"),
+        "{err}"
+    );
+
+    let err = "turbo".parse::<XdpMode>().unwrap_err().to_string();
+    assert!(
+        err.contains("mode = \"turbo\"") && err.contains("\"native\""),
+        "{err}"
+    );
+}
+
+/// On an interface whose driver has no native XDP (a bridge device), `mode = native` fails naming the mode
+/// and `mode = auto` falls back to SKB mode.
+#[test]
+fn af_xdp_native_mode_without_driver_support_fails_and_auto_falls_back_to_skb() {
+    let lab = VethLab::new();
+    let nodrv = format!("{}b", lab.peer);
+    ip(&["-n", &lab.ns, "link", "add", &nodrv, "type", "bridge"]);
+    ip(&["-n", &lab.ns, "link", "set", &nodrv, "up"]);
+    let cfg = |mode| AfXdpConfig {
+        mode,
+        ..AfXdpConfig::new("d", &nodrv)
+    };
+    let err = AfXdpPort::open_in_netns(cfg(XdpMode::Native), &lab.netns_path()).unwrap_err();
+    assert!(matches!(err, AfXdpError::Attach { .. }), "{err}");
+    assert!(err.to_string().contains("mode = native"), "{err}");
+    let mut port = AfXdpPort::open_in_netns(cfg(XdpMode::Auto), &lab.netns_path())
+        .expect("auto mode falls back to SKB mode");
+    assert_eq!(port.mode(), XdpMode::Skb);
+    assert!(port.describe().contains("xdp skb"), "{}", port.describe());
+    // Re-opened at once (a port re-created on reload): the kernel releases the old socket's
+    // queue in deferred work, which the open waits for instead of failing with EBUSY.
+    for _ in 0..3 {
+        drop(port);
+        port = AfXdpPort::open_in_netns(cfg(XdpMode::Skb), &lab.netns_path())
+            .expect("re-open right after close");
+    }
+}
+
+/// 802.1Q-tagged and Q-in-Q frames cross both ways byte for byte (the tag stays in the frame:
+/// XDP runs before the kernel takes a tag out into the skb), in native and SKB mode.
+#[test]
+fn af_xdp_keeps_vlan_tags_both_ways() {
+    for mode in [XdpMode::Native, XdpMode::Skb] {
+        let lab = VethLab::new();
+        let (mut xdp, mut peer) = lab.ports(mode);
+        let mut pool = Pool::new(1024);
+        let tagged = |dir: u8, seq: u32, outer: u16| {
+            let mut f = test_frame(dir, seq, 64);
+            // Insert tags after the MAC addresses: outer (TPID `outer`, VID 100), then 802.1Q VID 200.
+            let mut tags = Vec::new();
+            tags.extend_from_slice(&outer.to_be_bytes());
+            tags.extend_from_slice(&100u16.to_be_bytes());
+            if outer == 0x88a8 {
+                tags.extend_from_slice(&0x8100u16.to_be_bytes());
+                tags.extend_from_slice(&200u16.to_be_bytes());
+            }
+            f.splice(12..12, tags);
+            f
+        };
+        for (dir, outer) in [(1u8, 0x8100u16), (1, 0x88a8), (2, 0x8100), (2, 0x88a8)] {
+            let sent: Vec<Vec<u8>> = (0..20).map(|s| tagged(dir, s, outer)).collect();
+            let hs: Vec<u32> = sent
+                .iter()
+                .map(|f| packet_from_bytes(&mut pool, f).unwrap())
+                .collect();
+            let (tx, rx): (&mut dyn Port, &mut dyn Port) = if dir == 1 {
+                (&mut xdp, &mut peer)
+            } else {
+                (&mut peer, &mut xdp)
+            };
+            assert_eq!(tx.tx_burst(&mut pool, &hs), hs.len());
+            pool.free_bulk(&hs);
+            let mut got = Vec::new();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while got.len() < sent.len() && Instant::now() < deadline {
+                tx.poll_control();
+                let mut out = Vec::new();
+                rx.rx_burst(&mut pool, &mut out, 64);
+                for &h in &out {
+                    let mut f = Vec::new();
+                    pool.copy_out(h, &mut f);
+                    if f.len() > 26 && f[12..14] == outer.to_be_bytes() {
+                        got.push(f);
+                    }
+                }
+                pool.free_bulk(&out);
+            }
+            assert_eq!(got, sent, "{mode} dir {dir} outer {outer:#06x}");
+        }
+    }
+}
+
+/// With busy polling on (SO_BUSY_POLL, SO_PREFER_BUSY_POLL, SO_BUSY_POLL_BUDGET) the port opens,
+/// says so, and frames cross both ways, counted exactly.
+#[test]
+fn af_xdp_with_busy_polling_exchanges_frames() {
+    let lab = VethLab::new();
+    let mut xdp = AfXdpPort::open(AfXdpConfig {
+        busy_poll_us: 20,
+        busy_poll_budget: 16,
+        ..AfXdpConfig::new("xdp", &lab.host)
+    })
+    .expect("open with busy polling");
+    assert!(
+        xdp.describe().contains("busy-poll 20 us"),
+        "{}",
+        xdp.describe()
+    );
+    let mut peer = AfPacketPort::open_in_netns(
+        AfPacketConfig {
+            rx_mode: RxMode::Frame,
+            ..AfPacketConfig::new("peer", &lab.peer)
+        },
+        &lab.netns_path(),
+    )
+    .expect("open far end");
+    wait_up(&xdp);
+    wait_up(&peer);
+    let mut pool = Pool::new(1024);
+    let (got, _) = transfer(&mut xdp, &mut peer, &mut pool, 1, 60, 300);
+    check_in_order(&got, 1, 60);
+    let (got, _) = transfer(&mut peer, &mut xdp, &mut pool, 2, 60, 300);
+    check_in_order(&got, 2, 60);
+    assert_eq!(xdp.stats().rx_packets, 300);
+    assert_eq!(xdp.stats().tx_packets, 300);
+}
