@@ -13,6 +13,7 @@
 //! bridges are up). Drivers install nothing; a missing program is an error naming the package.
 
 pub mod counters;
+pub mod kernel_if;
 pub mod linux_bridge;
 pub mod ovs;
 pub mod ovs_dpdk;
