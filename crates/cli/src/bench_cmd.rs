@@ -405,6 +405,37 @@ fn run_block(
             },
             &mut observer,
         );
+        // Device cost after the tests, on the same running device (docs/TESTBED.md).
+        if let (Some(dc), Ok(DutRun { error: None, .. })) = (&suite.device_cost, &r) {
+            {
+                eprintln!(
+                    "bench: device cost of {} at {}: loads {:?} frames/s",
+                    dut.name,
+                    size.label(),
+                    dc.loads_fps
+                );
+                let rows = dc.trial_duration().and_then(|d| {
+                    testbed::devcost::measure_device_cost(
+                        tbr,
+                        &mut pm,
+                        &dut.topology,
+                        &size.label(),
+                        &dc.loads_fps,
+                        d,
+                        dc.repetitions,
+                    )
+                });
+                match rows {
+                    Ok(rows) => run.device_cost.extend(rows),
+                    Err(e) => run.failures.push(format!(
+                        "device cost of {} on {} at {}: {e}",
+                        dut.name,
+                        dut.topology,
+                        size.label()
+                    )),
+                }
+            }
+        }
         (r, observer.checks)
     };
     let (result, cpu_checks) = result;

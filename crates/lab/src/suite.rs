@@ -73,8 +73,67 @@ pub struct Suite {
     pub tester_tolerance_percent: Option<f64>,
     #[serde(rename = "dut")]
     pub duts: Vec<DutSpec>,
-    #[serde(rename = "test")]
+    #[serde(rename = "test", default)]
     pub tests: Vec<TestSpec>,
+    /// Device cost at equal offered loads, measured for every device and frame size after its
+    /// tests ([`DeviceCostSpec`]); results in `device_cost` of the results document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_cost: Option<DeviceCostSpec>,
+}
+
+/// `[device_cost]`: trials at fixed loads around which the testbed reads each device's busy time
+/// (docs/TESTBED.md, "Device cost"). The same loads for every device make the costs comparable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceCostSpec {
+    /// Offered loads, frames/s (per direction when bidirectional).
+    pub loads_fps: Vec<f64>,
+    #[serde(default = "d5")]
+    pub trial_duration_s: f64,
+    /// Trials per load; the table shows their medians.
+    #[serde(default = "three")]
+    pub repetitions: u32,
+}
+
+impl DeviceCostSpec {
+    pub fn trial_duration(&self) -> Result<Duration, LabError> {
+        secs("device_cost.trial_duration_s", self.trial_duration_s)
+    }
+
+    fn validate(&self) -> Result<(), LabError> {
+        if self.loads_fps.is_empty() {
+            return Err(LabError::invalid(
+                "device_cost.loads_fps",
+                "[]",
+                "at least one load in frames/s",
+            ));
+        }
+        for &l in &self.loads_fps {
+            if !(l.is_finite() && l > 0.0) {
+                return Err(LabError::invalid(
+                    "device_cost.loads_fps",
+                    l,
+                    "positive loads in frames/s",
+                ));
+            }
+        }
+        if self.repetitions == 0 {
+            return Err(LabError::invalid(
+                "device_cost.repetitions",
+                0,
+                "at least 1",
+            ));
+        }
+        self.trial_duration().map(|_| ())
+    }
+}
+
+fn d5() -> f64 {
+    5.0
+}
+
+fn three() -> u32 {
+    3
 }
 
 fn default_sizes() -> Vec<FrameSize> {
@@ -546,12 +605,15 @@ impl Suite {
                 "at least one [[dut]] table",
             ));
         }
-        if self.tests.is_empty() {
+        if self.tests.is_empty() && self.device_cost.is_none() {
             return Err(LabError::invalid(
                 "test",
                 "none",
-                "at least one [[test]] table",
+                "at least one [[test]] table (or a [device_cost] table)",
             ));
+        }
+        if let Some(d) = &self.device_cost {
+            d.validate()?;
         }
         if let Some(t) = self.tester_tolerance_percent {
             if !(t.is_finite() && (0.0..=10.0).contains(&t)) {
@@ -1326,6 +1388,44 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
             .unwrap_err()
             .to_string()
             .contains("test.search_max"));
+    }
+
+    #[test]
+    fn device_cost_table_parses_and_checks_its_keys() {
+        let base =
+            "name = \"cost\"\n[[dut]]\nname = \"linux-bridge\"\ntopology = \"phy2phy-veth\"\n";
+        let s = Suite::parse(&format!(
+            "{base}[device_cost]\nloads_fps = [50000, 100000]\n"
+        ))
+        .unwrap();
+        assert!(s.tests.is_empty());
+        let d = s.device_cost.unwrap();
+        assert_eq!(d.loads_fps, vec![50_000.0, 100_000.0]);
+        assert_eq!((d.trial_duration_s, d.repetitions), (5.0, 3));
+        let e = Suite::parse(&format!("{base}[device_cost]\nloads_fps = []\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("device_cost.loads_fps"), "{e}");
+        let e = Suite::parse(&format!("{base}[device_cost]\nloads_fps = [-1]\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("device_cost.loads_fps") && e.contains("-1"),
+            "{e}"
+        );
+        let e = Suite::parse(&format!(
+            "{base}[device_cost]\nloads_fps = [1]\nrepetitions = 0\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("device_cost.repetitions"), "{e}");
+        let e = Suite::parse(&format!("{base}[device_cost]\nloads = [1]\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("loads"), "{e}");
+        // Neither tests nor a device-cost table: nothing to run.
+        let e = Suite::parse(base).unwrap_err().to_string();
+        assert!(e.contains("[[test]]") && e.contains("[device_cost]"), "{e}");
     }
 
     #[test]
