@@ -147,6 +147,8 @@ pub enum CostMethod {
     KernelCpu,
     /// All non-idle time of the DUT CPU (a process without clocks of its own).
     CpuTime,
+    /// No busy time: a device the lab did not start (`external`) that reports no busy clocks.
+    Unknown,
 }
 
 /// One reading around a trial.
@@ -157,10 +159,15 @@ pub struct CostReading {
     pub cpu: Option<CpuTimes>,
 }
 
-/// Reads the DUT's counters and its CPU's times now.
+/// Reads the DUT's counters and its CPU's times now (no CPU times for a device the lab did not
+/// start: its CPU is not the lab's DUT CPU).
 pub fn read(tb: &Testbed) -> Result<CostReading> {
     let counters = tb.with_dut(|d| d.counters()).transpose()?.flatten();
-    let cpu = read_cpu(tb.wiring().cores.dut).ok();
+    let cpu = if tb.wiring().topology.is_external() {
+        None
+    } else {
+        read_cpu(tb.wiring().cores.dut).ok()
+    };
     Ok(CostReading {
         at: Instant::now(),
         counters,
@@ -205,6 +212,7 @@ pub fn trial_cost(
     let packets = d.rx_frames.unwrap_or(received);
     let (method, busy_clocks) = match (d.busy_clocks, kernel_device) {
         (Some(c), false) => (CostMethod::DeviceClocks, Some(c as f64)),
+        (None, _) if cpu.is_none() => (CostMethod::Unknown, None),
         (_, true) => (
             CostMethod::KernelCpu,
             cpu.map(|c| c.kernel() as f64 / tick_hz * hz),
@@ -239,6 +247,9 @@ pub fn method_label(m: CostMethod, device: &str, cpu: usize) -> String {
         CostMethod::DeviceClocks => format!("{device}'s own busy clocks"),
         CostMethod::KernelCpu => format!("system+irq+softirq time of CPU {cpu} (/proc/stat)"),
         CostMethod::CpuTime => format!("non-idle time of CPU {cpu} (/proc/stat)"),
+        CostMethod::Unknown => {
+            format!("none: {device} reports no busy time and its CPU is not the lab's")
+        }
     }
 }
 
@@ -260,7 +271,10 @@ pub fn measure_device_cost<M: Measurer + ?Sized>(
     let dut_err = |e: Error| LabError::Dut(e.to_string());
     let (device, kernel_device) = tb
         .with_dut(|d| {
-            let kernel = d.processes().iter().all(|p| p.pid == 0);
+            // A kernel device has placement entries without a process (pid 0); an external
+            // one has none at all.
+            let p = d.processes();
+            let kernel = !p.is_empty() && p.iter().all(|p| p.pid == 0);
             (d.name().to_string(), kernel)
         })
         .ok_or_else(|| LabError::Dut("device cost: no DUT started".into()))?;

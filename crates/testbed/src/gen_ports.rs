@@ -1,6 +1,7 @@
 //! Opening the generator's ends of a topology as [`Port`]s.
 //!
-//! memif ends become [`MemifPort`] clients of the DUT's server sockets; veth ends become
+//! memif ends become [`MemifPort`]s in the role the wiring gives the generator; veth ends (and an
+//! external device's `afp:` interfaces, in their namespace or the lab's own) become
 //! [`AfPacketPort`]s opened inside the generator namespace (the socket stays bound to that
 //! namespace, so the generator uses it from any thread), in frame mode ([`RxMode::Frame`]): block
 //! mode would add up to a block timeout (~0.3–0.8 ms median measured) to every latency sample. [`wait_links_up`] drives the ports'
@@ -45,13 +46,17 @@ pub fn open_port(end: &PortEnd) -> Result<Box<dyn Port>> {
                 rx_mode: RxMode::Frame,
                 ..AfPacketConfig::new(name, ifname)
             };
-            let p =
-                AfPacketPort::open_in_netns(cfg, &format!("/run/netns/{netns}")).map_err(|e| {
-                    Error::Port {
-                        port: name.clone(),
-                        source: Box::new(e),
-                    }
-                })?;
+            // An empty namespace: the lab's own (an external device's interface named without
+            // `@NETNS`).
+            let p = if netns.is_empty() {
+                AfPacketPort::open(cfg)
+            } else {
+                AfPacketPort::open_in_netns(cfg, &format!("/run/netns/{netns}"))
+            }
+            .map_err(|e| Error::Port {
+                port: format!("{name} ({ifname})"),
+                source: Box::new(e),
+            })?;
             Ok(Box::new(p))
         }
     }
