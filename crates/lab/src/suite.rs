@@ -209,14 +209,61 @@ fn default_gbps() -> f64 {
 pub struct DutSpec {
     /// Driver name: vecswitch-xconnect, vecswitch-bridge, linux-bridge, ovs, testpmd-io, …
     pub name: String,
-    /// Topology name: phy2phy-memif, phy2phy-veth, pvp-memif, pvp-veth.
+    /// Topology name: phy2phy-memif, phy2phy-veth, pvp-memif, pvp-veth, external.
     pub topology: String,
     /// Model used instead of the real device by `vecswitch bench --simulate`.
     #[serde(default)]
     pub sim: Option<SimSpec>,
+    /// `external` topology only: the generator's two ports on a device the lab does not start
+    /// (`afp:IF[@NETNS]`, `memif:SOCKET[@client|@server]`; docs/TESTBED.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ports: Option<Vec<String>>,
+    /// `external` driver only: a shell command printing the device's counters (`key=value`
+    /// lines or a JSON object; docs/TESTBED.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters_command: Option<String>,
 }
 
 impl DutSpec {
+    /// The external-device keys go together: topology `external` needs two `ports`, and
+    /// `ports` / `counters_command` belong to it alone.
+    fn validate(&self) -> Result<(), LabError> {
+        let external = self.topology == "external";
+        match (&self.ports, external) {
+            (Some(p), true) if p.len() == 2 => {}
+            (Some(p), true) => {
+                return Err(LabError::invalid(
+                    "dut.ports",
+                    format!("{} port(s)", p.len()),
+                    "exactly two generator ports, e.g. [\"afp:veth0@ns\", \"afp:veth1@ns\"]",
+                ))
+            }
+            (None, true) => {
+                return Err(LabError::invalid(
+                    "dut.ports",
+                    "missing",
+                    "the generator's two ports on the external device, e.g. [\"afp:veth0@ns\", \"afp:veth1@ns\"]",
+                ))
+            }
+            (Some(_), false) => {
+                return Err(LabError::invalid(
+                    "dut.ports",
+                    &self.topology,
+                    "ports only with topology = \"external\" (the lab builds the others)",
+                ))
+            }
+            (None, false) => {}
+        }
+        if self.counters_command.is_some() && self.name != "external" {
+            return Err(LabError::invalid(
+                "dut.counters_command",
+                &self.name,
+                "a counters_command only with name = \"external\" (the other drivers read their own counters)",
+            ));
+        }
+        Ok(())
+    }
+
     /// `phy2phy` / `pvp` / … : the topology name up to its first `-`, VSPERF's "deployment".
     pub fn deployment(&self) -> &str {
         self.topology.split('-').next().unwrap_or(&self.topology)
@@ -613,6 +660,9 @@ impl Suite {
             ));
         }
         if let Some(d) = &self.device_cost {
+            d.validate()?;
+        }
+        for d in &self.duts {
             d.validate()?;
         }
         if let Some(t) = self.tester_tolerance_percent {
@@ -1388,6 +1438,46 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
             .unwrap_err()
             .to_string()
             .contains("test.search_max"));
+    }
+
+    #[test]
+    fn documented_device_suites_parse() {
+        for f in ["device-cost.toml", "external-device.toml"] {
+            let path = format!("{}/../../docs/suites/{f}", env!("CARGO_MANIFEST_DIR"));
+            let text = std::fs::read_to_string(&path).unwrap();
+            Suite::parse(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+        }
+    }
+
+    #[test]
+    fn external_device_keys_go_together() {
+        let dut = |extra: &str| {
+            Suite::parse(&format!(
+                "name = \"x\"\n[[dut]]\n{extra}\n[[test]]\nprocedure = \"throughput\"\n"
+            ))
+        };
+        let s = dut("name = \"external\"\ntopology = \"external\"\nports = [\"afp:a@ns\", \"afp:b@ns\"]\ncounters_command = \"cat /tmp/c\"").unwrap();
+        assert_eq!(s.duts[0].ports.as_ref().unwrap().len(), 2);
+        assert_eq!(s.duts[0].counters_command.as_deref(), Some("cat /tmp/c"));
+        assert_eq!(s.duts[0].deployment(), "external");
+        for (extra, names) in [
+            ("name = \"external\"\ntopology = \"external\"", "dut.ports"),
+            (
+                "name = \"external\"\ntopology = \"external\"\nports = [\"afp:a\"]",
+                "1 port(s)",
+            ),
+            (
+                "name = \"ovs\"\ntopology = \"phy2phy-veth\"\nports = [\"afp:a\", \"afp:b\"]",
+                "dut.ports",
+            ),
+            (
+                "name = \"ovs\"\ntopology = \"phy2phy-veth\"\ncounters_command = \"x\"",
+                "dut.counters_command",
+            ),
+        ] {
+            let e = dut(extra).unwrap_err().to_string();
+            assert!(e.contains(names), "{extra}: {e}");
+        }
     }
 
     #[test]

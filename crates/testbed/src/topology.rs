@@ -167,6 +167,25 @@ impl ExternalPort {
     }
 }
 
+impl fmt::Display for ExternalPort {
+    /// The form [`ExternalPort::parse`] reads.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExternalPort::AfPacket {
+                ifname,
+                netns: Some(ns),
+            } => write!(f, "afp:{ifname}@{ns}"),
+            ExternalPort::AfPacket {
+                ifname,
+                netns: None,
+            } => write!(f, "afp:{ifname}"),
+            ExternalPort::Memif { socket, role } => {
+                write!(f, "memif:{}@{}", socket.display(), role.as_str())
+            }
+        }
+    }
+}
+
 impl Topology {
     /// The `external` topology on the suite's port list (exactly two ports: traffic leaves on
     /// one and returns on the other).
@@ -799,6 +818,14 @@ mod tests {
         ] {
             let e = ExternalPort::parse(bad).unwrap_err().to_string();
             assert!(e.contains(bad) && e.contains("afp:IFNAME@NETNS"), "{e}");
+        }
+        for f in [
+            "afp:a@n",
+            "afp:eth1",
+            "memif:/s.sock@server",
+            "memif:/c.sock@client",
+        ] {
+            assert_eq!(ExternalPort::parse(f).unwrap().to_string(), f);
         }
         let t = Topology::external(&["afp:a@n", "memif:/s.sock@server"]).unwrap();
         assert_eq!(t.to_string(), "external");

@@ -120,7 +120,11 @@ impl Dut for ExternalDut {
             .wiring
             .as_ref()
             .map(|w| match &w.topology {
-                crate::topology::Topology::External { ports } => format!("{ports:?}"),
+                crate::topology::Topology::External { ports } => ports
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" "),
                 t => t.to_string(),
             })
             .unwrap_or_else(|| "not set up".into());
