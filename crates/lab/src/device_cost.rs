@@ -135,6 +135,68 @@ pub fn markdown(rows: &[DeviceCostRow]) -> String {
     s
 }
 
+/// The same table as HTML for the self-contained report (empty when there are no rows).
+pub fn html(rows: &[DeviceCostRow]) -> String {
+    use crate::report::svg::esc;
+    let mut s = String::new();
+    if rows.is_empty() {
+        return s;
+    }
+    let _ = write!(
+        s,
+        "<h2>Device cost at equal offered loads</h2><p class=note>Busy time of each device's forwarding core per packet at the same offered load (medians of the repetitions; how each device's busy time is read: docs/TESTBED.md, Device cost). Estimated capacity = device receive rate ÷ busy fraction: an extrapolation assuming a constant cost per packet, not a measurement; none above {:.0} % busy.</p><div class=scroll><table><tr>",
+        SATURATED_BUSY_FRACTION * 100.0
+    );
+    for h in [
+        "device",
+        "topology",
+        "frame",
+        "offered fps",
+        "received fps",
+        "device rx fps",
+        "busy",
+        "cycles/packet",
+        "est. capacity fps (estimate)",
+        "idle polls",
+        "method",
+        "note",
+    ] {
+        let _ = write!(s, "<th class=t>{}</th>", esc(h));
+    }
+    s.push_str("</tr>");
+    for r in rows {
+        let cells = [
+            r.device.clone(),
+            r.topology.clone(),
+            r.frame_size.clone(),
+            format!(
+                "{:.0}{}",
+                r.offered_fps,
+                if r.tester_limited {
+                    " (tester-limited)"
+                } else {
+                    ""
+                }
+            ),
+            format!("{:.0}", r.received_fps),
+            opt(r.device_rx_fps, |v| format!("{v:.0}")),
+            opt(r.busy_fraction, |v| format!("{:.1} %", v * 100.0)),
+            opt(r.cycles_per_packet, |v| format!("{v:.0}")),
+            opt(r.estimated_capacity_fps, |v| format!("≈ {v:.0}")),
+            opt(r.idle_poll_fraction, |v| format!("{:.1} %", v * 100.0)),
+            r.method.clone(),
+            r.note.clone().unwrap_or_default(),
+        ];
+        s.push_str("<tr>");
+        for c in cells {
+            let _ = write!(s, "<td class=t>{}</td>", esc(&c));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</table></div>");
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +242,12 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("CPU 1 shared"), "{md}");
+        let h = html(&[row()]);
+        assert!(
+            h.contains("<h2>Device cost") && h.contains("≈ 399960") && h.contains("(estimate)"),
+            "{h}"
+        );
+        assert_eq!(html(&[]), "");
         let back: DeviceCostRow =
             serde_json::from_str(&serde_json::to_string(&row()).unwrap()).unwrap();
         assert_eq!(back, row());
