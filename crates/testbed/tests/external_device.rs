@@ -1,26 +1,30 @@
 //! The `external` topology and driver on a known-answer device (root): a Linux bridge that this
-//! test builds in its own namespaces, with a `tc tbf` shaper of 12 Mbit/s on the egress veth
-//! toward the generator's receive port — 25 000 frames/s of 60-byte frames (tbf counts the
-//! frame without FCS: 12e6 / (60 × 8)). The rate is well below what the generator reaches on
+//! test builds in its own namespaces, with a `tc tbf` shaper of 6 Mbit/s on the egress veth
+//! toward the generator's receive port — 12 500 frames/s of 60-byte frames (tbf counts the
+//! frame without FCS: 6e6 / (60 × 8)). The rate is well below what the generator reaches on
 //! this path in an unoptimised test build on a busy 2-core machine (about 60 000 frames/s
-//! measured without the shaper), so the shaper, not the generator, is the limit. The lab starts nothing; it opens the two interfaces the
+//! measured without the shaper at load average 7, about 25 000 at load average 11-14), so the
+//! shaper, not the generator, is the limit. The lab starts nothing; it opens the two interfaces the
 //! "suite" names (`afp:IF@NETNS`) and reads the device's counters with a counter command.
-//! An RFC 2544 throughput search through that path must find the shaper's rate within 2 %.
+//! Through that path the lab must see the shaper's rate (below: what is asserted).
 //!
 //! Measured while writing this test (kernel 6.18, unoptimised test build): above the shaper's
-//! rate this device *drops* (tbf's queue overflows; asked 50 000 frames/s for 3 s, the
-//! generator offered all 150 000 and 85 507 came through) rather than back-pressuring the
+//! rate this device *drops* (tbf's queue overflows; with a 25 000 frames/s shaper and a 400 ms
+//! queue, asked 50 000 frames/s for 3 s, the generator offered all 150 000 and 85 507 came
+//! through) rather than back-pressuring the
 //! AF_PACKET sender — the frames are orphaned from the sender's socket when they cross the veth
-//! into the device's namespace. The queue is kept short (`latency 50ms`: 1 250 frames plus a
-//! 273-frame burst: 1.2 % of a 5 s trial at the shaper's rate).
+//! into the device's namespace. The queue is kept short (`latency 50ms`: 625 frames plus a
+//! 273-frame burst: 1.4 % of a 5 s trial at the shaper's rate).
 //!
 //! What the test asserts: the forwarding rate at overload (what came through while the generator
 //! offered ≥ 1.2 × the shaper's rate) within 2 % of the shaper's rate, and an RFC 2544 zero-loss
 //! throughput never above it (+2 %). The zero-loss throughput can come out lower: the unoptimised
 //! generator on a loaded 2-core machine stalls and then catches up in bursts that overflow the
-//! shaper's queue (issue 7 item 2). Measured 2026-11-23 at load average 6–11: forwarding rate at
-//! overload 25 050–25 338 frames/s in five runs; zero-loss throughput 24 622, 24 906 and 24 924
-//! frames/s with this queue, 24 166 and 19 804 with a 20 ms queue (which is why it is 50 ms).
+//! shaper's queue (issue 7 item 2). Measured 2026-11-23 at load average 12-14, three runs:
+//! forwarding rate at overload 12 688, 12 643, 12 569 frames/s (median +1.1 %: the 16 KB burst
+//! and the queue drained after the trial); zero-loss throughput 12 524, 12 467, 12 567 frames/s
+//! (median +0.2 %). With a 12 Mbit/s shaper the generator could not always offer 1.2 × its
+//! rate on the loaded machine, and a 20 ms queue let catch-up bursts lose frames below the rate.
 //! (Own test binary: it runs alone, not beside the other forwarding tests.)
 
 mod common;
@@ -34,7 +38,7 @@ use vecswitch_testbed::{
 };
 
 /// The shaper's rate, Mbit/s, and the frames per second it lets through (60-byte frames).
-const RATE_MBIT: f64 = 12.0;
+const RATE_MBIT: f64 = 6.0;
 const SHAPED_FPS: f64 = RATE_MBIT * 1e6 / (60.0 * 8.0);
 
 /// The device: namespace `dev` with bridge `br0` over `ed0`/`ed1`, whose peers `eg0`/`eg1` sit
@@ -83,10 +87,10 @@ fn build_device() -> KnownAnswerDevice {
             "rate",
             &format!("{RATE_MBIT}mbit"),
             // At least rate / HZ bytes, else tbf cannot reach its rate; the first burst passes
-            // unshaped (16 KB: 273 frames, 0.4 % of a 3 s trial).
+            // unshaped (16 KB: 273 frames, 0.4 % of a 5 s trial).
             "burst",
             "16kb",
-            // A short queue: 50 ms at the shaper's rate (1 250 frames), so that a trial above
+            // A short queue: 50 ms at the shaper's rate (625 frames), so that a trial above
             // the rate loses frames instead of queueing them all.
             "latency",
             "50ms",
