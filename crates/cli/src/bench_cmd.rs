@@ -9,7 +9,11 @@
 //! crate (namespaces, veth/memif links, run directory — all removed afterwards, also on Ctrl-C),
 //! starts the DUT driver, drives the real generator through `GenMeasurer`, maps scale points to
 //! `Testbed::configure_scale`, and records the DUT description and CPU placement with each test.
-//! This needs root (namespaces) and the peer programs the drivers use.
+//! This needs root (namespaces) and the peer programs the drivers use. A `[[dut]]` with
+//! `topology = "external"` names a device the lab does not start: its `ports` are opened as the
+//! generator's, and its optional `counters_command` gives the device's counters. A suite's
+//! `[device_cost]` table runs trials at fixed loads after each device's tests and records each
+//! device's busy time per packet (`device_cost` in the results, a table in the report).
 //!
 //! Before the first DUT of each topology and frame size it calibrates the generator on that kind
 //! of link without a DUT (`testbed::calibrate_testbed`) and records the limit in
@@ -303,17 +307,41 @@ fn run_block(
     run: &mut RunResults,
 ) -> anyhow::Result<Option<anyhow::Error>> {
     let dut = &suite.duts[i];
-    let topology: testbed::Topology = dut
-        .topology
-        .parse()
-        .with_context(|| format!("dut[{i}].topology"))?;
-    let kind = testbed::DutKind::parse(&dut.name, bin.to_path_buf())
-        .with_context(|| format!("dut[{i}].name"))?;
+    let topology: testbed::Topology = match &dut.ports {
+        // A device the lab does not start, between the ports the suite names.
+        Some(ports) => {
+            testbed::Topology::external(ports).with_context(|| format!("dut[{i}].ports"))?
+        }
+        None => dut
+            .topology
+            .parse()
+            .with_context(|| format!("dut[{i}].topology"))?,
+    };
+    let kind = match testbed::DutKind::parse(&dut.name, bin.to_path_buf())
+        .with_context(|| format!("dut[{i}].name"))?
+    {
+        testbed::DutKind::External { .. } => testbed::DutKind::External {
+            counters_command: dut.counters_command.clone(),
+        },
+        k => k,
+    };
     let line = suite.line(size)?;
     let spec = size.spec()?;
     let mut tb = testbed::Testbed::build(topology.clone())
         .with_context(|| format!("building {}", dut.topology))?;
     let key = (dut.topology.clone(), size.clone());
+    if topology.is_external() && topology.link() == testbed::Link::Veth {
+        // The generator's own ceiling needs a loop without the device; on an external device's
+        // interfaces the lab has none (memif is calibrated on an in-process pair as usual).
+        if !limits.contains_key(&key) {
+            eprintln!(
+                "bench: no generator calibration on the external device's interfaces ({} at {})",
+                dut.topology,
+                size.label()
+            );
+            limits.insert(key.clone(), None);
+        }
+    }
     if !limits.contains_key(&key) {
         eprintln!(
             "bench: calibrating the generator on {} at {} (no DUT in the loop)",
@@ -405,6 +433,37 @@ fn run_block(
             },
             &mut observer,
         );
+        // Device cost after the tests, on the same running device (docs/TESTBED.md).
+        if let (Some(dc), Ok(DutRun { error: None, .. })) = (&suite.device_cost, &r) {
+            {
+                eprintln!(
+                    "bench: device cost of {} at {}: loads {:?} frames/s",
+                    dut.name,
+                    size.label(),
+                    dc.loads_fps
+                );
+                let rows = dc.trial_duration().and_then(|d| {
+                    testbed::devcost::measure_device_cost(
+                        tbr,
+                        &mut pm,
+                        &dut.topology,
+                        &size.label(),
+                        &dc.loads_fps,
+                        d,
+                        dc.repetitions,
+                    )
+                });
+                match rows {
+                    Ok(rows) => run.device_cost.extend(rows),
+                    Err(e) => run.failures.push(format!(
+                        "device cost of {} on {} at {}: {e}",
+                        dut.name,
+                        dut.topology,
+                        size.label()
+                    )),
+                }
+            }
+        }
         (r, observer.checks)
     };
     let (result, cpu_checks) = result;

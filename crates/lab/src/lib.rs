@@ -21,6 +21,7 @@
 
 pub mod cpu_check;
 pub mod demo;
+pub mod device_cost;
 pub mod error;
 pub mod load;
 pub mod measurer;

@@ -41,6 +41,10 @@ pub struct RunResults {
     /// error; the run carried on with the others.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<String>,
+    /// Device cost at equal offered loads (`[device_cost]` of a suite), one row per device,
+    /// frame size and load.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub device_cost: Vec<crate::device_cost::DeviceCostRow>,
 }
 
 impl RunResults {
@@ -52,6 +56,7 @@ impl RunResults {
             tests: Vec::new(),
             stopped: None,
             failures: Vec::new(),
+            device_cost: Vec::new(),
         }
     }
 

@@ -73,8 +73,67 @@ pub struct Suite {
     pub tester_tolerance_percent: Option<f64>,
     #[serde(rename = "dut")]
     pub duts: Vec<DutSpec>,
-    #[serde(rename = "test")]
+    #[serde(rename = "test", default)]
     pub tests: Vec<TestSpec>,
+    /// Device cost at equal offered loads, measured for every device and frame size after its
+    /// tests ([`DeviceCostSpec`]); results in `device_cost` of the results document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_cost: Option<DeviceCostSpec>,
+}
+
+/// `[device_cost]`: trials at fixed loads around which the testbed reads each device's busy time
+/// (docs/TESTBED.md, "Device cost"). The same loads for every device make the costs comparable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceCostSpec {
+    /// Offered loads, frames/s (per direction when bidirectional).
+    pub loads_fps: Vec<f64>,
+    #[serde(default = "d5")]
+    pub trial_duration_s: f64,
+    /// Trials per load; the table shows their medians.
+    #[serde(default = "three")]
+    pub repetitions: u32,
+}
+
+impl DeviceCostSpec {
+    pub fn trial_duration(&self) -> Result<Duration, LabError> {
+        secs("device_cost.trial_duration_s", self.trial_duration_s)
+    }
+
+    fn validate(&self) -> Result<(), LabError> {
+        if self.loads_fps.is_empty() {
+            return Err(LabError::invalid(
+                "device_cost.loads_fps",
+                "[]",
+                "at least one load in frames/s",
+            ));
+        }
+        for &l in &self.loads_fps {
+            if !(l.is_finite() && l > 0.0) {
+                return Err(LabError::invalid(
+                    "device_cost.loads_fps",
+                    l,
+                    "positive loads in frames/s",
+                ));
+            }
+        }
+        if self.repetitions == 0 {
+            return Err(LabError::invalid(
+                "device_cost.repetitions",
+                0,
+                "at least 1",
+            ));
+        }
+        self.trial_duration().map(|_| ())
+    }
+}
+
+fn d5() -> f64 {
+    5.0
+}
+
+fn three() -> u32 {
+    3
 }
 
 fn default_sizes() -> Vec<FrameSize> {
@@ -150,14 +209,61 @@ fn default_gbps() -> f64 {
 pub struct DutSpec {
     /// Driver name: vecswitch-xconnect, vecswitch-bridge, linux-bridge, ovs, testpmd-io, …
     pub name: String,
-    /// Topology name: phy2phy-memif, phy2phy-veth, pvp-memif, pvp-veth.
+    /// Topology name: phy2phy-memif, phy2phy-veth, pvp-memif, pvp-veth, external.
     pub topology: String,
     /// Model used instead of the real device by `vecswitch bench --simulate`.
     #[serde(default)]
     pub sim: Option<SimSpec>,
+    /// `external` topology only: the generator's two ports on a device the lab does not start
+    /// (`afp:IF[@NETNS]`, `memif:SOCKET[@client|@server]`; docs/TESTBED.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ports: Option<Vec<String>>,
+    /// `external` driver only: a shell command printing the device's counters (`key=value`
+    /// lines or a JSON object; docs/TESTBED.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters_command: Option<String>,
 }
 
 impl DutSpec {
+    /// The external-device keys go together: topology `external` needs two `ports`, and
+    /// `ports` / `counters_command` belong to it alone.
+    fn validate(&self) -> Result<(), LabError> {
+        let external = self.topology == "external";
+        match (&self.ports, external) {
+            (Some(p), true) if p.len() == 2 => {}
+            (Some(p), true) => {
+                return Err(LabError::invalid(
+                    "dut.ports",
+                    format!("{} port(s)", p.len()),
+                    "exactly two generator ports, e.g. [\"afp:veth0@ns\", \"afp:veth1@ns\"]",
+                ))
+            }
+            (None, true) => {
+                return Err(LabError::invalid(
+                    "dut.ports",
+                    "missing",
+                    "the generator's two ports on the external device, e.g. [\"afp:veth0@ns\", \"afp:veth1@ns\"]",
+                ))
+            }
+            (Some(_), false) => {
+                return Err(LabError::invalid(
+                    "dut.ports",
+                    &self.topology,
+                    "ports only with topology = \"external\" (the lab builds the others)",
+                ))
+            }
+            (None, false) => {}
+        }
+        if self.counters_command.is_some() && self.name != "external" {
+            return Err(LabError::invalid(
+                "dut.counters_command",
+                &self.name,
+                "a counters_command only with name = \"external\" (the other drivers read their own counters)",
+            ));
+        }
+        Ok(())
+    }
+
     /// `phy2phy` / `pvp` / … : the topology name up to its first `-`, VSPERF's "deployment".
     pub fn deployment(&self) -> &str {
         self.topology.split('-').next().unwrap_or(&self.topology)
@@ -546,12 +652,18 @@ impl Suite {
                 "at least one [[dut]] table",
             ));
         }
-        if self.tests.is_empty() {
+        if self.tests.is_empty() && self.device_cost.is_none() {
             return Err(LabError::invalid(
                 "test",
                 "none",
-                "at least one [[test]] table",
+                "at least one [[test]] table (or a [device_cost] table)",
             ));
+        }
+        if let Some(d) = &self.device_cost {
+            d.validate()?;
+        }
+        for d in &self.duts {
+            d.validate()?;
         }
         if let Some(t) = self.tester_tolerance_percent {
             if !(t.is_finite() && (0.0..=10.0).contains(&t)) {
@@ -1326,6 +1438,84 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
             .unwrap_err()
             .to_string()
             .contains("test.search_max"));
+    }
+
+    #[test]
+    fn documented_device_suites_parse() {
+        for f in ["device-cost.toml", "external-device.toml"] {
+            let path = format!("{}/../../docs/suites/{f}", env!("CARGO_MANIFEST_DIR"));
+            let text = std::fs::read_to_string(&path).unwrap();
+            Suite::parse(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+        }
+    }
+
+    #[test]
+    fn external_device_keys_go_together() {
+        let dut = |extra: &str| {
+            Suite::parse(&format!(
+                "name = \"x\"\n[[dut]]\n{extra}\n[[test]]\nprocedure = \"throughput\"\n"
+            ))
+        };
+        let s = dut("name = \"external\"\ntopology = \"external\"\nports = [\"afp:a@ns\", \"afp:b@ns\"]\ncounters_command = \"cat /tmp/c\"").unwrap();
+        assert_eq!(s.duts[0].ports.as_ref().unwrap().len(), 2);
+        assert_eq!(s.duts[0].counters_command.as_deref(), Some("cat /tmp/c"));
+        assert_eq!(s.duts[0].deployment(), "external");
+        for (extra, names) in [
+            ("name = \"external\"\ntopology = \"external\"", "dut.ports"),
+            (
+                "name = \"external\"\ntopology = \"external\"\nports = [\"afp:a\"]",
+                "1 port(s)",
+            ),
+            (
+                "name = \"ovs\"\ntopology = \"phy2phy-veth\"\nports = [\"afp:a\", \"afp:b\"]",
+                "dut.ports",
+            ),
+            (
+                "name = \"ovs\"\ntopology = \"phy2phy-veth\"\ncounters_command = \"x\"",
+                "dut.counters_command",
+            ),
+        ] {
+            let e = dut(extra).unwrap_err().to_string();
+            assert!(e.contains(names), "{extra}: {e}");
+        }
+    }
+
+    #[test]
+    fn device_cost_table_parses_and_checks_its_keys() {
+        let base =
+            "name = \"cost\"\n[[dut]]\nname = \"linux-bridge\"\ntopology = \"phy2phy-veth\"\n";
+        let s = Suite::parse(&format!(
+            "{base}[device_cost]\nloads_fps = [50000, 100000]\n"
+        ))
+        .unwrap();
+        assert!(s.tests.is_empty());
+        let d = s.device_cost.unwrap();
+        assert_eq!(d.loads_fps, vec![50_000.0, 100_000.0]);
+        assert_eq!((d.trial_duration_s, d.repetitions), (5.0, 3));
+        let e = Suite::parse(&format!("{base}[device_cost]\nloads_fps = []\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("device_cost.loads_fps"), "{e}");
+        let e = Suite::parse(&format!("{base}[device_cost]\nloads_fps = [-1]\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("device_cost.loads_fps") && e.contains("-1"),
+            "{e}"
+        );
+        let e = Suite::parse(&format!(
+            "{base}[device_cost]\nloads_fps = [1]\nrepetitions = 0\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("device_cost.repetitions"), "{e}");
+        let e = Suite::parse(&format!("{base}[device_cost]\nloads = [1]\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("loads"), "{e}");
+        // Neither tests nor a device-cost table: nothing to run.
+        let e = Suite::parse(base).unwrap_err().to_string();
+        assert!(e.contains("[[test]]") && e.contains("[device_cost]"), "{e}");
     }
 
     #[test]

@@ -70,6 +70,10 @@ pub struct LoopStats {
     pub idle_sleeps: u64,
     /// Packets received from all ports.
     pub rx_packets: u64,
+    /// Nanoseconds spent in iterations that received something, from the first `rx_burst` to
+    /// the end of dispatch (port I/O included): the worker's busy time, for the lab's device-cost
+    /// comparison (busy fraction = `busy_ns` / elapsed; clocks = `busy_ns` × `clock_hz`).
+    pub busy_ns: u64,
     /// Received packets per second over the last full second.
     pub packets_per_s: f64,
     /// Longest time between the starts of two poll iterations, ns: how long the worker was away
@@ -224,6 +228,7 @@ impl Switch {
         }
         if received > 0 {
             self.dispatch();
+            self.stats.busy_ns += self.now_ns().saturating_sub(now);
         }
         self.stats.polls += 1;
         self.stats.rx_packets += received as u64;

@@ -120,8 +120,15 @@ pub fn calibrate_testbed(tb: &Testbed, size: &SizeSpec, duration: Duration) -> R
             r
         }
         Link::Veth => {
-            let tx = crate::gen_ports::open_port(&w.gen_ports[0])?;
-            let rx = crate::gen_ports::open_port(&w.dut_ports[0])?;
+            let (Some(gen0), Some(dut0)) = (w.gen_ports.first(), w.dut_ports.first()) else {
+                return Err(Error::Invalid {
+                    field: "calibration topology",
+                    value: w.topology.to_string(),
+                    expected: "a topology the lab built (an external device's link cannot be looped without it)".into(),
+                });
+            };
+            let tx = crate::gen_ports::open_port(gen0)?;
+            let rx = crate::gen_ports::open_port(dut0)?;
             calibrate_ports(
                 vec![tx, rx],
                 size,

@@ -1,11 +1,12 @@
 //! Opening the generator's ends of a topology as [`Port`]s.
 //!
-//! memif ends become [`MemifPort`] clients of the DUT's server sockets; veth ends become, as
+//! memif ends become [`MemifPort`]s in the role the wiring gives the generator; veth ends (and an
+//! external device's `afp:` interfaces, in their namespace or the lab's own) become, as
 //! [`GenVethPort`] says, [`AfPacketPort`]s or [`AfXdpPort`]s opened inside the generator namespace
 //! (the socket stays bound to that namespace, so the generator uses it from any thread).
 //! AF_PACKET ports are in frame mode ([`RxMode::Frame`]): block mode would add up to a block
 //! timeout (~0.3–0.8 ms median measured) to every latency sample. AF_XDP ports attach their XDP
-//! program to the generator's veth end in native mode. [`wait_links_up`] drives the ports'
+//! program to the generator's veth end (SKB mode by default, see [`GenVethPort`]). [`wait_links_up`] drives the ports'
 //! control work until every link is up — memif needs the handshake with the DUT first.
 
 use std::time::Duration;
@@ -107,15 +108,20 @@ pub fn open_port_as(end: &PortEnd, veth: GenVethPort) -> Result<Box<dyn Port>> {
             ifname,
             ..
         } => {
-            let ns = format!("/run/netns/{netns}");
+            // An empty namespace: the lab's own (an external device's interface named without
+            // `@NETNS`).
+            let ns = (!netns.is_empty()).then(|| format!("/run/netns/{netns}"));
             match veth {
                 GenVethPort::AfPacket => {
                     let cfg = AfPacketConfig {
                         rx_mode: RxMode::Frame,
                         ..AfPacketConfig::new(name, ifname)
                     };
-                    let p = AfPacketPort::open_in_netns(cfg, &ns)
-                        .map_err(|e| port_err(name, Box::new(e)))?;
+                    let p = match &ns {
+                        Some(ns) => AfPacketPort::open_in_netns(cfg, ns),
+                        None => AfPacketPort::open(cfg),
+                    }
+                    .map_err(|e| port_err(name, Box::new(e)))?;
                     Ok(Box::new(p))
                 }
                 GenVethPort::AfXdp | GenVethPort::AfXdpNative => {
@@ -128,8 +134,11 @@ pub fn open_port_as(end: &PortEnd, veth: GenVethPort) -> Result<Box<dyn Port>> {
                         mode,
                         ..AfXdpConfig::new(name, ifname)
                     };
-                    let p = AfXdpPort::open_in_netns(cfg, &ns)
-                        .map_err(|e| port_err(name, Box::new(e)))?;
+                    let p = match &ns {
+                        Some(ns) => AfXdpPort::open_in_netns(cfg, ns),
+                        None => AfXdpPort::open(cfg),
+                    }
+                    .map_err(|e| port_err(name, Box::new(e)))?;
                     Ok(Box::new(p))
                 }
             }

@@ -14,6 +14,8 @@
 //!   speed-of-light reference over memif) and `ovs-dpdk` (which explains why it cannot run here).
 //! - [`GenMeasurer`]: the lab's `Measurer` on the generator ports of a [`Testbed`] (crates/gen's
 //!   `Generator`), mapping each `TrialReport` onto the lab's `TrialResult`.
+//! - [`devcost`]: device cost side by side — each device's busy time per packet around trials at
+//!   fixed loads, read from its own clocks or its CPU's kernel time.
 //! - [`calibrate_testbed`]: the generator's own ceiling on a topology's kind of link (no DUT), per
 //!   frame size or mix, recorded beside every result.
 //!
@@ -24,6 +26,7 @@
 
 pub mod calibrate;
 pub mod cmd;
+pub mod devcost;
 pub mod dut;
 mod error;
 pub mod gen_ports;

@@ -260,6 +260,28 @@ impl ChildGuard {
         cpus_allowed_of(self.pid())
     }
 
+    /// Writes `text` to the process's stdin pipe (a command to an interactive program such as
+    /// `testpmd -i`). Fails if it was started without [`ProcessSpec::stdin_pipe`] or exited.
+    pub fn write_stdin(&mut self, text: &str) -> Result<()> {
+        use std::io::Write as _;
+        let log = self.log.clone();
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Err(Error::Invalid {
+                field: "process stdin",
+                value: self.name.clone(),
+                expected: "a process started with stdin_pipe(true) that is still running".into(),
+            });
+        };
+        stdin
+            .write_all(text.as_bytes())
+            .and_then(|()| stdin.flush())
+            .map_err(|source| Error::Io {
+                what: "writing to the stdin of the process logging to",
+                path: log,
+                source,
+            })
+    }
+
     /// Stops the process: closes stdin and waits up to `grace`, then SIGTERM to its group and
     /// waits up to `grace`, then SIGKILL. Always reaps. Returns the exit status.
     pub fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {

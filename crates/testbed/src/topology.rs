@@ -6,6 +6,12 @@
 //! | `phy2phy-veth` | `gen0`, `gen1` in namespace `<run>-gen` | `dut0`, `dut1` in `<run>-dut` | dut0–dut1 |
 //! | `pvp-memif` | 2 memif servers | `phy0`, `phy1` (memif clients), `vnf0`, `vnf1` (memif servers) | phy0–vnf0, vnf1–phy1 |
 //! | `pvp-veth` | `gen0`, `gen1` (veth) | `dut0`, `dut1` (veth), `vnf0`, `vnf1` (memif) | dut0–vnf0, vnf1–dut1 |
+//! | `external` | the suite's two [`ExternalPort`]s (existing interfaces or memif sockets) | — (a device the lab does not start) | — |
+//!
+//! `external` builds nothing toward the device: the generator opens the interfaces or sockets
+//! the suite names (`afp:IF[@NETNS]`, `memif:SOCKET[@client|@server]`, see
+//! [`ExternalPort::parse`]) and the `external` driver ([`crate::dut::external`]) starts nothing.
+//! The device must forward port 0's traffic to port 1 and back.
 //!
 //! On memif links the generator is the server (open its ports with
 //! [`Testbed::open_generator_ports`] before [`Testbed::start`]); toward the VNF the DUT is the
@@ -66,15 +72,152 @@ impl VnfKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Topology {
-    Phy2Phy { link: Link },
-    Pvp { link: Link, vnf: VnfKind },
+    Phy2Phy {
+        link: Link,
+    },
+    Pvp {
+        link: Link,
+        vnf: VnfKind,
+    },
+    /// A device the lab does not start, between two existing generator ports.
+    External {
+        ports: Vec<ExternalPort>,
+    },
+}
+
+/// One generator port of an `external` topology.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum ExternalPort {
+    /// An existing kernel interface opened with AF_PACKET, in namespace `netns` (or the lab's).
+    AfPacket {
+        ifname: String,
+        netns: Option<String>,
+    },
+    /// A memif socket; `role` is the generator's (client: the device listens on `socket`).
+    Memif { socket: PathBuf, role: MemifRole },
+}
+
+/// What [`ExternalPort::parse`] accepts.
+pub const EXTERNAL_PORT_FORMS: &str =
+    "afp:IFNAME, afp:IFNAME@NETNS, memif:/path/to.sock, memif:/path/to.sock@client or @server (the generator's role; default client)";
+
+impl ExternalPort {
+    /// `afp:IF[@NETNS]` or `memif:SOCKET[@client|@server]`.
+    pub fn parse(s: &str) -> Result<ExternalPort> {
+        let bad = || Error::Invalid {
+            field: "external port",
+            value: s.to_string(),
+            expected: EXTERNAL_PORT_FORMS.to_string(),
+        };
+        let (kind, rest) = s.split_once(':').ok_or_else(bad)?;
+        match kind {
+            "afp" => {
+                let (ifname, netns) = match rest.split_once('@') {
+                    Some((i, n)) => (i, Some(n)),
+                    None => (rest, None),
+                };
+                // IFNAMSIZ is 16 with the NUL; `ip` refuses names with '/' or blanks.
+                let ok_if =
+                    !ifname.is_empty() && ifname.len() < 16 && !ifname.contains(['/', ' ', ':']);
+                let ok_ns = netns.is_none_or(|n| !n.is_empty() && !n.contains(['/', ' ']));
+                if !(ok_if && ok_ns) {
+                    return Err(bad());
+                }
+                Ok(ExternalPort::AfPacket {
+                    ifname: ifname.to_string(),
+                    netns: netns.map(str::to_string),
+                })
+            }
+            "memif" => {
+                let (path, role) = match rest.rsplit_once('@') {
+                    Some((p, "server")) => (p, MemifRole::Server),
+                    Some((p, "client")) => (p, MemifRole::Client),
+                    Some(_) => return Err(bad()),
+                    None => (rest, MemifRole::Client),
+                };
+                if !path.starts_with('/') {
+                    return Err(bad());
+                }
+                Ok(ExternalPort::Memif {
+                    socket: path.into(),
+                    role,
+                })
+            }
+            _ => Err(bad()),
+        }
+    }
+
+    /// The generator's end of this port, named `name`.
+    fn gen_end(&self, name: &str) -> PortEnd {
+        match self {
+            ExternalPort::AfPacket { ifname, netns } => PortEnd::Veth {
+                name: name.to_string(),
+                netns: netns.clone().unwrap_or_default(),
+                ifname: ifname.clone(),
+                mac: String::new(),
+            },
+            ExternalPort::Memif { socket, role } => PortEnd::Memif {
+                name: name.to_string(),
+                socket: socket.clone(),
+                id: 0,
+                role: *role,
+            },
+        }
+    }
+}
+
+impl fmt::Display for ExternalPort {
+    /// The form [`ExternalPort::parse`] reads.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExternalPort::AfPacket {
+                ifname,
+                netns: Some(ns),
+            } => write!(f, "afp:{ifname}@{ns}"),
+            ExternalPort::AfPacket {
+                ifname,
+                netns: None,
+            } => write!(f, "afp:{ifname}"),
+            ExternalPort::Memif { socket, role } => {
+                write!(f, "memif:{}@{}", socket.display(), role.as_str())
+            }
+        }
+    }
 }
 
 impl Topology {
+    /// The `external` topology on the suite's port list (exactly two ports: traffic leaves on
+    /// one and returns on the other).
+    pub fn external<S: AsRef<str>>(ports: &[S]) -> Result<Topology> {
+        if ports.len() != 2 {
+            return Err(Error::Invalid {
+                field: "external ports",
+                value: format!("{} port(s)", ports.len()),
+                expected: format!("exactly two ports: {EXTERNAL_PORT_FORMS}"),
+            });
+        }
+        Ok(Topology::External {
+            ports: ports
+                .iter()
+                .map(|p| ExternalPort::parse(p.as_ref()))
+                .collect::<Result<_>>()?,
+        })
+    }
+
+    /// The kind of link of the generator's ports (an external topology: that of its first port).
     pub fn link(&self) -> Link {
         match self {
             Topology::Phy2Phy { link } | Topology::Pvp { link, .. } => *link,
+            Topology::External { ports } => match ports.first() {
+                Some(ExternalPort::Memif { .. }) => Link::Memif,
+                _ => Link::Veth,
+            },
         }
+    }
+
+    pub fn is_external(&self) -> bool {
+        matches!(self, Topology::External { .. })
     }
 
     pub fn is_pvp(&self) -> bool {
@@ -87,6 +230,7 @@ impl fmt::Display for Topology {
         let (t, link) = match self {
             Topology::Phy2Phy { link } => ("phy2phy", link),
             Topology::Pvp { link, .. } => ("pvp", link),
+            Topology::External { .. } => return write!(f, "external"),
         };
         let l = match link {
             Link::Memif => "memif",
@@ -96,8 +240,8 @@ impl fmt::Display for Topology {
     }
 }
 
-/// Names accepted by [`Topology::from_str`].
-pub const TOPOLOGY_NAMES: &str = "phy2phy-memif, phy2phy-veth, pvp-memif, pvp-veth";
+/// Names accepted by [`Topology::from_str`] (and `external`, built by [`Topology::external`]).
+pub const TOPOLOGY_NAMES: &str = "phy2phy-memif, phy2phy-veth, pvp-memif, pvp-veth, external";
 
 impl FromStr for Topology {
     type Err = Error;
@@ -114,6 +258,15 @@ impl FromStr for Topology {
                 link: Link::Veth,
                 vnf: VnfKind::TestpmdMacswap,
             },
+            "external" => {
+                return Err(Error::Invalid {
+                    field: "topology",
+                    value: s.to_string(),
+                    expected: format!(
+                        "external with its two generator ports (`ports = [...]` in the suite's [[dut]]: {EXTERNAL_PORT_FORMS})"
+                    ),
+                })
+            }
             _ => {
                 return Err(Error::Invalid {
                     field: "topology",
@@ -286,8 +439,17 @@ impl Testbed {
         let id = run_dir.id().to_string();
         let dut_ns = Netns::create(&format!("{id}-dut"))?;
         let mut gen_ns = None;
-        let (gen_ports, mut dut_ports) = match topology.link() {
-            Link::Memif => {
+        let (gen_ports, mut dut_ports) = match (&topology, topology.link()) {
+            (Topology::External { ports }, _) => {
+                // Nothing to build: the generator opens what the suite named.
+                let g = ports
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| p.gen_end(&format!("gen{i}")))
+                    .collect();
+                (g, Vec::new())
+            }
+            (_, Link::Memif) => {
                 let mut g = Vec::new();
                 let mut d = Vec::new();
                 for i in 0..2 {
@@ -305,7 +467,7 @@ impl Testbed {
                 }
                 (g, d)
             }
-            Link::Veth => {
+            (_, Link::Veth) => {
                 let ns = Netns::create(&format!("{id}-gen"))?;
                 let mut g = Vec::new();
                 let mut d = Vec::new();
@@ -347,7 +509,12 @@ impl Testbed {
                 (g, d)
             }
         };
-        let mut pairs = vec![(0, 1)];
+        // An external device's ports are not the lab's: nothing for a driver to connect.
+        let mut pairs = if topology.is_external() {
+            Vec::new()
+        } else {
+            vec![(0, 1)]
+        };
         let mut vnf_ports = Vec::new();
         if topology.is_pvp() {
             pairs = vec![(0, 2), (3, 1)];
@@ -611,6 +778,66 @@ mod tests {
         }
         let e = "p2p".parse::<Topology>().unwrap_err().to_string();
         assert!(e.contains("p2p") && e.contains("phy2phy-memif"), "{e}");
+    }
+
+    #[test]
+    fn external_ports_parse_or_say_what_is_accepted() {
+        assert_eq!(
+            ExternalPort::parse("afp:veth0@lab1").unwrap(),
+            ExternalPort::AfPacket {
+                ifname: "veth0".into(),
+                netns: Some("lab1".into())
+            }
+        );
+        assert_eq!(
+            ExternalPort::parse("afp:eth1").unwrap(),
+            ExternalPort::AfPacket {
+                ifname: "eth1".into(),
+                netns: None
+            }
+        );
+        assert_eq!(
+            ExternalPort::parse("memif:/run/vpp/memif.sock").unwrap(),
+            ExternalPort::Memif {
+                socket: "/run/vpp/memif.sock".into(),
+                role: MemifRole::Client
+            }
+        );
+        assert_eq!(
+            ExternalPort::parse("memif:/tmp/a@b.sock@server").unwrap(),
+            ExternalPort::Memif {
+                socket: "/tmp/a@b.sock".into(),
+                role: MemifRole::Server
+            }
+        );
+        for bad in [
+            "eth0",
+            "afp:",
+            "afp:averyveryverylongname",
+            "afp:x@",
+            "memif:relative.sock",
+            "memif:/x.sock@master",
+            "tap:x",
+        ] {
+            let e = ExternalPort::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("afp:IFNAME@NETNS"), "{e}");
+        }
+        for f in [
+            "afp:a@n",
+            "afp:eth1",
+            "memif:/s.sock@server",
+            "memif:/c.sock@client",
+        ] {
+            assert_eq!(ExternalPort::parse(f).unwrap().to_string(), f);
+        }
+        let t = Topology::external(&["afp:a@n", "memif:/s.sock@server"]).unwrap();
+        assert_eq!(t.to_string(), "external");
+        assert_eq!(t.link(), Link::Veth);
+        assert!(t.is_external());
+        let e = Topology::external(&["afp:a"]).unwrap_err().to_string();
+        assert!(e.contains("exactly two"), "{e}");
+        let e = "external".parse::<Topology>().unwrap_err().to_string();
+        assert!(e.contains("ports = [...]"), "{e}");
     }
 
     #[test]

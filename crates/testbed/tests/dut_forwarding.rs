@@ -293,3 +293,116 @@ fn ovs_with_system_ports_forwards_frames_both_ways() {
     );
     both_ways(&mut ports, 100);
 }
+
+/// Sends `n` frames 0→1 between two readings of the DUT's own counters and returns their
+/// difference (after checking that every frame arrived).
+fn counted(tb: &Testbed, ports: &mut [Box<dyn Port>], n: u32) -> vecswitch_testbed::DeviceCounters {
+    wait_links_up(ports, Duration::from_secs(20)).unwrap();
+    let read = || {
+        tb.with_dut(|d| d.counters())
+            .expect("DUT started")
+            .unwrap()
+            .expect("this driver reads counters")
+    };
+    let before = read();
+    let mut pool = Pool::new(4096);
+    let (p0, p1) = ports.split_at_mut(1);
+    let ex = exchange(
+        &mut pool,
+        &mut p0[0],
+        &mut p1[0],
+        B,
+        A,
+        0xc0de,
+        n,
+        Duration::from_secs(20),
+    );
+    assert_eq!(
+        ex.received.len() as u32,
+        n,
+        "lost {}",
+        n - ex.received.len() as u32
+    );
+    let after = read();
+    let d = after.delta(&before);
+    eprintln!(
+        "{}: before {before:?}\nafter {after:?}\ndelta {d:?}",
+        tb.describe_dut().unwrap()
+    );
+    d
+}
+
+/// The frames of one exchange in a counter delta: at least `n`, and at most a few more (the
+/// kernel's own frames on veth, e.g. IPv6 router solicitations, pass the DUT too).
+fn moved_by(field: Option<u64>, n: u32, what: &str) {
+    let v = field.unwrap_or_else(|| panic!("{what}: no counter"));
+    assert!(
+        v >= u64::from(n) && v <= u64::from(n) + 20,
+        "{what}: moved by {v}, sent {n}"
+    );
+}
+
+#[test]
+fn vecswitch_counters_move_by_the_frames_sent() {
+    let bin = vecswitch_bin();
+    assert!(
+        bin.is_file(),
+        "build the binary first: cargo build -p vecswitch-cli ({})",
+        bin.display()
+    );
+    let (tb, mut ports) = start(
+        Topology::Phy2Phy { link: Link::Memif },
+        DutKind::VecswitchXconnect { bin }.build(),
+    );
+    let d = counted(&tb, &mut ports, 3000);
+    moved_by(d.rx_frames, 3000, "rx_frames");
+    moved_by(d.tx_frames, 3000, "tx_frames");
+    assert_eq!(d.tx_dropped, Some(0));
+    assert_eq!(d.rx_dropped, Some(0));
+    assert_eq!(d.internal_dropped, Some(0));
+    assert!(d.busy_clocks.is_some_and(|c| c > 0), "{d:?}");
+    assert!(d.total_polls.is_some_and(|p| p > 0), "{d:?}");
+}
+
+#[test]
+fn testpmd_counters_move_by_the_frames_sent() {
+    let (tb, mut ports) = start(
+        Topology::Phy2Phy { link: Link::Memif },
+        Box::new(TestpmdDut::new()),
+    );
+    let d = counted(&tb, &mut ports, 3000);
+    moved_by(d.rx_frames, 3000, "rx_frames");
+    moved_by(d.tx_frames, 3000, "tx_frames");
+    assert_eq!(d.tx_dropped, Some(0));
+    assert!(d.busy_clocks.is_some_and(|c| c > 0), "{d:?}");
+    // Still forwards after the readings (the prompt round trips did not stop it).
+    both_ways(&mut ports, 100);
+}
+
+#[test]
+fn linux_bridge_counters_move_by_the_frames_sent() {
+    let (tb, mut ports) = start(
+        Topology::Phy2Phy { link: Link::Veth },
+        Box::new(LinuxBridgeDut::new()),
+    );
+    let d = counted(&tb, &mut ports, 1000);
+    moved_by(d.rx_frames, 1000, "rx_frames");
+    moved_by(d.tx_frames, 1000, "tx_frames");
+    assert_eq!(
+        d.internal_dropped, None,
+        "the kernel bridge has no drop counter"
+    );
+}
+
+#[test]
+fn ovs_counters_move_by_the_frames_sent() {
+    let (tb, mut ports) = start(
+        Topology::Phy2Phy { link: Link::Veth },
+        Box::new(OvsDut::new()),
+    );
+    let d = counted(&tb, &mut ports, 1000);
+    moved_by(d.rx_frames, 1000, "rx_frames");
+    moved_by(d.tx_frames, 1000, "tx_frames");
+    assert!(d.internal_dropped.is_some(), "{d:?}");
+    assert!(d.busy_clocks.is_some_and(|c| c > 0), "{d:?}");
+}

@@ -43,6 +43,7 @@ pub fn render(run: &RunResults) -> String {
     let _ = write!(s, "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>vecswitch benchmark report</title><style>{CSS}</style></head><body>");
     let _ = write!(s, "<h1>vecswitch benchmark report</h1>");
     side_by_side(&mut s, run);
+    s.push_str(&crate::device_cost::html(&run.device_cost));
     provenance(&mut s, run);
     summary(&mut s, run);
     charts(&mut s, run);

@@ -93,6 +93,7 @@ pub fn render(run: &RunResults) -> String {
         }
         s.push('\n');
     }
+    s.push_str(&crate::device_cost::markdown(&run.device_cost));
     for t in &run.tests {
         let _ = writeln!(
             s,

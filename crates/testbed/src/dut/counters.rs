@@ -56,6 +56,77 @@ impl DeviceCounters {
     }
 }
 
+/// One port's counters as a driver reads them, before they are summed into [`DeviceCounters`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PortCounts {
+    pub rx: u64,
+    pub tx: u64,
+    pub rx_dropped: u64,
+    pub tx_dropped: u64,
+}
+
+/// Sums per-port counters into [`DeviceCounters`]: ports in `facing` (the device's ends of the
+/// generator's links) give received, transmitted, receive-side and transmit-side drops; the
+/// device's other ports (the links to a PVP VNF) are inside the device as the lab sees it, so
+/// their drops count as internal. `internal` is added to that (drop reasons, datapath drops).
+/// `None` when a facing port is missing from `ports` (the device did not report it).
+pub fn sum_ports(
+    ports: &[(String, PortCounts)],
+    facing: &[String],
+    internal: Option<u64>,
+) -> Option<DeviceCounters> {
+    let mut c = DeviceCounters {
+        rx_frames: Some(0),
+        tx_frames: Some(0),
+        rx_dropped: Some(0),
+        internal_dropped: internal,
+        tx_dropped: Some(0),
+        ..Default::default()
+    };
+    let add = |a: &mut Option<u64>, b: u64| *a = a.map(|a| a + b);
+    for f in facing {
+        let (_, p) = ports.iter().find(|(n, _)| n == f)?;
+        add(&mut c.rx_frames, p.rx);
+        add(&mut c.tx_frames, p.tx);
+        add(&mut c.rx_dropped, p.rx_dropped);
+        add(&mut c.tx_dropped, p.tx_dropped);
+    }
+    for (n, p) in ports {
+        if !facing.contains(n) {
+            add(&mut c.internal_dropped, p.rx_dropped + p.tx_dropped);
+        }
+    }
+    Some(c)
+}
+
+/// Reads `key=value` or `key: value` pairs in any order (numbers only) from `text`: the shape
+/// of OVS's `{rx_packets=1, ...}`, testpmd's `RX-packets: 1` and the external device's counter
+/// command (docs/TESTBED.md). Keys keep their case; separators are whitespace and commas.
+pub fn numeric_pairs(text: &str) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let cleaned: String = text
+        .chars()
+        .map(|c| if "{},\"".contains(c) { ' ' } else { c })
+        .collect();
+    let toks: Vec<&str> = cleaned.split_whitespace().collect();
+    let mut i = 0;
+    while i < toks.len() {
+        let t = toks[i];
+        if let Some((k, v)) = t.split_once('=') {
+            if let (false, Ok(v)) = (k.is_empty(), v.parse::<u64>()) {
+                out.push((k.to_string(), v));
+            }
+        } else if let Some(k) = t.strip_suffix(':') {
+            if let Some(Ok(v)) = toks.get(i + 1).map(|v| v.parse::<u64>()) {
+                out.push((k.to_string(), v));
+                i += 1;
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +155,42 @@ mod tests {
         assert_eq!(d.rx_dropped, None);
         assert_eq!(d.internal_dropped, Some(0));
         assert_eq!(d.tx_dropped, Some(2));
+    }
+
+    #[test]
+    fn ports_sum_facing_and_count_the_others_as_internal() {
+        let p = |rx, tx, rd, td| PortCounts {
+            rx,
+            tx,
+            rx_dropped: rd,
+            tx_dropped: td,
+        };
+        let ports = vec![
+            ("phy0".to_string(), p(100, 90, 1, 2)),
+            ("phy1".to_string(), p(95, 99, 0, 3)),
+            ("vnf0".to_string(), p(5, 6, 7, 8)),
+        ];
+        let facing = ["phy0".to_string(), "phy1".to_string()];
+        let c = sum_ports(&ports, &facing, Some(4)).unwrap();
+        assert_eq!(c.rx_frames, Some(195));
+        assert_eq!(c.tx_frames, Some(189));
+        assert_eq!(c.rx_dropped, Some(1));
+        assert_eq!(c.tx_dropped, Some(5));
+        assert_eq!(c.internal_dropped, Some(4 + 7 + 8));
+        assert!(sum_ports(&ports, &["gen9".to_string()], None).is_none());
+    }
+
+    #[test]
+    fn numeric_pairs_read_both_shapes() {
+        let v = numeric_pairs("{collisions=0, rx_bytes=120, rx_packets=2} RX-packets: 7 x: y");
+        assert_eq!(
+            v,
+            vec![
+                ("collisions".to_string(), 0),
+                ("rx_bytes".to_string(), 120),
+                ("rx_packets".to_string(), 2),
+                ("RX-packets".to_string(), 7),
+            ]
+        );
     }
 }

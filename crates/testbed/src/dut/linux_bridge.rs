@@ -8,7 +8,12 @@
 //! assigns to the receiving veth ends (the DUT CPU, see [`crate::topology`]).
 //!
 //! Scale: [`Scale::MacEntries`] installs static FDB entries (`bridge -batch`) on the second port.
+//!
+//! Counters ([`Dut::counters`]): the kernel counters of the DUT-side veth ends
+//! ([`crate::dut::kernel_if`]); the bridge has no drop counter of its own, so `internal_dropped`
+//! is unknown (`None`).
 
+use crate::dut::counters::DeviceCounters;
 use crate::dut::{kernel, unsupported_wiring, Dut, Scale};
 use crate::error::{Error, Result};
 use crate::placement::PlacedProcess;
@@ -151,6 +156,30 @@ impl Dut for LinuxBridgeDut {
                 note: "softirq on the CPU that RPS assigns to the DUT's veth ends".into(),
             })
             .collect()
+    }
+
+    fn counters(&mut self) -> Result<Option<DeviceCounters>> {
+        let Some(w) = &self.wiring else {
+            return Ok(None);
+        };
+        let ports = crate::dut::kernel_if::read(Some(&w.dut_netns))?;
+        let facing = crate::dut::vecswitch::facing_names(w);
+        let ifnames: Vec<String> = w
+            .dut_ports
+            .iter()
+            .take(facing.len())
+            .filter_map(|p| match p {
+                PortEnd::Veth { ifname, .. } => Some(ifname.clone()),
+                PortEnd::Memif { .. } => None,
+            })
+            .collect();
+        // Only the bridge's ports: the namespace's other interfaces (lo, the bridges) are not
+        // on the generator's links.
+        let ports: Vec<_> = ports
+            .into_iter()
+            .filter(|(n, _)| ifnames.contains(n))
+            .collect();
+        Ok(crate::dut::counters::sum_ports(&ports, &ifnames, None))
     }
 }
 

@@ -7,12 +7,20 @@
 //! | [`ovs::OvsDut`] | `ovs` | veth | `ovsdb-server` + `ovs-vswitchd` (userspace `netdev` datapath) under the run dir; afxdp ports, else system |
 //! | [`testpmd::TestpmdDut`] | `testpmd-io` | memif | `dpdk-testpmd --forward-mode=io`, the speed-of-light reference |
 //! | [`ovs_dpdk::OvsDpdkDut`] | `ovs-dpdk` | memif | refuses with the reason (see its module doc) |
+//! | [`external::ExternalDut`] | `external` | any (topology `external`) | starts nothing; optional counter command |
+//!
+//! Every driver reads the device's own counters ([`Dut::counters`], [`counters::DeviceCounters`])
+//! where it has them: vecswitch `ctl show ports/errors/runtime`, testpmd `show fwd stats all`,
+//! the kernel bridge its veth ends' kernel counters, OVS `dpctl/show -s` and
+//! `dpif-netdev/pmd-stats-show`, an external device its counter command.
 //!
 //! A driver gets the [`Wiring`] (which ports it must hold and which it must connect), starts its
 //! processes inside the DUT namespace on the DUT's CPU, and waits until it is ready (sockets exist,
 //! bridges are up). Drivers install nothing; a missing program is an error naming the package.
 
 pub mod counters;
+pub mod external;
+pub mod kernel_if;
 pub mod linux_bridge;
 pub mod ovs;
 pub mod ovs_dpdk;
@@ -102,17 +110,25 @@ impl Scale {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DutKind {
-    VecswitchXconnect { bin: PathBuf },
-    VecswitchBridge { bin: PathBuf },
+    VecswitchXconnect {
+        bin: PathBuf,
+    },
+    VecswitchBridge {
+        bin: PathBuf,
+    },
     LinuxBridge,
     Ovs,
     TestpmdIo,
     OvsDpdk,
+    /// A device the lab does not start (topology `external`), with an optional counter command.
+    External {
+        counters_command: Option<String>,
+    },
 }
 
 /// Names accepted by [`DutKind::parse`].
 pub const DUT_NAMES: &str =
-    "vecswitch-xconnect, vecswitch-bridge, linux-bridge, ovs, testpmd-io, ovs-dpdk";
+    "vecswitch-xconnect, vecswitch-bridge, linux-bridge, ovs, testpmd-io, ovs-dpdk, external";
 
 impl DutKind {
     /// Parses a driver name; `vecswitch_bin` is the `vecswitch` binary for the vecswitch drivers
@@ -125,6 +141,9 @@ impl DutKind {
             "ovs" => DutKind::Ovs,
             "testpmd-io" => DutKind::TestpmdIo,
             "ovs-dpdk" => DutKind::OvsDpdk,
+            "external" => DutKind::External {
+                counters_command: None,
+            },
             _ => {
                 return Err(Error::Invalid {
                     field: "dut",
@@ -150,6 +169,9 @@ impl DutKind {
             DutKind::Ovs => Box::new(ovs::OvsDut::new()),
             DutKind::TestpmdIo => Box::new(testpmd::TestpmdDut::new()),
             DutKind::OvsDpdk => Box::new(ovs_dpdk::OvsDpdkDut::new()),
+            DutKind::External { counters_command } => {
+                Box::new(external::ExternalDut::new(counters_command.clone()))
+            }
         }
     }
 }
@@ -207,6 +229,7 @@ mod tests {
             "ovs",
             "testpmd-io",
             "ovs-dpdk",
+            "external",
         ] {
             let k = DutKind::parse(n, "/bin/vecswitch".into()).unwrap();
             assert_eq!(k.build().name(), n);

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use std::time::Duration;
 
+use crate::dut::counters::{sum_ports, DeviceCounters, PortCounts};
 use crate::dut::{placed, version_line, Dut, Scale};
 use crate::error::{Error, Result};
 use crate::placement::PlacedProcess;
@@ -150,6 +151,88 @@ pub fn ports_ready(json: &str, ports: &[PortEnd]) -> bool {
     })
 }
 
+/// Event counters that `show errors` lists beside the drop reasons (crates/switch/src/state.rs,
+/// `Events::list`): they count things that happened to frames that were still forwarded (a
+/// station learned, a replica not made), not frames lost. `interface-output`/`tx-failed` is
+/// left out too: those frames are the ports' `tx_dropped`, counted there.
+const NOT_INTERNAL_DROPS: &[(&str, &str)] = &[
+    ("l2-learn", "learned"),
+    ("l2-learn", "station-moves"),
+    ("l2-learn", "mac-limit-reached"),
+    ("l2-learn", "mac-table-full"),
+    ("l2-learn", "static-mac-seen-elsewhere"),
+    ("l2-flood", "no-buffers"),
+    ("l2-age", "aged-out"),
+    ("interface-output", "tx-failed"),
+];
+
+/// Per-port counters from a `ctl --json show ports` answer.
+pub fn parse_ports(json: &str) -> Option<Vec<(String, PortCounts)>> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    let list = v.get("data")?.as_array()?;
+    list.iter()
+        .map(|e| {
+            let st = e.get("stats")?;
+            let n = |k: &str| st.get(k).and_then(serde_json::Value::as_u64);
+            Some((
+                e.get("name")?.as_str()?.to_string(),
+                PortCounts {
+                    rx: n("rx_packets")?,
+                    tx: n("tx_packets")?,
+                    rx_dropped: n("rx_dropped")?,
+                    tx_dropped: n("tx_dropped")?,
+                },
+            ))
+        })
+        .collect()
+}
+
+/// Frames dropped inside the switch from a `ctl --json show errors` answer: the sum of the drop
+/// reasons, without event counters and transmit failures ([`NOT_INTERNAL_DROPS`]).
+pub fn parse_internal_drops(json: &str) -> Option<u64> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    let list = v.get("data")?.as_array()?;
+    let mut sum = 0;
+    for e in list {
+        let node = e.get("node")?.as_str()?;
+        let reason = e.get("reason")?.as_str()?;
+        if NOT_INTERNAL_DROPS.contains(&(node, reason)) {
+            continue;
+        }
+        sum += e.get("count")?.as_u64()?;
+    }
+    Some(sum)
+}
+
+/// `(busy clocks, idle polls, polls)` from a `ctl --json show runtime` answer: the poll loop's
+/// busy time (`loop.busy_ns`, port I/O included) in clocks of `clock_hz`. Busy clocks are `None`
+/// for a switch that does not report `busy_ns`.
+pub fn parse_runtime(json: &str) -> Option<(Option<u64>, u64, u64)> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    let d = v.get("data")?;
+    let l = d.get("loop")?;
+    let hz = d.get("clock_hz")?.as_f64()?;
+    let busy = l
+        .get("busy_ns")
+        .and_then(serde_json::Value::as_u64)
+        .map(|ns| (ns as f64 * hz / 1e9).round() as u64);
+    Some((
+        busy,
+        l.get("idle_polls")?.as_u64()?,
+        l.get("polls")?.as_u64()?,
+    ))
+}
+
+/// The names of the DUT ports on the generator's links (the first `gen_ports.len()` DUT ports,
+/// see [`Wiring::dut_ports`]).
+pub(crate) fn facing_names(w: &Wiring) -> Vec<String> {
+    w.dut_ports
+        .iter()
+        .take(w.gen_ports.len())
+        .map(|p| p.name().to_string())
+        .collect()
+}
+
 /// The vecswitch DUT.
 #[derive(Debug)]
 pub struct VecswitchDut {
@@ -174,6 +257,37 @@ impl VecswitchDut {
     /// The config file written by `setup`.
     pub fn config_path(&self) -> Option<&Path> {
         self.config.as_deref()
+    }
+
+    /// `vecswitch ctl --json show <what>` on the running switch.
+    fn show(&self, w: &Wiring, what: &str) -> Result<String> {
+        let ctl = w.run_dir.join("dut.ctl").display().to_string();
+        crate::cmd::run(
+            &self.bin.display().to_string(),
+            &[
+                "ctl",
+                "--socket",
+                &ctl,
+                "--json",
+                "--timeout",
+                "5",
+                "show",
+                what,
+            ],
+        )
+    }
+}
+
+/// An answer of `show <what>` the driver could not read.
+fn unreadable(what: &str, answer: &str) -> Error {
+    Error::Invalid {
+        field: "vecswitch ctl answer",
+        value: format!(
+            "show {what}: {}",
+            answer.chars().take(200).collect::<String>()
+        ),
+        expected: "the JSON of `vecswitch ctl --json show ports|errors|runtime` (docs/CONTROL.md)"
+            .into(),
     }
 }
 
@@ -304,6 +418,31 @@ impl Dut for VecswitchDut {
             None => Ok(()),
         }
     }
+
+    /// Ports on the generator's links (rx, tx, rx ring drops, tx-failed), the drop reasons of
+    /// `show errors` (internal), the poll loop's busy clocks and idle polls of `show runtime`.
+    fn counters(&mut self) -> Result<Option<DeviceCounters>> {
+        let Some(w) = self.wiring.clone() else {
+            return Ok(None);
+        };
+        if self.child.is_none() {
+            return Ok(None);
+        }
+        let ports = self.show(&w, "ports")?;
+        let errors = self.show(&w, "errors")?;
+        let runtime = self.show(&w, "runtime")?;
+        let p = parse_ports(&ports).ok_or_else(|| unreadable("ports", &ports))?;
+        let internal =
+            parse_internal_drops(&errors).ok_or_else(|| unreadable("errors", &errors))?;
+        let (busy, idle, polls) =
+            parse_runtime(&runtime).ok_or_else(|| unreadable("runtime", &runtime))?;
+        let mut c = sum_ports(&p, &facing_names(&w), Some(internal))
+            .ok_or_else(|| unreadable("ports", &ports))?;
+        c.busy_clocks = busy;
+        c.idle_polls = Some(idle);
+        c.total_polls = Some(polls);
+        Ok(Some(c))
+    }
 }
 
 #[cfg(test)]
@@ -388,6 +527,41 @@ ports = [\"phy0\", \"dut1\"]
             &ports
         ));
         assert!(!ports_ready("not json", &ports));
+    }
+
+    /// Captured from `vecswitch ctl --json show ports|errors|runtime` of an xconnect between two
+    /// memif ports fed by `dpdk-testpmd --forward-mode=txonly` (which does not receive, so the
+    /// switch's transmit failed), 2026-11-23; `busy_ns` added by hand to the runtime answer of
+    /// a switch built before that counter existed.
+    const PORTS: &str = r#"{"ok":true,"data":[{"admin_up":true,"capture":null,"describe":"memif server socket=/tmp/devcap18224/a.sock id=0 ring=1024 (2^10) buffer=2048 mode=polling state=connected peer=\"DPDK 22.11.11\"/\"net_memif0\"","index":0,"link":"up","name":"phy0","service":{"to":"phy1","type":"xconnect"},"stats":{"rx_bytes":91607040,"rx_dropped":0,"rx_packets":1526784,"tx_bytes":61440,"tx_dropped":1525760,"tx_packets":1024}},{"admin_up":true,"capture":null,"describe":"memif server socket=/tmp/devcap18224/b.sock id=0 ring=1024 (2^10) buffer=2048 mode=polling state=connected peer=\"DPDK 22.11.11\"/\"net_memif1\"","index":1,"link":"up","name":"phy1","service":{"to":"phy0","type":"xconnect"},"stats":{"rx_bytes":91607040,"rx_dropped":0,"rx_packets":1526784,"tx_bytes":61440,"tx_dropped":1525760,"tx_packets":1024}}]}"#;
+    const ERRORS: &str = r#"{"ok":true,"data":[{"count":3132000,"node":"interface-output","reason":"tx-failed"},{"count":5,"node":"ethernet-input","reason":"runt"},{"count":9,"node":"l2-learn","reason":"learned"}]}"#;
+    const RUNTIME: &str = r#"{"ok":true,"data":{"clock_hz":2445406000.0,"loop":{"busy_ns":1000000,"idle_polls":19166,"idle_sleeps":18501,"packets_per_s":1652693.408438171,"polls":25437,"rx_packets":3210336},"nodes":[{"calls":12541,"clocks_per_packet":349.0025712369204,"drops":0,"name":"ethernet-input","packets":3210336,"packets_per_vector":255.98724184674268,"time_ns":458171575,"vectors":12541,"vectors_per_call":255.98724184674268}]}}"#;
+
+    #[test]
+    fn counters_parse_from_captured_answers() {
+        let p = parse_ports(PORTS).unwrap();
+        assert_eq!(p.len(), 2);
+        assert_eq!(
+            p[0],
+            (
+                "phy0".to_string(),
+                PortCounts {
+                    rx: 1526784,
+                    tx: 1024,
+                    rx_dropped: 0,
+                    tx_dropped: 1525760
+                }
+            )
+        );
+        // tx-failed is the ports' tx_dropped and `learned` an event: only the runt counts.
+        assert_eq!(parse_internal_drops(ERRORS), Some(5));
+        let (busy, idle, polls) = parse_runtime(RUNTIME).unwrap();
+        assert_eq!(busy, Some(2_445_406)); // 1 ms at 2.445406 GHz
+        assert_eq!((idle, polls), (19166, 25437));
+        let no_busy = RUNTIME.replace("\"busy_ns\":1000000,", "");
+        assert_eq!(parse_runtime(&no_busy).unwrap().0, None);
+        assert!(parse_ports("{\"ok\":false}").is_none());
+        assert!(parse_internal_drops("[").is_none());
     }
 
     #[test]
