@@ -30,7 +30,7 @@ pub use engine::{
     Generator, PortReport, Progress, StreamReport, TrialLength, TrialReport, TrialSpec,
 };
 pub use flow::{Field, FieldMode, FieldRange};
-pub use rate::{Clock, LinkSpeed, MonoClock, Pacer, Rate};
+pub use rate::{Clock, Lateness, LinkSpeed, MonoClock, Pacer, Rate};
 pub use size::{SizeSequence, SizeSpec};
 pub use stream::{StreamBuilder, StreamSpec, VlanSpec};
 
