@@ -24,7 +24,7 @@ pub mod signature;
 pub mod size;
 pub mod stream;
 
-pub use analyze::{Latency, StreamAnalyzer, StreamRx};
+pub use analyze::{Latency, LatencyHistogram, StreamAnalyzer, StreamRx};
 pub use calibrate::{calibrate, CalibrationPoint, CalibrationReport};
 pub use engine::{
     Generator, PortReport, Progress, StreamReport, TrialLength, TrialReport, TrialSpec,
