@@ -565,11 +565,36 @@ fn details(s: &mut String, run: &RunResults) {
         row_table(s, &cols, &rows);
         let trials = trials_of(t);
         if !trials.is_empty() {
-            let _ = write!(s, "<details><summary>{} trials</summary><table><tr><th>#</th><th class=t>step</th><th>intended fps</th><th>duration s</th><th>offered</th><th>received</th><th>loss %</th><th>tester</th></tr>", trials.len());
+            let _ = write!(s, "<details><summary>{} trials</summary><table><tr><th>#</th><th class=t>step</th><th>intended fps</th><th>duration s</th><th>offered</th><th>received</th><th>loss %</th><th>not sent</th><th>refused at device ingress</th><th>lost in device</th><th>dropped at tester rx</th><th>unexplained</th><th class=t>limit</th><th>tester</th></tr>", trials.len());
             for (i, (tr, step)) in trials.iter().enumerate() {
+                // Where the frames went (blank when the measurer did not account, e.g. simulated);
+                // "?" for a device counter the lab could not read.
+                let split = match &tr.accounting {
+                    Some(a) => {
+                        let opt = |v: Option<u64>| v.map_or("?".to_string(), |n| n.to_string());
+                        format!(
+                            "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+                            a.not_sent,
+                            a.refused_by_device,
+                            opt(a.lost_in_device),
+                            opt(a.dropped_at_tester_rx),
+                            a.unexplained
+                        )
+                    }
+                    None => "<td></td>".repeat(5),
+                };
+                let limit = if tr.limit == crate::TrialLimit::None {
+                    String::new()
+                } else {
+                    format!(
+                        "<span title=\"{}\">{}</span>",
+                        esc(&tr.limit.to_string()),
+                        esc(tr.limit.label())
+                    )
+                };
                 let _ = write!(
                     s,
-                    "<tr{}><td>{}</td><td class=t>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.6}</td><td>{}</td></tr>",
+                    "<tr{}><td>{}</td><td class=t>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.6}</td>{}<td class=t>{}</td><td>{}</td></tr>",
                     if tr.tester_limited { " class=tl" } else { "" },
                     i + 1,
                     esc(step),
@@ -578,6 +603,8 @@ fn details(s: &mut String, run: &RunResults) {
                     tr.offered_frames,
                     tr.received_frames,
                     tr.loss_percent(),
+                    split,
+                    limit,
                     if tr.tester_limited { "<span class=badge>limited</span>" } else { "" }
                 );
             }
