@@ -389,8 +389,8 @@ impl TrialResult {
 
     /// A result from a full [`FrameAccounting`] and the measurer's [`TrialLimit`]: offered =
     /// `acc.offered()`, received = `acc.received`; tester-limited when the limit is on the
-    /// tester's side or the tester offered fewer than `1 − tolerance` of the intended frames —
-    /// never for back-pressure (module doc).
+    /// tester's side or (unless back-pressured) the tester offered fewer than `1 − tolerance` of
+    /// the intended frames — never for back-pressure (module doc).
     pub fn accounted(
         intended_load: Load,
         intended_duration: Duration,
@@ -406,8 +406,11 @@ impl TrialResult {
             acc.received,
             actual_duration,
         );
+        // A back-pressured trial is never tester-limited, even if the tester also fell short: the
+        // device refused frames offered at or below the intended schedule.
+        let short = (acc.offered() as f64) < t.intended_frames as f64 * (1.0 - tolerance);
         t.tester_limited = limit.is_tester_side()
-            || (acc.offered() as f64) < t.intended_frames as f64 * (1.0 - tolerance);
+            || (short && !matches!(limit, TrialLimit::BackPressure { .. }));
         t.accounting = Some(acc);
         t.limit = limit;
         t

@@ -223,6 +223,47 @@ pub struct CalibratedLimit {
     /// How the limit was measured (loop, duration), for the report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
+    /// The latency the generator adds on its own through the same loop at a low rate: the floor
+    /// under every latency it measures (shown beside latency results, never subtracted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_floor: Option<LatencyFloor>,
+}
+
+/// The generator's own latency through a loop without device (calibration).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyFloor {
+    /// The low rate it was measured at (frames/s).
+    pub rate_fps: f64,
+    pub min_ns: f64,
+    pub p50_ns: f64,
+    pub p99_ns: f64,
+    pub samples: u64,
+}
+
+impl LatencyFloor {
+    /// From the statistics of the calibration's low-rate trial.
+    pub fn from_stats(rate_fps: f64, l: &LatencyStats) -> LatencyFloor {
+        LatencyFloor {
+            rate_fps,
+            min_ns: l.min_ns,
+            p50_ns: l.p50_ns,
+            p99_ns: l.p99_ns,
+            samples: l.samples,
+        }
+    }
+}
+
+impl std::fmt::Display for LatencyFloor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "generator latency floor (no device, {:.0} kfps): min {:.1} µs, p50 {:.1} µs, p99 {:.1} µs",
+            self.rate_fps / 1e3,
+            self.min_ns / 1e3,
+            self.p50_ns / 1e3,
+            self.p99_ns / 1e3
+        )
+    }
 }
 
 impl CalibratedLimit {

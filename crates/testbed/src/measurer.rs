@@ -16,7 +16,7 @@
 //! | `accounting.dropped_at_tester_rx` | Σ generator ports' `rx_dropped` (AF_PACKET `tp_drops`: its receive ring was full), + device `tx_dropped` on memif (the device's transmit ring *is* the generator's receive ring) |
 //! | `accounting.received`, `received_frames` | Σ streams' `rx_unique` (duplicates do not hide loss) |
 //! | `offered_frames` | `sent + refused_at_send` |
-//! | `limit` | `TesterLate` when late slots dropped > tolerance × intended; `TesterRx` when the tester's receive side explains some of the loss; `TesterCpu` when the generator says tester-limited otherwise or offered < intended × (1 − tolerance); `BackPressure` when the generator was back-pressured on veth; else `None` |
+//! | `limit` | first that applies: `TesterRx` when the tester's receive side explains some of the loss; `BackPressure` when the generator was back-pressured on veth with refusals > tolerance × intended (even if it was also late: the device refused frames offered at or below the schedule while the generator idled); `TesterLate` when late slots dropped > tolerance × intended; `TesterCpu` when the generator says tester-limited otherwise or offered < intended × (1 − tolerance); else `None` |
 //! | `tester_limited` | `limit` is a tester-side limit (never for back-pressure) or offered < intended × (1 − tolerance) |
 //! | `latency` | the streams' latency combined with [`LatencyStats::combine`] (merged histograms) |
 //! | `actual_duration` | `tx_seconds + drain_seconds` |
@@ -193,17 +193,32 @@ pub fn trial_result_counted(
     let tol = intended as f64 * j.tolerance;
     let short = (acc.offered() as f64) < intended as f64 * (1.0 - j.tolerance);
     let mut reasons = r.tester_limited_reasons.clone();
-    let limit = if r.lateness.slots_dropped as f64 > tol {
-        TrialLimit::TesterLate {
-            behind_ms: r.lateness.max_behind_ns as f64 / 1e6,
-            slots_dropped: r.lateness.slots_dropped,
-        }
-    } else if acc.dropped_at_tester_rx.unwrap_or(0) > 0 {
+    // Back-pressure beyond the tolerance decides the trial even when the generator was also late:
+    // the device refused frames offered at or below the intended schedule (late slots are dropped,
+    // never sent as bursts) while the generator had CPU to spare, so it cannot take the intended
+    // load whatever the lateness.
+    let back_pressure = r.back_pressured && !memif && r.tx_refused as f64 > tol;
+    let limit = if acc.dropped_at_tester_rx.unwrap_or(0) > 0 {
         let dropped = acc.dropped_at_tester_rx.unwrap_or(0);
         reasons.push(format!(
             "tester rx: {dropped} of the lost frames were dropped at the tester's receive side"
         ));
         TrialLimit::TesterRx { dropped }
+    } else if back_pressure {
+        let l = TrialLimit::BackPressure {
+            achieved_fps: r.tx as f64 / duration.as_secs_f64().max(1e-9),
+            refused: r.tx_refused,
+        };
+        reasons.push(format!(
+            "{l} while the generator was {:.0} % idle",
+            r.idle_fraction() * 100.0
+        ));
+        l
+    } else if r.lateness.slots_dropped as f64 > tol {
+        TrialLimit::TesterLate {
+            behind_ms: r.lateness.max_behind_ns as f64 / 1e6,
+            slots_dropped: r.lateness.slots_dropped,
+        }
     } else if r.tester_limited || short {
         if short && !r.tester_limited {
             reasons.push(format!(
@@ -217,16 +232,6 @@ pub fn trial_result_counted(
             not_sent: acc.not_sent,
             idle_percent: r.idle_fraction() * 100.0,
         }
-    } else if r.back_pressured && !memif {
-        let l = TrialLimit::BackPressure {
-            achieved_fps: r.tx as f64 / duration.as_secs_f64().max(1e-9),
-            refused: r.tx_refused,
-        };
-        reasons.push(format!(
-            "{l} while the generator was {:.0} % idle",
-            r.idle_fraction() * 100.0
-        ));
-        l
     } else {
         TrialLimit::None
     };
@@ -572,6 +577,27 @@ mod tests {
             ref l => panic!("{l:?}"),
         }
         assert!(t.limit_reasons.iter().any(|m| m.contains("back-pressure")));
+    }
+
+    #[test]
+    fn back_pressure_decides_even_when_the_generator_was_also_late() {
+        // 700 sent, 200 refused while idling, 100 slots dropped as late: the device refused
+        // frames offered below the schedule, so it cannot take the load: back-pressure, fail.
+        let (load, d, mut r) = report_1000();
+        (r.tx, r.tx_refused, r.not_sent, r.streams[0].rx.rx_unique) = (700, 200, 100, 700);
+        r.lateness.slots_dropped = 100;
+        r.back_pressured = true;
+        r.tester_limited = true;
+        let t = trial_result(load, d, &r);
+        assert!(t.back_pressured() && !t.tester_limited, "{t:?}");
+        assert!(!t.within(0.0));
+        let a = t.accounting.clone().unwrap();
+        assert_eq!((a.not_sent, a.refused_by_device), (100, 200));
+        // Without refusals the same lateness is the tester's: inconclusive.
+        r.tx_refused = 0;
+        r.back_pressured = false;
+        let t = trial_result(load, d, &r);
+        assert!(matches!(t.limit, TrialLimit::TesterLate { .. }) && t.tester_limited);
     }
 
     #[test]

@@ -96,18 +96,27 @@ fn provenance(s: &mut String, run: &RunResults) {
         );
     }
     if let Some(g) = &run.generator {
-        let _ = write!(s, "<h3>Traffic generator: {}</h3><p class=note>Calibrated limits: the generator looped to itself with no device in the path, per topology and frame size. Results at or near these rates measure the tester, not the device.</p><table><tr><th class=t>topology</th><th class=t>frame size</th><th>calibrated max (frames/s)</th><th class=t>how</th></tr>", esc(&g.name));
+        let _ = write!(s, "<h3>Traffic generator: {}</h3><p class=note>Calibrated limits: the generator looped to itself with no device in the path, per topology and frame size. Results at or near these rates measure the tester, not the device.</p><table><tr><th class=t>topology</th><th class=t>frame size</th><th>calibrated max (frames/s)</th><th>latency floor p50 / p99 (µs)</th><th class=t>how</th></tr>", esc(&g.name));
         for c in &g.calibrated_limits {
+            let floor = c.latency_floor.as_ref().map_or(String::new(), |f| {
+                format!(
+                    "<span title=\"{}\">{:.1} / {:.1}</span>",
+                    esc(&f.to_string()),
+                    f.p50_ns / 1e3,
+                    f.p99_ns / 1e3
+                )
+            });
             let _ = write!(
                 s,
-                "<tr><td class=t>{}</td><td class=t>{}</td><td>{:.0}</td><td class=t>{}</td></tr>",
+                "<tr><td class=t>{}</td><td class=t>{}</td><td>{:.0}</td><td>{}</td><td class=t>{}</td></tr>",
                 esc(c.topology.as_deref().unwrap_or("any")),
                 esc(&c.size_label()),
                 c.max_fps,
+                floor,
                 esc(c.method.as_deref().unwrap_or(""))
             );
         }
-        s.push_str("</table>");
+        s.push_str("</table><p class=note>Latency floor: the generator's own latency through the loop at a low rate, with no device. It is part of every latency below (not subtracted).</p>");
     }
 }
 
