@@ -409,8 +409,8 @@ impl TrialResult {
         // A back-pressured trial is never tester-limited, even if the tester also fell short: the
         // device refused frames offered at or below the intended schedule.
         let short = (acc.offered() as f64) < t.intended_frames as f64 * (1.0 - tolerance);
-        t.tester_limited = limit.is_tester_side()
-            || (short && !matches!(limit, TrialLimit::BackPressure { .. }));
+        t.tester_limited =
+            limit.is_tester_side() || (short && !matches!(limit, TrialLimit::BackPressure { .. }));
         t.accounting = Some(acc);
         t.limit = limit;
         t
