@@ -22,7 +22,7 @@
 //! ([`Lateness::time_behind_ns`]). A trial whose dropped share exceeds its tolerance is
 //! tester-limited ("tester late"; METHODOLOGY.md, "When the tester is late").
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 use crate::GenError;
@@ -210,7 +210,7 @@ impl Clock for MonoClock {
 
 /// How late a sender was against its pacing schedule over a trial (one port, or the sum/maximum
 /// over ports).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lateness {
     /// Slots due more than this long ago are dropped (0: the pacer never drops, e.g. unpaced).
     pub threshold_ns: u64,

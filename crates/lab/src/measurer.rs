@@ -32,7 +32,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::{LabError, Load};
-pub use vecswitch_gen::LatencyHistogram;
+pub use vecswitch_gen::{LatencyHistogram, Lateness};
 
 /// A trial is tester-limited when it offered fewer than this fraction of the intended frames.
 pub const TESTER_LIMIT_TOLERANCE: f64 = 0.999;
@@ -358,6 +358,10 @@ pub struct TrialResult {
     /// The measurer's reasons for `tester_limited` / `limit`, in words.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limit_reasons: Vec<String>,
+    /// How late the tester was against its pacing schedule (METHODOLOGY.md, "When the tester is
+    /// late"), when the measurer knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lateness: Option<Lateness>,
 }
 
 impl TrialResult {
@@ -384,6 +388,7 @@ impl TrialResult {
             accounting: None,
             limit: TrialLimit::None,
             limit_reasons: Vec::new(),
+            lateness: None,
         }
     }
 

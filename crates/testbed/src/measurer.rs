@@ -16,6 +16,7 @@
 //! | `accounting.dropped_at_tester_rx` | Σ generator ports' `rx_dropped` (AF_PACKET `tp_drops`: its receive ring was full), + device `tx_dropped` on memif (the device's transmit ring *is* the generator's receive ring) |
 //! | `accounting.received`, `received_frames` | Σ streams' `rx_unique` (duplicates do not hide loss) |
 //! | `offered_frames` | `sent + refused_at_send` |
+//! | `lateness` | the report's `lateness` (worst lateness, time behind, slots dropped, largest gap) |
 //! | `limit` | first that applies: `TesterRx` when the tester's receive side explains some of the loss; `BackPressure` when the generator was back-pressured on veth with refusals > tolerance × intended (even if it was also late: the device refused frames offered at or below the schedule while the generator idled); `TesterLate` when late slots dropped > tolerance × intended; `TesterCpu` when the generator says tester-limited otherwise or offered < intended × (1 − tolerance); else `None` |
 //! | `tester_limited` | `limit` is a tester-side limit (never for back-pressure) or offered < intended × (1 − tolerance) |
 //! | `latency` | the streams' latency combined with [`LatencyStats::combine`] (merged histograms) |
@@ -237,6 +238,7 @@ pub fn trial_result_counted(
     };
     let mut t = TrialResult::accounted(load, duration, acc, limit, j.tolerance, actual);
     t.limit_reasons = reasons;
+    t.lateness = Some(r.lateness);
     let lat: Vec<LatencyStats> = r
         .streams
         .iter()
@@ -657,6 +659,7 @@ mod tests {
             }
         );
         assert!(t.tester_limited);
+        assert_eq!(t.lateness.map(|l| l.slots_dropped), Some(10));
         let a = t.accounting.clone().unwrap();
         assert_eq!(
             (a.not_sent, a.sent, a.received, a.unexplained),
