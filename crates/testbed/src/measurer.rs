@@ -54,6 +54,8 @@ pub struct GenMeasurer<'a> {
     streams: Vec<StreamSpec>,
     warmup: Duration,
     drain: Duration,
+    /// The generator's late threshold (`None`: its default, see [`TrialSpec::late_threshold`]).
+    late_threshold: Option<Duration>,
     testbed: Option<&'a Testbed>,
     reports: Vec<TrialReport>,
     /// The device's counter deltas over each trial of `reports` (None: not read).
@@ -263,6 +265,7 @@ impl<'a> GenMeasurer<'a> {
             streams,
             warmup: Duration::ZERO,
             drain: Duration::from_millis(100),
+            late_threshold: None,
             testbed: None,
             reports: Vec::new(),
             counters: Vec::new(),
@@ -314,6 +317,15 @@ impl<'a> GenMeasurer<'a> {
     /// Receive-only time after the last frame before loss is counted.
     pub fn drain(mut self, d: Duration) -> Self {
         self.drain = d;
+        self
+    }
+
+    /// Schedule slots due longer ago than `d` are dropped as late (METHODOLOGY.md, "When the
+    /// tester is late"); the default is the generator's (200 µs). A long threshold lets a
+    /// descheduled generator send its backlog in bursts: only for tests whose device takes bursts
+    /// far above the load (their answer does not depend on the spacing).
+    pub fn late_threshold(mut self, d: Duration) -> Self {
+        self.late_threshold = Some(d);
         self
     }
 
@@ -404,6 +416,9 @@ impl Measurer for GenMeasurer<'_> {
         spec.warmup = self.warmup;
         spec.drain = self.drain;
         spec.tolerance = self.judging.tolerance;
+        if let Some(t) = self.late_threshold {
+            spec.late_threshold = t;
+        }
         let (r, dev) = self.run(&spec, load.fps)?;
         Ok(trial_result_counted(
             load,
