@@ -161,6 +161,7 @@ fn calibrated_limit(
             c.tx_fps,
             c.rx_fps
         )),
+        latency_floor: c.latency_floor.clone(),
     }
 }
 
@@ -565,6 +566,7 @@ mod tests {
             lost: 10,
             duration: std::time::Duration::from_millis(1500),
             method: "memif server/client pair in one process (no DUT)".into(),
+            latency_floor: None,
         };
         let size = FrameSize::Mix("imix".into());
         let suite = Suite::parse("name = \"x\"\nframe_sizes = [\"imix\"]\n[[dut]]\nname = \"a\"\ntopology = \"phy2phy-memif\"\n[[test]]\nprocedure = \"throughput\"\n").unwrap();

@@ -12,9 +12,81 @@
 //! - **jitter** (RFC 4689 §3.2.5): `|D(i) − D(i−1)|` over consecutive received frames of the stream,
 //!   mean and max;
 //! - **lost**: `tx − unique rx`, computed once the trial's drain period is over.
+//!
+//! The delay histogram itself travels with the report as a [`LatencyHistogram`] (the HdrHistogram
+//! V2 encoding with DEFLATE, as hex): percentiles over several trials or streams are read from the merged
+//! histograms ([`LatencyHistogram::merge`]), never averaged from per-trial percentiles.
 
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+/// The HdrHistogram of delays in ns that [`LatencyHistogram`] encodes.
+pub type DelayHistogram = Histogram<u64>;
+
+/// Lowest and highest trackable delay (ns) and significant digits of every latency histogram.
+const HIST_LOW: u64 = 1;
+const HIST_HIGH: u64 = 3_600_000_000_000;
+const HIST_DIGITS: u8 = 3;
+
+fn new_histogram() -> Histogram<u64> {
+    // 1 ns .. ~1 hour, 3 significant digits; values above are clamped.
+    Histogram::new_with_bounds(HIST_LOW, HIST_HIGH, HIST_DIGITS).expect("static histogram bounds")
+}
+
+/// A delay histogram in a compact, exact, mergeable form: the HdrHistogram V2 encoding with DEFLATE
+/// (the format HdrHistogram's tools read), as hex. A few hundred bytes for a trial's delays.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct LatencyHistogram(String);
+
+impl LatencyHistogram {
+    /// Encodes `h`.
+    pub fn encode(h: &Histogram<u64>) -> LatencyHistogram {
+        let mut bytes = Vec::new();
+        // Serialising into a Vec cannot fail for a histogram this module built.
+        let _ = V2DeflateSerializer::new().serialize(h, &mut bytes);
+        let mut s = String::with_capacity(bytes.len() * 2);
+        for b in bytes {
+            s.push_str(&format!("{b:02x}"));
+        }
+        LatencyHistogram(s)
+    }
+
+    /// Decodes the histogram; `None` if the text is not a histogram this module encoded.
+    pub fn decode(&self) -> Option<Histogram<u64>> {
+        let t = self.0.as_bytes();
+        if !t.len().is_multiple_of(2) {
+            return None;
+        }
+        let bytes: Option<Vec<u8>> = t
+            .chunks(2)
+            .map(|c| u8::from_str_radix(std::str::from_utf8(c).ok()?, 16).ok())
+            .collect();
+        let bytes = bytes?;
+        Deserializer::new().deserialize(&mut &bytes[..]).ok()
+    }
+
+    /// The sum of several histograms (every sample of every input); `None` if `all` is empty or
+    /// one does not decode.
+    pub fn merge<'a>(
+        all: impl IntoIterator<Item = &'a LatencyHistogram>,
+    ) -> Option<Histogram<u64>> {
+        let mut out: Option<Histogram<u64>> = None;
+        for h in all {
+            let h = h.decode()?;
+            match out.as_mut() {
+                None => {
+                    let mut m = new_histogram();
+                    m.add(&h).ok()?;
+                    out = Some(m);
+                }
+                Some(m) => m.add(&h).ok()?,
+            }
+        }
+        out
+    }
+}
 
 /// Sequence numbers below the highest seen for which duplicates are detected.
 pub const DUP_WINDOW: u64 = 1 << 20;
@@ -54,6 +126,8 @@ pub struct StreamRx {
     pub bad_seq: u64,
     pub rx_bytes: u64,
     pub latency: Latency,
+    /// The delays of `latency` as a histogram (`None` when nothing was received).
+    pub latency_histogram: Option<LatencyHistogram>,
 }
 
 /// Per-stream receive state.
@@ -89,8 +163,7 @@ impl StreamAnalyzer {
             seen: vec![0u64; WORDS].into_boxed_slice(),
             window_base: 0,
             // 1 ns .. ~1 hour, 3 significant digits; values above are clamped.
-            hist: Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
-                .expect("static histogram bounds"),
+            hist: new_histogram(),
             lat_sum: 0,
             lat_min: u64::MAX,
             lat_max: 0,
@@ -208,6 +281,7 @@ impl StreamAnalyzer {
                 },
                 jitter_max_ns: self.jitter_max,
             };
+            r.latency_histogram = Some(LatencyHistogram::encode(&self.hist));
         }
         r
     }
@@ -307,6 +381,40 @@ mod tests {
         // Median of {10,20,20,30,70} is 20 µs (HDR: 3 significant digits).
         assert!(l.p50_ns.abs_diff(20_000) <= 20, "{}", l.p50_ns);
         assert!(l.p99_99_ns.abs_diff(70_000) <= 70, "{}", l.p99_99_ns);
+    }
+
+    #[test]
+    fn histograms_round_trip_and_merge_exactly() {
+        // Two "trials": 1,000 delays of 10 µs and 9,000 of 100 µs. Averaging their p50s would say
+        // 55 µs; the merged histogram says 100 µs (90 % of all samples), and p5 says 10 µs.
+        let mut a = StreamAnalyzer::new();
+        for i in 0..1_000 {
+            a.record(i, 0, 10_000, 64, 1_000);
+        }
+        let mut b = StreamAnalyzer::new();
+        for i in 0..9_000 {
+            b.record(i, 0, 100_000, 64, 9_000);
+        }
+        let (ra, rb) = (a.report(), b.report());
+        let (ha, hb) = (
+            ra.latency_histogram.clone().unwrap(),
+            rb.latency_histogram.clone().unwrap(),
+        );
+        assert!(ha.0.len() < 2_000, "compact: {} hex chars", ha.0.len());
+        assert_eq!(ha.decode().unwrap().len(), 1_000);
+        let m = LatencyHistogram::merge([&ha, &hb]).unwrap();
+        assert_eq!(m.len(), 10_000);
+        assert!(m.value_at_quantile(0.5).abs_diff(100_000) <= 100);
+        assert!(m.value_at_quantile(0.05).abs_diff(10_000) <= 10);
+        let json = serde_json::to_string(&ra).unwrap();
+        let back: LatencyHistogram =
+            serde_json::from_str(&serde_json::to_string(&ha).unwrap()).unwrap();
+        assert_eq!(back, ha);
+        assert!(json.contains("latency_histogram"));
+        assert!(LatencyHistogram("zz".into()).decode().is_none());
+        assert!(LatencyHistogram::merge([]).is_none());
+        // Nothing received: no histogram.
+        assert!(StreamAnalyzer::new().report().latency_histogram.is_none());
     }
 
     #[test]

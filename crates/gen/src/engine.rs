@@ -6,10 +6,28 @@
 //! port polled for receive between batches), and the drain (receive only, until every frame sent has
 //! arrived or the drain time is over). Loss is counted after the drain.
 //!
-//! The generator knows its limits: if the frames it offered fell short of the intended count or
-//! rate by more than the tolerance, or a port refused frames (ring full), the report says
-//! `tester_limited` with the achieved rate — it is never reported as loss of the device under test.
-//! Refused frames are rebuilt and offered again (same sequence numbers), so they never show as loss.
+//! **Every schedule slot is accounted for, once.** Each slot of a port's pacing schedule ends as
+//! exactly one of: *sent* (the port took the frame), *refused* (`tx_burst` took fewer: ring full,
+//! socket buffer full — counted per port and per stream in `tx_refused`), or *not sent* (dropped as
+//! late by the [`Pacer`], or never reached because the ports stalled or the time ran out). A refused
+//! frame is **never offered again** within the trial (no retry): its slot is spent. A refused frame
+//! does **not** consume a sequence number: sequence numbers number the frames that entered the
+//! device (so the receive analysis counts loss, duplicates and reordering over what the device
+//! got, and flows keep their even spread); the refusals are counted beside them.
+//!
+//! The generator knows its limits. It measures, over the measured phase, its busy and idle time
+//! (an iteration of the send loop with nothing due and nothing received is idle) and its
+//! [`Lateness`] against the schedule. The report says `tester_limited`, with reasons, when late
+//! slots were dropped beyond the tolerance ("tester late"), when the ports stalled, when it
+//! attempted fewer frames than intended, or when ports refused frames while it had no idle time
+//! (its own CPU was the limit). Frames refused while it had CPU to spare are the path throttling
+//! the sender: the report says `back_pressured`, **not** tester-limited (METHODOLOGY.md,
+//! "Back-pressure").
+//!
+//! Transmit timestamps are taken right before the `tx_burst` call: the batch is built, then stamped
+//! (one time for the whole batch: a software port hands the batch over at once, the spacing of its
+//! frames on the link is not known), then offered. Receive timestamps are read right after
+//! `rx_burst` returns, before the frames are parsed.
 //! Frames of an earlier trial that arrive late (transmit time before the phase began) are counted
 //! as `rx_stale`, never as received: they cannot hide the loss of the current trial.
 
@@ -22,7 +40,7 @@ use vecswitch_buffer::{Pool, DATA_SIZE};
 use vecswitch_ports::{LinkState, Port, PortStats};
 
 use crate::analyze::{StreamAnalyzer, StreamRx};
-use crate::rate::{Clock, MonoClock, Pacer, Rate};
+use crate::rate::{Clock, Lateness, MonoClock, Pacer, Rate};
 use crate::rx::{find_signature, RxError};
 use crate::signature::{self, Layout};
 use crate::stream::{SizeRaised, StreamBuilder, StreamSpec};
@@ -34,6 +52,9 @@ pub const TX_BATCH: usize = 32;
 pub const RX_BATCH: usize = 256;
 /// Buffers in the generator's pool.
 const POOL_BUFFERS: u32 = 4096;
+/// A trial in which refusals came with at least this share of idle send-loop time is back-pressure
+/// (the generator had CPU to spare); with less, the generator's own CPU was the limit.
+pub const BACKPRESSURE_IDLE_MIN: f64 = 0.10;
 
 /// How long the measured phase lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -65,11 +86,16 @@ pub struct TrialSpec {
     /// How long the ports may refuse every frame (tx ring full, link gone) before the generator
     /// stops sending; the trial is then tester-limited.
     pub stall_timeout: Duration,
+    /// Schedule slots due longer ago than this — or than one transmit batch ([`TX_BATCH`] frames,
+    /// or a burst) of the schedule, whichever is longer — are dropped, never sent as a catch-up
+    /// burst ([`Pacer::with_late_threshold`]); counted as not sent. The largest backlog the
+    /// generator ever sends at once is thus one batch or this much of the schedule.
+    pub late_threshold: Duration,
 }
 
 impl TrialSpec {
     /// A trial of `streams` at `rate` for `length`, no warm-up, 100 ms drain, smooth pacing, 0.1 %
-    /// tolerance, 5 s link timeout, 1 s stall timeout.
+    /// tolerance, 5 s link timeout, 1 s stall timeout, 200 µs late threshold.
     pub fn new(streams: Vec<StreamSpec>, rate: Rate, length: TrialLength) -> TrialSpec {
         TrialSpec {
             streams,
@@ -81,7 +107,19 @@ impl TrialSpec {
             tolerance: 0.001,
             link_timeout: Duration::from_secs(5),
             stall_timeout: Duration::from_secs(1),
+            late_threshold: Duration::from_micros(200),
         }
+    }
+}
+
+/// The late threshold of a port paced at `fps`: the spec's, but never less than one transmit
+/// batch (or burst) of the schedule (see [`TrialSpec::late_threshold`]).
+fn late_threshold_ns(spec: &TrialSpec, fps: Option<f64>) -> u64 {
+    let t = u64::try_from(spec.late_threshold.as_nanos()).unwrap_or(u64::MAX);
+    let batch = (TX_BATCH as u64).max(spec.burst as u64) as f64;
+    match fps {
+        Some(f) if f > 0.0 => t.max((batch * 1e9 / f).min(u64::MAX as f64) as u64),
+        _ => t,
     }
 }
 
@@ -96,6 +134,8 @@ pub struct StreamReport {
     pub sizes: Vec<u16>,
     pub sizes_raised: Vec<SizeRaised>,
     pub tx: u64,
+    /// Frames of this stream the port refused (not re-offered; no sequence number consumed).
+    pub tx_refused: u64,
     /// Bytes sent counting frame sizes with FCS.
     pub tx_bytes: u64,
     #[serde(flatten)]
@@ -129,8 +169,15 @@ pub struct PortReport {
     /// Frames with this generator's signature sent before the phase began (late arrivals from an
     /// earlier trial): neither ours nor foreign, never counted as received.
     pub rx_stale: u64,
-    /// Frames the port refused (ring full) and that were offered again.
+    /// Frames the port refused (ring full, socket buffer full); never offered again.
     pub tx_refused: u64,
+    /// Schedule slots intended for this port (`None` for an unpaced, unlimited port).
+    pub intended: Option<u64>,
+    /// Intended slots neither sent nor refused: dropped as late, or never reached (stall, end of
+    /// the trial, no buffer).
+    pub not_sent: u64,
+    /// The port's lateness against its schedule.
+    pub lateness: Lateness,
     /// The port's own counters over the trial.
     pub port_stats: PortStats,
     /// Intended offered rate (frames/s), `None` for [`Rate::Max`].
@@ -159,9 +206,37 @@ pub struct TrialReport {
     pub tx_seconds: f64,
     /// Seconds spent draining.
     pub drain_seconds: f64,
+    /// Σ ports' intended slots (`None` when a port was unpaced and unlimited).
+    pub intended: Option<u64>,
+    /// Σ ports' refused frames (never offered again).
+    pub tx_refused: u64,
+    /// Σ ports' intended slots neither sent nor refused.
+    pub not_sent: u64,
+    /// Lateness over all ports (counts add, maxima are maxima).
+    pub lateness: Lateness,
+    /// Seconds of the measured phase's send loop with work (something due or received) …
+    pub busy_seconds: f64,
+    /// … and with none (the generator had CPU to spare).
+    pub idle_seconds: f64,
+    /// Ports refused frames while the generator had CPU to spare
+    /// (idle ≥ [`BACKPRESSURE_IDLE_MIN`] of the loop): the path throttled the sender. Not
+    /// tester-limited on that account.
+    pub back_pressured: bool,
     /// The generator could not offer the intended load (see `tester_limited_reasons`).
     pub tester_limited: bool,
     pub tester_limited_reasons: Vec<String>,
+}
+
+impl TrialReport {
+    /// Idle share of the measured phase's send loop (0 when it did not run).
+    pub fn idle_fraction(&self) -> f64 {
+        let t = self.busy_seconds + self.idle_seconds;
+        if t > 0.0 {
+            self.idle_seconds / t
+        } else {
+            0.0
+        }
+    }
 }
 
 /// Counters another thread can read while a trial runs (for progress lines).
@@ -213,6 +288,8 @@ struct RunStream {
     b: StreamBuilder,
     /// Next sequence number (= frames of this stream sent in the phase).
     next_seq: u64,
+    /// Frames of this stream the port refused in the phase.
+    refused: u64,
     tx_bytes: u64,
     an: StreamAnalyzer,
     wrong_port: u64,
@@ -238,6 +315,9 @@ struct RunPort {
     rx_all_bytes: u64,
     foreign: [u64; 8],
     last_tx_ns: u64,
+    /// Time of the last transmit call that sent frames (for the largest gap between sends).
+    last_send_ns: Option<u64>,
+    max_gap_ns: u64,
     intended_fps: Option<f64>,
 }
 
@@ -277,6 +357,9 @@ pub struct Generator {
     tx_handles: Vec<u32>,
     /// Start of the current phase on `clock`: signed frames sent before it are stale.
     phase_start_ns: u64,
+    /// Busy and idle time of the current phase's send loop.
+    busy_ns: u64,
+    idle_ns: u64,
 }
 
 impl std::fmt::Debug for Generator {
@@ -314,6 +397,8 @@ impl Generator {
             rx_handles: Vec::with_capacity(RX_BATCH),
             tx_handles: Vec::with_capacity(TX_BATCH),
             phase_start_ns: 0,
+            busy_ns: 0,
+            idle_ns: 0,
         })
     }
 
@@ -398,6 +483,7 @@ impl Generator {
             streams.push(RunStream {
                 b,
                 next_seq: 0,
+                refused: 0,
                 tx_bytes: 0,
                 an: StreamAnalyzer::new(),
                 wrong_port: 0,
@@ -434,12 +520,10 @@ impl Generator {
             let start = self.clock.now_ns();
             self.phase_start_ns = start;
             for port in ports.iter_mut() {
-                port.pacer = Some(Pacer::new(
-                    start,
-                    port.intended_fps,
-                    spec.burst as u64,
-                    None,
-                ));
+                port.pacer = Some(
+                    Pacer::new(start, port.intended_fps, spec.burst as u64, None)
+                        .with_late_threshold(late_threshold_ns(spec, port.intended_fps)),
+                );
             }
             let end = start + spec.warmup.as_nanos() as u64;
             self.send_phase(
@@ -455,6 +539,7 @@ impl Generator {
             }
             for s in streams.iter_mut() {
                 s.next_seq = 0;
+                s.refused = 0;
                 s.tx_bytes = 0;
                 s.an = StreamAnalyzer::new();
                 s.wrong_port = 0;
@@ -493,8 +578,13 @@ impl Generator {
                 }
                 _ => None,
             };
-            port.pacer = Some(Pacer::new(start, port.intended_fps, spec.burst as u64, lim));
+            port.pacer = Some(
+                Pacer::new(start, port.intended_fps, spec.burst as u64, lim)
+                    .with_late_threshold(late_threshold_ns(spec, port.intended_fps)),
+            );
         }
+        self.busy_ns = 0;
+        self.idle_ns = 0;
         let stalled = self.send_phase(&mut ports, &mut streams, false, end, spec.stall_timeout);
         let tx_done = self.clock.now_ns();
 
@@ -549,6 +639,8 @@ impl Generator {
         }
         let start = self.clock.now_ns();
         self.phase_start_ns = start;
+        self.busy_ns = 0;
+        self.idle_ns = 0;
         let mut last_rx = start;
         let mut iter = 0u32;
         loop {
@@ -597,11 +689,22 @@ impl Generator {
     ) -> bool {
         let mut iter: u32 = 0;
         let stall_ns = stall.as_nanos() as u64;
-        // Since when the ports have refused everything they were offered, without a break (waiting
-        // for the schedule at a low rate, or being preempted, is not a stall).
+        // Since when the ports have refused everything they were offered: set by a fully refused
+        // batch, cleared only by a frame sent (waiting for the schedule in between does not
+        // clear it, as refused slots are never offered again).
         let mut refusing_since: Option<u64> = None;
+        // The previous iteration's start and whether it had work (busy/idle accounting).
+        let mut prev: Option<(u64, bool)> = None;
         loop {
             let now = self.clock.now_ns();
+            if let Some((t, worked)) = prev {
+                let d = now.saturating_sub(t);
+                if worked {
+                    self.busy_ns += d;
+                } else {
+                    self.idle_ns += d;
+                }
+            }
             if end.is_some_and(|e| now >= e) {
                 return false;
             }
@@ -610,6 +713,8 @@ impl Generator {
             }
             let mut all_done = true;
             let mut stalled = false;
+            let mut any_sent = false;
+            let mut worked = false;
             // `ports[pi]` is re-borrowed after `self.send_batch(pi, ..)`, which an iterator would hold.
             #[allow(clippy::needless_range_loop)]
             for pi in 0..ports.len() {
@@ -627,32 +732,39 @@ impl Generator {
                 if n == 0 {
                     continue;
                 }
+                worked = true;
                 let si = ports[pi].streams[ports[pi].rr];
                 ports[pi].rr = (ports[pi].rr + 1) % ports[pi].streams.len();
-                let sent = self.send_batch(pi, &mut streams[si], n, warmup, now);
+                let (built, sent) = self.send_batch(pi, &mut streams[si], n, warmup, now);
                 let port = &mut ports[pi];
-                if sent < n {
-                    port.refused += (n - sent) as u64;
-                    if let Some(p) = port.pacer.as_mut() {
-                        p.unrelease((n - sent) as u64);
-                    }
-                }
+                // No retry: refused frames' slots are spent (module doc); frames not built (no
+                // buffer) are not sent.
+                port.refused += (built - sent) as u64;
                 if sent > 0 {
+                    let t = self.clock.now_ns();
                     port.tx += sent as u64;
-                    port.last_tx_ns = self.clock.now_ns();
+                    port.last_tx_ns = t;
+                    if let Some(p) = port.last_send_ns {
+                        port.max_gap_ns = port.max_gap_ns.max(t.saturating_sub(p));
+                    }
+                    port.last_send_ns = Some(t);
+                    any_sent = true;
                 } else {
                     stalled = true;
                 }
             }
-            if !stalled {
+            if any_sent {
                 refusing_since = None;
-            } else if refusing_since.is_none() {
+            } else if stalled && refusing_since.is_none() {
                 refusing_since = Some(now);
             }
             if all_done {
                 return false;
             }
-            self.poll_rx(ports, streams);
+            if self.poll_rx(ports, streams) > 0 {
+                worked = true;
+            }
+            prev = Some((now, worked));
             iter = iter.wrapping_add(1);
             if iter & 63 == 0 {
                 let tx: u64 = ports.iter().map(|p| p.tx).sum();
@@ -673,8 +785,9 @@ impl Generator {
         }
     }
 
-    /// Builds `n` frames of stream `s` and offers them to port `pi`; returns how many it took. The
-    /// sequence numbers of refused frames are given back (they are rebuilt next time).
+    /// Builds up to `n` frames of stream `s`, stamps them and offers them to port `pi`; returns
+    /// (frames built, frames the port took). Refused frames are counted in `s.refused` and consume
+    /// no sequence number (module doc).
     fn send_batch(
         &mut self,
         pi: usize,
@@ -682,7 +795,7 @@ impl Generator {
         n: usize,
         warmup: bool,
         now: u64,
-    ) -> usize {
+    ) -> (usize, usize) {
         self.tx_handles.clear();
         for k in 0..n {
             let seq = s.next_seq + k as u64;
@@ -709,14 +822,26 @@ impl Generator {
         let sent = if built == 0 {
             0
         } else {
+            // The transmit timestamp, as close to the send call as the port allows: one reading
+            // for the batch, written into every frame built in a single buffer (chained jumbo
+            // frames keep their build time, taken a few hundred ns earlier).
+            let ts = self.clock.now_ns();
+            for (k, &h) in self.tx_handles.iter().enumerate() {
+                let seq = s.next_seq + k as u64;
+                if s.b.wire_len(seq) <= DATA_SIZE {
+                    s.b.restamp(seq, ts, self.pool.data_mut(h));
+                }
+            }
             self.ports[pi].tx_burst(&mut self.pool, &self.tx_handles)
         };
         self.pool.free_bulk(&self.tx_handles);
+        let sent = sent.min(built);
         for k in 0..sent {
             s.tx_bytes += s.b.frame_size(s.next_seq + k as u64) as u64;
         }
         s.next_seq += sent as u64;
-        sent.min(n)
+        s.refused += (built - sent) as u64;
+        (built, sent)
     }
 
     /// Receives one burst from every port and analyses it; returns frames received.
@@ -806,6 +931,7 @@ impl Generator {
                     sizes: s.b.sizes().sizes().to_vec(),
                     sizes_raised: s.b.raised().to_vec(),
                     tx: s.next_seq,
+                    tx_refused: s.refused,
                     tx_bytes: s.tx_bytes,
                     rx,
                     rx_wrong_port: s.wrong_port,
@@ -819,10 +945,21 @@ impl Generator {
             })
             .collect();
         let mut port_reports = Vec::new();
+        let (busy, idle) = (self.busy_ns as f64 / 1e9, self.idle_ns as f64 / 1e9);
+        let idle_share = if busy + idle > 0.0 {
+            idle / (busy + idle)
+        } else {
+            0.0
+        };
+        let mut back_pressured = false;
         for (i, p) in ports.iter().enumerate() {
             let last = p.last_tx_ns.max(start);
             let mut secs = (last - start) as f64 / 1e9;
             let mut intended_count = None;
+            if let (TrialLength::Count(n), None) = (spec.length, p.intended_fps) {
+                // Unpaced but counted (back-to-back bursts): the count is the intent.
+                intended_count = Some(n);
+            }
             if let Some(fps) = p.intended_fps {
                 let intended_secs = match spec.length {
                     TrialLength::Count(n) => n as f64 / fps,
@@ -841,32 +978,48 @@ impl Generator {
             } else {
                 0.0
             };
-            if !p.streams.is_empty() {
-                if let (Some(fps), Some(count)) = (p.intended_fps, intended_count) {
-                    if (p.tx as f64) < count as f64 * (1.0 - spec.tolerance) {
-                        reasons.push(format!(
-                            "port {i} ({}) sent {} of {} intended frames",
-                            self.ports[i].name(),
-                            p.tx,
-                            count
-                        ));
-                    }
-                    if offered_fps < fps * (1.0 - spec.tolerance) {
-                        reasons.push(format!(
-                            "port {i} ({}) offered {:.0} fps, intended {:.0} fps ({:.3} % short)",
-                            self.ports[i].name(),
-                            offered_fps,
-                            fps,
-                            (1.0 - offered_fps / fps) * 100.0
-                        ));
-                    }
-                }
-                if p.refused > 0 && spec.rate != Rate::Max {
+            let mut lateness = p.pacer.as_ref().map(|q| q.lateness()).unwrap_or_default();
+            lateness.max_gap_ns = p.max_gap_ns;
+            let intended = if p.streams.is_empty() {
+                None
+            } else {
+                intended_count
+            };
+            let attempted = p.tx + p.refused;
+            let not_sent = intended.map_or(0, |n| n.saturating_sub(attempted));
+            let name = self.ports[i].name();
+            if let (Some(count), false) = (intended, p.streams.is_empty()) {
+                let tol = count as f64 * spec.tolerance;
+                // RFC 2544 §26.1 offers the intended load or says it did not; each shortfall named.
+                if lateness.slots_dropped as f64 > tol {
                     reasons.push(format!(
-                        "port {i} ({}) refused {} frames (tx ring full)",
-                        self.ports[i].name(),
-                        p.refused
+                        "tester late: port {i} ({name}) {:.3} ms behind its schedule at worst, \
+                         {} slots dropped in {} pauses ({:.3} ms beyond the {} µs threshold)",
+                        lateness.max_behind_ns as f64 / 1e6,
+                        lateness.slots_dropped,
+                        lateness.late_events,
+                        lateness.time_behind_ns as f64 / 1e6,
+                        lateness.threshold_ns / 1000,
                     ));
+                }
+                let other = not_sent.saturating_sub(lateness.slots_dropped);
+                if other as f64 > tol {
+                    reasons.push(format!(
+                        "port {i} ({name}) attempted {attempted} of {count} intended frames \
+                         ({other} never reached: stall, end of trial or no buffer)"
+                    ));
+                }
+                if p.refused as f64 > tol && spec.rate != Rate::Max {
+                    if idle_share >= BACKPRESSURE_IDLE_MIN {
+                        back_pressured = true;
+                    } else {
+                        reasons.push(format!(
+                            "tester CPU: port {i} ({name}) refused {} frames while the generator \
+                             had no time to spare ({:.1} % of its send loop idle)",
+                            p.refused,
+                            idle_share * 100.0
+                        ));
+                    }
                 }
             }
             let foreign: u64 = p.foreign.iter().sum();
@@ -887,6 +1040,9 @@ impl Generator {
                 rx_warmup: p.rx_warmup,
                 rx_stale: p.rx_stale,
                 tx_refused: p.refused,
+                intended,
+                not_sent,
+                lateness,
                 port_stats: self.ports[i].stats(),
                 intended_fps: if p.streams.is_empty() {
                     None
@@ -900,6 +1056,21 @@ impl Generator {
         let tx: u64 = stream_reports.iter().map(|s| s.tx).sum();
         let rx: u64 = stream_reports.iter().map(|s| s.rx.rx_unique).sum();
         let lost: u64 = stream_reports.iter().map(|s| s.lost).sum();
+        let sending: Vec<&PortReport> = port_reports
+            .iter()
+            .filter(|p| !ports[p.index].streams.is_empty())
+            .collect();
+        let intended = if sending.is_empty() {
+            None
+        } else {
+            sending.iter().map(|p| p.intended).sum::<Option<u64>>()
+        };
+        let mut lateness = Lateness::default();
+        for p in &sending {
+            lateness.merge(&p.lateness);
+        }
+        let tx_refused = sending.iter().map(|p| p.tx_refused).sum();
+        let not_sent = sending.iter().map(|p| p.not_sent).sum();
         TrialReport {
             rate: spec.rate,
             length: spec.length,
@@ -918,6 +1089,13 @@ impl Generator {
             ports: port_reports,
             tx_seconds: (tx_done.saturating_sub(start)) as f64 / 1e9,
             drain_seconds,
+            intended,
+            tx_refused,
+            not_sent,
+            lateness,
+            busy_seconds: busy,
+            idle_seconds: idle,
+            back_pressured,
             tester_limited: !reasons.is_empty(),
             tester_limited_reasons: reasons,
         }

@@ -24,13 +24,13 @@ pub mod signature;
 pub mod size;
 pub mod stream;
 
-pub use analyze::{Latency, StreamAnalyzer, StreamRx};
+pub use analyze::{Latency, LatencyHistogram, StreamAnalyzer, StreamRx};
 pub use calibrate::{calibrate, CalibrationPoint, CalibrationReport};
 pub use engine::{
     Generator, PortReport, Progress, StreamReport, TrialLength, TrialReport, TrialSpec,
 };
 pub use flow::{Field, FieldMode, FieldRange};
-pub use rate::{Clock, LinkSpeed, MonoClock, Pacer, Rate};
+pub use rate::{Clock, Lateness, LinkSpeed, MonoClock, Pacer, Rate};
 pub use size::{SizeSequence, SizeSpec};
 pub use stream::{StreamBuilder, StreamSpec, VlanSpec};
 

@@ -10,10 +10,19 @@
 //! as VSPERF's `throughput_rx_mbps` does).
 //!
 //! Pacing is a schedule, not a sleep: frame `k` is due at `start + k / fps`. The pacer releases due
-//! frames in quanta (a batch, or a configured burst), so a sender that falls behind catches up at full
-//! speed and the offered count over a trial matches the intended one to within one quantum.
+//! frames in quanta (a batch, or a configured burst).
+//!
+//! **When the sender is late** (descheduled, preempted, or simply slower than the rate) the pacer
+//! never sends the backlog as a catch-up burst: a slot whose due time lies more than the *late
+//! threshold* in the past is dropped from the schedule and counted ([`Lateness::slots_dropped`]);
+//! such frames are *not sent* (not offered to the device). What remains due after dropping is at
+//! most `threshold × fps` frames, so the largest burst a pause can cause is bounded by the
+//! threshold. The pacer also measures how far behind the schedule the sender was
+//! ([`Lateness::max_behind_ns`]) and for how long beyond the threshold
+//! ([`Lateness::time_behind_ns`]). A trial whose dropped share exceeds its tolerance is
+//! tester-limited ("tester late"; METHODOLOGY.md, "When the tester is late").
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 use crate::GenError;
@@ -199,6 +208,36 @@ impl Clock for MonoClock {
     }
 }
 
+/// How late a sender was against its pacing schedule over a trial (one port, or the sum/maximum
+/// over ports).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lateness {
+    /// Slots due more than this long ago are dropped (0: the pacer never drops, e.g. unpaced).
+    pub threshold_ns: u64,
+    /// Largest lateness of the oldest due slot seen at any poll of the schedule.
+    pub max_behind_ns: u64,
+    /// Time spent behind the schedule by more than the threshold (sum of the excess at each drop).
+    pub time_behind_ns: u64,
+    /// Schedule slots dropped because they were late (frames not sent: the would-be catch-up).
+    pub slots_dropped: u64,
+    /// How many times slots were dropped (pauses that put the sender beyond the threshold).
+    pub late_events: u64,
+    /// Largest gap between two consecutive transmit calls that sent frames (set by the engine).
+    pub max_gap_ns: u64,
+}
+
+impl Lateness {
+    /// Adds another port's lateness: counts and times add, maxima take the maximum.
+    pub fn merge(&mut self, o: &Lateness) {
+        self.threshold_ns = self.threshold_ns.max(o.threshold_ns);
+        self.max_behind_ns = self.max_behind_ns.max(o.max_behind_ns);
+        self.time_behind_ns += o.time_behind_ns;
+        self.slots_dropped += o.slots_dropped;
+        self.late_events += o.late_events;
+        self.max_gap_ns = self.max_gap_ns.max(o.max_gap_ns);
+    }
+}
+
 /// Decides how many frames are due: frame `k` (0-based) is due at `start + k × 1e9 / fps` ns.
 #[derive(Debug, Clone)]
 pub struct Pacer {
@@ -207,10 +246,13 @@ pub struct Pacer {
     interval_ns: Option<f64>,
     /// Frames are released in multiples of this (1 = smooth; N = bursts of N back-to-back).
     quantum: u64,
-    /// Frames released so far.
+    /// Schedule slots consumed so far: released to the caller, or dropped as late.
     released: u64,
     /// Total frames to release, if counted.
     limit: Option<u64>,
+    /// Drop slots due more than this long ago (`None`: never drop, catch up at full speed).
+    late_after_ns: Option<u64>,
+    lateness: Lateness,
 }
 
 impl Pacer {
@@ -223,11 +265,27 @@ impl Pacer {
             quantum: quantum.max(1),
             released: 0,
             limit,
+            late_after_ns: None,
+            lateness: Lateness::default(),
         }
     }
 
-    /// Frames due at `now_ns` and not yet released, at most `max`. Releases them: the caller must
-    /// send them (or call [`Pacer::unrelease`] for those it could not).
+    /// Drops schedule slots due more than `threshold_ns` before the time [`Pacer::due`] is asked
+    /// (never a catch-up burst; see the module doc). Without it the pacer releases the backlog.
+    pub fn with_late_threshold(mut self, threshold_ns: u64) -> Pacer {
+        self.late_after_ns = Some(threshold_ns);
+        self.lateness.threshold_ns = threshold_ns;
+        self
+    }
+
+    /// The lateness measured so far.
+    pub fn lateness(&self) -> Lateness {
+        self.lateness
+    }
+
+    /// Frames due at `now_ns` and not yet released, at most `max`. Releases them: the caller sends
+    /// them or counts them refused; a released slot is never released again (no retry). Slots
+    /// later than the late threshold are dropped first and counted in [`Pacer::lateness`].
     pub fn due(&mut self, now_ns: u64, max: u64) -> u64 {
         let target = match self.interval_ns {
             None => u64::MAX,
@@ -244,19 +302,38 @@ impl Pacer {
             Some(l) => target.min(l),
             None => target,
         };
+        if let (Some(iv), true) = (self.interval_ns, target > self.released) {
+            // The oldest slot not yet released, and how late it is now.
+            let oldest = self.start_ns + (self.released as f64 * iv) as u64;
+            let behind = now_ns.saturating_sub(oldest);
+            self.lateness.max_behind_ns = self.lateness.max_behind_ns.max(behind);
+            if let Some(th) = self.late_after_ns.filter(|&th| behind > th) {
+                // Keep the slots due at or after `now − th`, from a whole quantum (bursts stay whole).
+                let cutoff = (now_ns - th).saturating_sub(self.start_ns) as f64;
+                let q = self.quantum;
+                let keep_from = ((cutoff / iv).ceil() as u64).div_ceil(q).saturating_mul(q);
+                let keep_from = keep_from.min(target);
+                if keep_from > self.released {
+                    self.lateness.slots_dropped += keep_from - self.released;
+                    self.lateness.late_events += 1;
+                    self.lateness.time_behind_ns += behind - th;
+                    self.released = keep_from;
+                }
+            }
+        }
         let n = target.saturating_sub(self.released).min(max);
         self.released += n;
         n
     }
 
-    /// Gives back `n` released frames that were not sent; they are due again at once.
-    pub fn unrelease(&mut self, n: u64) {
-        self.released -= n.min(self.released);
-    }
-
-    /// Frames released so far.
+    /// Schedule slots consumed so far (released or dropped as late).
     pub fn released(&self) -> u64 {
         self.released
+    }
+
+    /// Frames a counted pacer has not released yet (slots never reached: the trial ended early).
+    pub fn remaining(&self) -> Option<u64> {
+        self.limit.map(|l| l.saturating_sub(self.released))
     }
 
     /// Whether a counted pacer has released everything.
@@ -370,13 +447,61 @@ mod tests {
     }
 
     #[test]
-    fn pacer_unrelease_and_limit() {
+    fn pacer_limit_and_no_rerelease() {
         let mut p = Pacer::new(0, None, 1, Some(100));
         assert_eq!(p.due(0, 64), 64);
-        p.unrelease(10);
-        assert_eq!(p.due(0, 64), 46);
+        // Whatever the caller did with them (sent or refused), released slots never come back.
+        assert_eq!(p.due(0, 64), 36);
         assert!(p.finished());
         assert_eq!(p.due(0, 64), 0);
+        assert_eq!(p.remaining(), Some(0));
+    }
+
+    #[test]
+    fn a_10ms_pause_drops_late_slots_and_sends_no_burst() {
+        // 1 Mfps (one slot per µs), late threshold 100 µs, 20 ms trial, polled every 5 µs on a
+        // simulated clock, with one 10 ms pause (the sender descheduled) at t = 5 ms.
+        let clock = FakeClock(Cell::new(0));
+        let mut p = Pacer::new(0, Some(1e6), 1, Some(20_000)).with_late_threshold(100_000);
+        let mut largest = 0;
+        let mut sent = 0;
+        while !p.finished() {
+            let t = clock.now_ns();
+            let n = p.due(t, u64::MAX);
+            largest = largest.max(n);
+            sent += n;
+            clock.0.set(if t == 5_000_000 {
+                15_000_000
+            } else {
+                t + 5_000
+            });
+        }
+        let l = p.lateness();
+        // After the pause, slots 5001..=14899 were more than 100 µs late: dropped, never sent.
+        assert_eq!(l.slots_dropped, 14_900 - 5_001);
+        assert_eq!(l.late_events, 1);
+        assert_eq!(l.max_behind_ns, 10_000_000 - 1_000);
+        assert_eq!(l.time_behind_ns, 10_000_000 - 1_000 - 100_000);
+        // No catch-up burst: the largest release is the threshold's worth of slots (+1 due now).
+        assert_eq!(largest, 101);
+        assert_eq!(sent + l.slots_dropped, 20_000);
+        // Without the threshold the same pause releases the whole backlog at once.
+        let mut p = Pacer::new(0, Some(1e6), 1, Some(20_000));
+        p.due(5_000_000, u64::MAX);
+        assert_eq!(p.due(15_000_000, u64::MAX), 10_000);
+        assert_eq!(p.lateness().slots_dropped, 0);
+    }
+
+    #[test]
+    fn late_slots_are_dropped_in_whole_bursts() {
+        // 1000 fps in bursts of 10 (a burst every 10 ms), threshold 1 ms: asked at 35 ms, the
+        // bursts due at 10, 20 and 30 ms are all more than 1 ms late and dropped whole; the next
+        // burst goes at 40 ms.
+        let mut p = Pacer::new(0, Some(1000.0), 10, None).with_late_threshold(1_000_000);
+        assert_eq!(p.due(0, 256), 10);
+        assert_eq!(p.due(35_000_000, 256), 0);
+        assert_eq!(p.lateness().slots_dropped, 30);
+        assert_eq!(p.due(40_000_000, 256), 10);
     }
 
     #[test]

@@ -4,13 +4,15 @@
 //! | layout | bytes | fields (big-endian) |
 //! |---|---|---|
 //! | full | 18 | magic `76 53 47 31` ("vSG1", 4) · stream id (2) · sequence (4) · tx time ns (8) |
-//! | compact | 10 | magic `c5 a7` (2) · stream id (1) · sequence (3) · tx time ns, low 32 bits (4) |
+//! | compact | 10 | magic `c5 a7` (2) · stream id (1) · sequence (3) · tx time in 16 ns ticks, low 32 bits (4) |
 //!
 //! The full layout is used whenever the frame has room for it; the compact one fits frames whose UDP
 //! payload has 10 to 17 bytes (64-byte IPv4 frames with one or two VLAN tags). The receiver extends
 //! truncated fields from what it knows: the sequence number from the highest one seen on the stream
 //! (valid while reordering stays within half the sequence space: 2^31 or 2^23 frames), the compact
-//! timestamp from the receive time (valid while latency stays below 2^32 ns ≈ 4.29 s). Stream ids
+//! timestamp from the receive time (valid while latency stays below 2^32 × 16 ns ≈ 68.7 s, longer
+//! than any trial: the compact timestamp cannot wrap within a trial; its 16 ns tick truncates the
+//! transmit time, so compact-signature latencies read up to 16 ns high). Stream ids
 //! are limited to 0..=32767 (full) and 0..=127 (compact); the top bit marks warm-up frames.
 //!
 //! Minimum frame sizes (with FCS) that carry a signature: see [`min_frame_size`]; a 64-byte IPv6
@@ -28,6 +30,8 @@ pub const MAGIC_COMPACT: [u8; 2] = [0xc5, 0xa7];
 pub const FULL_LEN: usize = 18;
 /// Bytes of the compact layout.
 pub const COMPACT_LEN: usize = 10;
+/// Nanoseconds per tick of the compact layout's 32-bit timestamp (wraps after 2^32 ticks ≈ 68.7 s).
+pub const COMPACT_TICK_NS: u64 = 16;
 /// Largest stream id the full layout carries (the top bit of the field marks warm-up).
 pub const MAX_STREAM_FULL: u16 = 0x7fff;
 /// Largest stream id the compact layout carries.
@@ -98,7 +102,8 @@ pub struct Signature {
     pub warmup: bool,
     /// Sequence number as carried (truncated to the layout's bits).
     pub seq: u32,
-    /// Transmit timestamp as carried (truncated to 32 bits in the compact layout).
+    /// Transmit timestamp as carried: ns (full layout); low 32 bits of ns / [`COMPACT_TICK_NS`]
+    /// (compact layout, extend with [`extend_tx_time`]).
     pub tx_ns: u64,
 }
 
@@ -118,7 +123,7 @@ pub fn write(out: &mut [u8], layout: Layout, stream: u16, warmup: bool, seq: u64
             out[0..2].copy_from_slice(&MAGIC_COMPACT);
             out[2] = (stream as u8 & MAX_STREAM_COMPACT as u8) | if warmup { 0x80 } else { 0 };
             out[3..6].copy_from_slice(&(seq as u32).to_be_bytes()[1..4]);
-            out[6..10].copy_from_slice(&(tx_ns as u32).to_be_bytes());
+            out[6..10].copy_from_slice(&((tx_ns / COMPACT_TICK_NS) as u32).to_be_bytes());
         }
     }
 }
@@ -174,12 +179,13 @@ pub fn extend(v: u64, bits: u32, reference: u64) -> u64 {
     best
 }
 
-/// The full transmit time of a compact signature received at `rx_ns`: the latest time at or before
-/// `rx_ns` whose low 32 bits are `tx_low`.
+/// The full transmit time (ns) of a compact signature received at `rx_ns`: the latest tick at or
+/// before `rx_ns`'s tick whose low 32 bits are `tx_low`, times [`COMPACT_TICK_NS`].
 #[inline]
 pub fn extend_tx_time(tx_low: u32, rx_ns: u64) -> u64 {
-    let back = (rx_ns as u32).wrapping_sub(tx_low) as u64;
-    rx_ns.saturating_sub(back)
+    let rx_tick = rx_ns / COMPACT_TICK_NS;
+    let back = (rx_tick as u32).wrapping_sub(tx_low) as u64;
+    rx_tick.saturating_sub(back) * COMPACT_TICK_NS
 }
 
 #[cfg(test)]
@@ -214,7 +220,14 @@ mod tests {
     #[test]
     fn compact_layout_bytes_are_exact() {
         let mut b = [0u8; 10];
-        write(&mut b, Layout::Compact, 5, true, 0x01_abcdef, 0x99_deadbeef);
+        write(
+            &mut b,
+            Layout::Compact,
+            5,
+            true,
+            0x01_abcdef,
+            0x99_deadbeef * 16 + 7,
+        );
         assert_eq!(
             b,
             [0xc5, 0xa7, 0x85, 0xab, 0xcd, 0xef, 0xde, 0xad, 0xbe, 0xef]
@@ -249,10 +262,26 @@ mod tests {
 
     #[test]
     fn compact_tx_time_is_recovered_from_rx_time() {
-        let tx: u64 = 7 * (1 << 32) + 0xffff_ff00; // just before a 32-bit wrap
-        let rx = tx + 0x200; // received after the wrap
-        assert_eq!(extend_tx_time(tx as u32, rx), tx);
-        assert_eq!(extend_tx_time(tx as u32, tx), tx);
+        let tick = COMPACT_TICK_NS;
+        let tx: u64 = (7 * (1 << 32) + 0xffff_ff00) * tick; // just before a 32-bit tick wrap
+        let low = (tx / tick) as u32;
+        let rx = tx + 0x200 * tick; // received after the wrap
+        assert_eq!(extend_tx_time(low, rx), tx);
+        assert_eq!(extend_tx_time(low, tx), tx);
+        // A transmit time between ticks reads as the tick's start (up to 15 ns early).
+        assert_eq!(extend_tx_time(((tx + 9) / tick) as u32, rx), tx);
+    }
+
+    #[test]
+    fn compact_timestamp_does_not_wrap_within_a_minute_long_trial() {
+        // A frame sent 1 s into a trial and received 60 s later (latency 60 s, impossible in
+        // practice; 4.29 s wrapped the old 1 ns field) still reads its true transmit time.
+        let mut b = [0u8; COMPACT_LEN];
+        let tx = 1_000_000_000u64 + 123 * COMPACT_TICK_NS;
+        write(&mut b, Layout::Compact, 1, false, 0, tx);
+        let s = read(&b).unwrap();
+        assert_eq!(extend_tx_time(s.tx_ns as u32, tx + 60_000_000_000), tx);
+        assert_eq!(extend_tx_time(s.tx_ns as u32, tx + 5_000_000_000), tx);
     }
 
     #[test]

@@ -405,6 +405,39 @@ impl StreamBuilder {
         self.sizes.size(n)
     }
 
+    /// Rewrites the transmit timestamp of frame `n`, already built into `out` by
+    /// [`StreamBuilder::build`], to `tx_ns`, updating the UDP checksum incrementally (RFC 1624).
+    /// The engine builds a batch, then stamps it right before the transmit call.
+    #[inline]
+    pub fn restamp(&self, n: u64, tx_ns: u64, out: &mut [u8]) {
+        let t = &self.templates[self.sizes.index(n)];
+        // The timestamp field: bytes 10..18 (full) or 6..10 (compact) of the signature, at an even
+        // offset in the frame (the signature starts right after the UDP header).
+        let (o, w) = match t.layout {
+            signature::Layout::Full => (t.sig_off + 10, 8),
+            signature::Layout::Compact => (t.sig_off + 6, 4),
+        };
+        let Some(field) = out.get(o..o + w) else {
+            return;
+        };
+        let mut old = [0u8; 8];
+        old[..w].copy_from_slice(field);
+        let mut new = [0u8; 8];
+        match t.layout {
+            signature::Layout::Full => new.copy_from_slice(&tx_ns.to_be_bytes()),
+            signature::Layout::Compact => new[..4]
+                .copy_from_slice(&((tx_ns / signature::COMPACT_TICK_NS) as u32).to_be_bytes()),
+        }
+        let c = t.udp_csum_off;
+        let udp = u16::from_be_bytes([out[c], out[c + 1]]);
+        let mut udp = checksum::update_bytes(udp, &old[..w], &new[..w]);
+        if udp == 0 {
+            udp = 0xffff; // RFC 768: a computed zero is sent as all ones.
+        }
+        out[o..o + w].copy_from_slice(&new[..w]);
+        out[c..c + 2].copy_from_slice(&udp.to_be_bytes());
+    }
+
     /// Writes frame `n` (sequence number `n`) into `out`, which must be exactly
     /// [`StreamBuilder::wire_len`]`(n)` bytes.
     #[inline]
@@ -572,7 +605,7 @@ mod tests {
         let mut spec = StreamSpec::ipv4(0, 1);
         spec.vlans = vec![VlanSpec::dot1ad(100), VlanSpec::dot1q(200)];
         let b = StreamBuilder::new(1, &spec).unwrap();
-        let f = build(&b, 7, 99);
+        let f = build(&b, 7, 99 * signature::COMPACT_TICK_NS);
         assert_eq!(f.len(), 60);
         assert_eq!(
             &f[12..22],
@@ -595,6 +628,30 @@ mod tests {
         assert_eq!(&f[12..18], &[0x81, 0x00, 0x0f, 0xfe, 0x08, 0x00]);
         assert!(!b.sends_compact());
         assert_checksums_v4(&f);
+    }
+
+    #[test]
+    fn restamp_rewrites_the_timestamp_and_keeps_checksums_valid() {
+        for vlans in [vec![], vec![VlanSpec::dot1ad(100), VlanSpec::dot1q(200)]] {
+            let mut spec = StreamSpec::ipv4(0, 1);
+            spec.vlans = vlans;
+            let b = StreamBuilder::new(1, &spec).unwrap();
+            for (seq, new) in [
+                (0u64, 0u64),
+                (5, 0x1234_5678_9abc_def0),
+                (9, 16 * 0xffff_fff0),
+            ] {
+                let mut f = build(&b, seq, 77 * signature::COMPACT_TICK_NS);
+                b.restamp(seq, new, &mut f);
+                assert_checksums_v4(&f);
+                let sig = find_signature(&f).unwrap();
+                let want = match sig.layout {
+                    Layout::Full => new,
+                    Layout::Compact => (new / signature::COMPACT_TICK_NS) as u32 as u64,
+                };
+                assert_eq!((sig.seq as u64, sig.tx_ns), (seq, want));
+            }
+        }
     }
 
     #[test]
@@ -801,7 +858,7 @@ mod tests {
                 let sig = find_signature(&f).unwrap();
                 prop_assert_eq!(sig.stream, id);
                 prop_assert_eq!(sig.seq as u64, n & if sig.layout == Layout::Full { 0xffff_ffff } else { 0xff_ffff });
-                let want_ts = if sig.layout == Layout::Full { ts } else { ts & 0xffff_ffff };
+                let want_ts = if sig.layout == Layout::Full { ts } else { (ts / signature::COMPACT_TICK_NS) & 0xffff_ffff };
                 prop_assert_eq!(sig.tx_ns, want_ts);
             }
         }

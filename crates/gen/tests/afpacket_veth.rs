@@ -77,6 +77,9 @@ fn veth_pair_bidirectional_imix_with_vlan_arrives_complete() {
     let rev = s.reversed();
     let mut spec = TrialSpec::new(vec![s, rev], Rate::Pps(20_000.0), TrialLength::Count(2_600));
     spec.drain = Duration::from_millis(500);
+    // This test checks content and counts, not timing: on a loaded machine the sender may be
+    // descheduled for milliseconds, and the default late threshold would drop those slots.
+    spec.late_threshold = Duration::from_secs(60);
     let r = g.run_trial(&spec).unwrap();
     for st in &r.streams {
         assert_eq!(st.tx, 2_600, "{:?}", r.tester_limited_reasons);

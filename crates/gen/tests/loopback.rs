@@ -27,7 +27,10 @@ fn unidirectional_count_trial_receives_everything() {
         count: 100,
         mode: FieldMode::Increment,
     }];
-    let spec = TrialSpec::new(vec![s], Rate::Pps(200_000.0), TrialLength::Count(6_000));
+    let mut spec = TrialSpec::new(vec![s], Rate::Pps(200_000.0), TrialLength::Count(6_000));
+    // Counts and content, not timing: a loaded machine may deschedule the sender for milliseconds,
+    // and the default late threshold would drop those slots (tested on simulated clocks below).
+    spec.late_threshold = Duration::from_secs(60);
     let r = g.run_trial(&spec).unwrap();
     assert_eq!(r.tx, 6_000);
     assert_eq!(r.rx, 6_000);
@@ -200,12 +203,14 @@ fn analyzer_counts_loss_duplicates_reordering_and_foreign_exactly() {
 }
 
 #[test]
-fn refused_frames_are_resent_and_mark_the_trial_tester_limited() {
-    // A tiny queue towards port b, and b is not read by anybody but the generator's own rx polling
-    // of... nobody: the generator has one port, a; b sits here unread. The queue fills, the port
-    // refuses frames, and after the stall timeout the generator stops.
+fn refused_frames_are_never_resent_and_count_as_back_pressure() {
+    // A 64-frame queue towards port b, which nobody reads: the queue fills, then the port refuses
+    // every frame. On a simulated clock (100 ns per read) the generator is mostly idle at 100 kfps,
+    // so the refusals are the path throttling it (back-pressure), not its own limit.
     let (a, b) = loopback::pair_with_capacity("a", "b", 64).unwrap();
-    let mut g = Generator::new(vec![boxed(a)]).unwrap();
+    let mut g = Generator::new(vec![boxed(a)])
+        .unwrap()
+        .with_clock(stepping(100));
     let mut spec = TrialSpec::new(
         vec![StreamSpec::ipv4(0, 0)],
         Rate::Pps(100_000.0),
@@ -215,17 +220,19 @@ fn refused_frames_are_resent_and_mark_the_trial_tester_limited() {
     spec.drain = Duration::from_millis(10);
     let r = g.run_trial(&spec).unwrap();
     assert_eq!(r.tx, 64, "exactly the queue's capacity was accepted");
-    assert!(r.tester_limited);
-    assert!(
-        r.tester_limited_reasons
-            .iter()
-            .any(|m| m.contains("refused")),
-        "{:?}",
-        r.tester_limited_reasons
+    // Every other slot was offered once and refused: no retry, nothing left unsent.
+    assert_eq!(
+        (r.tx_refused, r.not_sent, r.intended),
+        (936, 0, Some(1_000))
     );
-    assert!(r.ports[0].tx_refused > 0);
+    assert_eq!(r.streams[0].tx_refused, 936);
+    assert_eq!(r.ports[0].tx_refused, 936);
+    assert!(r.back_pressured, "idle {:.3}", r.idle_fraction());
+    assert!(r.idle_fraction() >= vecswitch_gen::engine::BACKPRESSURE_IDLE_MIN);
+    assert!(!r.tester_limited, "{:?}", r.tester_limited_reasons);
     assert_eq!(b.rx_pending(), 64);
-    // Sequence numbers of refused frames were reused: b holds 0..64 exactly.
+    // A refused frame consumes no sequence number: b holds 0..64 exactly, and the stream's
+    // receive analysis would see no gap in what entered the device.
     let mut pool = Pool::new(128);
     let mut out = Vec::new();
     let mut b = b;
@@ -234,6 +241,35 @@ fn refused_frames_are_resent_and_mark_the_trial_tester_limited() {
         let sig = vecswitch_gen::rx::find_signature(pool.data(h)).unwrap();
         assert_eq!(sig.seq as usize, i);
     }
+}
+
+#[test]
+fn refusals_that_never_end_stop_the_trial_as_a_stall() {
+    // The same unread queue, 1 s of 1,000 fps and a 100 ms stall timeout: after 64 frames every
+    // frame is refused, so the generator stops; the slots it never reached are not sent.
+    let (a, _b) = loopback::pair_with_capacity("a", "b", 64).unwrap();
+    let mut g = Generator::new(vec![boxed(a)])
+        .unwrap()
+        .with_clock(stepping(1_000));
+    let mut spec = TrialSpec::new(
+        vec![StreamSpec::ipv4(0, 0)],
+        Rate::Pps(1_000.0),
+        TrialLength::Count(1_000),
+    );
+    spec.stall_timeout = Duration::from_millis(100);
+    spec.drain = Duration::from_millis(1);
+    let r = g.run_trial(&spec).unwrap();
+    assert_eq!(r.tx, 64);
+    assert!(r.tx_refused > 0 && r.not_sent > 0, "{r:?}");
+    assert_eq!(r.tx + r.tx_refused + r.not_sent, 1_000);
+    assert!(r.tester_limited);
+    assert!(
+        r.tester_limited_reasons
+            .iter()
+            .any(|m| m.contains("refused every frame")),
+        "{:?}",
+        r.tester_limited_reasons
+    );
 }
 
 #[test]
@@ -458,14 +494,79 @@ fn engine_flags_a_generator_slower_than_the_schedule() {
     assert!(r.tx < 100_000 && r.tx > 0, "{}", r.tx);
     assert_eq!(r.rx, r.tx);
     assert!(r.tester_limited);
+    // The backlog was never sent as catch-up: the late slots were dropped and counted.
+    assert!(r.lateness.slots_dropped > 0, "{:?}", r.lateness);
+    assert_eq!(r.tx + r.tx_refused + r.not_sent, 100_000);
+    assert!(r.lateness.max_behind_ns > 200_000, "{:?}", r.lateness);
+    assert!(r.idle_fraction() < 0.01, "{}", r.idle_fraction());
     assert!(
         r.tester_limited_reasons
             .iter()
-            .any(|m| m.contains("intended frames")),
+            .any(|m| m.starts_with("tester late")),
         "{:?}",
         r.tester_limited_reasons
     );
     assert!(r.ports[0].offered_fps < 1e7 * 0.999);
     // Loss is zero: a tester-limited trial does not turn the shortfall into DUT loss.
     assert_eq!(r.lost, 0);
+}
+
+/// A simulated clock that advances `step` per read and jumps `pause` once at `at` (the generator
+/// descheduled for `pause`).
+struct PausingClock {
+    t: std::sync::atomic::AtomicU64,
+    step: u64,
+    at: u64,
+    pause: u64,
+}
+
+impl vecswitch_gen::Clock for PausingClock {
+    fn now_ns(&self) -> u64 {
+        use std::sync::atomic::Ordering::Relaxed;
+        let t = self.t.fetch_add(self.step, Relaxed);
+        if t < self.at && t + self.step >= self.at {
+            self.t.fetch_add(self.pause, Relaxed);
+        }
+        t
+    }
+}
+
+#[test]
+fn a_10ms_pause_is_counted_as_late_never_sent_as_a_burst() {
+    // 1 Mfps for 30 ms (30,000 slots) with a 10 ms pause at 10 ms; 100 ns per clock read keeps the
+    // generator ahead of the schedule otherwise. The ~9,800 slots more than 200 µs late are
+    // dropped (not sent, not offered); nothing is lost; the trial is tester-limited, saying why.
+    let (a, b) = loopback::pair("a", "b");
+    let clock = PausingClock {
+        t: std::sync::atomic::AtomicU64::new(0),
+        step: 100,
+        at: 10_000_000,
+        pause: 10_000_000,
+    };
+    let mut g = Generator::new(vec![boxed(a), boxed(b)])
+        .unwrap()
+        .with_clock(Box::new(clock));
+    let mut spec = TrialSpec::new(
+        vec![StreamSpec::ipv4(0, 1)],
+        Rate::Pps(1e6),
+        TrialLength::Duration(Duration::from_millis(30)),
+    );
+    spec.drain = Duration::from_millis(1);
+    let r = g.run_trial(&spec).unwrap();
+    let l = r.lateness;
+    assert_eq!(l.late_events, 1, "{l:?}");
+    // The pause is 10 ms; the slots within the 200 µs threshold before "now" are kept.
+    assert!((9_700..=9_900).contains(&l.slots_dropped), "{l:?}");
+    assert!(l.max_behind_ns >= 9_900_000, "{l:?}");
+    assert!(l.max_gap_ns >= 10_000_000, "{l:?}");
+    assert_eq!(r.tx + r.tx_refused + r.not_sent, 30_000);
+    assert_eq!(r.not_sent, l.slots_dropped);
+    assert_eq!((r.rx, r.lost), (r.tx, 0));
+    assert!(r.tester_limited);
+    assert!(
+        r.tester_limited_reasons[0].starts_with("tester late")
+            && r.tester_limited_reasons[0].contains("slots dropped"),
+        "{:?}",
+        r.tester_limited_reasons
+    );
 }

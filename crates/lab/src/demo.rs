@@ -82,6 +82,7 @@ pub fn simulated_run(seed: u64, command: Vec<String>) -> Result<RunResults, LabE
                 mix: None,
                 topology: None,
                 method: Some("simulated".into()),
+                latency_floor: None,
             })
             .collect(),
     });

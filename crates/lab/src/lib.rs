@@ -34,4 +34,4 @@ pub mod suite;
 
 pub use error::LabError;
 pub use load::{LineRate, Load};
-pub use measurer::{BurstResult, LatencyStats, Measurer, TrialResult};
+pub use measurer::{BurstResult, FrameAccounting, LatencyStats, Measurer, TrialLimit, TrialResult};

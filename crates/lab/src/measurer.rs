@@ -1,6 +1,6 @@
 //! The [`Measurer`] trait — one trial at a load for a duration, one back-to-back burst, or one
-//! continuous soak stream read per interval — and what it returns: [`TrialResult`],
-//! [`BurstResult`], [`LatencyStats`].
+//! continuous soak stream read per interval — and what it returns: [`TrialResult`] (with its
+//! [`FrameAccounting`] and [`TrialLimit`]), [`BurstResult`], [`LatencyStats`].
 //!
 //! Every procedure in [`crate::procedures`] talks only to a `Measurer`, so the same search runs
 //! against the real generator and DUT or against a [`crate::sim::SimDut`] with a known answer.
@@ -9,12 +9,30 @@
 //! tester actually **offered**, not the frames it intended to send. When the tester could not offer
 //! the intended load the trial is **tester-limited**: the procedures treat it as inconclusive for
 //! that load and never report it as loss of the DUT.
+//!
+//! **Where every frame went** ([`FrameAccounting`], METHODOLOGY.md): every intended frame is
+//! either *not sent* (the tester did not send it: late schedule slots dropped, stall, its own CPU),
+//! or *offered*. An offered frame is received, or lost at one of four places:
+//!
+//! | loss | where | counts as |
+//! |---|---|---|
+//! | `refused_by_device` | the device's receive side refused it (ring full as the tester sent it, or the device's own receive drops) — as a NIC drops it | device loss |
+//! | `lost_in_device` | dropped inside the device (its own counters) | device loss |
+//! | `dropped_at_tester_rx` | the tester's receive side dropped what the device sent (socket ring full, the device's transmit toward the tester refused) | **tester-limited** ([`TrialLimit::TesterRx`]), not device loss |
+//! | `unexplained` | nobody counted it | device loss (counted against the device, as RFC 2544 §26.3 does, but labelled) |
+//!
+//! `offered − received = refused_by_device + lost_in_device + dropped_at_tester_rx + unexplained`.
+//! A trial's [`TrialLimit`] says what limited it; `tester_limited` is true for every tester-side
+//! limit and **false for [`TrialLimit::BackPressure`]**: when the path throttled a sender that had
+//! CPU to spare, the refused frames were offered and count as the device's loss, so the procedures
+//! see the load fail (the achieved rate is the device's flow-controlled rate).
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::{LabError, Load};
+pub use vecswitch_gen::{LatencyHistogram, Lateness};
 
 /// A trial is tester-limited when it offered fewer than this fraction of the intended frames.
 pub const TESTER_LIMIT_TOLERANCE: f64 = 0.999;
@@ -80,6 +98,10 @@ impl<M: Measurer + ?Sized> Measurer for &mut M {
 }
 
 /// Latency and delay-variation statistics of one trial, in nanoseconds.
+///
+/// Timestamp points (METHODOLOGY.md, "Latency timestamp points"): transmit time read right before
+/// the port's transmit call, receive time right after its receive call returns; the generator's own
+/// latency floor (calibration, no device) is reported beside, never silently subtracted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyStats {
     pub min_ns: f64,
@@ -97,17 +119,28 @@ pub struct LatencyStats {
     pub jitter_max_ns: f64,
     /// Frames the statistics were computed from.
     pub samples: u64,
+    /// Every delay, as a histogram (the generator keeps it; simulated devices do not). With it,
+    /// [`LatencyStats::combine`] reads percentiles from the merged histogram.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<LatencyHistogram>,
 }
 
 impl LatencyStats {
-    /// Combines the statistics of several trials as RFC 2544 §26.2 reports latency over repeated
-    /// trials: averages are averaged (weighted by samples), min is the minimum, max the maximum;
-    /// percentiles are sample-weighted means of the per-trial percentiles (an approximation: the
-    /// raw histograms are not kept), jitter max is the maximum.
+    /// Combines the statistics of several trials (or streams) as RFC 2544 §26.2 reports latency
+    /// over repeated trials: averages are averaged (weighted by samples), min is the minimum, max
+    /// the maximum, jitter max the maximum. Percentiles are read from the **merged histogram** when
+    /// every input carries one (the result then carries the merged histogram too); otherwise
+    /// (simulated devices) they are sample-weighted means of the per-trial percentiles, an
+    /// approximation, and the result has no histogram.
     pub fn combine(all: &[LatencyStats]) -> Option<LatencyStats> {
         if all.is_empty() {
             return None;
         }
+        let merged = if all.iter().all(|s| s.histogram.is_some()) {
+            LatencyHistogram::merge(all.iter().filter_map(|s| s.histogram.as_ref()))
+        } else {
+            None
+        };
         let total: f64 = all.iter().map(|s| s.samples.max(1) as f64).sum();
         let wmean = |f: fn(&LatencyStats) -> f64| {
             all.iter()
@@ -115,19 +148,184 @@ impl LatencyStats {
                 .sum::<f64>()
                 / total
         };
+        let min_ns = all.iter().map(|s| s.min_ns).fold(f64::INFINITY, f64::min);
+        let max_ns = all.iter().map(|s| s.max_ns).fold(0.0, f64::max);
+        // A percentile of the merged histogram, kept within the exact extremes (the histogram's
+        // buckets are 0.1 % wide).
+        let pct = |q: f64, fallback: f64| match &merged {
+            Some(h) => (h.value_at_quantile(q) as f64).clamp(min_ns, max_ns.max(min_ns)),
+            None => fallback,
+        };
         Some(LatencyStats {
-            min_ns: all.iter().map(|s| s.min_ns).fold(f64::INFINITY, f64::min),
+            min_ns,
             avg_ns: wmean(|s| s.avg_ns),
-            max_ns: all.iter().map(|s| s.max_ns).fold(0.0, f64::max),
-            p50_ns: wmean(|s| s.p50_ns),
-            p90_ns: wmean(|s| s.p90_ns),
-            p99_ns: wmean(|s| s.p99_ns),
-            p99_9_ns: wmean(|s| s.p99_9_ns),
-            p99_99_ns: wmean(|s| s.p99_99_ns),
+            max_ns,
+            p50_ns: pct(0.5, wmean(|s| s.p50_ns)),
+            p90_ns: pct(0.9, wmean(|s| s.p90_ns)),
+            p99_ns: pct(0.99, wmean(|s| s.p99_ns)),
+            p99_9_ns: pct(0.999, wmean(|s| s.p99_9_ns)),
+            p99_99_ns: pct(0.9999, wmean(|s| s.p99_99_ns)),
             jitter_mean_ns: wmean(|s| s.jitter_mean_ns),
             jitter_max_ns: all.iter().map(|s| s.jitter_max_ns).fold(0.0, f64::max),
             samples: all.iter().map(|s| s.samples).sum(),
+            histogram: merged.as_ref().map(LatencyHistogram::encode),
         })
+    }
+}
+
+/// Where every frame of a trial went (module doc). Counts over the measured phase.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FrameAccounting {
+    /// Frames the intended load would send in the intended duration.
+    pub intended: u64,
+    /// Intended frames the tester did not send (late slots dropped, stall, refused by its own
+    /// saturated transmit path): not offered.
+    pub not_sent: u64,
+    /// Frames the tester's port took.
+    pub sent: u64,
+    /// Frames the tester's transmit call offered and the path refused (never re-offered), when the
+    /// refusal is the device's (memif receive ring full, back-pressure); part of `refused_by_device`.
+    pub refused_at_send: u64,
+    /// Device ingress loss: `refused_at_send` + the device's own receive-side drops.
+    pub refused_by_device: u64,
+    /// Dropped inside the device, from its own counters (`None`: the device has none the lab reads).
+    pub lost_in_device: Option<u64>,
+    /// Dropped at the tester's receive side (its socket ring, the device's transmit toward it
+    /// refused); `None` when unknown.
+    pub dropped_at_tester_rx: Option<u64>,
+    /// Frames received back (unique, in the expected stream).
+    pub received: u64,
+    /// Offered, not received and not counted by anybody.
+    pub unexplained: u64,
+}
+
+impl FrameAccounting {
+    /// Splits the loss: `offered − received` is attributed, in this order, to the device's
+    /// ingress (`refused_at_send + device_rx_dropped`), the device's inside, the tester's receive
+    /// side, and the rest is unexplained. Counters that claim more than the loss left (a device
+    /// counts other traffic too) are capped, so the parts always add up to the loss.
+    #[allow(clippy::too_many_arguments)]
+    pub fn split(
+        intended: u64,
+        not_sent: u64,
+        sent: u64,
+        refused_at_send: u64,
+        device_rx_dropped: Option<u64>,
+        lost_in_device: Option<u64>,
+        dropped_at_tester_rx: Option<u64>,
+        received: u64,
+    ) -> FrameAccounting {
+        let offered = sent + refused_at_send;
+        let mut left = offered.saturating_sub(received);
+        let mut take = |n: u64| {
+            let t = n.min(left);
+            left -= t;
+            t
+        };
+        let refused_by_device = take(refused_at_send + device_rx_dropped.unwrap_or(0));
+        let lost_in_device = lost_in_device.map(&mut take);
+        let dropped_at_tester_rx = dropped_at_tester_rx.map(&mut take);
+        FrameAccounting {
+            intended,
+            not_sent,
+            sent,
+            refused_at_send,
+            refused_by_device,
+            lost_in_device,
+            dropped_at_tester_rx,
+            received,
+            unexplained: left,
+        }
+    }
+
+    /// Frames the tester attempted to put on the device: `sent + refused_at_send`.
+    pub fn offered(&self) -> u64 {
+        self.sent + self.refused_at_send
+    }
+
+    /// Loss charged to the device: ingress refusals, inside, and unexplained.
+    pub fn device_loss(&self) -> u64 {
+        self.refused_by_device + self.lost_in_device.unwrap_or(0) + self.unexplained
+    }
+
+    /// Whether any intended frame was not received.
+    pub fn has_loss(&self) -> bool {
+        self.received < self.intended
+    }
+}
+
+/// What limited a trial (module doc). Every variant but [`TrialLimit::None`] and
+/// [`TrialLimit::BackPressure`] is a tester-side limit: the trial is `tester_limited`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum TrialLimit {
+    /// Nothing: the tester offered the intended load and received what came back.
+    #[default]
+    None,
+    /// The tester fell behind its schedule: `slots_dropped` late slots not sent, `behind_ms` at
+    /// worst.
+    TesterLate { behind_ms: f64, slots_dropped: u64 },
+    /// The tester's own CPU was the limit (refusals while it had no idle time, or frames it could
+    /// not attempt).
+    TesterCpu { not_sent: u64, idle_percent: f64 },
+    /// The tester's receive side dropped frames the device sent.
+    TesterRx { dropped: u64 },
+    /// The path throttled a tester that had CPU to spare: `achieved_fps` is the device's
+    /// flow-controlled rate. Not tester-limited; the refused frames are the device's loss.
+    BackPressure { achieved_fps: f64, refused: u64 },
+}
+
+impl TrialLimit {
+    /// Whether the limit is on the tester's side (the trial says nothing about the device).
+    pub fn is_tester_side(&self) -> bool {
+        !matches!(self, TrialLimit::None | TrialLimit::BackPressure { .. })
+    }
+
+    /// A short label for tables: `-`, `tester late`, `tester CPU`, `tester rx`, `back-pressure`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            TrialLimit::None => "-",
+            TrialLimit::TesterLate { .. } => "tester late",
+            TrialLimit::TesterCpu { .. } => "tester CPU",
+            TrialLimit::TesterRx { .. } => "tester rx",
+            TrialLimit::BackPressure { .. } => "back-pressure",
+        }
+    }
+}
+
+impl std::fmt::Display for TrialLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TrialLimit::None => write!(f, "not limited"),
+            TrialLimit::TesterLate {
+                behind_ms,
+                slots_dropped,
+            } => write!(
+                f,
+                "tester late: {behind_ms:.3} ms behind, {slots_dropped} slots dropped"
+            ),
+            TrialLimit::TesterCpu {
+                not_sent,
+                idle_percent,
+            } => write!(
+                f,
+                "tester CPU: {not_sent} frames not sent, {idle_percent:.1} % idle"
+            ),
+            TrialLimit::TesterRx { dropped } => {
+                write!(
+                    f,
+                    "tester rx: {dropped} frames dropped at the tester's receive side"
+                )
+            }
+            TrialLimit::BackPressure {
+                achieved_fps,
+                refused,
+            } => write!(
+                f,
+                "back-pressure: the device flow-controlled the tester to {achieved_fps:.0} fps \
+                 ({refused} frames refused)"
+            ),
+        }
     }
 }
 
@@ -151,6 +349,19 @@ pub struct TrialResult {
     pub latency: Option<LatencyStats>,
     /// Wall time the trial took (for simulated DUTs: simulated time).
     pub actual_duration: Duration,
+    /// Where every frame went, when the measurer knows (the generator-backed one does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accounting: Option<FrameAccounting>,
+    /// What limited the trial.
+    #[serde(default)]
+    pub limit: TrialLimit,
+    /// The measurer's reasons for `tester_limited` / `limit`, in words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limit_reasons: Vec<String>,
+    /// How late the tester was against its pacing schedule (METHODOLOGY.md, "When the tester is
+    /// late"), when the measurer knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lateness: Option<Lateness>,
 }
 
 impl TrialResult {
@@ -174,7 +385,46 @@ impl TrialResult {
             tester_limited,
             latency: None,
             actual_duration,
+            accounting: None,
+            limit: TrialLimit::None,
+            limit_reasons: Vec::new(),
+            lateness: None,
         }
+    }
+
+    /// A result from a full [`FrameAccounting`] and the measurer's [`TrialLimit`]: offered =
+    /// `acc.offered()`, received = `acc.received`; tester-limited when the limit is on the
+    /// tester's side or (unless back-pressured) the tester offered fewer than `1 − tolerance` of
+    /// the intended frames — never for back-pressure (module doc).
+    pub fn accounted(
+        intended_load: Load,
+        intended_duration: Duration,
+        acc: FrameAccounting,
+        limit: TrialLimit,
+        tolerance: f64,
+        actual_duration: Duration,
+    ) -> TrialResult {
+        let mut t = TrialResult::new(
+            intended_load,
+            intended_duration,
+            acc.offered(),
+            acc.received,
+            actual_duration,
+        );
+        // A back-pressured trial is never tester-limited, even if the tester also fell short: the
+        // device refused frames offered at or below the intended schedule.
+        let short = (acc.offered() as f64) < t.intended_frames as f64 * (1.0 - tolerance);
+        t.tester_limited =
+            limit.is_tester_side() || (short && !matches!(limit, TrialLimit::BackPressure { .. }));
+        t.accounting = Some(acc);
+        t.limit = limit;
+        t
+    }
+
+    /// Whether the path throttled the tester (the achieved rate is the device's flow-controlled
+    /// rate; the trial fails the intended load through the refused frames it counts as lost).
+    pub fn back_pressured(&self) -> bool {
+        matches!(self.limit, TrialLimit::BackPressure { .. })
     }
 
     /// Frames offered but not received (duplicates beyond offered count as zero loss).
@@ -338,6 +588,7 @@ mod tests {
             jitter_mean_ns: 1.0,
             jitter_max_ns: 5.0,
             samples: 100,
+            histogram: None,
         };
         let b = LatencyStats {
             min_ns: 5.0,
@@ -354,5 +605,131 @@ mod tests {
         assert_eq!(c.jitter_max_ns, 9.0);
         assert_eq!(c.samples, 400);
         assert!(LatencyStats::combine(&[]).is_none());
+    }
+
+    fn hist_stats(delays: &[(u64, u64)]) -> LatencyStats {
+        let mut h = hdr();
+        for &(d, n) in delays {
+            h.record_n(d, n).unwrap();
+        }
+        LatencyStats {
+            min_ns: h.min() as f64,
+            avg_ns: h.mean(),
+            max_ns: h.max() as f64,
+            p50_ns: h.value_at_quantile(0.5) as f64,
+            p90_ns: h.value_at_quantile(0.9) as f64,
+            p99_ns: h.value_at_quantile(0.99) as f64,
+            p99_9_ns: h.value_at_quantile(0.999) as f64,
+            p99_99_ns: h.value_at_quantile(0.9999) as f64,
+            jitter_mean_ns: 0.0,
+            jitter_max_ns: 0.0,
+            samples: h.len(),
+            histogram: Some(LatencyHistogram::encode(&h)),
+        }
+    }
+
+    fn hdr() -> vecswitch_gen::analyze::DelayHistogram {
+        vecswitch_gen::analyze::DelayHistogram::new_with_bounds(1, 3_600_000_000_000, 3).unwrap()
+    }
+
+    #[test]
+    fn combined_percentiles_come_from_the_merged_histogram() {
+        // Trial A: 9,000 frames at 10 µs, 1,000 at 1 ms (p99 = 1 ms). Trial B: 10,000 at 10 µs
+        // (p99 = 10 µs). Over all 20,000 frames the 1 ms ones are 5 %: p99 is 1 ms, p90 is 10 µs.
+        // Averaging the per-trial p99s would say 505 µs — a latency no frame had.
+        let a = hist_stats(&[(10_000, 9_000), (1_000_000, 1_000)]);
+        let b = hist_stats(&[(10_000, 10_000)]);
+        // (HdrHistogram reads values to 3 significant digits: within 0.1 %.)
+        let near = |v: f64, want: f64| (v - want).abs() <= want * 0.001;
+        assert!(near(a.p99_ns, 1e6) && near(b.p99_ns, 1e4), "{a:?} {b:?}");
+        let c = LatencyStats::combine(&[a.clone(), b.clone()]).unwrap();
+        assert_eq!(c.samples, 20_000);
+        assert!(near(c.p99_ns, 1e6), "{}", c.p99_ns);
+        assert!(near(c.p90_ns, 1e4), "{}", c.p90_ns);
+        assert!(near(c.p50_ns, 1e4), "{}", c.p50_ns);
+        // The merged histogram travels on: combining again (A+B with B) stays exact.
+        let h = c.histogram.clone().unwrap();
+        assert_eq!(h.decode().unwrap().len(), 20_000);
+        let again = LatencyStats::combine(&[c, b.clone()]).unwrap();
+        assert_eq!(again.samples, 30_000);
+        // Without histograms on every input: the old approximation, and no histogram.
+        let mut plain = b;
+        plain.histogram = None;
+        let d = LatencyStats::combine(&[a, plain]).unwrap();
+        assert!(d.histogram.is_none());
+        assert!(near(d.p99_ns, 505_000.0), "{}", d.p99_ns);
+    }
+
+    #[test]
+    fn accounting_splits_loss_and_adds_up() {
+        // 1,000 intended; 10 not sent; 950 sent; 40 refused at send (device's ring full);
+        // device counted 5 receive drops and 3 internal drops; the tester's socket dropped 2;
+        // 900 received. Loss = 990 − 900 = 90 = 45 + 3 + 2 + 40 unexplained.
+        let a = FrameAccounting::split(1_000, 10, 950, 40, Some(5), Some(3), Some(2), 900);
+        assert_eq!(a.offered(), 990);
+        assert_eq!(a.refused_by_device, 45);
+        assert_eq!(
+            (a.lost_in_device, a.dropped_at_tester_rx),
+            (Some(3), Some(2))
+        );
+        assert_eq!(a.unexplained, 40);
+        assert_eq!(
+            a.refused_by_device
+                + a.lost_in_device.unwrap()
+                + a.dropped_at_tester_rx.unwrap()
+                + a.unexplained,
+            a.offered() - a.received
+        );
+        assert_eq!(a.device_loss(), 88);
+        // Counters that claim more than the loss (other traffic) are capped: parts still add up.
+        let b = FrameAccounting::split(100, 0, 100, 0, Some(50), Some(50), None, 95);
+        assert_eq!(
+            (b.refused_by_device, b.lost_in_device, b.unexplained),
+            (5, Some(0), 0)
+        );
+        // Unknown device counters stay unknown, the loss stays unexplained.
+        let c = FrameAccounting::split(100, 0, 100, 0, None, None, None, 97);
+        assert_eq!((c.lost_in_device, c.unexplained), (None, 3));
+    }
+
+    #[test]
+    fn back_pressure_fails_the_load_but_is_not_tester_limited() {
+        // 150 k intended, the path took 100 k and refused 50 k while the tester idled.
+        let acc = FrameAccounting::split(150_000, 0, 100_000, 50_000, None, None, Some(0), 100_000);
+        let bp = TrialLimit::BackPressure {
+            achieved_fps: 100_000.0,
+            refused: 50_000,
+        };
+        let d = Duration::from_secs(1);
+        let t = TrialResult::accounted(Load::fps(150_000.0), d, acc.clone(), bp, 0.001, d);
+        assert!(!t.tester_limited && t.back_pressured());
+        assert_eq!((t.offered_frames, t.received_frames), (150_000, 100_000));
+        assert!(
+            !t.within(0.0),
+            "the load is not passed: the device could not take it"
+        );
+        assert!(t.limit.to_string().contains("100000 fps"), "{}", t.limit);
+        // The same counts, limited by the tester's CPU instead: tester-limited (inconclusive).
+        let cpu = TrialLimit::TesterCpu {
+            not_sent: 50_000,
+            idle_percent: 0.0,
+        };
+        let acc = FrameAccounting::split(150_000, 50_000, 100_000, 0, None, None, Some(0), 100_000);
+        let t = TrialResult::accounted(Load::fps(150_000.0), d, acc, cpu, 0.001, d);
+        assert!(t.tester_limited && !t.back_pressured());
+        assert_eq!(t.lost_frames(), 0);
+        // Loss at the tester's receive side is the tester's limit, not the device's loss.
+        let acc = FrameAccounting::split(1_000, 0, 1_000, 0, None, Some(0), Some(10), 990);
+        let rx = TrialLimit::TesterRx { dropped: 10 };
+        let t = TrialResult::accounted(Load::fps(1_000.0), d, acc.clone(), rx, 0.001, d);
+        assert!(t.tester_limited);
+        assert_eq!(acc.device_loss(), 0);
+        // Results from before the split still parse: no accounting, no limit.
+        let mut v = serde_json::to_value(&t).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.remove("accounting");
+        o.remove("limit");
+        let back: TrialResult = serde_json::from_value(v).unwrap();
+        assert_eq!((back.accounting, back.limit), (None, TrialLimit::None));
     }
 }

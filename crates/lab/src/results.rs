@@ -1,4 +1,4 @@
-//! The results document of one run: [`RunResults`] (schema `vecswitch.results/1`), its
+//! The results document of one run: [`RunResults`] (schema `vecswitch.results/2`), its
 //! [`Provenance`], the generator's calibrated limits ([`GeneratorInfo`]) and one [`TestRecord`] per
 //! test with the procedure's full result ([`Outcome`]) — every trial included.
 //!
@@ -21,10 +21,14 @@ use crate::procedures::linear::SweepPoint;
 use crate::procedures::mlrsearch::MlrResult;
 use crate::procedures::soak::SoakResult;
 use crate::procedures::throughput::ThroughputResult;
-use crate::{LabError, LatencyStats, LineRate};
+use crate::{LabError, LatencyStats, LineRate, TrialResult};
 
-/// The schema identifier every results document carries.
-pub const SCHEMA: &str = "vecswitch.results/1";
+/// The schema identifier every results document carries. Version 2 added each trial's frame
+/// accounting (`accounting`), limit label (`limit`, `limit_reasons`) and latency histogram
+/// (`latency.histogram`); version-1 documents still load (those fields absent).
+pub const SCHEMA: &str = "vecswitch.results/2";
+/// Schemas [`RunResults::from_json`] reads.
+pub const SUPPORTED_SCHEMAS: &[&str] = &["vecswitch.results/1", SCHEMA];
 
 /// One run: everything needed to render a report or compare with another run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -72,7 +76,7 @@ impl RunResults {
                 reason: format!("invalid JSON: {e}"),
             })?;
         match v.get("schema").and_then(|s| s.as_str()) {
-            Some(SCHEMA) => {}
+            Some(s) if SUPPORTED_SCHEMAS.contains(&s) => {}
             Some(other) => {
                 return Err(LabError::BadResults {
                     path: path.into(),
@@ -219,6 +223,47 @@ pub struct CalibratedLimit {
     /// How the limit was measured (loop, duration), for the report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
+    /// The latency the generator adds on its own through the same loop at a low rate: the floor
+    /// under every latency it measures (shown beside latency results, never subtracted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_floor: Option<LatencyFloor>,
+}
+
+/// The generator's own latency through a loop without device (calibration).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyFloor {
+    /// The low rate it was measured at (frames/s).
+    pub rate_fps: f64,
+    pub min_ns: f64,
+    pub p50_ns: f64,
+    pub p99_ns: f64,
+    pub samples: u64,
+}
+
+impl LatencyFloor {
+    /// From the statistics of the calibration's low-rate trial.
+    pub fn from_stats(rate_fps: f64, l: &LatencyStats) -> LatencyFloor {
+        LatencyFloor {
+            rate_fps,
+            min_ns: l.min_ns,
+            p50_ns: l.p50_ns,
+            p99_ns: l.p99_ns,
+            samples: l.samples,
+        }
+    }
+}
+
+impl std::fmt::Display for LatencyFloor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "generator latency floor (no device, {:.0} kfps): min {:.1} µs, p50 {:.1} µs, p99 {:.1} µs",
+            self.rate_fps / 1e3,
+            self.min_ns / 1e3,
+            self.p50_ns / 1e3,
+            self.p99_ns / 1e3
+        )
+    }
 }
 
 impl CalibratedLimit {
@@ -361,6 +406,12 @@ pub const COLUMNS: &[&str] = &[
     "corrected_buffer_time_us",
     "trials",
     "tester_limited",
+    "limit",
+    "not_sent_frames",
+    "refused_by_device_frames",
+    "lost_in_device_frames",
+    "dropped_at_tester_rx_frames",
+    "unexplained_lost_frames",
     "generator_limit_fps",
     "note",
 ];
@@ -461,6 +512,7 @@ impl TestRecord {
                         if let Some(l) = at.and_then(|tr| tr.latency.as_ref()) {
                             insert_latency(&mut r, l);
                         }
+                        insert_split(&mut r, at);
                         if !t.verified {
                             r.insert("note", Cell::Text("not verified".into()));
                         }
@@ -485,6 +537,24 @@ impl TestRecord {
                     );
                 }
                 r.insert("tester_limited", Cell::Flag(t.tester_limited || at_limit));
+                // Loads above the result that the device flow-controlled: the result is the
+                // device's flow-controlled rate, not a tester ceiling.
+                if let Some(bp) = t
+                    .trials
+                    .iter()
+                    .filter(|tr| tr.back_pressured())
+                    .map(|tr| tr.received_fps())
+                    .reduce(f64::max)
+                {
+                    r.insert("limit", Cell::Text("back-pressure".into()));
+                    append_note(
+                        &mut r,
+                        &format!(
+                            "the device back-pressured the tester above the result \
+                             (flow-controlled to {bp:.0} fps at most)"
+                        ),
+                    );
+                }
                 vec![r]
             }
             Outcome::Mlrsearch(m) => m
@@ -548,6 +618,9 @@ impl TestRecord {
                     if let Some(s) = &p.stats {
                         insert_latency(&mut r, s);
                     }
+                    for t in &p.trials {
+                        insert_split(&mut r, Some(t));
+                    }
                     r.insert("trials", Cell::Num(p.trials.len() as f64));
                     r.insert("tester_limited", Cell::Flag(p.tester_limited_trials > 0));
                     r
@@ -559,6 +632,7 @@ impl TestRecord {
                     let mut r = base(name);
                     rates(&mut r, p.trial.received_fps(), p.trial.offered_fps());
                     r.insert("frame_loss_percent", Cell::Num(p.loss_ratio * 100.0));
+                    insert_split(&mut r, Some(&p.trial));
                     r.insert("trials", Cell::Num(1.0));
                     r.insert("tester_limited", Cell::Flag(p.tester_limited));
                     r
@@ -624,6 +698,9 @@ impl TestRecord {
                 if let Some(l) = LatencyStats::combine(&lat) {
                     insert_latency(&mut r, &l);
                 }
+                for t in &s.intervals {
+                    insert_split(&mut r, Some(t));
+                }
                 r.insert("trials", Cell::Num(s.intervals.len() as f64));
                 r.insert("tester_limited", Cell::Flag(s.tester_limited_intervals > 0));
                 r.insert(
@@ -636,6 +713,54 @@ impl TestRecord {
                 );
                 vec![r]
             }
+        }
+    }
+}
+
+/// Adds a trial's loss split to a row (summed with what the row already holds) when the trial has
+/// one and lost or did not send anything, and its limit label when it has one; a row of several
+/// trials lists each distinct label once.
+fn insert_split(r: &mut Row, t: Option<&TrialResult>) {
+    let Some(t) = t else { return };
+    if t.limit != crate::TrialLimit::None {
+        let label = t.limit.label();
+        match r.get_mut("limit") {
+            Some(Cell::Text(s)) if !s.split(", ").any(|x| x == label) => {
+                s.push_str(", ");
+                s.push_str(label);
+            }
+            Some(_) => {}
+            None => {
+                r.insert("limit", Cell::Text(label.into()));
+            }
+        }
+    }
+    let Some(a) = &t.accounting else { return };
+    if a.received >= a.intended && a.not_sent == 0 {
+        return;
+    }
+    let mut add = |col: &'static str, v: Option<u64>| {
+        if let Some(v) = v {
+            let old = r.get(col).and_then(Cell::num).unwrap_or(0.0);
+            r.insert(col, Cell::Num(old + v as f64));
+        }
+    };
+    add("not_sent_frames", Some(a.not_sent));
+    add("refused_by_device_frames", Some(a.refused_by_device));
+    add("lost_in_device_frames", a.lost_in_device);
+    add("dropped_at_tester_rx_frames", a.dropped_at_tester_rx);
+    add("unexplained_lost_frames", Some(a.unexplained));
+}
+
+/// Appends `text` to the row's note (`; `-separated).
+fn append_note(r: &mut Row, text: &str) {
+    match r.get_mut("note") {
+        Some(Cell::Text(s)) => {
+            s.push_str("; ");
+            s.push_str(text);
+        }
+        _ => {
+            r.insert("note", Cell::Text(text.into()));
         }
     }
 }
@@ -705,7 +830,7 @@ mod tests {
         let mut run = RunResults::new(Provenance::collect(vec!["test".into()], None));
         run.tests.push(sample_throughput_record());
         let text = run.to_json();
-        assert!(text.contains("\"schema\": \"vecswitch.results/1\""));
+        assert!(text.contains("\"schema\": \"vecswitch.results/2\""));
         assert!(text.contains("\"procedure\": \"throughput\""));
         let back = RunResults::from_json(&text, Path::new("x.json")).unwrap();
         assert_eq!(back, run);
@@ -713,6 +838,85 @@ mod tests {
             panic!()
         };
         assert!(t.trials.len() > 5);
+    }
+
+    #[test]
+    fn rows_show_the_loss_split_and_the_back_pressure_label() {
+        use crate::{FrameAccounting, TrialLimit};
+        let mut rec = sample_throughput_record();
+        let Outcome::Throughput(t) = &mut rec.outcome else {
+            panic!()
+        };
+        let x = t.throughput_fps.unwrap();
+        // A trial above the result that the device flow-controlled (300 refused at its ingress,
+        // 2 lost inside, 1 unexplained), and the trial at the result with 5 slots not sent.
+        let mut above = t
+            .trials
+            .iter()
+            .find(|tr| tr.intended_load.fps > x)
+            .unwrap()
+            .clone();
+        let i = above.intended_frames;
+        above.accounting = Some(FrameAccounting::split(
+            i,
+            0,
+            i - 300,
+            300,
+            None,
+            Some(2),
+            Some(0),
+            i - 303,
+        ));
+        above.limit = TrialLimit::BackPressure {
+            achieved_fps: 1.0,
+            refused: 300,
+        };
+        t.trials.push(above);
+        let at = t
+            .trials
+            .iter_mut()
+            .rev()
+            .find(|tr| tr.intended_load.fps == x && !tr.tester_limited)
+            .unwrap();
+        let i = at.intended_frames;
+        at.accounting = Some(FrameAccounting::split(
+            i,
+            5,
+            i - 5,
+            0,
+            None,
+            None,
+            Some(0),
+            i - 5,
+        ));
+        let r = &rec.rows()[0];
+        assert_eq!(r["not_sent_frames"], Cell::Num(5.0));
+        assert_eq!(r["unexplained_lost_frames"], Cell::Num(0.0));
+        assert!(
+            !r.contains_key("lost_in_device_frames"),
+            "unknown stays unknown"
+        );
+        assert_eq!(r["limit"], Cell::Text("back-pressure".into()));
+        let Cell::Text(note) = &r["note"] else {
+            panic!()
+        };
+        assert!(note.contains("back-pressured"), "{note}");
+        // A linear-sweep-like row of the back-pressured trial shows every part of its loss.
+        let Outcome::Throughput(t) = &rec.outcome else {
+            panic!()
+        };
+        let mut row = Row::new();
+        insert_split(&mut row, t.trials.last());
+        assert_eq!(row["refused_by_device_frames"], Cell::Num(300.0));
+        assert_eq!(row["lost_in_device_frames"], Cell::Num(2.0));
+        assert_eq!(row["unexplained_lost_frames"], Cell::Num(1.0));
+        assert_eq!(row["limit"], Cell::Text("back-pressure".into()));
+        // The CSV header carries the new columns; schema 1 documents still load.
+        assert!(COLUMNS.contains(&"dropped_at_tester_rx_frames"));
+        let mut run = RunResults::new(Provenance::collect(vec!["t".into()], None));
+        run.schema = "vecswitch.results/1".into();
+        let back = RunResults::from_json(&run.to_json(), Path::new("old.json")).unwrap();
+        assert_eq!(back.schema, "vecswitch.results/1");
     }
 
     #[test]

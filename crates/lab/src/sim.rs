@@ -226,6 +226,7 @@ impl SimDut {
             jitter_mean_ns: avg * 0.1,
             jitter_max_ns: avg * 2.0,
             samples: received,
+            histogram: None,
         }
     }
 }

@@ -9,6 +9,10 @@
 //! | memif | a memif server and client on one socket of the run directory, both in this process |
 //! | veth | the topology's own first veth pair straight through: `gen0` (generator namespace) sends, `dut0` (DUT namespace) receives — before the DUT starts, with the same RPS setting |
 //!
+//! A second, short trial through the same loop at [`FLOOR_RATE_FPS`] measures the generator's own
+//! **latency floor** ([`Calibration::latency_floor`]): what it adds to every latency it reports
+//! (its timestamp points, polling, the port's copies), shown beside latency results.
+//!
 //! The limit is the rate received back through the loop ([`Calibration::limit_fps`]): the generator
 //! sends and receives on one thread in DUT tests too, so that is the most a DUT test can show. The
 //! thread is pinned to the generator's CPU first, as in the tests. [`calibrate_ports`] does the
@@ -18,6 +22,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use vecswitch_gen::{Generator, Rate, SizeSpec, StreamSpec, TrialLength, TrialReport, TrialSpec};
+use vecswitch_lab::results::LatencyFloor;
 use vecswitch_ports::memif::{MemifConfig, MemifPort, Role};
 use vecswitch_ports::Port;
 
@@ -39,7 +44,15 @@ pub struct Calibration {
     pub duration: Duration,
     /// The loop, e.g. `memif server/client pair in one process`.
     pub method: String,
+    /// The generator's own latency through the loop at [`FLOOR_RATE_FPS`] (None if nothing came
+    /// back).
+    pub latency_floor: Option<LatencyFloor>,
 }
+
+/// The low rate of the latency-floor trial (frames/s): far below any limit, so no queue builds.
+pub const FLOOR_RATE_FPS: f64 = 10_000.0;
+/// Frames of the latency-floor trial.
+pub const FLOOR_FRAMES: u64 = 2_000;
 
 impl Calibration {
     /// The generator's ceiling: what it sent **and** received per second through the loop.
@@ -62,6 +75,7 @@ impl Calibration {
             lost: r.lost,
             duration,
             method: method.to_string(),
+            latency_floor: None,
         }
     }
 }
@@ -86,7 +100,29 @@ pub fn calibrate_ports(
     let mut spec = TrialSpec::new(vec![s], Rate::Max, TrialLength::Duration(duration));
     spec.drain = Duration::from_millis(100);
     let r = gen.run_trial(&spec).map_err(|e| gen_err("trial", e))?;
-    Ok(Calibration::from_report(size, &r, duration, method))
+    let mut c = Calibration::from_report(size, &r, duration, method);
+    // The latency floor: a short trial at a low rate through the same loop.
+    let mut s = StreamSpec::ipv4(0, 1);
+    s.size = size.clone();
+    let mut spec = TrialSpec::new(
+        vec![s],
+        Rate::Pps(FLOOR_RATE_FPS),
+        TrialLength::Count(FLOOR_FRAMES),
+    );
+    spec.drain = Duration::from_millis(100);
+    let r = gen
+        .run_trial(&spec)
+        .map_err(|e| gen_err("latency floor", e))?;
+    let m = crate::measurer::trial_result(
+        vecswitch_lab::Load::fps(FLOOR_RATE_FPS),
+        Duration::from_secs_f64(FLOOR_FRAMES as f64 / FLOOR_RATE_FPS),
+        &r,
+    );
+    c.latency_floor = m
+        .latency
+        .as_ref()
+        .map(|l| LatencyFloor::from_stats(FLOOR_RATE_FPS, l));
+    Ok(c)
 }
 
 /// Calibrates the generator on `tb`'s kind of link (see the module doc). Call it before
@@ -160,5 +196,12 @@ mod tests {
         // The limit is what came back, never more than what was sent.
         assert!(c.limit_fps() <= c.tx_fps && c.limit_fps() == c.rx_fps.min(c.tx_fps));
         assert_eq!(c.duration, Duration::from_millis(200));
+        // The latency floor came back through the loop at the low rate.
+        let f = c.latency_floor.expect("latency floor measured");
+        assert_eq!(f.rate_fps, FLOOR_RATE_FPS);
+        assert!(
+            f.samples > 0 && f.min_ns <= f.p50_ns && f.p50_ns <= f.p99_ns,
+            "{f:?}"
+        );
     }
 }

@@ -5,27 +5,43 @@
 //! total over all streams, so each transmitting port gets `load / transmitting ports` (the
 //! generator's [`Rate`] is per port). The [`TrialReport`] maps onto the lab's [`TrialResult`]:
 //!
-//! | TrialResult | from the TrialReport |
+//! | TrialResult | from the TrialReport (and the device's counters) |
 //! |---|---|
-//! | `offered_frames` | `tx` (frames actually sent in the measured phase) |
-//! | `received_frames` | Σ streams' `rx_unique` (duplicates do not hide loss) |
-//! | `tester_limited` | the report's `tester_limited` **or** offered < intended × (1 − tolerance) (lab's rule, tolerance 0.1 % unless set) — except on memif when the DUT refused frames (below) |
-//! | `latency` | the streams' latency combined with [`LatencyStats::combine`] (streams with samples) |
+//! | `accounting.intended` | the lab's `load × duration` |
+//! | `accounting.sent` | `tx` (frames the generator's ports took in the measured phase) |
+//! | `accounting.refused_at_send` | `tx_refused` when the refusal is the device's: on memif always (the generator's transmit ring is the device's receive ring: a NIC would drop them), on veth when the generator was `back_pressured` (refused while it had CPU to spare); otherwise 0 and the refusals are `not_sent` (the tester's own limit) |
+//! | `accounting.not_sent` | intended − sent − `refused_at_send` (late slots dropped, stall, the tester's refusals) |
+//! | `accounting.refused_by_device` | `refused_at_send` + device `rx_dropped` |
+//! | `accounting.lost_in_device` | device `internal_dropped`, + device `tx_dropped` on veth (its transmit failed inside it) |
+//! | `accounting.dropped_at_tester_rx` | Σ generator ports' `rx_dropped` (AF_PACKET `tp_drops`: its receive ring was full), + device `tx_dropped` on memif (the device's transmit ring *is* the generator's receive ring) |
+//! | `accounting.received`, `received_frames` | Σ streams' `rx_unique` (duplicates do not hide loss) |
+//! | `offered_frames` | `sent + refused_at_send` |
+//! | `lateness` | the report's `lateness` (worst lateness, time behind, slots dropped, largest gap) |
+//! | `limit` | first that applies: `TesterRx` when the tester's receive side explains some of the loss; `TesterLate` when late slots dropped > tolerance × intended (before back-pressure: a descheduled generator leaves a backlog in its AF_PACKET ring, which the kernel only moves when the generator kicks it, so the refusals that follow are not the device's); `BackPressure` when the generator was back-pressured on veth with refusals > tolerance × intended; `TesterCpu` when the generator says tester-limited otherwise or offered < intended × (1 − tolerance); else `None` |
+//! | `tester_limited` | `limit` is a tester-side limit (never for back-pressure) or offered < intended × (1 − tolerance) |
+//! | `latency` | the streams' latency combined with [`LatencyStats::combine`] (merged histograms) |
 //! | `actual_duration` | `tx_seconds + drain_seconds` |
 //!
-//! Loss is counted against offered frames (RFC 2544 §26.3, RFC 1242 §3.6) and a tester-limited
-//! trial is never DUT loss (DESIGN.md). On memif the generator's transmit ring is the DUT's receive
-//! ring: when the DUT does not drain it the generator's frames are refused (back-pressure). A NIC
-//! would drop them, so for memif testbeds ([`Judging::backpressure_is_dut`]) frames the generator
-//! could not place after a refusal count as offered and lost, and the trial is not tester-limited. Every raw report is kept ([`GenMeasurer::reports`]) for
-//! the results' provenance. Between trials the measurer checks that the DUT and VNF processes still
-//! run and that no stop (Ctrl-C) was requested.
+//! The device counters are the difference of two readings of [`crate::Dut::counters`] taken right
+//! before and right after the trial ([`DeviceCounters::delta`]); `None` fields stay `None` (the loss
+//! they would explain stays unexplained). Loss is counted against offered frames (RFC 2544 §26.3,
+//! RFC 1242 §3.6) and a tester-limited trial is never DUT loss (DESIGN.md). No frame is ever
+//! re-offered within a trial (the generator's module doc). Every raw report is kept
+//! ([`GenMeasurer::reports`]) with the device counter deltas ([`GenMeasurer::device_counters`])
+//! for the results' provenance. Between trials the measurer checks that the DUT and VNF processes
+//! still run and that no stop (Ctrl-C) was requested.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use vecswitch_gen::{Generator, Latency, Rate, StreamSpec, TrialLength, TrialReport, TrialSpec};
-use vecswitch_lab::{BurstResult, LabError, LatencyStats, Load, Measurer, TrialResult};
+use vecswitch_gen::{
+    Generator, Latency, LatencyHistogram, Rate, StreamSpec, TrialLength, TrialReport, TrialSpec,
+};
+use vecswitch_lab::{
+    BurstResult, FrameAccounting, LabError, LatencyStats, Load, Measurer, TrialLimit, TrialResult,
+};
+
+use crate::dut::counters::DeviceCounters;
 use vecswitch_ports::Port;
 
 use crate::error::{Error, Result};
@@ -38,8 +54,12 @@ pub struct GenMeasurer<'a> {
     streams: Vec<StreamSpec>,
     warmup: Duration,
     drain: Duration,
+    /// The generator's late threshold (`None`: its default, see [`TrialSpec::late_threshold`]).
+    late_threshold: Option<Duration>,
     testbed: Option<&'a Testbed>,
     reports: Vec<TrialReport>,
+    /// The device's counter deltas over each trial of `reports` (None: not read).
+    counters: Vec<Option<DeviceCounters>>,
     judging: Judging,
 }
 
@@ -76,7 +96,7 @@ pub fn streams_for(size: &vecswitch_gen::SizeSpec, bidirectional: bool) -> Vec<S
     v
 }
 
-fn map_latency(l: &Latency) -> LatencyStats {
+fn map_latency(l: &Latency, h: Option<&LatencyHistogram>) -> LatencyStats {
     LatencyStats {
         min_ns: l.min_ns as f64,
         avg_ns: l.avg_ns,
@@ -89,6 +109,7 @@ fn map_latency(l: &Latency) -> LatencyStats {
         jitter_mean_ns: l.jitter_avg_ns,
         jitter_max_ns: l.jitter_max_ns as f64,
         samples: l.samples,
+        histogram: h.cloned(),
     }
 }
 
@@ -99,7 +120,9 @@ pub struct Judging {
     /// (0.001 = the lab's 99.9 % rule).
     pub tolerance: f64,
     /// The generator's transmit ring is the DUT's receive ring (memif): frames the DUT refused
-    /// (ring full) are the DUT's loss, as a NIC would drop them, not the tester's limit.
+    /// (ring full) are the DUT's ingress loss, as a NIC would drop them, not the tester's limit;
+    /// and the DUT's transmit ring is the generator's receive ring (its `tx_dropped` is the
+    /// tester's receive side).
     pub backpressure_is_dut: bool,
 }
 
@@ -117,33 +140,113 @@ pub fn trial_result(load: Load, duration: Duration, r: &TrialReport) -> TrialRes
     trial_result_with(load, duration, r, Judging::default())
 }
 
-/// [`trial_result`] with explicit [`Judging`]. With `backpressure_is_dut` and frames refused by
-/// the DUT's ring, the frames the generator could not place count as offered and lost (offered =
-/// max(sent, intended)) and the trial is not tester-limited: a DUT that cannot drain its receive
-/// ring fails the load, as RFC 2544 §26.1 counts frames a device fails to forward. Otherwise a
-/// trial is tester-limited when the generator says so or offered < intended × (1 − tolerance).
+/// [`trial_result`] with explicit [`Judging`] and no device counters.
 pub fn trial_result_with(
     load: Load,
     duration: Duration,
     r: &TrialReport,
     j: Judging,
 ) -> TrialResult {
+    trial_result_counted(load, duration, r, j, None)
+}
+
+/// Maps a generator report and the device's counter delta over the trial (`dev`) onto the lab's
+/// trial result: the frame accounting and the limit label of the module doc's table.
+pub fn trial_result_counted(
+    load: Load,
+    duration: Duration,
+    r: &TrialReport,
+    j: Judging,
+    dev: Option<&DeviceCounters>,
+) -> TrialResult {
     let received: u64 = r.streams.iter().map(|s| s.rx.rx_unique).sum();
     let actual = Duration::from_secs_f64((r.tx_seconds + r.drain_seconds).max(0.0));
-    let refused: u64 = r.ports.iter().map(|p| p.tx_refused).sum();
-    let mut t = TrialResult::new(load, duration, r.tx, received, actual);
-    if j.backpressure_is_dut && refused > 0 {
-        t.offered_frames = r.tx.max(t.intended_frames);
-        t.tester_limited = false;
+    let intended = load.frames_in(duration.as_secs_f64());
+    let memif = j.backpressure_is_dut;
+    let refusal_is_device = memif || r.back_pressured;
+    let refused_at_send = if refusal_is_device { r.tx_refused } else { 0 };
+    let not_sent = intended.saturating_sub(r.tx + refused_at_send);
+    let dev_tx_dropped = dev.and_then(|d| d.tx_dropped);
+    let gen_rx_dropped: u64 = r.ports.iter().map(|p| p.port_stats.rx_dropped).sum();
+    let dropped_at_tester_rx = Some(
+        gen_rx_dropped
+            + if memif {
+                dev_tx_dropped.unwrap_or(0)
+            } else {
+                0
+            },
+    );
+    let lost_in_device = dev.and_then(|d| match (d.internal_dropped, memif) {
+        (Some(i), true) => Some(i),
+        (i, false) if i.is_some() || dev_tx_dropped.is_some() => {
+            Some(i.unwrap_or(0) + dev_tx_dropped.unwrap_or(0))
+        }
+        _ => None,
+    });
+    let acc = FrameAccounting::split(
+        intended,
+        not_sent,
+        r.tx,
+        refused_at_send,
+        dev.and_then(|d| d.rx_dropped),
+        lost_in_device,
+        dropped_at_tester_rx,
+        received,
+    );
+    let tol = intended as f64 * j.tolerance;
+    let short = (acc.offered() as f64) < intended as f64 * (1.0 - j.tolerance);
+    let mut reasons = r.tester_limited_reasons.clone();
+    // Lateness beyond the tolerance decides before back-pressure: on veth the kernel moves the
+    // AF_PACKET ring's frames toward the device only when the generator kicks it, so a
+    // descheduled generator leaves a backlog in its ring (refusals follow) and the device idles
+    // meanwhile — neither the refusals nor the rate that came through are the device's then.
+    let late = r.lateness.slots_dropped as f64 > tol;
+    let back_pressure = r.back_pressured && !memif && r.tx_refused as f64 > tol;
+    let limit = if acc.dropped_at_tester_rx.unwrap_or(0) > 0 {
+        let dropped = acc.dropped_at_tester_rx.unwrap_or(0);
+        reasons.push(format!(
+            "tester rx: {dropped} of the lost frames were dropped at the tester's receive side"
+        ));
+        TrialLimit::TesterRx { dropped }
+    } else if late {
+        TrialLimit::TesterLate {
+            behind_ms: r.lateness.max_behind_ns as f64 / 1e6,
+            slots_dropped: r.lateness.slots_dropped,
+        }
+    } else if back_pressure {
+        let l = TrialLimit::BackPressure {
+            achieved_fps: r.tx as f64 / duration.as_secs_f64().max(1e-9),
+            refused: r.tx_refused,
+        };
+        reasons.push(format!(
+            "{l} while the generator was {:.0} % idle",
+            r.idle_fraction() * 100.0
+        ));
+        l
+    } else if r.tester_limited || short {
+        if short && !r.tester_limited {
+            reasons.push(format!(
+                "offered {} of {} intended frames (more than {:.3} % short)",
+                acc.offered(),
+                intended,
+                j.tolerance * 100.0
+            ));
+        }
+        TrialLimit::TesterCpu {
+            not_sent: acc.not_sent,
+            idle_percent: r.idle_fraction() * 100.0,
+        }
     } else {
-        t.tester_limited =
-            (r.tx as f64) < t.intended_frames as f64 * (1.0 - j.tolerance) || r.tester_limited;
-    }
+        TrialLimit::None
+    };
+    let mut t = TrialResult::accounted(load, duration, acc, limit, j.tolerance, actual);
+    t.limit_reasons = reasons;
+    t.lateness = Some(r.lateness);
     let lat: Vec<LatencyStats> = r
         .streams
         .iter()
         .filter(|s| s.rx.latency.samples > 0)
-        .map(|s| map_latency(&s.rx.latency))
+        .map(|s| map_latency(&s.rx.latency, s.rx.latency_histogram.as_ref()))
         .collect();
     t.latency = LatencyStats::combine(&lat);
     t
@@ -162,8 +265,10 @@ impl<'a> GenMeasurer<'a> {
             streams,
             warmup: Duration::ZERO,
             drain: Duration::from_millis(100),
+            late_threshold: None,
             testbed: None,
             reports: Vec::new(),
+            counters: Vec::new(),
             judging: Judging::default(),
         })
     }
@@ -215,9 +320,32 @@ impl<'a> GenMeasurer<'a> {
         self
     }
 
+    /// Schedule slots due longer ago than `d` are dropped as late (METHODOLOGY.md, "When the
+    /// tester is late"); the default is the generator's (200 µs). A long threshold lets a
+    /// descheduled generator send its backlog in bursts: only for tests whose device takes bursts
+    /// far above the load (their answer does not depend on the spacing).
+    pub fn late_threshold(mut self, d: Duration) -> Self {
+        self.late_threshold = Some(d);
+        self
+    }
+
     /// Every raw generator report so far, in order.
     pub fn reports(&self) -> &[TrialReport] {
         &self.reports
+    }
+
+    /// The device's counter deltas over each trial of [`GenMeasurer::reports`], in order (`None`:
+    /// no testbed, or the device has no counters the lab reads).
+    pub fn device_counters(&self) -> &[Option<DeviceCounters>] {
+        &self.counters
+    }
+
+    /// A reading of the device's counters (None without a testbed, before it started, or when
+    /// the driver has none or reading failed).
+    fn read_counters(&self) -> Option<DeviceCounters> {
+        self.testbed?
+            .with_dut(|d| d.counters())
+            .and_then(|r| r.ok().flatten())
     }
 
     /// The testbed, if the measurer was made with [`GenMeasurer::for_testbed`].
@@ -250,13 +378,25 @@ impl<'a> GenMeasurer<'a> {
         Ok(())
     }
 
-    fn run(&mut self, spec: &TrialSpec, load_fps: f64) -> Result<TrialReport, LabError> {
+    /// Runs one trial between two readings of the device's counters; returns the report and the
+    /// counters' delta.
+    fn run(
+        &mut self,
+        spec: &TrialSpec,
+        load_fps: f64,
+    ) -> Result<(TrialReport, Option<DeviceCounters>), LabError> {
+        let before = self.read_counters();
         let r = self.gen.run_trial(spec).map_err(|e| LabError::Trial {
             load_fps,
             reason: e.to_string(),
         })?;
+        let delta = match (before, self.read_counters()) {
+            (Some(b), Some(a)) => Some(a.delta(&b)),
+            _ => None,
+        };
         self.reports.push(r.clone());
-        Ok(r)
+        self.counters.push(delta.clone());
+        Ok((r, delta))
     }
 }
 
@@ -276,8 +416,17 @@ impl Measurer for GenMeasurer<'_> {
         spec.warmup = self.warmup;
         spec.drain = self.drain;
         spec.tolerance = self.judging.tolerance;
-        let r = self.run(&spec, load.fps)?;
-        Ok(trial_result_with(load, duration, &r, self.judging))
+        if let Some(t) = self.late_threshold {
+            spec.late_threshold = t;
+        }
+        let (r, dev) = self.run(&spec, load.fps)?;
+        Ok(trial_result_counted(
+            load,
+            duration,
+            &r,
+            self.judging,
+            dev.as_ref(),
+        ))
     }
 
     /// Sends `frames` split evenly over the transmitting ports (rounded down to a multiple of
@@ -294,14 +443,21 @@ impl Measurer for GenMeasurer<'_> {
         );
         spec.warmup = self.warmup;
         spec.drain = self.drain;
-        let r = self.run(&spec, 0.0).map_err(|e| burst_error(frames, e))?;
+        let (r, _) = self.run(&spec, 0.0).map_err(|e| burst_error(frames, e))?;
         let intended = per_port * n;
         let received: u64 = r.streams.iter().map(|s| s.rx.rx_unique).sum();
+        // No frame is re-offered: on memif the frames the device's ring refused are offered and
+        // lost (a NIC drops them at line rate); elsewhere a refusal is the tester's shortfall.
+        let offered = if self.judging.backpressure_is_dut {
+            r.tx + r.tx_refused
+        } else {
+            r.tx
+        };
         // The burst's send time is the measured phase's (first frame to last frame placed):
         // RFC 9004's procedure compares the rate it gives with the line rate it assumes.
         let mut b = BurstResult::new(
             intended,
-            r.tx,
+            offered,
             received,
             Duration::from_secs_f64(r.tx_seconds.max(0.0)),
         );
@@ -363,26 +519,175 @@ mod tests {
     use super::*;
     use vecswitch_ports::loopback;
 
+    /// A real report of 1,000 frames over a loopback pair (10 kfps, 100 ms), to edit into cases.
+    fn report_1000() -> (Load, Duration, TrialReport) {
+        let (a, b) = loopback::pair("a", "b");
+        let mut m =
+            GenMeasurer::new(vec![Box::new(a), Box::new(b)], default_streams(64, false)).unwrap();
+        let (load, d) = (Load::fps(10_000.0), Duration::from_millis(100));
+        m.trial(load, d).unwrap();
+        let mut r = m.reports()[0].clone();
+        // The schedule as intended, whatever the machine's load did to this run.
+        r.tx = 1_000;
+        r.streams[0].rx.rx_unique = 1_000;
+        r.lateness = Default::default();
+        r.tester_limited = false;
+        r.tester_limited_reasons.clear();
+        r.back_pressured = false;
+        for p in r.ports.iter_mut() {
+            p.port_stats.rx_dropped = 0;
+        }
+        (load, d, r)
+    }
+
+    fn memif() -> Judging {
+        Judging {
+            backpressure_is_dut: true,
+            ..Judging::default()
+        }
+    }
+
     #[test]
-    fn refused_frames_are_dut_loss_on_backpressure_links() {
-        // A tiny receive queue refuses most of every 32-frame batch: back-pressure.
-        let (a, b) = loopback::pair_with_capacity("a", "b", 4).unwrap();
-        let mut m = GenMeasurer::new(vec![Box::new(a), Box::new(b)], default_streams(64, false))
-            .unwrap()
-            .backpressure_is_dut(true);
-        let (load, d) = (Load::fps(2e6), Duration::from_millis(200));
-        let t = m.trial(load, d).unwrap();
-        let r = m.reports()[0].clone();
-        let refused: u64 = r.ports.iter().map(|p| p.tx_refused).sum();
-        assert!(refused > 0, "the 4-frame queue must refuse frames");
-        // Judged as back-pressure: not tester-limited, the unplaced frames count as offered.
-        assert!(!t.tester_limited, "{t:?}");
-        assert_eq!(t.offered_frames, r.tx.max(t.intended_frames));
-        assert!(t.offered_frames >= t.received_frames);
-        // The same report judged as a tester's link (veth): tester-limited, offered = sent.
+    fn refused_frames_are_device_ingress_loss_on_memif() {
+        // 900 sent, 100 refused by the device's ring, 880 came back.
+        let (load, d, mut r) = report_1000();
+        (r.tx, r.tx_refused, r.streams[0].rx.rx_unique) = (900, 100, 880);
+        let t = trial_result_with(load, d, &r, memif());
+        let a = t.accounting.clone().unwrap();
+        assert_eq!(
+            (a.intended, a.sent, a.refused_at_send, a.not_sent),
+            (1_000, 900, 100, 0)
+        );
+        assert_eq!((a.refused_by_device, a.unexplained), (100, 20));
+        assert_eq!((t.offered_frames, t.received_frames), (1_000, 880));
+        assert!(!t.tester_limited && t.limit == TrialLimit::None, "{t:?}");
+        assert_eq!(t.lost_frames(), 120);
+        // The same report judged as a veth link with a busy generator: the refusals are the
+        // tester's own limit (not sent), the trial is tester-limited, no loss is charged.
+        r.tester_limited = true;
         let v = trial_result(load, d, &r);
         assert!(v.tester_limited);
-        assert_eq!(v.offered_frames, r.tx);
+        assert!(
+            matches!(v.limit, TrialLimit::TesterCpu { not_sent: 100, .. }),
+            "{:?}",
+            v.limit
+        );
+        assert_eq!(v.offered_frames, 900);
+    }
+
+    #[test]
+    fn refusals_of_an_idle_generator_on_veth_are_back_pressure() {
+        let (load, d, mut r) = report_1000();
+        (r.tx, r.tx_refused, r.streams[0].rx.rx_unique) = (700, 300, 700);
+        r.back_pressured = true;
+        let t = trial_result(load, d, &r);
+        assert!(t.back_pressured() && !t.tester_limited, "{t:?}");
+        assert_eq!((t.offered_frames, t.received_frames), (1_000, 700));
+        assert!(
+            !t.within(0.0),
+            "a back-pressured trial does not pass the intended load"
+        );
+        match t.limit {
+            TrialLimit::BackPressure {
+                achieved_fps,
+                refused,
+            } => assert_eq!((achieved_fps.round(), refused), (7_000.0, 300)),
+            ref l => panic!("{l:?}"),
+        }
+        assert!(t.limit_reasons.iter().any(|m| m.contains("back-pressure")));
+    }
+
+    #[test]
+    fn lateness_beyond_tolerance_decides_before_back_pressure() {
+        // 700 sent, 200 refused, 100 slots dropped as late: the generator was descheduled, its
+        // ring's backlog caused the refusals: inconclusive, not the device's limit.
+        let (load, d, mut r) = report_1000();
+        (r.tx, r.tx_refused, r.not_sent, r.streams[0].rx.rx_unique) = (700, 200, 100, 700);
+        r.lateness.slots_dropped = 100;
+        r.back_pressured = true;
+        r.tester_limited = true;
+        let t = trial_result(load, d, &r);
+        assert!(
+            matches!(t.limit, TrialLimit::TesterLate { .. }) && t.tester_limited,
+            "{t:?}"
+        );
+        // Within the tolerance, the same refusals are back-pressure: the load fails.
+        r.lateness.slots_dropped = 1;
+        (r.tx, r.not_sent) = (799, 1);
+        r.tester_limited = false;
+        let t = trial_result(load, d, &r);
+        assert!(t.back_pressured() && !t.tester_limited, "{t:?}");
+        assert!(!t.within(0.0));
+    }
+
+    #[test]
+    fn device_counters_split_the_loss() {
+        // memif: 1,000 sent, 980 received. The device counted 3 receive drops, 5 inside, and 2
+        // transmit failures toward the generator (its ring): the tester's receive side.
+        let (load, d, mut r) = report_1000();
+        r.streams[0].rx.rx_unique = 980;
+        let dev = DeviceCounters {
+            rx_dropped: Some(3),
+            internal_dropped: Some(5),
+            tx_dropped: Some(2),
+            ..Default::default()
+        };
+        let t = trial_result_counted(load, d, &r, memif(), Some(&dev));
+        let a = t.accounting.clone().unwrap();
+        assert_eq!(a.refused_by_device, 3);
+        assert_eq!(
+            (a.lost_in_device, a.dropped_at_tester_rx),
+            (Some(5), Some(2))
+        );
+        assert_eq!(a.unexplained, 10);
+        // Loss at the tester's receive side makes the trial tester-limited.
+        assert_eq!(t.limit, TrialLimit::TesterRx { dropped: 2 });
+        assert!(t.tester_limited);
+        // On veth the device's transmit failures are inside the device; no device counters: all
+        // of the loss is unexplained, none is guessed.
+        let t = trial_result_counted(load, d, &r, Judging::default(), Some(&dev));
+        let a = t.accounting.clone().unwrap();
+        assert_eq!(
+            (a.lost_in_device, a.dropped_at_tester_rx),
+            (Some(7), Some(0))
+        );
+        assert!(!t.tester_limited && t.limit == TrialLimit::None);
+        let a = trial_result(load, d, &r).accounting.unwrap();
+        assert_eq!((a.lost_in_device, a.unexplained), (None, 20));
+        // The generator's own receive ring drops (AF_PACKET tp_drops) are the tester's too.
+        r.ports[1].port_stats.rx_dropped = 4;
+        let t = trial_result(load, d, &r);
+        assert_eq!(t.limit, TrialLimit::TesterRx { dropped: 4 });
+    }
+
+    #[test]
+    fn late_slots_make_the_trial_tester_late() {
+        let (load, d, mut r) = report_1000();
+        r.tx = 990;
+        r.streams[0].rx.rx_unique = 990;
+        r.not_sent = 10;
+        r.lateness.slots_dropped = 10;
+        r.lateness.max_behind_ns = 3_500_000;
+        let t = trial_result(load, d, &r);
+        assert_eq!(
+            t.limit,
+            TrialLimit::TesterLate {
+                behind_ms: 3.5,
+                slots_dropped: 10
+            }
+        );
+        assert!(t.tester_limited);
+        assert_eq!(t.lateness.map(|l| l.slots_dropped), Some(10));
+        let a = t.accounting.clone().unwrap();
+        assert_eq!(
+            (a.not_sent, a.sent, a.received, a.unexplained),
+            (10, 990, 990, 0)
+        );
+        assert_eq!(
+            t.lost_frames(),
+            0,
+            "frames never sent are never the device's loss"
+        );
     }
 
     #[test]
@@ -402,6 +707,13 @@ mod tests {
             tolerance: 0.01,
             backpressure_is_dut: false,
         };
+        r.lateness = Default::default();
+        r.back_pressured = false;
+        r.tx_refused = 0;
+        for p in r.ports.iter_mut() {
+            p.port_stats.rx_dropped = 0;
+        }
+        r.streams[0].rx.rx_unique = r.tx;
         assert!(trial_result_with(load, d, &r, strict).tester_limited);
         assert!(!trial_result_with(load, d, &r, loose).tester_limited);
     }

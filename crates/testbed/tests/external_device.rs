@@ -308,6 +308,10 @@ fn memif_external_device_in_both_roles() {
     let mut m = GenMeasurer::for_testbed(&tb, gen_ports, default_streams(64, true))
         .unwrap()
         .drain(Duration::from_millis(200))
+        // The path is what this test is about, not the spacing: a generator descheduled by a
+        // build sends its backlog late instead of dropping those slots as late (at load average
+        // 14 it offered 3,852 of 4,000 with the default 200 µs threshold).
+        .late_threshold(Duration::from_millis(500))
         .tolerance(0.02);
     // A first short trial while the device's own memif links settle.
     m.trial(Load::fps(1_000.0), Duration::from_millis(300))

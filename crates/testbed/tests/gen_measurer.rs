@@ -48,15 +48,20 @@ fn gen_measurer_trial_burst_and_search_through_testpmd_io() {
         let mut m = GenMeasurer::for_testbed(&tb, ports, default_streams(64, true))
             .unwrap()
             .tolerance(0.2)
+            // testpmd io-forward takes bursts of Mpps: at ≤ 8 kpps the spacing of the frames does
+            // not change its answer, so a generator descheduled by a build may send its backlog
+            // late instead of dropping it (at load average 14 it dropped 12-26 % of the slots).
+            .late_threshold(Duration::from_millis(500))
             .drain(Duration::from_millis(200));
 
         // One trial at a modest load, both directions.
         let load = Load::fps(4_000.0);
         let r = m.trial(load, Duration::from_millis(500)).unwrap();
         let rep = m.reports().last().unwrap().clone();
+        // memif: frames testpmd's ring refused were offered (and lost), never re-offered.
         assert_eq!(
             r.offered_frames,
-            rep.tx,
+            rep.tx + rep.tx_refused,
             "{r:?} refused {:?} limited {:?}; {}",
             rep.ports.iter().map(|p| p.tx_refused).collect::<Vec<_>>(),
             rep.tester_limited_reasons,
@@ -75,10 +80,16 @@ fn gen_measurer_trial_burst_and_search_through_testpmd_io() {
             r.offered_frames > 0 && r.received_frames <= r.offered_frames,
             "{r:?}"
         );
-        assert_eq!(
-            r.tester_limited,
-            rep.tester_limited || (r.offered_frames as f64) < 2_000.0 * 0.8
-        );
+        // The generator's own verdict carries over; a short offer is tester-limited too.
+        if rep.tester_limited || (r.offered_frames as f64) < 2_000.0 * 0.8 {
+            assert!(r.tester_limited, "{r:?}");
+        }
+        let acc = r
+            .accounting
+            .clone()
+            .expect("the generator accounts for every frame");
+        assert_eq!(acc.sent, rep.tx);
+        assert_eq!(acc.intended, 2_000);
         // Both streams came back through testpmd.
         assert!(
             rep.streams.iter().all(|s| s.rx.rx_unique > 0),

@@ -96,18 +96,27 @@ fn provenance(s: &mut String, run: &RunResults) {
         );
     }
     if let Some(g) = &run.generator {
-        let _ = write!(s, "<h3>Traffic generator: {}</h3><p class=note>Calibrated limits: the generator looped to itself with no device in the path, per topology and frame size. Results at or near these rates measure the tester, not the device.</p><table><tr><th class=t>topology</th><th class=t>frame size</th><th>calibrated max (frames/s)</th><th class=t>how</th></tr>", esc(&g.name));
+        let _ = write!(s, "<h3>Traffic generator: {}</h3><p class=note>Calibrated limits: the generator looped to itself with no device in the path, per topology and frame size. Results at or near these rates measure the tester, not the device.</p><table><tr><th class=t>topology</th><th class=t>frame size</th><th>calibrated max (frames/s)</th><th>latency floor p50 / p99 (µs)</th><th class=t>how</th></tr>", esc(&g.name));
         for c in &g.calibrated_limits {
+            let floor = c.latency_floor.as_ref().map_or(String::new(), |f| {
+                format!(
+                    "<span title=\"{}\">{:.1} / {:.1}</span>",
+                    esc(&f.to_string()),
+                    f.p50_ns / 1e3,
+                    f.p99_ns / 1e3
+                )
+            });
             let _ = write!(
                 s,
-                "<tr><td class=t>{}</td><td class=t>{}</td><td>{:.0}</td><td class=t>{}</td></tr>",
+                "<tr><td class=t>{}</td><td class=t>{}</td><td>{:.0}</td><td>{}</td><td class=t>{}</td></tr>",
                 esc(c.topology.as_deref().unwrap_or("any")),
                 esc(&c.size_label()),
                 c.max_fps,
+                floor,
                 esc(c.method.as_deref().unwrap_or(""))
             );
         }
-        s.push_str("</table>");
+        s.push_str("</table><p class=note>Latency floor: the generator's own latency through the loop at a low rate, with no device. It is part of every latency below (not subtracted).</p>");
     }
 }
 
@@ -565,11 +574,36 @@ fn details(s: &mut String, run: &RunResults) {
         row_table(s, &cols, &rows);
         let trials = trials_of(t);
         if !trials.is_empty() {
-            let _ = write!(s, "<details><summary>{} trials</summary><table><tr><th>#</th><th class=t>step</th><th>intended fps</th><th>duration s</th><th>offered</th><th>received</th><th>loss %</th><th>tester</th></tr>", trials.len());
+            let _ = write!(s, "<details><summary>{} trials</summary><table><tr><th>#</th><th class=t>step</th><th>intended fps</th><th>duration s</th><th>offered</th><th>received</th><th>loss %</th><th>not sent</th><th>refused at device ingress</th><th>lost in device</th><th>dropped at tester rx</th><th>unexplained</th><th class=t>limit</th><th>tester</th></tr>", trials.len());
             for (i, (tr, step)) in trials.iter().enumerate() {
+                // Where the frames went (blank when the measurer did not account, e.g. simulated);
+                // "?" for a device counter the lab could not read.
+                let split = match &tr.accounting {
+                    Some(a) => {
+                        let opt = |v: Option<u64>| v.map_or("?".to_string(), |n| n.to_string());
+                        format!(
+                            "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+                            a.not_sent,
+                            a.refused_by_device,
+                            opt(a.lost_in_device),
+                            opt(a.dropped_at_tester_rx),
+                            a.unexplained
+                        )
+                    }
+                    None => "<td></td>".repeat(5),
+                };
+                let limit = if tr.limit == crate::TrialLimit::None {
+                    String::new()
+                } else {
+                    format!(
+                        "<span title=\"{}\">{}</span>",
+                        esc(&tr.limit.to_string()),
+                        esc(tr.limit.label())
+                    )
+                };
                 let _ = write!(
                     s,
-                    "<tr{}><td>{}</td><td class=t>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.6}</td><td>{}</td></tr>",
+                    "<tr{}><td>{}</td><td class=t>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.6}</td>{}<td class=t>{}</td><td>{}</td></tr>",
                     if tr.tester_limited { " class=tl" } else { "" },
                     i + 1,
                     esc(step),
@@ -578,6 +612,8 @@ fn details(s: &mut String, run: &RunResults) {
                     tr.offered_frames,
                     tr.received_frames,
                     tr.loss_percent(),
+                    split,
+                    limit,
                     if tr.tester_limited { "<span class=badge>limited</span>" } else { "" }
                 );
             }

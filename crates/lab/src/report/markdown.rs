@@ -61,6 +61,10 @@ pub fn render(run: &RunResults) -> String {
                 c.size_label(),
                 c.max_fps
             );
+            if let Some(f) = &c.latency_floor {
+                // Labelled, beside the results: every latency below includes it (not subtracted).
+                let _ = writeln!(s, "    - {f} — included in every latency below");
+            }
         }
     }
     if let Some(why) = &run.stopped {
