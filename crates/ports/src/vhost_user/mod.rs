@@ -18,8 +18,10 @@
 //!
 //! All of this happens in [`Port::poll_control`], which never blocks for long: it looks at the
 //! sockets with `poll(2)` and a zero timeout, then handles the messages that are there (a message
-//! is read whole once its first bytes arrived). The worker polls both queues in
-//! `rx_burst`/`tx_burst`; no thread per queue.
+//! is read whole once its first bytes arrived: `vhost`'s reader waits for the rest, so a frontend
+//! that stopped in the middle of a message would hold the worker; DPDK and QEMU send each message
+//! with one `sendmsg`, and a frontend that hangs up mid-message is a disconnect). The worker
+//! polls both queues in `rx_burst`/`tx_burst`; no thread per queue.
 //!
 //! # What is negotiated
 //!
@@ -417,5 +419,95 @@ impl Drop for VhostUserPort {
         if self.cfg.role == Role::Server {
             let _ = std::fs::remove_file(&self.cfg.socket_path);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_errors_name_field_value_and_accepted() {
+        let bad = |cfg: VhostUserConfig, field: &str| {
+            let e = VhostUserPort::new(cfg).unwrap_err().to_string();
+            assert!(e.contains(field) && e.contains("accepted"), "{e}");
+        };
+        bad(
+            VhostUserConfig::new("", "/tmp/x.sock", Role::Server),
+            "name",
+        );
+        bad(VhostUserConfig::new("v", "", Role::Server), "socket_path");
+        bad(
+            VhostUserConfig::new("v", "@abstract", Role::Client),
+            "socket_path",
+        );
+        let long = format!("/tmp/{}", "x".repeat(MAX_SOCKET_PATH));
+        bad(
+            VhostUserConfig::new("v", &long, Role::Client),
+            "socket_path",
+        );
+    }
+
+    fn sock(tag: &str) -> String {
+        let p =
+            std::env::temp_dir().join(format!("vecswitch-vu-{tag}-{}.sock", std::process::id()));
+        p.to_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn server_without_frontend_listens_counts_tx_and_removes_its_socket() {
+        let path = sock("srv");
+        let mut port = VhostUserPort::new(VhostUserConfig::new("v", &path, Role::Server)).unwrap();
+        assert!(std::path::Path::new(&path).exists());
+        port.poll_control();
+        assert_eq!(port.link(), LinkState::Down);
+        assert!(port.describe().contains("listening"), "{}", port.describe());
+        let mut pool = Pool::new(8);
+        let h = pool.alloc().unwrap();
+        pool.write_packet(h, &[0u8; 60]);
+        assert_eq!(port.tx_burst(&mut pool, &[h, h]), 0);
+        assert_eq!(port.stats().tx_dropped, 2);
+        assert_eq!(port.errors().tx_link_down, 2);
+        let mut out = Vec::new();
+        assert_eq!(port.rx_burst(&mut pool, &mut out, 32), 0);
+        drop(port);
+        assert!(!std::path::Path::new(&path).exists());
+    }
+
+    #[test]
+    fn client_without_frontend_retries_and_says_why() {
+        let path = sock("cli");
+        let mut port = VhostUserPort::new(VhostUserConfig::new("v", &path, Role::Client)).unwrap();
+        port.poll_control();
+        assert_eq!(port.link(), LinkState::Down);
+        let d = port.describe();
+        assert!(d.contains("connecting") && d.contains("connect"), "{d}");
+        assert_eq!(port.errors().connects, 0);
+    }
+
+    #[test]
+    fn frontend_that_hangs_up_mid_handshake_is_a_disconnect() {
+        let path = sock("hup");
+        let mut port = VhostUserPort::new(VhostUserConfig::new("v", &path, Role::Server)).unwrap();
+        let s = std::os::unix::net::UnixStream::connect(&path).unwrap();
+        port.poll_control();
+        assert_eq!(port.errors().connects, 1);
+        // Half a message header, then hang up.
+        std::io::Write::write_all(&mut &s, &[1, 0, 0]).unwrap();
+        drop(s);
+        let t0 = Instant::now();
+        while port.errors().disconnects == 0 {
+            port.poll_control();
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "{}",
+                port.describe()
+            );
+        }
+        assert_eq!(port.link(), LinkState::Down);
+        // Listening again: a new frontend is accepted.
+        let _s2 = std::os::unix::net::UnixStream::connect(&path).unwrap();
+        port.poll_control();
+        assert_eq!(port.errors().connects, 2);
     }
 }
