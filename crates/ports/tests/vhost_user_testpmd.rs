@@ -214,6 +214,12 @@ fn wait_socket(sock: &str, pmd: &mut TestPmd) {
     }
 }
 
+/// virtio-user signals DRIVER_OK (our link goes up) before testpmd's port start posts its
+/// receive buffers; testpmd answers a command once its ports are started.
+fn ports_started(pmd: &mut TestPmd) {
+    let _ = pmd.port_stats();
+}
+
 /// Starts testpmd and our port in the given role and waits for the link.
 fn setup(dir: &TempDir, our_role: Role, fwd: &str, extra: &[&str]) -> (VhostUserPort, TestPmd) {
     let sock = dir.sock("vhost.sock");
@@ -224,11 +230,13 @@ fn setup(dir: &TempDir, our_role: Role, fwd: &str, extra: &[&str]) -> (VhostUser
         wait_socket(&sock, &mut pmd);
         let mut port = VhostUserPort::new(cfg).unwrap();
         wait_up(&mut port, &mut pmd);
+        ports_started(&mut pmd);
         (port, pmd)
     } else {
         let mut port = VhostUserPort::new(cfg).unwrap();
         let mut pmd = TestPmd::spawn(&vdev(&sock, false), fwd, extra);
         wait_up(&mut port, &mut pmd);
+        ports_started(&mut pmd);
         (port, pmd)
     }
 }
@@ -471,6 +479,7 @@ fn restart(our_role: Role) {
             VhostUserPort::new(VhostUserConfig::new("vu0", &sock, our_role)).unwrap()
         });
         wait_up(p, &mut pmd);
+        ports_started(&mut pmd);
         pmd.cmd("start");
         let bytes = send_n(p, &mut pool, N, &SIZES);
         let stats = wait_rx(&mut pmd, N);
