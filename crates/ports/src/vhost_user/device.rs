@@ -67,6 +67,8 @@ pub(super) struct Vring {
     kick: Option<File>,
     /// Used index at the last interrupt (EVENT_IDX accounting).
     pub signalled_used: Option<u16>,
+    /// The driver has made buffers available since the ring started.
+    posted: bool,
 }
 
 impl Vring {
@@ -79,6 +81,7 @@ impl Vring {
             call: None,
             kick: None,
             signalled_used: None,
+            posted: false,
         }
     }
 
@@ -122,6 +125,27 @@ impl Device {
     /// Both queues carry traffic.
     pub fn ready(&self) -> bool {
         self.mem.is_some() && self.vrings.iter().all(Vring::live)
+    }
+
+    /// Both queues carry traffic and the driver has posted receive buffers. virtio-user (and a
+    /// guest) starts the device (DRIVER_OK, kicks) before it fills its receive ring; until then
+    /// everything we send would be refused, so the link is not up yet.
+    pub fn link_up(&mut self) -> bool {
+        if !self.ready() {
+            return false;
+        }
+        let Some(mem) = self.mem.as_ref() else {
+            return false;
+        };
+        let rx = &mut self.vrings[RXQ];
+        if !rx.posted {
+            let avail = rx
+                .queue
+                .avail_idx(mem, std::sync::atomic::Ordering::Acquire)
+                .map(|i| i.0);
+            rx.posted = avail.is_ok_and(|a| a != rx.queue.next_avail());
+        }
+        rx.posted
     }
 
     /// Bytes of virtio-net header before each frame (virtio 1.1 §5.1.6: 12 with VERSION_1 or
@@ -280,6 +304,7 @@ impl VhostUserBackendReqHandlerMut for Device {
     fn get_vring_base(&mut self, index: u32) -> VuResult<VhostUserVringState> {
         let vr = self.vring(index)?;
         vr.started = false;
+        vr.posted = false;
         vr.queue.set_ready(false);
         vr.kick = None;
         vr.call = None;

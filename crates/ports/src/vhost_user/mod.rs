@@ -33,6 +33,10 @@
 //! flag VRING_USED_F_NO_NOTIFY); we write the call eventfd only when the driver asked for an
 //! interrupt (EVENT_IDX's `used_event`, or no VRING_AVAIL_F_NO_INTERRUPT).
 //!
+//! [`Port::link`] is `Up` once the memory is mapped, both rings are started and enabled, **and the
+//! driver has posted receive buffers**: virtio-user signals DRIVER_OK before its port start fills
+//! the receive ring, and a sender that starts at "up" would otherwise find every frame refused.
+//!
 //! # Interoperating with DPDK testpmd (no VM)
 //!
 //! ```text
@@ -380,7 +384,7 @@ impl Port for VhostUserPort {
     }
 
     fn link(&self) -> LinkState {
-        if self.conn.is_some() && self.device().ready() {
+        if self.conn.is_some() && self.device().link_up() {
             LinkState::Up
         } else {
             LinkState::Down
@@ -392,8 +396,8 @@ impl Port for VhostUserPort {
             Role::Server => "server",
             Role::Client => "client",
         };
-        let dev = self.device();
-        let state = match (&self.conn, dev.ready()) {
+        let mut dev = self.device();
+        let state = match (&self.conn, dev.link_up()) {
             (None, _) if self.cfg.role == Role::Server => "listening".to_string(),
             (None, _) => "connecting".to_string(),
             (Some(_), false) => "negotiating".to_string(),
