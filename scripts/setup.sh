@@ -7,6 +7,7 @@ set -euo pipefail
 #   dpdk             DPDK runtime (Debian 12's `dpdk` alone does not ship dpdk-testpmd)
 #   dpdk-dev         dpdk-testpmd: memif interop peer and speed-of-light forwarder
 #   librte-net-memif23  DPDK's memif PMD (not pulled in with --no-install-recommends)
+#   librte-net-virtio23 DPDK's virtio-user PMD: the vhost-user frontend of the interop tests
 #   tshark           reads our pcap captures in tests
 #   iproute2         ip netns / veth for the lab's namespaces
 #   openvswitch-switch  Open vSwitch (userspace datapath) as a peer
@@ -15,7 +16,7 @@ set -euo pipefail
 #   valgrind         callgrind instruction counts for benchmarks
 #   python3, python3-venv  Debian's python, into whose venv (.venv/ in the repo) the reference
 #                    MLRsearch goes (crates/lab/tests/mlrsearch_pypi.rs runs .venv/bin/python3)
-pkgs=(dpdk dpdk-dev librte-net-memif23 tshark iproute2 openvswitch-switch bridge-utils busybox valgrind procps
+pkgs=(dpdk dpdk-dev librte-net-memif23 librte-net-virtio23 tshark iproute2 openvswitch-switch bridge-utils busybox valgrind procps
   python3 python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -5,6 +5,7 @@
 //!     --size imix --rate 50%@10G --duration 10s --flows 1000 --bidir
 //! vecswitch gen calibrate --port memif:/tmp/c.sock:0:server --port memif:/tmp/c.sock:0:client
 //! vecswitch gen --port afxdp:veth0 --port afxdp:veth1@/run/netns/far --size 64 --rate max
+//! vecswitch gen --port vhost:/tmp/vm1.sock,server ...    # a vhost-user device for a VM or virtio-user
 //! ```
 //!
 //! Flags are parsed raw by clap, then resolved into the generator's types ([`StreamSpec`],
@@ -25,6 +26,7 @@ use vecswitch_gen::{
 use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort, RxMode};
 use vecswitch_ports::af_xdp::{AfXdpConfig, AfXdpPort};
 use vecswitch_ports::memif::{MemifConfig, MemifPort, Role};
+use vecswitch_ports::vhost_user;
 use vecswitch_ports::Port;
 
 #[derive(Debug, clap::Args)]
@@ -47,7 +49,9 @@ enum Sub {
 struct PortArgs {
     /// A port: `memif:SOCKET[:ID[:client|server]]` (default id 0, client),
     /// `afp:IFNAME[@NETNS_PATH]` (AF_PACKET) or `afxdp:IFNAME[@NETNS_PATH][,KEY=VALUE...]`
-    /// (AF_XDP; keys mode=auto|native|skb, busy_poll_us, rx_size, tx_size). Give one (sent and received on the same port) or two (A sends,
+    /// (AF_XDP; keys mode=auto|native|skb, busy_poll_us, rx_size, tx_size),
+    /// `vhost:SOCKET[,server|,client]` (vhost-user device; default client: the frontend, e.g. a
+    /// QEMU guest with `server=on`, listens). Give one (sent and received on the same port) or two (A sends,
     /// B receives; both ways with --bidir).
     #[arg(long = "port", required = true, num_args = 1)]
     ports: Vec<String>,
@@ -187,7 +191,19 @@ fn parse_mac(flag: &str, s: &str) -> Result<[u8; 6]> {
 /// Opens a port from its `--port` spec.
 fn open_port(spec: &str, index: usize) -> Result<Box<dyn Port>> {
     let accepted =
-        "memif:SOCKET[:ID[:client|server]], afp:IFNAME[@NETNS_PATH] or afxdp:IFNAME[@NETNS_PATH]";
+        "memif:SOCKET[:ID[:client|server]], afp:IFNAME[@NETNS_PATH], afxdp:IFNAME[@NETNS_PATH] or vhost:SOCKET[,server|,client]";
+    if let Some(rest) = spec.strip_prefix("vhost:") {
+        let (path, role) = match rest.rsplit_once(',') {
+            None => (rest, vhost_user::Role::Client),
+            Some((p, "client")) => (p, vhost_user::Role::Client),
+            Some((p, "server")) => (p, vhost_user::Role::Server),
+            Some((_, r)) => bail!("invalid --port {spec:?}: role {r:?}; accepted client or server"),
+        };
+        let cfg = vhost_user::VhostUserConfig::new(&format!("vhost{index}"), path, role);
+        let port = vhost_user::VhostUserPort::new(cfg)
+            .with_context(|| format!("opening --port {spec}"))?;
+        return Ok(Box::new(port));
+    }
     if let Some(rest) = spec.strip_prefix("memif:") {
         let mut it = rest.split(':');
         let path = it.next().filter(|p| !p.is_empty());
@@ -668,6 +684,28 @@ mod tests {
         assert!(e.contains("colour=red") && e.contains("mode="), "{e}");
         let e = format!("{:#}", open_port("afxdp:vsnosuch0", 0).err().unwrap());
         assert!(e.contains("interface = \"vsnosuch0\""), "{e}");
+        assert!(open_port("vhost:/tmp/x.sock,peer", 0)
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("role"));
+        let e = format!("{:#}", open_port("vhost:", 0).err().unwrap());
+        assert!(e.contains("socket_path") && e.contains("accepted"), "{e}");
+        let sock = std::env::temp_dir().join(format!("vsw-gen-vh-{}.sock", std::process::id()));
+        let sock = sock.to_str().unwrap().to_string();
+        let port = open_port(&format!("vhost:{sock},server"), 0).unwrap();
+        assert!(
+            port.describe().starts_with("vhost-user server"),
+            "{}",
+            port.describe()
+        );
+        drop(port);
+        let port = open_port(&format!("vhost:{sock}"), 1).unwrap();
+        assert!(
+            port.describe().starts_with("vhost-user client"),
+            "{}",
+            port.describe()
+        );
         assert!(open_port("memif:/tmp/x:0:peer", 0)
             .err()
             .unwrap()

@@ -28,7 +28,7 @@ pub const USAGE: &str = "commands:
   clear counters
   trace add N | trace clear
   capture PORT FILE [COUNT] | capture stop PORT
-  port add NAME TYPE [KEY=VALUE ...]   (TYPE memif|af_packet|af_xdp; keys as in [[port]])
+  port add NAME TYPE [KEY=VALUE ...]   (TYPE memif|af_packet|af_xdp|vhost_user; keys as in [[port]])
   port del NAME | port up NAME | port down NAME
   bridge add NAME [--no-learn] [--no-forward] [--no-flood] [--no-uu-flood] [--mac-age S] [--mac-limit N]
   bridge del NAME

@@ -143,6 +143,8 @@ pub enum PortConfig {
     AfPacket(AfPacketPortConfig),
     /// A kernel interface opened with AF_XDP.
     AfXdp(AfXdpPortConfig),
+    /// A vhost-user virtio-net device for a QEMU guest or DPDK's virtio-user.
+    VhostUser(VhostUserPortConfig),
 }
 
 impl PortConfig {
@@ -152,6 +154,7 @@ impl PortConfig {
             PortConfig::Memif(c) => &c.name,
             PortConfig::AfPacket(c) => &c.name,
             PortConfig::AfXdp(c) => &c.name,
+            PortConfig::VhostUser(c) => &c.name,
         }
     }
 
@@ -161,6 +164,7 @@ impl PortConfig {
             PortConfig::Memif(_) => "memif",
             PortConfig::AfPacket(_) => "af_packet",
             PortConfig::AfXdp(_) => "af_xdp",
+            PortConfig::VhostUser(_) => "vhost_user",
         }
     }
 
@@ -170,6 +174,7 @@ impl PortConfig {
             PortConfig::Memif(c) => c.admin,
             PortConfig::AfPacket(c) => c.admin,
             PortConfig::AfXdp(c) => c.admin,
+            PortConfig::VhostUser(c) => c.admin,
         }
     }
 
@@ -179,6 +184,7 @@ impl PortConfig {
             PortConfig::Memif(c) => c.admin = admin,
             PortConfig::AfPacket(c) => c.admin = admin,
             PortConfig::AfXdp(c) => c.admin = admin,
+            PortConfig::VhostUser(c) => c.admin = admin,
         }
     }
 
@@ -241,6 +247,21 @@ pub struct MemifPortConfig {
     /// Interface MAC address (`aa:bb:cc:dd:ee:ff`); none = a locally administered one is generated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mac: Option<String>,
+    #[serde(default)]
+    pub admin: AdminState,
+}
+
+/// `type = "vhost_user"` keys.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VhostUserPortConfig {
+    pub name: String,
+    /// Path of the vhost-user Unix socket (no abstract names).
+    pub socket: String,
+    /// `server`: we listen (QEMU `-chardev socket,path=…`, DPDK `server=0`); `client`: we
+    /// connect, and reconnect after the frontend restarts (QEMU `server=on`, DPDK `server=1`).
+    #[serde(default)]
+    pub role: MemifRole,
     #[serde(default)]
     pub admin: AdminState,
 }

@@ -1,14 +1,17 @@
 //! Opening ports from config: [`open_port`] is the one place that maps a [`PortConfig`] to a
-//! backend of `vecswitch_ports` (memif, af_packet, af_xdp). Adding a backend means a variant in
+//! backend of `vecswitch_ports` (memif, af_packet, af_xdp,
+//! vhost_user). Adding a backend means a variant in
 //! [`PortConfig`], its checks in [`crate::validate`] and one arm here.
 
 use crate::config::{
     AfPacketPortConfig, AfXdpPortConfig, MemifMode, MemifPortConfig, MemifRole, PortConfig,
+    VhostUserPortConfig,
 };
 use crate::validate::parse_mac;
 use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort};
 use vecswitch_ports::af_xdp::{AfXdpConfig, AfXdpError, AfXdpPort};
 use vecswitch_ports::memif::{self, MemifConfig, MemifPort};
+use vecswitch_ports::vhost_user::{self, VhostUserConfig, VhostUserPort};
 use vecswitch_ports::Port;
 
 /// The memif backend's config for a `type = "memif"` port. `ring_size` must be a power of two
@@ -28,6 +31,15 @@ pub fn memif_config(c: &MemifPortConfig) -> MemifConfig {
     m.secret = c.secret.clone();
     m.mac = c.mac.as_deref().and_then(parse_mac);
     m
+}
+
+/// The vhost-user backend's config for a `type = "vhost_user"` port.
+pub fn vhost_user_config(c: &VhostUserPortConfig) -> VhostUserConfig {
+    let role = match c.role {
+        MemifRole::Server => vhost_user::Role::Server,
+        MemifRole::Client => vhost_user::Role::Client,
+    };
+    VhostUserConfig::new(&c.name, &c.socket, role)
 }
 
 /// The af_packet backend's config for a `type = "af_packet"` port.
@@ -109,6 +121,21 @@ pub fn check_backend(p: &PortConfig) -> Option<(String, String, String)> {
             }
             _ => None,
         },
+        PortConfig::VhostUser(c) => match vhost_user_config(c).validate() {
+            Err(vhost_user::VhostUserError::InvalidConfig {
+                field,
+                value,
+                accepted,
+            }) => {
+                let field = if field == "socket_path" {
+                    "socket"
+                } else {
+                    field
+                };
+                Some((field.to_string(), value, accepted.to_string()))
+            }
+            _ => None,
+        },
     }
 }
 
@@ -128,5 +155,8 @@ pub fn open_port(p: &PortConfig) -> Result<Box<dyn Port>, String> {
         PortConfig::AfXdp(c) => AfXdpPort::open(af_xdp_config(c))
             .map(|port| Box::new(port) as Box<dyn Port>)
             .map_err(|e| e.to_string()),
+        PortConfig::VhostUser(c) => VhostUserPort::new(vhost_user_config(c))
+            .map(|port| Box::new(port) as Box<dyn Port>)
+            .map_err(|e| format!("vhost_user port `{}`: {e}", c.name)),
     }
 }

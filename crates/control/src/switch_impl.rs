@@ -235,6 +235,7 @@ ports = ["v0", "v1"]
                 PortConfig::Memif(m) => m.ring_size = 2048,
                 PortConfig::AfPacket(a) => a.block_count = Some(4),
                 PortConfig::AfXdp(x) => x.rx_size = Some(1024),
+                PortConfig::VhostUser(_) => {}
             }
         }
         new.bridges[0].learn = false;

@@ -174,14 +174,20 @@ fn check_ports(c: &Config, e: &mut Errs) -> HashSet<String> {
     let mut memif_ids: HashMap<(&str, u32), usize> = HashMap::new();
     let mut memif_roles: HashMap<&str, (MemifRole, usize)> = HashMap::new();
     let mut ifaces: HashMap<&str, usize> = HashMap::new();
+    let mut vhost_socks: HashMap<&str, usize> = HashMap::new();
     for (i, p) in c.ports.iter().enumerate() {
         // The backend's own rules for its tuning keys (name and interface are checked below).
         if let Some((field, value, accepted)) = crate::ports::check_backend(p) {
-            // Skip what the checks below report with their own words.
-            if !matches!(
-                field.as_str(),
-                "name" | "interface" | "socket" | "ring_size" | "buffer_size" | "secret"
-            ) {
+            // Skip what the checks below report with their own words (a vhost_user socket has
+            // no check below: the backend's is the one).
+            let below = match p {
+                PortConfig::VhostUser(_) => field == "name",
+                _ => matches!(
+                    field.as_str(),
+                    "name" | "interface" | "socket" | "ring_size" | "buffer_size" | "secret"
+                ),
+            };
+            if !below {
                 e.push(format!("port[{i}].{field}"), value, accepted);
             }
         }
@@ -284,6 +290,19 @@ fn check_ports(c: &Config, e: &mut Errs) -> HashSet<String> {
                         format!("port[{i}].interface"),
                         q(n),
                         format!("an interface not opened by another port (port[{first}] has it)"),
+                    );
+                }
+            }
+            PortConfig::VhostUser(v) => {
+                // The backend's own check (length, NUL, no abstract name) came through
+                // check_backend; here: one vhost-user device per socket.
+                if let Some(first) = vhost_socks.insert(v.socket.as_str(), i) {
+                    e.push(
+                        format!("port[{i}].socket"),
+                        q(&v.socket),
+                        format!(
+                            "a socket not used by another vhost_user port (port[{first}] has it)"
+                        ),
                     );
                 }
             }
@@ -659,6 +678,31 @@ ports = ["v0", "v1"]
         c.ports
             .push(PortConfig::AfXdp(AfXdpPortConfig::new("x0", &iface)));
         assert!(errs(&c).has_path("port[4].interface"));
+    }
+
+    #[test]
+    fn vhost_user_port_checks() {
+        let vhost = |socket: &str, socket2: &str, role: &str| {
+            Config::from_toml(
+                &format!(
+                    "[[port]]\nname = \"vh0\"\ntype = \"vhost_user\"\nsocket = \"{socket}\"\n\
+                     role = \"{role}\"\n[[port]]\nname = \"vh1\"\ntype = \"vhost_user\"\n\
+                     socket = \"{socket2}\"\n"
+                ),
+                "test",
+            )
+        };
+        let c = vhost("/tmp/a.sock", "/tmp/b.sock", "client").unwrap();
+        validate(&c).unwrap();
+        assert_eq!(c.ports[0].type_name(), "vhost_user");
+        let e = errs(&vhost("/tmp/a.sock", "/tmp/a.sock", "server").unwrap());
+        assert!(e.has_path("port[1].socket"), "{e}");
+        let e = errs(&vhost("@abstract", "/tmp/b.sock", "server").unwrap());
+        assert!(e.has_path("port[0].socket"), "{e}");
+        assert!(e.to_string().contains("abstract"), "{e}");
+        let e = vhost("/tmp/a.sock", "/tmp/b.sock", "frontend").unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("frontend") && msg.contains("server"), "{msg}");
     }
 
     #[test]

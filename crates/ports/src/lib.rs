@@ -5,6 +5,8 @@
 //! - [`af_packet`]: any kernel interface through an AF_PACKET socket with TPACKET_V3 mmap rings.
 //! - [`af_xdp`]: any kernel interface through an AF_XDP socket (UMEM, four rings, an XDP program
 //!   loaded without libbpf).
+//! - [`vhost_user`]: a vhost-user virtio-net backend for QEMU guests and DPDK's `net_virtio_user`
+//!   (server and client roles, guest memory mapped from the frontend's descriptors).
 //! - [`loopback`]: an in-process port pair for tests and benchmarks.
 //! - [`pcap`]: a wrapper around any port that writes what it receives and sends to a pcap file.
 //! - [`fault`]: a wrapper around any port that injects loss, corruption and reordering (seeded).
@@ -24,6 +26,7 @@ pub mod loopback;
 pub mod memif;
 pub mod pcap;
 pub mod shm;
+pub mod vhost_user;
 
 use serde::Serialize;
 use vecswitch_buffer::Pool;
