@@ -1,10 +1,10 @@
 //! Replays the wire fuzz corpus (crates/wire/fuzz/seeds and regressions) through the fuzz targets'
 //! bodies on the stable toolchain: a parser regression on any checked-in input fails `make test`.
 
-#[path = "../fuzz/src/lib.rs"]
-mod targets;
 #[path = "../fuzz/replay.rs"]
 mod replay;
+#[path = "../fuzz/src/lib.rs"]
+mod targets;
 
 #[test]
 fn wire_fuzz_corpus_replays() {
