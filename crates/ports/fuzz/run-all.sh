@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 secs="${1:-20}"
-for t in memif_control memif_ring; do
+for t in memif_control memif_ring pcap_reader; do
     mkdir -p "corpus/$t"
     echo "== $t"
     if ! cargo +nightly fuzz run "$t" "corpus/$t" "seeds/$t" -- -max_total_time="$secs" -max_len=8192 >"corpus/$t.log" 2>&1; then
