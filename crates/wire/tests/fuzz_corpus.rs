@@ -13,3 +13,16 @@ fn wire_fuzz_corpus_replays() {
         targets::TARGETS,
     );
 }
+
+/// The harness itself: a target that panics on a checked-in input fails the replay, naming it.
+#[test]
+#[should_panic(expected = "seeds/ipv4/udp: panicked: rejects IPv4")]
+fn replay_fails_on_a_panicking_target() {
+    fn bad(data: &[u8]) {
+        assert!(data.first() != Some(&0x45), "rejects IPv4");
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
+    let mut t: Vec<replay::Target> = targets::TARGETS.to_vec();
+    t.iter_mut().find(|(n, _)| *n == "ipv4").unwrap().1 = bad;
+    replay::replay(&dir, &t);
+}
