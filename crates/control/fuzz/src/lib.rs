@@ -4,8 +4,11 @@
 
 use vecswitch_control::protocol::{encode_request, parse_request};
 
-/// Every target of this crate, by the name of its file under `fuzz_targets/`.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[("control_request", control_request)];
+/// A target: the name of its file under `fuzz_targets/` and its body.
+pub type Target = (&'static str, fn(&[u8]));
+
+/// Every target of this crate.
+pub const TARGETS: &[Target] = &[("control_request", control_request)];
 
 /// One line from the control socket (any peer in the socket's group can send it), as the server
 /// hands it to `parse_request`: never panic; a refusal names what was wrong; a request that

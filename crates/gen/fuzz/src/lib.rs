@@ -6,8 +6,11 @@ use vecswitch_gen::rx::find_signature;
 use vecswitch_gen::signature::{self, Layout};
 use vecswitch_gen::StreamAnalyzer;
 
-/// Every target of this crate, by the name of its file under `fuzz_targets/`.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[("rx_signature", rx_signature)];
+/// A target: the name of its file under `fuzz_targets/` and its body.
+pub type Target = (&'static str, fn(&[u8]));
+
+/// Every target of this crate.
+pub const TARGETS: &[Target] = &[("rx_signature", rx_signature)];
 
 /// Fuzzes the receive path: any bytes as a received frame go through `find_signature` (Ethernet,
 /// VLAN tags, IPv4/IPv6, UDP, signature) and, when a signature is found, through the sequence and

@@ -4,8 +4,11 @@
 
 use vecswitch_ports::pcap::{PcapReader, PcapWriter};
 
-/// Every target of this crate, by the name of its file under `fuzz_targets/`.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+/// A target: the name of its file under `fuzz_targets/` and its body.
+pub type Target = (&'static str, fn(&[u8]));
+
+/// Every target of this crate.
+pub const TARGETS: &[Target] = &[
     ("memif_control", memif_control),
     ("memif_ring", memif_ring),
     ("pcap_reader", pcap_reader),

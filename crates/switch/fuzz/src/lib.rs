@@ -2,8 +2,11 @@
 //! (nightly), and `crates/switch/tests/fuzz_corpus.rs` replays the checked-in corpus through it on
 //! stable (this file is included there by path).
 
-/// Every target of this crate, by the name of its file under `fuzz_targets/`.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[("l2_frames", l2_frames)];
+/// A target: the name of its file under `fuzz_targets/` and its body.
+pub type Target = (&'static str, fn(&[u8]));
+
+/// Every target of this crate.
+pub const TARGETS: &[Target] = &[("l2_frames", l2_frames)];
 
 /// Arbitrary bytes, cut into frames (a length byte, an optional extension byte, the frame), through
 /// ethernet-input, a bridge (learn, forward, flood) and an xconnect. Must never panic; every buffer

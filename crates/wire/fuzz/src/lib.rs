@@ -9,8 +9,11 @@ use vecswitch_wire::{
     TcpPacket, TcpRepr, UdpPacket, UdpRepr, VlanRepr, VlanTag,
 };
 
-/// Every target of this crate, by the name of its file under `fuzz_targets/`.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+/// A target: the name of its file under `fuzz_targets/` and its body.
+pub type Target = (&'static str, fn(&[u8]));
+
+/// Every target of this crate.
+pub const TARGETS: &[Target] = &[
     ("l2", l2),
     ("arp", arp),
     ("ipv4", ipv4),
