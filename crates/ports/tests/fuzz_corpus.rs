@@ -54,3 +54,25 @@ fn pcap_seeds_are_what_they_claim() {
         assert!(read(name).is_err(), "{name} should be refused");
     }
 }
+
+/// The AF_PACKET ring images hold what their names say: the walk receives their frames.
+#[test]
+fn af_packet_seeds_are_what_they_claim() {
+    let walk = |name: &str| {
+        let p = fuzz_dir().join("seeds/af_packet_rx").join(name);
+        vecswitch_ports::af_packet::fuzzing::rx_walk(&std::fs::read(&p).unwrap())
+    };
+    for (name, frames) in [
+        ("v3-two-blocks", 4),
+        ("v3-burst-of-one", 3),
+        ("v3-vlan-tags", 2),
+        ("v3-csum-not-ready", 1),
+        ("v3-full-block", 2),
+        ("v3-kernel-owned", 0),
+        ("v2-four-slots", 4),
+        ("v2-vlan", 2),
+        ("v2-gap", 1),
+    ] {
+        assert_eq!(walk(name), frames, "{name}");
+    }
+}

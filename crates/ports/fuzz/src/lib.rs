@@ -12,6 +12,7 @@ pub const TARGETS: &[Target] = &[
     ("memif_control", memif_control),
     ("memif_ring", memif_ring),
     ("pcap_reader", pcap_reader),
+    ("af_packet_rx", af_packet_rx),
 ];
 
 /// The memif control-message parser (records arrive from another process over the control
@@ -80,4 +81,11 @@ pub fn pcap_reader(data: &[u8]) {
             assert_eq!(a.ts_ns, b.ts_ns);
         }
     }
+}
+
+/// The AF_PACKET receive walk (TPACKET_V3 blocks and TPACKET_V2 slots) over a ring image the input
+/// writes: descriptors checked before use, every frame counted, every buffer back (see
+/// `vecswitch_ports::af_packet::fuzzing::rx_walk`).
+pub fn af_packet_rx(data: &[u8]) {
+    let _ = vecswitch_ports::af_packet::fuzzing::rx_walk(data);
 }
