@@ -29,7 +29,7 @@ bench: build
 	scripts/bench-gen.sh
 
 fuzz:
-	scripts/fuzz.sh
+	scripts/fuzz.sh $(FUZZ_ARGS)
 
 clean:
 	$(CARGO) clean

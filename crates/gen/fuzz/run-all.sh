@@ -1,16 +1,3 @@
 #!/usr/bin/env bash
-# Run the generator's fuzz targets for SECONDS (default 20) each, seeded from seeds/<target>; stops
-# with a non-zero status at the first crash (the input lands in artifacts/<target>).
-# Needs the nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz`).
-set -euo pipefail
-cd "$(dirname "$0")"
-secs="${1:-20}"
-for t in rx_signature; do
-    mkdir -p "corpus/$t"
-    echo "== $t"
-    if ! cargo +nightly fuzz run "$t" "corpus/$t" "seeds/$t" -- -max_total_time="$secs" -max_len=2048 >"corpus/$t.log" 2>&1; then
-        grep -E "ERROR|panicked|SUMMARY|Test unit" "corpus/$t.log" || tail -20 "corpus/$t.log"
-        exit 1
-    fi
-    grep -E "^Done" "corpus/$t.log"
-done
+# Runs this crate's fuzz targets for SECONDS each (default 60): see scripts/fuzz.sh and docs/FUZZING.md.
+exec "$(dirname "$0")/../../../scripts/fuzz.sh" --crate gen "$@"

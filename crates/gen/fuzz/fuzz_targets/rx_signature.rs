@@ -5,33 +5,5 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use vecswitch_gen::rx::find_signature;
-use vecswitch_gen::signature::{self, Layout};
-use vecswitch_gen::StreamAnalyzer;
 
-fuzz_target!(|data: &[u8]| {
-    if data.len() < 16 {
-        let _ = find_signature(data);
-        return;
-    }
-    let sent = u64::from_le_bytes(data[0..8].try_into().unwrap());
-    let rx_ns = u64::from_le_bytes(data[8..16].try_into().unwrap());
-    let mut an = StreamAnalyzer::new();
-    // Feed the same frame a few times with shifting references to exercise wrap handling.
-    for k in 0..3u64 {
-        if let Ok(sig) = find_signature(&data[16..]) {
-            let bits = sig.layout.seq_bits();
-            let seq = signature::extend(
-                sig.seq as u64,
-                bits,
-                an.next_expected().wrapping_add(k << 30),
-            );
-            let tx = match sig.layout {
-                Layout::Full => sig.tx_ns,
-                Layout::Compact => signature::extend_tx_time(sig.tx_ns as u32, rx_ns),
-            };
-            an.record(seq, tx, rx_ns, data.len(), sent);
-        }
-    }
-    let _ = an.report();
-});
+fuzz_target!(|data: &[u8]| vecswitch_gen_fuzz::rx_signature(data));

@@ -4,6 +4,4 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    vecswitch_ports::memif::fuzzing::control_msg(data);
-});
+fuzz_target!(|data: &[u8]| vecswitch_ports_fuzz::memif_control(data));

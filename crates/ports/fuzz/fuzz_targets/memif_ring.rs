@@ -6,6 +6,4 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    vecswitch_ports::memif::fuzzing::fuzz_rings(data);
-});
+fuzz_target!(|data: &[u8]| vecswitch_ports_fuzz::memif_ring(data));

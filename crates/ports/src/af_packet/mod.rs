@@ -148,6 +148,10 @@ mod tx;
 pub use config::{AfPacketConfig, AfPacketError, RxMode, RxModeError};
 pub use stats::AfPacketStats;
 
+/// Entry point for the fuzz targets in `crates/ports/fuzz` (not a stable API).
+#[doc(hidden)]
+pub use rx::fuzzing;
+
 use rx::{rx_slot_size, FrameRing, Rx, RxRing};
 use socket::{ifreq, os_err, setsockopt};
 use tx::{TxLayout, TxRing};

@@ -478,6 +478,50 @@ pub(super) enum Rx {
     Frame(FrameRing),
 }
 
+/// Entry point for the `af_packet_rx` fuzz target in `crates/ports/fuzz` (not a stable API).
+#[doc(hidden)]
+pub mod fuzzing {
+    use super::*;
+
+    /// The input's first byte picks the ring (even: TPACKET_V3 blocks, two of 4 KiB; odd:
+    /// TPACKET_V2, four 2 KiB slots in two blocks) and the burst size; the rest is the ring image
+    /// as a hostile or buggy kernel could leave it (headers, descriptors, statuses, frames). Four
+    /// bursts walk it: nothing outside the ring is read (the region's accessors are checked), every
+    /// received frame is counted, fits a ring slot, and every pool buffer comes back. Returns the
+    /// frames received.
+    pub fn rx_walk(data: &[u8]) -> usize {
+        const BLOCK: usize = 4096;
+        let Some((&sel, image)) = data.split_first() else {
+            return 0;
+        };
+        let mem = Arc::new(ShmRegion::anonymous(2 * BLOCK).expect("anonymous region"));
+        assert!(mem.write_from(0, &image[..image.len().min(2 * BLOCK)]));
+        let mut pool = Pool::new(64);
+        let (mut stats, mut extra) = (PortStats::default(), AfPacketStats::default());
+        let mut out = Vec::new();
+        let max = 1 + usize::from(sel >> 1) % 64;
+        if sel & 1 == 0 {
+            let mut ring = RxRing::new(Arc::clone(&mem), 0, BLOCK, 2);
+            for _ in 0..4 {
+                ring.burst(&mut pool, &mut out, max, &mut stats, &mut extra);
+            }
+        } else {
+            let mut ring = FrameRing::new(Arc::clone(&mem), 0, BLOCK, 2048, 4);
+            for _ in 0..4 {
+                ring.burst(&mut pool, &mut out, max, &mut stats, &mut extra);
+            }
+        }
+        assert_eq!(stats.rx_packets as usize, out.len(), "every frame counted");
+        for &h in &out {
+            // A frame is at most its block plus a VLAN tag put back.
+            assert!(pool.header(h).total_len as usize <= BLOCK + VLAN_TAG);
+        }
+        pool.free_bulk(&out);
+        assert_eq!(pool.in_use(), 0, "every buffer back in the pool");
+        out.len()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
