@@ -118,9 +118,8 @@ fn tbf_shaped_bridge_is_found_back_pressured_within_2_percent() {
     );
 
     // 2. The RFC 2544 throughput search through the same measurer finds the shaper's rate
-    //    within 2 %. Each trial lasts 4 s: the generator's transmit ring and socket buffer hold
-    //    ≈ 4,400 frames, which a load above the shaper fills at (load − 25 kpps); over 4 s that
-    //    lets at most 1.1 % through unrefused.
+    //    within 2 %. Each trial lasts 4 s: the generator's transmit ring and socket buffer fill
+    //    at (load − 25 kpps) above the shaper, so refusals start within the trial.
     let mut cfg = ThroughputConfig::new(15_000.0, 40_000.0, Duration::from_secs(4));
     cfg.resolution_fps = 250.0;
     cfg.max_trials = 30;
