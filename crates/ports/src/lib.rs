@@ -22,6 +22,7 @@
 pub mod af_packet;
 pub mod af_xdp;
 pub mod fault;
+mod fd;
 pub mod loopback;
 pub mod memif;
 pub mod pcap;

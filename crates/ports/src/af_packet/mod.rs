@@ -407,23 +407,7 @@ impl AfPacketPort {
     /// interrupt or adaptive mode, where a worker sleeps instead of spinning on an idle port.
     /// Returns whether the port is readable; an interrupted wait returns `Ok(false)`.
     pub fn wait_readable(&self, timeout: std::time::Duration) -> io::Result<bool> {
-        let mut pfd = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
-        // SAFETY: one valid pollfd for the duration of the call.
-        let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if rc < 0 {
-            let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted {
-                Ok(false)
-            } else {
-                Err(e)
-            };
-        }
-        Ok(rc > 0 && pfd.revents & libc::POLLIN != 0)
+        crate::fd::wait_readable(self.fd.as_raw_fd(), timeout)
     }
 
     /// The configuration the port was opened with.

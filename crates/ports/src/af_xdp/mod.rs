@@ -692,23 +692,7 @@ impl AfXdpPort {
 
     /// Waits up to `timeout` for received frames (`poll(POLLIN)`); returns whether there are.
     pub fn wait_readable(&self, timeout: std::time::Duration) -> io::Result<bool> {
-        let mut pfd = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
-        // SAFETY: one valid pollfd for the duration of the call.
-        let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if rc < 0 {
-            let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted {
-                Ok(false)
-            } else {
-                Err(e)
-            };
-        }
-        Ok(rc > 0 && pfd.revents & libc::POLLIN != 0)
+        crate::fd::wait_readable(self.fd.as_raw_fd(), timeout)
     }
 
     /// The backend's detailed counters.
