@@ -8,13 +8,13 @@ use anyhow::{bail, Context};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use vecswitch_control::command::{parse_words, USAGE};
+use vecswitch_control::command::{parse_words, usage};
 use vecswitch_control::config::DEFAULT_CONTROL_SOCKET;
 use vecswitch_control::render::render;
 use vecswitch_control::server::request;
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = USAGE)]
+#[command(after_help = usage())]
 pub struct Args {
     /// Control socket of the switch [default: $VECSWITCH_SOCKET, else /run/vecswitch/vecswitch.sock].
     #[arg(long, value_name = "PATH")]
@@ -54,7 +54,7 @@ const SOCKET_ENV: &str = "VECSWITCH_SOCKET";
 fn one(args: &Args, words: &[String], cwd: &Path) -> anyhow::Result<()> {
     let req = match parse_words(words, cwd) {
         Ok(r) => r,
-        Err(e) => bail!("{e}\n{USAGE}"),
+        Err(e) => bail!("{e}\n{}", usage()),
     };
     let resp = request(
         &socket(args),

@@ -3,7 +3,7 @@
 //! against the caller's directory, since the switch runs elsewhere.
 //!
 //! ```text
-//! show ports|bridge [BRIDGE]|mac [BRIDGE]|xconnect|runtime|errors|buffers|trace|config
+//! show ports|interfaces|bridge [BRIDGE]|mac [BRIDGE]|xconnect|runtime|errors|buffers|trace|config
 //! clear counters
 //! trace add N | trace clear
 //! capture PORT FILE [COUNT] | capture stop PORT
@@ -15,6 +15,7 @@
 //! xconnect add FROM TO [--both] | xconnect del FROM
 //! mac add BRIDGE MAC PORT | mac del BRIDGE MAC | mac flush BRIDGE [PORT]
 //! reload [--dry-run] [FILE]
+//! mtu IFACE BYTES [check|nocheck] | mtu IFACE default     (registered in sections::EDITS)
 //! ```
 
 use crate::config::{BridgeConfig, PortConfig};
@@ -24,7 +25,7 @@ use std::path::Path;
 
 /// The usage text printed with a command error.
 pub const USAGE: &str = "commands:
-  show ports|bridge [BRIDGE]|mac [BRIDGE]|xconnect|runtime|errors|buffers|trace|config
+  show ports|bridge [BRIDGE]|mac [BRIDGE]|xconnect|runtime|errors|buffers|trace|config|version
   clear counters
   trace add N | trace clear
   capture PORT FILE [COUNT] | capture stop PORT
@@ -36,6 +37,18 @@ pub const USAGE: &str = "commands:
   xconnect add FROM TO [--both] | xconnect del FROM
   mac add BRIDGE MAC PORT | mac del BRIDGE MAC | mac flush BRIDGE [PORT]
   reload [--dry-run] [FILE]";
+
+/// [`USAGE`] with the shows and commands features registered ([`crate::sections`]).
+pub fn usage() -> String {
+    let mut u = USAGE.to_string();
+    for s in crate::sections::SHOWS {
+        u.push_str(&format!("\n  show {}   ({})", s.word, s.help));
+    }
+    for e in crate::sections::EDITS {
+        u.push_str(&format!("\n  {}", e.usage));
+    }
+    u
+}
 
 fn absolute(p: &str, cwd: &Path) -> String {
     let path = Path::new(p);
@@ -125,14 +138,19 @@ fn bridge_add(w: &[&str]) -> Result<Request, String> {
 fn show(w: &[&str]) -> Result<Request, String> {
     let word = w.get(1).copied().unwrap_or("");
     let what = match word {
-        "interface" | "interfaces" | "int" | "port" => Some(ShowWhat::Ports),
+        "port" => Some(ShowWhat::Ports),
         "bridge-domain" | "bridges" => Some(ShowWhat::Bridge),
         "l2fib" | "macs" => Some(ShowWhat::Mac),
         "xconnects" => Some(ShowWhat::Xconnect),
         "error" => Some(ShowWhat::Errors),
-        _ => ShowWhat::from_word(word),
+        _ => ShowWhat::from_word(word).or_else(|| {
+            crate::sections::SHOWS
+                .iter()
+                .find(|s| s.aliases.contains(&word))
+                .map(|s| ShowWhat::Feature(s.word))
+        }),
     }
-    .ok_or_else(|| format!("show {word:?}: one of {}", ShowWhat::ALL))?;
+    .ok_or_else(|| format!("show {word:?}: one of {}", ShowWhat::all()))?;
     let bridge = match (what, w.len()) {
         (_, 2) => None,
         (ShowWhat::Bridge | ShowWhat::Mac, 3) => Some(w[2].to_string()),
@@ -259,6 +277,10 @@ pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, String> {
             }),
             _ => Err("`reload`: expected `reload [FILE]`".into()),
         },
+        (name, _) if crate::sections::EDITS.iter().any(|e| e.name == name) => Ok(Request::Edit {
+            edit: name.to_string(),
+            words: w[1..].iter().map(|s| s.to_string()).collect(),
+        }),
         _ => Err(format!("unknown command `{}`", w.join(" "))),
     }
 }
@@ -283,10 +305,28 @@ mod tests {
             }
         );
         assert_eq!(
-            p("show interface").unwrap(),
+            p("show port").unwrap(),
             Request::Show {
                 what: ShowWhat::Ports,
                 bridge: None
+            }
+        );
+        // `show interface(s)` is the interface layer's registered show now.
+        for w in ["show interfaces", "show interface", "show int"] {
+            assert_eq!(
+                p(w).unwrap(),
+                Request::Show {
+                    what: ShowWhat::Feature("interfaces"),
+                    bridge: None
+                }
+            );
+        }
+        // A feature's registered ctl command becomes an edit request with its words.
+        assert_eq!(
+            p("mtu p0 1500 check").unwrap(),
+            Request::Edit {
+                edit: "mtu".into(),
+                words: vec!["p0".into(), "1500".into(), "check".into()]
             }
         );
         assert_eq!(

@@ -60,6 +60,9 @@ pub struct Config {
     /// E-LAN bridge-domains (`[[bridge]]`).
     #[serde(default, rename = "bridge")]
     pub bridges: Vec<BridgeConfig>,
+    /// Interface MTUs and the MTU check (`[[mtu]]`).
+    #[serde(default, rename = "mtu", skip_serializing_if = "Vec::is_empty")]
+    pub mtu: Vec<vecswitch_switch::mtu::MtuConfig>,
 }
 
 /// `[switch]`: settings fixed for the life of the process (a reload cannot change them).

@@ -132,6 +132,11 @@ pub enum ControlError {
     BadMac { value: String },
     #[error("mac = {mac:?}: a static MAC of bridge {bridge:?}")]
     NoStaticMac { mac: String, bridge: String },
+    #[error("edit = {edit:?}: one of {known}")]
+    NoEdit { edit: String, known: String },
+    /// A feature's `ctl` words that could not be read.
+    #[error(transparent)]
+    Edit(#[from] vecswitch_switch::object::EditError),
 }
 
 /// The control plane's state. See the module doc.
@@ -473,6 +478,17 @@ impl Controller {
                     Ok(())
                 })
                 .and_then(Self::changed),
+            Request::Edit { edit, words } => {
+                let e = crate::sections::EDITS
+                    .iter()
+                    .find(|e| e.name == edit)
+                    .ok_or_else(|| ControlError::NoEdit {
+                        edit: edit.clone(),
+                        known: list(crate::sections::EDITS.iter().map(|e| e.name)),
+                    })?;
+                self.edit(|c, _| (e.apply)(c, &words).map_err(ControlError::from))
+                    .and_then(Self::changed)
+            }
             Request::MacDelete { bridge, mac } => self
                 .edit(|c, me| {
                     let i = me.bridge_index(&bridge)?;

@@ -21,9 +21,9 @@ use serde_json::{Map, Value};
 /// Longest request line the server reads (bytes, newline included).
 pub const MAX_REQUEST_LINE: usize = 1 << 20;
 
-/// What `show` shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// What `show` shows: the built-in shows, or one a feature registered in
+/// [`crate::sections::SHOWS`]. On the wire, the word (`"ports"`, `"interfaces"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShowWhat {
     Ports,
     Bridge,
@@ -37,16 +37,75 @@ pub enum ShowWhat {
     Config,
     /// Version, config file, uptime, changes applied.
     Version,
+    /// A registered show, by its word.
+    Feature(&'static str),
 }
+
+const BUILTIN_SHOWS: [(&str, ShowWhat); 10] = [
+    ("ports", ShowWhat::Ports),
+    ("bridge", ShowWhat::Bridge),
+    ("mac", ShowWhat::Mac),
+    ("xconnect", ShowWhat::Xconnect),
+    ("runtime", ShowWhat::Runtime),
+    ("errors", ShowWhat::Errors),
+    ("buffers", ShowWhat::Buffers),
+    ("trace", ShowWhat::Trace),
+    ("config", ShowWhat::Config),
+    ("version", ShowWhat::Version),
+];
 
 impl ShowWhat {
     /// Every accepted value, for error messages and help.
-    pub const ALL: &'static str =
-        "ports, bridge, mac, xconnect, runtime, errors, buffers, trace, config, version";
+    pub fn all() -> String {
+        BUILTIN_SHOWS
+            .iter()
+            .map(|(w, _)| *w)
+            .chain(crate::sections::SHOWS.iter().map(|s| s.word))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 
-    /// Parses a word as `ctl show WORD` takes it.
+    /// Parses a word as the protocol and `ctl show WORD` take it.
     pub fn from_word(w: &str) -> Option<ShowWhat> {
-        serde_json::from_value(Value::String(w.to_string())).ok()
+        BUILTIN_SHOWS
+            .iter()
+            .find(|(word, _)| *word == w)
+            .map(|(_, s)| *s)
+            .or_else(|| {
+                crate::sections::SHOWS
+                    .iter()
+                    .find(|s| s.word == w)
+                    .map(|s| ShowWhat::Feature(s.word))
+            })
+    }
+
+    /// The word on the wire.
+    pub fn word(self) -> &'static str {
+        match self {
+            ShowWhat::Feature(w) => w,
+            other => BUILTIN_SHOWS
+                .iter()
+                .find(|(_, s)| *s == other)
+                .map_or("?", |(w, _)| *w),
+        }
+    }
+}
+
+impl Serialize for ShowWhat {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.word())
+    }
+}
+
+impl<'de> Deserialize<'de> for ShowWhat {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ShowWhat, D::Error> {
+        let w = String::deserialize(d)?;
+        ShowWhat::from_word(&w).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown show `{w}`, expected one of {}",
+                ShowWhat::all()
+            ))
+        })
     }
 }
 
@@ -147,6 +206,13 @@ pub enum Request {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         path: Option<String>,
     },
+    /// A feature's config edit registered in [`crate::sections::EDITS`] (`edit` names it), with
+    /// its `ctl` words: `{"cmd":"edit","edit":"mtu","words":["p0","1500","check"]}`. Goes down the
+    /// same validate → diff → apply path as every change.
+    Edit {
+        edit: String,
+        words: Vec<String>,
+    },
 }
 
 /// The answer to one request.
@@ -235,6 +301,7 @@ pub const COMMANDS: &[&str] = &[
     "mac_flush",
     "reload",
     "reload_plan",
+    "edit",
 ];
 
 fn show_value(v: &Value) -> String {
@@ -527,7 +594,7 @@ mod tests {
     fn show_words() {
         assert_eq!(ShowWhat::from_word("runtime"), Some(ShowWhat::Runtime));
         assert_eq!(ShowWhat::from_word("nope"), None);
-        for w in ShowWhat::ALL.split(", ") {
+        for w in ShowWhat::all().split(", ") {
             assert!(ShowWhat::from_word(w).is_some(), "{w}");
         }
     }

@@ -7,13 +7,16 @@
 
 use crate::config::Config;
 use crate::protocol::{Changes, Flushed, Request, ShowWhat, VersionInfo};
+use crate::sections::typed;
 use crate::switch_impl::XconnectInfo;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use vecswitch_buffer::PoolStats;
 use vecswitch_graph::{ErrorCount, TraceStep};
 use vecswitch_ports::LinkState;
-use vecswitch_switch::{BridgeInfo, CaptureInfo, MacEntry, PortInfo, RuntimeInfo, ServiceInfo};
+use vecswitch_switch::interface::InterfaceKind;
+use vecswitch_switch::{
+    BridgeInfo, CaptureInfo, InterfaceInfo, MacEntry, PortInfo, RuntimeInfo, ServiceInfo,
+};
 
 /// Column alignment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,11 +86,6 @@ impl Table {
     }
 }
 
-/// `data` as a `T`, if it is one.
-fn typed<T: DeserializeOwned>(data: &Value) -> Option<T> {
-    T::deserialize(data).ok()
-}
-
 fn on_off(b: bool) -> String {
     if b { "on" } else { "off" }.into()
 }
@@ -147,6 +145,51 @@ fn ports(ps: &[PortInfo]) -> String {
             s.tx_dropped.to_string(),
             capture,
             p.describe.clone(),
+        ]);
+    }
+    t.render()
+}
+
+/// `show interfaces` (registered in [`crate::sections::SHOWS`]).
+pub fn interfaces(is: &[InterfaceInfo]) -> String {
+    let mut t = Table::new(&[
+        ("Name", L),
+        ("Idx", R),
+        ("Kind", L),
+        ("Admin", L),
+        ("MAC", L),
+        ("MTU", R),
+        ("RX packets", R),
+        ("RX bytes", R),
+        ("TX packets", R),
+        ("TX bytes", R),
+        ("Input features", L),
+        ("Output features", L),
+    ]);
+    let list = |v: &[String]| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            v.join(",")
+        }
+    };
+    for i in is {
+        let c = &i.counters;
+        t.row(vec![
+            i.name.clone(),
+            i.index.to_string(),
+            match i.kind {
+                InterfaceKind::Main { port } => format!("main (port {port})"),
+            },
+            if i.admin_up { "up" } else { "down" }.into(),
+            i.mac.clone(),
+            i.mtu.to_string(),
+            c.rx_packets.to_string(),
+            c.rx_bytes.to_string(),
+            c.tx_packets.to_string(),
+            c.tx_bytes.to_string(),
+            list(&i.input_features),
+            list(&i.output_features),
         ]);
     }
     t.render()
@@ -367,6 +410,10 @@ pub fn render(req: &Request, data: &Value) -> String {
             ShowWhat::Trace => typed::<Vec<TraceStep>>(data).map(|v| trace(&v)),
             ShowWhat::Config => typed::<Config>(data).and_then(|v| config(&v)),
             ShowWhat::Version => typed::<VersionInfo>(data).map(|v| version(&v)),
+            ShowWhat::Feature(word) => crate::sections::SHOWS
+                .iter()
+                .find(|s| s.word == *word)
+                .and_then(|s| (s.render)(data)),
         },
         Request::CaptureStop { .. } => typed::<CaptureInfo>(data).map(|v| capture_stopped(&v)),
         Request::MacFlush { .. } => {

@@ -58,6 +58,10 @@ pub fn show(sw: &mut Switch, what: ShowWhat, bridge: Option<&str>) -> Result<Val
         ShowWhat::Trace => json(sw.show_trace()),
         // Answered by the controller from the running config, never by the dataplane.
         ShowWhat::Config | ShowWhat::Version => Err(ControlError::NotDataplane { what }),
+        ShowWhat::Feature(word) => match crate::sections::SHOWS.iter().find(|s| s.word == word) {
+            Some(s) => (s.run)(sw),
+            None => Err(ControlError::NotDataplane { what }),
+        },
     }
 }
 

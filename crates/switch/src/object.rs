@@ -177,6 +177,16 @@ impl Validation {
     }
 }
 
+/// A `ctl` edit command (a feature's words, e.g. `mtu p0 1500 check`) that could not be read: the
+/// field, the value given and what is accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field} = {value:?}: {accepted}")]
+pub struct EditError {
+    pub field: &'static str,
+    pub value: String,
+    pub accepted: &'static str,
+}
+
 /// A string as written in a config (quoted).
 pub fn q(s: &str) -> String {
     format!("{s:?}")

@@ -116,6 +116,10 @@ pub struct PortInfo {
     pub capture: Option<CaptureInfo>,
 }
 
+fn names(v: Vec<&'static str>) -> Vec<String> {
+    v.into_iter().map(str::to_string).collect()
+}
+
 /// One worker's dataplane. See the module doc.
 #[derive(Debug)]
 pub struct Switch {
@@ -561,8 +565,8 @@ impl Switch {
                 mac: f.mac.to_string(),
                 mtu: f.mtu,
                 counters: f.counters,
-                input_features: self.graph.enabled_features(INPUT_ARC, i),
-                output_features: self.graph.enabled_features(OUTPUT_ARC, i),
+                input_features: names(self.graph.enabled_features(INPUT_ARC, i)),
+                output_features: names(self.graph.enabled_features(OUTPUT_ARC, i)),
             })
             .collect()
     }

@@ -21,7 +21,7 @@ pub mod ethernet_input;
 pub mod interface_output;
 pub mod interface_rx;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use vecswitch_graph::{ArcId, ArcKey, Graph, GraphError, Next};
 use vecswitch_wire::EthernetAddress;
 
@@ -59,7 +59,7 @@ pub enum Service {
 }
 
 /// What an interface is made of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum InterfaceKind {
     /// A port's main interface: every frame of the port (sub-interfaces, when they come, take the
@@ -68,7 +68,7 @@ pub enum InterfaceKind {
 }
 
 /// Counters of one interface.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InterfaceCounters {
     /// Frames received on the interface (counted by `interface-rx`).
     pub rx_packets: u64,
@@ -119,7 +119,7 @@ impl Interface {
 }
 
 /// `show interfaces`: one line per interface.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InterfaceInfo {
     pub index: SwIfIdx,
     pub name: String,
@@ -129,8 +129,8 @@ pub struct InterfaceInfo {
     pub mtu: u16,
     pub counters: InterfaceCounters,
     /// Features enabled on the interface's input and output arcs, in arc order.
-    pub input_features: Vec<&'static str>,
-    pub output_features: Vec<&'static str>,
+    pub input_features: Vec<String>,
+    pub output_features: Vec<String>,
 }
 
 /// The interface layer as a [`Feature`]: its three nodes and the two arcs.
