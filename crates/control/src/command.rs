@@ -15,6 +15,7 @@
 //! xconnect add FROM TO [--both] | xconnect del FROM
 //! mac add BRIDGE MAC PORT | mac del BRIDGE MAC | mac flush BRIDGE [PORT]
 //! reload [--dry-run] [FILE]
+//! save [FILE]
 //! mtu IFACE BYTES [check|nocheck] | mtu IFACE default     (registered in sections::EDITS)
 //! ```
 
@@ -36,7 +37,8 @@ pub const USAGE: &str = "commands:
   bridge member add|del BRIDGE PORT
   xconnect add FROM TO [--both] | xconnect del FROM
   mac add BRIDGE MAC PORT | mac del BRIDGE MAC | mac flush BRIDGE [PORT]
-  reload [--dry-run] [FILE]";
+  reload [--dry-run] [FILE]
+  save [FILE]                          (the running config as TOML; default: the file the switch runs from)";
 
 /// [`USAGE`] with the shows and commands features registered ([`crate::sections`]).
 pub fn usage() -> String {
@@ -276,6 +278,13 @@ pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, String> {
                 path: Some(absolute(w[1], cwd)),
             }),
             _ => Err("`reload`: expected `reload [FILE]`".into()),
+        },
+        ("save", _) => match w.len() {
+            1 => Ok(Request::Save { path: None }),
+            2 => Ok(Request::Save {
+                path: Some(absolute(w[1], cwd)),
+            }),
+            _ => Err("`save`: expected `save [FILE]`".into()),
         },
         (name, _) if crate::sections::EDITS.iter().any(|e| e.name == name) => Ok(Request::Edit {
             edit: name.to_string(),

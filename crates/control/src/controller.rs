@@ -13,7 +13,7 @@ use crate::apply::{apply_changes, ApplyError, PortFactory};
 use crate::config::{AdminState, Config, ParseError, StaticMacConfig, XconnectConfig};
 use crate::diff::{check_reloadable, diff, Change};
 use crate::ports::{port_of, PortOpenError};
-use crate::protocol::{Changes, Flushed, Request, Response, ShowWhat, VersionInfo};
+use crate::protocol::{Changes, Flushed, Request, Response, Saved, ShowWhat, VersionInfo};
 use crate::validate::{validate, ValidationErrors};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -132,6 +132,14 @@ pub enum ControlError {
     BadMac { value: String },
     #[error("mac = {mac:?}: a static MAC of bridge {bridge:?}")]
     NoStaticMac { mac: String, bridge: String },
+    #[error("save: no path given and the switch was not started from a file")]
+    NoSavePath,
+    #[error("cannot save the running config to {path}: {source}")]
+    Save {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("edit = {edit:?}: one of {known}")]
     NoEdit { edit: String, known: String },
     /// A feature's `ctl` words that could not be read.
@@ -255,6 +263,42 @@ impl Controller {
         validate(&new)?;
         check_reloadable(&self.running, &new)?;
         Ok(diff(&self.running, &new))
+    }
+
+    /// Writes the running config as TOML to `path`, or to the file the switch runs from, through
+    /// a temporary file in the same directory renamed over it: a reader sees the old file or the
+    /// new one, never half of one. Returns the path and the size written.
+    pub fn save(&self, path: Option<PathBuf>) -> Result<Saved, ControlError> {
+        let path = path
+            .or_else(|| self.config_path.clone())
+            .ok_or(ControlError::NoSavePath)?;
+        let text = self.running.to_toml();
+        let err = |source| ControlError::Save {
+            path: path.display().to_string(),
+            source,
+        };
+        let name = path
+            .file_name()
+            .ok_or_else(|| err(std::io::Error::other("the path names no file")))?;
+        let mut tmp_name = std::ffi::OsString::from(".");
+        tmp_name.push(name);
+        tmp_name.push(format!(".tmp.{}", std::process::id()));
+        let tmp = path.with_file_name(tmp_name);
+        let write = || -> std::io::Result<()> {
+            use std::io::Write;
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &path)
+        };
+        if let Err(e) = write() {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(err(e));
+        }
+        Ok(Saved {
+            path: path.display().to_string(),
+            bytes: text.len(),
+        })
     }
 
     fn bridge_index(&self, name: &str) -> Result<usize, ControlError> {
@@ -478,6 +522,7 @@ impl Controller {
                     Ok(())
                 })
                 .and_then(Self::changed),
+            Request::Save { path } => json(self.save(path.map(PathBuf::from))?),
             Request::Edit { edit, words } => {
                 let e = crate::sections::EDITS
                     .iter()
@@ -768,6 +813,58 @@ ports = ["v0"]
         });
         assert!(r.error.unwrap().contains("bridge[0].ports[1]"));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn save_writes_the_running_config_atomically() {
+        let dir = std::env::temp_dir().join(format!("vecswitch-ctl-save-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        struct Rm(std::path::PathBuf);
+        impl Drop for Rm {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+        let _rm = Rm(dir.clone());
+        let (mut c, _) = start();
+        // Not started from a file and no path: refused, naming what is missing.
+        let r = c.handle(Request::Save { path: None });
+        assert!(r.error.unwrap().contains("no path given"));
+        // A run-time change, then save: the file reads back as the running config.
+        let r = req(&mut c, r#"{"cmd":"bridge_add","bridge":{"name":"br9"}}"#);
+        assert!(r.ok, "{r:?}");
+        let file = dir.join("saved.toml");
+        std::fs::write(&file, "old contents").unwrap();
+        let r = c.handle(Request::Save {
+            path: Some(file.display().to_string()),
+        });
+        assert!(r.ok, "{r:?}");
+        let saved: Saved = serde_json::from_value(r.data.unwrap()).unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(saved.bytes, text.len());
+        assert_eq!(&Config::from_toml(&text, "saved").unwrap(), c.running());
+        // Only the file itself is left (the temporary one was renamed over it).
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["saved.toml"]);
+        // Reloading what was saved changes nothing; a later save without a path goes there.
+        let r = c.handle(Request::Reload {
+            path: Some(file.display().to_string()),
+        });
+        assert_eq!(r.data.unwrap()["changes"], serde_json::json!([]));
+        req(&mut c, r#"{"cmd":"bridge_delete","name":"br9"}"#);
+        let r = c.handle(Request::Save { path: None });
+        assert!(r.ok, "{r:?}");
+        assert!(!std::fs::read_to_string(&file).unwrap().contains("br9"));
+        // A directory that does not exist: the error names the path and the cause.
+        let bad = dir.join("no/such/dir/x.toml");
+        let r = c.handle(Request::Save {
+            path: Some(bad.display().to_string()),
+        });
+        let e = r.error.unwrap();
+        assert!(e.contains("x.toml") && e.contains("No such file"), "{e}");
     }
 
     #[test]

@@ -206,6 +206,12 @@ pub enum Request {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         path: Option<String>,
     },
+    /// Writes the running config as TOML to `path` (absolute), or to the file the switch runs
+    /// from: a temporary file in the same directory, then renamed over it (atomic).
+    Save {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+    },
     /// A feature's config edit registered in [`crate::sections::EDITS`] (`edit` names it), with
     /// its `ctl` words: `{"cmd":"edit","edit":"mtu","words":["p0","1500","check"]}`. Goes down the
     /// same validate → diff → apply path as every change.
@@ -268,6 +274,13 @@ pub struct Changes {
     pub changes: Vec<String>,
 }
 
+/// The answer to `save`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Saved {
+    pub path: String,
+    pub bytes: usize,
+}
+
 /// The answer to `mac_flush`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Flushed {
@@ -301,6 +314,7 @@ pub const COMMANDS: &[&str] = &[
     "mac_flush",
     "reload",
     "reload_plan",
+    "save",
     "edit",
 ];
 

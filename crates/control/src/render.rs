@@ -6,7 +6,7 @@
 //! version) prints as pretty JSON.
 
 use crate::config::Config;
-use crate::protocol::{Changes, Flushed, Request, ShowWhat, VersionInfo};
+use crate::protocol::{Changes, Flushed, Request, Saved, ShowWhat, VersionInfo};
 use crate::sections::typed;
 use crate::switch_impl::XconnectInfo;
 use serde_json::Value;
@@ -420,6 +420,12 @@ pub fn render(req: &Request, data: &Value) -> String {
             typed::<Flushed>(data).map(|f| format!("{} learned entries flushed\n", f.flushed))
         }
         Request::ReloadPlan { .. } => typed::<Changes>(data).map(|c| changes(&c, "would ")),
+        Request::Save { .. } => typed::<Saved>(data).map(|s| {
+            format!(
+                "saved the running config to {} ({} bytes)\n",
+                s.path, s.bytes
+            )
+        }),
         _ if data.is_null() => Some(String::new()),
         _ => typed::<Changes>(data).map(|c| changes(&c, "")),
     };
