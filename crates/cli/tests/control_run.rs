@@ -780,3 +780,38 @@ fn ctl_finds_the_socket_through_the_environment() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["data"]["total"], 4096);
 }
+
+#[test]
+fn save_mtu_and_show_interfaces_through_ctl() {
+    let (d, sw, cfg) = start("save");
+    // A registered ctl command (the mtu feature) and a registered show.
+    let out = sw.ok("mtu p2 1500 check");
+    assert_eq!(out, "set mtu 1500 on p2 (checked)\n");
+    let table = sw.ok("show interfaces");
+    let p2 = table.lines().find(|l| l.starts_with("p2 ")).unwrap();
+    assert!(
+        p2.contains(" 1500 ") && p2.ends_with("mtu-check"),
+        "{table}"
+    );
+    let e = sw.fails("mtu p2 12");
+    assert!(
+        e.contains("mtu[0].mtu = 12") && e.contains("68 to 65535"),
+        "{e}"
+    );
+    // save: the running config (file + the ctl change) replaces the file; reloading it is a no-op.
+    let out = sw.ok("save");
+    assert!(
+        out.starts_with(&format!("saved the running config to {}", cfg.display())),
+        "{out}"
+    );
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    assert!(
+        text.contains("[[mtu]]") && text.contains("interface = \"p2\""),
+        "{text}"
+    );
+    assert_eq!(sw.ok("reload"), "no change\n");
+    // To another file.
+    let other = d.path("copy.toml");
+    sw.ok(&format!("save {}", other.display()));
+    assert_eq!(std::fs::read_to_string(&other).unwrap(), text);
+}
