@@ -61,15 +61,70 @@ fn absolute(p: &str, cwd: &Path) -> String {
     }
 }
 
-fn num<T: std::str::FromStr>(what: &str, v: &str, accepted: &str) -> Result<T, String> {
-    v.parse().map_err(|_| format!("{what} = {v:?}: {accepted}"))
+/// `ctl` words that do not make a request; each names what was given and what is accepted.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// Wrong number of words.
+    #[error("`{given}`: expected `{usage}`")]
+    Usage { given: String, usage: &'static str },
+    /// A value that does not parse (`N = "many": a packet count`).
+    #[error("{what} = {value:?}: {accepted}")]
+    Value {
+        what: &'static str,
+        value: String,
+        accepted: &'static str,
+    },
+    /// A word that is not one of the accepted ones (`show "x": one of ...`).
+    #[error("{cmd} {word:?}: {accepted}")]
+    Choice {
+        cmd: &'static str,
+        word: String,
+        accepted: String,
+    },
+    /// A word of a command's arguments that is refused (`port add: "x": a KEY=VALUE pair`).
+    #[error("{cmd}: {word:?}: {accepted}")]
+    Word {
+        cmd: &'static str,
+        word: String,
+        accepted: &'static str,
+    },
+    #[error("port add: {key}: given as NAME and TYPE already")]
+    PortKeyTwice { key: String },
+    /// The `KEY=VALUE` pairs do not make a `[[port]]` table (serde names the key and value).
+    #[error("port add: {0}")]
+    PortTable(String),
+    #[error("bridge add: {opt} needs a value")]
+    MissingValue { opt: &'static str },
+    #[error("`{given}`: only `show bridge` and `show mac` take one more word (a bridge name)")]
+    ShowArgument { given: String },
+    #[error("unknown command `{0}`")]
+    Unknown(String),
 }
 
-fn arity(w: &[&str], n: usize, usage: &str) -> Result<(), String> {
+fn num<T: std::str::FromStr>(
+    what: &'static str,
+    v: &str,
+    accepted: &'static str,
+) -> Result<T, CommandError> {
+    v.parse().map_err(|_| CommandError::Value {
+        what,
+        value: v.to_string(),
+        accepted,
+    })
+}
+
+fn arity(w: &[&str], n: usize, usage: &'static str) -> Result<(), CommandError> {
     if w.len() == n {
         Ok(())
     } else {
-        Err(format!("`{}`: expected `{usage}`", w.join(" ")))
+        Err(usage_error(w, usage))
+    }
+}
+
+fn usage_error(w: &[&str], usage: &'static str) -> CommandError {
+    CommandError::Usage {
+        given: w.join(" "),
+        usage,
     }
 }
 
@@ -84,30 +139,32 @@ fn toml_value(v: &str) -> toml::Value {
     }
 }
 
-fn port_add(w: &[&str]) -> Result<Request, String> {
+fn port_add(w: &[&str]) -> Result<Request, CommandError> {
     if w.len() < 4 {
-        return Err("`port add`: expected `port add NAME TYPE [KEY=VALUE ...]`".into());
+        return Err(usage_error(&w[..2], "port add NAME TYPE [KEY=VALUE ...]"));
     }
     let mut t = toml::map::Map::new();
     t.insert("name".into(), toml::Value::String(w[2].into()));
     t.insert("type".into(), toml::Value::String(w[3].into()));
     for kv in &w[4..] {
-        let (k, v) = kv.split_once('=').ok_or_else(|| {
-            format!("port add: {kv:?}: a KEY=VALUE pair, e.g. socket=/run/m.sock")
+        let (k, v) = kv.split_once('=').ok_or_else(|| CommandError::Word {
+            cmd: "port add",
+            word: kv.to_string(),
+            accepted: "a KEY=VALUE pair, e.g. socket=/run/m.sock",
         })?;
         if k == "name" || k == "type" {
-            return Err(format!("port add: {k}: given as NAME and TYPE already"));
+            return Err(CommandError::PortKeyTwice { key: k.to_string() });
         }
         t.insert(k.to_string(), toml_value(v));
     }
     let port = PortConfig::deserialize(toml::Value::Table(t))
-        .map_err(|e| format!("port add: {}", e.to_string().trim()))?;
+        .map_err(|e| CommandError::PortTable(e.to_string().trim().to_string()))?;
     Ok(Request::PortAdd { port })
 }
 
-fn bridge_add(w: &[&str]) -> Result<Request, String> {
+fn bridge_add(w: &[&str]) -> Result<Request, CommandError> {
     if w.len() < 3 {
-        return Err("`bridge add`: expected `bridge add NAME [options]`".into());
+        return Err(usage_error(&w[..2], "bridge add NAME [options]"));
     }
     let mut b = BridgeConfig::new(w[2]);
     let mut i = 3;
@@ -117,8 +174,15 @@ fn bridge_add(w: &[&str]) -> Result<Request, String> {
             "--no-forward" => b.forward = false,
             "--no-flood" => b.flood = false,
             "--no-uu-flood" => b.uu_flood = false,
-            opt @ ("--mac-age" | "--mac-limit") => {
-                let v = w.get(i + 1).ok_or_else(|| format!("bridge add: {opt} needs a value"))?;
+            flag @ ("--mac-age" | "--mac-limit") => {
+                let opt = if flag == "--mac-age" {
+                    "--mac-age"
+                } else {
+                    "--mac-limit"
+                };
+                let v = w
+                    .get(i + 1)
+                    .ok_or(CommandError::MissingValue { opt })?;
                 if opt == "--mac-age" {
                     b.mac_age = num("--mac-age", v, "seconds, 0..=4294967295 (0 = never age)")?;
                 } else {
@@ -127,9 +191,11 @@ fn bridge_add(w: &[&str]) -> Result<Request, String> {
                 i += 1;
             }
             other => {
-                return Err(format!(
-                    "bridge add: {other:?}: one of --no-learn, --no-forward, --no-flood, --no-uu-flood, --mac-age S, --mac-limit N"
-                ))
+                return Err(CommandError::Word {
+                    cmd: "bridge add",
+                    word: other.to_string(),
+                    accepted: "one of --no-learn, --no-forward, --no-flood, --no-uu-flood, --mac-age S, --mac-limit N",
+                })
             }
         }
         i += 1;
@@ -137,7 +203,7 @@ fn bridge_add(w: &[&str]) -> Result<Request, String> {
     Ok(Request::BridgeAdd { bridge: b })
 }
 
-fn show(w: &[&str]) -> Result<Request, String> {
+fn show(w: &[&str]) -> Result<Request, CommandError> {
     let word = w.get(1).copied().unwrap_or("");
     let what = match word {
         "port" => Some(ShowWhat::Ports),
@@ -152,22 +218,21 @@ fn show(w: &[&str]) -> Result<Request, String> {
                 .map(|s| ShowWhat::Feature(s.word))
         }),
     }
-    .ok_or_else(|| format!("show {word:?}: one of {}", ShowWhat::all()))?;
+    .ok_or_else(|| CommandError::Choice {
+        cmd: "show",
+        word: word.to_string(),
+        accepted: format!("one of {}", ShowWhat::all()),
+    })?;
     let bridge = match (what, w.len()) {
         (_, 2) => None,
         (ShowWhat::Bridge | ShowWhat::Mac, 3) => Some(w[2].to_string()),
-        _ => {
-            return Err(format!(
-                "`{}`: only `show bridge` and `show mac` take one more word (a bridge name)",
-                w.join(" ")
-            ))
-        }
+        _ => return Err(CommandError::ShowArgument { given: w.join(" ") }),
     };
     Ok(Request::Show { what, bridge })
 }
 
 /// Parses the command words. `cwd` resolves relative file paths.
-pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, String> {
+pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, CommandError> {
     let w: Vec<&str> = words.iter().map(String::as_str).collect();
     let first = w.first().copied().unwrap_or("");
     let second = w.get(1).copied().unwrap_or("");
@@ -184,7 +249,7 @@ pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, String> {
         ("capture", "stop") if w.len() == 3 => Ok(Request::CaptureStop { port: w[2].into() }),
         ("capture", _) => {
             if w.len() != 3 && w.len() != 4 {
-                return Err("`capture`: expected `capture PORT FILE [COUNT]`".into());
+                return Err(usage_error(&w[..1], "capture PORT FILE [COUNT]"));
             }
             let count = w
                 .get(3)
@@ -219,7 +284,11 @@ pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, String> {
             match w[2] {
                 "add" => Ok(Request::BridgeMemberAdd { bridge, port }),
                 "del" | "delete" | "remove" => Ok(Request::BridgeMemberRemove { bridge, port }),
-                other => Err(format!("bridge member {other:?}: add or del")),
+                other => Err(CommandError::Choice {
+                    cmd: "bridge member",
+                    word: other.to_string(),
+                    accepted: "add or del".into(),
+                }),
             }
         }
         ("xconnect", "add") => {
@@ -263,34 +332,34 @@ pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, String> {
                 bridge: w[2].into(),
                 port: Some(w[3].into()),
             }),
-            _ => Err("`mac flush`: expected `mac flush BRIDGE [PORT]`".into()),
+            _ => Err(usage_error(&w[..2], "mac flush BRIDGE [PORT]")),
         },
         ("reload", "--dry-run") => match w.len() {
             2 => Ok(Request::ReloadPlan { path: None }),
             3 => Ok(Request::ReloadPlan {
                 path: Some(absolute(w[2], cwd)),
             }),
-            _ => Err("`reload --dry-run`: expected `reload --dry-run [FILE]`".into()),
+            _ => Err(usage_error(&w[..2], "reload --dry-run [FILE]")),
         },
         ("reload", _) => match w.len() {
             1 => Ok(Request::Reload { path: None }),
             2 => Ok(Request::Reload {
                 path: Some(absolute(w[1], cwd)),
             }),
-            _ => Err("`reload`: expected `reload [FILE]`".into()),
+            _ => Err(usage_error(&w[..1], "reload [FILE]")),
         },
         ("save", _) => match w.len() {
             1 => Ok(Request::Save { path: None }),
             2 => Ok(Request::Save {
                 path: Some(absolute(w[1], cwd)),
             }),
-            _ => Err("`save`: expected `save [FILE]`".into()),
+            _ => Err(usage_error(&w[..1], "save [FILE]")),
         },
         (name, _) if crate::sections::EDITS.iter().any(|e| e.name == name) => Ok(Request::Edit {
             edit: name.to_string(),
             words: w[1..].iter().map(|s| s.to_string()).collect(),
         }),
-        _ => Err(format!("unknown command `{}`", w.join(" "))),
+        _ => Err(CommandError::Unknown(w.join(" "))),
     }
 }
 
@@ -301,7 +370,7 @@ mod tests {
 
     fn p(s: &str) -> Result<Request, String> {
         let words: Vec<String> = s.split_whitespace().map(String::from).collect();
-        parse_words(&words, Path::new("/home/u"))
+        parse_words(&words, Path::new("/home/u")).map_err(|e| e.to_string())
     }
 
     #[test]

@@ -162,7 +162,7 @@ check = true
 
     fn ctl(c: &mut Controller, line: &str) -> Result<serde_json::Value, String> {
         let words: Vec<String> = line.split_whitespace().map(String::from).collect();
-        let req = parse_words(&words, std::path::Path::new("/"))?;
+        let req = parse_words(&words, std::path::Path::new("/")).map_err(|e| e.to_string())?;
         let r = c.handle(req);
         if r.ok {
             Ok(r.data.unwrap_or_default())
