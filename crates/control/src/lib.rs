@@ -1,12 +1,13 @@
-//! The control plane: the declarative config ([`config::Config`], TOML), its whole-config
-//! validation ([`validate::validate`]), the diff between a running config and a new one
-//! ([`diff::diff`] → [`diff::Change`]s), its all-or-nothing application onto a dataplane
-//! ([`apply::apply_changes`] through the [`apply::Dataplane`] trait, implemented for the switch in
-//! [`switch_impl`]), the one place ports are opened from config ([`ports::open_port`]), the
+//! The control plane: the declarative config ([`config::Config`], TOML; each section's serde type
+//! is its feature's own config type), its whole-config validation ([`validate::validate`]), the
+//! generic diff between a running config and a new one over the sections' config objects
+//! ([`diff::diff`] → [`diff::Change`]s), their all-or-nothing application onto the switch
+//! ([`apply::apply_changes`]), the registration point of features' sections, shows and `ctl`
+//! commands ([`sections`]), the one place ports are opened from config ([`ports::open_port`]), the
 //! [`controller::Controller`] that owns the running config and answers requests, the control
 //! socket's JSON-lines protocol ([`protocol::Request`] / [`protocol::Response`]), the socket server
 //! and client ([`server`]), the vppctl-like command words of `vecswitch ctl` ([`command`]) and the
-//! plain-text tables it prints ([`render`]).
+//! plain-text tables it prints from the switch's typed answers ([`render`]).
 //!
 //! Every change, from a config file or from a socket request, goes the same way: edit a copy of the
 //! running config, validate it whole, diff it against the running one, apply the changes on the

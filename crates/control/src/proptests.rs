@@ -47,7 +47,8 @@ fn port(i: usize, kind: u8, admin_up: bool, ring: u32) -> PortConfig {
 }
 
 /// Configs over four port names: each port present or not, of either type, up or down, in at most
-/// one service; up to two bridges with random settings and static MACs; some xconnects.
+/// one service; up to two bridges with random settings and static MACs; some xconnects; MTU
+/// entries (`[[mtu]]`) on some ports.
 fn arb_config() -> impl Strategy<Value = Config> {
     (
         proptest::collection::vec(
@@ -62,75 +63,92 @@ fn arb_config() -> impl Strategy<Value = Config> {
         proptest::collection::vec(0u8..5, 4), // service per port: 0 none, 1 bridge b0, 2 bridge b1, 3 xconnect, 4 none
         (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
         proptest::collection::vec((0usize..4, 0u8..3), 0..3), // static macs: (port, mac)
-        any::<bool>(),
+        (any::<bool>(), proptest::collection::vec(0u8..4, 4)), // bidir; mtu per port: 0 none, 1..3
     )
-        .prop_map(|(ports, services, (b0, b1, learn, flood), macs, bidir)| {
-            let mut c = Config::default();
-            let mut present = Vec::new();
-            for (i, (on, kind, up, ring)) in ports.into_iter().enumerate() {
-                if on {
-                    c.ports.push(port(i, kind, up, ring));
-                    present.push(i);
+        .prop_map(
+            |(ports, services, (b0, b1, learn, flood), macs, (bidir, mtus))| {
+                let mut c = Config::default();
+                let mut present = Vec::new();
+                for (i, (on, kind, up, ring)) in ports.into_iter().enumerate() {
+                    if on {
+                        c.ports.push(port(i, kind, up, ring));
+                        present.push(i);
+                    }
                 }
-            }
-            let mut bridges = [
-                BridgeConfig {
-                    learn,
-                    ..BridgeConfig::new("b0")
-                },
-                BridgeConfig {
-                    flood,
-                    mac_age: if learn { 0 } else { 300 },
-                    ..BridgeConfig::new("b1")
-                },
-            ];
-            let mut xc = Vec::new();
-            for &i in &present {
-                match services[i] {
-                    1 => bridges[0].ports.push(PORTS[i].into()),
-                    2 => bridges[1].ports.push(PORTS[i].into()),
-                    3 => xc.push(PORTS[i].to_string()),
-                    _ => {}
+                let mut bridges = [
+                    BridgeConfig {
+                        learn,
+                        ..BridgeConfig::new("b0")
+                    },
+                    BridgeConfig {
+                        flood,
+                        mac_age: if learn { 0 } else { 300 },
+                        ..BridgeConfig::new("b1")
+                    },
+                ];
+                let mut xc = Vec::new();
+                for &i in &present {
+                    match services[i] {
+                        1 => bridges[0].ports.push(PORTS[i].into()),
+                        2 => bridges[1].ports.push(PORTS[i].into()),
+                        3 => xc.push(PORTS[i].to_string()),
+                        _ => {}
+                    }
                 }
-            }
-            // Cross-connect the xconnect ports in pairs.
-            for pair in xc.chunks(2) {
-                if let [a, b] = pair {
-                    c.xconnects.push(XconnectConfig {
-                        ports: Some(vec![a.clone(), b.clone()]),
-                        bidirectional: bidir,
-                        from: None,
-                        to: None,
-                    });
+                // Cross-connect the xconnect ports in pairs.
+                for pair in xc.chunks(2) {
+                    if let [a, b] = pair {
+                        c.xconnects.push(XconnectConfig {
+                            ports: Some(vec![a.clone(), b.clone()]),
+                            bidirectional: bidir,
+                            from: None,
+                            to: None,
+                        });
+                    }
                 }
-            }
-            for (i, m) in macs {
-                for b in bridges.iter_mut() {
-                    if b.ports.iter().any(|p| p == PORTS[i]) {
-                        let mac = format!("02:00:00:00:00:0{m}").parse().unwrap();
-                        if !b.static_mac.iter().any(|s| s.mac == mac) {
-                            b.static_mac.push(StaticMacConfig {
-                                mac,
-                                port: PORTS[i].into(),
-                            });
+                for (i, m) in macs {
+                    for b in bridges.iter_mut() {
+                        if b.ports.iter().any(|p| p == PORTS[i]) {
+                            let mac = format!("02:00:00:00:00:0{m}").parse().unwrap();
+                            if !b.static_mac.iter().any(|s| s.mac == mac) {
+                                b.static_mac.push(StaticMacConfig {
+                                    mac,
+                                    port: PORTS[i].into(),
+                                });
+                            }
                         }
                     }
                 }
-            }
-            if b0 {
-                c.bridges.push(bridges[0].clone());
-            }
-            if b1 {
-                c.bridges.push(bridges[1].clone());
-            }
-            c
-        })
+                if b0 {
+                    c.bridges.push(bridges[0].clone());
+                }
+                if b1 {
+                    c.bridges.push(bridges[1].clone());
+                }
+                for &i in &present {
+                    if mtus[i] > 0 {
+                        c.mtu.push(vecswitch_switch::mtu::MtuConfig {
+                            interface: PORTS[i].into(),
+                            mtu: if mtus[i] == 1 { 1500 } else { 9000 },
+                            check: mtus[i] != 2,
+                        });
+                    }
+                }
+                c
+            },
+        )
         .prop_filter("valid", |c| validate(c).is_ok())
 }
 
-/// The switch's state without port identities.
+/// The switch's state without port identities (MTUs and output features per interface too).
 fn shape(sw: &Switch) -> String {
-    format!("{} {:?}", snapshot(sw, false), xconnects(sw))
+    let mut ifs: Vec<String> = sw
+        .show_interfaces()
+        .into_iter()
+        .map(|i| format!("{}:{}:{:?}", i.name, i.mtu, i.output_features))
+        .collect();
+    ifs.sort();
+    format!("{} {:?} {ifs:?}", snapshot(sw, false), xconnects(sw))
 }
 
 fn build(c: &Config) -> Switch {
