@@ -150,6 +150,34 @@ fn ports(ps: &[PortInfo]) -> String {
     t.render()
 }
 
+/// An interface kind as `TYPE (KEY VALUE, ...)` from its serde form (`main (port 0)`), so that a
+/// new kind (a sub-interface, a bond) prints without a change here.
+fn kind(k: &InterfaceKind) -> String {
+    match serde_json::to_value(k) {
+        Ok(Value::Object(m)) => {
+            let ty = m
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_string();
+            let rest: Vec<String> = m
+                .iter()
+                .filter(|(k, _)| *k != "type")
+                .map(|(k, v)| match v {
+                    Value::String(s) => format!("{k} {s}"),
+                    v => format!("{k} {v}"),
+                })
+                .collect();
+            if rest.is_empty() {
+                ty
+            } else {
+                format!("{ty} ({})", rest.join(", "))
+            }
+        }
+        _ => "?".into(),
+    }
+}
+
 /// `show interfaces` (registered in [`crate::sections::SHOWS`]).
 pub fn interfaces(is: &[InterfaceInfo]) -> String {
     let mut t = Table::new(&[
@@ -178,9 +206,7 @@ pub fn interfaces(is: &[InterfaceInfo]) -> String {
         t.row(vec![
             i.name.clone(),
             i.index.to_string(),
-            match i.kind {
-                InterfaceKind::Main { port } => format!("main (port {port})"),
-            },
+            kind(&i.kind),
             if i.admin_up { "up" } else { "down" }.into(),
             i.mac.clone(),
             i.mtu.to_string(),

@@ -200,7 +200,10 @@ check = true
         let head = text.lines().next().unwrap();
         let end = head.find(" MTU").unwrap() + " MTU".len();
         let p0 = text.lines().nth(1).unwrap();
-        assert!(p0.starts_with("p0 "), "{text}");
+        assert!(
+            p0.starts_with("p0 ") && p0.contains(" main (port 0) "),
+            "{text}"
+        );
         assert_eq!(p0[..end].rsplit(' ').next(), Some("1500"), "{text}");
         assert!(p0.ends_with("mtu-check"), "{text}");
         // The registered ctl command: an edit of the running config, applied in place.
