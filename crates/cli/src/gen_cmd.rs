@@ -493,11 +493,85 @@ fn summary(a: &RunArgs, r: &TrialReport) -> String {
             );
         }
     }
+    o += &lateness_line(r);
+    o += &limit_line(a, r);
     if r.tester_limited {
         o += "TESTER-LIMITED: the generator did not offer the intended load; loss figures are not the DUT's alone\n";
         for m in &r.tester_limited_reasons {
             o += &format!("    {m}\n");
         }
+    }
+    o
+}
+
+/// The generator's lateness against its pacing schedule (METHODOLOGY.md, "When the tester is
+/// late"): largest gap between two sends, slots dropped as late, time spent behind.
+fn lateness_line(r: &TrialReport) -> String {
+    let l = &r.lateness;
+    format!(
+        "lateness: largest gap {}, {} late slots dropped in {} pauses, {} behind by more than the \
+         {} threshold (worst {}); generator {:.1} % idle\n",
+        fmt_ns(l.max_gap_ns),
+        l.slots_dropped,
+        l.late_events,
+        fmt_ns(l.time_behind_ns),
+        fmt_ns(l.threshold_ns),
+        fmt_ns(l.max_behind_ns),
+        r.idle_fraction() * 100.0
+    )
+}
+
+/// The trial's limit label as the lab gives it ([`vecswitch_lab::TrialLimit`], judged by
+/// `vecswitch_testbed::measurer::trial_result_with` without device counters): tester late, tester CPU,
+/// tester rx, back-pressure, or not limited. memif ports judge refusals as the device's (its
+/// receive ring refused them, as a NIC would drop them). A trial at the maximum rate has no
+/// intended load to judge against.
+fn limit_line(a: &RunArgs, r: &TrialReport) -> String {
+    let (Some(intended), true) = (r.intended, r.rate != Rate::Max) else {
+        return "limit: none judged (no intended rate: --rate max)\n".into();
+    };
+    let secs = match r.length {
+        TrialLength::Duration(d) => d.as_secs_f64(),
+        TrialLength::Count(_) => match r.rate {
+            Rate::Pps(fps) => {
+                let per_port = intended as f64
+                    / r.ports
+                        .iter()
+                        .filter(|p| p.intended.is_some())
+                        .count()
+                        .max(1) as f64;
+                per_port / fps
+            }
+            _ => return "limit: none judged (a counted trial without a frame rate)\n".into(),
+        },
+    };
+    if secs <= 0.0 {
+        return String::new();
+    }
+    let memif = a.ports.ports.iter().all(|p| p.starts_with("memif:"));
+    let judging = vecswitch_testbed::measurer::Judging {
+        tolerance: a.tolerance,
+        backpressure_is_dut: memif,
+    };
+    let load = vecswitch_lab::Load::fps(intended as f64 / secs);
+    let t = vecswitch_testbed::measurer::trial_result_with(
+        load,
+        Duration::from_secs_f64(secs),
+        r,
+        judging,
+    );
+    let mut o = format!("limit: {}\n", t.limit);
+    if let Some(acc) = &t.accounting {
+        o += &format!(
+            "    frames: intended {}, not sent {}, sent {}, refused by the device {}, dropped at the tester's rx {}, received {}, unexplained {}\n",
+            acc.intended,
+            acc.not_sent,
+            acc.sent,
+            acc.refused_by_device,
+            acc.dropped_at_tester_rx.map_or("?".into(), |d| d.to_string()),
+            acc.received,
+            acc.unexplained
+        );
     }
     o
 }
@@ -618,6 +692,44 @@ mod tests {
             out.contains("stream s0 (0 -> 1): tx 1200 rx 1200 lost 0"),
             "{out}"
         );
+        assert!(out.contains("lateness: largest gap "), "{out}");
+        assert!(
+            out.contains("limit: none judged (no intended rate"),
+            "{out}"
+        );
+        // Paced: the lab's label and frame split (whatever the machine's load made of it).
+        let paced = T::try_parse_from([
+            "t",
+            "--port",
+            &format!("memif:{sock}:0:server"),
+            "--port",
+            &format!("memif:{sock}:0:client"),
+            "--rate",
+            "20kpps",
+            "--duration",
+            "200ms",
+        ])
+        .unwrap()
+        .a;
+        let r = run_report(&paced).unwrap();
+        let out = summary(&paced, &r);
+        let limit = out
+            .lines()
+            .find(|l| l.starts_with("limit: "))
+            .unwrap_or_else(|| panic!("{out}"));
+        let label = vecswitch_testbed::measurer::trial_result_with(
+            vecswitch_lab::Load::fps(20_000.0),
+            Duration::from_millis(200),
+            &r,
+            vecswitch_testbed::measurer::Judging {
+                tolerance: paced.tolerance,
+                backpressure_is_dut: true,
+            },
+        )
+        .limit;
+        assert_eq!(limit, format!("limit: {label}"));
+        assert!(out.contains("frames: intended 4000, not sent "), "{out}");
+        assert!(out.contains("lateness: largest gap "), "{out}");
     }
 
     fn args(v: &[&str]) -> RunArgs {

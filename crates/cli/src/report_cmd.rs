@@ -3,10 +3,15 @@
 //! ```text
 //! vecswitch report html|md|csv RESULTS.json [-o FILE]
 //! vecswitch report compare A.json B.json [--threshold PCT]
+//! vecswitch report agree A.json B.json [--tolerance PCT]
 //! ```
 //!
 //! Rendering writes to stdout unless `-o` names a file. `compare` prints what regressed from A to
 //! B beyond the threshold (default 5 %) and exits non-zero when anything did, so CI can gate on it.
+//! `agree` asks whether two runs of the same suite (two `make demo` runs) give the same headline
+//! figures: per cell (MLRsearch NDR/PDR lower bound, throughput) the ratio B/A, flagged outside
+//! ±tolerance (default 10 %) or when the repeated searches' intervals do not overlap, plus the
+//! rankings that flipped; it exits non-zero when any cell disagrees (`vecswitch_lab::report::agree`).
 
 use std::path::{Path, PathBuf};
 
@@ -30,6 +35,19 @@ enum Cmd {
     Csv(RenderArgs),
     /// List what regressed from A to B.
     Compare(CompareArgs),
+    /// Do two runs of the same suite agree on every headline figure?
+    Agree(AgreeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct AgreeArgs {
+    /// First run's results.
+    a: PathBuf,
+    /// Second run's results.
+    b: PathBuf,
+    /// Percent by which two figures may differ and still agree.
+    #[arg(long, default_value_t = 10.0)]
+    tolerance: f64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -58,7 +76,38 @@ pub fn main(args: Args) -> anyhow::Result<()> {
         Cmd::Md(a) => render(&a, report::markdown::render),
         Cmd::Csv(a) => render(&a, report::csv::render),
         Cmd::Compare(a) => compare(&a),
+        Cmd::Agree(a) => agree(&a),
     }
+}
+
+fn agree(a: &AgreeArgs) -> anyhow::Result<()> {
+    if !(a.tolerance.is_finite() && a.tolerance >= 0.0) {
+        bail!(
+            "invalid --tolerance {}: expected a percentage >= 0",
+            a.tolerance
+        );
+    }
+    let (ra, rb) = (load(&a.a)?, load(&a.b)?);
+    let g = report::agree(&ra, &rb, a.tolerance / 100.0);
+    out!("{}", g.render());
+    if g.cells.is_empty() {
+        bail!(
+            "no headline cell in both {} and {} (not runs of the same suite?)",
+            a.a.display(),
+            a.b.display()
+        );
+    }
+    if !g.all_agree() {
+        bail!(
+            "{} of {} headline cells disagree beyond ±{}% or by their intervals; {} ranking(s) \
+             flipped",
+            g.cells.len() - g.agreeing(),
+            g.cells.len(),
+            a.tolerance,
+            g.flips.len()
+        );
+    }
+    Ok(())
 }
 
 fn load(path: &Path) -> anyhow::Result<RunResults> {
@@ -161,6 +210,36 @@ mod tests {
         ])
         .unwrap_err();
         assert!(e.to_string().contains("regressed by more than 0.1%"), "{e}");
+    }
+
+    #[test]
+    fn agree_on_two_result_files() {
+        let dir = Scratch::new("agree");
+        let a = vecswitch_lab::demo::simulated_run(1, vec!["test".into()]).unwrap();
+        a.save(Path::new(&dir.path("a.json"))).unwrap();
+        // A run agrees with itself.
+        run(&["agree", &dir.path("a.json"), &dir.path("a.json")]).unwrap();
+        // Every headline figure of B 20 % lower: all disagree at ±10 %, none at ±25 %.
+        let mut b = a.clone();
+        for t in b.tests.iter_mut() {
+            if let vecswitch_lab::results::Outcome::Mlrsearch(r) = &mut t.outcome {
+                for g in r.goals.iter_mut() {
+                    g.relevant_lower_bound_fps = g.relevant_lower_bound_fps.map(|x| x * 0.8);
+                }
+                r.repeated = None;
+            }
+        }
+        b.save(Path::new(&dir.path("b.json"))).unwrap();
+        let e = run(&["agree", &dir.path("a.json"), &dir.path("b.json")]).unwrap_err();
+        assert!(e.to_string().contains("disagree beyond ±10%"), "{e}");
+        run(&[
+            "agree",
+            &dir.path("a.json"),
+            &dir.path("b.json"),
+            "--tolerance",
+            "25",
+        ])
+        .unwrap();
     }
 
     #[test]

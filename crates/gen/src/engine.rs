@@ -91,6 +91,11 @@ pub struct TrialSpec {
     /// burst ([`Pacer::with_late_threshold`]); counted as not sent. The largest backlog the
     /// generator ever sends at once is thus one batch or this much of the schedule.
     pub late_threshold: Duration,
+    /// Per-interval statistics of the measured phase (a soak): the stream runs on unchanged, and
+    /// at every multiple of this interval the generator notes where each stream's sequence
+    /// numbers stand; each received frame is charged to the interval it was *sent* in, whenever
+    /// it arrives ([`TrialReport::intervals`]). `None`: no intervals.
+    pub interval: Option<Duration>,
 }
 
 impl TrialSpec {
@@ -108,6 +113,7 @@ impl TrialSpec {
             link_timeout: Duration::from_secs(5),
             stall_timeout: Duration::from_secs(1),
             late_threshold: Duration::from_micros(200),
+            interval: None,
         }
     }
 }
@@ -225,6 +231,32 @@ pub struct TrialReport {
     /// The generator could not offer the intended load (see `tester_limited_reasons`).
     pub tester_limited: bool,
     pub tester_limited_reasons: Vec<String>,
+    /// Per-interval statistics when the spec asked for them ([`TrialSpec::interval`]), in order.
+    /// Each interval's frames sent, refused and received (and their latency) add up to the
+    /// trial's: a frame is charged to the interval it was sent in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<IntervalReport>,
+}
+
+/// One interval of a trial with [`TrialSpec::interval`].
+#[derive(Debug, Clone, Serialize)]
+pub struct IntervalReport {
+    pub index: usize,
+    /// Schedule slots dropped as late in this interval, over all ports.
+    pub slots_dropped: u64,
+    /// Per stream, in the trial's stream order.
+    pub streams: Vec<IntervalStream>,
+}
+
+/// One stream in one interval.
+#[derive(Debug, Clone, Serialize)]
+pub struct IntervalStream {
+    /// Frames sent in the interval (sequence numbers `[first_seq, first_seq + tx)`).
+    pub first_seq: u64,
+    pub tx: u64,
+    pub tx_refused: u64,
+    /// Those frames received (whenever they arrived), their latency.
+    pub rx: StreamRx,
 }
 
 impl TrialReport {
@@ -295,6 +327,10 @@ struct RunStream {
     wrong_port: u64,
     /// Whether some of the stream's frames carry the compact signature.
     sends_compact: bool,
+    /// Per-interval statistics ([`TrialSpec::interval`]): where each interval began (sequence
+    /// number, refused count), and the analysis of the frames sent in it.
+    iv_start: Vec<(u64, u64)>,
+    iv_an: Vec<StreamAnalyzer>,
 }
 
 /// Per-port run state.
@@ -360,6 +396,10 @@ pub struct Generator {
     /// Busy and idle time of the current phase's send loop.
     busy_ns: u64,
     idle_ns: u64,
+    /// Interval length and the next boundary of the measured phase (None: no intervals), and the
+    /// late slots dropped over all ports when each interval began.
+    iv: Option<(u64, u64)>,
+    iv_late: Vec<u64>,
 }
 
 impl std::fmt::Debug for Generator {
@@ -399,6 +439,8 @@ impl Generator {
             phase_start_ns: 0,
             busy_ns: 0,
             idle_ns: 0,
+            iv: None,
+            iv_late: Vec::new(),
         })
     }
 
@@ -488,6 +530,8 @@ impl Generator {
                 an: StreamAnalyzer::new(),
                 wrong_port: 0,
                 sends_compact,
+                iv_start: Vec::new(),
+                iv_an: Vec::new(),
             });
         }
         if spec.burst == 0 {
@@ -534,9 +578,7 @@ impl Generator {
                 spec.stall_timeout,
             );
             let drain_end = self.clock.now_ns() + spec.drain.as_nanos() as u64;
-            while self.clock.now_ns() < drain_end {
-                self.poll_rx(&mut ports, &mut streams);
-            }
+            self.drain(&mut ports, &mut streams, drain_end, false);
             for s in streams.iter_mut() {
                 s.next_seq = 0;
                 s.refused = 0;
@@ -585,6 +627,17 @@ impl Generator {
         }
         self.busy_ns = 0;
         self.idle_ns = 0;
+        self.iv = None;
+        self.iv_late.clear();
+        if let (Some(iv), Some(_)) = (spec.interval, end) {
+            let iv_ns = (iv.as_nanos() as u64).max(1);
+            self.iv = Some((iv_ns, start + iv_ns));
+            self.iv_late.push(0);
+            for s in streams.iter_mut() {
+                s.iv_start = vec![(0, 0)];
+                s.iv_an = vec![StreamAnalyzer::new()];
+            }
+        }
         let stalled = self.send_phase(&mut ports, &mut streams, false, end, spec.stall_timeout);
         let tx_done = self.clock.now_ns();
 
@@ -597,14 +650,7 @@ impl Generator {
         );
         let drain_start = self.clock.now_ns();
         let drain_end = drain_start + spec.drain.as_nanos() as u64;
-        loop {
-            let got = self.poll_rx(&mut ports, &mut streams);
-            let all_in = streams.iter().all(|s| s.an.rx_unique() >= s.next_seq);
-            let now = self.clock.now_ns();
-            if now >= drain_end || (all_in && got == 0) {
-                break;
-            }
-        }
+        self.drain(&mut ports, &mut streams, drain_end, true);
         let drain_seconds = (self.clock.now_ns() - drain_start) as f64 / 1e9;
         self.progress
             .set(Phase::Idle, tx_total, ports.iter().map(|p| p.rx_ours).sum());
@@ -626,6 +672,59 @@ impl Generator {
             ));
         }
         Ok(report)
+    }
+
+    /// At an interval boundary of the measured phase ([`TrialSpec::interval`]): notes where every
+    /// stream's sequence numbers and refusals stand and the late slots dropped so far, and starts
+    /// the next interval's analysis. The stream is not touched.
+    fn interval_boundary(&mut self, now: u64, ports: &[RunPort], streams: &mut [RunStream]) {
+        let Some((iv_ns, next)) = self.iv else {
+            return;
+        };
+        if now < next {
+            return;
+        }
+        self.iv = Some((iv_ns, next + iv_ns));
+        let late: u64 = ports
+            .iter()
+            .filter_map(|p| p.pacer.as_ref())
+            .map(|q| q.lateness().slots_dropped)
+            .sum();
+        self.iv_late.push(late);
+        for s in streams.iter_mut() {
+            s.iv_start.push((s.next_seq, s.refused));
+            s.iv_an.push(StreamAnalyzer::new());
+        }
+    }
+
+    /// The drain: receives until `end` (or, with `until_all_in`, until every frame sent has
+    /// arrived), and keeps handing the ports' transmit rings to the kernel meanwhile
+    /// ([`Port::poll_control`]). A kernel port (AF_XDP, AF_PACKET) that the path back-pressured
+    /// at the end of the send phase still holds frames the generator placed in its transmit ring
+    /// (counted as sent): the kernel takes them only when the port kicks it. Without these kicks
+    /// they were never transmitted and showed up as unexplained loss (up to a ring's worth,
+    /// ~1,800 frames per trial behind a tc tbf shaper; issue 7 item 3).
+    fn drain(
+        &mut self,
+        ports: &mut [RunPort],
+        streams: &mut [RunStream],
+        end: u64,
+        until_all_in: bool,
+    ) {
+        let mut iter: u32 = 0;
+        loop {
+            let got = self.poll_rx(ports, streams);
+            if got == 0 || iter & 63 == 0 {
+                for p in self.ports.iter_mut() {
+                    p.poll_control();
+                }
+            }
+            iter = iter.wrapping_add(1);
+            let all_in = streams.iter().all(|s| s.an.rx_unique() >= s.next_seq);
+            if self.clock.now_ns() >= end || (until_all_in && all_in && got == 0) {
+                break;
+            }
+        }
     }
 
     /// Receives without sending: until nothing has arrived for `quiet` (and at least `min` has
@@ -707,6 +806,9 @@ impl Generator {
             }
             if end.is_some_and(|e| now >= e) {
                 return false;
+            }
+            if !warmup {
+                self.interval_boundary(now, ports, streams);
             }
             if refusing_since.is_some_and(|t| now.saturating_sub(t) > stall_ns) {
                 return true;
@@ -897,6 +999,17 @@ impl Generator {
                         let seq = signature::extend(sig.seq as u64, bits, s.an.next_expected());
                         // Frame size as RFC 2544 counts it: bytes on the link + FCS.
                         s.an.record(seq, tx_ns, rx_ns, len + crate::size::FCS_LEN, s.next_seq);
+                        if !s.iv_an.is_empty() {
+                            // Charged to the interval the frame was sent in.
+                            let i = s.iv_start.partition_point(|&(b, _)| b <= seq).max(1) - 1;
+                            s.iv_an[i].record(
+                                seq,
+                                tx_ns,
+                                rx_ns,
+                                len + crate::size::FCS_LEN,
+                                s.next_seq,
+                            );
+                        }
                         port.rx_ours += 1;
                     }
                 }
@@ -1098,6 +1211,37 @@ impl Generator {
             back_pressured,
             tester_limited: !reasons.is_empty(),
             tester_limited_reasons: reasons,
+            intervals: self.interval_reports(streams, lateness.slots_dropped),
         }
+    }
+
+    fn interval_reports(&self, streams: &[RunStream], total_late: u64) -> Vec<IntervalReport> {
+        let n = streams.first().map_or(0, |s| s.iv_an.len());
+        (0..n)
+            .map(|i| {
+                let late_at = |k: usize| self.iv_late.get(k).copied().unwrap_or(total_late);
+                IntervalReport {
+                    index: i,
+                    slots_dropped: late_at(i + 1).saturating_sub(late_at(i)),
+                    streams: streams
+                        .iter()
+                        .map(|s| {
+                            let (seq0, ref0) = s.iv_start[i];
+                            let (seq1, ref1) = s
+                                .iv_start
+                                .get(i + 1)
+                                .copied()
+                                .unwrap_or((s.next_seq, s.refused));
+                            IntervalStream {
+                                first_seq: seq0,
+                                tx: seq1 - seq0,
+                                tx_refused: ref1 - ref0,
+                                rx: s.iv_an[i].report(),
+                            }
+                        })
+                        .collect(),
+                }
+            })
+            .collect()
     }
 }

@@ -27,7 +27,8 @@ pub mod stream;
 pub use analyze::{Latency, LatencyHistogram, StreamAnalyzer, StreamRx};
 pub use calibrate::{calibrate, CalibrationPoint, CalibrationReport};
 pub use engine::{
-    Generator, PortReport, Progress, StreamReport, TrialLength, TrialReport, TrialSpec,
+    Generator, IntervalReport, IntervalStream, PortReport, Progress, StreamReport, TrialLength,
+    TrialReport, TrialSpec,
 };
 pub use flow::{Field, FieldMode, FieldRange};
 pub use rate::{Clock, Lateness, LinkSpeed, MonoClock, Pacer, Rate};

@@ -237,12 +237,20 @@ mod tests {
             goals,
             searches,
             search_max,
+            frame_sizes,
             ..
         } = &s.tests[0]
         else {
             panic!("the demo starts with MLRsearch: {:?}", s.tests[0]);
         };
-        assert_eq!(*searches, 3);
+        // Repeated where it matters most (64 B), once at 1518 B (time).
+        assert_eq!(*searches, 2);
+        assert_eq!(frame_sizes.as_deref(), Some(&[FrameSize::Bytes(64)][..]));
+        assert!(matches!(
+            &s.tests[1],
+            TestSpec::Mlrsearch { searches: 1, frame_sizes: Some(f), .. }
+                if f == &[FrameSize::Bytes(1518)]
+        ));
         assert_eq!(search_max, "generator-limit");
         let goals: Vec<_> = goals.iter().map(|g| g.goal().unwrap()).collect();
         assert_eq!(
@@ -252,20 +260,22 @@ mod tests {
                 .collect::<Vec<_>>(),
             vec![("NDR", 0.0, 0.5), ("PDR", 0.005, 0.5)]
         );
-        // A priori: every block (device × size) with 5 s of set-up and calibration.
+        // A priori: every block (device × size) with 5 s of set-up and calibration, at the
+        // trial cost measured on this machine: about 10 minutes, the rest of `make demo`'s 12
+        // is the release build.
         let secs: f64 = s
             .duts
             .iter()
             .flat_map(|d| s.frame_sizes.iter().map(move |f| (d, f)))
             .map(|(d, f)| estimate_block_secs(&s.tests, &d.name, f, 5.0))
             .sum();
-        assert!(secs <= 540.0, "the demo would take {secs:.0} s");
+        assert!(secs <= 600.0, "the demo would take {secs:.0} s");
     }
 
     #[test]
     fn demo_suite_on_a_noisy_device_reports_intervals() {
         // The demo's tests on a simulated device whose capacity varies ± 5 % per trial, behind a
-        // generator limited to 3 Mfps: three searches, their interval, latency at the median NDR.
+        // generator limited to 3 Mfps: two searches, their interval, latency at the median NDR.
         let s = demo_suite();
         let mut m = SimDut::new(
             SimModel::Noisy {
@@ -294,7 +304,7 @@ mod tests {
         // Every search lands within the noise band (± 5 %) less one goal width.
         assert!(lo >= 0.95e6 * 0.98 && hi <= 1.05e6, "[{lo}, {hi}]");
         assert!(matches!(run.records[1].outcome, Outcome::Latency(_)));
-        // What it cost, in simulated trial-seconds: three searches of NDR and PDR.
-        assert!(r.trial_seconds < 3.0 * 45.0, "{}", r.trial_seconds);
+        // What it cost, in simulated trial-seconds: two searches of NDR and PDR.
+        assert!(r.trial_seconds < 2.0 * 20.0, "{}", r.trial_seconds);
     }
 }

@@ -23,6 +23,10 @@ use crate::{LabError, Load};
 /// Seconds a trial costs besides its duration (warm-up, drain, bookkeeping), for estimates.
 pub const TRIAL_OVERHEAD_S: f64 = 0.3;
 
+/// Trial-seconds an MLRsearch search spends per second of its goals' duration sums, measured
+/// on a noisy 2-core machine (see [`estimate_block_secs`]).
+pub const MLR_TRIAL_S_PER_SUM_S: f64 = 4.5;
+
 /// A-priori estimate, in seconds, of running `tests` (those applying to `dut` at `size`) plus
 /// `setup_s` of topology and DUT start-up.
 pub fn estimate_block_secs(tests: &[TestSpec], dut: &str, size: &FrameSize, setup_s: f64) -> f64 {
@@ -87,7 +91,12 @@ pub fn estimate_block_secs(tests: &[TestSpec], dut: &str, size: &FrameSize, setu
                 } else {
                     goals.iter().map(|g| g.duration_sum_s).sum()
                 };
-                sums * 1.5 * f64::from(*searches)
+                // Measured: a search costs ~4.5 trial-seconds per second of its goals' duration
+                // sums on this 2-core machine's noise (the demo of 2026-11-23: 153.5 trial-s
+                // for three searches of two 5 s goals, 166 trials), plus each trial's overhead
+                // (about one trial per trial-second).
+                let trial_s = sums * MLR_TRIAL_S_PER_SUM_S * f64::from(*searches);
+                trial_s * (1.0 + TRIAL_OVERHEAD_S)
             }
             TestSpec::Soak { duration_s, .. } => *duration_s,
         };

@@ -430,6 +430,10 @@ pub enum TestSpec {
         /// the [min, max] interval of each goal's lower bound over them.
         #[serde(default = "one_u32")]
         searches: u32,
+        /// Run only at these of the suite's frame sizes (default: all): a suite can repeat the
+        /// search where time allows and search once elsewhere (two `mlrsearch` tests).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        frame_sizes: Option<Vec<FrameSize>>,
     },
     /// Fixed load for a long time.
     Soak {
@@ -625,6 +629,9 @@ impl TestSpec {
                 frame_sizes.as_ref().is_none_or(|f| f.contains(size))
                     && duts.as_ref().is_none_or(|d| d.iter().any(|n| n == dut))
             }
+            TestSpec::Mlrsearch { frame_sizes, .. } => {
+                frame_sizes.as_ref().is_none_or(|f| f.contains(size))
+            }
             _ => true,
         }
     }
@@ -685,6 +692,7 @@ impl Suite {
             self.line(f)?;
         }
         let mut have_throughput = false;
+        let mut searched_sizes: Vec<FrameSize> = Vec::new();
         for t in &self.tests {
             if t.needs_throughput() && !have_throughput {
                 return Err(LabError::invalid(
@@ -720,6 +728,23 @@ impl Suite {
             }
             // A throughput test limited to some sizes or devices does not feed the tests after it
             // everywhere, so it does not count as "measured before".
+            // Searches limited to some sizes count once, together, they cover every size.
+            if let TestSpec::Mlrsearch {
+                frame_sizes: Some(fs),
+                ..
+            } = t
+            {
+                for f in fs {
+                    if !self.frame_sizes.contains(f) {
+                        return Err(LabError::invalid(
+                            "test.frame_sizes",
+                            f.label(),
+                            "one of the suite's frame_sizes",
+                        ));
+                    }
+                }
+                searched_sizes.extend(fs.iter().cloned());
+            }
             have_throughput |= matches!(
                 t,
                 TestSpec::Throughput {
@@ -727,8 +752,11 @@ impl Suite {
                     frame_sizes: None,
                     duts: None,
                     ..
-                } | TestSpec::Mlrsearch { .. }
-            );
+                } | TestSpec::Mlrsearch {
+                    frame_sizes: None,
+                    ..
+                }
+            ) || self.frame_sizes.iter().all(|f| searched_sizes.contains(f));
             if let TestSpec::Throughput {
                 policy,
                 scale,

@@ -429,6 +429,77 @@ impl Measurer for GenMeasurer<'_> {
         ))
     }
 
+    /// One continuous stream of `intervals × interval` at `load`, with per-interval statistics
+    /// from the generator ([`TrialSpec::interval`]): no gap, warm-up or drain between intervals,
+    /// one drain after the last. Each interval is judged as a trial (limit label, frame split) on
+    /// its own frames; the device's counters are read around the whole soak only, so an
+    /// interval's loss the device would explain stays unexplained there (the raw report and the
+    /// soak's counter delta are kept: [`GenMeasurer::reports`], [`GenMeasurer::device_counters`]).
+    /// Frames the generator's own receive side dropped cannot be placed in an interval: when
+    /// there are any, every interval is labelled `tester rx` with the soak's count.
+    fn soak(
+        &mut self,
+        load: Load,
+        interval: Duration,
+        intervals: u32,
+    ) -> Result<Vec<TrialResult>, LabError> {
+        self.before_trial(load.fps)?;
+        if interval.is_zero() || intervals == 0 {
+            return Err(LabError::invalid(
+                "soak interval",
+                format!("{interval:?} × {intervals}"),
+                "a positive interval and at least one interval",
+            ));
+        }
+        if !(load.fps > 0.0 && load.fps.is_finite()) {
+            return Err(LabError::invalid("load_fps", load.fps, "a finite rate > 0"));
+        }
+        let per_port = load.fps / self.tx_ports() as f64;
+        let mut spec = TrialSpec::new(
+            self.streams.clone(),
+            Rate::Pps(per_port),
+            TrialLength::Duration(interval * intervals),
+        );
+        spec.warmup = self.warmup;
+        spec.drain = self.drain;
+        spec.tolerance = self.judging.tolerance;
+        spec.interval = Some(interval);
+        if let Some(t) = self.late_threshold {
+            spec.late_threshold = t;
+        }
+        let (r, _) = self.run(&spec, load.fps)?;
+        if r.intervals.len() != intervals as usize {
+            return Err(LabError::Trial {
+                load_fps: load.fps,
+                reason: format!(
+                    "the generator reported {} intervals of the {intervals} asked for \
+                     (the send phase ended early: {})",
+                    r.intervals.len(),
+                    r.tester_limited_reasons.join("; ")
+                ),
+            });
+        }
+        let gen_rx_dropped: u64 = r.ports.iter().map(|p| p.port_stats.rx_dropped).sum();
+        Ok((0..r.intervals.len())
+            .map(|i| {
+                let last = i + 1 == r.intervals.len();
+                let x = interval_report(&r, i, interval, last);
+                let mut t = trial_result_counted(load, interval, &x, self.judging, None);
+                if gen_rx_dropped > 0 {
+                    t.limit = TrialLimit::TesterRx {
+                        dropped: gen_rx_dropped,
+                    };
+                    t.tester_limited = true;
+                    t.limit_reasons.push(format!(
+                        "tester rx: the generator's receive side dropped {gen_rx_dropped} frames \
+                         during the soak (not attributable to an interval)"
+                    ));
+                }
+                t
+            })
+            .collect())
+    }
+
     /// Sends `frames` split evenly over the transmitting ports (rounded down to a multiple of
     /// their count, at least one per port) at the generator's maximum rate (RFC 9004 §5.3).
     fn burst(&mut self, frames: u64) -> Result<BurstResult, LabError> {
@@ -464,6 +535,38 @@ impl Measurer for GenMeasurer<'_> {
         b.tester_limited |= r.tester_limited;
         Ok(b)
     }
+}
+
+/// The report of interval `i` of a soak trial `r` as if it were a trial of its own, for
+/// [`trial_result_counted`]: the interval's frames sent, refused and received (charged to the
+/// interval they were sent in) and its late slots; the trial's back-pressure verdict and idle
+/// share. The generator's own receive drops cannot be placed in an interval: they are left out
+/// here and the soak marks every interval with them instead ([`GenMeasurer::soak`]).
+fn interval_report(r: &TrialReport, i: usize, interval: Duration, last: bool) -> TrialReport {
+    let iv = &r.intervals[i];
+    let mut x = r.clone();
+    x.intervals = Vec::new();
+    for (s, is) in x.streams.iter_mut().zip(&iv.streams) {
+        s.tx = is.tx;
+        s.tx_refused = is.tx_refused;
+        s.rx = is.rx.clone();
+        s.lost = is.tx.saturating_sub(is.rx.rx_unique);
+    }
+    x.tx = iv.streams.iter().map(|s| s.tx).sum();
+    x.rx = iv.streams.iter().map(|s| s.rx.rx_unique).sum();
+    x.tx_refused = iv.streams.iter().map(|s| s.tx_refused).sum();
+    x.lost = x.tx.saturating_sub(x.rx);
+    x.lateness.slots_dropped = iv.slots_dropped;
+    x.tx_seconds = interval.as_secs_f64();
+    if !last {
+        x.drain_seconds = 0.0;
+    }
+    for p in x.ports.iter_mut() {
+        p.port_stats.rx_dropped = 0;
+    }
+    x.tester_limited = false;
+    x.tester_limited_reasons.clear();
+    x
 }
 
 fn burst_error(frames: u64, e: LabError) -> LabError {
@@ -688,6 +791,41 @@ mod tests {
             0,
             "frames never sent are never the device's loss"
         );
+    }
+
+    #[test]
+    fn soak_is_one_stream_whose_intervals_add_up_to_the_totals() {
+        let (a, b) = loopback::pair("a", "b");
+        let mut m = GenMeasurer::new(vec![Box::new(a), Box::new(b)], default_streams(64, false))
+            .unwrap()
+            .tolerance(0.5);
+        let ivs = m
+            .soak(Load::fps(10_000.0), Duration::from_millis(100), 4)
+            .unwrap();
+        assert_eq!(ivs.len(), 4);
+        assert_eq!(m.reports().len(), 1, "one stream, one generator trial");
+        let r = &m.reports()[0];
+        assert_eq!(r.intervals.len(), 4);
+        let offered: u64 = ivs.iter().map(|t| t.offered_frames).sum();
+        let received: u64 = ivs.iter().map(|t| t.received_frames).sum();
+        assert_eq!(offered, r.tx + r.tx_refused);
+        assert_eq!(received, r.streams[0].rx.rx_unique);
+        // Sequence numbers run on across the boundaries: each interval starts where the last
+        // ended.
+        let s: Vec<_> = r.intervals.iter().map(|i| &i.streams[0]).collect();
+        for w in s.windows(2) {
+            assert_eq!(w[0].first_seq + w[0].tx, w[1].first_seq);
+        }
+        for t in &ivs {
+            assert_eq!(t.intended_frames, 1_000);
+            assert_eq!(t.intended_duration, Duration::from_millis(100));
+        }
+        // Bad input is an error naming the field.
+        let e = m
+            .soak(Load::fps(10_000.0), Duration::ZERO, 4)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("soak interval"), "{e}");
     }
 
     #[test]

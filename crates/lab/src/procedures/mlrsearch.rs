@@ -523,9 +523,12 @@ impl State {
         // 1. An undecided load inside the bracket: measure it again. First the lowest one whose
         //    trials so far lean towards an upper bound (it would tighten the bracket from above),
         //    then the highest one leaning towards a lower bound.
+        //    Not above the max load: the tester could not offer a load it lowered the max load
+        //    below (its trials there are tester-limited and never classify), so re-measuring it
+        //    would repeat tester-limited trials until the trial budget ran out.
         let undecided: Vec<(f64, bool)> = classes
             .iter()
-            .filter(|(l, k)| *k == LoadClass::Undecided && *l > lo && *l < hi)
+            .filter(|(l, k)| *k == LoadClass::Undecided && *l > lo && *l < hi && *l <= self.max_fps)
             .map(|(l, _)| (*l, leans_upper(goal, &self.at(*l))))
             .collect();
         if let Some((l, _)) = undecided.iter().find(|(_, up)| *up) {
@@ -788,6 +791,64 @@ mod tests {
         assert_eq!(g.relevant_upper_bound_fps, None);
         assert!(g.relevant_lower_bound_fps.unwrap() >= 0.94e6);
         assert_eq!(r.tester_ceiling_fps, Some(1e6));
+    }
+
+    /// A tester that managed a load once and then never again (a busy machine): the load stays
+    /// undecided, and the search must not re-measure it until the trial budget runs out.
+    struct FlakyTester {
+        trials_at_top: u32,
+    }
+
+    impl Measurer for FlakyTester {
+        fn trial(&mut self, load: Load, d: Duration) -> Result<TrialResult, LabError> {
+            let frames = load.frames_in(d.as_secs_f64());
+            if load.fps >= 4e6 {
+                self.trials_at_top += 1;
+                // Once it got through without loss, then only 85 % of it offered:
+                // tester-limited (late), never classifies.
+                let offered = if self.trials_at_top > 1 {
+                    frames * 85 / 100
+                } else {
+                    frames
+                };
+                return Ok(TrialResult::new(load, d, offered, offered, d));
+            }
+            // Below, the device forwards 2 Mfps.
+            let received = frames.min(Load::fps(2e6).frames_in(d.as_secs_f64()));
+            Ok(TrialResult::new(load, d, frames, received, d))
+        }
+
+        fn burst(&mut self, frames: u64) -> Result<crate::measurer::BurstResult, LabError> {
+            Ok(crate::measurer::BurstResult::new(
+                frames,
+                frames,
+                frames,
+                Duration::from_millis(1),
+            ))
+        }
+    }
+
+    #[test]
+    fn a_load_the_tester_can_no_longer_offer_is_not_repeated() {
+        let mut m = FlakyTester { trials_at_top: 0 };
+        let g = SearchGoal {
+            duration_sum: Duration::from_secs(3),
+            relative_width: 0.05,
+            ..SearchGoal::pdr()
+        };
+        let cfg = MlrConfig {
+            goals: vec![g],
+            max_trials: 200,
+            ..MlrConfig::ndr_pdr(1e4, 4.5e6)
+        };
+        let r = mlrsearch(&mut m, &cfg).unwrap();
+        assert!(
+            m.trials_at_top <= 3,
+            "{} trials at the top",
+            m.trials_at_top
+        );
+        let l = r.goals[0].relevant_lower_bound_fps.unwrap();
+        assert!((1.9e6..=2.0e6).contains(&l), "{l}");
     }
 
     #[test]

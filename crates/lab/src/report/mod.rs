@@ -7,8 +7,11 @@
 //!   latency percentiles, loss vs offered load, back-to-back;
 //! - [`summary`]: the side-by-side table (device × frame size, throughput per search policy,
 //!   latency, the generator's limit) that Markdown and HTML put first;
-//! - [`compare`](mod@compare): what regressed between two runs beyond a threshold.
+//! - [`compare`](mod@compare): what regressed between two runs beyond a threshold;
+//! - [`agree`](mod@agree): whether two runs give the same headline figures (ratio per cell,
+//!   ±tolerance, overlapping intervals, rankings that flipped).
 
+pub mod agree;
 pub mod compare;
 pub mod csv;
 pub mod html;
@@ -16,6 +19,7 @@ pub mod markdown;
 pub mod summary;
 pub mod svg;
 
+pub use agree::{agree, Agreement};
 pub use compare::{compare, Comparison};
 
 #[cfg(test)]
