@@ -59,7 +59,7 @@ fn op_strategy(width: u8) -> impl Strategy<Value = Op> {
             Op::Add { bits, len, nhs }
         });
     let check = prop::collection::vec((any::<u128>(), any::<bool>(), any::<u32>()), 1..40)
-        .prop_map(|v| Op::Check(v.into_iter().map(|(a, n, h)| (a, n, h)).collect()));
+        .prop_map(Op::Check);
     prop_oneof![6 => add, 2 => any::<usize>().prop_map(Op::Remove), 4 => check]
 }
 
