@@ -120,7 +120,7 @@ pub fn v6_dsts(routes: &[(u128, u8)]) -> Vec<u128> {
 /// Next hop of route number `i`: 64 adjacencies, every 16th route ECMP over 4.
 pub fn next_hops(i: usize) -> Vec<u32> {
     let nh = (i % 64) as u32;
-    if i % 16 == 0 {
+    if i.is_multiple_of(16) {
         vec![nh, nh + 64, nh + 128, nh + 192]
     } else {
         vec![nh]
