@@ -50,7 +50,8 @@ type R = (u128, u8, GroupId);
 /// The compiled table.
 #[derive(Debug, Clone)]
 pub(crate) struct Trie<F: Family> {
-    top: Vec<u32>,
+    /// A fixed-size array, so that indexing it with 16 bits needs no bounds check.
+    top: Box<[u32; 1 << TOP_BITS]>,
     nodes: Vec<Node>,
     leaves: Vec<GroupId>,
     /// Free blocks of nodes / leaves, indexed by block size (1..=64).
@@ -62,7 +63,7 @@ pub(crate) struct Trie<F: Family> {
 impl<F: Family> Trie<F> {
     fn empty() -> Self {
         Self {
-            top: vec![0; 1 << TOP_BITS],
+            top: vec![0; 1 << TOP_BITS].into_boxed_slice().try_into().expect("2^16 entries"),
             nodes: Vec::new(),
             leaves: Vec::new(),
             free_nodes: vec![Vec::new(); 65],
@@ -279,7 +280,7 @@ impl<F: Family> Trie<F> {
     }
 
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.top.capacity() * 4
+        self.top.len() * 4
             + self.nodes.capacity() * std::mem::size_of::<Node>()
             + self.leaves.capacity() * 4
             + self
