@@ -63,7 +63,10 @@ pub(crate) struct Trie<F: Family> {
 impl<F: Family> Trie<F> {
     fn empty() -> Self {
         Self {
-            top: vec![0; 1 << TOP_BITS].into_boxed_slice().try_into().expect("2^16 entries"),
+            top: vec![0; 1 << TOP_BITS]
+                .into_boxed_slice()
+                .try_into()
+                .expect("2^16 entries"),
             nodes: Vec::new(),
             leaves: Vec::new(),
             free_nodes: vec![Vec::new(); 65],
