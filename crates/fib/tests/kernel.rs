@@ -10,6 +10,9 @@
 //! removed from both (from the FIB in place) and all destinations compared again. The namespace is deleted by a Drop guard
 //! even when an assert fails.
 //!
+//! `kernel_and_fib_choose_the_same_next_hop_ipv6` does the same for IPv6 (2001:db8:ffff::1/64,
+//! routes from ::/0 to /128, `via 2001:db8:ffff::(10 + n)`).
+//!
 //! One next hop per route: the kernel's multipath hash is not ours, so ECMP choice is tested in
 //! `api.rs`, not here. Destinations the kernel answers from its local table or treats specially
 //! are not drawn (100.64.0.0/24 itself, 0/8, 127/8, 224/3), and no route lies inside them.
@@ -21,7 +24,9 @@ use std::process::{Command, Stdio};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use vecswitch_fib::Ip4Rib;
+use std::net::Ipv6Addr;
+
+use vecswitch_fib::{Ip4Rib, Ip6Rib};
 
 struct Netns(String);
 
@@ -264,4 +269,196 @@ fn compare(
         disagreements.len()
     );
     (none, unreachable, disagreements)
+}
+
+fn mask6(len: u8) -> u128 {
+    if len == 0 {
+        0
+    } else {
+        u128::MAX << (128 - len as u32)
+    }
+}
+
+/// IPv6 ranges the kernel answers specially (::/8, fe80::/10, ff00::/8) or our next-hop /64.
+fn special6(a: u128) -> bool {
+    let first = (a >> 120) as u8;
+    first == 0 || first == 0xff || (a >> 118) == 0xfe80 >> 6 || a >> 64 == 0x2001_0db8_ffff_0000
+}
+
+const NH6_NET: u128 = 0x2001_0db8_ffff_0000 << 64;
+
+/// The IPv6 twin: address 2001:db8:ffff::1/64 on `d0`, next hops `via 2001:db8:ffff::(10 + n)`,
+/// routes clustered around random bases (/0, /128 and everything between), 100,000 `route get`
+/// before and after in-place removals.
+#[test]
+fn kernel_and_fib_choose_the_same_next_hop_ipv6() {
+    let ns = Netns::new(format!("fibk6-{}", std::process::id()));
+    ip(&[
+        "-n", &ns.0, "link", "add", "d0", "type", "veth", "peer", "name", "d1",
+    ]);
+    ip(&["-n", &ns.0, "link", "set", "d1", "up"]);
+    ip(&[
+        "-n",
+        &ns.0,
+        "addr",
+        "add",
+        "2001:db8:ffff::1/64",
+        "dev",
+        "d0",
+        "nodad",
+    ]);
+    ip(&["-n", &ns.0, "link", "set", "d0", "up"]);
+
+    let mut rng = ChaCha8Rng::seed_from_u64(0xf1b6);
+    let bases: Vec<u128> = (0..20)
+        .map(|_| (0x2000u128 << 112) | (rng.gen::<u128>() >> 3))
+        .collect();
+    let mut rib = Ip6Rib::new();
+    let mut routes: Vec<(u128, u8)> = vec![(0, 0), (0x2000u128 << 112, 3)];
+    while routes.len() < 3000 {
+        let base = bases[rng.gen_range(0..bases.len())];
+        let len: u8 = match rng.gen_range(0..10) {
+            0 => 128,
+            1 => rng.gen_range(1..=32),
+            2..=5 => rng.gen_range(32..=64),
+            _ => rng.gen_range(20..=128),
+        };
+        let a = (base ^ (rng.gen::<u128>() >> rng.gen_range(0..128))) & mask6(len);
+        if special6(a)
+            || (len >= 8 && special6(a | !mask6(len)))
+            || (len <= 64 && a & mask6(len) == NH6_NET & mask6(len))
+        {
+            continue;
+        }
+        routes.push((a, len));
+    }
+    let mut batch = String::new();
+    for &(a, len) in &routes {
+        let nh: u32 = rng.gen_range(0..200);
+        rib.add(Ipv6Addr::from(a), len, &[nh]).unwrap();
+        batch.push_str(&format!(
+            "route replace {}/{len} via {}\n",
+            Ipv6Addr::from(a),
+            Ipv6Addr::from(NH6_NET + 10 + nh as u128)
+        ));
+    }
+    let (_, err) = ip_batch(&ns.0, &batch);
+    assert!(err.trim().is_empty(), "ip -batch of routes: {err}");
+    let mut fib = rib.build();
+    eprintln!(
+        "{} routes ({} distinct prefixes)",
+        routes.len(),
+        fib.routes()
+    );
+
+    let mut dsts = Vec::new();
+    while dsts.len() < LOOKUPS {
+        let d = if rng.gen() {
+            rng.gen::<u128>()
+        } else {
+            let (a, len) = routes[rng.gen_range(0..routes.len())];
+            match rng.gen_range(0..4) {
+                0 => a,
+                1 => a | !mask6(len),
+                2 => a.wrapping_sub(1),
+                _ => (a | !mask6(len)).wrapping_add(1),
+            }
+        };
+        if !special6(d) {
+            dsts.push(d);
+        }
+    }
+    let (none, unreachable, dis) = compare6(&ns.0, &fib, &dsts);
+    assert!(
+        dis.is_empty(),
+        "full build: first disagreements (dst, ours, kernel): {:?}",
+        &dis[..dis.len().min(10)]
+    );
+    assert_eq!((none, unreachable), (0, 0), "a ::/0 is in the set");
+
+    let mut batch = String::new();
+    let mut removed = std::collections::HashSet::new();
+    for (i, &(a, len)) in routes.iter().enumerate() {
+        if (i < 2 || i % 3 == 0) && removed.insert((a, len)) {
+            fib.remove(Ipv6Addr::from(a), len).unwrap();
+            batch.push_str(&format!("route del {}/{len}\n", Ipv6Addr::from(a)));
+        }
+    }
+    let (_, err) = ip_batch(&ns.0, &batch);
+    assert!(err.trim().is_empty(), "ip -batch of route del: {err}");
+    let (none, unreachable, dis) = compare6(&ns.0, &fib, &dsts);
+    assert!(
+        dis.is_empty(),
+        "after removals: first disagreements (dst, ours, kernel): {:?}",
+        &dis[..dis.len().min(10)]
+    );
+    assert!(
+        none > 0 && none < dsts.len(),
+        "{none} of {} without a route",
+        dsts.len()
+    );
+    assert_eq!(none, unreachable);
+}
+
+type Disagreement6 = (Ipv6Addr, Option<u32>, Option<u32>);
+
+fn compare6(
+    ns: &str,
+    fib: &vecswitch_fib::Ip6Fib,
+    dsts: &[u128],
+) -> (usize, usize, Vec<Disagreement6>) {
+    let mut query = String::new();
+    for &d in dsts {
+        query.push_str(&format!("route get {}\n", Ipv6Addr::from(d)));
+    }
+    let started = std::time::Instant::now();
+    let (out, err) = ip_batch(ns, &query);
+    eprintln!(
+        "{} `route get` in {:.1} s",
+        dsts.len(),
+        started.elapsed().as_secs_f64()
+    );
+    let mut kernel: HashMap<u128, u32> = HashMap::new();
+    for line in out.lines().filter(|l| !l.starts_with(' ') && !l.is_empty()) {
+        let dst: Ipv6Addr = line
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap_or_else(|e| panic!("{line}: {e}"));
+        let via = line
+            .split_whitespace()
+            .skip_while(|&x| x != "via")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no `via` in the kernel's answer: {line}"));
+        let gw: Ipv6Addr = via.parse().unwrap();
+        kernel.insert(u128::from(dst), (u128::from(gw) - NH6_NET - 10) as u32);
+    }
+    let unreachable = err
+        .lines()
+        .filter(|l| l.contains("Network is unreachable"))
+        .count();
+    let other: Vec<&str> = err
+        .lines()
+        .filter(|l| !l.contains("Network is unreachable") && !l.starts_with("Command failed"))
+        .take(5)
+        .collect();
+    assert!(other.is_empty(), "ip -6 route get: {other:?}");
+    let mut answers = vec![None; dsts.len()];
+    fib.lookup_batch(dsts, &vec![0; dsts.len()], &mut answers);
+    let mut none = 0;
+    let mut dis = Vec::new();
+    for (&d, &ours) in dsts.iter().zip(&answers) {
+        let theirs = kernel.get(&d).copied();
+        none += usize::from(ours.is_none());
+        if ours != theirs {
+            dis.push((Ipv6Addr::from(d), ours, theirs));
+        }
+    }
+    eprintln!(
+        "{} lookups, {none} without a route (kernel: {unreachable} unreachable), {} disagreements",
+        dsts.len(),
+        dis.len()
+    );
+    (none, unreachable, dis)
 }
