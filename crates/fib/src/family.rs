@@ -95,8 +95,14 @@ impl Family for V6 {
     fn top(k: u128) -> usize {
         (k >> 112) as usize
     }
+    /// With a 16-bit top and 6-bit strides the chunks start at 16 + 6i and never straddle bit
+    /// 64, so the chunk comes from one 64-bit half (cheaper than 128-bit shifts).
     #[inline(always)]
     fn chunk(k: u128, off: u32) -> u32 {
-        ((k << off) >> 122) as u32
+        if off < 64 {
+            (((k >> 64) as u64) << off >> 58) as u32
+        } else {
+            ((k as u64) << (off - 64) >> 58) as u32
+        }
     }
 }
