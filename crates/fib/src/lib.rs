@@ -268,3 +268,12 @@ impl<F: Family> Fib<F> {
         self.routes.map.len()
     }
 }
+
+// The worker receives a `Fib` built on the control thread, and may share it read-only.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Ip4Fib>();
+    send_sync::<Ip6Fib>();
+    send_sync::<Ip4Rib>();
+    send_sync::<Ip6Rib>();
+};
