@@ -22,6 +22,9 @@ pub struct Args {
     /// Only check the config (parse and validate it whole), print a summary and exit.
     #[arg(long)]
     check: bool,
+    /// Worker scheduling: `fifo:N`/`rr:N` (real-time, root or CAP_SYS_NICE) or `other` (default).
+    #[arg(long, value_name = "POLICY[:PRIO]")]
+    worker_priority: Option<vecswitch_switch::worker::WorkerSched>,
 }
 
 pub fn main(args: Args) -> anyhow::Result<()> {
@@ -78,6 +81,9 @@ pub fn main(args: Args) -> anyhow::Result<()> {
         if !pinned {
             bail!("switch.worker_cpu = {cpu}: the worker thread could not be pinned to it");
         }
+    }
+    if let Some(s) = args.worker_priority {
+        handle.set_scheduling(s).context("--worker-priority")?;
     }
 
     let (nports, nbridges, nxc) = (

@@ -7,6 +7,17 @@
 //! DUT CPU, and is ready when its memif sockets (or its control socket) exist. The binary path
 //! comes from the caller (`current_exe()` in the CLI, `CARGO_BIN_EXE_vecswitch` in the CLI crate's
 //! tests).
+//!
+//! Variants: `vecswitch-xconnect` and `vecswitch-bridge` open veth ends as `af_packet` ports,
+//! `vecswitch-xconnect-afxdp` as `af_xdp` ports (XDP mode `auto`: native on veth, so the DUT's
+//! receive work runs in the sender's NAPI context). memif ends are the same in every variant.
+//!
+//! Worker scheduling: the driver starts the switch with `--worker-priority` [`WORKER_PRIORITY`]
+//! (SCHED_FIFO 10 by default, [`WORKER_PRIORITY_ENV`] overrides it, `other` turns it off). A
+//! busy-polling worker at ordinary priority on a shared 2-core host is descheduled for tens of
+//! milliseconds and its rings overflow (docs/BENCHMARKS.md §5); the policy the worker thread really
+//! has, read back from `/proc`, is in the placement record's note
+//! ([`crate::placement::thread_sched`]).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -19,6 +30,49 @@ use crate::error::{Error, Result};
 use crate::placement::PlacedProcess;
 use crate::process::{ChildGuard, ProcessSpec};
 use crate::topology::{PortEnd, Wiring};
+
+/// The worker scheduling the driver asks for unless [`WORKER_PRIORITY_ENV`] says otherwise.
+pub const WORKER_PRIORITY: &str = "fifo:10";
+/// Environment variable overriding [`WORKER_PRIORITY`] (`fifo:N`, `rr:N` or `other`).
+pub const WORKER_PRIORITY_ENV: &str = "VECSWITCH_DUT_WORKER_PRIORITY";
+
+/// [`WORKER_PRIORITY_ENV`] if set, else [`WORKER_PRIORITY`]; checked here so that a typo fails
+/// before anything starts (`vecswitch run` checks it again).
+pub fn worker_priority_from_env() -> Result<String> {
+    let v = std::env::var(WORKER_PRIORITY_ENV).unwrap_or_else(|_| WORKER_PRIORITY.to_string());
+    let t = v.trim().to_ascii_lowercase();
+    let ok = t == "other"
+        || t.split_once(':').is_some_and(|(p, n)| {
+            (p == "fifo" || p == "rr") && n.parse::<u8>().is_ok_and(|n| (1..=99).contains(&n))
+        });
+    if ok {
+        Ok(t)
+    } else {
+        Err(Error::Invalid {
+            field: WORKER_PRIORITY_ENV,
+            value: v,
+            expected: "fifo:N or rr:N with N in 1..=99, or other".into(),
+        })
+    }
+}
+
+/// How the DUT opens the veth ends it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VethPort {
+    /// `type = "af_packet"` (frame mode, the port's defaults).
+    AfPacket,
+    /// `type = "af_xdp"` (mode `auto`: native XDP on veth).
+    AfXdp,
+}
+
+impl VethPort {
+    fn type_name(self) -> &'static str {
+        match self {
+            VethPort::AfPacket => "af_packet",
+            VethPort::AfXdp => "af_xdp",
+        }
+    }
+}
 
 /// How the DUT connects each port pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,13 +88,33 @@ fn toml_str(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
-/// The `vecswitch run` config for `ports`, connecting `pairs` (indexes into `ports`) with `mode`.
+/// The `vecswitch run` config for `ports`, connecting `pairs` (indexes into `ports`) with `mode`;
+/// veth ends as `af_packet` ports.
 pub fn config_toml(
     ports: &[PortEnd],
     pairs: &[(usize, usize)],
     mode: Mode,
     control_socket: &Path,
     worker_cpu: Option<usize>,
+) -> String {
+    config_toml_with(
+        ports,
+        pairs,
+        mode,
+        control_socket,
+        worker_cpu,
+        VethPort::AfPacket,
+    )
+}
+
+/// [`config_toml`] with veth ends opened as `veth`.
+pub fn config_toml_with(
+    ports: &[PortEnd],
+    pairs: &[(usize, usize)],
+    mode: Mode,
+    control_socket: &Path,
+    worker_cpu: Option<usize>,
+    veth: VethPort,
 ) -> String {
     let mut s = String::from("# written by vecswitch-testbed\n[switch]\n");
     let _ = writeln!(
@@ -76,7 +150,7 @@ pub fn config_toml(
             }
             PortEnd::Veth { name, ifname, .. } => {
                 let _ = writeln!(s, "name = {}", toml_str(name));
-                s.push_str("type = \"af_packet\"\n");
+                let _ = writeln!(s, "type = {}", toml_str(veth.type_name()));
                 let _ = writeln!(s, "interface = {}", toml_str(ifname));
             }
         }
@@ -238,16 +312,27 @@ pub(crate) fn facing_names(w: &Wiring) -> Vec<String> {
 pub struct VecswitchDut {
     bin: PathBuf,
     mode: Mode,
+    veth: VethPort,
+    /// `--worker-priority` given to `vecswitch run`.
+    worker_priority: Option<String>,
     child: Option<ChildGuard>,
     config: Option<PathBuf>,
     wiring: Option<Wiring>,
 }
 
 impl VecswitchDut {
+    /// veth ends as `af_packet` ports.
     pub fn new(bin: PathBuf, mode: Mode) -> VecswitchDut {
+        VecswitchDut::with_veth(bin, mode, VethPort::AfPacket)
+    }
+
+    /// veth ends opened as `veth`.
+    pub fn with_veth(bin: PathBuf, mode: Mode, veth: VethPort) -> VecswitchDut {
         VecswitchDut {
             bin,
             mode,
+            veth,
+            worker_priority: None,
             child: None,
             config: None,
             wiring: None,
@@ -293,9 +378,11 @@ fn unreadable(what: &str, answer: &str) -> Error {
 
 impl Dut for VecswitchDut {
     fn name(&self) -> &str {
-        match self.mode {
-            Mode::Xconnect => "vecswitch-xconnect",
-            Mode::Bridge => "vecswitch-bridge",
+        match (self.mode, self.veth) {
+            (Mode::Xconnect, VethPort::AfPacket) => "vecswitch-xconnect",
+            (Mode::Xconnect, VethPort::AfXdp) => "vecswitch-xconnect-afxdp",
+            (Mode::Bridge, VethPort::AfPacket) => "vecswitch-bridge",
+            (Mode::Bridge, VethPort::AfXdp) => "vecswitch-bridge-afxdp",
         }
     }
 
@@ -318,8 +405,16 @@ impl Dut for VecswitchDut {
                         .into(),
             });
         }
+        let prio = worker_priority_from_env()?;
         let ctl = w.run_dir.join("dut.ctl");
-        let toml = config_toml(&w.dut_ports, &w.pairs, self.mode, &ctl, Some(w.cores.dut));
+        let toml = config_toml_with(
+            &w.dut_ports,
+            &w.pairs,
+            self.mode,
+            &ctl,
+            Some(w.cores.dut),
+            self.veth,
+        );
         let path = w.run_dir.join("dut.toml");
         std::fs::write(&path, toml).map_err(|source| Error::Io {
             what: "writing",
@@ -333,12 +428,15 @@ impl Dut for VecswitchDut {
                 "run".to_string(),
                 "--config".into(),
                 path.display().to_string(),
+                "--worker-priority".into(),
+                prio.clone(),
             ])
             .netns(Some(&w.dut_netns))
             .cpus(Some(vec![w.cores.dut]));
         let mut child = ChildGuard::spawn(&spec, &w.run_dir)?;
         let r = wait_ready(&self.bin, &mut child, &ctl, &w.dut_ports);
         self.child = Some(child);
+        self.worker_priority = Some(prio);
         r
     }
 
@@ -374,7 +472,14 @@ impl Dut for VecswitchDut {
             });
         };
         let ctl = w.run_dir.join("dut.ctl");
-        let mut toml = config_toml(&w.dut_ports, &w.pairs, self.mode, &ctl, Some(w.cores.dut));
+        let mut toml = config_toml_with(
+            &w.dut_ports,
+            &w.pairs,
+            self.mode,
+            &ctl,
+            Some(w.cores.dut),
+            self.veth,
+        );
         let port = w
             .pairs
             .last()
@@ -408,8 +513,24 @@ impl Dut for VecswitchDut {
         .map(|_| ())
     }
 
+    /// The note says which scheduling the worker thread has, read back from `/proc` (not the
+    /// one asked for), and the veth port type.
     fn processes(&self) -> Vec<PlacedProcess> {
-        self.child.iter().map(|c| placed(c, "")).collect()
+        self.child
+            .iter()
+            .map(|c| {
+                let sched = crate::placement::thread_sched(c.pid(), "vecswitch-worker")
+                    .unwrap_or_else(|| "unknown (thread not found)".into());
+                let asked = self.worker_priority.as_deref().unwrap_or("-");
+                placed(
+                    c,
+                    &format!(
+                        "worker {sched} (asked {asked}); veth ports {}",
+                        self.veth.type_name()
+                    ),
+                )
+            })
+            .collect()
     }
 
     fn check_alive(&mut self) -> Result<()> {
