@@ -13,7 +13,8 @@
 //! receive work runs in the sender's NAPI context). memif ends are the same in every variant.
 //!
 //! Worker scheduling: the driver starts the switch with `--worker-priority` [`WORKER_PRIORITY`]
-//! (SCHED_FIFO 10 by default, [`WORKER_PRIORITY_ENV`] overrides it, `other` turns it off). A
+//! (SCHED_FIFO 10 by default, [`WORKER_PRIORITY_ENV`] overrides it, `other` turns it off;
+//! `other` too when the DUT's CPU is shared with a VNF or the generator, [`worker_priority_for`]). A
 //! busy-polling worker at ordinary priority on a shared 2-core host is descheduled for tens of
 //! milliseconds and its rings overflow (docs/BENCHMARKS.md §5); the policy the worker thread really
 //! has, read back from `/proc`, is in the placement record's note
@@ -35,6 +36,23 @@ use crate::topology::{PortEnd, Wiring};
 pub const WORKER_PRIORITY: &str = "fifo:10";
 /// Environment variable overriding [`WORKER_PRIORITY`] (`fifo:N`, `rr:N` or `other`).
 pub const WORKER_PRIORITY_ENV: &str = "VECSWITCH_DUT_WORKER_PRIORITY";
+
+/// The worker scheduling for a DUT on `w`: [`WORKER_PRIORITY_ENV`] if set; else
+/// [`WORKER_PRIORITY`], unless the DUT's CPU is shared with another role (a VNF, or the generator
+/// on a 1-CPU machine) — a real-time busy-polling worker would leave that role only the kernel's
+/// RT-throttling remainder (5 %) — then `other`. Returns the setting and why it is not the default.
+pub fn worker_priority_for(w: &Wiring) -> Result<(String, Option<&'static str>)> {
+    if std::env::var_os(WORKER_PRIORITY_ENV).is_some() {
+        return Ok((worker_priority_from_env()?, Some("set by the environment")));
+    }
+    if w.cores.dut == w.cores.generator {
+        return Ok(("other".into(), Some("DUT CPU shared with the generator")));
+    }
+    if !w.vnf_ports.is_empty() && w.cores.dut == w.cores.vnf {
+        return Ok(("other".into(), Some("DUT CPU shared with the VNF")));
+    }
+    Ok((WORKER_PRIORITY.to_string(), None))
+}
 
 /// [`WORKER_PRIORITY_ENV`] if set, else [`WORKER_PRIORITY`]; checked here so that a typo fails
 /// before anything starts (`vecswitch run` checks it again).
@@ -313,8 +331,8 @@ pub struct VecswitchDut {
     bin: PathBuf,
     mode: Mode,
     veth: VethPort,
-    /// `--worker-priority` given to `vecswitch run`.
-    worker_priority: Option<String>,
+    /// `--worker-priority` given to `vecswitch run`, and why it is not the default.
+    worker_priority: Option<(String, Option<&'static str>)>,
     child: Option<ChildGuard>,
     config: Option<PathBuf>,
     wiring: Option<Wiring>,
@@ -337,6 +355,18 @@ impl VecswitchDut {
             config: None,
             wiring: None,
         }
+    }
+
+    /// The `vecswitch run` config of this driver on `w`.
+    fn config_for(&self, w: &Wiring, ctl: &Path) -> String {
+        config_toml_with(
+            &w.dut_ports,
+            &w.pairs,
+            self.mode,
+            ctl,
+            Some(w.cores.dut),
+            self.veth,
+        )
     }
 
     /// The config file written by `setup`.
@@ -405,16 +435,9 @@ impl Dut for VecswitchDut {
                         .into(),
             });
         }
-        let prio = worker_priority_from_env()?;
+        let (prio, why) = worker_priority_for(w)?;
         let ctl = w.run_dir.join("dut.ctl");
-        let toml = config_toml_with(
-            &w.dut_ports,
-            &w.pairs,
-            self.mode,
-            &ctl,
-            Some(w.cores.dut),
-            self.veth,
-        );
+        let toml = self.config_for(w, &ctl);
         let path = w.run_dir.join("dut.toml");
         std::fs::write(&path, toml).map_err(|source| Error::Io {
             what: "writing",
@@ -436,7 +459,7 @@ impl Dut for VecswitchDut {
         let mut child = ChildGuard::spawn(&spec, &w.run_dir)?;
         let r = wait_ready(&self.bin, &mut child, &ctl, &w.dut_ports);
         self.child = Some(child);
-        self.worker_priority = Some(prio);
+        self.worker_priority = Some((prio, why));
         r
     }
 
@@ -472,14 +495,7 @@ impl Dut for VecswitchDut {
             });
         };
         let ctl = w.run_dir.join("dut.ctl");
-        let mut toml = config_toml_with(
-            &w.dut_ports,
-            &w.pairs,
-            self.mode,
-            &ctl,
-            Some(w.cores.dut),
-            self.veth,
-        );
+        let mut toml = self.config_for(&w, &ctl);
         let port = w
             .pairs
             .last()
@@ -521,7 +537,11 @@ impl Dut for VecswitchDut {
             .map(|c| {
                 let sched = crate::placement::thread_sched(c.pid(), "vecswitch-worker")
                     .unwrap_or_else(|| "unknown (thread not found)".into());
-                let asked = self.worker_priority.as_deref().unwrap_or("-");
+                let asked = match &self.worker_priority {
+                    Some((p, None)) => p.clone(),
+                    Some((p, Some(why))) => format!("{p}: {why}"),
+                    None => "-".into(),
+                };
                 placed(
                     c,
                     &format!(
@@ -618,6 +638,47 @@ interface = \"dut1\"
 ports = [\"phy0\", \"dut1\"]
 ";
         assert_eq!(t, expected);
+    }
+
+    #[test]
+    fn worker_priority_is_real_time_only_on_a_cpu_of_its_own() {
+        if std::env::var_os(WORKER_PRIORITY_ENV).is_some() {
+            return; // the environment decides; covered by worker_priority_from_env
+        }
+        let memif = |n: &str| PortEnd::Memif {
+            name: n.into(),
+            socket: format!("/r/{n}.sock").into(),
+            id: 0,
+            role: MemifRole::Server,
+        };
+        let mut w = Wiring {
+            topology: crate::topology::Topology::Phy2Phy {
+                link: crate::topology::Link::Memif,
+            },
+            run_id: "r".into(),
+            run_dir: "/r".into(),
+            dut_netns: "ns".into(),
+            gen_netns: None,
+            gen_ports: vec![],
+            dut_ports: vec![memif("phy0"), memif("phy1")],
+            pairs: vec![(0, 1)],
+            vnf_ports: vec![],
+            cores: crate::placement::CorePlan {
+                generator: 0,
+                dut: 1,
+                vnf: 1,
+            },
+        };
+        assert_eq!(worker_priority_for(&w).unwrap(), ("fifo:10".into(), None));
+        w.vnf_ports = vec![memif("vnf0"), memif("vnf1")];
+        let (p, why) = worker_priority_for(&w).unwrap();
+        assert_eq!(
+            (p.as_str(), why),
+            ("other", Some("DUT CPU shared with the VNF"))
+        );
+        w.vnf_ports.clear();
+        w.cores.dut = 0;
+        assert_eq!(worker_priority_for(&w).unwrap().0, "other");
     }
 
     #[test]
