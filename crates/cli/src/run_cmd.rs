@@ -82,8 +82,14 @@ pub fn main(args: Args) -> anyhow::Result<()> {
             bail!("switch.worker_cpu = {cpu}: the worker thread could not be pinned to it");
         }
     }
-    if let Some(s) = args.worker_priority {
-        handle.set_scheduling(s).context("--worker-priority")?;
+    // `--worker-priority` overrides `[switch] worker_priority` (validated above).
+    let sched = match (args.worker_priority, &cfg.switch.worker_priority) {
+        (Some(s), _) => Some((s, "--worker-priority")),
+        (None, Some(p)) => Some((p.parse()?, "switch.worker_priority")),
+        (None, None) => None,
+    };
+    if let Some((s, from)) = sched {
+        handle.set_scheduling(s).context(from)?;
     }
 
     let (nports, nbridges, nxc) = (
