@@ -14,9 +14,10 @@ set -euo pipefail
 #   bridge-utils     the Linux bridge peer's helpers (ip link works too)
 #   busybox          ping inside namespaces (Debian's image has no ping)
 #   valgrind         callgrind instruction counts for benchmarks
+#   ethtool          TSO/GSO off on the kernel TCP peers of crates/ports/tests/afpacket_tcp.rs
 #   python3, python3-venv  Debian's python, into whose venv (.venv/ in the repo) the reference
 #                    MLRsearch goes (crates/lab/tests/mlrsearch_pypi.rs runs .venv/bin/python3)
-pkgs=(dpdk dpdk-dev librte-net-memif23 librte-net-virtio23 tshark iproute2 openvswitch-switch bridge-utils busybox valgrind procps
+pkgs=(dpdk dpdk-dev librte-net-memif23 librte-net-virtio23 tshark iproute2 openvswitch-switch bridge-utils busybox valgrind procps ethtool
   python3 python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do

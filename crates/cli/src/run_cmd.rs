@@ -22,6 +22,9 @@ pub struct Args {
     /// Only check the config (parse and validate it whole), print a summary and exit.
     #[arg(long)]
     check: bool,
+    /// Worker scheduling: `fifo:N`/`rr:N` (real-time, root or CAP_SYS_NICE) or `other` (default).
+    #[arg(long, value_name = "POLICY[:PRIO]")]
+    worker_priority: Option<vecswitch_switch::worker::WorkerSched>,
 }
 
 pub fn main(args: Args) -> anyhow::Result<()> {
@@ -78,6 +81,15 @@ pub fn main(args: Args) -> anyhow::Result<()> {
         if !pinned {
             bail!("switch.worker_cpu = {cpu}: the worker thread could not be pinned to it");
         }
+    }
+    // `--worker-priority` overrides `[switch] worker_priority` (validated above).
+    let sched = match (args.worker_priority, &cfg.switch.worker_priority) {
+        (Some(s), _) => Some((s, "--worker-priority")),
+        (None, Some(p)) => Some((p.parse()?, "switch.worker_priority")),
+        (None, None) => None,
+    };
+    if let Some((s, from)) = sched {
+        handle.set_scheduling(s).context(from)?;
     }
 
     let (nports, nbridges, nxc) = (

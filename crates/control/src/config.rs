@@ -78,6 +78,10 @@ pub struct SwitchConfig {
     /// CPU the worker thread is pinned to; none = not pinned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_cpu: Option<u32>,
+    /// The worker thread's scheduling (`fifo:N`, `rr:N`, `other`; vecswitch_switch::worker::
+    /// WorkerSched); none = left as started (SCHED_OTHER).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_priority: Option<String>,
     /// MAC table entries over all bridge-domains (preallocated).
     #[serde(default = "default_mac_table_entries")]
     pub mac_table_entries: u32,
@@ -89,6 +93,7 @@ impl Default for SwitchConfig {
             buffers: DEFAULT_BUFFERS,
             control_socket: DEFAULT_CONTROL_SOCKET.to_string(),
             worker_cpu: None,
+            worker_priority: None,
             mac_table_entries: DEFAULT_MAC_TABLE_ENTRIES,
         }
     }
@@ -167,6 +172,7 @@ mod tests {
 buffers = 8192
 control_socket = "/tmp/x.sock"
 worker_cpu = 1
+worker_priority = "fifo:10"
 
 [[port]]
 name = "p0"
@@ -211,6 +217,7 @@ mac_age = 0
         let c = Config::from_toml(FULL, "t").unwrap();
         assert_eq!(c.switch.buffers, 8192);
         assert_eq!(c.switch.worker_cpu, Some(1));
+        assert_eq!(c.switch.worker_priority.as_deref(), Some("fifo:10"));
         assert_eq!(c.ports.len(), 3);
         match &c.ports[1] {
             PortConfig::Memif(m) => {

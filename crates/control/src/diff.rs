@@ -129,6 +129,13 @@ pub fn check_reloadable(old: &Config, new: &Config) -> Result<(), ValidationErro
             expected: restart("switch.mac_table_entries", o.mac_table_entries.to_string()),
         });
     }
+    if o.worker_priority != n.worker_priority {
+        errs.push(ValidationError {
+            path: "switch.worker_priority".into(),
+            value: format!("{:?}", n.worker_priority),
+            expected: restart("switch.worker_priority", format!("{:?}", o.worker_priority)),
+        });
+    }
     if o.worker_cpu != n.worker_cpu {
         errs.push(ValidationError {
             path: "switch.worker_cpu".into(),

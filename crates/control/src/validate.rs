@@ -87,6 +87,15 @@ fn check_switch(c: &Config, e: &mut Validation) {
             format!("a filesystem path of 1..={MAX_SOCKET_PATH} bytes"),
         );
     }
+    if let Some(p) = &s.worker_priority {
+        if p.parse::<vecswitch_switch::worker::WorkerSched>().is_err() {
+            e.push(
+                "switch.worker_priority".into(),
+                q(p),
+                vecswitch_switch::worker::SCHED_ACCEPTED.to_string(),
+            );
+        }
+    }
 }
 
 #[cfg(test)]
@@ -181,6 +190,17 @@ ports = ["v0", "v1"]
                 "{e}"
             );
         }
+    }
+
+    #[test]
+    fn worker_priority_is_checked_and_names_what_is_accepted() {
+        let mut c = base();
+        c.switch.worker_priority = Some("fifo:10".into());
+        validate(&c).unwrap();
+        c.switch.worker_priority = Some("fifo:0".into());
+        let e = validate(&c).unwrap_err();
+        assert!(e.has_path("switch.worker_priority"), "{e}");
+        assert!(e.to_string().contains("fifo:N"), "{e}");
     }
 
     #[test]

@@ -40,7 +40,7 @@ use vecswitch_buffer::{Pool, DATA_SIZE};
 use vecswitch_ports::{LinkState, Port, PortStats};
 
 use crate::analyze::{StreamAnalyzer, StreamRx};
-use crate::rate::{Clock, Lateness, MonoClock, Pacer, Rate};
+use crate::rate::{Clock, Lateness, Pacer, Rate};
 use crate::rx::{find_signature, RxError};
 use crate::signature::{self, Layout};
 use crate::stream::{SizeRaised, StreamBuilder, StreamSpec};
@@ -430,7 +430,7 @@ impl Generator {
         Ok(Generator {
             ports,
             pool: Pool::new(POOL_BUFFERS),
-            clock: Box::new(MonoClock::new()),
+            clock: Box::new(crate::clock::TscClock::new()),
             progress: Arc::new(Progress::default()),
             scratch: vec![0u8; crate::size::MAX_FRAME as usize],
             rx_scratch: Vec::with_capacity(crate::size::MAX_FRAME as usize),

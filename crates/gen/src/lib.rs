@@ -16,6 +16,7 @@
 
 pub mod analyze;
 pub mod calibrate;
+pub mod clock;
 pub mod engine;
 pub mod flow;
 pub mod rate;

@@ -377,6 +377,24 @@ impl<P: Port> Port for Faulty<P> {
         self.inner.link()
     }
 
+    /// The inner port's counters, then the injector's own: frames it dropped on purpose
+    /// (`fault-rx-dropped`, `fault-tx-dropped`, so that every frame lost here is counted in
+    /// `show errors` too) and the events that did not lose a frame.
+    fn error_counters(&self) -> Vec<(&'static str, u64)> {
+        let mut v = self.inner.error_counters();
+        v.extend([
+            ("fault-rx-dropped", self.rx.stats.dropped),
+            ("fault-tx-dropped", self.tx.stats.dropped),
+            ("fault-rx-corrupted", self.rx.stats.corrupted),
+            ("fault-tx-corrupted", self.tx.stats.corrupted),
+            ("fault-rx-duplicated", self.rx.stats.duplicated),
+            ("fault-tx-duplicated", self.tx.stats.duplicated),
+            ("fault-rx-reordered", self.rx.stats.reordered),
+            ("fault-tx-reordered", self.tx.stats.reordered),
+        ]);
+        v
+    }
+
     fn describe(&self) -> String {
         format!(
             "{} (fault injection rx {:?} tx {:?})",
@@ -458,6 +476,61 @@ mod tests {
     fn rx_setup(config: FaultConfig) -> (Faulty<LoopbackPort>, LoopbackPort, Pool) {
         let (a, b) = crate::loopback::pair_with_capacity("a", "b", 4096).unwrap();
         (Faulty::new(b, config).unwrap(), a, Pool::new(4096))
+    }
+
+    /// A port that only has error counters, to see them through the wrappers.
+    struct Counted;
+    impl Port for Counted {
+        fn name(&self) -> &str {
+            "counted"
+        }
+        fn rx_burst(&mut self, _: &mut Pool, _: &mut Vec<u32>, _: usize) -> usize {
+            0
+        }
+        fn tx_burst(&mut self, _: &mut Pool, _: &[u32]) -> usize {
+            0
+        }
+        fn stats(&self) -> crate::PortStats {
+            crate::PortStats::default()
+        }
+        fn clear_stats(&mut self) {}
+        fn link(&self) -> LinkState {
+            LinkState::Up
+        }
+        fn error_counters(&self) -> Vec<(&'static str, u64)> {
+            vec![("kernel-ring-drops", 7)]
+        }
+    }
+
+    #[test]
+    fn error_counters_go_through_pcap_and_fault_wrappers_with_the_injected_drops() {
+        let dir = std::env::temp_dir().join(format!("fault-ec-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cap = crate::pcap::Capture::create(Counted, dir.join("c.pcap")).unwrap();
+        assert_eq!(cap.error_counters(), vec![("kernel-ring-drops", 7)]);
+        let mut f = Faulty::new(
+            cap,
+            FaultConfig {
+                seed: 1,
+                tx: rates(1.0, 0.0, 0.0, 0.0),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let mut pool = Pool::new(64);
+        let pkts: Vec<u32> = (0..5)
+            .map(|s| packet_from_bytes(&mut pool, &frame(s)).unwrap())
+            .collect();
+        // Dropped by the injector: reported as taken, and counted as fault-tx-dropped.
+        assert_eq!(f.tx_burst(&mut pool, &pkts), 5);
+        pool.free_bulk(&pkts);
+        let ec = f.error_counters();
+        assert_eq!(ec[0], ("kernel-ring-drops", 7));
+        assert!(ec.contains(&("fault-tx-dropped", 5)), "{ec:?}");
+        assert!(ec.contains(&("fault-rx-dropped", 0)), "{ec:?}");
+        assert_eq!(pool.in_use(), 0);
+        drop(f);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

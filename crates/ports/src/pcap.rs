@@ -476,6 +476,12 @@ impl<P: Port> Port for Capture<P> {
         self.inner.link()
     }
 
+    /// The inner port's: the capture itself loses no frame (a write error stops the capture,
+    /// not the traffic).
+    fn error_counters(&self) -> Vec<(&'static str, u64)> {
+        self.inner.error_counters()
+    }
+
     fn describe(&self) -> String {
         format!(
             "{} (pcap {} frames to {})",

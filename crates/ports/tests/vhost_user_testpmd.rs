@@ -13,166 +13,20 @@
 //! `librte-net-virtio23`).
 
 mod memif_common;
+mod testpmd_common;
 
 use memif_common::{frame_bytes, make_packet, TempDir};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use testpmd_common::{serial, TestPmd};
 use vecswitch_buffer::Pool;
 use vecswitch_ports::vhost_user::{Role, VhostUserConfig, VhostUserPort};
 use vecswitch_ports::{LinkState, Port};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn testpmd_path() -> std::path::PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join("dpdk-testpmd"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "dpdk-testpmd not found in PATH: the vhost-user interop tests need DPDK's testpmd \
-                 and its virtio-user driver (Debian packages `dpdk` and `librte-net-virtio23`; \
-                 `make setup` installs them)"
-            )
-        })
-}
-
-/// A running testpmd; killed (and its runtime dir removed) on drop.
-struct TestPmd {
-    child: Child,
-    stdin: ChildStdin,
-    out: Arc<Mutex<String>>,
-    prefix: String,
-}
-
+/// testpmd with this file's `--file-prefix` tag and one memfd for all memory.
 impl TestPmd {
     fn spawn(vdev: &str, fwd: &str, extra: &[&str]) -> TestPmd {
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let prefix = format!(
-            "vsvhost{}x{}",
-            std::process::id(),
-            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        );
-        let mut child = Command::new("stdbuf")
-            .arg("-oL")
-            .arg(testpmd_path())
-            .args([
-                "-l",
-                "0,1",
-                "--no-huge",
-                "-m",
-                "1024",
-                "--no-pci",
-                "--iova-mode=va",
-                // --no-huge memory must reach the backend as a file descriptor: one memfd.
-                "--single-file-segments",
-            ])
-            .arg(format!("--file-prefix={prefix}"))
-            .arg(format!("--vdev={vdev}"))
-            .args(["--", "-i", "--total-num-mbufs=32768"])
-            .arg(format!("--forward-mode={fwd}"))
-            .args(extra)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start stdbuf dpdk-testpmd");
-        let out = Arc::new(Mutex::new(String::new()));
-        let pump = |r: Box<dyn Read + Send>, out: Arc<Mutex<String>>| {
-            std::thread::spawn(move || {
-                for line in BufReader::new(r).lines() {
-                    let Ok(line) = line else { break };
-                    let mut o = out.lock().unwrap();
-                    o.push_str(&line);
-                    o.push('\n');
-                }
-            });
-        };
-        pump(Box::new(child.stdout.take().unwrap()), out.clone());
-        pump(Box::new(child.stderr.take().unwrap()), out.clone());
-        let stdin = child.stdin.take().unwrap();
-        TestPmd {
-            child,
-            stdin,
-            out,
-            prefix,
-        }
-    }
-
-    fn output(&self) -> String {
-        self.out.lock().unwrap().clone()
-    }
-
-    fn cmd(&mut self, line: &str) {
-        writeln!(self.stdin, "{line}").expect("write to testpmd");
-        self.stdin.flush().unwrap();
-    }
-
-    /// Panics with testpmd's output if it has exited.
-    fn check_alive(&mut self) {
-        if let Ok(Some(st)) = self.child.try_wait() {
-            panic!("dpdk-testpmd exited ({st}):\n{}", self.output());
-        }
-    }
-
-    /// Port 0's (RX-packets, RX-bytes, TX-packets, TX-bytes) as `show port stats all` prints them.
-    fn port_stats(&mut self) -> (u64, u64, u64, u64) {
-        let mark = self.out.lock().unwrap().len();
-        self.cmd("show port stats all");
-        let t0 = Instant::now();
-        loop {
-            let text = self.out.lock().unwrap()[mark..].to_string();
-            if let Some(block) = text.split("NIC statistics for port 0").nth(1) {
-                if block.contains("Tx-pps") {
-                    let num = |key: &str| -> u64 {
-                        let at = block
-                            .find(key)
-                            .unwrap_or_else(|| panic!("no {key} in {block}"));
-                        block[at + key.len()..]
-                            .split_whitespace()
-                            .next()
-                            .and_then(|w| w.parse().ok())
-                            .unwrap_or_else(|| panic!("bad {key} in {block}"))
-                    };
-                    return (
-                        num("RX-packets:"),
-                        num("RX-bytes:"),
-                        num("TX-packets:"),
-                        num("TX-bytes:"),
-                    );
-                }
-            }
-            self.check_alive();
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "no stats from testpmd:\n{}",
-                self.output()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for TestPmd {
-    fn drop(&mut self) {
-        let _ = writeln!(self.stdin, "quit");
-        let _ = self.stdin.flush();
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/{}", self.prefix));
+        // --no-huge memory must reach the backend as a file descriptor: one memfd.
+        TestPmd::spawn_tagged("vsvhost", &["--single-file-segments"], vdev, fwd, extra)
     }
 }
 
@@ -486,7 +340,7 @@ fn restart(our_role: Role) {
         assert_eq!((stats.0, stats.1), (N, bytes), "round {round}: testpmd RX");
         assert_eq!(pool.in_use(), 0, "round {round}: buffers held");
         // Kill the frontend (no clean shutdown) and wait for the link to drop.
-        let _ = pmd.child.kill();
+        pmd.kill();
         drop(pmd);
         let t0 = Instant::now();
         while p.link() == LinkState::Up {

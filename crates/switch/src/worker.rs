@@ -11,10 +11,29 @@
 //! An idle switch so uses a small fraction of a core, answers control calls at once, and picks up
 //! traffic within at most 100 µs (a 10 Gb/s port receives about 1,500 minimum-size frames in that
 //! time, which port rings absorb). The first received packet resets the back-off.
+//!
+//! Scheduling ([`WorkerSched`], [`SwitchHandle::set_scheduling`]): the worker can run under a
+//! real-time policy (`fifo:10` is SCHED_FIFO priority 10, `rr:N` SCHED_RR, `other` the default
+//! time-sharing policy), as FD.io VPP's `cpu { scheduler-policy fifo scheduler-priority N }` does.
+//! On a shared 2-core host an ordinary-priority busy-polling worker is descheduled for tens of
+//! milliseconds at a time by other tasks and its kernel rings overflow; measured over veth
+//! (docs/BENCHMARKS.md §5), `chrt -f 10` on the worker removed that loss. The worker sleeps when
+//! idle (above), so a real-time worker does not hold its CPU while there is no traffic, and the
+//! kernel's RT throttling (`/proc/sys/kernel/sched_rt_runtime_us`, 95 % by default) leaves other
+//! tasks a share even under load. Setting a real-time policy needs root or CAP_SYS_NICE (or an
+//! RLIMIT_RTPRIO at least the priority); without it the error says so ([`SchedError`]).
 
+use std::fmt;
+use std::str::FromStr;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+use thread_priority::unix::{
+    set_thread_priority_and_policy, thread_native_id, thread_schedule_policy_param,
+    NormalThreadSchedulePolicy, RealtimeThreadSchedulePolicy, ThreadSchedulePolicy,
+};
+use thread_priority::{ThreadPriority, ThreadPriorityValue};
 
 use crate::runtime::Switch;
 
@@ -36,6 +55,166 @@ enum Msg {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the switch worker thread is not running")]
 pub struct WorkerGone;
+
+/// A scheduling policy for the worker thread (`sched(7)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchedPolicy {
+    /// SCHED_OTHER, the default time-sharing policy (priority 0).
+    Other,
+    /// SCHED_FIFO: runs until it blocks or a higher real-time priority wants the CPU.
+    Fifo,
+    /// SCHED_RR: SCHED_FIFO with a time slice among threads of the same priority.
+    RoundRobin,
+}
+
+/// The worker's scheduling: a policy and its static priority (1–99 for `fifo`/`rr`, 0 for
+/// `other`). Written and parsed as `fifo:10`, `rr:5` or `other`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkerSched {
+    pub policy: SchedPolicy,
+    pub priority: u8,
+}
+
+/// Highest real-time priority Linux accepts (`sched_get_priority_max(SCHED_FIFO)`).
+pub const RT_PRIORITY_MAX: u8 = 99;
+
+/// What [`WorkerSched`]'s text form accepts, for error messages.
+pub const SCHED_ACCEPTED: &str =
+    "`fifo:N` or `rr:N` with N in 1..=99 (SCHED_FIFO/SCHED_RR priority), or `other`";
+
+/// The worker's scheduling could not be read or set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchedError {
+    /// A text that is not a scheduling setting.
+    #[error("worker scheduling {value:?}: {why}; accepted: {SCHED_ACCEPTED}")]
+    Invalid { value: String, why: String },
+    /// The kernel refused for lack of privilege (EPERM).
+    #[error(
+        "worker scheduling {sched}: not permitted (EPERM): a real-time policy needs root or \
+         CAP_SYS_NICE, or RLIMIT_RTPRIO (ulimit -r) of at least {priority}; run as root, \
+         `setcap cap_sys_nice+ep` the binary, or use `other`"
+    )]
+    NotPermitted { sched: WorkerSched, priority: u8 },
+    /// Any other failure of `pthread_setschedparam`/`pthread_getschedparam`.
+    #[error("worker scheduling {sched}: {reason}")]
+    Failed { sched: WorkerSched, reason: String },
+}
+
+impl fmt::Display for WorkerSched {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.policy {
+            SchedPolicy::Other => f.write_str("other"),
+            SchedPolicy::Fifo => write!(f, "fifo:{}", self.priority),
+            SchedPolicy::RoundRobin => write!(f, "rr:{}", self.priority),
+        }
+    }
+}
+
+impl FromStr for WorkerSched {
+    type Err = SchedError;
+
+    fn from_str(s: &str) -> Result<WorkerSched, SchedError> {
+        let invalid = |why: &str| SchedError::Invalid {
+            value: s.to_string(),
+            why: why.to_string(),
+        };
+        let t = s.trim().to_ascii_lowercase();
+        let (name, prio) = match t.split_once(':') {
+            Some((n, p)) => (n.trim(), Some(p.trim())),
+            None => (t.as_str(), None),
+        };
+        let policy = match name {
+            "other" | "normal" => SchedPolicy::Other,
+            "fifo" => SchedPolicy::Fifo,
+            "rr" => SchedPolicy::RoundRobin,
+            _ => return Err(invalid("unknown policy")),
+        };
+        let priority = match (policy, prio) {
+            (SchedPolicy::Other, None) => 0,
+            (SchedPolicy::Other, Some(_)) => {
+                return Err(invalid("`other` takes no priority (it is always 0)"))
+            }
+            (_, None) => return Err(invalid("a real-time policy needs a priority")),
+            (_, Some(p)) => match p.parse::<u8>() {
+                Ok(n) if (1..=RT_PRIORITY_MAX).contains(&n) => n,
+                _ => return Err(invalid("priority out of range")),
+            },
+        };
+        Ok(WorkerSched { policy, priority })
+    }
+}
+
+impl WorkerSched {
+    /// SCHED_OTHER, what a thread gets by default.
+    pub const OTHER: WorkerSched = WorkerSched {
+        policy: SchedPolicy::Other,
+        priority: 0,
+    };
+
+    fn os_policy(self) -> ThreadSchedulePolicy {
+        match self.policy {
+            SchedPolicy::Other => ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Other),
+            SchedPolicy::Fifo => ThreadSchedulePolicy::Realtime(RealtimeThreadSchedulePolicy::Fifo),
+            SchedPolicy::RoundRobin => {
+                ThreadSchedulePolicy::Realtime(RealtimeThreadSchedulePolicy::RoundRobin)
+            }
+        }
+    }
+
+    /// Gives the calling thread this policy and priority (`pthread_setschedparam`).
+    pub fn apply_to_current_thread(self) -> Result<(), SchedError> {
+        let failed = |reason: String| SchedError::Failed {
+            sched: self,
+            reason,
+        };
+        let priority = match self.policy {
+            // SCHED_OTHER: static priority 0, and the crate also sets a nice level mapped from its
+            // cross-platform value (99 - p) * 39 / 99 - 20, truncated: 47 is nice 0 (the test
+            // checks it), so `other` leaves the thread's nice value at the default.
+            SchedPolicy::Other => ThreadPriorityValue::try_from(47u8),
+            _ => ThreadPriorityValue::try_from(self.priority),
+        }
+        .map_err(failed)?;
+        match set_thread_priority_and_policy(
+            thread_native_id(),
+            ThreadPriority::Crossplatform(priority),
+            self.os_policy(),
+        ) {
+            Ok(()) => Ok(()),
+            Err(thread_priority::Error::OS(e))
+                if std::io::Error::from_raw_os_error(e).kind()
+                    == std::io::ErrorKind::PermissionDenied =>
+            {
+                Err(SchedError::NotPermitted {
+                    sched: self,
+                    priority: self.priority,
+                })
+            }
+            Err(e) => Err(failed(e.to_string())),
+        }
+    }
+
+    /// The calling thread's current policy and priority (`pthread_getschedparam`); policies other
+    /// than SCHED_OTHER/FIFO/RR (batch, idle, deadline) read as `other` with their priority.
+    pub fn of_current_thread() -> Result<WorkerSched, SchedError> {
+        let (p, param) =
+            thread_schedule_policy_param(thread_native_id()).map_err(|e| SchedError::Failed {
+                sched: WorkerSched::OTHER,
+                reason: format!("reading the current scheduling: {e}"),
+            })?;
+        let policy = match p {
+            ThreadSchedulePolicy::Realtime(RealtimeThreadSchedulePolicy::Fifo) => SchedPolicy::Fifo,
+            ThreadSchedulePolicy::Realtime(RealtimeThreadSchedulePolicy::RoundRobin) => {
+                SchedPolicy::RoundRobin
+            }
+            _ => SchedPolicy::Other,
+        };
+        Ok(WorkerSched {
+            policy,
+            priority: u8::try_from(param.sched_priority).unwrap_or(0),
+        })
+    }
+}
 
 /// Control side of a running switch. Dropping it stops the worker.
 #[derive(Debug)]
@@ -121,6 +300,29 @@ impl SwitchHandle {
         rrx.recv().map_err(|_| WorkerGone)
     }
 
+    /// Gives the worker thread `sched` (policy and priority), from the worker itself, and returns
+    /// what the thread has afterwards (read back, not assumed).
+    pub fn set_scheduling(&self, sched: WorkerSched) -> Result<WorkerSched, SchedError> {
+        let gone = |_| SchedError::Failed {
+            sched,
+            reason: WorkerGone.to_string(),
+        };
+        self.call(move |_| {
+            sched.apply_to_current_thread()?;
+            WorkerSched::of_current_thread()
+        })
+        .map_err(gone)?
+    }
+
+    /// The worker thread's current scheduling.
+    pub fn scheduling(&self) -> Result<WorkerSched, SchedError> {
+        self.call(|_| WorkerSched::of_current_thread())
+            .map_err(|_| SchedError::Failed {
+                sched: WorkerSched::OTHER,
+                reason: WorkerGone.to_string(),
+            })?
+    }
+
     /// Stops the worker and gives the switch back.
     pub fn stop(mut self) -> Result<Switch, WorkerGone> {
         self.stop_inner()
@@ -141,5 +343,100 @@ impl SwitchHandle {
 impl Drop for SwitchHandle {
     fn drop(&mut self) {
         let _ = self.stop_inner();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sched_text_round_trips_and_bad_values_name_what_is_accepted() {
+        for (t, want) in [
+            ("fifo:10", "fifo:10"),
+            ("FIFO:99", "fifo:99"),
+            ("rr:1", "rr:1"),
+            ("other", "other"),
+            (" normal ", "other"),
+        ] {
+            let s: WorkerSched = t.parse().unwrap();
+            assert_eq!(s.to_string(), want);
+            assert_eq!(want.parse::<WorkerSched>().unwrap(), s);
+        }
+        for (bad, why) in [
+            ("fifo", "needs a priority"),
+            ("fifo:0", "out of range"),
+            ("fifo:100", "out of range"),
+            ("rr:x", "out of range"),
+            ("other:3", "no priority"),
+            ("deadline:1", "unknown policy"),
+        ] {
+            let e = bad.parse::<WorkerSched>().unwrap_err().to_string();
+            assert!(
+                e.contains(bad) && e.contains(why) && e.contains("fifo:N"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn not_permitted_says_what_is_needed() {
+        let e = SchedError::NotPermitted {
+            sched: "fifo:10".parse().unwrap(),
+            priority: 10,
+        }
+        .to_string();
+        assert!(
+            e.contains("fifo:10") && e.contains("CAP_SYS_NICE") && e.contains("RLIMIT_RTPRIO"),
+            "{e}"
+        );
+    }
+
+    /// On the worker thread itself, read back from the kernel: a real-time policy where this
+    /// process may set one (root, CI), the named EPERM error otherwise; `other` always works.
+    #[test]
+    fn worker_thread_gets_the_policy_or_a_clear_error() {
+        let sw = Switch::new(crate::SwitchConfig::default());
+        let h = spawn(sw).unwrap();
+        assert_eq!(h.scheduling().unwrap(), WorkerSched::OTHER);
+        let fifo: WorkerSched = "fifo:3".parse().unwrap();
+        match h.set_scheduling(fifo) {
+            Ok(got) => assert_eq!(got, fifo),
+            Err(SchedError::NotPermitted { .. }) => {
+                assert!(!is_root(), "EPERM as root");
+            }
+            Err(e) => panic!("unexpected: {e}"),
+        }
+        assert_eq!(
+            h.set_scheduling(WorkerSched::OTHER).unwrap(),
+            WorkerSched::OTHER
+        );
+        // Back to the default: nice 0 too (proc(5) stat field 19).
+        let nice = h
+            .call(|_| {
+                let st = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+                let rest = st[st.rfind(')').unwrap() + 1..].to_string();
+                rest.split_whitespace().nth(19 - 3).unwrap().to_string()
+            })
+            .unwrap();
+        assert_eq!(nice, "0");
+        // Only the worker thread changed, not the caller's.
+        assert_eq!(
+            WorkerSched::of_current_thread().unwrap(),
+            WorkerSched::OTHER
+        );
+        h.stop().unwrap();
+    }
+
+    /// Effective uid 0, read from /proc (this crate has no libc/nix dependency).
+    fn is_root() -> bool {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("Uid:"))
+                    .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+            })
+            .unwrap_or(false)
     }
 }

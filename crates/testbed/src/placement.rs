@@ -163,6 +163,50 @@ pub fn parse_cpu_list(s: &str) -> Vec<usize> {
     out
 }
 
+/// The scheduling of the thread of `pid` named `comm` (`/proc/<pid>/task/*/comm`), from its
+/// `stat` (`policy` and `rt_priority`, proc(5) fields 41 and 40): `SCHED_FIFO 10`,
+/// `SCHED_OTHER`, ... `None` if the process or no such thread exists. The kernel keeps the first
+/// 15 bytes of a thread's name (`vecswitch-worker` is `vecswitch-worke` there); so does the match.
+pub fn thread_sched(pid: u32, comm: &str) -> Option<String> {
+    let want = comm.get(..comm.len().min(15)).unwrap_or(comm);
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
+        let name = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if name.trim_end() != want {
+            continue;
+        }
+        let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
+        return parse_stat_sched(&stat);
+    }
+    None
+}
+
+/// `policy` and `rt_priority` from a `/proc/<pid>/task/<tid>/stat` line, as text.
+pub fn parse_stat_sched(stat: &str) -> Option<String> {
+    // Fields after the command name, which is in parentheses and may hold spaces: field 3
+    // (state) is the first.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let rt_priority: u32 = f.get(40 - 3)?.parse().ok()?;
+    let policy: u32 = f.get(41 - 3)?.parse().ok()?;
+    let name = match policy {
+        0 => "SCHED_OTHER",
+        1 => "SCHED_FIFO",
+        2 => "SCHED_RR",
+        3 => "SCHED_BATCH",
+        5 => "SCHED_IDLE",
+        6 => "SCHED_DEADLINE",
+        _ => return Some(format!("policy {policy} priority {rt_priority}")),
+    };
+    Some(if rt_priority == 0 {
+        name.to_string()
+    } else {
+        format!("{name} {rt_priority}")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,5 +288,22 @@ mod tests {
             unpinned.shared_cpus,
             vec!["cpu 1 shared by generator (g) and dut (d)"]
         );
+    }
+
+    #[test]
+    fn thread_sched_reads_this_threads_policy() {
+        // A thread of this test process, at the default policy.
+        let pid = std::process::id();
+        let t = std::thread::Builder::new()
+            .name("schedprobe-long-name".into())
+            .spawn(move || thread_sched(pid, "schedprobe-long-name"))
+            .unwrap();
+        assert_eq!(t.join().unwrap().as_deref(), Some("SCHED_OTHER"));
+        assert_eq!(thread_sched(pid, "no-such-thread"), None);
+        // A real stat line of a SCHED_FIFO 10 thread (`chrt -f 10`), name with a space and ')'.
+        let line = "4242 (a b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 3 0 0 -11 0 2 0 \
+                    123 1000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 10 1 0 0 0";
+        assert_eq!(parse_stat_sched(line).as_deref(), Some("SCHED_FIFO 10"));
+        assert_eq!(parse_stat_sched("garbage"), None);
     }
 }

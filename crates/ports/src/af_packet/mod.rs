@@ -99,7 +99,13 @@
 //! in frame mode the kernel cuts them to the slot ([`AfPacketStats::rx_truncated`]), in block mode
 //! they exceed the MTU on transmit ([`AfPacketStats::tx_too_long`]) — counted, never forwarded
 //! broken. Turn TSO/GSO off on such peers (`ethtool -K IF tso off gso off`); the lab's generator
-//! sends no GSO frames.
+//! sends no GSO frames, so the lab leaves the offloads of the veths it creates as they are.
+//! `tests/afpacket_tcp.rs` carries a real kernel TCP connection (4 MiB, Python sockets) between
+//! two namespaces through two cross-connected ports, TSO/GSO off and checksum offload on at the
+//! peers: the bytes arrive intact (SHA-256), the receiver counts no TCP checksum error, and the
+//! sending side's port completed checksums. Keep the port's interface free of IP addresses, or in
+//! a namespace of its own: a kernel that owns the address a peer asks for answers its ARP on that
+//! interface (weak host model) and the flow goes to the host instead of through the switch.
 //!
 //! ## Layout
 //!

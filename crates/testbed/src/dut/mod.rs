@@ -2,9 +2,11 @@
 //!
 //! | driver | name | links | how it runs |
 //! |---|---|---|---|
-//! | [`vecswitch::VecswitchDut`] | `vecswitch-xconnect`, `vecswitch-bridge` | memif, veth | writes a TOML config, runs `vecswitch run --config` |
+//! | [`vecswitch::VecswitchDut`] | `vecswitch-xconnect`, `vecswitch-bridge` | memif, veth (AF_PACKET) | writes a TOML config, runs `vecswitch run --config` |
+//! | [`vecswitch::VecswitchDut`] | `vecswitch-xconnect-afxdp` | memif, veth (AF_XDP) | the same, veth ends as `af_xdp` ports |
 //! | [`linux_bridge::LinuxBridgeDut`] | `linux-bridge` | veth | one kernel bridge per port pair in the DUT namespace |
 //! | [`ovs::OvsDut`] | `ovs` | veth | `ovsdb-server` + `ovs-vswitchd` (userspace `netdev` datapath) under the run dir; afxdp ports, else system |
+//! | [`ovs::OvsDut`] | `ovs-afxdp` | veth | the same with afxdp ports only (no fallback) |
 //! | [`testpmd::TestpmdDut`] | `testpmd-io` | memif | `dpdk-testpmd --forward-mode=io`, the speed-of-light reference |
 //! | [`ovs_dpdk::OvsDpdkDut`] | `ovs-dpdk` | memif | refuses with the reason (see its module doc) |
 //! | [`external::ExternalDut`] | `external` | any (topology `external`) | starts nothing; optional counter command |
@@ -116,8 +118,14 @@ pub enum DutKind {
     VecswitchBridge {
         bin: PathBuf,
     },
+    /// `vecswitch-xconnect` with AF_XDP ports on its veth ends.
+    VecswitchXconnectAfxdp {
+        bin: PathBuf,
+    },
     LinuxBridge,
     Ovs,
+    /// OVS with afxdp ports only.
+    OvsAfxdp,
     TestpmdIo,
     OvsDpdk,
     /// A device the lab does not start (topology `external`), with an optional counter command.
@@ -127,8 +135,8 @@ pub enum DutKind {
 }
 
 /// Names accepted by [`DutKind::parse`].
-pub const DUT_NAMES: &str =
-    "vecswitch-xconnect, vecswitch-bridge, linux-bridge, ovs, testpmd-io, ovs-dpdk, external";
+pub const DUT_NAMES: &str = "vecswitch-xconnect, vecswitch-bridge, vecswitch-xconnect-afxdp, \
+     linux-bridge, ovs, ovs-afxdp, testpmd-io, ovs-dpdk, external";
 
 impl DutKind {
     /// Parses a driver name; `vecswitch_bin` is the `vecswitch` binary for the vecswitch drivers
@@ -137,8 +145,10 @@ impl DutKind {
         Ok(match name {
             "vecswitch" | "vecswitch-xconnect" => DutKind::VecswitchXconnect { bin: vecswitch_bin },
             "vecswitch-bridge" => DutKind::VecswitchBridge { bin: vecswitch_bin },
+            "vecswitch-xconnect-afxdp" => DutKind::VecswitchXconnectAfxdp { bin: vecswitch_bin },
             "linux-bridge" => DutKind::LinuxBridge,
             "ovs" => DutKind::Ovs,
+            "ovs-afxdp" => DutKind::OvsAfxdp,
             "testpmd-io" => DutKind::TestpmdIo,
             "ovs-dpdk" => DutKind::OvsDpdk,
             "external" => DutKind::External {
@@ -165,8 +175,16 @@ impl DutKind {
                 bin.clone(),
                 vecswitch::Mode::Bridge,
             )),
+            DutKind::VecswitchXconnectAfxdp { bin } => {
+                Box::new(vecswitch::VecswitchDut::with_veth(
+                    bin.clone(),
+                    vecswitch::Mode::Xconnect,
+                    vecswitch::VethPort::AfXdp,
+                ))
+            }
             DutKind::LinuxBridge => Box::new(linux_bridge::LinuxBridgeDut::new()),
             DutKind::Ovs => Box::new(ovs::OvsDut::new()),
+            DutKind::OvsAfxdp => Box::new(ovs::OvsDut::new().afxdp_only()),
             DutKind::TestpmdIo => Box::new(testpmd::TestpmdDut::new()),
             DutKind::OvsDpdk => Box::new(ovs_dpdk::OvsDpdkDut::new()),
             DutKind::External { counters_command } => {
@@ -225,8 +243,10 @@ mod tests {
         for n in [
             "vecswitch-xconnect",
             "vecswitch-bridge",
+            "vecswitch-xconnect-afxdp",
             "linux-bridge",
             "ovs",
+            "ovs-afxdp",
             "testpmd-io",
             "ovs-dpdk",
             "external",

@@ -10,7 +10,9 @@
 //! Ports: one `netdev` bridge per port pair; each DUT veth end is added as `type=afxdp` (≈ 0.84 Mpps
 //! measured here, with a PMD thread) and, if OVS reports an error for it, re-added as a plain
 //! `system` port (≈ 0.05 Mpps, polled by the main thread). Which one was used is in
-//! [`OvsDut::port_types`] and in `describe`. Forwarding is port-to-port OpenFlow rules
+//! [`OvsDut::port_types`] and in `describe`. The `ovs-afxdp` variant ([`OvsDut::afxdp_only`])
+//! never falls back: a port OVS cannot open as afxdp fails the setup with OVS's error, so a
+//! comparison labelled "OVS afxdp" never measures a system port. Forwarding is port-to-port OpenFlow rules
 //! (`in_port=A,actions=output:B` and back), as VSPERF's phy2phy tests program it.
 //!
 //! Shutdown: `ovs-appctl exit --cleanup` to vswitchd, `exit` to ovsdb-server, then the process
@@ -117,6 +119,8 @@ pub struct OvsDut {
     port_types: Vec<(String, String)>,
     /// Try afxdp ports first (default true).
     no_afxdp: bool,
+    /// afxdp or fail, no system-port fallback (`ovs-afxdp`).
+    afxdp_only: bool,
 }
 
 impl OvsDut {
@@ -127,6 +131,13 @@ impl OvsDut {
     /// Uses kernel-socket (`system`) ports only, without trying afxdp.
     pub fn system_ports_only(mut self) -> OvsDut {
         self.no_afxdp = true;
+        self
+    }
+
+    /// afxdp ports only: a port OVS refuses as afxdp is an error, not a system port (`ovs-afxdp`).
+    pub fn afxdp_only(mut self) -> OvsDut {
+        self.afxdp_only = true;
+        self.no_afxdp = false;
         self
     }
 
@@ -201,6 +212,17 @@ impl OvsDut {
             {
                 return Ok("afxdp".into());
             }
+            if self.afxdp_only {
+                return Err(Error::Unsupported {
+                    dut: self.name().into(),
+                    what: format!("port {ifname} as type=afxdp"),
+                    why: format!(
+                        "ovs-vsctl reports error {err:?}, ofport {}; see {}/ovs-vswitchd.log",
+                        ofport.trim(),
+                        self.dir()?.display()
+                    ),
+                });
+            }
             tracing::warn!(
                 ifname,
                 err,
@@ -215,7 +237,11 @@ impl OvsDut {
 
 impl Dut for OvsDut {
     fn name(&self) -> &str {
-        "ovs"
+        if self.afxdp_only {
+            "ovs-afxdp"
+        } else {
+            "ovs"
+        }
     }
 
     fn describe(&self) -> String {

@@ -7,6 +7,18 @@
 //! DUT CPU, and is ready when its memif sockets (or its control socket) exist. The binary path
 //! comes from the caller (`current_exe()` in the CLI, `CARGO_BIN_EXE_vecswitch` in the CLI crate's
 //! tests).
+//!
+//! Variants: `vecswitch-xconnect` and `vecswitch-bridge` open veth ends as `af_packet` ports,
+//! `vecswitch-xconnect-afxdp` as `af_xdp` ports (XDP mode `auto`: native on veth, so the DUT's
+//! receive work runs in the sender's NAPI context). memif ends are the same in every variant.
+//!
+//! Worker scheduling: the driver starts the switch with `--worker-priority` [`WORKER_PRIORITY`]
+//! (SCHED_FIFO 10 by default, [`WORKER_PRIORITY_ENV`] overrides it, `other` turns it off;
+//! `other` too when the DUT's CPU is shared with a VNF or the generator, [`worker_priority_for`]). A
+//! busy-polling worker at ordinary priority on a shared 2-core host is descheduled for tens of
+//! milliseconds and its rings overflow (docs/BENCHMARKS.md §5); the policy the worker thread really
+//! has, read back from `/proc`, is in the placement record's note
+//! ([`crate::placement::thread_sched`]).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -19,6 +31,66 @@ use crate::error::{Error, Result};
 use crate::placement::PlacedProcess;
 use crate::process::{ChildGuard, ProcessSpec};
 use crate::topology::{PortEnd, Wiring};
+
+/// The worker scheduling the driver asks for unless [`WORKER_PRIORITY_ENV`] says otherwise.
+pub const WORKER_PRIORITY: &str = "fifo:10";
+/// Environment variable overriding [`WORKER_PRIORITY`] (`fifo:N`, `rr:N` or `other`).
+pub const WORKER_PRIORITY_ENV: &str = "VECSWITCH_DUT_WORKER_PRIORITY";
+
+/// The worker scheduling for a DUT on `w`: [`WORKER_PRIORITY_ENV`] if set; else
+/// [`WORKER_PRIORITY`], unless the DUT's CPU is shared with another role (a VNF, or the generator
+/// on a 1-CPU machine) — a real-time busy-polling worker would leave that role only the kernel's
+/// RT-throttling remainder (5 %) — then `other`. Returns the setting and why it is not the default.
+pub fn worker_priority_for(w: &Wiring) -> Result<(String, Option<&'static str>)> {
+    if std::env::var_os(WORKER_PRIORITY_ENV).is_some() {
+        return Ok((worker_priority_from_env()?, Some("set by the environment")));
+    }
+    if w.cores.dut == w.cores.generator {
+        return Ok(("other".into(), Some("DUT CPU shared with the generator")));
+    }
+    if !w.vnf_ports.is_empty() && w.cores.dut == w.cores.vnf {
+        return Ok(("other".into(), Some("DUT CPU shared with the VNF")));
+    }
+    Ok((WORKER_PRIORITY.to_string(), None))
+}
+
+/// [`WORKER_PRIORITY_ENV`] if set, else [`WORKER_PRIORITY`]; checked here so that a typo fails
+/// before anything starts (`vecswitch run` checks it again).
+pub fn worker_priority_from_env() -> Result<String> {
+    let v = std::env::var(WORKER_PRIORITY_ENV).unwrap_or_else(|_| WORKER_PRIORITY.to_string());
+    let t = v.trim().to_ascii_lowercase();
+    let ok = t == "other"
+        || t.split_once(':').is_some_and(|(p, n)| {
+            (p == "fifo" || p == "rr") && n.parse::<u8>().is_ok_and(|n| (1..=99).contains(&n))
+        });
+    if ok {
+        Ok(t)
+    } else {
+        Err(Error::Invalid {
+            field: WORKER_PRIORITY_ENV,
+            value: v,
+            expected: "fifo:N or rr:N with N in 1..=99, or other".into(),
+        })
+    }
+}
+
+/// How the DUT opens the veth ends it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VethPort {
+    /// `type = "af_packet"` (frame mode, the port's defaults).
+    AfPacket,
+    /// `type = "af_xdp"` (mode `auto`: native XDP on veth).
+    AfXdp,
+}
+
+impl VethPort {
+    fn type_name(self) -> &'static str {
+        match self {
+            VethPort::AfPacket => "af_packet",
+            VethPort::AfXdp => "af_xdp",
+        }
+    }
+}
 
 /// How the DUT connects each port pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,13 +106,33 @@ fn toml_str(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
-/// The `vecswitch run` config for `ports`, connecting `pairs` (indexes into `ports`) with `mode`.
+/// The `vecswitch run` config for `ports`, connecting `pairs` (indexes into `ports`) with `mode`;
+/// veth ends as `af_packet` ports.
 pub fn config_toml(
     ports: &[PortEnd],
     pairs: &[(usize, usize)],
     mode: Mode,
     control_socket: &Path,
     worker_cpu: Option<usize>,
+) -> String {
+    config_toml_with(
+        ports,
+        pairs,
+        mode,
+        control_socket,
+        worker_cpu,
+        VethPort::AfPacket,
+    )
+}
+
+/// [`config_toml`] with veth ends opened as `veth`.
+pub fn config_toml_with(
+    ports: &[PortEnd],
+    pairs: &[(usize, usize)],
+    mode: Mode,
+    control_socket: &Path,
+    worker_cpu: Option<usize>,
+    veth: VethPort,
 ) -> String {
     let mut s = String::from("# written by vecswitch-testbed\n[switch]\n");
     let _ = writeln!(
@@ -76,7 +168,7 @@ pub fn config_toml(
             }
             PortEnd::Veth { name, ifname, .. } => {
                 let _ = writeln!(s, "name = {}", toml_str(name));
-                s.push_str("type = \"af_packet\"\n");
+                let _ = writeln!(s, "type = {}", toml_str(veth.type_name()));
                 let _ = writeln!(s, "interface = {}", toml_str(ifname));
             }
         }
@@ -238,20 +330,43 @@ pub(crate) fn facing_names(w: &Wiring) -> Vec<String> {
 pub struct VecswitchDut {
     bin: PathBuf,
     mode: Mode,
+    veth: VethPort,
+    /// `--worker-priority` given to `vecswitch run`, and why it is not the default.
+    worker_priority: Option<(String, Option<&'static str>)>,
     child: Option<ChildGuard>,
     config: Option<PathBuf>,
     wiring: Option<Wiring>,
 }
 
 impl VecswitchDut {
+    /// veth ends as `af_packet` ports.
     pub fn new(bin: PathBuf, mode: Mode) -> VecswitchDut {
+        VecswitchDut::with_veth(bin, mode, VethPort::AfPacket)
+    }
+
+    /// veth ends opened as `veth`.
+    pub fn with_veth(bin: PathBuf, mode: Mode, veth: VethPort) -> VecswitchDut {
         VecswitchDut {
             bin,
             mode,
+            veth,
+            worker_priority: None,
             child: None,
             config: None,
             wiring: None,
         }
+    }
+
+    /// The `vecswitch run` config of this driver on `w`.
+    fn config_for(&self, w: &Wiring, ctl: &Path) -> String {
+        config_toml_with(
+            &w.dut_ports,
+            &w.pairs,
+            self.mode,
+            ctl,
+            Some(w.cores.dut),
+            self.veth,
+        )
     }
 
     /// The config file written by `setup`.
@@ -293,9 +408,11 @@ fn unreadable(what: &str, answer: &str) -> Error {
 
 impl Dut for VecswitchDut {
     fn name(&self) -> &str {
-        match self.mode {
-            Mode::Xconnect => "vecswitch-xconnect",
-            Mode::Bridge => "vecswitch-bridge",
+        match (self.mode, self.veth) {
+            (Mode::Xconnect, VethPort::AfPacket) => "vecswitch-xconnect",
+            (Mode::Xconnect, VethPort::AfXdp) => "vecswitch-xconnect-afxdp",
+            (Mode::Bridge, VethPort::AfPacket) => "vecswitch-bridge",
+            (Mode::Bridge, VethPort::AfXdp) => "vecswitch-bridge-afxdp",
         }
     }
 
@@ -318,8 +435,9 @@ impl Dut for VecswitchDut {
                         .into(),
             });
         }
+        let (prio, why) = worker_priority_for(w)?;
         let ctl = w.run_dir.join("dut.ctl");
-        let toml = config_toml(&w.dut_ports, &w.pairs, self.mode, &ctl, Some(w.cores.dut));
+        let toml = self.config_for(w, &ctl);
         let path = w.run_dir.join("dut.toml");
         std::fs::write(&path, toml).map_err(|source| Error::Io {
             what: "writing",
@@ -333,12 +451,15 @@ impl Dut for VecswitchDut {
                 "run".to_string(),
                 "--config".into(),
                 path.display().to_string(),
+                "--worker-priority".into(),
+                prio.clone(),
             ])
             .netns(Some(&w.dut_netns))
             .cpus(Some(vec![w.cores.dut]));
         let mut child = ChildGuard::spawn(&spec, &w.run_dir)?;
         let r = wait_ready(&self.bin, &mut child, &ctl, &w.dut_ports);
         self.child = Some(child);
+        self.worker_priority = Some((prio, why));
         r
     }
 
@@ -374,7 +495,7 @@ impl Dut for VecswitchDut {
             });
         };
         let ctl = w.run_dir.join("dut.ctl");
-        let mut toml = config_toml(&w.dut_ports, &w.pairs, self.mode, &ctl, Some(w.cores.dut));
+        let mut toml = self.config_for(&w, &ctl);
         let port = w
             .pairs
             .last()
@@ -408,8 +529,28 @@ impl Dut for VecswitchDut {
         .map(|_| ())
     }
 
+    /// The note says which scheduling the worker thread has, read back from `/proc` (not the
+    /// one asked for), and the veth port type.
     fn processes(&self) -> Vec<PlacedProcess> {
-        self.child.iter().map(|c| placed(c, "")).collect()
+        self.child
+            .iter()
+            .map(|c| {
+                let sched = crate::placement::thread_sched(c.pid(), "vecswitch-worker")
+                    .unwrap_or_else(|| "unknown (thread not found)".into());
+                let asked = match &self.worker_priority {
+                    Some((p, None)) => p.clone(),
+                    Some((p, Some(why))) => format!("{p}: {why}"),
+                    None => "-".into(),
+                };
+                placed(
+                    c,
+                    &format!(
+                        "worker {sched} (asked {asked}); veth ports {}",
+                        self.veth.type_name()
+                    ),
+                )
+            })
+            .collect()
     }
 
     fn check_alive(&mut self) -> Result<()> {
@@ -497,6 +638,47 @@ interface = \"dut1\"
 ports = [\"phy0\", \"dut1\"]
 ";
         assert_eq!(t, expected);
+    }
+
+    #[test]
+    fn worker_priority_is_real_time_only_on_a_cpu_of_its_own() {
+        if std::env::var_os(WORKER_PRIORITY_ENV).is_some() {
+            return; // the environment decides; covered by worker_priority_from_env
+        }
+        let memif = |n: &str| PortEnd::Memif {
+            name: n.into(),
+            socket: format!("/r/{n}.sock").into(),
+            id: 0,
+            role: MemifRole::Server,
+        };
+        let mut w = Wiring {
+            topology: crate::topology::Topology::Phy2Phy {
+                link: crate::topology::Link::Memif,
+            },
+            run_id: "r".into(),
+            run_dir: "/r".into(),
+            dut_netns: "ns".into(),
+            gen_netns: None,
+            gen_ports: vec![],
+            dut_ports: vec![memif("phy0"), memif("phy1")],
+            pairs: vec![(0, 1)],
+            vnf_ports: vec![],
+            cores: crate::placement::CorePlan {
+                generator: 0,
+                dut: 1,
+                vnf: 1,
+            },
+        };
+        assert_eq!(worker_priority_for(&w).unwrap(), ("fifo:10".into(), None));
+        w.vnf_ports = vec![memif("vnf0"), memif("vnf1")];
+        let (p, why) = worker_priority_for(&w).unwrap();
+        assert_eq!(
+            (p.as_str(), why),
+            ("other", Some("DUT CPU shared with the VNF"))
+        );
+        w.vnf_ports.clear();
+        w.cores.dut = 0;
+        assert_eq!(worker_priority_for(&w).unwrap().0, "other");
     }
 
     #[test]
