@@ -82,7 +82,9 @@ fn run(mut sw: Switch, rx: Receiver<Msg>) -> Switch {
                 Err(TryRecvError::Disconnected) => return sw,
             }
         }
-        if sw.poll_once() > 0 {
+        let received = sw.poll_once();
+        sw.bond_tick(); // the bonds' timers (LACP), at most every 10 ms
+        if received > 0 {
             empty_polls = 0;
             sleep = IDLE_SLEEP_MIN;
             continue;
