@@ -83,7 +83,7 @@ fn run(mut sw: Switch, rx: Receiver<Msg>) -> Switch {
             }
         }
         let received = sw.poll_once();
-        sw.bond_tick(); // the bonds' timers (LACP), at most every 10 ms
+        sw.run_timers(); // the features' timers (e.g. LACP), see `Feature::timers`
         if received > 0 {
             empty_polls = 0;
             sleep = IDLE_SLEEP_MIN;

@@ -131,7 +131,7 @@ impl Lab {
             for sw in [&mut self.a, &mut self.b] {
                 sw.advance_clock(Duration::from_millis(10));
                 while sw.poll_once() > 0 {}
-                sw.bond_tick();
+                sw.run_timers();
             }
         }
     }

@@ -311,8 +311,8 @@ impl Switch {
             .unwrap_or_default()
     }
 
-    /// The bond timers, called by the worker after every poll: at most every [`TICK_NS`] of the
-    /// switch clock, runs [`Switch::bond_tick_at`].
+    /// The bond timers (the feature's `Feature::timers`, run by the worker after every poll): at
+    /// most every [`TICK_NS`] of the switch clock, runs [`Switch::bond_tick_at`].
     pub fn bond_tick(&mut self) {
         if self.state.bonds.bonds.is_empty() {
             return;

@@ -15,9 +15,9 @@
 //!   administratively down, leaves `active` at the next tick.
 //! - Control: [`control`] (`create_bond`, `add_bond_member`, `show_bond`, `show_lacp`, …).
 //!
-//! Time: LACP runs on the worker's clock in [`crate::Switch::bond_tick`], called by the worker
-//! loop after each poll (no thread per bond); it does nothing more often than every
-//! [`TICK_NS`].
+//! Time: LACP runs on the worker's clock in [`crate::Switch::bond_tick`], the feature's
+//! `Feature::timers`, which the worker runs after each poll (no thread per bond); it does nothing
+//! more often than every [`TICK_NS`].
 
 pub mod bond_input;
 pub mod bond_output;
@@ -252,5 +252,9 @@ impl Feature for BondFeature {
             _ => {}
         }
         Ok(())
+    }
+
+    fn timers(&self, switch: &mut crate::Switch) {
+        switch.bond_tick();
     }
 }
