@@ -452,4 +452,49 @@ mod tests {
         s.set(LacpState::COLLECTING, false);
         assert_eq!(s, LacpState(LacpState::DISTRIBUTING));
     }
+
+    mod props {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn info() -> impl Strategy<Value = LacpInfo> {
+            (
+                any::<u16>(),
+                any::<[u8; 6]>(),
+                any::<u16>(),
+                any::<u16>(),
+                any::<u16>(),
+                any::<u8>(),
+            )
+                .prop_map(|(sp, sys, key, pp, port, st)| LacpInfo {
+                    system_priority: sp,
+                    system: EthernetAddress(sys),
+                    key,
+                    port_priority: pp,
+                    port,
+                    state: LacpState(st),
+                })
+        }
+
+        proptest! {
+            /// Any LACPDU written reads back the same (version 1), in 110 bytes.
+            #[test]
+            fn emit_then_parse_round_trips(a in info(), p in info(), d in any::<u16>()) {
+                let pdu = Lacpdu { version: 1, actor: a, partner: p, collector_max_delay: d };
+                let mut b = [0xa5u8; LACPDU_LEN];
+                prop_assert!(pdu.emit(&mut b));
+                prop_assert_eq!(Lacpdu::parse(&b), Ok(pdu));
+            }
+
+            /// Arbitrary bytes never panic the parser: a LACPDU or a named error.
+            #[test]
+            fn arbitrary_bytes_parse_or_fail_by_name(b in proptest::collection::vec(any::<u8>(), 0..160)) {
+                match Lacpdu::parse(&b) {
+                    Ok(_) => prop_assert!(b.len() >= LACPDU_LEN),
+                    Err(e) => prop_assert!(!e.to_string().is_empty()),
+                }
+                let _ = Lacpdu::is_lacp_frame(&b);
+            }
+        }
+    }
 }
