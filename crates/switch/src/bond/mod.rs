@@ -13,6 +13,8 @@
 //!   bond's [`Bond::active`], recomputed by [`crate::Switch::bond_tick`] (which also runs LACP) and
 //!   after every control change. A member whose port's link is down, or whose interface is
 //!   administratively down, leaves `active` at the next tick.
+//! - Config: [`config::BondConfig`] (the serde type is the config), applied whole by
+//!   `Switch::add_bond`.
 //! - Control: [`control`] (`create_bond`, `add_bond_member`, `show_bond`, `show_lacp`, …).
 //!
 //! Time: LACP runs on the worker's clock in [`crate::Switch::bond_tick`], the feature's
@@ -21,6 +23,7 @@
 
 pub mod bond_input;
 pub mod bond_output;
+pub mod config;
 pub mod control;
 pub mod lacp;
 
