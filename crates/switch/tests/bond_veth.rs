@@ -140,8 +140,10 @@ impl Drop for Lab {
 
 impl Lab {
     fn new() -> Lab {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let lab = Lab {
-            ns: format!("vsbw{}", std::process::id() % 100_000),
+            ns: format!("vsbw{}-{n}", std::process::id() % 100_000),
         };
         ip(&["netns", "add", &lab.ns]);
         in_ns(
@@ -196,6 +198,84 @@ fn active(sw: &SwitchHandle) -> Vec<String> {
     sw.call(|sw| sw.show_bond()[0].active.clone()).unwrap()
 }
 
+fn wait_aggregated(a: &SwitchHandle, b: &SwitchHandle) {
+    let t0 = Instant::now();
+    while active(a) != ["a0", "a1"] || active(b) != ["b0", "b1"] {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "no aggregate after 10 s: A {:#?} B {:#?}",
+            a.call(|sw| sw.show_lacp()).unwrap(),
+            b.call(|sw| sw.show_lacp()).unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn error(sw: &SwitchHandle, node: &'static str, reason: &'static str) -> u64 {
+    sw.call(move |sw| {
+        sw.show_errors()
+            .iter()
+            .filter(|e| e.node == node && e.reason == reason)
+            .map(|e| e.count)
+            .sum()
+    })
+    .unwrap()
+}
+
+/// B stops LACP on b0 (its interface administratively down) while the veth stays up: A hears
+/// nothing more on a0 and takes it out of distribution by the short timeout — after about 2–3 s,
+/// within 3 s — and every frame A sent into a0 meanwhile is counted by B (`bond-input
+/// not-collecting`): sent − received = that count, exactly.
+#[test]
+fn a_partner_that_stops_lacp_is_timed_out_within_3_s_and_every_lost_frame_is_counted() {
+    let lab = Lab::new();
+    let a = switch(&lab, "ha", ["a0", "a1"]);
+    let b = switch(&lab, "hb", ["b0", "b1"]);
+    wait_aggregated(&a, &b);
+    let mut pa = Probe::open(&lab.ns, "pa");
+    let mut pb = Probe::open(&lab.ns, "pb");
+    let mut got = BTreeSet::new();
+    let start = Instant::now();
+    let mut cut = None;
+    let mut out_at = None;
+    let mut seq = 0u32;
+    while start.elapsed() < Duration::from_secs(5) {
+        if cut.is_none() && start.elapsed() >= Duration::from_secs(1) {
+            b.call(|sw| sw.set_port_admin("b0", false).unwrap())
+                .unwrap();
+            cut = Some(start.elapsed());
+        }
+        if cut.is_some() && out_at.is_none() && !active(&a).contains(&"a0".to_string()) {
+            out_at = Some(start.elapsed());
+        }
+        pa.send([seq]);
+        seq += 1;
+        pb.recv(&mut got);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    pb.recv_until(&mut got, seq as usize, Duration::from_secs(1));
+    let (cut, out_at) = (cut.unwrap(), out_at.expect("a0 left distribution"));
+    let took = out_at - cut;
+    assert!(
+        took >= Duration::from_millis(1_900) && took <= Duration::from_millis(3_500),
+        "a0 left distribution {took:?} after B went silent: accepted 2-3 s (one short timeout \
+         after B's last LACPDU, sent at most 1 s before), plus 0.5 s for a loaded machine \
+         (the worker's 10 ms tick and this loop's polling can run late)"
+    );
+    let lacp = a.call(|sw| sw.show_lacp()).unwrap();
+    assert_eq!(lacp[0].counters.timeouts, 1, "{:?}", lacp[0]);
+    let lost = seq as u64 - got.len() as u64;
+    let counted = error(&b, "bond-input", "not-collecting");
+    assert!(lost > 0, "some flows were on a0 during the timeout");
+    assert_eq!(
+        lost, counted,
+        "lost {lost} of {seq}, counted by B {counted}"
+    );
+    eprintln!("{lost} of {seq} frames lost in {took:?}, all counted by B as not-collecting");
+    drop(a.stop());
+    drop(b.stop());
+}
+
 #[test]
 fn two_vecswitch_lacp_bonds_over_veths_aggregate_carry_traffic_and_fail_over() {
     let lab = Lab::new();
@@ -208,16 +288,7 @@ fn two_vecswitch_lacp_bonds_over_veths_aggregate_carry_traffic_and_fail_over() {
 
     // Aggregation: both members collecting/distributing on both sides, each the other's partner
     // (2 s of Aggregate_Wait_Time, then one exchange).
-    let t0 = Instant::now();
-    while active(&a) != ["a0", "a1"] || active(&b) != ["b0", "b1"] {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "no aggregate after 10 s: A {:#?} B {:#?}",
-            a.call(|sw| sw.show_lacp()).unwrap(),
-            b.call(|sw| sw.show_lacp()).unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_aggregated(&a, &b);
     for (sw, partner) in [(&a, &mac_b), (&b, &mac_a)] {
         for m in sw.call(|sw| sw.show_lacp()).unwrap() {
             assert_eq!(m.mux_state, MuxState::CollectingDistributing);
