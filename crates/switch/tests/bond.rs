@@ -442,3 +442,92 @@ fn bond_members_in_show_interfaces_and_the_bond_kind() {
     let json = serde_json::to_string(&bond.kind).unwrap();
     assert!(json.contains("\"type\":\"bond\""), "{json}");
 }
+
+/// The LACPDUs vecswitch sends, captured on a member (`Switch::capture`) and decoded by an
+/// independent decoder: tshark's LACP dissector reads the actor's system (the bond's MAC), key,
+/// port and state, and the partner's system (the other bond's MAC). Without tshark the test
+/// fails, saying to install it.
+#[test]
+fn lacpdus_decode_in_tshark_as_ieee_802_1ax() {
+    let tshark = std::process::Command::new("tshark")
+        .arg("--version")
+        .output();
+    assert!(
+        tshark.is_ok_and(|o| o.status.success()),
+        "tshark not found: install tshark: make setup (apt-get install tshark)"
+    );
+    let dir = std::env::temp_dir().join(format!("vecswitch-bond-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    struct Rm(std::path::PathBuf);
+    impl Drop for Rm {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _rm = Rm(dir.clone());
+    let path = dir.join("m0.pcap");
+    let mut lab = Lab::new(lacp_settings());
+    lab.a.capture("m0", &path, None).unwrap();
+    lab.run(4_000);
+    let info = lab.a.stop_capture("m0").unwrap();
+    let (mac_a, mac_b) = (
+        lab.a.show_bond()[0].mac.clone(),
+        lab.b.show_bond()[0].mac.clone(),
+    );
+    let out = std::process::Command::new("tshark")
+        .args([
+            "-r",
+            path.to_str().unwrap(),
+            "-Y",
+            "lacp",
+            "-T",
+            "fields",
+            "-E",
+            "separator=;",
+        ])
+        .args([
+            "-e",
+            "eth.dst",
+            "-e",
+            "lacp.actor.sysid",
+            "-e",
+            "lacp.actor.key",
+        ])
+        .args([
+            "-e",
+            "lacp.actor.port",
+            "-e",
+            "lacp.actor.state",
+            "-e",
+            "lacp.partner.sysid",
+        ])
+        .args(["-e", "lacp.partner.state"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split(';').collect()).collect();
+    let sent: Vec<&Vec<&str>> = rows.iter().filter(|r| r[1] == mac_a).collect();
+    let received: Vec<&Vec<&str>> = rows.iter().filter(|r| r[1] == mac_b).collect();
+    assert!(
+        sent.len() >= 4,
+        "LACPDUs A sent on m0: {text}\n(capture {info:?})"
+    );
+    assert!(received.len() >= 4, "LACPDUs A received on m0: {text}");
+    for r in &sent {
+        assert_eq!(r[0], "01:80:c2:00:00:02");
+    }
+    // The last one A sent: key = bond interface index + 1, port = m0's index + 1, state
+    // activity|short timeout|aggregation|sync|collecting|distributing (0x3f), partner B in sync.
+    let last = sent.last().unwrap();
+    let key = lab.a.show_bond()[0].index + 1;
+    assert_eq!(last[2], key.to_string(), "{last:?}");
+    assert_eq!(last[3], "1", "{last:?}");
+    assert_eq!(last[4], "0x3f", "{last:?}");
+    assert_eq!(last[5], mac_b, "{last:?}");
+    assert_eq!(last[6], "0x3f", "{last:?}");
+}
