@@ -60,6 +60,9 @@ pub struct Config {
     /// E-LAN bridge-domains (`[[bridge]]`).
     #[serde(default, rename = "bridge")]
     pub bridges: Vec<BridgeConfig>,
+    /// Link aggregation groups (`[[bond]]`).
+    #[serde(default, rename = "bond", skip_serializing_if = "Vec::is_empty")]
+    pub bonds: Vec<vecswitch_switch::bond::config::BondConfig>,
 }
 
 /// `[switch]`: settings fixed for the life of the process (a reload cannot change them).

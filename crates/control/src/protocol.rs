@@ -37,12 +37,16 @@ pub enum ShowWhat {
     Config,
     /// Version, config file, uptime, changes applied.
     Version,
+    /// Bonds: mode, hash, members, which carry traffic (`Switch::show_bond`).
+    Bond,
+    /// LACP per bond member: actor, partner, machine states, counters (`Switch::show_lacp`).
+    Lacp,
 }
 
 impl ShowWhat {
     /// Every accepted value, for error messages and help.
     pub const ALL: &'static str =
-        "ports, bridge, mac, xconnect, runtime, errors, buffers, trace, config, version";
+        "ports, bridge, mac, xconnect, runtime, errors, buffers, trace, config, version, bond, lacp";
 
     /// Parses a word as `ctl show WORD` takes it.
     pub fn from_word(w: &str) -> Option<ShowWhat> {

@@ -13,6 +13,7 @@ use serde_json::Value;
 use vecswitch_buffer::PoolStats;
 use vecswitch_graph::{ErrorCount, TraceStep};
 use vecswitch_ports::LinkState;
+use vecswitch_switch::bond::control::{BondInfo, LacpMemberInfo};
 use vecswitch_switch::{BridgeInfo, CaptureInfo, MacEntry, PortInfo, RuntimeInfo, ServiceInfo};
 
 /// Column alignment.
@@ -224,6 +225,75 @@ fn xconnects(xs: &[XconnectInfo]) -> String {
     t.render()
 }
 
+fn bonds(bs: &[BondInfo]) -> String {
+    let mut t = Table::new(&[
+        ("Bond", L),
+        ("Mode", L),
+        ("Hash", L),
+        ("MAC", L),
+        ("Members (active*)", L),
+        ("Rx", R),
+        ("Tx", R),
+    ]);
+    for b in bs {
+        let members: Vec<String> = b
+            .members
+            .iter()
+            .map(|m| format!("{}{}", m.name, if m.active { "*" } else { "" }))
+            .collect();
+        t.row(vec![
+            b.name.clone(),
+            kebab(&b.mode),
+            kebab(&b.hash),
+            b.mac.clone(),
+            members.join(" "),
+            b.counters.rx_packets.to_string(),
+            b.counters.tx_packets.to_string(),
+        ]);
+    }
+    t.render()
+}
+
+fn lacp(ms: &[LacpMemberInfo]) -> String {
+    let mut t = Table::new(&[
+        ("Bond", L),
+        ("Member", L),
+        ("Actor state", L),
+        ("Partner system", L),
+        ("Key", R),
+        ("Partner state", L),
+        ("Rx", L),
+        ("Mux", L),
+        ("PDUs in", R),
+        ("PDUs out", R),
+        ("Timeouts", R),
+    ]);
+    for m in ms {
+        t.row(vec![
+            m.bond.clone(),
+            m.member.clone(),
+            format!("{:#04x}", m.actor.state),
+            m.partner.system.clone(),
+            m.partner.key.to_string(),
+            format!("{:#04x}", m.partner.state),
+            kebab(&m.rx_state),
+            kebab(&m.mux_state),
+            m.counters.rx_lacpdus.to_string(),
+            m.counters.tx_lacpdus.to_string(),
+            m.counters.timeouts.to_string(),
+        ]);
+    }
+    t.render()
+}
+
+/// A unit enum as its serde (kebab-case) name.
+fn kebab<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(Value::String(s)) => s,
+        other => format!("{other:?}"),
+    }
+}
+
 fn runtime(r: &RuntimeInfo) -> String {
     let l = &r.loop_stats;
     let mut out = format!(
@@ -367,6 +437,8 @@ pub fn render(req: &Request, data: &Value) -> String {
             ShowWhat::Trace => typed::<Vec<TraceStep>>(data).map(|v| trace(&v)),
             ShowWhat::Config => typed::<Config>(data).and_then(|v| config(&v)),
             ShowWhat::Version => typed::<VersionInfo>(data).map(|v| version(&v)),
+            ShowWhat::Bond => typed::<Vec<BondInfo>>(data).map(|v| bonds(&v)),
+            ShowWhat::Lacp => typed::<Vec<LacpMemberInfo>>(data).map(|v| lacp(&v)),
         },
         Request::CaptureStop { .. } => typed::<CaptureInfo>(data).map(|v| capture_stopped(&v)),
         Request::MacFlush { .. } => {

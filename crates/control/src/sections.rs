@@ -28,6 +28,11 @@ pub const SECTIONS: &[Section] = &[
         objects: |c, o| ports::port_objects(&c.ports, o),
     },
     Section {
+        key: "bond",
+        validate: |c, v| vecswitch_switch::bond::config::validate_bonds(&c.bonds, v),
+        objects: |c, o| vecswitch_switch::bond::config::bond_objects(&c.bonds, o),
+    },
+    Section {
         key: "xconnect",
         validate: |c, v| l2::validate_xconnects(&c.xconnects, v),
         objects: |c, o| l2::xconnect_objects(&c.xconnects, o),

@@ -3,7 +3,7 @@
 //!
 //! Every mutating call checks everything first and changes nothing when it returns an error.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use vecswitch_ports::LinkState;
 
 use super::lacp::{self, LacpCounters, MuxState, RxState};
@@ -20,7 +20,7 @@ use crate::runtime::Switch;
 use crate::state::PortIdx;
 
 /// One member in `show bond`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BondMemberInfo {
     pub name: String,
     /// Link up and administratively up.
@@ -34,7 +34,7 @@ pub struct BondMemberInfo {
 }
 
 /// One bond in `show bond`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BondInfo {
     pub name: String,
     /// The bond's interface index.
@@ -53,7 +53,7 @@ pub struct BondInfo {
 }
 
 /// Actor or partner information in `show lacp`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LacpSideInfo {
     pub system_priority: u16,
     pub system: String,
@@ -63,7 +63,7 @@ pub struct LacpSideInfo {
     /// The state octet (IEEE 802.1AX-2014 §6.4.2.3).
     pub state: u8,
     /// The state flags by name.
-    pub flags: Vec<&'static str>,
+    pub flags: Vec<String>,
 }
 
 impl From<&vecswitch_wire::lacp::LacpInfo> for LacpSideInfo {
@@ -75,13 +75,13 @@ impl From<&vecswitch_wire::lacp::LacpInfo> for LacpSideInfo {
             port_priority: i.port_priority,
             port: i.port,
             state: i.state.0,
-            flags: i.state.names(),
+            flags: i.state.names().into_iter().map(String::from).collect(),
         }
     }
 }
 
 /// One member port in `show lacp`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LacpMemberInfo {
     pub bond: String,
     pub member: String,

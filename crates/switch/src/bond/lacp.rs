@@ -48,7 +48,7 @@ pub enum LacpRate {
 }
 
 /// Receive machine states (§6.4.12, Figure 6-18).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RxState {
     /// The port is down (or not yet enabled).
@@ -62,7 +62,7 @@ pub enum RxState {
 }
 
 /// Mux machine states, coupled control (§6.4.15, Figure 6-21).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum MuxState {
     Detached,
@@ -72,7 +72,7 @@ pub enum MuxState {
 }
 
 /// LACP counters of one port.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct LacpCounters {
     /// LACPDUs received and processed.
     pub rx_lacpdus: u64,

@@ -70,7 +70,7 @@ pub enum InterfaceKind {
 }
 
 /// Counters of one interface.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct InterfaceCounters {
     /// Frames received on the interface (counted by `interface-rx`).
     pub rx_packets: u64,
