@@ -63,6 +63,9 @@ pub struct Config {
     /// Interface MTUs and the MTU check (`[[mtu]]`).
     #[serde(default, rename = "mtu", skip_serializing_if = "Vec::is_empty")]
     pub mtu: Vec<vecswitch_switch::mtu::MtuConfig>,
+    /// Link aggregation groups (`[[bond]]`).
+    #[serde(default, rename = "bond", skip_serializing_if = "Vec::is_empty")]
+    pub bonds: Vec<vecswitch_switch::bond::config::BondConfig>,
 }
 
 /// `[switch]`: settings fixed for the life of the process (a reload cannot change them).

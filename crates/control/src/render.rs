@@ -13,6 +13,7 @@ use serde_json::Value;
 use vecswitch_buffer::PoolStats;
 use vecswitch_graph::{ErrorCount, TraceStep};
 use vecswitch_ports::LinkState;
+use vecswitch_switch::bond::control::{BondInfo, LacpMemberInfo};
 use vecswitch_switch::interface::InterfaceKind;
 use vecswitch_switch::{
     BridgeInfo, CaptureInfo, InterfaceInfo, MacEntry, PortInfo, RuntimeInfo, ServiceInfo,
@@ -291,6 +292,75 @@ fn xconnects(xs: &[XconnectInfo]) -> String {
         t.row(vec![x.from.clone(), x.to.clone()]);
     }
     t.render()
+}
+
+pub(crate) fn bonds(bs: &[BondInfo]) -> String {
+    let mut t = Table::new(&[
+        ("Bond", L),
+        ("Mode", L),
+        ("Hash", L),
+        ("MAC", L),
+        ("Members (active*)", L),
+        ("Rx", R),
+        ("Tx", R),
+    ]);
+    for b in bs {
+        let members: Vec<String> = b
+            .members
+            .iter()
+            .map(|m| format!("{}{}", m.name, if m.active { "*" } else { "" }))
+            .collect();
+        t.row(vec![
+            b.name.clone(),
+            kebab(&b.mode),
+            kebab(&b.hash),
+            b.mac.clone(),
+            members.join(" "),
+            b.counters.rx_packets.to_string(),
+            b.counters.tx_packets.to_string(),
+        ]);
+    }
+    t.render()
+}
+
+pub(crate) fn lacp(ms: &[LacpMemberInfo]) -> String {
+    let mut t = Table::new(&[
+        ("Bond", L),
+        ("Member", L),
+        ("Actor state", L),
+        ("Partner system", L),
+        ("Key", R),
+        ("Partner state", L),
+        ("Rx", L),
+        ("Mux", L),
+        ("PDUs in", R),
+        ("PDUs out", R),
+        ("Timeouts", R),
+    ]);
+    for m in ms {
+        t.row(vec![
+            m.bond.clone(),
+            m.member.clone(),
+            format!("{:#04x}", m.actor.state),
+            m.partner.system.clone(),
+            m.partner.key.to_string(),
+            format!("{:#04x}", m.partner.state),
+            kebab(&m.rx_state),
+            kebab(&m.mux_state),
+            m.counters.rx_lacpdus.to_string(),
+            m.counters.tx_lacpdus.to_string(),
+            m.counters.timeouts.to_string(),
+        ]);
+    }
+    t.render()
+}
+
+/// A unit enum as its serde (kebab-case) name.
+fn kebab<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(Value::String(s)) => s,
+        other => format!("{other:?}"),
+    }
 }
 
 fn runtime(r: &RuntimeInfo) -> String {

@@ -17,6 +17,7 @@ use crate::controller::{json, ControlError};
 use crate::ports;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use vecswitch_switch::bond::control::{BondInfo, LacpMemberInfo};
 use vecswitch_switch::l2::config as l2;
 use vecswitch_switch::mtu;
 use vecswitch_switch::object::{EditError, Obj, Validation};
@@ -39,6 +40,11 @@ pub const SECTIONS: &[Section] = &[
         key: "port",
         validate: |c, v| ports::validate_ports(&c.ports, v),
         objects: |c, o| ports::port_objects(&c.ports, o),
+    },
+    Section {
+        key: "bond",
+        validate: |c, v| vecswitch_switch::bond::config::validate_bonds(&c.bonds, v),
+        objects: |c, o| vecswitch_switch::bond::config::bond_objects(&c.bonds, o),
     },
     Section {
         key: "xconnect",
@@ -78,13 +84,29 @@ pub fn typed<T: DeserializeOwned>(data: &Value) -> Option<T> {
 }
 
 /// Registered shows.
-pub const SHOWS: &[Show] = &[Show {
-    word: "interfaces",
-    aliases: &["interface", "int"],
-    help: "Name, Idx, Kind, Admin, MAC, MTU, RX/TX packets and bytes, input/output features",
-    run: |sw| json(sw.show_interfaces()),
-    render: |v| typed::<Vec<InterfaceInfo>>(v).map(|i| crate::render::interfaces(&i)),
-}];
+pub const SHOWS: &[Show] = &[
+    Show {
+        word: "interfaces",
+        aliases: &["interface", "int"],
+        help: "Name, Idx, Kind, Admin, MAC, MTU, RX/TX packets and bytes, input/output features",
+        run: |sw| json(sw.show_interfaces()),
+        render: |v| typed::<Vec<InterfaceInfo>>(v).map(|i| crate::render::interfaces(&i)),
+    },
+    Show {
+        word: "bond",
+        aliases: &["bonds"],
+        help: "Bonds: mode, hash, members, which carry traffic",
+        run: |sw| json(sw.show_bond()),
+        render: |v| typed::<Vec<BondInfo>>(v).map(|b| crate::render::bonds(&b)),
+    },
+    Show {
+        word: "lacp",
+        aliases: &[],
+        help: "LACP per bond member: actor, partner, machine states, LACPDU counters",
+        run: |sw| json(sw.show_lacp()),
+        render: |v| typed::<Vec<LacpMemberInfo>>(v).map(|m| crate::render::lacp(&m)),
+    },
+];
 
 /// A `ctl` command that edits the config, registered by a feature.
 #[derive(Debug, Clone, Copy)]

@@ -140,6 +140,77 @@ ports = ["v0", "v1"]
         .collect()
     }
 
+    /// Bonds through the generic plumbing (issue 9 item 5): a bond replaces two bridge members, a
+    /// mode change re-creates it with the bridge membership that depends on it, and bad bonds (a
+    /// member in a cross-connect, a member in two bonds) are rejected whole, the switch untouched.
+    #[test]
+    fn bonds_are_config_objects() {
+        use vecswitch_switch::bond::config::BondConfig;
+        use vecswitch_switch::bond::{BondMode, HashPolicy, LacpRate};
+        let mut c = start();
+        let bond = |name: &str, members: &[&str], mode| BondConfig {
+            name: name.into(),
+            mode,
+            hash: HashPolicy::L34,
+            lacp_rate: LacpRate::Fast,
+            members: members.iter().map(|m| m.to_string()).collect(),
+        };
+        let mut new = c.running().clone();
+        new.bridges[0].ports = vec!["lag".into()];
+        new.bridges[0].static_mac.clear();
+        new.bonds = vec![bond("lag", &["v0", "v1"], BondMode::Lacp)];
+        c.set_config(new.clone()).unwrap();
+        let b = show(&mut c, ShowWhat::Feature("bond"));
+        assert_eq!(b[0]["name"], "lag");
+        assert_eq!(b[0]["members"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            show(&mut c, ShowWhat::Feature("lacp"))
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
+        assert_eq!(
+            show(&mut c, ShowWhat::Bridge)[0]["members"],
+            serde_json::json!(["lag"])
+        );
+
+        let before = (all(&mut c), show(&mut c, ShowWhat::Feature("bond")));
+        for bad in [
+            vec![bond("lag", &["v0", "v1", "p0"], BondMode::Lacp)],
+            vec![
+                bond("lag", &["v0", "v1"], BondMode::Lacp),
+                bond("lag2", &["v1"], BondMode::Xor),
+            ],
+        ] {
+            let mut b = new.clone();
+            b.bonds = bad;
+            let e = c.set_config(b).unwrap_err().to_string();
+            assert!(e.contains("has it already"), "{e}");
+            assert_eq!(
+                (all(&mut c), show(&mut c, ShowWhat::Feature("bond"))),
+                before
+            );
+        }
+
+        let mut ab = new.clone();
+        ab.bonds[0].mode = BondMode::ActiveBackup;
+        c.set_config(ab).unwrap();
+        assert_eq!(
+            show(&mut c, ShowWhat::Feature("bond"))[0]["mode"],
+            "active-backup"
+        );
+        assert_eq!(
+            show(&mut c, ShowWhat::Bridge)[0]["members"],
+            serde_json::json!(["lag"])
+        );
+        c.set_config(Config::from_toml(CFG, "t").unwrap()).unwrap();
+        assert_eq!(
+            show(&mut c, ShowWhat::Feature("bond")),
+            serde_json::json!([])
+        );
+    }
+
     #[test]
     fn real_switch_is_built_from_config() {
         let mut c = start();

@@ -8,11 +8,13 @@
 //! then output features, then the nodes that send.
 //!
 //! Adding a feature is: a new folder, one line in `lib.rs` (`pub mod`), one line in [`FEATURES`],
-//! and — if it keeps state the nodes read — one field in [`crate::state::SwitchState`].
+//! and — if it keeps state the nodes read — one field in [`crate::state::SwitchState`]. A feature
+//! with timers (LACP) implements [`Feature::timers`], which the worker runs after every poll.
 //! See docs/ARCHITECTURE.md for a worked example.
 
 use vecswitch_graph::{Graph, GraphError};
 
+use crate::runtime::Switch;
 use crate::state::SwitchState;
 
 /// When a feature's [`Feature::register`] is called; nodes are dispatched in registration order.
@@ -48,6 +50,21 @@ pub trait Feature: Sync {
     /// Registers what belongs to `stage`: arcs (`Graph::add_arc`) in [`Stage::Arcs`], nodes
     /// (`Graph::add`) and their places on arcs (`Graph::add_feature`) in the other stages.
     fn register(&self, graph: &mut Graph<SwitchState>, stage: Stage) -> Result<(), GraphError>;
+    /// The feature's timers (protocol state machines, periodic transmissions), run by the worker
+    /// after every poll iteration ([`Switch::run_timers`]) on the worker's thread and clock
+    /// (`Switch::now_ns`). A feature with timers keeps its own next-due time and returns at once
+    /// when nothing is due; the default has none.
+    fn timers(&self, _switch: &mut Switch) {}
+}
+
+impl Switch {
+    /// Runs every feature's [`Feature::timers`] (called by the worker after each poll; tests that
+    /// drive `poll_once` themselves call it too).
+    pub fn run_timers(&mut self) {
+        for f in FEATURES {
+            f.timers(self);
+        }
+    }
 }
 
 /// Every feature of the switch. The interface layer comes first (it declares the arcs the others
@@ -56,6 +73,7 @@ pub static FEATURES: &[&dyn Feature] = &[
     &crate::interface::InterfaceFeature, // interfaces, interface-rx/-output, the arcs
     &crate::l2::L2Feature,               // xconnect, bridge domains, MAC learning
     &crate::mtu::MtuFeature,             // mtu-check on the output arc
+    &crate::bond::BondFeature,           // bonds: bond-input, bond-output, LACP
 ];
 
 /// Builds a graph from `features`, stage by stage, and resolves it.

@@ -15,6 +15,7 @@
 //!     their control methods ([`l2::control`]);
 //!   - [`mtu`]: `mtu-check`, an output-arc feature enabled per interface (the worked example of
 //!     adding a feature).
+//!   - [`bond`]: link aggregation — bonds over ports, `bond-input`, `bond-output`, LACP.
 //! - [`state`]: [`SwitchState`] — ports, interfaces, bridges, MAC table, receive/transmit
 //!   bookkeeping.
 //! - [`capture`]: pcap capture of what a port receives and is sent ([`Switch::capture`]).
@@ -22,6 +23,7 @@
 //! - [`testing`]: setups for benchmarks, the instruction-count example and the fuzz target.
 #![forbid(unsafe_code)]
 
+pub mod bond;
 pub mod capture;
 pub mod error;
 pub mod feature;

@@ -261,7 +261,9 @@ fn run(mut sw: Switch, rx: Receiver<Msg>) -> Switch {
                 Err(TryRecvError::Disconnected) => return sw,
             }
         }
-        if sw.poll_once() > 0 {
+        let received = sw.poll_once();
+        sw.run_timers(); // the features' timers (e.g. LACP), see `Feature::timers`
+        if received > 0 {
             empty_polls = 0;
             sleep = IDLE_SLEEP_MIN;
             continue;

@@ -65,6 +65,8 @@ pub enum InterfaceKind {
     /// A port's main interface: every frame of the port (sub-interfaces, when they come, take the
     /// frames whose tags they match first).
     Main { port: PortIdx },
+    /// A bond (`crate::bond`): frames leave by the member `bond-output` picks.
+    Bond { iface: SwIfIdx },
 }
 
 /// Counters of one interface.
@@ -114,6 +116,9 @@ impl Interface {
     pub fn tx_port(&self) -> PortIdx {
         match self.kind {
             InterfaceKind::Main { port } => port,
+            // `bond-output` sets a member as `tx_port` first; a frame that skipped it goes to
+            // no port (`interface-output` counts it `tx-failed`).
+            InterfaceKind::Bond { .. } => PortIdx::MAX,
         }
     }
 }

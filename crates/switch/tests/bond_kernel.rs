@@ -1,0 +1,494 @@
+//! Real peer: vecswitch's LACP against the Linux kernel's bonding driver in 802.3ad mode.
+//!
+//! ```text
+//!  netns K (kernel)                 netns V (vecswitch's ports)            netns H
+//!  bond0 (802.3ad, lacp_rate fast)
+//!    ├─ k0 ══ veth ══ v0 ─┐
+//!    └─ k1 ══ veth ══ v1 ─┴─ bond "lag" (lacp fast) ⇄ xconnect ⇄ hv ══ veth ══ h
+//! ```
+//!
+//! vecswitch runs on its worker thread (`worker::spawn`, which drives the bond timers) with
+//! AF_PACKET ports opened in V. The test sends numbered frames (EtherType 0x88b5, IEEE "local
+//! experimental") with AF_PACKET sockets of its own on K's bond0 and on H's h, and checks:
+//! - the kernel reports one aggregator holding both ports, whose partner is vecswitch's bond
+//!   (`/proc/net/bonding/bond0`: "Partner Mac Address" = the bond's MAC, both slaves' "Aggregator
+//!   ID" = the active aggregator's);
+//! - frames pass both ways, exact counts, over both members;
+//! - taking k0 down moves the traffic to k1 within one fast LACP timeout (3 s): every frame sent
+//!   later than 3 s after the cut arrives, the lost ones are counted (sent − received, by
+//!   sequence number) and were all sent within those 3 s.
+//!
+//! Needs root and the kernel's bonding driver (CONFIG_BONDING, module `bonding`). Ignored by
+//! default because the lab machine's kernel has no bonding driver; run it with
+//! `cargo test -p vecswitch-switch --test bond_kernel -- --ignored` (CI, root). Without the driver
+//! it fails saying so. Namespaces and veths carry the pid; the [`Lab`] guard deletes them when
+//! the test ends, panics included.
+
+use std::collections::BTreeSet;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use vecswitch_buffer::Pool;
+use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort};
+use vecswitch_ports::loopback::packet_from_bytes;
+use vecswitch_ports::Port;
+use vecswitch_switch::bond::{BondMode, BondSettings, HashPolicy, LacpRate};
+use vecswitch_switch::{Switch, SwitchConfig, SwitchHandle};
+
+const ETHERTYPE: u16 = 0x88b5;
+const MAGIC: u32 = 0x6c61_6730; // "lag0"
+/// Added to the sequence numbers of frames sent from h, so the two directions never mix.
+const H_OFF: u32 = 1 << 24;
+
+fn run(program: &str, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| format!("`{program}` could not run ({e}): install iproute2"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!(
+            "{program} {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+fn ip(args: &[&str]) {
+    run("ip", args).unwrap_or_else(|e| panic!("{e}"));
+}
+
+fn in_ns(ns: &str, args: &[&str]) -> String {
+    let mut all = vec!["netns", "exec", ns];
+    all.extend_from_slice(args);
+    run("ip", &all).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The namespaces and veths of one test; deleted on drop (deleting a namespace deletes the veth
+/// ends and the bond in it, and so their peers).
+struct Lab {
+    k: String,
+    v: String,
+    h: String,
+    /// Interface names: k0, k1, v0, v1, h, hv.
+    ifs: [String; 6],
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for ns in [&self.k, &self.v, &self.h] {
+            let _ = run("ip", &["netns", "del", ns]);
+        }
+        for i in &self.ifs {
+            let _ = run("ip", &["link", "del", i]);
+        }
+    }
+}
+
+impl Lab {
+    fn new() -> Lab {
+        let id = std::process::id() % 100_000;
+        let lab = Lab {
+            k: format!("vsbk{id}"),
+            v: format!("vsbv{id}"),
+            h: format!("vsbh{id}"),
+            ifs: [
+                format!("vbk0-{id}"),
+                format!("vbk1-{id}"),
+                format!("vbv0-{id}"),
+                format!("vbv1-{id}"),
+                format!("vbh-{id}"),
+                format!("vbhv-{id}"),
+            ],
+        };
+        for ns in [&lab.k, &lab.v, &lab.h] {
+            ip(&["netns", "add", ns]);
+            // No IPv6: no router solicitations or MLD reports among the frames.
+            in_ns(ns, &["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"]);
+            in_ns(
+                ns,
+                &["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"],
+            );
+        }
+        let [k0, k1, v0, v1, h, hv] = &lab.ifs;
+        for (a, ans, b, bns) in [
+            (k0, &lab.k, v0, &lab.v),
+            (k1, &lab.k, v1, &lab.v),
+            (h, &lab.h, hv, &lab.v),
+        ] {
+            ip(&["link", "add", a, "type", "veth", "peer", "name", b]);
+            ip(&["link", "set", a, "netns", ans]);
+            ip(&["link", "set", b, "netns", bns]);
+        }
+        if let Err(e) = run(
+            "ip",
+            &[
+                "netns",
+                "exec",
+                &lab.k,
+                "ip",
+                "link",
+                "add",
+                "bond0",
+                "type",
+                "bond",
+                "mode",
+                "802.3ad",
+                "lacp_rate",
+                "fast",
+                "miimon",
+                "100",
+                "xmit_hash_policy",
+                "layer2",
+            ],
+        ) {
+            panic!(
+                "cannot create a kernel bond ({e}): this test needs the Linux bonding driver \
+                 (CONFIG_BONDING=m or y, `modprobe bonding`)"
+            );
+        }
+        for k in [k0, k1] {
+            in_ns(&lab.k, &["ip", "link", "set", k, "master", "bond0"]);
+        }
+        in_ns(&lab.k, &["ip", "link", "set", "bond0", "up"]);
+        for k in [k0, k1] {
+            in_ns(&lab.k, &["ip", "link", "set", k, "up"]);
+        }
+        for v in [v0, v1, hv] {
+            in_ns(&lab.v, &["ip", "link", "set", v, "up"]);
+        }
+        in_ns(&lab.h, &["ip", "link", "set", h, "up"]);
+        lab
+    }
+
+    fn bonding(&self) -> String {
+        in_ns(&self.k, &["cat", "/proc/net/bonding/bond0"])
+    }
+
+    fn tx_packets(&self, ifname: &str) -> u64 {
+        let path = format!("/sys/class/net/{ifname}/statistics/tx_packets");
+        in_ns(&self.k, &["cat", &path]).trim().parse().unwrap()
+    }
+}
+
+/// What `/proc/net/bonding/bond0` says (Linux `bond_procfs.c`).
+#[derive(Debug, Default, PartialEq)]
+struct Report {
+    /// "Active Aggregator Info": its "Aggregator ID" and "Partner Mac Address".
+    active_id: Option<String>,
+    partner_mac: Option<String>,
+    /// Per slave: name, "Aggregator ID", and the "system mac address" under "details partner
+    /// lacp pdu".
+    slaves: Vec<(String, String, String)>,
+}
+
+fn parse_bonding(text: &str) -> Report {
+    let mut r = Report::default();
+    let mut in_active = false;
+    let mut in_partner_details = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with("Active Aggregator Info") {
+            in_active = true;
+        }
+        if let Some(name) = line.strip_prefix("Slave Interface:") {
+            in_active = false;
+            in_partner_details = false;
+            r.slaves
+                .push((name.trim().to_string(), String::new(), String::new()));
+        }
+        if line.starts_with("details actor lacp pdu") {
+            in_partner_details = false;
+        }
+        if line.starts_with("details partner lacp pdu") {
+            in_partner_details = true;
+        }
+        let value = |prefix: &str| line.strip_prefix(prefix).map(|v| v.trim().to_string());
+        if let Some(id) = value("Aggregator ID:") {
+            match r.slaves.last_mut() {
+                Some(s) if s.1.is_empty() => s.1 = id,
+                None if in_active => r.active_id = Some(id),
+                _ => {}
+            }
+        }
+        if let Some(mac) = value("Partner Mac Address:") {
+            if in_active {
+                r.partner_mac = Some(mac);
+            }
+        }
+        if let Some(mac) = value("system mac address:") {
+            if in_partner_details {
+                if let Some(s) = r.slaves.last_mut() {
+                    s.2 = mac;
+                }
+            }
+        }
+    }
+    r
+}
+
+/// A frame with sequence number `seq` from a source MAC among 64 (so the kernel's layer2 hash
+/// spreads them over both slaves).
+fn frame(seq: u32) -> Vec<u8> {
+    let mut f = vec![0u8; 64];
+    f[0..6].copy_from_slice(&[0x02, 0xaa, 0, 0, 0, 0x02]);
+    f[6..12].copy_from_slice(&[0x02, 0xbb, 0, 0, 0, (seq % 64) as u8]);
+    f[12..14].copy_from_slice(&ETHERTYPE.to_be_bytes());
+    f[14..18].copy_from_slice(&MAGIC.to_be_bytes());
+    f[18..22].copy_from_slice(&seq.to_be_bytes());
+    f
+}
+
+/// The test's own AF_PACKET socket in a namespace, with a pool.
+struct Probe {
+    port: AfPacketPort,
+    pool: Pool,
+}
+
+impl Probe {
+    fn open(ns: &str, ifname: &str) -> Probe {
+        let port = AfPacketPort::open_in_netns(
+            AfPacketConfig::new(&format!("probe-{ifname}"), ifname),
+            &format!("/run/netns/{ns}"),
+        )
+        .unwrap_or_else(|e| panic!("AF_PACKET on {ifname} in {ns}: {e}"));
+        Probe {
+            port,
+            pool: Pool::new(1024),
+        }
+    }
+
+    fn send(&mut self, seqs: impl IntoIterator<Item = u32>) {
+        for s in seqs {
+            let h = packet_from_bytes(&mut self.pool, &frame(s)).unwrap();
+            for _ in 0..100 {
+                if self.port.tx_burst(&mut self.pool, &[h]) == 1 {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            self.pool.free(h);
+        }
+        self.port.poll_control();
+    }
+
+    /// Receives what is waiting; adds the sequence numbers of our frames to `got`.
+    fn recv(&mut self, got: &mut BTreeSet<u32>) {
+        let mut hs = Vec::new();
+        let mut v = Vec::new();
+        while self.port.rx_burst(&mut self.pool, &mut hs, 256) > 0 {
+            for &h in &hs {
+                self.pool.copy_out(h, &mut v);
+                if v.len() >= 22
+                    && v[12..14] == ETHERTYPE.to_be_bytes()
+                    && v[14..18] == MAGIC.to_be_bytes()
+                {
+                    got.insert(u32::from_be_bytes([v[18], v[19], v[20], v[21]]));
+                }
+            }
+            self.pool.free_bulk(&hs);
+            hs.clear();
+        }
+    }
+
+    /// Receives until `want` frames arrived or `timeout` passed.
+    fn recv_until(&mut self, got: &mut BTreeSet<u32>, want: usize, timeout: Duration) {
+        let t0 = Instant::now();
+        while got.len() < want && t0.elapsed() < timeout {
+            self.recv(got);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
+fn vecswitch(lab: &Lab) -> SwitchHandle {
+    let mut sw = Switch::new(SwitchConfig {
+        buffers: 8192,
+        mac_table_entries: 1024,
+        ..Default::default()
+    });
+    let [_, _, v0, v1, _, hv] = &lab.ifs;
+    for (name, ifname) in [("v0", v0), ("v1", v1), ("host", hv)] {
+        let port = AfPacketPort::open_in_netns(
+            AfPacketConfig::new(name, ifname),
+            &format!("/run/netns/{}", lab.v),
+        )
+        .unwrap_or_else(|e| panic!("AF_PACKET on {ifname}: {e}"));
+        sw.add_port(name, Box::new(port)).unwrap();
+    }
+    let settings = BondSettings {
+        mode: BondMode::Lacp,
+        hash: HashPolicy::L2,
+        lacp_rate: LacpRate::Fast,
+    };
+    sw.create_bond("lag", settings).unwrap();
+    sw.add_bond_member("lag", "v0").unwrap();
+    sw.add_bond_member("lag", "v1").unwrap();
+    sw.add_xconnect("host", "lag").unwrap();
+    sw.add_xconnect("lag", "host").unwrap();
+    vecswitch_switch::spawn(sw).unwrap()
+}
+
+#[test]
+#[ignore = "needs the kernel bonding driver (CONFIG_BONDING), which this lab's kernel lacks; run with --ignored as root where it exists"]
+fn the_kernel_bond_aggregates_with_vecswitch_and_fails_over_within_one_fast_timeout() {
+    let lab = Lab::new();
+    let sw = vecswitch(&lab);
+    let bond_mac = sw.call(|sw| sw.show_bond()[0].mac.clone()).unwrap();
+    let [k0, k1, ..] = lab.ifs.clone();
+
+    // 1. Negotiation: both slaves in the active aggregator, partner = vecswitch's bond.
+    let t0 = Instant::now();
+    loop {
+        let text = lab.bonding();
+        let r = parse_bonding(&text);
+        let ours = sw.call(|sw| sw.show_bond()[0].active.clone()).unwrap();
+        let ok = r.slaves.len() == 2
+            && r.active_id.is_some()
+            && r.partner_mac.as_deref() == Some(bond_mac.as_str())
+            && r.slaves
+                .iter()
+                .all(|s| Some(&s.1) == r.active_id.as_ref() && s.2 == bond_mac)
+            && ours == ["v0", "v1"];
+        if ok {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "no aggregate after 15 s; kernel says:\n{text}\nvecswitch: {ours:?}\n{:#?}",
+            sw.call(|sw| sw.show_lacp()).unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // 2. Traffic both ways, exact counts, over both members.
+    let mut kprobe = Probe::open(&lab.k, "bond0");
+    let mut hprobe = Probe::open(&lab.h, &lab.ifs[4]);
+    let (k0_before, k1_before) = (lab.tx_packets(&k0), lab.tx_packets(&k1));
+    let mut got = BTreeSet::new();
+    kprobe.send(0..256);
+    hprobe.recv_until(&mut got, 256, Duration::from_secs(5));
+    assert_eq!(
+        got.len(),
+        256,
+        "kernel → vecswitch → h: {} of 256",
+        got.len()
+    );
+    let (k0_sent, k1_sent) = (
+        lab.tx_packets(&k0) - k0_before,
+        lab.tx_packets(&k1) - k1_before,
+    );
+    assert!(
+        k0_sent >= 32 && k1_sent >= 32,
+        "kernel spread: k0 {k0_sent}, k1 {k1_sent}"
+    );
+    let mut got = BTreeSet::new();
+    hprobe.send(1000..1256);
+    kprobe.recv_until(&mut got, 256, Duration::from_secs(5));
+    assert_eq!(
+        got.len(),
+        256,
+        "h → vecswitch → kernel: {} of 256",
+        got.len()
+    );
+    let bond = sw.call(|sw| sw.show_bond()[0].clone()).unwrap();
+    assert!(
+        bond.counters.tx_packets >= 256 && bond.counters.rx_packets >= 256,
+        "{bond:?}"
+    );
+
+    // 3. Failover: k0 goes down 1 s into a 6 s stream each way (one frame per 2 ms).
+    let mut to_h = BTreeSet::new();
+    let mut to_k = BTreeSet::new();
+    let mut sent_at: Vec<Duration> = Vec::new();
+    let start = Instant::now();
+    let mut cut = None;
+    let mut seq = 10_000u32;
+    while start.elapsed() < Duration::from_secs(6) {
+        if cut.is_none() && start.elapsed() >= Duration::from_secs(1) {
+            in_ns(&lab.k, &["ip", "link", "set", &k0, "down"]);
+            cut = Some(start.elapsed());
+        }
+        sent_at.push(start.elapsed());
+        kprobe.send([seq]);
+        hprobe.send([seq + H_OFF]);
+        seq += 1;
+        hprobe.recv(&mut to_h);
+        kprobe.recv(&mut to_k);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let n = seq - 10_000;
+    hprobe.recv_until(&mut to_h, n as usize, Duration::from_secs(1));
+    kprobe.recv_until(&mut to_k, n as usize, Duration::from_secs(1));
+    let cut = cut.unwrap();
+    let deadline = cut + Duration::from_secs(3);
+    let errors = sw.call(|sw| sw.show_errors()).unwrap();
+    for (dir, got, off) in [("kernel → h", &to_h, 0), ("h → kernel", &to_k, H_OFF)] {
+        let lost: Vec<u32> = (10_000..seq)
+            .filter(|s| !got.contains(&(s + off)))
+            .collect();
+        for &s in &lost {
+            let t = sent_at[(s - 10_000) as usize];
+            assert!(
+                t >= cut.saturating_sub(Duration::from_millis(50)) && t <= deadline,
+                "{dir}: frame {s} sent at {t:?} lost, outside the 3 s after the cut at {cut:?} \
+                 ({} lost of {n}); vecswitch errors {errors:?}",
+                lost.len()
+            );
+        }
+        eprintln!("{dir}: {} of {n} frames lost around the cut", lost.len());
+    }
+    let ours = sw.call(|sw| sw.show_bond()[0].active.clone()).unwrap();
+    assert_eq!(ours, ["v1"]);
+    let r = parse_bonding(&lab.bonding());
+    assert_eq!(r.slaves.len(), 2);
+    let k1_slave = r.slaves.iter().find(|s| s.0 == k1).unwrap();
+    assert_eq!(
+        r.active_id.as_ref(),
+        Some(&k1_slave.1),
+        "k1 carries on alone: {r:?}"
+    );
+    drop(sw.stop());
+}
+
+#[test]
+fn parse_bonding_reads_the_kernel_report() {
+    let text = "\
+Bonding Mode: IEEE 802.3ad Dynamic link aggregation
+802.3ad info
+LACP active: on
+LACP rate: fast
+Active Aggregator Info:
+\tAggregator ID: 1
+\tNumber of ports: 2
+\tPartner Mac Address: 02:fe:b0:00:00:03
+
+Slave Interface: vbk0-1
+MII Status: up
+Aggregator ID: 1
+details actor lacp pdu:
+    system priority: 65535
+    system mac address: 52:54:00:12:34:56
+details partner lacp pdu:
+    system priority: 65535
+    system mac address: 02:fe:b0:00:00:03
+    oper key: 4
+
+Slave Interface: vbk1-1
+Aggregator ID: 2
+details actor lacp pdu:
+    system mac address: 52:54:00:12:34:56
+";
+    let r = parse_bonding(text);
+    assert_eq!(r.active_id.as_deref(), Some("1"));
+    assert_eq!(r.partner_mac.as_deref(), Some("02:fe:b0:00:00:03"));
+    assert_eq!(r.slaves.len(), 2);
+    assert_eq!(
+        r.slaves[0],
+        ("vbk0-1".into(), "1".into(), "02:fe:b0:00:00:03".into())
+    );
+    assert_eq!(r.slaves[1].1, "2");
+    assert_eq!(r.slaves[1].2, "");
+}
