@@ -69,6 +69,9 @@ pub(super) struct Vring {
     pub signalled_used: Option<u16>,
     /// The driver has made buffers available since the ring started.
     posted: bool,
+    /// SET_VRING_ENABLE received before SET_FEATURES (which `vhost` refuses then; QEMU 7.2's
+    /// virtio-net sends it there), applied when PROTOCOL_FEATURES is acked.
+    early_enable: Option<bool>,
 }
 
 impl Vring {
@@ -82,6 +85,7 @@ impl Vring {
             kick: None,
             signalled_used: None,
             posted: false,
+            early_enable: None,
         }
     }
 
@@ -120,6 +124,17 @@ impl Device {
     /// Forgets the connection: unmaps guest memory, closes the eventfds.
     pub fn reset(&mut self) {
         *self = Device::new();
+    }
+
+    /// Records a SET_VRING_ENABLE that arrives before SET_FEATURES acked PROTOCOL_FEATURES
+    /// (`vhost` refuses it then): the ring takes that state when the features are set.
+    pub fn note_early_enable(&mut self, index: u32, enable: bool) {
+        let acked = self.acked_features & VhostUserVirtioFeatures::PROTOCOL_FEATURES.bits() != 0;
+        if let Some(vr) = self.vrings.get_mut(index as usize) {
+            if !acked {
+                vr.early_enable = Some(enable);
+            }
+        }
     }
 
     /// Both queues carry traffic.
@@ -241,6 +256,8 @@ impl VhostUserBackendReqHandlerMut for Device {
         for i in 0..2 {
             if no_protocol {
                 self.vrings[i].enabled = true;
+            } else if let Some(e) = self.vrings[i].early_enable.take() {
+                self.vrings[i].enabled = e;
             }
             self.arm(i);
         }
