@@ -91,7 +91,7 @@ pub fn memif_vdev(index: usize, end: &PortEnd) -> Option<String> {
                 String::new()
             }
         )),
-        PortEnd::Veth { .. } => None,
+        PortEnd::Veth { .. } | PortEnd::VhostUser { .. } => None,
     }
 }
 
