@@ -95,11 +95,19 @@ fn check(ex: &Exchange, expect_first: &[u8], what: &str, tb: &Testbed) {
 
 /// PVP through one guest; `role` is the switch's vhost-user role.
 fn pvp_vm(role: MemifRole) {
+    chain_vm(
+        Topology::Pvp {
+            link: Link::Memif,
+            vnf: VnfKind::Vm { role },
+        },
+        &["vnf0", "vnf1"],
+    );
+}
+
+/// Traffic both ways through the guests of `topo`; `vnf_ports` are the switch's vhost-user
+/// ports, each of which must carry every frame once each way.
+fn chain_vm(topo: Topology, vnf_ports: &[&str]) {
     let bin = preconditions();
-    let topo = Topology::Pvp {
-        link: Link::Memif,
-        vnf: VnfKind::Vm { role },
-    };
     let mut tb = Testbed::build(topo).unwrap();
     let mut ports = tb.open_generator_ports().unwrap();
     tb.start(DutKind::VecswitchXconnect { bin }.build())
@@ -135,22 +143,26 @@ fn pvp_vm(role: MemifRole) {
 
     // The switch counted every frame on its vhost-user ports, both ways, and dropped none.
     let n = u64::from(N);
-    assert_eq!(port_stats(&tb, "vnf0"), (n, n, 0, 0), "vnf0 rx/tx/drops");
-    assert_eq!(port_stats(&tb, "vnf1"), (n, n, 0, 0), "vnf1 rx/tx/drops");
+    for p in vnf_ports {
+        assert_eq!(port_stats(&tb, p), (n, n, 0, 0), "{p} rx/tx/drops");
+    }
     let buffers = dut_show(&tb, "buffers");
     assert_eq!(buffers["in_use"], 0, "switch buffers held: {buffers}");
     assert_eq!(buffers["double_frees"], 0, "{buffers}");
 
     // The results say the guest was emulated, and where it ran.
     let placement = tb.placement(generator_placement());
-    let vm = placement
+    let vms: Vec<_> = placement
         .processes
         .iter()
-        .find(|p| p.role == "vnf")
-        .expect("the guest is in the placement record");
-    assert_eq!(vm.name, "vm0");
-    assert_eq!(vm.note, EMULATED_NOTE);
-    assert!(!vm.cpus.is_empty(), "{vm:?}");
+        .filter(|p| p.role == "vnf")
+        .collect();
+    assert_eq!(vms.len(), vnf_ports.len() / 2, "{placement:?}");
+    for (i, vm) in vms.iter().enumerate() {
+        assert_eq!(vm.name, format!("vm{i}"));
+        assert_eq!(vm.note, EMULATED_NOTE);
+        assert!(!vm.cpus.is_empty(), "{vm:?}");
+    }
     tb.check_alive().unwrap();
     tb.stop().unwrap();
 }
@@ -163,6 +175,15 @@ fn pvp_vm_guest_bridges_vecswitch_vhost_user_server_ports() {
 #[test]
 fn pvp_vm_guest_bridges_vecswitch_vhost_user_client_ports() {
     pvp_vm(MemifRole::Client);
+}
+
+/// PVVP: two guests in a chain through the switch (phy0–vnf0, vnf1–vnf2, vnf3–phy1).
+#[test]
+fn pvvp_vm_two_guests_in_a_chain() {
+    chain_vm(
+        "pvvp-vm".parse().unwrap(),
+        &["vnf0", "vnf1", "vnf2", "vnf3"],
+    );
 }
 
 /// VM to VM through the switch: gen0 → guest 0 → vm0 ⇄ vm1 → guest 1 → gen1, and back. The
