@@ -8,6 +8,7 @@
 //! | `pvp-veth` | `gen0`, `gen1` (veth) | `dut0`, `dut1` (veth), `vnf0`, `vnf1` (memif) | dut0–vnf0, vnf1–dut1 |
 //! | `pvvp-memif` (`-veth`) | as pvp | `phy0`, `phy1`, `vnf0`..`vnf3` (memif servers; two VNFs) | phy0–vnf0, vnf1–vnf2, vnf3–phy1 |
 //! | `pvp-vm`, `pvvp-vm` (`-veth`) | as pvp | as pvp/pvvp, but `vnf*` are vhost-user servers and each VNF is a QEMU guest bridging its two NICs | as pvp/pvvp |
+//! | `pvp-virtio` | as pvp-memif | `phy0`, `phy1` (memif), `vnf0`, `vnf1` (vhost-user servers) | as pvp | testpmd macswap on two `net_virtio_user` ports (no VM) |
 //! | `v2v-vm` | `gen0`, `gen1`: vhost-user servers, each a NIC of one guest | `vm0`, `vm1` (vhost-user servers, the guests' other NICs) | vm0–vm1 |
 //! | `external` | the suite's two [`ExternalPort`]s (existing interfaces or memif sockets) | — (a device the lab does not start) | — |
 //!
@@ -71,6 +72,9 @@ pub enum VnfKind {
     /// A QEMU guest bridging its two virtio NICs, attached to the DUT by vhost-user; `role` is
     /// the DUT's (server: the DUT listens and QEMU connects).
     Vm { role: MemifRole },
+    /// `dpdk-testpmd --forward-mode=macswap` with two `net_virtio_user` ports (the vhost-user
+    /// frontend without a VM) on the DUT's vhost-user servers: the VNF of the speed figure.
+    TestpmdVirtio,
 }
 
 impl VnfKind {
@@ -79,6 +83,16 @@ impl VnfKind {
             VnfKind::TestpmdMacswap => "testpmd-macswap",
             VnfKind::VecswitchXconnect { .. } => "vecswitch-xconnect",
             VnfKind::Vm { .. } => "vm",
+            VnfKind::TestpmdVirtio => "testpmd-virtio-macswap",
+        }
+    }
+
+    /// Whether the DUT attaches this VNF by vhost-user (and which role the DUT takes).
+    pub fn vhost_role(&self) -> Option<MemifRole> {
+        match self {
+            VnfKind::Vm { role } => Some(*role),
+            VnfKind::TestpmdVirtio => Some(MemifRole::Server),
+            _ => None,
         }
     }
 
@@ -290,6 +304,10 @@ impl fmt::Display for Topology {
                     Link::Veth => write!(f, "{t}-veth"),
                 };
             }
+            Topology::Pvp {
+                link: Link::Memif,
+                vnf: VnfKind::TestpmdVirtio,
+            } => return write!(f, "pvp-virtio"),
             Topology::Pvp { link, .. } => ("pvp", link),
             Topology::Pvvp { link, .. } => ("pvvp", link),
             Topology::V2v => return write!(f, "v2v-vm"),
@@ -304,7 +322,7 @@ impl fmt::Display for Topology {
 }
 
 /// Names accepted by [`Topology::from_str`] (and `external`, built by [`Topology::external`]).
-pub const TOPOLOGY_NAMES: &str = "phy2phy-memif, phy2phy-veth, pvp-memif, pvp-veth, pvvp-memif, pvvp-veth, pvp-vm, pvp-vm-veth, pvvp-vm, pvvp-vm-veth, v2v-vm, external";
+pub const TOPOLOGY_NAMES: &str = "phy2phy-memif, phy2phy-veth, pvp-memif, pvp-veth, pvvp-memif, pvvp-veth, pvp-vm, pvp-vm-veth, pvvp-vm, pvvp-vm-veth, v2v-vm, pvp-virtio, external";
 
 impl FromStr for Topology {
     type Err = Error;
@@ -345,6 +363,10 @@ impl FromStr for Topology {
                 }
             }
             "v2v-vm" => Topology::V2v,
+            "pvp-virtio" => Topology::Pvp {
+                link: Link::Memif,
+                vnf: VnfKind::TestpmdVirtio,
+            },
             "external" => {
                 return Err(Error::Invalid {
                     field: "topology",
@@ -667,13 +689,13 @@ impl Testbed {
                 pairs.push((2 * n + 1, 1));
                 for i in 0..2 * n {
                     let name = format!("vnf{i}");
-                    let dut_end = match &vnf {
-                        VnfKind::Vm { role } => PortEnd::VhostUser {
+                    let dut_end = match vnf.vhost_role() {
+                        Some(role) => PortEnd::VhostUser {
                             socket: run_dir.file(&format!("{name}.sock")),
                             name,
-                            role: *role,
+                            role,
                         },
-                        _ => PortEnd::Memif {
+                        None => PortEnd::Memif {
                             socket: run_dir.file(&format!("{name}.sock")),
                             name,
                             id: 0,
@@ -934,13 +956,15 @@ fn start_vnf(kind: &VnfKind, k: usize, w: &Wiring, run_dir: &Path) -> Result<Vnf
     let socks: Vec<PathBuf> = ends
         .iter()
         .filter_map(|p| match p {
-            PortEnd::Memif { socket, .. } => Some(socket.clone()),
+            PortEnd::Memif { socket, .. } | PortEnd::VhostUser { socket, .. } => {
+                Some(socket.clone())
+            }
             _ => None,
         })
         .collect();
     for s in &socks {
         crate::wait_for(
-            &format!("DUT memif socket {}", s.display()),
+            &format!("DUT socket {}", s.display()),
             Duration::from_secs(20),
             || s.exists(),
         )?;
@@ -971,6 +995,40 @@ fn start_vnf(kind: &VnfKind, k: usize, w: &Wiring, run_dir: &Path) -> Result<Vnf
                 .args(args)
                 .stdin_pipe(true)
         }
+        VnfKind::TestpmdVirtio => {
+            if !crate::cmd::have(crate::dut::testpmd::TESTPMD) {
+                return Err(Error::Unsupported {
+                    dut: "vnf testpmd-virtio-macswap".into(),
+                    what: "this machine".into(),
+                    why: format!(
+                        "{} not found; install the Debian packages dpdk-dev and librte-net-virtio23 (make setup)",
+                        crate::dut::testpmd::TESTPMD
+                    ),
+                });
+            }
+            let mut args =
+                crate::dut::testpmd::eal_args(&format!("{}-vnf{sfx}", w.run_id), w.cores.vnf);
+            // --no-huge memory must reach the backend as file descriptors: one memfd
+            // (TESTBED.md, "vhost-user").
+            args.push("--single-file-segments".into());
+            for (i, e) in ends.iter().enumerate() {
+                if let PortEnd::VhostUser { socket, role, .. } = e {
+                    // Our end connects (`server=0`) when the DUT listens.
+                    let server = u8::from(*role == MemifRole::Server);
+                    args.push(format!(
+                        "--vdev=net_virtio_user{i},path={},queues=1,server={server}",
+                        socket.display()
+                    ));
+                }
+            }
+            args.extend(crate::dut::testpmd::app_args("macswap"));
+            // `start` would otherwise discard what already waits in the receive rings.
+            args.push("--no-flush-rx".into());
+            ProcessSpec::new(&format!("vnf-testpmd{sfx}"), "stdbuf")
+                .args(["-oL", crate::dut::testpmd::TESTPMD])
+                .args(args)
+                .stdin_pipe(true)
+        }
         VnfKind::VecswitchXconnect { bin } => {
             let toml = crate::dut::vecswitch::config_toml(
                 ends,
@@ -996,7 +1054,7 @@ fn start_vnf(kind: &VnfKind, k: usize, w: &Wiring, run_dir: &Path) -> Result<Vnf
     let spec = spec.netns(Some(&w.dut_netns)).cpus(Some(vec![w.cores.vnf]));
     let mut child = ChildGuard::spawn(&spec, run_dir)?;
     match kind {
-        VnfKind::TestpmdMacswap => {
+        VnfKind::TestpmdMacswap | VnfKind::TestpmdVirtio => {
             child.wait_for_log("Press enter to exit", Duration::from_secs(30))?
         }
         VnfKind::VecswitchXconnect { bin } => {
@@ -1063,6 +1121,7 @@ mod tests {
             "pvvp-vm",
             "pvvp-vm-veth",
             "v2v-vm",
+            "pvp-virtio",
         ] {
             let t: Topology = n.parse().unwrap();
             assert_eq!(t.to_string(), n);
