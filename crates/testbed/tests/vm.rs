@@ -329,9 +329,21 @@ fn v2v_generator_trials_over_vhost_user_lose_nothing_at_low_load() {
     tb.stop().unwrap();
 }
 
-/// docs/suites/vm.toml parses, and every topology it names is one the testbed builds.
+/// docs/suites/vm.toml and pvp-virtio.toml parse, and every topology they name is one the
+/// testbed builds.
 #[test]
 fn vm_suite_parses_and_names_known_topologies() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/suites/pvp-virtio.toml"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let suite = vecswitch_lab::suite::Suite::parse(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+    for d in &suite.duts {
+        d.topology
+            .parse::<Topology>()
+            .unwrap_or_else(|e| panic!("{path}: {}: {e}", d.topology));
+    }
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/suites/vm.toml");
     let text = std::fs::read_to_string(path).unwrap();
     let suite = vecswitch_lab::suite::Suite::parse(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
