@@ -419,3 +419,35 @@ impl VhostUserBackendReqHandlerMut for Device {
         refuse("LOG_SHMFD not offered (no live migration)")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// QEMU 7.2 sends SET_VRING_ENABLE before SET_FEATURES; what it asked for takes effect when
+    /// PROTOCOL_FEATURES is acked (and only then: the ring starts disabled per the spec).
+    #[test]
+    fn an_enable_before_set_features_applies_when_protocol_features_are_acked() {
+        let mut d = Device::new();
+        d.note_early_enable(0, true);
+        d.note_early_enable(1, false);
+        d.note_early_enable(7, true); // no such ring: ignored
+        assert!(!d.vrings[0].enabled && !d.vrings[1].enabled);
+        d.set_features(offered_features()).unwrap();
+        assert!(d.vrings[0].enabled);
+        assert!(!d.vrings[1].enabled);
+        // Once the features are known, `vhost` passes SET_VRING_ENABLE on: nothing is noted.
+        d.note_early_enable(1, true);
+        assert_eq!(d.vrings[1].early_enable, None);
+    }
+
+    /// Without PROTOCOL_FEATURES the rings start enabled whatever came before.
+    #[test]
+    fn without_protocol_features_rings_start_enabled() {
+        let mut d = Device::new();
+        d.note_early_enable(0, false);
+        d.set_features(offered_features() & !VhostUserVirtioFeatures::PROTOCOL_FEATURES.bits())
+            .unwrap();
+        assert!(d.vrings[0].enabled && d.vrings[1].enabled);
+    }
+}
