@@ -953,6 +953,10 @@ fn start_vnf(kind: &VnfKind, k: usize, w: &Wiring, run_dir: &Path) -> Result<Vnf
     } else {
         format!("-{}", k + 1)
     };
+    if let VnfKind::Vm { .. } = kind {
+        // (QEMU may be the one that listens: start_vm_vnf waits only for the DUT's sockets.)
+        return start_vm_vnf(k, ends, w, run_dir);
+    }
     let socks: Vec<PathBuf> = ends
         .iter()
         .filter_map(|p| match p {

@@ -220,6 +220,23 @@ impl Device {
             q.set_ready(false);
         }
         if q.ready() {
+            // A frontend that outlived its backend (DPDK virtio-user with `server=1`, when a
+            // new backend connects) sends SET_VRING_BASE 0 while its rings have moved on; with
+            // that base the available ring looked more than full and every frame was refused.
+            // As DPDK's vhost library does, resume where the used ring says the device stopped
+            // (everything it had taken was completed: we never hold descriptors across polls).
+            if let Ok(used) = q.used_idx(mem, std::sync::atomic::Ordering::Acquire) {
+                if used.0 != q.next_used() {
+                    tracing::info!(
+                        index,
+                        base = q.next_used(),
+                        used = used.0,
+                        "vhost-user ring base differs from the used index; resuming at the used index"
+                    );
+                    q.set_next_avail(used.0);
+                    q.set_next_used(used.0);
+                }
+            }
             // We poll: ask the driver not to kick (VRING_USED_F_NO_NOTIFY; with EVENT_IDX the
             // driver kicks only when avail_event says so, and we never move it).
             let _ = q.disable_notification(mem);
