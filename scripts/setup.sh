@@ -15,10 +15,12 @@ set -euo pipefail
 #   busybox          ping inside namespaces (Debian's image has no ping)
 #   valgrind         callgrind instruction counts for benchmarks
 #   ethtool          TSO/GSO off on the kernel TCP peers of crates/ports/tests/afpacket_tcp.rs
+#   qemu-system-x86  QEMU (TCG here) for the VM topologies' guests; cpio, xz-utils, file, kmod
+#                    build their image (scripts/guest/build.sh, below)
 #   python3, python3-venv  Debian's python, into whose venv (.venv/ in the repo) the reference
 #                    MLRsearch goes (crates/lab/tests/mlrsearch_pypi.rs runs .venv/bin/python3)
 pkgs=(dpdk dpdk-dev librte-net-memif23 librte-net-virtio23 tshark iproute2 openvswitch-switch bridge-utils busybox valgrind procps ethtool
-  python3 python3-venv)
+  python3 python3-venv qemu-system-x86 cpio xz-utils file kmod)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -54,6 +56,9 @@ if [ "$got" != "$MLRSEARCH_VERSION" ]; then
   echo "setup: MLRsearch in $venv is '${got:-missing}', expected $MLRSEARCH_VERSION" >&2
   exit 1
 fi
+
+# The QEMU guest of the VM topologies (kernel + initramfs from Debian packages), cached in build/guest.
+"$repo/scripts/guest/build.sh"
 
 # The Rust toolchain is on the machine (rustup); make sure cargo is reachable.
 if ! command -v cargo >/dev/null 2>&1; then

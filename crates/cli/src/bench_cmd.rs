@@ -381,10 +381,11 @@ fn run_block(
         limits.insert(key.clone(), limit);
     }
     let limit = limits.get(&key).copied().flatten();
-    let ports = tb
+    let mut ports = tb
         .open_generator_ports()
         .context("opening the generator ports")?;
-    tb.start(kind.build())
+    // (v2v-vm: the guests' outer NICs are the generator's ports, polled while they boot.)
+    tb.start_with_generator(kind.build(), &mut ports)
         .with_context(|| format!("starting {}", dut.name))?;
     let describe = tb.describe_dut();
     let result = {

@@ -1,6 +1,7 @@
 //! Opening the generator's ends of a topology as [`Port`]s.
 //!
-//! memif ends become [`MemifPort`]s in the role the wiring gives the generator; veth ends (and an
+//! memif ends become [`MemifPort`]s in the role the wiring gives the generator (vhost-user ends,
+//! in `v2v-vm`, vhost-user devices the guests attach to); veth ends (and an
 //! external device's `afp:` interfaces, in their namespace or the lab's own) become, as
 //! [`GenVethPort`] says, [`AfPacketPort`]s or [`AfXdpPort`]s opened inside the generator namespace
 //! (the socket stays bound to that namespace, so the generator uses it from any thread).
@@ -14,6 +15,7 @@ use std::time::Duration;
 use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort, RxMode};
 use vecswitch_ports::af_xdp::{AfXdpConfig, AfXdpPort, XdpMode};
 use vecswitch_ports::memif::{MemifConfig, MemifPort, Role};
+use vecswitch_ports::vhost_user;
 use vecswitch_ports::{LinkState, Port};
 
 use crate::error::{Error, Result};
@@ -142,6 +144,15 @@ pub fn open_port_as(end: &PortEnd, veth: GenVethPort) -> Result<Box<dyn Port>> {
                     Ok(Box::new(p))
                 }
             }
+        }
+        PortEnd::VhostUser { name, socket, role } => {
+            let role = match role {
+                MemifRole::Server => vhost_user::Role::Server,
+                MemifRole::Client => vhost_user::Role::Client,
+            };
+            let cfg = vhost_user::VhostUserConfig::new(name, &socket.display().to_string(), role);
+            let p = vhost_user::VhostUserPort::new(cfg).map_err(|e| port_err(name, Box::new(e)))?;
+            Ok(Box::new(p))
         }
     }
 }

@@ -4,7 +4,8 @@
 //!   [`veth_pair`] live inside them), [`ChildGuard`] (DUT/VNF/daemon processes with log files and
 //!   CPU pinning), [`RunDir`] (one directory per run, named by a [`RunId`]), [`cleanup_stale`]
 //!   (leftovers of crashed runs) and the Ctrl-C path in [`signal`].
-//! - [`Topology`]: `phy2phy-memif`, `phy2phy-veth`, `pvp-memif`, `pvp-veth`. [`Testbed::build`]
+//! - [`Topology`]: `phy2phy-memif`, `phy2phy-veth`, `pvp-memif`, `pvp-veth`, `pvvp-*`, and the VM
+//!   topologies `pvp-vm`, `pvvp-vm`, `v2v-vm` (QEMU guests on vhost-user, [`vm`]). [`Testbed::build`]
 //!   creates the namespaces, links and socket paths and describes them as a [`Wiring`] — which
 //!   ports the generator holds, which the DUT must hold and which DUT ports it must connect;
 //!   [`Testbed::start`] sets a [`Dut`] up on it and starts the VNF of PVP; [`Testbed::placement`]
@@ -37,6 +38,7 @@ pub mod process;
 pub mod rundir;
 pub mod signal;
 pub mod topology;
+pub mod vm;
 
 pub use calibrate::{calibrate_ports, calibrate_testbed, Calibration};
 pub use cmd::{wait_for, wait_for_result};

@@ -6,6 +6,10 @@
 //! | `phy2phy-veth` | `gen0`, `gen1` in namespace `<run>-gen` | `dut0`, `dut1` in `<run>-dut` | dut0–dut1 |
 //! | `pvp-memif` | 2 memif servers | `phy0`, `phy1` (memif clients), `vnf0`, `vnf1` (memif servers) | phy0–vnf0, vnf1–phy1 |
 //! | `pvp-veth` | `gen0`, `gen1` (veth) | `dut0`, `dut1` (veth), `vnf0`, `vnf1` (memif) | dut0–vnf0, vnf1–dut1 |
+//! | `pvvp-memif` (`-veth`) | as pvp | `phy0`, `phy1`, `vnf0`..`vnf3` (memif servers; two VNFs) | phy0–vnf0, vnf1–vnf2, vnf3–phy1 |
+//! | `pvp-vm`, `pvvp-vm` (`-veth`) | as pvp | as pvp/pvvp, but `vnf*` are vhost-user servers and each VNF is a QEMU guest bridging its two NICs | as pvp/pvvp |
+//! | `pvp-virtio` | as pvp-memif | `phy0`, `phy1` (memif), `vnf0`, `vnf1` (vhost-user servers) | as pvp | testpmd macswap on two `net_virtio_user` ports (no VM) |
+//! | `v2v-vm` | `gen0`, `gen1`: vhost-user servers, each a NIC of one guest | `vm0`, `vm1` (vhost-user servers, the guests' other NICs) | vm0–vm1 |
 //! | `external` | the suite's two [`ExternalPort`]s (existing interfaces or memif sockets) | — (a device the lab does not start) | — |
 //!
 //! `external` builds nothing toward the device: the generator opens the interfaces or sockets
@@ -17,6 +21,14 @@
 //! [`Testbed::open_generator_ports`] before [`Testbed::start`]); toward the VNF the DUT is the
 //! server. In PVP a VNF ([`VnfKind`]: `testpmd --forward-mode=macswap`, or a vecswitch cross-connect
 //! process) holds memif clients on the DUT's `vnf0`/`vnf1` and forwards between them.
+//!
+//! VM topologies (see [`crate::vm`]): the VNF is a QEMU guest under TCG whose `/init` bridges its
+//! two virtio NICs; QEMU connects to the DUT's vhost-user sockets (or, with
+//! `VnfKind::Vm { role: Client }`, listens and the DUT connects). In `v2v-vm` the traffic goes from
+//! one guest to the other through the switch; the guests have no traffic source of their own, so
+//! the generator stands in for their applications on each guest's second NIC (its own vhost-user
+//! port): gen0 → vm A → switch (vm0 → vm1) → vm B → gen1. Every guest is emulated: results mark
+//! it in the placement record ([`crate::vm::EMULATED_NOTE`]).
 //!
 //! Veth links are made between two namespaces the testbed owns, so the generator's ends are isolated
 //! from the host. RPS steers the DUT ends' receive work to the DUT's CPU and the generator ends' to
@@ -57,6 +69,12 @@ pub enum VnfKind {
     TestpmdMacswap,
     /// `vecswitch run` with two memif clients cross-connected; the binary path is given.
     VecswitchXconnect { bin: PathBuf },
+    /// A QEMU guest bridging its two virtio NICs, attached to the DUT by vhost-user; `role` is
+    /// the DUT's (server: the DUT listens and QEMU connects).
+    Vm { role: MemifRole },
+    /// `dpdk-testpmd --forward-mode=macswap` with two `net_virtio_user` ports (the vhost-user
+    /// frontend without a VM) on the DUT's vhost-user servers: the VNF of the speed figure.
+    TestpmdVirtio,
 }
 
 impl VnfKind {
@@ -64,7 +82,23 @@ impl VnfKind {
         match self {
             VnfKind::TestpmdMacswap => "testpmd-macswap",
             VnfKind::VecswitchXconnect { .. } => "vecswitch-xconnect",
+            VnfKind::Vm { .. } => "vm",
+            VnfKind::TestpmdVirtio => "testpmd-virtio-macswap",
         }
+    }
+
+    /// Whether the DUT attaches this VNF by vhost-user (and which role the DUT takes).
+    pub fn vhost_role(&self) -> Option<MemifRole> {
+        match self {
+            VnfKind::Vm { role } => Some(*role),
+            VnfKind::TestpmdVirtio => Some(MemifRole::Server),
+            _ => None,
+        }
+    }
+
+    /// Whether this VNF is a virtual machine (attached by vhost-user, not memif).
+    pub fn is_vm(&self) -> bool {
+        matches!(self, VnfKind::Vm { .. })
     }
 }
 
@@ -79,6 +113,13 @@ pub enum Topology {
         link: Link,
         vnf: VnfKind,
     },
+    /// Two VNFs of the same kind in a chain: generator → DUT → VNF → DUT → VNF → DUT → generator.
+    Pvvp {
+        link: Link,
+        vnf: VnfKind,
+    },
+    /// VM to VM through the DUT: the generator on each guest's other NIC (vhost-user).
+    V2v,
     /// A device the lab does not start, between two existing generator ports.
     External {
         ports: Vec<ExternalPort>,
@@ -206,9 +247,16 @@ impl Topology {
     }
 
     /// The kind of link of the generator's ports (an external topology: that of its first port).
+    ///
+    /// `v2v-vm` says memif: its generator ports are vhost-user devices, which like memif refuse
+    /// what the guest has no buffer for (the device's loss), and the generator is calibrated on a
+    /// memif loopback (it has no vhost-user one).
     pub fn link(&self) -> Link {
         match self {
-            Topology::Phy2Phy { link } | Topology::Pvp { link, .. } => *link,
+            Topology::Phy2Phy { link }
+            | Topology::Pvp { link, .. }
+            | Topology::Pvvp { link, .. } => *link,
+            Topology::V2v => Link::Memif,
             Topology::External { ports } => match ports.first() {
                 Some(ExternalPort::Memif { .. }) => Link::Memif,
                 _ => Link::Veth,
@@ -223,13 +271,46 @@ impl Topology {
     pub fn is_pvp(&self) -> bool {
         matches!(self, Topology::Pvp { .. })
     }
+
+    /// The VNF kind and how many VNFs the chain has (PVP 1, PVVP 2, V2V 2 VMs).
+    pub fn vnfs(&self) -> Option<(VnfKind, usize)> {
+        match self {
+            Topology::Pvp { vnf, .. } => Some((vnf.clone(), 1)),
+            Topology::Pvvp { vnf, .. } => Some((vnf.clone(), 2)),
+            Topology::V2v => Some((
+                VnfKind::Vm {
+                    role: MemifRole::Server,
+                },
+                2,
+            )),
+            _ => None,
+        }
+    }
+
+    /// Whether the topology runs QEMU guests (emulated under TCG here).
+    pub fn has_vms(&self) -> bool {
+        self.vnfs().is_some_and(|(k, _)| k.is_vm())
+    }
 }
 
 impl fmt::Display for Topology {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (t, link) = match self {
             Topology::Phy2Phy { link } => ("phy2phy", link),
+            Topology::Pvp { link, vnf } | Topology::Pvvp { link, vnf } if vnf.is_vm() => {
+                let t = if self.is_pvp() { "pvp-vm" } else { "pvvp-vm" };
+                return match link {
+                    Link::Memif => write!(f, "{t}"),
+                    Link::Veth => write!(f, "{t}-veth"),
+                };
+            }
+            Topology::Pvp {
+                link: Link::Memif,
+                vnf: VnfKind::TestpmdVirtio,
+            } => return write!(f, "pvp-virtio"),
             Topology::Pvp { link, .. } => ("pvp", link),
+            Topology::Pvvp { link, .. } => ("pvvp", link),
+            Topology::V2v => return write!(f, "v2v-vm"),
             Topology::External { .. } => return write!(f, "external"),
         };
         let l = match link {
@@ -241,7 +322,7 @@ impl fmt::Display for Topology {
 }
 
 /// Names accepted by [`Topology::from_str`] (and `external`, built by [`Topology::external`]).
-pub const TOPOLOGY_NAMES: &str = "phy2phy-memif, phy2phy-veth, pvp-memif, pvp-veth, external";
+pub const TOPOLOGY_NAMES: &str = "phy2phy-memif, phy2phy-veth, pvp-memif, pvp-veth, pvvp-memif, pvvp-veth, pvp-vm, pvp-vm-veth, pvvp-vm, pvvp-vm-veth, v2v-vm, pvp-virtio, external";
 
 impl FromStr for Topology {
     type Err = Error;
@@ -257,6 +338,34 @@ impl FromStr for Topology {
             "pvp-veth" => Topology::Pvp {
                 link: Link::Veth,
                 vnf: VnfKind::TestpmdMacswap,
+            },
+            "pvvp-memif" | "pvvp-veth" => Topology::Pvvp {
+                link: if s.ends_with("memif") {
+                    Link::Memif
+                } else {
+                    Link::Veth
+                },
+                vnf: VnfKind::TestpmdMacswap,
+            },
+            "pvp-vm" | "pvp-vm-veth" | "pvvp-vm" | "pvvp-vm-veth" => {
+                let link = if s.ends_with("veth") {
+                    Link::Veth
+                } else {
+                    Link::Memif
+                };
+                let vnf = VnfKind::Vm {
+                    role: MemifRole::Server,
+                };
+                if s.starts_with("pvvp") {
+                    Topology::Pvvp { link, vnf }
+                } else {
+                    Topology::Pvp { link, vnf }
+                }
+            }
+            "v2v-vm" => Topology::V2v,
+            "pvp-virtio" => Topology::Pvp {
+                link: Link::Memif,
+                vnf: VnfKind::TestpmdVirtio,
             },
             "external" => {
                 return Err(Error::Invalid {
@@ -314,12 +423,21 @@ pub enum PortEnd {
         ifname: String,
         mac: String,
     },
+    /// A vhost-user link; `role` says whether this end listens (server) or connects (client).
+    /// The DUT's and the generator's ends are the device (backend); a QEMU guest's is the driver.
+    VhostUser {
+        name: String,
+        socket: PathBuf,
+        role: MemifRole,
+    },
 }
 
 impl PortEnd {
     pub fn name(&self) -> &str {
         match self {
-            PortEnd::Memif { name, .. } | PortEnd::Veth { name, .. } => name,
+            PortEnd::Memif { name, .. }
+            | PortEnd::Veth { name, .. }
+            | PortEnd::VhostUser { name, .. } => name,
         }
     }
 
@@ -336,6 +454,14 @@ impl PortEnd {
                 name: name.to_string(),
                 socket: socket.clone(),
                 id: *id,
+                role: match role {
+                    MemifRole::Server => MemifRole::Client,
+                    MemifRole::Client => MemifRole::Server,
+                },
+            },
+            PortEnd::VhostUser { socket, role, .. } => PortEnd::VhostUser {
+                name: name.to_string(),
+                socket: socket.clone(),
                 role: match role {
                     MemifRole::Server => MemifRole::Client,
                     MemifRole::Client => MemifRole::Server,
@@ -362,7 +488,8 @@ pub struct Wiring {
     pub dut_ports: Vec<PortEnd>,
     /// Index pairs into `dut_ports` that the DUT connects (an xconnect, or a two-port bridge each).
     pub pairs: Vec<(usize, usize)>,
-    /// The VNF's two ports (PVP only).
+    /// The VNFs' ports, two per VNF (VNF k holds `vnf_ports[2k]` and `vnf_ports[2k + 1]`): memif
+    /// clients of the DUT, or for VMs the guest's (QEMU's) side of each vhost-user link.
     pub vnf_ports: Vec<PortEnd>,
     pub cores: CorePlan,
 }
@@ -375,15 +502,23 @@ impl Wiring {
 
     /// Whether every DUT port is a veth end.
     pub fn all_dut_ports_veth(&self) -> bool {
-        self.dut_ports.iter().all(|p| !p.is_memif())
+        self.dut_ports
+            .iter()
+            .all(|p| matches!(p, PortEnd::Veth { .. }))
     }
 
-    /// Sockets the generator listens on as memif server (they must exist before the DUT starts).
+    /// Sockets the generator listens on as memif or vhost-user server (they must exist before
+    /// the DUT or the guests start).
     pub fn gen_server_sockets(&self) -> Vec<PathBuf> {
         self.gen_ports
             .iter()
             .filter_map(|p| match p {
                 PortEnd::Memif {
+                    socket,
+                    role: MemifRole::Server,
+                    ..
+                }
+                | PortEnd::VhostUser {
                     socket,
                     role: MemifRole::Server,
                     ..
@@ -420,7 +555,7 @@ pub struct Testbed {
     // Field order is drop order after `Drop::drop` ran: VNF, DUT, namespaces, run dir.
     // Behind mutexes so that a `&Testbed` serves both the measurer (liveness checks between
     // trials) and the bench loop (scale reconfiguration) at the same time.
-    vnf: Mutex<Option<ChildGuard>>,
+    vnf: Mutex<Vec<Vnf>>,
     dut: Mutex<Option<Box<dyn Dut>>>,
     wiring: Wiring,
     dut_ns: Netns,
@@ -448,6 +583,25 @@ impl Testbed {
                     .map(|(i, p)| p.gen_end(&format!("gen{i}")))
                     .collect();
                 (g, Vec::new())
+            }
+            (Topology::V2v, _) => {
+                // The generator is the vhost-user device on each guest's outer NIC; the guests
+                // connect to it as they connect to the DUT.
+                let g = (0..2)
+                    .map(|i| PortEnd::VhostUser {
+                        name: format!("gen{i}"),
+                        socket: run_dir.file(&format!("gen{i}.sock")),
+                        role: MemifRole::Server,
+                    })
+                    .collect();
+                let d = (0..2)
+                    .map(|i| PortEnd::VhostUser {
+                        name: format!("vm{i}"),
+                        socket: run_dir.file(&format!("vm{i}.sock")),
+                        role: MemifRole::Server,
+                    })
+                    .collect();
+                (g, d)
             }
             (_, Link::Memif) => {
                 let mut g = Vec::new();
@@ -516,18 +670,43 @@ impl Testbed {
             vec![(0, 1)]
         };
         let mut vnf_ports = Vec::new();
-        if topology.is_pvp() {
-            pairs = vec![(0, 2), (3, 1)];
-            for i in 0..2 {
-                let dut_end = PortEnd::Memif {
-                    name: format!("vnf{i}"),
-                    socket: run_dir.file(&format!("vnf{i}.sock")),
-                    id: 0,
-                    role: MemifRole::Server,
-                };
-                vnf_ports.push(dut_end.peer(&format!("v{i}")));
-                dut_ports.push(dut_end);
+        match topology.vnfs() {
+            Some((_, _)) if matches!(topology, Topology::V2v) => {
+                // Guest A: gen0 outside, vm0 toward the switch; guest B: vm1, then gen1.
+                for (i, end) in [&gen_ports[0], &dut_ports[0], &dut_ports[1], &gen_ports[1]]
+                    .into_iter()
+                    .enumerate()
+                {
+                    vnf_ports.push(end.peer(&format!("v{i}")));
+                }
             }
+            Some((vnf, n)) => {
+                // phy0 → vnf0 | VNF 0 | vnf1 → vnf2 | VNF 1 | vnf3 → phy1 (PVP: n = 1).
+                pairs = vec![(0, 2)];
+                for k in 1..n {
+                    pairs.push((2 * k + 1, 2 * k + 2));
+                }
+                pairs.push((2 * n + 1, 1));
+                for i in 0..2 * n {
+                    let name = format!("vnf{i}");
+                    let dut_end = match vnf.vhost_role() {
+                        Some(role) => PortEnd::VhostUser {
+                            socket: run_dir.file(&format!("{name}.sock")),
+                            name,
+                            role,
+                        },
+                        None => PortEnd::Memif {
+                            socket: run_dir.file(&format!("{name}.sock")),
+                            name,
+                            id: 0,
+                            role: MemifRole::Server,
+                        },
+                    };
+                    vnf_ports.push(dut_end.peer(&format!("v{i}")));
+                    dut_ports.push(dut_end);
+                }
+            }
+            None => {}
         }
         let wiring = Wiring {
             topology,
@@ -542,7 +721,7 @@ impl Testbed {
             cores,
         };
         Ok(Testbed {
-            vnf: Mutex::new(None),
+            vnf: Mutex::new(Vec::new()),
             dut: Mutex::new(None),
             wiring,
             dut_ns,
@@ -578,6 +757,18 @@ impl Testbed {
         g.as_deref_mut().map(f)
     }
 
+    /// The VNF guests' consoles (empty when the topology has no VM), for failure messages.
+    pub fn vm_consoles(&self) -> String {
+        lock(&self.vnf)
+            .iter()
+            .filter_map(|v| match v {
+                Vnf::Vm(vm) => Some(vm.tail(40)),
+                Vnf::Process(_) => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     /// The DUT's name and version strings, once started.
     pub fn describe_dut(&self) -> Option<String> {
         self.with_dut(|d| format!("{}: {}", d.name(), d.describe()))
@@ -601,10 +792,29 @@ impl Testbed {
         crate::gen_ports::open_generator_ports(&self.wiring)
     }
 
-    /// Sets `dut` up on this topology, then (PVP) starts the VNF. On error the DUT is torn down
-    /// before returning. On memif topologies the generator's ports must be open already (their
-    /// server sockets exist), else this fails saying so.
-    pub fn start(&mut self, mut dut: Box<dyn Dut>) -> Result<()> {
+    /// Sets `dut` up on this topology, then (PVP, PVVP) starts the VNFs. On error the DUT is torn
+    /// down before returning. On memif topologies the generator's ports must be open already
+    /// (their server sockets exist), else this fails saying so. `v2v-vm` needs
+    /// [`Testbed::start_with_generator`].
+    pub fn start(&mut self, dut: Box<dyn Dut>) -> Result<()> {
+        self.start_with_generator(dut, &mut [])
+    }
+
+    /// [`Testbed::start`], polling the generator's `ports` while the VNFs start: in `v2v-vm`
+    /// the guests' outer NICs are the generator's vhost-user ports, and QEMU does not start
+    /// before they answer. Returns once every guest printed its ready line.
+    pub fn start_with_generator(
+        &mut self,
+        mut dut: Box<dyn Dut>,
+        ports: &mut [Box<dyn vecswitch_ports::Port>],
+    ) -> Result<()> {
+        if matches!(self.wiring.topology, Topology::V2v) && ports.is_empty() {
+            return Err(Error::Invalid {
+                field: "generator ports",
+                value: "none given".into(),
+                expected: "v2v-vm: start it with Testbed::start_with_generator and the open generator ports (the guests' outer NICs)".into(),
+            });
+        }
         for s in self.wiring.gen_server_sockets() {
             if !s.exists() {
                 return Err(Error::Invalid {
@@ -624,16 +834,30 @@ impl Testbed {
         let busy_polls = dut.processes().iter().any(|p| p.pid != 0);
         crate::netns::steer_dut_kernel_rx(&self.wiring, busy_polls);
         *lock(&self.dut) = Some(dut);
-        if let Topology::Pvp { vnf, .. } = &self.wiring.topology {
-            let vnf = vnf.clone();
-            *lock(&self.vnf) = Some(start_vnf(&vnf, &self.wiring, self.run_dir.path())?);
+        let Some((kind, n)) = self.wiring.topology.vnfs() else {
+            return Ok(());
+        };
+        for k in 0..n {
+            let v = start_vnf(&kind, k, &self.wiring, self.run_dir.path())?;
+            lock(&self.vnf).push(v);
+        }
+        // Guests boot in parallel; wait for each, polling the generator's ends meanwhile.
+        let mut vnfs = lock(&self.vnf);
+        for v in vnfs.iter_mut() {
+            if let Vnf::Vm(vm) = v {
+                vm.wait_ready(VM_READY_TIMEOUT, || {
+                    for p in ports.iter_mut() {
+                        p.poll_control();
+                    }
+                })?;
+            }
         }
         Ok(())
     }
 
     /// Fails if the DUT or VNF process died (call between trials).
     pub fn check_alive(&self) -> Result<()> {
-        if let Some(v) = lock(&self.vnf).as_mut() {
+        for v in lock(&self.vnf).iter_mut() {
             v.check_alive()?;
         }
         if let Some(d) = lock(&self.dut).as_mut() {
@@ -648,13 +872,17 @@ impl Testbed {
         if let Some(d) = lock(&self.dut).as_ref() {
             v.extend(d.processes());
         }
-        if let Some(vnf) = lock(&self.vnf).as_ref() {
+        for vnf in lock(&self.vnf).iter() {
+            let (child, note) = match vnf {
+                Vnf::Process(c) => (c, String::new()),
+                Vnf::Vm(vm) => (vm.child(), crate::vm::EMULATED_NOTE.to_string()),
+            };
             v.push(PlacedProcess {
                 role: "vnf".into(),
-                name: vnf.name().to_string(),
-                pid: vnf.pid(),
-                cpus: vnf.cpus_allowed(),
-                note: String::new(),
+                name: child.name().to_string(),
+                pid: child.pid(),
+                cpus: child.cpus_allowed(),
+                note,
             });
         }
         Placement::new(v).with_kernel_rx(crate::netns::kernel_rx_placement(&self.wiring))
@@ -663,7 +891,7 @@ impl Testbed {
     /// Stops the VNF and tears the DUT down now (also done on `Drop`); returns the DUT's teardown
     /// error, if any.
     pub fn stop(&mut self) -> Result<()> {
-        if let Some(mut v) = lock(&self.vnf).take() {
+        for mut v in std::mem::take(&mut *lock(&self.vnf)) {
             v.stop(Duration::from_secs(2));
         }
         let dut = lock(&self.dut).take();
@@ -687,23 +915,65 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Starts the PVP VNF on the wiring's `vnf_ports` (memif clients of the DUT's `vnf0`/`vnf1`).
-fn start_vnf(kind: &VnfKind, w: &Wiring, run_dir: &Path) -> Result<ChildGuard> {
-    let socks: Vec<PathBuf> = w
-        .vnf_ports
+/// How long a guest may take to boot (TCG on a loaded 2-core machine: 10–40 s seen).
+pub const VM_READY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A running VNF: a process (testpmd, vecswitch) or a QEMU guest.
+#[derive(Debug)]
+enum Vnf {
+    Process(ChildGuard),
+    Vm(crate::vm::Vm),
+}
+
+impl Vnf {
+    fn check_alive(&mut self) -> Result<()> {
+        match self {
+            Vnf::Process(c) => c.check_alive(),
+            Vnf::Vm(vm) => vm.check_alive(),
+        }
+    }
+
+    fn stop(&mut self, grace: Duration) {
+        match self {
+            Vnf::Process(c) => {
+                c.stop(grace);
+            }
+            Vnf::Vm(vm) => vm.stop(grace),
+        }
+    }
+}
+
+/// Starts VNF `k` of the chain on `vnf_ports[2k..2k+2]` (memif clients of the DUT's ports, or
+/// a guest's vhost-user NICs). A guest is only started here: the caller waits for it.
+fn start_vnf(kind: &VnfKind, k: usize, w: &Wiring, run_dir: &Path) -> Result<Vnf> {
+    let ends = &w.vnf_ports[2 * k..2 * k + 2];
+    // Names and files of the first VNF as before PVVP existed; the second gets a suffix.
+    let sfx = if k == 0 {
+        String::new()
+    } else {
+        format!("-{}", k + 1)
+    };
+    if let VnfKind::Vm { .. } = kind {
+        // (QEMU may be the one that listens: start_vm_vnf waits only for the DUT's sockets.)
+        return start_vm_vnf(k, ends, w, run_dir);
+    }
+    let socks: Vec<PathBuf> = ends
         .iter()
         .filter_map(|p| match p {
-            PortEnd::Memif { socket, .. } => Some(socket.clone()),
+            PortEnd::Memif { socket, .. } | PortEnd::VhostUser { socket, .. } => {
+                Some(socket.clone())
+            }
             _ => None,
         })
         .collect();
     for s in &socks {
         crate::wait_for(
-            &format!("DUT memif socket {}", s.display()),
+            &format!("DUT socket {}", s.display()),
             Duration::from_secs(20),
             || s.exists(),
         )?;
     }
+    let ctl = run_dir.join(format!("vnf{sfx}.ctl"));
     let spec = match kind {
         VnfKind::TestpmdMacswap => {
             if !crate::cmd::have(crate::dut::testpmd::TESTPMD) {
@@ -716,54 +986,125 @@ fn start_vnf(kind: &VnfKind, w: &Wiring, run_dir: &Path) -> Result<ChildGuard> {
                     ),
                 });
             }
-            let mut args = crate::dut::testpmd::eal_args(&format!("{}-vnf", w.run_id), w.cores.vnf);
+            let mut args =
+                crate::dut::testpmd::eal_args(&format!("{}-vnf{sfx}", w.run_id), w.cores.vnf);
             args.extend(
-                w.vnf_ports
-                    .iter()
+                ends.iter()
                     .enumerate()
                     .filter_map(|(i, p)| crate::dut::testpmd::memif_vdev(i, p)),
             );
             args.extend(crate::dut::testpmd::app_args("macswap"));
-            ProcessSpec::new("vnf-testpmd", "stdbuf")
+            ProcessSpec::new(&format!("vnf-testpmd{sfx}"), "stdbuf")
+                .args(["-oL", crate::dut::testpmd::TESTPMD])
+                .args(args)
+                .stdin_pipe(true)
+        }
+        VnfKind::TestpmdVirtio => {
+            if !crate::cmd::have(crate::dut::testpmd::TESTPMD) {
+                return Err(Error::Unsupported {
+                    dut: "vnf testpmd-virtio-macswap".into(),
+                    what: "this machine".into(),
+                    why: format!(
+                        "{} not found; install the Debian packages dpdk-dev and librte-net-virtio23 (make setup)",
+                        crate::dut::testpmd::TESTPMD
+                    ),
+                });
+            }
+            let mut args =
+                crate::dut::testpmd::eal_args(&format!("{}-vnf{sfx}", w.run_id), w.cores.vnf);
+            // --no-huge memory must reach the backend as file descriptors: one memfd
+            // (TESTBED.md, "vhost-user").
+            args.push("--single-file-segments".into());
+            for (i, e) in ends.iter().enumerate() {
+                if let PortEnd::VhostUser { socket, role, .. } = e {
+                    // Our end connects (`server=0`) when the DUT listens.
+                    let server = u8::from(*role == MemifRole::Server);
+                    args.push(format!(
+                        "--vdev=net_virtio_user{i},path={},queues=1,server={server}",
+                        socket.display()
+                    ));
+                }
+            }
+            args.extend(crate::dut::testpmd::app_args("macswap"));
+            // `start` would otherwise discard what already waits in the receive rings.
+            args.push("--no-flush-rx".into());
+            ProcessSpec::new(&format!("vnf-testpmd{sfx}"), "stdbuf")
                 .args(["-oL", crate::dut::testpmd::TESTPMD])
                 .args(args)
                 .stdin_pipe(true)
         }
         VnfKind::VecswitchXconnect { bin } => {
             let toml = crate::dut::vecswitch::config_toml(
-                &w.vnf_ports,
+                ends,
                 &[(0, 1)],
                 crate::dut::vecswitch::Mode::Xconnect,
-                &run_dir.join("vnf.ctl"),
+                &ctl,
                 Some(w.cores.vnf),
             );
-            let path = run_dir.join("vnf.toml");
+            let path = run_dir.join(format!("vnf{sfx}.toml"));
             std::fs::write(&path, toml).map_err(|source| Error::Io {
                 what: "writing",
                 path: path.clone(),
                 source,
             })?;
-            ProcessSpec::new("vnf-vecswitch", &bin.display().to_string()).args([
+            ProcessSpec::new(&format!("vnf-vecswitch{sfx}"), &bin.display().to_string()).args([
                 "run".to_string(),
                 "--config".into(),
                 path.display().to_string(),
             ])
         }
+        VnfKind::Vm { .. } => return start_vm_vnf(k, ends, w, run_dir),
     };
     let spec = spec.netns(Some(&w.dut_netns)).cpus(Some(vec![w.cores.vnf]));
     let mut child = ChildGuard::spawn(&spec, run_dir)?;
     match kind {
-        VnfKind::TestpmdMacswap => {
+        VnfKind::TestpmdMacswap | VnfKind::TestpmdVirtio => {
             child.wait_for_log("Press enter to exit", Duration::from_secs(30))?
         }
-        VnfKind::VecswitchXconnect { bin } => crate::dut::vecswitch::wait_ready(
-            bin,
-            &mut child,
-            &run_dir.join("vnf.ctl"),
-            &w.vnf_ports,
-        )?,
+        VnfKind::VecswitchXconnect { bin } => {
+            crate::dut::vecswitch::wait_ready(bin, &mut child, &ctl, ends)?
+        }
+        VnfKind::Vm { .. } => {}
     }
-    Ok(child)
+    Ok(Vnf::Process(child))
+}
+
+/// Starts guest `k` on its two vhost-user `ends` (QEMU's side), without waiting for it.
+fn start_vm_vnf(k: usize, ends: &[PortEnd], w: &Wiring, run_dir: &Path) -> Result<Vnf> {
+    let image = crate::vm::GuestImage::locate()?;
+    // The backends that listen must be there before QEMU connects.
+    for e in ends {
+        if let PortEnd::VhostUser {
+            socket,
+            role: MemifRole::Client,
+            ..
+        } = e
+        {
+            crate::wait_for(
+                &format!("vhost-user socket {}", socket.display()),
+                Duration::from_secs(20),
+                || socket.exists(),
+            )?;
+        }
+    }
+    let spec = crate::vm::VmSpec {
+        name: format!("vm{k}"),
+        index: k as u8,
+        nics: ends
+            .iter()
+            .filter_map(|e| match e {
+                PortEnd::VhostUser { socket, role, .. } => Some(crate::vm::VmNic {
+                    socket: socket.clone(),
+                    qemu_listens: *role == MemifRole::Server,
+                }),
+                _ => None,
+            })
+            .collect(),
+        mode: crate::vm::GuestMode::Bridge,
+        cpu: Some(w.cores.vnf),
+        netns: Some(w.dut_netns.clone()),
+    };
+    Ok(Vnf::Vm(crate::vm::Vm::start(&spec, &image, run_dir)?))
 }
 
 #[cfg(test)]
@@ -772,12 +1113,46 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for n in ["phy2phy-memif", "phy2phy-veth", "pvp-memif", "pvp-veth"] {
+        for n in [
+            "phy2phy-memif",
+            "phy2phy-veth",
+            "pvp-memif",
+            "pvp-veth",
+            "pvvp-memif",
+            "pvvp-veth",
+            "pvp-vm",
+            "pvp-vm-veth",
+            "pvvp-vm",
+            "pvvp-vm-veth",
+            "v2v-vm",
+            "pvp-virtio",
+        ] {
             let t: Topology = n.parse().unwrap();
             assert_eq!(t.to_string(), n);
         }
         let e = "p2p".parse::<Topology>().unwrap_err().to_string();
         assert!(e.contains("p2p") && e.contains("phy2phy-memif"), "{e}");
+    }
+
+    #[test]
+    fn vm_topologies_say_how_many_guests_they_run() {
+        let t: Topology = "pvvp-vm".parse().unwrap();
+        assert_eq!(
+            t.vnfs(),
+            Some((
+                VnfKind::Vm {
+                    role: MemifRole::Server
+                },
+                2
+            ))
+        );
+        assert!(t.has_vms());
+        assert!(Topology::V2v.has_vms());
+        assert_eq!(Topology::V2v.link(), Link::Memif);
+        let t: Topology = "pvvp-memif".parse().unwrap();
+        assert_eq!(t.vnfs(), Some((VnfKind::TestpmdMacswap, 2)));
+        assert!(!t.has_vms());
+        assert!(!"phy2phy-memif".parse::<Topology>().unwrap().has_vms());
     }
 
     #[test]

@@ -69,6 +69,9 @@ pub(super) struct Vring {
     pub signalled_used: Option<u16>,
     /// The driver has made buffers available since the ring started.
     posted: bool,
+    /// SET_VRING_ENABLE received before SET_FEATURES (which `vhost` refuses then; QEMU 7.2's
+    /// virtio-net sends it there), applied when PROTOCOL_FEATURES is acked.
+    early_enable: Option<bool>,
 }
 
 impl Vring {
@@ -82,6 +85,7 @@ impl Vring {
             kick: None,
             signalled_used: None,
             posted: false,
+            early_enable: None,
         }
     }
 
@@ -120,6 +124,17 @@ impl Device {
     /// Forgets the connection: unmaps guest memory, closes the eventfds.
     pub fn reset(&mut self) {
         *self = Device::new();
+    }
+
+    /// Records a SET_VRING_ENABLE that arrives before SET_FEATURES acked PROTOCOL_FEATURES
+    /// (`vhost` refuses it then): the ring takes that state when the features are set.
+    pub fn note_early_enable(&mut self, index: u32, enable: bool) {
+        let acked = self.acked_features & VhostUserVirtioFeatures::PROTOCOL_FEATURES.bits() != 0;
+        if let Some(vr) = self.vrings.get_mut(index as usize) {
+            if !acked {
+                vr.early_enable = Some(enable);
+            }
+        }
     }
 
     /// Both queues carry traffic.
@@ -205,6 +220,23 @@ impl Device {
             q.set_ready(false);
         }
         if q.ready() {
+            // A frontend that outlived its backend (DPDK virtio-user with `server=1`, when a
+            // new backend connects) sends SET_VRING_BASE 0 while its rings have moved on; with
+            // that base the available ring looked more than full and every frame was refused.
+            // As DPDK's vhost library does, resume where the used ring says the device stopped
+            // (everything it had taken was completed: we never hold descriptors across polls).
+            if let Ok(used) = q.used_idx(mem, std::sync::atomic::Ordering::Acquire) {
+                if used.0 != q.next_used() {
+                    tracing::info!(
+                        index,
+                        base = q.next_used(),
+                        used = used.0,
+                        "vhost-user ring base differs from the used index; resuming at the used index"
+                    );
+                    q.set_next_avail(used.0);
+                    q.set_next_used(used.0);
+                }
+            }
             // We poll: ask the driver not to kick (VRING_USED_F_NO_NOTIFY; with EVENT_IDX the
             // driver kicks only when avail_event says so, and we never move it).
             let _ = q.disable_notification(mem);
@@ -241,6 +273,8 @@ impl VhostUserBackendReqHandlerMut for Device {
         for i in 0..2 {
             if no_protocol {
                 self.vrings[i].enabled = true;
+            } else if let Some(e) = self.vrings[i].early_enable.take() {
+                self.vrings[i].enabled = e;
             }
             self.arm(i);
         }
@@ -400,5 +434,37 @@ impl VhostUserBackendReqHandlerMut for Device {
     }
     fn set_log_base(&mut self, _log: &VhostUserLog, _file: File) -> VuResult<()> {
         refuse("LOG_SHMFD not offered (no live migration)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// QEMU 7.2 sends SET_VRING_ENABLE before SET_FEATURES; what it asked for takes effect when
+    /// PROTOCOL_FEATURES is acked (and only then: the ring starts disabled per the spec).
+    #[test]
+    fn an_enable_before_set_features_applies_when_protocol_features_are_acked() {
+        let mut d = Device::new();
+        d.note_early_enable(0, true);
+        d.note_early_enable(1, false);
+        d.note_early_enable(7, true); // no such ring: ignored
+        assert!(!d.vrings[0].enabled && !d.vrings[1].enabled);
+        d.set_features(offered_features()).unwrap();
+        assert!(d.vrings[0].enabled);
+        assert!(!d.vrings[1].enabled);
+        // Once the features are known, `vhost` passes SET_VRING_ENABLE on: nothing is noted.
+        d.note_early_enable(1, true);
+        assert_eq!(d.vrings[1].early_enable, None);
+    }
+
+    /// Without PROTOCOL_FEATURES the rings start enabled whatever came before.
+    #[test]
+    fn without_protocol_features_rings_start_enabled() {
+        let mut d = Device::new();
+        d.note_early_enable(0, false);
+        d.set_features(offered_features() & !VhostUserVirtioFeatures::PROTOCOL_FEATURES.bits())
+            .unwrap();
+        assert!(d.vrings[0].enabled && d.vrings[1].enabled);
     }
 }

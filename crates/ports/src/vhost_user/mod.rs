@@ -299,6 +299,30 @@ fn readable(fd: RawFd) -> bool {
     r > 0 && pfd.revents != 0
 }
 
+/// VHOST_USER_SET_VRING_ENABLE (vhost-user specification, "Front-end message types").
+const SET_VRING_ENABLE: u32 = 18;
+
+/// The next message on `fd`, without taking it, if it is SET_VRING_ENABLE: (ring, enable).
+fn peek_vring_enable(fd: RawFd) -> Option<(u32, bool)> {
+    // Header: request u32, flags u32, size u32; body: VhostUserVringState { index u32, num u32 }.
+    let mut buf = [0u8; 20];
+    // SAFETY: `buf` is valid for writes of its length for the duration of the call; MSG_PEEK
+    // leaves the bytes (and any file descriptors, which we give no room for) in the socket.
+    let n = unsafe {
+        libc::recv(
+            fd,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    let word = |i: usize| u32::from_le_bytes([buf[i], buf[i + 1], buf[i + 2], buf[i + 3]]);
+    if n != buf.len() as isize || word(0) != SET_VRING_ENABLE || word(8) != 8 {
+        return None;
+    }
+    Some((word(12), word(16) == 1))
+}
+
 impl Port for VhostUserPort {
     fn name(&self) -> &str {
         &self.cfg.name
@@ -347,6 +371,13 @@ impl Port for VhostUserPort {
             };
             if !readable(conn.as_raw_fd()) {
                 return;
+            }
+            // QEMU (7.2) restores its rings' enable state before SET_FEATURES; rust-vmm's
+            // `vhost` refuses SET_VRING_ENABLE until PROTOCOL_FEATURES is acked, so we read
+            // the request here first and keep what it asked for (see Device::early_enable).
+            if let Some((index, enable)) = peek_vring_enable(conn.as_raw_fd()) {
+                let mut dev = self.dev.lock().unwrap_or_else(|p| p.into_inner());
+                dev.note_early_enable(index, enable);
             }
             match conn.handle_request() {
                 Ok(()) => {}

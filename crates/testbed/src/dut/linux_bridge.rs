@@ -170,7 +170,7 @@ impl Dut for LinuxBridgeDut {
             .take(facing.len())
             .filter_map(|p| match p {
                 PortEnd::Veth { ifname, .. } => Some(ifname.clone()),
-                PortEnd::Memif { .. } => None,
+                PortEnd::Memif { .. } | PortEnd::VhostUser { .. } => None,
             })
             .collect();
         // Only the bridge's ports: the namespace's other interfaces (lo, the bridges) are not

@@ -73,6 +73,23 @@ pub fn is_generator_link(name: &str) -> bool {
     name.starts_with("phy")
 }
 
+/// The `--vdev` argument for port `index` on `end`: memif, or a vhost-user device (DPDK's vhost
+/// PMD, `net_vhost`: the backend, as vecswitch's `vhost_user` port is); None for a veth end.
+pub fn vdev(index: usize, end: &PortEnd) -> Option<String> {
+    match end {
+        PortEnd::VhostUser { socket, role, .. } => Some(format!(
+            "--vdev=net_vhost{index},iface={},queues=1{}",
+            socket.display(),
+            if *role == crate::topology::MemifRole::Client {
+                ",client=1"
+            } else {
+                ""
+            }
+        )),
+        _ => memif_vdev(index, end),
+    }
+}
+
 /// The `--vdev` argument for memif port `index` on `end`.
 pub fn memif_vdev(index: usize, end: &PortEnd) -> Option<String> {
     match end {
@@ -91,7 +108,7 @@ pub fn memif_vdev(index: usize, end: &PortEnd) -> Option<String> {
                 String::new()
             }
         )),
-        PortEnd::Veth { .. } => None,
+        PortEnd::Veth { .. } | PortEnd::VhostUser { .. } => None,
     }
 }
 
@@ -235,11 +252,14 @@ impl Dut for TestpmdDut {
     }
 
     fn setup(&mut self, w: &Wiring) -> Result<()> {
-        if !w.all_dut_ports_memif() {
+        if w.dut_ports
+            .iter()
+            .any(|p| matches!(p, PortEnd::Veth { .. }))
+        {
             return Err(unsupported_wiring(
                 self.name(),
                 w,
-                "testpmd-io holds memif ports only; use phy2phy-memif or pvp-memif",
+                "testpmd-io holds memif and vhost-user ports only; use phy2phy-memif, pvp-memif or pvp-virtio",
             ));
         }
         if !crate::cmd::have(TESTPMD) {
@@ -260,12 +280,7 @@ impl Dut for TestpmdDut {
             .iter()
             .flat_map(|&(a, b)| [&w.dut_ports[a], &w.dut_ports[b]])
             .collect();
-        args.extend(
-            ordered
-                .iter()
-                .enumerate()
-                .filter_map(|(i, p)| memif_vdev(i, p)),
-        );
+        args.extend(ordered.iter().enumerate().filter_map(|(i, p)| vdev(i, p)));
         args.extend(app_args("io"));
         args.push("-i".into());
         args.push("--record-core-cycles".into());

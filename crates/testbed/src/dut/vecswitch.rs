@@ -171,6 +171,12 @@ pub fn config_toml_with(
                 let _ = writeln!(s, "type = {}", toml_str(veth.type_name()));
                 let _ = writeln!(s, "interface = {}", toml_str(ifname));
             }
+            PortEnd::VhostUser { name, socket, role } => {
+                let _ = writeln!(s, "name = {}", toml_str(name));
+                s.push_str("type = \"vhost_user\"\n");
+                let _ = writeln!(s, "socket = {}", toml_str(&socket.display().to_string()));
+                let _ = writeln!(s, "role = {}", toml_str(role.as_str()));
+            }
         }
     }
     for (n, (a, b)) in pairs.iter().enumerate() {
@@ -227,7 +233,8 @@ pub fn wait_ready(bin: &Path, child: &mut ChildGuard, ctl: &Path, ports: &[PortE
     }
 }
 
-/// Whether a `ctl --json show ports` answer lists every port of `ports` (af_packet ones link-up).
+/// Whether a `ctl --json show ports` answer lists every port of `ports` (af_packet ones link-up;
+/// memif and vhost-user links come up when their peer, started later, attaches).
 pub fn ports_ready(json: &str, ports: &[PortEnd]) -> bool {
     let Ok(v) = serde_json::from_str::<serde_json::Value>(json) else {
         return false;
@@ -238,7 +245,8 @@ pub fn ports_ready(json: &str, ports: &[PortEnd]) -> bool {
     ports.iter().all(|p| {
         list.iter().any(|e| {
             e.get("name").and_then(|n| n.as_str()) == Some(p.name())
-                && (p.is_memif() || e.get("link").and_then(|l| l.as_str()) == Some("up"))
+                && (!matches!(p, PortEnd::Veth { .. })
+                    || e.get("link").and_then(|l| l.as_str()) == Some("up"))
         })
     })
 }
