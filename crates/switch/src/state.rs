@@ -64,6 +64,8 @@ pub struct SwitchState {
     /// Bridge domains by index; `None` is a deleted bridge whose index may be reused.
     pub bridges: Vec<Option<Bridge>>,
     pub macs: MacTable,
+    /// Addresses, routes, FIB, adjacencies, neighbours (the `ip` feature).
+    pub ip: crate::ip::IpState,
     /// The switch clock in seconds (MAC last-seen times), set by the worker before each dispatch.
     pub now_s: u32,
     /// Learned entries removed by aging (`l2-age aged-out` in `show errors`).
@@ -85,6 +87,7 @@ impl SwitchState {
             interfaces: Vec::new(),
             bridges: Vec::new(),
             macs: MacTable::new(mac_table_entries),
+            ip: crate::ip::IpState::default(),
             now_s: 0,
             aged_out: 0,
             rx_runs: VecDeque::with_capacity(64),
