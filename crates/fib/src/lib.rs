@@ -1,0 +1,196 @@
+//! vecswitch-fib: IPv4 and IPv6 forwarding tables.
+//!
+//! Two types per family:
+//!
+//! - [`Ip4Rib`] / [`Ip6Rib`] — the control plane's route set: `(prefix, len) -> 1..=8 next
+//!   hops`. Cheap to edit, not meant for the packet path.
+//! - [`Ip4Fib`] / [`Ip6Fib`] — the data plane's compiled table, read by a worker:
+//!   [`lookup`](Fib::lookup) and the staged [`lookup_batch`](Fib::lookup_batch).
+//!
+//! ```
+//! use std::net::Ipv4Addr;
+//! use vecswitch_fib::Ip4Rib;
+//!
+//! let mut rib = Ip4Rib::new();
+//! rib.add(Ipv4Addr::new(0, 0, 0, 0), 0, &[1]).unwrap();          // default route -> adjacency 1
+//! rib.add(Ipv4Addr::new(10, 0, 0, 0), 8, &[2, 3]).unwrap();      // ECMP over adjacencies 2 and 3
+//! let mut fib = rib.build();                                      // full compile (control side)
+//! assert_eq!(fib.lookup(u32::from(Ipv4Addr::new(192, 0, 2, 1)), 0), Some(1));
+//! assert!(matches!(fib.lookup(u32::from(Ipv4Addr::new(10, 1, 2, 3)), 7), Some(2 | 3)));
+//! fib.add(Ipv4Addr::new(10, 1, 0, 0), 16, &[4]).unwrap();         // incremental, in place
+//! assert_eq!(fib.lookup(u32::from(Ipv4Addr::new(10, 1, 2, 3)), 7), Some(4));
+//! ```
+//!
+//! **Next hops** ([`NextHop`], a `u32`) are chosen by the user (the switch's adjacency index).
+//! A route has 1 to [`MAX_ECMP`] of them; the flow hash passed to the lookup picks one
+//! (`flow_hash % n`), so a flow stays on one next hop and different hashes spread over all of
+//! them. Repeating a next hop in the list weights it.
+//!
+//! **Bad input**: a length above 32 (128) and an address with bits set after the prefix length
+//! are *rejected* (not masked) with a [`FibError`] naming the field, the value and what is
+//! accepted; `add` of an existing prefix replaces its next hops (like `ip route replace`).
+//!
+//! **Publishing** (DESIGN.md rule 5): build the `Fib` on the control side with
+//! [`Rib::build`] (1,000,000 routes take seconds, none of it on the worker), then move it into
+//! the worker in one closure (a pointer swap — `Fib` is `Send`); single-route changes go to the
+//! worker as closures calling [`Fib::add`] / [`Fib::remove`], which change the table in place.
+//! The worker never takes a lock.
+#![forbid(unsafe_code)]
+
+mod error;
+mod family;
+mod group;
+mod routes;
+
+use std::marker::PhantomData;
+
+pub use error::FibError;
+pub use family::{Family, V4, V6};
+
+use routes::Routes;
+
+/// A next hop as chosen by the user (the switch uses its adjacency index).
+pub type NextHop = u32;
+
+/// Most next hops per route (ECMP).
+pub const MAX_ECMP: usize = 8;
+
+/// Control-plane route set of one family. See the crate doc.
+#[derive(Debug, Clone)]
+pub struct Rib<F: Family> {
+    routes: Routes,
+    _f: PhantomData<F>,
+}
+
+/// IPv4 RIB: `add(Ipv4Addr, len 0..=32, next hops)`.
+pub type Ip4Rib = Rib<V4>;
+/// IPv6 RIB: `add(Ipv6Addr, len 0..=128, next hops)`.
+pub type Ip6Rib = Rib<V6>;
+
+impl<F: Family> Default for Rib<F> {
+    fn default() -> Self {
+        Self {
+            routes: Routes::default(),
+            _f: PhantomData,
+        }
+    }
+}
+
+impl<F: Family> Rib<F> {
+    /// An empty RIB.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add the route `addr/len -> nhs`, or replace the next hops of an existing one.
+    ///
+    /// Errors: `len` above the address width, host bits set, 0 or more than [`MAX_ECMP`] next
+    /// hops.
+    pub fn add(&mut self, addr: F::Addr, len: u8, nhs: &[NextHop]) -> Result<(), FibError> {
+        self.routes.add::<F>(addr, len, nhs).map(|_| ())
+    }
+
+    /// Remove the route `addr/len`. Errors: invalid prefix, or not in the table.
+    pub fn remove(&mut self, addr: F::Addr, len: u8) -> Result<(), FibError> {
+        self.routes.remove::<F>(addr, len).map(|_| ())
+    }
+
+    /// Number of routes.
+    pub fn len(&self) -> usize {
+        self.routes.map.len()
+    }
+
+    /// True when there is no route.
+    pub fn is_empty(&self) -> bool {
+        self.routes.map.is_empty()
+    }
+
+    /// The next hops of the route `addr/len`, if present (exact match, not a lookup).
+    pub fn get(&self, addr: F::Addr, len: u8) -> Option<&[NextHop]> {
+        let bits = routes::check_prefix::<F>(addr, len).ok()?;
+        let g = *self.routes.map.get(&(bits, len))?;
+        Some(self.routes.groups.get(g).next_hops())
+    }
+
+    /// All routes, sorted by address then length.
+    pub fn iter(&self) -> impl Iterator<Item = (F::Addr, u8, &[NextHop])> + '_ {
+        self.routes.map.iter().map(|(&(bits, len), &g)| {
+            (
+                F::bits_addr(bits),
+                len,
+                self.routes.groups.get(g).next_hops(),
+            )
+        })
+    }
+
+    /// Compile the data-plane table (full build).
+    pub fn build(&self) -> Fib<F> {
+        Fib {
+            routes: self.routes.clone(),
+            _f: PhantomData,
+        }
+    }
+}
+
+/// Data-plane table of one family, read by a worker. See the crate doc.
+#[derive(Debug, Clone)]
+pub struct Fib<F: Family> {
+    routes: Routes,
+    _f: PhantomData<F>,
+}
+
+/// IPv4 FIB: `lookup(dst: u32 /* u32::from(Ipv4Addr) */, flow_hash)`.
+pub type Ip4Fib = Fib<V4>;
+/// IPv6 FIB: `lookup(dst: u128 /* u128::from(Ipv6Addr) */, flow_hash)`.
+pub type Ip6Fib = Fib<V6>;
+
+impl<F: Family> Default for Fib<F> {
+    fn default() -> Self {
+        Rib::<F>::new().build()
+    }
+}
+
+impl<F: Family> Fib<F> {
+    /// Longest-prefix match of `dst` (host byte order); with ECMP, `flow_hash` picks the next
+    /// hop. `None`: no route (not even a default route).
+    pub fn lookup(&self, dst: F::Key, flow_hash: u32) -> Option<NextHop> {
+        let g = self.routes.covering(F::key_bits(dst), F::BITS);
+        self.routes.groups.resolve(g, flow_hash)
+    }
+
+    /// [`lookup`](Self::lookup) for a vector of packets: `out[i] = lookup(dst[i], flow_hash[i])`.
+    ///
+    /// Panics if the three slices differ in length (a caller bug).
+    pub fn lookup_batch(&self, dst: &[F::Key], flow_hash: &[u32], out: &mut [Option<NextHop>]) {
+        assert!(
+            dst.len() == flow_hash.len() && dst.len() == out.len(),
+            "lookup_batch: dst, flow_hash and out must have the same length ({}, {}, {})",
+            dst.len(),
+            flow_hash.len(),
+            out.len()
+        );
+        for ((d, h), o) in dst.iter().zip(flow_hash).zip(out.iter_mut()) {
+            *o = self.lookup(*d, *h);
+        }
+    }
+
+    /// Add or replace one route in place (same rules and errors as [`Rib::add`]).
+    pub fn add(&mut self, addr: F::Addr, len: u8, nhs: &[NextHop]) -> Result<(), FibError> {
+        self.routes.add::<F>(addr, len, nhs).map(|_| ())
+    }
+
+    /// Remove one route in place (same rules and errors as [`Rib::remove`]).
+    pub fn remove(&mut self, addr: F::Addr, len: u8) -> Result<(), FibError> {
+        self.routes.remove::<F>(addr, len).map(|_| ())
+    }
+
+    /// Bytes of heap memory held (data-plane structure, its route set and groups).
+    pub fn memory_bytes(&self) -> usize {
+        self.routes.memory_bytes()
+    }
+
+    /// Number of routes.
+    pub fn routes(&self) -> usize {
+        self.routes.map.len()
+    }
+}
