@@ -48,6 +48,8 @@ pub struct FibInfo {
     pub entries: Vec<FibEntry>,
     /// Adjacencies in use.
     pub adjacencies: usize,
+    /// Bytes of the data-plane FIB.
+    pub fib_memory_bytes: usize,
 }
 
 /// One neighbour of `show ip neighbors`.
@@ -96,6 +98,15 @@ fn check_table(table: u32) -> Result<(), SwitchError> {
             value: table.to_string(),
             accepted: "0 (the only table until VRFs)",
         })
+    }
+}
+
+/// A route the FIB refused although the control call checked it (a bug, reported as such).
+fn fib_error(e: vecswitch_fib::FibError) -> SwitchError {
+    SwitchError::InvalidValue {
+        field: "route",
+        value: e.to_string(),
+        accepted: "a route the FIB accepts",
     }
 }
 
@@ -171,23 +182,18 @@ impl Switch {
         ip.ifaces[idx as usize].addrs.push(prefix);
         if !ip.routes.contains_key(&key_net) && net.len < 32 {
             let adj = ip.adjs.acquire(Adjacency::Glean { iface: idx });
-            ip.routes.insert(
-                key_net,
-                Route {
-                    source: RouteSource::Connected,
-                    paths: vec![adj],
-                },
-            );
+            let r = Route {
+                source: RouteSource::Connected,
+                paths: vec![adj],
+            };
+            ip.set_route(key_net, r).map_err(fib_error)?;
         }
         let adj = ip.adjs.acquire(Adjacency::Local);
-        ip.routes.insert(
-            key_local,
-            Route {
-                source: RouteSource::Local,
-                paths: vec![adj],
-            },
-        );
-        ip.rebuild_fib();
+        let r = Route {
+            source: RouteSource::Local,
+            paths: vec![adj],
+        };
+        ip.set_route(key_local, r).map_err(fib_error)?;
         Ok(())
     }
 
@@ -232,13 +238,9 @@ impl Switch {
         }
         let ip = &mut self.state.ip;
         ip.ifaces[idx as usize].addrs.remove(pos);
-        if let Some(r) = ip.routes.remove(&(u32::from(prefix.addr), 32)) {
-            r.paths.iter().for_each(|&a| ip.adjs.release(a));
-        }
+        ip.remove_route((u32::from(prefix.addr), 32));
         if !shared && net.len < 32 {
-            if let Some(r) = ip.routes.remove(&(u32::from(net.addr), net.len)) {
-                r.paths.iter().for_each(|&a| ip.adjs.release(a));
-            }
+            ip.remove_route((u32::from(net.addr), net.len));
         }
         let still: Vec<u32> = ip
             .neighbors
@@ -252,7 +254,6 @@ impl Switch {
                 self.pool.free_bulk(&n.pending);
             }
         }
-        self.state.ip.rebuild_fib();
         Ok(())
     }
 
@@ -290,14 +291,13 @@ impl Switch {
 
     // ----- routes --------------------------------------------------------------------------------
 
-    /// Adds (or replaces) static route `prefix` in `table` over `next_hops` (1 to 8, ECMP), each in
-    /// a connected subnet of some interface.
-    pub fn ip_add_route(
-        &mut self,
+    /// The adjacencies of static route `prefix` over `next_hops`, checked (no change made).
+    fn static_route(
+        &self,
         table: u32,
         prefix: Ipv4Prefix,
         next_hops: &[Ipv4Addr],
-    ) -> Result<(), SwitchError> {
+    ) -> Result<Vec<Adjacency>, SwitchError> {
         check_table(table)?;
         if !prefix.is_network() {
             return Err(bad(
@@ -317,36 +317,70 @@ impl Switch {
                 "a prefix that is not an interface's connected or local route",
             ));
         }
-        let mut adjs = Vec::with_capacity(next_hops.len());
-        for &nh in next_hops {
-            let iface = self
-                .state
-                .ip
-                .ifaces
-                .iter()
-                .position(|f| f.addr_for(nh).is_some() && !f.has_addr(nh));
-            let Some(iface) = iface else {
-                return Err(bad(
-                    "next hop",
-                    nh,
-                    "an address in a connected subnet of an interface, not the switch's own",
-                ));
-            };
-            adjs.push(Adjacency::Neighbor {
-                iface: iface as SwIfIdx,
-                nh,
-            });
-        }
+        next_hops
+            .iter()
+            .map(|&nh| {
+                let iface = self
+                    .state
+                    .ip
+                    .ifaces
+                    .iter()
+                    .position(|f| f.addr_for(nh).is_some() && !f.has_addr(nh));
+                match iface {
+                    Some(i) => Ok(Adjacency::Neighbor {
+                        iface: i as SwIfIdx,
+                        nh,
+                    }),
+                    None => Err(bad(
+                        "next hop",
+                        nh,
+                        "an address in a connected subnet of an interface, not the switch's own",
+                    )),
+                }
+            })
+            .collect()
+    }
+
+    /// Adds (or replaces) static route `prefix` in `table` over `next_hops` (1 to 8, ECMP), each in
+    /// a connected subnet of some interface. The FIB changes in place.
+    pub fn ip_add_route(
+        &mut self,
+        table: u32,
+        prefix: Ipv4Prefix,
+        next_hops: &[Ipv4Addr],
+    ) -> Result<(), SwitchError> {
+        let adjs = self.static_route(table, prefix, next_hops)?;
         let ip = &mut self.state.ip;
         let paths: Vec<AdjIdx> = adjs.into_iter().map(|a| ip.adjs.acquire(a)).collect();
-        if let Some(old) = ip.routes.insert(
-            key,
-            Route {
+        let r = Route {
+            source: RouteSource::Static,
+            paths,
+        };
+        ip.set_route((u32::from(prefix.addr), prefix.len), r)
+            .map_err(fib_error)
+    }
+
+    /// Adds (or replaces) many static routes at once: all are checked first (nothing changes on
+    /// an error), then the FIB is compiled once — the way to load a large table.
+    pub fn ip_add_routes(
+        &mut self,
+        table: u32,
+        routes: &[(Ipv4Prefix, Vec<Ipv4Addr>)],
+    ) -> Result<(), SwitchError> {
+        let mut checked = Vec::with_capacity(routes.len());
+        for (prefix, nhs) in routes {
+            checked.push((*prefix, self.static_route(table, *prefix, nhs)?));
+        }
+        let ip = &mut self.state.ip;
+        for (prefix, adjs) in checked {
+            let paths: Vec<AdjIdx> = adjs.into_iter().map(|a| ip.adjs.acquire(a)).collect();
+            let r = Route {
                 source: RouteSource::Static,
                 paths,
-            },
-        ) {
-            old.paths.iter().for_each(|&a| ip.adjs.release(a));
+            };
+            if let Some(old) = ip.routes.insert((u32::from(prefix.addr), prefix.len), r) {
+                old.paths.iter().for_each(|&a| ip.adjs.release(a));
+            }
         }
         ip.rebuild_fib();
         Ok(())
@@ -367,10 +401,7 @@ impl Switch {
                 ))
             }
         }
-        if let Some(r) = ip.routes.remove(&key) {
-            r.paths.iter().for_each(|&a| ip.adjs.release(a));
-        }
-        ip.rebuild_fib();
+        ip.remove_route(key);
         Ok(())
     }
 
@@ -450,6 +481,7 @@ impl Switch {
             offset,
             entries,
             adjacencies: ip.adjs.len(),
+            fib_memory_bytes: ip.fib.memory_bytes(),
         })
     }
 

@@ -1,69 +1,65 @@
-//! [`Fib4`]: table 0's data-plane FIB as the IP nodes see it — a thin wrapper so that the nodes
-//! do not depend on how the FIB is built. Built from the routes (`(network, length, adjacencies)`)
-//! by the control calls; `ip4-lookup` calls [`Fib4::lookup_batch`] once per vector.
+//! [`Fib4`]: table 0's data-plane FIB as the IP nodes see it — the `fib` crate's
+//! [`vecswitch_fib::Ip4Fib`] (its structure, batched lookup and ECMP are documented there), behind
+//! a thin wrapper so that the nodes and control calls do not depend on how it is built. Next hops
+//! are adjacency indices ([`super::AdjIdx`]).
 //!
-//! The structure itself (a multibit trie for batched lookup with prefetch) is the `fib` crate's
-//! (issue 10 item 3). Until that crate is merged, this is a reference longest-prefix match: one
-//! hash map per prefix length, searched from /32 down — correct, not fast.
+//! Single routes change in place ([`Fib4::add`], [`Fib4::remove`], incremental in the `fib`
+//! crate); a whole table is compiled at once by [`Fib4::build`] (bulk loads).
 
-use std::collections::HashMap;
+use std::net::Ipv4Addr;
 
-use super::{AdjIdx, Ipv4Prefix};
+use vecswitch_fib::{FibError, Ip4Fib, Ip4Rib};
+
+use super::AdjIdx;
 
 /// The data-plane FIB of one table.
 #[derive(Debug, Clone, Default)]
 pub struct Fib4 {
-    /// Routes by length: network → adjacencies (ECMP).
-    by_len: Vec<HashMap<u32, Vec<AdjIdx>>>,
-    /// Lengths that have routes, longest first.
-    lens: Vec<u8>,
-    routes: usize,
+    inner: Ip4Fib,
 }
 
 impl Fib4 {
-    /// A FIB of `routes`.
+    /// A FIB of `routes` (`(network, length, adjacencies)`); routes the `fib` crate refuses are
+    /// skipped (the control calls checked them already).
     pub fn build<'a>(routes: impl Iterator<Item = (u32, u8, &'a [AdjIdx])>) -> Fib4 {
-        let mut by_len: Vec<HashMap<u32, Vec<AdjIdx>>> = vec![HashMap::new(); 33];
-        let mut n = 0;
+        let mut rib = Ip4Rib::new();
         for (net, len, paths) in routes {
-            if len > 32 || paths.is_empty() {
-                continue;
-            }
-            by_len[len as usize].insert(net & Ipv4Prefix::mask(len), paths.to_vec());
-            n += 1;
+            // Checked by the control calls (length, host bits, 1 to 8 paths).
+            let _ = rib.add(Ipv4Addr::from(net), len, paths);
         }
-        let lens = (0..=32u8)
-            .rev()
-            .filter(|&l| !by_len[l as usize].is_empty())
-            .collect();
-        Fib4 {
-            by_len,
-            lens,
-            routes: n,
-        }
+        Fib4 { inner: rib.build() }
+    }
+
+    /// Adds or replaces one route in place.
+    pub fn add(&mut self, net: u32, len: u8, paths: &[AdjIdx]) -> Result<(), FibError> {
+        self.inner.add(Ipv4Addr::from(net), len, paths)
+    }
+
+    /// Removes one route in place.
+    pub fn remove(&mut self, net: u32, len: u8) -> Result<(), FibError> {
+        self.inner.remove(Ipv4Addr::from(net), len)
     }
 
     /// The adjacency for `dst`, ECMP chosen by `flow_hash`.
     #[inline]
     pub fn lookup(&self, dst: u32, flow_hash: u32) -> Option<AdjIdx> {
-        for &l in &self.lens {
-            if let Some(p) = self.by_len[l as usize].get(&(dst & Ipv4Prefix::mask(l))) {
-                return Some(p[flow_hash as usize % p.len()]);
-            }
-        }
-        None
+        self.inner.lookup(dst, flow_hash)
     }
 
-    /// [`Fib4::lookup`] for a vector: `out[i]` for `dst[i]`, `flow_hash[i]`.
+    /// [`Fib4::lookup`] for a vector: `out[i]` for `dst[i]`, `flow_hash[i]` (the `fib` crate
+    /// stages the memory accesses over the batch).
     #[inline]
     pub fn lookup_batch(&self, dst: &[u32], flow_hash: &[u32], out: &mut [Option<AdjIdx>]) {
-        for ((d, h), o) in dst.iter().zip(flow_hash).zip(out.iter_mut()) {
-            *o = self.lookup(*d, *h);
-        }
+        self.inner.lookup_batch(dst, flow_hash, out);
     }
 
     /// Routes in the FIB.
     pub fn routes(&self) -> usize {
-        self.routes
+        self.inner.routes()
+    }
+
+    /// Bytes the FIB's data structure takes.
+    pub fn memory_bytes(&self) -> usize {
+        self.inner.memory_bytes()
     }
 }

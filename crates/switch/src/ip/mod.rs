@@ -45,6 +45,7 @@ use std::net::Ipv4Addr;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
+use vecswitch_fib::FibError;
 use vecswitch_graph::{Graph, GraphError};
 
 use crate::feature::{Feature, Stage};
@@ -465,7 +466,30 @@ impl IpState {
         }
     }
 
-    /// Rebuilds the data-plane FIB from `routes`.
+    /// Adds or replaces route `key` (network, length) in `routes` and in the FIB (in place),
+    /// releasing the adjacencies of the route it replaces. On an error nothing changes but the
+    /// new route's adjacencies are released.
+    pub fn set_route(&mut self, key: (u32, u8), route: Route) -> Result<(), FibError> {
+        if let Err(e) = self.fib.add(key.0, key.1, &route.paths) {
+            route.paths.iter().for_each(|&a| self.adjs.release(a));
+            return Err(e);
+        }
+        if let Some(old) = self.routes.insert(key, route) {
+            old.paths.iter().for_each(|&a| self.adjs.release(a));
+        }
+        Ok(())
+    }
+
+    /// Removes route `key` from `routes` and the FIB, releasing its adjacencies.
+    pub fn remove_route(&mut self, key: (u32, u8)) -> Option<Route> {
+        let r = self.routes.remove(&key)?;
+        // The FIB holds exactly the routes of `routes`: it has this one.
+        let _ = self.fib.remove(key.0, key.1);
+        r.paths.iter().for_each(|&a| self.adjs.release(a));
+        Some(r)
+    }
+
+    /// Rebuilds the data-plane FIB from `routes` in one go (after a bulk load).
     pub fn rebuild_fib(&mut self) {
         self.fib = fib::Fib4::build(
             self.routes
