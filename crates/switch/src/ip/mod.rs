@@ -23,6 +23,7 @@
 //!   ([`neighbor::NeighborTable`]: ARP entries, static or learned, with their pending queues).
 //! - Control: [`control`] — `Switch` methods (addresses, routes, static neighbours, settings,
 //!   `show ip fib`, `show ip neighbors`).
+//! - [`testing`]: the router setup of the benchmarks.
 //! - [`IpSettings`]: the serde config of the feature (options, ICMP rate, neighbour limit, aging,
 //!   pending queue length).
 //!
@@ -38,6 +39,7 @@ pub mod ip4_local;
 pub mod ip4_lookup;
 pub mod ip4_rewrite;
 pub mod neighbor;
+pub mod testing;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
