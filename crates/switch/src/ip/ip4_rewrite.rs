@@ -235,8 +235,14 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
         decrement_ttl(cx.pool, h);
     }
     let ip = &mut cx.state.ip;
-    let slot = match ip.neighbors.find(iface, nh) {
-        Some(i) => i,
+    let hint = ip.adjs.nbr_hint(meta.adj);
+    let slot = match ip.neighbors.find_hinted(hint, iface, nh) {
+        Some(i) => {
+            if i != hint {
+                ip.adjs.set_nbr_hint(meta.adj, i);
+            }
+            i
+        }
         None => {
             let n = Neighbor {
                 iface,

@@ -235,6 +235,9 @@ pub const ADJ_LOCAL: AdjIdx = 1;
 pub struct AdjTable {
     slots: Vec<Option<(Adjacency, u32)>>,
     index: HashMap<Adjacency, AdjIdx>,
+    /// Per adjacency, the neighbour slot last found for its next hop (a hint `ip4-rewrite`
+    /// checks before use; `u32::MAX`: none).
+    nbr_hint: Vec<u32>,
 }
 
 impl Default for AdjTable {
@@ -242,6 +245,7 @@ impl Default for AdjTable {
         let mut t = AdjTable {
             slots: Vec::new(),
             index: HashMap::new(),
+            nbr_hint: Vec::new(),
         };
         // The first two are permanent: their reference count never reaches zero.
         t.acquire(Adjacency::Drop);
@@ -278,7 +282,25 @@ impl AdjTable {
         } as AdjIdx;
         self.slots[i as usize] = Some((adj, 1));
         self.index.insert(adj, i);
+        if self.nbr_hint.len() <= i as usize {
+            self.nbr_hint.resize(i as usize + 1, u32::MAX);
+        }
+        self.nbr_hint[i as usize] = u32::MAX;
         i
+    }
+
+    /// The neighbour slot hint of adjacency `i` (checked by the user: it may be stale).
+    #[inline]
+    pub fn nbr_hint(&self, i: AdjIdx) -> u32 {
+        self.nbr_hint.get(i as usize).copied().unwrap_or(u32::MAX)
+    }
+
+    /// Remembers neighbour slot `slot` for adjacency `i`.
+    #[inline]
+    pub fn set_nbr_hint(&mut self, i: AdjIdx, slot: u32) {
+        if let Some(h) = self.nbr_hint.get_mut(i as usize) {
+            *h = slot;
+        }
     }
 
     /// One reference fewer to adjacency `i`; removed at zero.

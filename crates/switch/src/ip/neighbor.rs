@@ -9,6 +9,7 @@
 //! given up after their last request went unanswered for a second.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::net::Ipv4Addr;
 
 use vecswitch_wire::EthernetAddress;
@@ -39,12 +40,41 @@ pub enum NeighborError {
     Full,
 }
 
+/// A multiplicative hash for the table's small fixed keys (interface, address): the keys come
+/// from the switch's own configuration and from ARP of subnets it serves, and the table is
+/// bounded (`neighbor_limit`), so SipHash's flooding resistance is not worth its ~100
+/// instructions per packet on the forwarding path.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        let x = self.0.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        x ^ (x >> 29)
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | b as u64).rotate_left(5);
+        }
+    }
+    #[inline]
+    fn write_u16(&mut self, i: u16) {
+        self.0 = (self.0 << 16) ^ i as u64;
+    }
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.0 = (self.0 << 32) ^ i as u64;
+    }
+}
+
 /// The neighbour table.
 #[derive(Debug, Clone, Default)]
 pub struct NeighborTable {
     slots: Vec<Option<Neighbor>>,
     free: Vec<u32>,
-    index: HashMap<(SwIfIdx, u32), u32>,
+    index: HashMap<(SwIfIdx, u32), u32, BuildHasherDefault<KeyHasher>>,
     /// Next slot the incremental aging looks at.
     cursor: usize,
 }
@@ -67,6 +97,16 @@ impl NeighborTable {
             return None;
         }
         self.index.get(&(iface, u32::from(ip))).copied()
+    }
+
+    /// Slot `hint` if it holds `(iface, ip)` (a cached slot, checked), else the slot found by
+    /// hash.
+    #[inline]
+    pub fn find_hinted(&self, hint: u32, iface: SwIfIdx, ip: Ipv4Addr) -> Option<u32> {
+        match self.get(hint) {
+            Some(n) if n.iface == iface && n.ip == ip => Some(hint),
+            _ => self.find(iface, ip),
+        }
     }
 
     /// The entry in slot `i`.
