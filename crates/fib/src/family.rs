@@ -28,6 +28,8 @@ pub trait Family: sealed::Sealed + Debug + Clone + Copy + Send + Sync + 'static 
     fn bits_addr(b: u128) -> Self::Addr;
     /// The key, left-aligned in a `u128`.
     fn key_bits(k: Self::Key) -> u128;
+    /// Back from the left-aligned form (the host bits beyond the width are dropped).
+    fn bits_key(b: u128) -> Self::Key;
     /// The first 16 bits of the key (index into the direct-pointing top level).
     fn top(k: Self::Key) -> usize;
     /// The 6 bits of the key starting at bit `off` (from the most significant bit), padded with
@@ -59,6 +61,9 @@ impl Family for V4 {
     fn key_bits(k: u32) -> u128 {
         (k as u128) << 96
     }
+    fn bits_key(b: u128) -> u32 {
+        (b >> 96) as u32
+    }
     #[inline(always)]
     fn top(k: u32) -> usize {
         (k >> 16) as usize
@@ -82,6 +87,9 @@ impl Family for V6 {
     }
     fn key_bits(k: u128) -> u128 {
         k
+    }
+    fn bits_key(b: u128) -> u128 {
+        b
     }
     #[inline(always)]
     fn top(k: u128) -> usize {

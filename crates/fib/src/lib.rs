@@ -41,6 +41,7 @@ mod error;
 mod family;
 mod group;
 mod routes;
+mod trie;
 
 use std::marker::PhantomData;
 
@@ -48,6 +49,22 @@ pub use error::FibError;
 pub use family::{Family, V4, V6};
 
 use routes::Routes;
+use trie::{Trie, BATCH};
+
+/// Sizes of a [`Fib`] ([`Fib::stats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FibStats {
+    /// Routes.
+    pub routes: usize,
+    /// Live 64-slot trie nodes (24 bytes each).
+    pub trie_nodes: usize,
+    /// Live leaves (4 bytes each).
+    pub trie_leaves: usize,
+    /// Bytes of the data-plane structure (top level 256 KiB + nodes + leaves, with free blocks).
+    pub trie_bytes: usize,
+    /// Bytes of the route set and next-hop groups kept beside it for incremental updates.
+    pub route_set_bytes: usize,
+}
 
 /// A next hop as chosen by the user (the switch uses its adjacency index).
 pub type NextHop = u32;
@@ -126,8 +143,8 @@ impl<F: Family> Rib<F> {
     /// Compile the data-plane table (full build).
     pub fn build(&self) -> Fib<F> {
         Fib {
+            trie: Trie::build(&self.routes),
             routes: self.routes.clone(),
-            _f: PhantomData,
         }
     }
 }
@@ -135,8 +152,10 @@ impl<F: Family> Rib<F> {
 /// Data-plane table of one family, read by a worker. See the crate doc.
 #[derive(Debug, Clone)]
 pub struct Fib<F: Family> {
+    /// The route set, kept for incremental updates (a removed route's slots fall back to the
+    /// next shorter one).
     routes: Routes,
-    _f: PhantomData<F>,
+    trie: Trie<F>,
 }
 
 /// IPv4 FIB: `lookup(dst: u32 /* u32::from(Ipv4Addr) */, flow_hash)`.
@@ -154,8 +173,7 @@ impl<F: Family> Fib<F> {
     /// Longest-prefix match of `dst` (host byte order); with ECMP, `flow_hash` picks the next
     /// hop. `None`: no route (not even a default route).
     pub fn lookup(&self, dst: F::Key, flow_hash: u32) -> Option<NextHop> {
-        let g = self.routes.covering(F::key_bits(dst), F::BITS);
-        self.routes.groups.resolve(g, flow_hash)
+        self.routes.groups.resolve(self.trie.lookup(dst), flow_hash)
     }
 
     /// [`lookup`](Self::lookup) for a vector of packets: `out[i] = lookup(dst[i], flow_hash[i])`.
@@ -169,24 +187,50 @@ impl<F: Family> Fib<F> {
             flow_hash.len(),
             out.len()
         );
-        for ((d, h), o) in dst.iter().zip(flow_hash).zip(out.iter_mut()) {
-            *o = self.lookup(*d, *h);
+        let mut groups = [0; BATCH];
+        for ((d, h), o) in dst
+            .chunks(BATCH)
+            .zip(flow_hash.chunks(BATCH))
+            .zip(out.chunks_mut(BATCH))
+        {
+            let groups = &mut groups[..d.len()];
+            self.trie.lookup_stages(d, groups);
+            for ((o, &g), &h) in o.iter_mut().zip(groups.iter()).zip(h) {
+                *o = self.routes.groups.resolve(g, h);
+            }
         }
     }
 
     /// Add or replace one route in place (same rules and errors as [`Rib::add`]).
     pub fn add(&mut self, addr: F::Addr, len: u8, nhs: &[NextHop]) -> Result<(), FibError> {
-        self.routes.add::<F>(addr, len, nhs).map(|_| ())
+        let bits = self.routes.add::<F>(addr, len, nhs)?;
+        self.trie.update(&self.routes, bits, len);
+        Ok(())
     }
 
     /// Remove one route in place (same rules and errors as [`Rib::remove`]).
     pub fn remove(&mut self, addr: F::Addr, len: u8) -> Result<(), FibError> {
-        self.routes.remove::<F>(addr, len).map(|_| ())
+        let bits = self.routes.remove::<F>(addr, len)?;
+        self.trie.update(&self.routes, bits, len);
+        Ok(())
     }
 
-    /// Bytes of heap memory held (data-plane structure, its route set and groups).
+    /// Bytes of heap memory held: the data-plane trie, plus the route set and groups kept for
+    /// updates (see [`stats`](Self::stats) for the split).
     pub fn memory_bytes(&self) -> usize {
-        self.routes.memory_bytes()
+        self.trie.memory_bytes() + self.routes.memory_bytes()
+    }
+
+    /// Sizes of the compiled structure, for `show ip fib` and the benchmarks.
+    pub fn stats(&self) -> FibStats {
+        let (nodes, leaves) = self.trie.live();
+        FibStats {
+            routes: self.routes.map.len(),
+            trie_nodes: nodes,
+            trie_leaves: leaves,
+            trie_bytes: self.trie.memory_bytes(),
+            route_set_bytes: self.routes.memory_bytes(),
+        }
     }
 
     /// Number of routes.

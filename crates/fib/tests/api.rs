@@ -108,3 +108,34 @@ fn ipv6_basic() {
     );
     assert_eq!(out, [Some(3), None, Some(1)]);
 }
+
+#[test]
+fn ecmp_keeps_a_flow_on_one_next_hop_and_spreads_flows() {
+    use rand::{Rng, SeedableRng};
+    let mut rib = Ip4Rib::new();
+    let nhs = [10, 11, 12, 13, 14];
+    rib.add(Ipv4Addr::new(10, 0, 0, 0), 8, &nhs).unwrap();
+    let fib = rib.build();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(10);
+    let mut counts = [0usize; 5];
+    let n = 50_000;
+    for _ in 0..n {
+        let hash: u32 = rng.gen();
+        let dst = 0x0a00_0000 | (rng.gen::<u32>() & 0x00ff_ffff);
+        let nh = fib.lookup(dst, hash).unwrap();
+        // Same flow hash, same next hop, whatever the destination inside the route.
+        assert_eq!(fib.lookup(0x0a12_3456, hash), Some(nh));
+        let mut out = [None];
+        fib.lookup_batch(&[dst], &[hash], &mut out);
+        assert_eq!(out[0], Some(nh));
+        counts[(nh - 10) as usize] += 1;
+    }
+    // Every next hop gets a fair share: each within 10 % of n/5.
+    for (i, &c) in counts.iter().enumerate() {
+        assert!(
+            c.abs_diff(n / 5) < n / 50,
+            "next hop {} got {c} of {n}: {counts:?}",
+            nhs[i]
+        );
+    }
+}
