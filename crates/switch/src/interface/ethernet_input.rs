@@ -74,7 +74,7 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
     if !iface.admin_up {
         return DropReason::AdminDown.next();
     }
-    let service = iface.service;
+    let (service, mac) = (iface.service, iface.mac);
     let l2 = match L2Header::parse(cx.pool.data(h)) {
         Ok(l2) => l2,
         Err(e) => return DropReason::from_wire(&e).next(),
@@ -88,7 +88,7 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
     match service {
         // An interface with no L2 service may be routed (the `ip` feature).
         Service::None => {
-            match crate::ip::classify(cx.state, rx, &l2.dst_addr.0, hdr.ethertype, hdr.vlan) {
+            match crate::ip::classify(&cx.state.ip, rx, mac, l2.dst_addr, hdr.ethertype, hdr.vlan) {
                 Some(L3Input::Ip4) => Edge::Ip4Input.next(),
                 Some(L3Input::Arp) => Edge::ArpInput.next(),
                 Some(L3Input::MacMismatch) => DropReason::L3MacMismatch.next(),

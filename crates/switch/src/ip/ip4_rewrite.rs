@@ -105,6 +105,43 @@ pub fn write_l2(
     true
 }
 
+/// The whole rewrite of a forwarded packet: [`decrement_ttl`] (when `ttl`) and [`write_l2`], in
+/// one pass over the bytes when the L2 header is already 14 bytes long (the common case).
+#[inline]
+pub fn rewrite(
+    pool: &mut Pool,
+    h: u32,
+    dst: EthernetAddress,
+    src: EthernetAddress,
+    iface: SwIfIdx,
+    ttl: bool,
+) -> bool {
+    let (hdr, d) = pool.packet_mut(h);
+    if hdr.l3_offset != 14 {
+        if ttl {
+            decrement_ttl(pool, h);
+        }
+        return write_l2(pool, h, dst, src, iface);
+    }
+    let Some(f) = d.get_mut(..34) else {
+        return false;
+    };
+    hdr.vlan = 0;
+    hdr.inner_vlan = 0;
+    hdr.tx_port = iface;
+    f[..6].copy_from_slice(&dst.0);
+    f[6..12].copy_from_slice(&src.0);
+    if ttl {
+        // RFC 1624 eqn. 3 on the TTL/protocol word (bytes 8-9 of the IPv4 header).
+        let old = u16::from_be_bytes([f[22], f[23]]);
+        let new = old.wrapping_sub(0x100);
+        let c = checksum::update16(u16::from_be_bytes([f[24], f[25]]), old, new);
+        f[22] = f[22].wrapping_sub(1);
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+    }
+    true
+}
+
 /// Decrements the TTL of the IPv4 header at the packet's L3 offset and updates its checksum
 /// incrementally (RFC 1624 eqn. 3 on the TTL/protocol word).
 #[inline]
@@ -231,9 +268,6 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
         count_icmp(cx, s);
         return DropReason::MtuExceeded.next();
     }
-    if !meta.local {
-        decrement_ttl(cx.pool, h);
-    }
     let ip = &mut cx.state.ip;
     let hint = ip.adjs.nbr_hint(meta.adj);
     let slot = match ip.neighbors.find_hinted(hint, iface, nh) {
@@ -265,11 +299,14 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
         return DropReason::BadAdjacency.next();
     };
     if let Some(mac) = n.mac {
-        return if write_l2(cx.pool, h, mac, src_mac, iface) {
+        return if rewrite(cx.pool, h, mac, src_mac, iface, !meta.local) {
             TO_OUTPUT
         } else {
             DropReason::NoInterface.next()
         };
+    }
+    if !meta.local {
+        decrement_ttl(cx.pool, h);
     }
     // Glean: hold the packet, ask for the MAC if nobody asked yet.
     if n.pending.len() >= limit {

@@ -49,6 +49,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use vecswitch_fib::FibError;
 use vecswitch_graph::{Graph, GraphError};
+use vecswitch_wire::EthernetAddress;
 
 use crate::feature::{Feature, Stage};
 use crate::interface::SwIfIdx;
@@ -534,23 +535,22 @@ pub enum L3Input {
     Other,
 }
 
-/// Classifies a frame received on interface `rx` (which has no L2 service): `None` if the
-/// interface is not routed.
+/// Classifies a frame received on interface `rx` (MAC `mac`, no L2 service) for destination
+/// `dst`: `None` if the interface is not routed.
 #[inline]
 pub fn classify(
-    st: &SwitchState,
+    ip: &IpState,
     rx: SwIfIdx,
-    dst_mac: &[u8],
+    mac: EthernetAddress,
+    dst: EthernetAddress,
     ethertype: u16,
     vlan: u16,
 ) -> Option<L3Input> {
-    st.ip.iface(rx)?;
-    let iface = st.interface(rx)?;
+    ip.iface(rx)?;
     if vlan != 0 {
         return Some(L3Input::Other);
     }
-    let group = dst_mac.first().is_some_and(|b| b & 1 != 0);
-    if !group && dst_mac != iface.mac.0 {
+    if dst != mac && !dst.is_multicast() {
         return Some(L3Input::MacMismatch);
     }
     Some(match ethertype {
