@@ -64,6 +64,19 @@ pub(crate) fn count_icmp(cx: &mut Cx<'_, SwitchState>, s: Sent) {
 #[derive(Debug, Default)]
 pub struct Ip4Input;
 
+/// Whether an IPv4 header's checksum verifies (RFC 1071): the common 20-byte header as five
+/// 32-bit words into a 64-bit sum (RFC 1071 §2(B) parallel summation), any other length through
+/// `wire::checksum::verify`.
+#[inline]
+pub fn header_checksum_ok(h: &[u8]) -> bool {
+    let Ok(w) = <&[u8; 20]>::try_from(h) else {
+        return checksum::verify(h);
+    };
+    let word = |i: usize| u32::from_be_bytes([w[i], w[i + 1], w[i + 2], w[i + 3]]) as u64;
+    let s = word(0) + word(4) + word(8) + word(12) + word(16);
+    checksum::fold(s) == 0xffff
+}
+
 /// The header checks, in RFC 1812 §5.2.2's order; `Ok((destination, ttl))`.
 #[inline]
 pub fn check(pool: &Pool, h: u32, allow_options: bool) -> Result<(Ipv4Addr, u8), DropReason> {
@@ -85,7 +98,7 @@ pub fn check(pool: &Pool, h: u32, allow_options: bool) -> Result<(Ipv4Addr, u8),
     if ip.len() < ihl {
         return Err(DropReason::Truncated);
     }
-    if !checksum::verify(&ip[..ihl]) {
+    if !header_checksum_ok(&ip[..ihl]) {
         return Err(DropReason::BadChecksum);
     }
     let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;

@@ -74,23 +74,27 @@ pub fn flow_hash(ip: &[u8], l4: Option<&[u8]>) -> u32 {
     (x ^ (x >> 33)) as u32
 }
 
-/// Destination and flow hash of packet `h` (checked by `ip4-input` or made by the switch).
+/// Destination and flow hash of packet `h` (checked by `ip4-input` or made by the switch): one
+/// read of the first segment.
 #[inline]
 fn keys(pool: &Pool, h: u32) -> (u32, u32) {
-    let Some(ip) = super::ip4_header(pool, h) else {
+    let off = pool.header(h).l3_offset as usize;
+    let Some(ip) = pool.data(h).get(off..) else {
         return (0, 0);
     };
-    let ihl = ip.len();
-    let unfragmented = u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff == 0;
-    let off = pool.header(h).l3_offset as usize + ihl;
+    let Some(fixed) = ip.get(..20) else {
+        return (0, 0);
+    };
+    let ihl = (fixed[0] as usize & 0x0f) * 4;
+    let unfragmented = u16::from_be_bytes([fixed[6], fixed[7]]) & 0x3fff == 0;
     let l4 = if unfragmented {
-        pool.data(h).get(off..off + 4)
+        ip.get(ihl..ihl + 4)
     } else {
         None
     };
     (
-        u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]),
-        flow_hash(ip, l4),
+        u32::from_be_bytes([fixed[16], fixed[17], fixed[18], fixed[19]]),
+        flow_hash(fixed, l4),
     )
 }
 
