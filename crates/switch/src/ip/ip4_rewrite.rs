@@ -241,7 +241,8 @@ fn age_step(cx: &mut Cx<'_, SwitchState>) {
 #[inline]
 fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
     let meta = cx.state.ip.meta(h);
-    let Some(ip) = super::ip4_header(cx.pool, h) else {
+    let off = cx.pool.header(h).l3_offset as usize;
+    let Some(ip) = cx.pool.data(h).get(off..off + 20) else {
         return DropReason::BadAdjacency.next();
     };
     let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
@@ -270,6 +271,16 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
     }
     let ip = &mut cx.state.ip;
     let hint = ip.adjs.nbr_hint(meta.adj);
+    // Fast path: the adjacency's remembered neighbour slot still holds the next hop, resolved.
+    if let Some(n) = ip.neighbors.get(hint) {
+        if let (true, Some(mac)) = (n.iface == iface && n.ip == nh, n.mac) {
+            return if rewrite(cx.pool, h, mac, src_mac, iface, !meta.local) {
+                TO_OUTPUT
+            } else {
+                DropReason::NoInterface.next()
+            };
+        }
+    }
     let slot = match ip.neighbors.find_hinted(hint, iface, nh) {
         Some(i) => {
             if i != hint {
