@@ -29,6 +29,7 @@ pub mod interface;
 pub mod ip;
 pub mod l2;
 pub mod mtu;
+pub mod object;
 pub mod runtime;
 pub mod state;
 pub mod testing;
