@@ -60,6 +60,9 @@ pub struct Config {
     /// E-LAN bridge-domains (`[[bridge]]`).
     #[serde(default, rename = "bridge")]
     pub bridges: Vec<BridgeConfig>,
+    /// Routing: interface addresses, routes, static neighbours (`[ip]`).
+    #[serde(default)]
+    pub ip: vecswitch_switch::ip::config::IpConfig,
 }
 
 /// `[switch]`: settings fixed for the life of the process (a reload cannot change them).

@@ -6,6 +6,7 @@
 
 use crate::config::Config;
 use crate::ports;
+use vecswitch_switch::ip::config as ip;
 use vecswitch_switch::l2::config as l2;
 use vecswitch_switch::object::{Obj, Validation};
 
@@ -36,6 +37,11 @@ pub const SECTIONS: &[Section] = &[
         key: "bridge",
         validate: |c, v| l2::validate_bridges(&c.bridges, v),
         objects: |c, o| l2::bridge_objects(&c.bridges, o),
+    },
+    Section {
+        key: "ip",
+        validate: |c, v| ip::validate_ip(&c.ip, v),
+        objects: |c, o| ip::ip_objects(&c.ip, o),
     },
 ];
 

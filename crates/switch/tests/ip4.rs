@@ -713,3 +713,75 @@ fn control_checks_and_show_ip_fib_pages() {
     sw.ip_del_route(0, p("192.168.0.0/16")).unwrap();
     assert!(sw.ip_del_route(0, p("192.168.0.0/16")).is_err());
 }
+
+/// `[ip]` of the config: validation names each bad field; the objects, applied in rank order,
+/// route as the control calls do.
+#[test]
+fn ip_config_validates_and_its_objects_apply() {
+    use vecswitch_switch::ip::config::{ip_objects, validate_ip, IpConfig};
+    use vecswitch_switch::object::{ApplyCx, Validation};
+    let good: IpConfig = serde_json::from_str(
+        r#"{"address": [{"interface": "p0", "address": "10.0.0.1/24"},
+                        {"interface": "p1", "address": "10.1.0.1/24"}],
+            "route": [{"prefix": "192.168.0.0/16", "via": ["10.1.0.2"]}],
+            "neighbor": [{"interface": "p1", "ip": "10.1.0.2", "mac": "02:00:00:00:00:0b"},
+                         {"interface": "p0", "ip": "10.0.0.2", "mac": "02:00:00:00:00:0a"}]}"#,
+    )
+    .unwrap();
+    let mut v = Validation::default();
+    v.interfaces.extend(["p0".to_string(), "p1".to_string()]);
+    validate_ip(&good, &mut v);
+    assert!(v.errors.is_empty(), "{:?}", v.errors);
+
+    let bad: IpConfig = serde_json::from_str(
+        r#"{"address": [{"interface": "p9", "address": "10.0.0.1/24"},
+                        {"interface": "p1", "address": "10.0.0.9/16"}],
+            "route": [{"prefix": "192.168.0.1/16", "via": ["10.7.0.2"], "table": 3}],
+            "neighbor": [{"interface": "p0", "ip": "10.5.0.2", "mac": "01:00:00:00:00:0b"}]}"#,
+    )
+    .unwrap();
+    let mut v = Validation::default();
+    v.interfaces.extend(["p0".to_string(), "p1".to_string()]);
+    validate_ip(&bad, &mut v);
+    let paths: Vec<&str> = v.errors.iter().map(|e| e.path.as_str()).collect();
+    for p in [
+        "ip.address[0].interface",
+        "ip.route[0].table",
+        "ip.route[0].prefix",
+        "ip.route[0].via[0]",
+        "ip.neighbor[0].ip",
+        "ip.neighbor[0].mac",
+    ] {
+        assert!(paths.contains(&p), "{p} in {paths:?}");
+    }
+    assert!(serde_json::from_str::<IpConfig>(
+        r#"{"address": [{"interface": "p0", "address": "10.0.0.1/33"}]}"#
+    )
+    .is_err());
+
+    // Apply in rank order to a switch with the ports, then forward one packet.
+    let mut lab = Lab::new(false);
+    lab.sw.ip_clear_interface("p0").unwrap();
+    lab.sw.ip_del_route(0, p("192.168.0.0/16")).unwrap();
+    lab.sw.ip_clear_interface("p1").unwrap();
+    assert!(lab.sw.show_ip_interfaces().is_empty());
+    let mut objs = Vec::new();
+    ip_objects(&good, &mut objs);
+    objs.sort_by_key(|o| o.rank());
+    let mut cx = ApplyCx::default();
+    for o in &objs {
+        o.add(&mut lab.sw, &mut cx).unwrap();
+    }
+    let inp = eth(MAC_R0, MAC_A, 0x0800, &ipv4(A, FAR, 64, 17, &udp(20)));
+    lab.send(0, &[inp]);
+    assert_eq!(
+        lab.out(1),
+        vec![eth(MAC_B, MAC_R1, 0x0800, &ipv4(A, FAR, 63, 17, &udp(20)))]
+    );
+    // And removed in reverse order, leaving nothing.
+    for o in objs.iter().rev() {
+        o.remove(&mut lab.sw, &mut cx).unwrap();
+    }
+    assert_eq!(lab.sw.show_ip_fib(0, None, 0, 10).unwrap().routes, 0);
+    assert_eq!(lab.sw.show_ip_neighbors(0, 10).unwrap().total, 0);
+}

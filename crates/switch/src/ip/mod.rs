@@ -23,6 +23,8 @@
 //!   ([`neighbor::NeighborTable`]: ARP entries, static or learned, with their pending queues).
 //! - Control: [`control`] — `Switch` methods (addresses, routes, static neighbours, settings,
 //!   `show ip fib`, `show ip neighbors`).
+//! - [`config`]: `[ip]` in the config file (addresses, routes, static neighbours) as config
+//!   objects for the control plane.
 //! - [`testing`]: the router setup of the benchmarks.
 //! - [`IpSettings`]: the serde config of the feature (options, ICMP rate, neighbour limit, aging,
 //!   pending queue length).
@@ -31,6 +33,7 @@
 //! must be 0, so that VRFs can come without changing the API.
 
 pub mod arp_input;
+pub mod config;
 pub mod control;
 pub mod fib;
 pub mod icmp;
