@@ -66,6 +66,9 @@ pub struct Config {
     /// Link aggregation groups (`[[bond]]`).
     #[serde(default, rename = "bond", skip_serializing_if = "Vec::is_empty")]
     pub bonds: Vec<vecswitch_switch::bond::config::BondConfig>,
+    /// Routing: interface addresses, routes, static neighbours (`[ip]`).
+    #[serde(default)]
+    pub ip: vecswitch_switch::ip::config::IpConfig,
 }
 
 /// `[switch]`: settings fixed for the life of the process (a reload cannot change them).

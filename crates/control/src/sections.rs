@@ -18,6 +18,7 @@ use crate::ports;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use vecswitch_switch::bond::control::{BondInfo, LacpMemberInfo};
+use vecswitch_switch::ip::config as ip;
 use vecswitch_switch::l2::config as l2;
 use vecswitch_switch::mtu;
 use vecswitch_switch::object::{EditError, Obj, Validation};
@@ -60,6 +61,11 @@ pub const SECTIONS: &[Section] = &[
         key: "mtu",
         validate: |c, v| mtu::validate(&c.mtu, v),
         objects: |c, o| mtu::objects(&c.mtu, o),
+    },
+    Section {
+        key: "ip",
+        validate: |c, v| ip::validate_ip(&c.ip, v),
+        objects: |c, o| ip::ip_objects(&c.ip, o),
     },
 ];
 

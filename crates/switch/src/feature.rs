@@ -72,6 +72,7 @@ impl Switch {
 pub static FEATURES: &[&dyn Feature] = &[
     &crate::interface::InterfaceFeature, // interfaces, interface-rx/-output, the arcs
     &crate::l2::L2Feature,               // xconnect, bridge domains, MAC learning
+    &crate::ip::IpFeature,               // IPv4 routing, ARP
     &crate::mtu::MtuFeature,             // mtu-check on the output arc
     &crate::bond::BondFeature,           // bonds: bond-input, bond-output, LACP
 ];

@@ -28,6 +28,7 @@ pub mod capture;
 pub mod error;
 pub mod feature;
 pub mod interface;
+pub mod ip;
 pub mod l2;
 pub mod mtu;
 pub mod object;

@@ -66,6 +66,8 @@ pub struct SwitchState {
     pub macs: MacTable,
     /// Bonds and their members (`crate::bond`).
     pub bonds: crate::bond::BondTable,
+    /// Addresses, routes, FIB, adjacencies, neighbours (the `ip` feature).
+    pub ip: crate::ip::IpState,
     /// The switch clock in seconds (MAC last-seen times), set by the worker before each dispatch.
     pub now_s: u32,
     /// Learned entries removed by aging (`l2-age aged-out` in `show errors`).
@@ -88,6 +90,7 @@ impl SwitchState {
             bridges: Vec::new(),
             macs: MacTable::new(mac_table_entries),
             bonds: Default::default(),
+            ip: crate::ip::IpState::default(),
             now_s: 0,
             aged_out: 0,
             rx_runs: VecDeque::with_capacity(64),

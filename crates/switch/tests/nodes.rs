@@ -152,7 +152,13 @@ fn ethernet_input_reason_names_cover_the_wire_l2_errors() {
     }
     assert_eq!(
         EthernetInput.info().next_nodes,
-        &["l2-xconnect", "l2-learn", "l2-fwd"]
+        &[
+            "l2-xconnect",
+            "l2-learn",
+            "l2-fwd",
+            "ip4-input",
+            "arp-input"
+        ]
     );
 }
 

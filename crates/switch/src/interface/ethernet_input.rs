@@ -4,7 +4,9 @@
 //! `vlan`, `inner_vlan`, `ethertype`, and `bd` for bridge members), and classifies the frame by its
 //! receive interface's service.
 //!
-//! Next edges: `l2-xconnect`, `l2-learn` (bridge that learns), `l2-fwd` (bridge that does not).
+//! Next edges: `l2-xconnect`, `l2-learn` (bridge that learns), `l2-fwd` (bridge that does not),
+//! `ip4-input` / `arp-input` (untagged IPv4 / ARP on a routed interface: one with an IPv4 address
+//! and no L2 service; unicast frames to another MAC are dropped as `l3-mac-mismatch`).
 //! Drops: `admin-down` (receive interface administratively down), `no-service` (interface has no
 //! service, or is gone),
 //! `no-bridge` (bridge gone; a bug guard), and the wire errors by name: `runt`, `truncated-vlan-tag`,
@@ -18,11 +20,18 @@ use vecswitch_wire::{Error as WireError, L2Header};
 use vecswitch_graph::named_enum;
 
 use super::Service;
+use crate::ip::L3Input;
 use crate::state::SwitchState;
 
 named_enum! {
     /// Next edges of `ethernet-input`.
-    pub enum Edge as edge { L2Xconnect = "l2-xconnect", L2Learn = "l2-learn", L2Fwd = "l2-fwd" }
+    pub enum Edge as edge {
+        L2Xconnect = "l2-xconnect",
+        L2Learn = "l2-learn",
+        L2Fwd = "l2-fwd",
+        Ip4Input = "ip4-input",
+        ArpInput = "arp-input",
+    }
 }
 named_enum! {
     /// Drop reasons of `ethernet-input`.
@@ -35,6 +44,7 @@ named_enum! {
         TooManyVlanTags = "too-many-vlan-tags",
         BadLengthField = "bad-length-field",
         Malformed = "malformed",
+        L3MacMismatch = "l3-mac-mismatch",
     }
 }
 
@@ -64,7 +74,7 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
     if !iface.admin_up {
         return DropReason::AdminDown.next();
     }
-    let service = iface.service;
+    let (service, mac) = (iface.service, iface.mac);
     let l2 = match L2Header::parse(cx.pool.data(h)) {
         Ok(l2) => l2,
         Err(e) => return DropReason::from_wire(&e).next(),
@@ -76,7 +86,15 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
     hdr.inner_vlan = l2.inner.map_or(0, |t| t.vid);
     hdr.ethertype = l2.ethertype.0;
     match service {
-        Service::None => DropReason::NoService.next(),
+        // An interface with no L2 service may be routed (the `ip` feature).
+        Service::None => {
+            match crate::ip::classify(&cx.state.ip, rx, mac, l2.dst_addr, hdr.ethertype, hdr.vlan) {
+                Some(L3Input::Ip4) => Edge::Ip4Input.next(),
+                Some(L3Input::Arp) => Edge::ArpInput.next(),
+                Some(L3Input::MacMismatch) => DropReason::L3MacMismatch.next(),
+                Some(L3Input::Other) | None => DropReason::NoService.next(),
+            }
+        }
         Service::Xconnect { .. } => Edge::L2Xconnect.next(),
         Service::Bridge { bd } => {
             hdr.bd = bd;

@@ -1,0 +1,574 @@
+//! The IP feature: layer 3 interfaces, the IPv4 forwarding path and ARP.
+//!
+//! An interface with at least one IPv4 address is *routed*: `ethernet-input` hands its untagged
+//! IPv4 and ARP frames addressed to the interface's MAC (or broadcast) to `ip4-input` and
+//! `arp-input` instead of a service (an interface with an address has no L2 service).
+//!
+//! ```text
+//! ethernet-input ─► ip4-input ─► ip4-lookup ─┬─► ip4-rewrite ─► (output arc) ─► interface-output
+//!              │                    ▲        └─► ip4-local ──┐ (echo reply, ICMP errors)
+//!              │                    └────────────────────────┘
+//!              └─► arp-input ─► (reply, output arc)     pending packets released on resolution
+//! ```
+//!
+//! - Nodes, one per file: [`ip4_input`] (`ip4-input`: header checks), [`ip4_lookup`]
+//!   (`ip4-lookup`: batched longest-prefix match in the FIB), [`ip4_rewrite`] (`ip4-rewrite`: MTU,
+//!   TTL with the RFC 1624 incremental checksum, MAC rewrite, glean), [`ip4_local`] (`ip4-local`:
+//!   ICMP echo for the switch's own addresses), [`arp_input`] (`arp-input`: RFC 826). ICMP errors
+//!   (RFC 792, RFC 1812 §4.3.2) are built by [`icmp`], rate-limited by a token bucket.
+//! - Tables ([`IpState`], the `ip` field of [`SwitchState`]): per-interface addresses
+//!   ([`IpInterface`]), the routes ([`Route`], the control-plane copy `show ip fib` reads), the
+//!   data-plane FIB ([`fib::Fib4`], over the `fib` crate), the adjacencies ([`Adjacency`]: what a
+//!   route's next hop means — local, glean on a connected subnet, a neighbour) and the neighbours
+//!   ([`neighbor::NeighborTable`]: ARP entries, static or learned, with their pending queues).
+//! - Control: [`control`] — `Switch` methods (addresses, routes, static neighbours, settings,
+//!   `show ip fib`, `show ip neighbors`).
+//! - [`config`]: `[ip]` in the config file (addresses, routes, static neighbours) as config
+//!   objects for the control plane.
+//! - [`testing`]: the router setup of the benchmarks.
+//! - [`IpSettings`]: the serde config of the feature (options, ICMP rate, neighbour limit, aging,
+//!   pending queue length).
+//!
+//! Table 0 is the only FIB today; [`Route`] and the control calls carry a `table` (VRF id) that
+//! must be 0, so that VRFs can come without changing the API.
+
+pub mod arp_input;
+pub mod config;
+pub mod control;
+pub mod fib;
+pub mod icmp;
+pub mod ip4_input;
+pub mod ip4_local;
+pub mod ip4_lookup;
+pub mod ip4_rewrite;
+pub mod neighbor;
+pub mod testing;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use vecswitch_fib::FibError;
+use vecswitch_graph::{Graph, GraphError};
+use vecswitch_wire::EthernetAddress;
+
+use crate::feature::{Feature, Stage};
+use crate::interface::SwIfIdx;
+use crate::state::SwitchState;
+
+pub use arp_input::ArpInput;
+pub use ip4_input::Ip4Input;
+pub use ip4_local::Ip4Local;
+pub use ip4_lookup::Ip4Lookup;
+pub use ip4_rewrite::Ip4Rewrite;
+
+/// The IP feature as registered in the graph: its five forwarding nodes.
+#[derive(Debug, Clone, Copy)]
+pub struct IpFeature;
+
+impl Feature for IpFeature {
+    fn name(&self) -> &'static str {
+        "ip"
+    }
+
+    fn register(&self, graph: &mut Graph<SwitchState>, stage: Stage) -> Result<(), GraphError> {
+        if stage == Stage::Forward {
+            graph.add(Box::new(Ip4Input));
+            graph.add(Box::new(Ip4Lookup::default()));
+            graph.add(Box::new(Ip4Rewrite));
+            graph.add(Box::new(Ip4Local));
+            graph.add(Box::new(ArpInput));
+        }
+        Ok(())
+    }
+}
+
+/// An IPv4 prefix `addr/len`. As an interface address the host bits are kept (`10.0.0.1/24`); as
+/// a route they must be zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Ipv4Prefix {
+    pub addr: Ipv4Addr,
+    pub len: u8,
+}
+
+impl Ipv4Prefix {
+    /// `addr/len`; `len` must be ≤ 32.
+    pub fn new(addr: Ipv4Addr, len: u8) -> Result<Ipv4Prefix, PrefixError> {
+        if len > 32 {
+            return Err(PrefixError::Length(len.to_string()));
+        }
+        Ok(Ipv4Prefix { addr, len })
+    }
+
+    /// The netmask of a prefix length (`len` ≤ 32).
+    #[inline]
+    pub const fn mask(len: u8) -> u32 {
+        if len == 0 {
+            0
+        } else {
+            u32::MAX << (32 - len as u32)
+        }
+    }
+
+    /// The prefix with its host bits cleared.
+    pub fn network(self) -> Ipv4Prefix {
+        Ipv4Prefix {
+            addr: Ipv4Addr::from(u32::from(self.addr) & Self::mask(self.len)),
+            len: self.len,
+        }
+    }
+
+    /// Whether `a` is inside the prefix.
+    #[inline]
+    pub fn contains(self, a: Ipv4Addr) -> bool {
+        let m = Self::mask(self.len);
+        u32::from(a) & m == u32::from(self.addr) & m
+    }
+
+    /// Whether the host bits are zero.
+    pub fn is_network(self) -> bool {
+        u32::from(self.addr) & !Self::mask(self.len) == 0
+    }
+}
+
+impl fmt::Display for Ipv4Prefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.len)
+    }
+}
+
+/// Why a prefix did not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PrefixError {
+    #[error("invalid IPv4 address {0:?}: accepted a dotted quad such as 10.0.0.1")]
+    Address(String),
+    #[error("invalid prefix length {0:?}: accepted 0 to 32")]
+    Length(String),
+}
+
+impl FromStr for Ipv4Prefix {
+    type Err = PrefixError;
+    /// `a.b.c.d/len`, or `a.b.c.d` for a /32.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (a, l) = s.split_once('/').unwrap_or((s, "32"));
+        let addr = a
+            .parse::<Ipv4Addr>()
+            .map_err(|_| PrefixError::Address(a.to_string()))?;
+        let len = l
+            .parse::<u8>()
+            .map_err(|_| PrefixError::Length(l.to_string()))?;
+        Ipv4Prefix::new(addr, len)
+    }
+}
+
+impl Serialize for Ipv4Prefix {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Ipv4Prefix {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// The IPv4 side of one interface.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IpInterface {
+    /// Addresses with their subnet lengths, in the order added (the first is the source of the
+    /// ICMP errors and ARP requests the interface sends when no address of the subnet fits).
+    pub addrs: Vec<Ipv4Prefix>,
+}
+
+impl IpInterface {
+    /// An interface with an address routes its IPv4/ARP frames.
+    #[inline]
+    pub fn routed(&self) -> bool {
+        !self.addrs.is_empty()
+    }
+
+    /// Whether `a` is one of the interface's addresses.
+    #[inline]
+    pub fn has_addr(&self, a: Ipv4Addr) -> bool {
+        self.addrs.iter().any(|p| p.addr == a)
+    }
+
+    /// The interface's address whose subnet holds `a`, if any.
+    #[inline]
+    pub fn addr_for(&self, a: Ipv4Addr) -> Option<Ipv4Addr> {
+        self.addrs.iter().find(|p| p.contains(a)).map(|p| p.addr)
+    }
+
+    /// The first address, if any.
+    #[inline]
+    pub fn primary(&self) -> Option<Ipv4Addr> {
+        self.addrs.first().map(|p| p.addr)
+    }
+}
+
+/// Adjacency index: what a FIB lookup returns (the FIB's `NextHop`).
+pub type AdjIdx = u32;
+
+/// What a route's next hop means for the packet (VPP's `ip_adjacency_t`, reduced to what IPv4 over
+/// Ethernet needs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum Adjacency {
+    /// Drop the packet (`adj-drop`); adjacency [`ADJ_DROP`].
+    Drop,
+    /// One of the switch's own addresses: `ip4-local`; adjacency [`ADJ_LOCAL`].
+    Local,
+    /// A connected subnet of `iface`: the packet's destination is the neighbour (ARP for it on a
+    /// miss, "glean").
+    Glean { iface: SwIfIdx },
+    /// A next hop `nh` on `iface`.
+    Neighbor { iface: SwIfIdx, nh: Ipv4Addr },
+}
+
+/// The drop adjacency (always present).
+pub const ADJ_DROP: AdjIdx = 0;
+/// The local adjacency (always present).
+pub const ADJ_LOCAL: AdjIdx = 1;
+
+/// The adjacency table: adjacencies by index, shared by the routes that use them.
+#[derive(Debug, Clone)]
+pub struct AdjTable {
+    slots: Vec<Option<(Adjacency, u32)>>,
+    index: HashMap<Adjacency, AdjIdx>,
+    /// Per adjacency, the neighbour slot last found for its next hop (a hint `ip4-rewrite`
+    /// checks before use; `u32::MAX`: none).
+    nbr_hint: Vec<u32>,
+}
+
+impl Default for AdjTable {
+    fn default() -> Self {
+        let mut t = AdjTable {
+            slots: Vec::new(),
+            index: HashMap::new(),
+            nbr_hint: Vec::new(),
+        };
+        // The first two are permanent: their reference count never reaches zero.
+        t.acquire(Adjacency::Drop);
+        t.acquire(Adjacency::Local);
+        t
+    }
+}
+
+impl AdjTable {
+    /// The adjacency at `i`, if it exists.
+    #[inline]
+    pub fn get(&self, i: AdjIdx) -> Option<Adjacency> {
+        self.slots
+            .get(i as usize)
+            .copied()
+            .flatten()
+            .map(|(a, _)| a)
+    }
+
+    /// The index of `adj`, made if new; one more reference.
+    pub fn acquire(&mut self, adj: Adjacency) -> AdjIdx {
+        if let Some(&i) = self.index.get(&adj) {
+            if let Some((_, refs)) = self.slots[i as usize].as_mut() {
+                *refs += 1;
+            }
+            return i;
+        }
+        let i = match self.slots.iter().position(Option::is_none) {
+            Some(i) => i,
+            None => {
+                self.slots.push(None);
+                self.slots.len() - 1
+            }
+        } as AdjIdx;
+        self.slots[i as usize] = Some((adj, 1));
+        self.index.insert(adj, i);
+        if self.nbr_hint.len() <= i as usize {
+            self.nbr_hint.resize(i as usize + 1, u32::MAX);
+        }
+        self.nbr_hint[i as usize] = u32::MAX;
+        i
+    }
+
+    /// The neighbour slot hint of adjacency `i` (checked by the user: it may be stale).
+    #[inline]
+    pub fn nbr_hint(&self, i: AdjIdx) -> u32 {
+        self.nbr_hint.get(i as usize).copied().unwrap_or(u32::MAX)
+    }
+
+    /// Remembers neighbour slot `slot` for adjacency `i`.
+    #[inline]
+    pub fn set_nbr_hint(&mut self, i: AdjIdx, slot: u32) {
+        if let Some(h) = self.nbr_hint.get_mut(i as usize) {
+            *h = slot;
+        }
+    }
+
+    /// One reference fewer to adjacency `i`; removed at zero.
+    pub fn release(&mut self, i: AdjIdx) {
+        let Some(Some((adj, refs))) = self.slots.get_mut(i as usize) else {
+            return;
+        };
+        *refs -= 1;
+        if *refs == 0 {
+            let adj = *adj;
+            self.index.remove(&adj);
+            self.slots[i as usize] = None;
+        }
+    }
+
+    /// Adjacencies in use.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Never: the drop and local adjacencies are permanent.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+}
+
+/// Where a route came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RouteSource {
+    /// The subnet of an interface address.
+    Connected,
+    /// An interface address itself (/32, delivered locally).
+    Local,
+    /// Configured.
+    Static,
+}
+
+/// One route of table 0 (the control-plane copy `show ip fib` reads; the FIB holds the same).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    pub source: RouteSource,
+    /// Up to [`MAX_PATHS`] adjacencies (ECMP over them by flow hash).
+    pub paths: Vec<AdjIdx>,
+}
+
+/// Most next hops of one route (ECMP).
+pub const MAX_PATHS: usize = 8;
+
+/// What the IP feature does, configurable (the feature's config type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IpSettings {
+    /// Forward packets with IPv4 options (RFC 791 §3.1); when false `ip4-input` drops them
+    /// (`options-not-allowed`), as many routers do (RFC 7126 §4).
+    pub allow_options: bool,
+    /// ICMP errors sent per second at most (token bucket refill; RFC 1812 §4.3.2.8).
+    pub icmp_errors_per_s: u32,
+    /// ICMP errors sent back to back at most (token bucket depth).
+    pub icmp_burst: u32,
+    /// Most neighbour entries (static, learned and incomplete); beyond it nothing is learned and
+    /// packets needing a new entry are dropped (`neighbor-limit`).
+    pub neighbor_limit: u32,
+    /// Seconds after which a learned neighbour not confirmed by ARP is removed (0: never).
+    pub neighbor_age_s: u32,
+    /// Packets held per unresolved neighbour while ARP asks for it; more are dropped
+    /// (`pending-full`).
+    pub arp_pending: u32,
+    /// ARP requests sent for an unresolved neighbour before it is given up (its pending packets
+    /// dropped as `pending-timed-out`), one per second.
+    pub arp_max_requests: u32,
+}
+
+impl Default for IpSettings {
+    fn default() -> Self {
+        IpSettings {
+            allow_options: true,
+            icmp_errors_per_s: 100,
+            icmp_burst: 10,
+            neighbor_limit: 65_536,
+            neighbor_age_s: 300,
+            arp_pending: 8,
+            arp_max_requests: 3,
+        }
+    }
+}
+
+/// Per-packet IP metadata kept beside the buffer header (indexed by buffer handle): the
+/// adjacency `ip4-lookup` chose for `ip4-rewrite`, and whether the switch made the packet (no
+/// TTL decrement).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PktMeta {
+    pub adj: AdjIdx,
+    pub local: bool,
+}
+
+/// Everything the IP nodes read and write.
+#[derive(Debug)]
+pub struct IpState {
+    pub settings: IpSettings,
+    /// IPv4 side of each interface, by interface index (missing: no address).
+    pub ifaces: Vec<IpInterface>,
+    /// Table 0's routes by (network, length).
+    pub routes: BTreeMap<(u32, u8), Route>,
+    /// The data-plane FIB of table 0, rebuilt from `routes` by the control calls.
+    pub fib: fib::Fib4,
+    pub adjs: AdjTable,
+    pub neighbors: neighbor::NeighborTable,
+    /// Per-packet metadata by buffer handle.
+    pub meta: Vec<PktMeta>,
+    /// ICMP error token bucket: tokens (scaled by 1e9 per token) and last refill.
+    icmp_tokens_ns: u64,
+    icmp_last_ns: u64,
+    /// The switch second of the last neighbour aging step.
+    pub last_age_s: u32,
+    /// Waiting packets freed by control calls (a neighbour removed or made static).
+    pub pending_discarded: u64,
+}
+
+impl Default for IpState {
+    fn default() -> Self {
+        IpState::new(IpSettings::default())
+    }
+}
+
+impl IpState {
+    /// No addresses, no routes.
+    pub fn new(settings: IpSettings) -> IpState {
+        IpState {
+            settings,
+            ifaces: Vec::new(),
+            routes: BTreeMap::new(),
+            fib: fib::Fib4::default(),
+            adjs: AdjTable::default(),
+            neighbors: neighbor::NeighborTable::default(),
+            meta: Vec::new(),
+            icmp_tokens_ns: settings.icmp_burst as u64 * 1_000_000_000,
+            icmp_last_ns: 0,
+            last_age_s: 0,
+            pending_discarded: 0,
+        }
+    }
+
+    /// The IPv4 side of interface `i` (`None`: no address).
+    #[inline]
+    pub fn iface(&self, i: SwIfIdx) -> Option<&IpInterface> {
+        self.ifaces.get(i as usize).filter(|f| f.routed())
+    }
+
+    /// Whether `a` is an address of any interface.
+    pub fn is_local(&self, a: Ipv4Addr) -> bool {
+        self.ifaces.iter().any(|f| f.has_addr(a))
+    }
+
+    /// The metadata of packet `h`, writable (grown on first use of a handle).
+    #[inline]
+    pub fn meta_mut(&mut self, h: u32) -> &mut PktMeta {
+        let i = h as usize;
+        if self.meta.len() <= i {
+            self.meta.resize(i + 1, PktMeta::default());
+        }
+        &mut self.meta[i]
+    }
+
+    /// The metadata of packet `h`.
+    #[inline]
+    pub fn meta(&self, h: u32) -> PktMeta {
+        self.meta.get(h as usize).copied().unwrap_or_default()
+    }
+
+    /// Takes one ICMP error token at time `now_ns`; false when the rate is exceeded.
+    pub fn icmp_token(&mut self, now_ns: u64) -> bool {
+        const TOKEN: u64 = 1_000_000_000;
+        let s = self.settings;
+        let elapsed = now_ns.saturating_sub(self.icmp_last_ns);
+        self.icmp_last_ns = now_ns.max(self.icmp_last_ns);
+        let cap = s.icmp_burst as u64 * TOKEN;
+        self.icmp_tokens_ns = self
+            .icmp_tokens_ns
+            .saturating_add(elapsed.saturating_mul(s.icmp_errors_per_s as u64))
+            .min(cap);
+        if self.icmp_tokens_ns >= TOKEN {
+            self.icmp_tokens_ns -= TOKEN;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Adds or replaces route `key` (network, length) in `routes` and in the FIB (in place),
+    /// releasing the adjacencies of the route it replaces. On an error nothing changes but the
+    /// new route's adjacencies are released.
+    pub fn set_route(&mut self, key: (u32, u8), route: Route) -> Result<(), FibError> {
+        if let Err(e) = self.fib.add(key.0, key.1, &route.paths) {
+            route.paths.iter().for_each(|&a| self.adjs.release(a));
+            return Err(e);
+        }
+        if let Some(old) = self.routes.insert(key, route) {
+            old.paths.iter().for_each(|&a| self.adjs.release(a));
+        }
+        Ok(())
+    }
+
+    /// Removes route `key` from `routes` and the FIB, releasing its adjacencies.
+    pub fn remove_route(&mut self, key: (u32, u8)) -> Option<Route> {
+        let r = self.routes.remove(&key)?;
+        // The FIB holds exactly the routes of `routes`: it has this one.
+        let _ = self.fib.remove(key.0, key.1);
+        r.paths.iter().for_each(|&a| self.adjs.release(a));
+        Some(r)
+    }
+
+    /// Rebuilds the data-plane FIB from `routes` in one go (after a bulk load).
+    pub fn rebuild_fib(&mut self) {
+        self.fib = fib::Fib4::build(
+            self.routes
+                .iter()
+                .map(|(&(net, len), r)| (net, len, r.paths.as_slice())),
+        );
+    }
+}
+
+/// Where `ethernet-input` sends a frame of a routed interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum L3Input {
+    Ip4,
+    Arp,
+    /// Unicast to another station's MAC: not for this interface (`l3-mac-mismatch`).
+    MacMismatch,
+    /// Not IPv4 or ARP, or tagged: no service for it.
+    Other,
+}
+
+/// Classifies a frame received on interface `rx` (MAC `mac`, no L2 service) for destination
+/// `dst`: `None` if the interface is not routed.
+#[inline]
+pub fn classify(
+    ip: &IpState,
+    rx: SwIfIdx,
+    mac: EthernetAddress,
+    dst: EthernetAddress,
+    ethertype: u16,
+    vlan: u16,
+) -> Option<L3Input> {
+    ip.iface(rx)?;
+    if vlan != 0 {
+        return Some(L3Input::Other);
+    }
+    if dst != mac && !dst.is_multicast() {
+        return Some(L3Input::MacMismatch);
+    }
+    Some(match ethertype {
+        0x0800 => L3Input::Ip4,
+        0x0806 => L3Input::Arp,
+        _ => L3Input::Other,
+    })
+}
+
+/// The IPv4 header of packet `h` (its first 20 bytes at least, options included), if the first
+/// segment holds it.
+#[inline]
+pub(crate) fn ip4_header(pool: &vecswitch_buffer::Pool, h: u32) -> Option<&[u8]> {
+    let off = pool.header(h).l3_offset as usize;
+    let d = pool.data(h).get(off..)?;
+    let ihl = (*d.first()? as usize & 0x0f) * 4;
+    d.get(..ihl.max(20))
+}

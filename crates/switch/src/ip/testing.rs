@@ -1,0 +1,90 @@
+//! Setups for the IPv4 benchmarks (`benches/ip4.rs`) and the instruction-count example
+//! (`examples/ip4_packets.rs`). Not used by the switch itself.
+//!
+//! [`router_switch`]: port `src` (a `loopback::Replay` source of 64-byte IPv4/UDP frames, 60
+//! bytes without FCS as RFC 2544 §9 counts them) routed to port `sink` through `routes` /24
+//! routes (16.0.0.0/24, 16.0.1.0/24, …) via one static neighbour; the frames' destinations are
+//! spread evenly over the routes (one per route up to [`TEMPLATES`] routes), so that every frame
+//! is a FIB hit forwarded with a MAC rewrite and a TTL decrement.
+
+use std::net::Ipv4Addr;
+
+use vecswitch_ports::loopback::Replay;
+use vecswitch_wire::{checksum, EthernetAddress};
+
+use super::Ipv4Prefix;
+use crate::{Switch, SwitchConfig};
+
+/// Templates the source replays: at most this many distinct frames.
+pub const TEMPLATES: u32 = 16_384;
+
+/// The next hop's MAC (the sink side).
+pub const NEXT_HOP_MAC: [u8; 6] = [0x02, 0x5e, 0, 0, 0, 0x0b];
+
+/// A 60-byte IPv4/UDP frame from 10.0.0.2 to `dst`, to the MAC of the switch's port 0.
+pub fn udp_frame64(dst: Ipv4Addr) -> Vec<u8> {
+    let mut f = vec![0u8; 60];
+    f[..6].copy_from_slice(&[0x02, 0xfe, 0, 0, 0, 0]);
+    f[6..12].copy_from_slice(&[0x02, 0x5e, 0, 0, 0, 0x0a]);
+    f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    let ip = &mut f[14..];
+    ip[0] = 0x45;
+    ip[2..4].copy_from_slice(&46u16.to_be_bytes());
+    ip[8] = 64;
+    ip[9] = 17;
+    ip[12..16].copy_from_slice(&[10, 0, 0, 2]);
+    ip[16..20].copy_from_slice(&dst.octets());
+    let c = checksum::checksum(&ip[..20]);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    ip[20..22].copy_from_slice(&1000u16.to_be_bytes());
+    ip[22..24].copy_from_slice(&2000u16.to_be_bytes());
+    ip[24..26].copy_from_slice(&26u16.to_be_bytes());
+    f
+}
+
+/// See the module doc. `limit`: frames the source hands out in all (`None`: endless).
+pub fn router_switch(routes: u32, limit: Option<u64>) -> Switch {
+    let routes = routes.max(1);
+    let mut sw = Switch::new(SwitchConfig {
+        buffers: 8192,
+        mac_table_entries: 1024,
+        ..Default::default()
+    });
+    let route = |i: u32| Ipv4Addr::from((16u32 << 24) + (i << 8));
+    let n = routes.min(TEMPLATES);
+    let stride = routes / n;
+    let templates: Vec<Vec<u8>> = (0..n)
+        .map(|k| udp_frame64(Ipv4Addr::from(u32::from(route(k * stride)) + 1)))
+        .collect();
+    let src = Replay::new("src", templates).expect("non-empty templates");
+    let src = match limit {
+        Some(l) => src.with_limit(l),
+        None => src,
+    };
+    let sink = Replay::new("sink", vec![udp_frame64(Ipv4Addr::new(10, 0, 0, 2))])
+        .expect("non-empty templates")
+        .with_limit(0);
+    sw.add_port("src", Box::new(src)).expect("fresh switch");
+    sw.add_port("sink", Box::new(sink)).expect("fresh switch");
+    let p = |s: &str| s.parse::<Ipv4Prefix>().expect("valid prefix");
+    sw.ip_add_address("src", p("10.0.0.1/24"))
+        .expect("fresh switch");
+    sw.ip_add_address("sink", p("10.1.0.1/24"))
+        .expect("fresh switch");
+    let nh = Ipv4Addr::new(10, 1, 0, 2);
+    sw.ip_add_neighbor("sink", nh, EthernetAddress(NEXT_HOP_MAC))
+        .expect("in the subnet");
+    let table: Vec<(Ipv4Prefix, Vec<Ipv4Addr>)> = (0..routes)
+        .map(|i| {
+            (
+                Ipv4Prefix {
+                    addr: route(i),
+                    len: 24,
+                },
+                vec![nh],
+            )
+        })
+        .collect();
+    sw.ip_add_routes(0, &table).expect("valid routes");
+    sw
+}
