@@ -56,6 +56,7 @@ pub static FEATURES: &[&dyn Feature] = &[
     &crate::interface::InterfaceFeature, // interfaces, interface-rx/-output, the arcs
     &crate::l2::L2Feature,               // xconnect, bridge domains, MAC learning
     &crate::mtu::MtuFeature,             // mtu-check on the output arc
+    &crate::vlan::VlanFeature,           // sub-interfaces: vlan-input, vlan-output
 ];
 
 /// Builds a graph from `features`, stage by stage, and resolves it.

@@ -15,6 +15,7 @@
 //!     their control methods ([`l2::control`]);
 //!   - [`mtu`]: `mtu-check`, an output-arc feature enabled per interface (the worked example of
 //!     adding a feature).
+//!   - [`vlan`]: VLAN sub-interfaces (`vlan-input`, `vlan-output`, tag rewrite, VPP's matching).
 //! - [`state`]: [`SwitchState`] — ports, interfaces, bridges, MAC table, receive/transmit
 //!   bookkeeping.
 //! - [`capture`]: pcap capture of what a port receives and is sent ([`Switch::capture`]).
@@ -31,6 +32,7 @@ pub mod mtu;
 pub mod runtime;
 pub mod state;
 pub mod testing;
+pub mod vlan;
 pub mod worker;
 
 pub use capture::CaptureInfo;

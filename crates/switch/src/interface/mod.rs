@@ -65,6 +65,9 @@ pub enum InterfaceKind {
     /// A port's main interface: every frame of the port (sub-interfaces, when they come, take the
     /// frames whose tags they match first).
     Main { port: PortIdx },
+    /// A VLAN sub-interface `id` over interface `parent` (`crate::vlan`): the frames of the parent
+    /// whose tags it matches.
+    Sub { parent: SwIfIdx, id: u32 },
 }
 
 /// Counters of one interface.
@@ -114,6 +117,9 @@ impl Interface {
     pub fn tx_port(&self) -> PortIdx {
         match self.kind {
             InterfaceKind::Main { port } => port,
+            // `vlan-output` moves a sub-interface's frames to its parent before
+            // `interface-output`; a main parent's index is its port's.
+            InterfaceKind::Sub { parent, .. } => parent,
         }
     }
 }
