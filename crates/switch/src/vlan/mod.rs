@@ -29,6 +29,7 @@
 
 pub mod control;
 pub mod encap;
+pub mod testing;
 pub mod vlan_input;
 pub mod vlan_output;
 
