@@ -388,6 +388,7 @@ pub enum RetagError {
 
 /// Counts the VLAN tags (up to `max`) at the start of an Ethernet frame (TPIDs 0x8100, 0x88a8,
 /// 0x9100 where the EtherType would be, IEEE 802.1Q-2018 §9.6), stopping where the frame ends.
+#[inline]
 pub fn count_tags(frame: &[u8], max: usize) -> usize {
     let mut n = 0;
     while n < max {
@@ -410,6 +411,7 @@ pub fn count_tags(frame: &[u8], max: usize) -> usize {
 /// Errors (nothing changed): [`RetagError::TooFewTags`] when the frame's type field after fewer
 /// than `pop` tags is not a TPID, [`RetagError::Truncated`] when the frame ends before its
 /// addresses, the tags to pop and the type after them, [`RetagError::NoHeadroom`] when `start` leaves no room for the extra tags.
+#[inline]
 pub fn retag(
     buf: &mut [u8],
     start: usize,
@@ -442,7 +444,10 @@ pub fn retag(
     }
     let new_start = end - new_len;
     if new_start != start {
-        buf.copy_within(start..start + 12, new_start);
+        // Through a fixed-size copy: no memmove call for 12 bytes.
+        let mut addr = [0u8; 12];
+        addr.copy_from_slice(&buf[start..start + 12]);
+        buf[new_start..new_start + 12].copy_from_slice(&addr);
     }
     let mut at = new_start + 12;
     for tag in push {

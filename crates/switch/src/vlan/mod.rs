@@ -38,7 +38,7 @@ use vecswitch_graph::{Graph, GraphError};
 use vecswitch_wire::{EtherType, L2Header};
 
 use crate::feature::{Feature, Stage};
-use crate::interface::{SwIfIdx, INPUT_ARC, OUTPUT_ARC};
+use crate::interface::{Interface, SwIfIdx, INPUT_ARC, OUTPUT_ARC};
 use crate::state::SwitchState;
 
 pub use encap::{Encap, Inner, TagRewrite, Tpid, Vtr};
@@ -170,6 +170,104 @@ impl TagKey {
             outer_tpid: l2.outer.map_or(EtherType(0), |t| t.tpid),
             outer: l2.outer.map_or(0, |t| t.vid),
             inner: l2.inner.map_or(0, |t| t.vid),
+        }
+    }
+}
+
+/// Why a frame's tags could not be read (IEEE 802.1Q-2018 §9.6): named as the L2 parser names
+/// them (`wire::Error::reason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TagError {
+    /// Shorter than an Ethernet header (14 bytes).
+    Runt,
+    /// A TPID not followed by its TCI and the next type.
+    TruncatedVlanTag,
+    /// A third TPID.
+    TooManyVlanTags,
+}
+
+/// The classification key of `frame`, read straight from its bytes (the TPIDs at 12, 16 and 20):
+/// what `L2Header::parse` would find, without reading the rest.
+#[inline(always)]
+pub fn read_tags(frame: &[u8]) -> Result<TagKey, TagError> {
+    let be = |i: usize| u16::from_be_bytes([frame[i], frame[i + 1]]);
+    if frame.len() < 14 {
+        return Err(TagError::Runt);
+    }
+    let t0 = EtherType(be(12));
+    if !t0.is_vlan_tpid() {
+        return Ok(TagKey {
+            count: 0,
+            outer_tpid: EtherType(0),
+            outer: 0,
+            inner: 0,
+        });
+    }
+    if frame.len() < 18 {
+        return Err(TagError::TruncatedVlanTag);
+    }
+    let outer = be(14) & 0x0fff;
+    if !EtherType(be(16)).is_vlan_tpid() {
+        return Ok(TagKey {
+            count: 1,
+            outer_tpid: t0,
+            outer,
+            inner: 0,
+        });
+    }
+    if frame.len() < 22 {
+        return Err(TagError::TruncatedVlanTag);
+    }
+    if EtherType(be(20)).is_vlan_tpid() {
+        return Err(TagError::TooManyVlanTags);
+    }
+    Ok(TagKey {
+        count: 2,
+        outer_tpid: t0,
+        outer,
+        inner: be(18) & 0x0fff,
+    })
+}
+
+/// Adds packets and bytes to one interface's counters, one lookup per run of packets for the same
+/// interface.
+#[derive(Debug, Default)]
+pub(crate) struct CounterRun {
+    run: Option<(SwIfIdx, u64, u64)>,
+}
+
+impl CounterRun {
+    #[inline]
+    pub(crate) fn add(
+        &mut self,
+        ifaces: &mut [Option<Interface>],
+        sw: SwIfIdx,
+        bytes: u64,
+        tx: bool,
+    ) {
+        match self.run.as_mut() {
+            Some((s, n, b)) if *s == sw => {
+                *n += 1;
+                *b += bytes;
+            }
+            _ => {
+                self.flush(ifaces, tx);
+                self.run = Some((sw, 1, bytes));
+            }
+        }
+    }
+
+    pub(crate) fn flush(&mut self, ifaces: &mut [Option<Interface>], tx: bool) {
+        if let Some((sw, n, b)) = self.run.take() {
+            if let Some(i) = ifaces.get_mut(sw as usize).and_then(Option::as_mut) {
+                if tx {
+                    i.counters.tx_packets += n;
+                    i.counters.tx_bytes += b;
+                } else {
+                    i.counters.rx_packets += n;
+                    i.counters.rx_bytes += b;
+                }
+            }
         }
     }
 }

@@ -7,22 +7,20 @@
 //! with [`super::ParentTable::classify`]; for a sub-interface, make it the frame's receive
 //! interface (`rx_port`), count the frame on it and apply its ingress tag rewrite (pop, push or
 //! translate, moving only the address bytes). The frame then continues along the arc — on the
-//! sub-interface — to `ethernet-input`, which validates it again and hands it to the
+//! sub-interface — to `ethernet-input`, which validates the whole L2 header and hands it to the
 //! sub-interface's service. Frames that stay on the main interface go on unchanged.
 //!
 //! Next: the `device-input` arc. Drops: `unknown-vlan` (tags no sub-interface matches and the main
-//! interface does not take), the L2 parser's reasons for frames too short for what they claim
-//! (`runt`, `truncated-vlan-tag`, `too-many-vlan-tags`, `bad-length-field`, `malformed`), and
-//! `no-headroom` (no room in the buffer for pushed tags). Trace: `rx-port P -> sub S vlan V/I
-//! pop N push M`.
+//! interface does not take), frames too short for the tags they claim by the L2 parser's names
+//! (`runt`, `truncated-vlan-tag`, `too-many-vlan-tags`), and `no-headroom` (no room in the buffer
+//! for pushed tags). Trace: `rx-interface S vlan V/I len L` (after the rewrite).
 
 use vecswitch_buffer::Pool;
 use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
 use vecswitch_wire::vlan::{retag, RetagError};
-use vecswitch_wire::{Error as WireError, L2Header};
 
-use super::TagKey;
-use crate::interface::{Service, INPUT_ARC};
+use super::{read_tags, CounterRun, ParentTable, TagError, VlanState, Vtr};
+use crate::interface::{Interface, Service, SwIfIdx, INPUT_ARC};
 use crate::state::SwitchState;
 
 /// The node's name.
@@ -35,30 +33,16 @@ named_enum! {
         Runt = "runt",
         TruncatedVlanTag = "truncated-vlan-tag",
         TooManyVlanTags = "too-many-vlan-tags",
-        BadLengthField = "bad-length-field",
-        Malformed = "malformed",
         NoHeadroom = "no-headroom",
     }
 }
 
 impl DropReason {
-    fn from_wire(e: &WireError) -> DropReason {
+    fn from_tags(e: TagError) -> DropReason {
         match e {
-            WireError::Runt { .. } => DropReason::Runt,
-            WireError::TruncatedVlanTag { .. } => DropReason::TruncatedVlanTag,
-            WireError::TooManyVlanTags { .. } => DropReason::TooManyVlanTags,
-            WireError::BadLengthField { .. } => DropReason::BadLengthField,
-            _ => DropReason::Malformed,
-        }
-    }
-
-    pub(crate) fn from_retag(e: &RetagError) -> DropReason {
-        match e {
-            RetagError::NoHeadroom { .. } => DropReason::NoHeadroom,
-            // Classification checked the tags; only a bug gets here.
-            RetagError::Truncated { .. } | RetagError::TooFewTags { .. } => {
-                DropReason::TruncatedVlanTag
-            }
+            TagError::Runt => DropReason::Runt,
+            TagError::TruncatedVlanTag => DropReason::TruncatedVlanTag,
+            TagError::TooManyVlanTags => DropReason::TooManyVlanTags,
         }
     }
 }
@@ -67,10 +51,10 @@ impl DropReason {
 #[derive(Debug, Default)]
 pub struct VlanInput;
 
-/// Applies `pop` then `push` to packet `h`'s first buffer; the packet's start moves with it.
+/// Applies `vtr` (pop, then push) to packet `h`'s first buffer; the packet's start moves with it.
 #[inline]
-pub(crate) fn apply(pool: &mut Pool, h: u32, vtr: &super::Vtr) -> Result<isize, RetagError> {
-    let hdr = *pool.header(h);
+pub(crate) fn apply(pool: &mut Pool, h: u32, vtr: &Vtr) -> Result<(), RetagError> {
+    let hdr = pool.header(h);
     let start = hdr.data_offset as usize;
     let end = start + hdr.len as usize;
     let raw = pool.raw_mut(h);
@@ -80,46 +64,52 @@ pub(crate) fn apply(pool: &mut Pool, h: u32, vtr: &super::Vtr) -> Result<isize, 
         vtr.pop as usize,
         &vtr.push[..vtr.n as usize],
     )?;
-    // Returns the growth of the packet in bytes (pushed - popped).
     if new < start {
         pool.push_front(h, start - new);
-    } else {
+    } else if new > start {
         pool.pull_front(h, new - start);
     }
-    Ok(start as isize - new as isize)
+    Ok(())
 }
 
 #[inline]
-fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
-    let st = &mut *cx.state;
-    let rx = cx.pool.header(h).rx_port;
-    let (Some(table), Some(main)) = (st.vlan.parent(rx), st.interface(rx)) else {
+#[allow(clippy::too_many_arguments)]
+fn one(
+    pool: &mut Pool,
+    vlan: &VlanState,
+    table: Option<&ParentTable>,
+    main_l2: bool,
+    counters: &mut CounterRun,
+    ifaces: &mut [Option<Interface>],
+    h: u32,
+    rx: SwIfIdx,
+) -> Next {
+    let Some(table) = table else {
         return Next::arc(INPUT_ARC); // no sub-interfaces (any more): the main interface's
     };
-    let l2 = match L2Header::parse(cx.pool.data(h)) {
-        Ok(l2) => l2,
-        Err(e) => return DropReason::from_wire(&e).next(),
+    let key = match read_tags(pool.data(h)) {
+        Ok(k) => k,
+        Err(e) => return DropReason::from_tags(e).next(),
     };
-    let main_l2 = main.service != Service::None;
-    let Some(sw) = table.classify(TagKey::of(&l2), rx, main_l2) else {
+    let Some(sw) = table.classify(key, rx, main_l2) else {
         return DropReason::UnknownVlan.next();
     };
     if sw == rx {
         return Next::arc(INPUT_ARC);
     }
-    let len = cx.pool.header(h).total_len as u64;
-    if let Some(i) = st.interface_mut(sw) {
-        i.counters.rx_packets += 1;
-        i.counters.rx_bytes += len;
-    }
-    cx.pool.header_mut(h).rx_port = sw;
-    let vtr = match st.vlan.sub(sw) {
-        Some(s) => s.ingress,
-        None => return Next::arc(INPUT_ARC),
-    };
-    if !vtr.is_none() {
-        if let Err(e) = apply(cx.pool, h, &vtr) {
-            return DropReason::from_retag(&e).next();
+    let hdr = pool.header_mut(h);
+    hdr.rx_port = sw;
+    counters.add(ifaces, sw, hdr.total_len as u64, false);
+    if let Some(s) = vlan.sub(sw) {
+        if !s.ingress.is_none() {
+            if let Err(e) = apply(pool, h, &s.ingress) {
+                return match e {
+                    RetagError::NoHeadroom { .. } => DropReason::NoHeadroom,
+                    // Classification saw the tags; only a bug gets here.
+                    _ => DropReason::TruncatedVlanTag,
+                }
+                .next();
+            }
         }
     }
     Next::arc(INPUT_ARC)
@@ -136,22 +126,38 @@ impl Node<SwitchState> for VlanInput {
     }
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
+        let SwitchState {
+            vlan, interfaces, ..
+        } = &mut *cx.state;
+        let pool = &mut *cx.pool;
+        let mut counters = CounterRun::default();
+        // The parent's table and L2 mode, looked up once per run of packets from one parent.
+        let mut last: Option<(SwIfIdx, Option<&ParentTable>, bool)> = None;
         for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
-            *n = one(cx, h);
+            let rx = pool.header(h).rx_port;
+            let (table, main_l2) = match last {
+                Some((r, t, l)) if r == rx => (t, l),
+                _ => {
+                    let t = vlan.parent(rx);
+                    let l = interfaces
+                        .get(rx as usize)
+                        .and_then(Option::as_ref)
+                        .is_some_and(|i| i.service != Service::None);
+                    last = Some((rx, t, l));
+                    (t, l)
+                }
+            };
+            *n = one(pool, vlan, table, main_l2, &mut counters, interfaces, h, rx);
         }
+        counters.flush(interfaces, false);
     }
 
     fn trace(&self, pool: &Pool, pkt: u32) -> String {
         let h = pool.header(pkt);
-        let tags = L2Header::parse(pool.data(pkt))
-            .map(|l| {
-                format!(
-                    "vlan {}/{}",
-                    l.outer_vid().unwrap_or(0),
-                    l.inner.map_or(0, |t| t.vid)
-                )
-            })
-            .unwrap_or_else(|e| e.to_string());
+        let tags = match read_tags(pool.data(pkt)) {
+            Ok(k) => format!("vlan {}/{}", k.outer, k.inner),
+            Err(e) => format!("{e:?}"),
+        };
         format!("rx-interface {} {tags} len {}", h.rx_port, h.total_len)
     }
 }

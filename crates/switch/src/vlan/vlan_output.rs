@@ -14,16 +14,15 @@
 //! Next: the `interface-output` arc (on the parent). Drops: `egress-vlan-mismatch` (the filter),
 //! `egress-too-few-tags` (the frame lacks the tags the inverse rewrite pops), `no-headroom`,
 //! `not-a-sub-interface` (enabled on an interface that is not one; a bug guard). Trace:
-//! `tx-interface S -> parent P vlan V/I`.
+//! `tx-interface P vlan V/I len L` (on the parent, after the rewrite).
 
 use vecswitch_buffer::Pool;
 use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
 use vecswitch_wire::vlan::RetagError;
-use vecswitch_wire::L2Header;
 
 use super::vlan_input::apply;
-use super::TagKey;
-use crate::interface::{Service, OUTPUT_ARC};
+use super::{read_tags, CounterRun, ParentTable, SubIf};
+use crate::interface::{Interface, Service, SwIfIdx, OUTPUT_ARC};
 use crate::state::SwitchState;
 
 /// The node's name.
@@ -44,44 +43,37 @@ named_enum! {
 pub struct VlanOutput;
 
 #[inline]
-fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
-    let st = &mut *cx.state;
-    let tx = cx.pool.header(h).tx_port;
-    let Some(sub) = st.vlan.sub(tx).copied() else {
+fn one(
+    pool: &mut Pool,
+    sub: Option<(&SubIf, Option<&ParentTable>, bool)>,
+    counters: &mut CounterRun,
+    ifaces: &mut [Option<Interface>],
+    h: u32,
+    tx: SwIfIdx,
+) -> Next {
+    let Some((sub, table, main_l2)) = sub else {
         return DropReason::NotASubInterface.next();
     };
     if !sub.egress.is_none() {
-        match apply(cx.pool, h, &sub.egress) {
-            Ok(_) => {}
+        match apply(pool, h, &sub.egress) {
+            Ok(()) => {}
             Err(RetagError::NoHeadroom { .. }) => return DropReason::NoHeadroom.next(),
             Err(_) => return DropReason::EgressTooFewTags.next(),
         }
     }
     // The egress filter: would this frame come back in on this sub-interface?
-    let Ok(l2) = L2Header::parse(cx.pool.data(h)) else {
+    let Ok(key) = read_tags(pool.data(h)) else {
         return DropReason::EgressVlanMismatch.next();
     };
-    let main_l2 = st
-        .interface(sub.parent)
-        .is_some_and(|m| m.service != Service::None);
-    let back = st
-        .vlan
-        .parent(sub.parent)
-        .and_then(|t| t.classify(TagKey::of(&l2), sub.parent, main_l2));
-    if back != Some(tx) {
+    if table.and_then(|t| t.classify(key, sub.parent, main_l2)) != Some(tx) {
         return DropReason::EgressVlanMismatch.next();
     }
-    let hdr = cx.pool.header_mut(h);
-    // At most 22 (two tags).
-    hdr.l3_offset = l2.l3_offset as u16;
-    hdr.vlan = l2.outer_vid().unwrap_or(0);
-    hdr.inner_vlan = l2.inner.map_or(0, |t| t.vid);
+    let hdr = pool.header_mut(h);
+    hdr.l3_offset = 14 + 4 * key.count as u16;
+    hdr.vlan = key.outer;
+    hdr.inner_vlan = key.inner;
     hdr.tx_port = sub.parent;
-    let len = hdr.total_len as u64;
-    if let Some(i) = st.interface_mut(tx) {
-        i.counters.tx_packets += 1;
-        i.counters.tx_bytes += len;
-    }
+    counters.add(ifaces, tx, hdr.total_len as u64, true);
     Next::arc(OUTPUT_ARC)
 }
 
@@ -96,9 +88,33 @@ impl Node<SwitchState> for VlanOutput {
     }
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
+        let SwitchState {
+            vlan, interfaces, ..
+        } = &mut *cx.state;
+        let pool = &mut *cx.pool;
+        let mut counters = CounterRun::default();
+        // The sub-interface, its parent's table and L2 mode, once per run of packets.
+        type Found<'a> = Option<(&'a SubIf, Option<&'a ParentTable>, bool)>;
+        let mut last: Option<(SwIfIdx, Found<'_>)> = None;
         for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
-            *n = one(cx, h);
+            let tx = pool.header(h).tx_port;
+            let found = match last {
+                Some((t, f)) if t == tx => f,
+                _ => {
+                    let f = vlan.sub(tx).map(|s| {
+                        let l2 = interfaces
+                            .get(s.parent as usize)
+                            .and_then(Option::as_ref)
+                            .is_some_and(|i| i.service != Service::None);
+                        (s, vlan.parent(s.parent), l2)
+                    });
+                    last = Some((tx, f));
+                    f
+                }
+            };
+            *n = one(pool, found, &mut counters, interfaces, h, tx);
         }
+        counters.flush(interfaces, true);
     }
 
     fn trace(&self, pool: &Pool, pkt: u32) -> String {
