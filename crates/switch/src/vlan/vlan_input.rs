@@ -52,7 +52,7 @@ impl DropReason {
 pub struct VlanInput;
 
 /// Applies `vtr` (pop, then push) to packet `h`'s first buffer; the packet's start moves with it.
-#[inline]
+#[inline(always)]
 pub(crate) fn apply(pool: &mut Pool, h: u32, vtr: &Vtr) -> Result<(), RetagError> {
     let hdr = pool.header(h);
     let start = hdr.data_offset as usize;
