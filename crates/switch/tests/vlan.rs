@@ -763,3 +763,29 @@ proptest! {
         prop_assert_eq!(sw.show_buffers().in_use, 0);
     }
 }
+
+#[test]
+fn a_port_that_takes_a_deleted_parents_index_is_not_its_parent() {
+    let (mut sw, mut peers) = with_ports(2);
+    sw.add_subinterface(&sub("p0", 1, "dot1q 10", "pop 1"))
+        .unwrap();
+    sw.add_xconnect("p1", "p0.1").unwrap();
+    // `delete_port` does not know sub-interfaces: p0 goes, p0.1 stays without a parent.
+    drop(sw.delete_port("p0").unwrap());
+    let (port, peer) = wire("p9");
+    assert_eq!(sw.add_port("p9", port).unwrap(), 0, "p9 takes p0's index");
+    peers[0] = peer;
+    sw.add_xconnect("p9", "p1").unwrap();
+    // p9's tagged frames are its own, untouched (no classification against p0's table) ...
+    let tagged10 = f(&[(Q, 10)]);
+    assert_eq!(
+        only_out(&through(&mut sw, &mut peers, 0, &tagged10)),
+        Some((1, tagged10))
+    );
+    // ... and what goes to the orphan is dropped by name, not sent out of p9.
+    assert_eq!(only_out(&through(&mut sw, &mut peers, 1, &f(&[]))), None);
+    assert_eq!(error_count(&sw, "vlan-output", "no-parent"), 1);
+    sw.delete_xconnect("p1").unwrap();
+    sw.delete_subinterface("p0.1").unwrap();
+    assert!(sw.show_subinterfaces().is_empty());
+}

@@ -122,7 +122,7 @@ impl Switch {
             ingress: Vtr::ingress(&cfg.tag_rewrite),
             egress: Vtr::egress(&cfg.encap, &cfg.tag_rewrite),
         });
-        st.vlan.rebuild(parent);
+        st.vlan.rebuild(parent, &cfg.parent);
         self.set_interface_feature(&cfg.parent, INPUT_ARC, vlan_input::NAME, true)?;
         self.set_interface_feature(&name, OUTPUT_ARC, vlan_output::NAME, true)?;
         Ok(idx as SwIfIdx)
@@ -158,15 +158,23 @@ impl Switch {
             .map(|s| s.parent)
             .expect("a sub-interface has settings");
         self.set_interface_feature(name, OUTPUT_ARC, vlan_output::NAME, false)?;
+        // The parent as the table knows it (it may have been deleted since).
+        let pname = self
+            .state
+            .vlan
+            .parent(parent)
+            .map(|t| t.parent_name.clone())
+            .unwrap_or_default();
         let st = &mut self.state;
         st.interfaces[idx as usize] = None;
         st.vlan.subs[idx as usize] = None;
-        st.vlan.rebuild(parent);
-        if st.vlan.parent(parent).is_none() {
-            let pname = self.iface_name(parent);
-            if self.state.interface(parent).is_some() {
-                self.set_interface_feature(&pname, INPUT_ARC, vlan_input::NAME, false)?;
-            }
+        st.vlan.rebuild(parent, &pname);
+        let same_parent = self
+            .state
+            .interface(parent)
+            .is_some_and(|i| i.name == pname);
+        if self.state.vlan.parent(parent).is_none() && same_parent {
+            self.set_interface_feature(&pname, INPUT_ARC, vlan_input::NAME, false)?;
         }
         Ok(())
     }

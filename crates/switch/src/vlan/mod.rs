@@ -275,6 +275,9 @@ impl CounterRun {
 /// The sub-interfaces of one parent, for classification.
 #[derive(Debug, Clone, Default)]
 pub struct ParentTable {
+    /// The parent's name when the table was built: a port deleted and another added at its index
+    /// is not the parent (`Switch::delete_port` does not know about sub-interfaces).
+    pub parent_name: String,
     dot1q: VidTable,
     dot1ad: VidTable,
     default: Option<SwIfIdx>,
@@ -403,9 +406,26 @@ impl VlanState {
         self.parents.get(p as usize).and_then(Option::as_ref)
     }
 
-    /// Rebuilds parent `p`'s table from the sub-interfaces over it (None when it has none).
-    pub(crate) fn rebuild(&mut self, p: SwIfIdx) {
-        let mut t = ParentTable::default();
+    /// Parent `p`'s table and whether its main interface is in L2 mode (has a service), if `p` is
+    /// still the interface the table was built for.
+    #[inline]
+    pub(crate) fn live_parent<'a>(
+        &'a self,
+        ifaces: &[Option<Interface>],
+        p: SwIfIdx,
+    ) -> Option<(&'a ParentTable, bool)> {
+        let t = self.parent(p)?;
+        let i = ifaces.get(p as usize)?.as_ref()?;
+        (i.name == t.parent_name).then_some((t, i.service != crate::interface::Service::None))
+    }
+
+    /// Rebuilds parent `p`'s table (parent called `name`) from the sub-interfaces over it (None
+    /// when it has none).
+    pub(crate) fn rebuild(&mut self, p: SwIfIdx, name: &str) {
+        let mut t = ParentTable {
+            parent_name: name.to_string(),
+            ..Default::default()
+        };
         let mut any = false;
         for (i, s) in self.subs.iter().enumerate() {
             if let Some(s) = s.as_ref().filter(|s| s.parent == p) {

@@ -20,7 +20,7 @@ use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
 use vecswitch_wire::vlan::{retag, RetagError};
 
 use super::{read_tags, CounterRun, ParentTable, TagError, VlanState, Vtr};
-use crate::interface::{Interface, Service, SwIfIdx, INPUT_ARC};
+use crate::interface::{Interface, SwIfIdx, INPUT_ARC};
 use crate::state::SwitchState;
 
 /// The node's name.
@@ -138,11 +138,10 @@ impl Node<SwitchState> for VlanInput {
             let (table, main_l2) = match last {
                 Some((r, t, l)) if r == rx => (t, l),
                 _ => {
-                    let t = vlan.parent(rx);
-                    let l = interfaces
-                        .get(rx as usize)
-                        .and_then(Option::as_ref)
-                        .is_some_and(|i| i.service != Service::None);
+                    let (t, l) = match vlan.live_parent(interfaces, rx) {
+                        Some((t, l)) => (Some(t), l),
+                        None => (None, false),
+                    };
                     last = Some((rx, t, l));
                     (t, l)
                 }

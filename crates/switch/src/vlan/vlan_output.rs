@@ -13,6 +13,7 @@
 //!
 //! Next: the `interface-output` arc (on the parent). Drops: `egress-vlan-mismatch` (the filter),
 //! `egress-too-few-tags` (the frame lacks the tags the inverse rewrite pops), `no-headroom`,
+//! `no-parent` (the parent port was deleted under the sub-interface),
 //! `not-a-sub-interface` (enabled on an interface that is not one; a bug guard). Trace:
 //! `tx-interface P vlan V/I len L` (on the parent, after the rewrite).
 
@@ -22,7 +23,7 @@ use vecswitch_wire::vlan::RetagError;
 
 use super::vlan_input::apply;
 use super::{read_tags, CounterRun, ParentTable, SubIf};
-use crate::interface::{Interface, Service, SwIfIdx, OUTPUT_ARC};
+use crate::interface::{Interface, SwIfIdx, OUTPUT_ARC};
 use crate::state::SwitchState;
 
 /// The node's name.
@@ -35,6 +36,7 @@ named_enum! {
         EgressTooFewTags = "egress-too-few-tags",
         NoHeadroom = "no-headroom",
         NotASubInterface = "not-a-sub-interface",
+        NoParent = "no-parent",
     }
 }
 
@@ -54,6 +56,9 @@ fn one(
     let Some((sub, table, main_l2)) = sub else {
         return DropReason::NotASubInterface.next();
     };
+    let Some(table) = table else {
+        return DropReason::NoParent.next();
+    };
     if !sub.egress.is_none() {
         match apply(pool, h, &sub.egress) {
             Ok(()) => {}
@@ -65,7 +70,7 @@ fn one(
     let Ok(key) = read_tags(pool.data(h)) else {
         return DropReason::EgressVlanMismatch.next();
     };
-    if table.and_then(|t| t.classify(key, sub.parent, main_l2)) != Some(tx) {
+    if table.classify(key, sub.parent, main_l2) != Some(tx) {
         return DropReason::EgressVlanMismatch.next();
     }
     let hdr = pool.header_mut(h);
@@ -101,13 +106,12 @@ impl Node<SwitchState> for VlanOutput {
             let found = match last {
                 Some((t, f)) if t == tx => f,
                 _ => {
-                    let f = vlan.sub(tx).map(|s| {
-                        let l2 = interfaces
-                            .get(s.parent as usize)
-                            .and_then(Option::as_ref)
-                            .is_some_and(|i| i.service != Service::None);
-                        (s, vlan.parent(s.parent), l2)
-                    });
+                    let f = vlan
+                        .sub(tx)
+                        .map(|s| match vlan.live_parent(interfaces, s.parent) {
+                            Some((t, l2)) => (s, Some(t), l2),
+                            None => (s, None, false),
+                        });
                     last = Some((tx, f));
                     f
                 }
