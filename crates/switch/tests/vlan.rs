@@ -261,6 +261,13 @@ fn every_tag_operation_and_its_inverse_byte_exact() {
         &[(Q, 10)],
         &[(AD, 11)],
     );
+    // S-VLAN translation at an ENNI: the C-tag inside rides along.
+    rewrite_case(
+        "dot1ad 300",
+        "translate 1-1 dot1ad 400",
+        &[(AD, 300), (Q, 10)],
+        &[(AD, 400), (Q, 10)],
+    );
     rewrite_case(
         "dot1q 10",
         "translate 1-2 dot1ad 300 10",
