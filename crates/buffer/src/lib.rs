@@ -12,7 +12,7 @@
 //! never dangle; a stale handle is a logic error caught by the `free` bookkeeping.
 #![forbid(unsafe_code)]
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Bytes reserved in front of received data, for pushing headers (tags, encapsulations).
 pub const HEADROOM: usize = 128;
@@ -99,7 +99,7 @@ impl BufferHeader {
 }
 
 /// Counts shown by `show buffers`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoolStats {
     pub total: u32,
     pub free: u32,

@@ -1,5 +1,5 @@
 //! [`Controller`]: the control plane's state — the running [`Config`] and the way to reach the
-//! dataplane (a [`Worker`]) — and the one path every change takes: [`Controller::set_config`]
+//! switch (a [`Worker`]) — and the one path every change takes: [`Controller::set_config`]
 //! validates the new config whole, refuses `[switch]` changes, diffs it against the running one,
 //! opens new ports before touching the switch, applies the changes on the worker (all or nothing,
 //! see [`crate::apply`]) and only then makes it the running config.
@@ -9,66 +9,82 @@
 //! checked by the same rules as a config file and `show config` always describes the switch. A
 //! `reload` makes the file the truth again: what was added at run time and is not in the file goes.
 
-use crate::apply::{apply_changes, describe, ApplyError, Dataplane, PortFactory};
+use crate::apply::{apply_changes, ApplyError, PortFactory};
 use crate::config::{AdminState, Config, ParseError, StaticMacConfig, XconnectConfig};
 use crate::diff::{check_reloadable, diff, Change};
-use crate::protocol::{Request, Response, ShowWhat};
-use crate::validate::{parse_mac, validate, ValidationErrors};
+use crate::ports::{port_of, PortOpenError};
+use crate::protocol::{Changes, Flushed, Request, Response, ShowWhat, VersionInfo};
+use crate::validate::{validate, ValidationErrors};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{mpsc, Arc, Mutex};
 use vecswitch_ports::Port;
+use vecswitch_switch::{Switch, SwitchError, WorkerGone};
+use vecswitch_wire::EthernetAddress;
 
-/// A closure to run on the dataplane.
-pub type Job = Box<dyn FnOnce(&mut dyn Dataplane) + Send>;
+/// A closure to run on the switch.
+pub type Job = Box<dyn FnOnce(&mut Switch) + Send>;
 
-/// Where the dataplane runs: [`Worker::run`] runs a job on it (for the real switch, on the worker
+/// Where the switch runs: [`Worker::run`] runs a job on it (for a spawned switch, on the worker
 /// thread between poll iterations through `SwitchHandle::call`).
 pub trait Worker: Send + Sync {
-    fn run(&self, job: Job) -> Result<(), String>;
-    /// Whether the dataplane still runs (a worker thread that panicked does not).
+    fn run(&self, job: Job) -> Result<(), WorkerGone>;
+    /// Whether the switch still runs (a worker thread that panicked does not).
     fn is_alive(&self) -> bool {
         true
     }
 }
 
 impl Worker for vecswitch_switch::SwitchHandle {
-    fn run(&self, job: Job) -> Result<(), String> {
-        self.call(move |sw: &mut vecswitch_switch::Switch| job(sw))
-            .map_err(|e| e.to_string())
+    fn run(&self, job: Job) -> Result<(), WorkerGone> {
+        self.call(move |sw: &mut Switch| job(sw))
     }
     fn is_alive(&self) -> bool {
         self.is_running()
     }
 }
 
-/// A dataplane driven in the caller's thread (tests; a switch that is not spawned).
+/// A switch driven in the caller's thread (tests; a switch that is not spawned).
 #[derive(Debug)]
-pub struct Local<D>(pub Mutex<D>);
+pub struct Local(pub Mutex<Switch>);
 
-impl<D: Dataplane + Send> Worker for Local<D> {
-    fn run(&self, job: Job) -> Result<(), String> {
+impl Worker for Local {
+    fn run(&self, job: Job) -> Result<(), WorkerGone> {
         let mut d = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        job(&mut *d);
+        job(&mut d);
         Ok(())
     }
 }
 
 /// Runs `f` on the worker and returns its result.
-pub fn exec<R, F>(w: &dyn Worker, f: F) -> Result<R, String>
+pub fn exec<R, F>(w: &dyn Worker, f: F) -> Result<R, ControlError>
 where
     R: Send + 'static,
-    F: FnOnce(&mut dyn Dataplane) -> R + Send + 'static,
+    F: FnOnce(&mut Switch) -> R + Send + 'static,
 {
     let (tx, rx) = mpsc::sync_channel(1);
-    w.run(Box::new(move |dp| {
-        let _ = tx.send(f(dp));
+    w.run(Box::new(move |sw| {
+        let _ = tx.send(f(sw));
     }))?;
-    rx.recv()
-        .map_err(|_| "the switch worker did not answer".to_string())
+    rx.recv().map_err(|_| ControlError::NoAnswer)
 }
 
-/// Why a change was refused.
+/// A typed answer as JSON.
+pub(crate) fn json<T: serde::Serialize>(v: T) -> Result<serde_json::Value, ControlError> {
+    serde_json::to_value(v).map_err(|e| ControlError::Encode(e.to_string()))
+}
+
+/// Joins names for messages (`a, b`), or `(none)`.
+fn list<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    let v: Vec<&str> = names.collect();
+    if v.is_empty() {
+        "(none)".into()
+    } else {
+        v.join(", ")
+    }
+}
+
+/// Why a request or a change was refused. Each names the field, the value and what is accepted.
 #[derive(Debug, thiserror::Error)]
 pub enum ControlError {
     #[error(transparent)]
@@ -76,14 +92,46 @@ pub enum ControlError {
     #[error(transparent)]
     Invalid(#[from] ValidationErrors),
     #[error("cannot open port: {0} (nothing was changed)")]
-    PortOpen(String),
+    PortOpen(#[source] Box<PortOpenError>),
     #[error(transparent)]
     Apply(#[from] ApplyError),
-    #[error("{0}")]
-    Worker(String),
-    /// A request that names something that does not exist, or asks for what cannot be.
-    #[error("{0}")]
-    Request(String),
+    /// The switch refused a call that is not a config change (show, flush, capture).
+    #[error(transparent)]
+    Switch(#[from] SwitchError),
+    #[error(transparent)]
+    Worker(#[from] WorkerGone),
+    #[error("the switch worker did not answer")]
+    NoAnswer,
+    #[error("cannot encode answer: {0}")]
+    Encode(String),
+    #[error("show {what:?} is answered by the controller, not the dataplane")]
+    NotDataplane { what: ShowWhat },
+    #[error("reload: no path given and the switch was not started from a file")]
+    NoReloadPath,
+    #[error("bridge = {name:?}: the name of a bridge-domain; bridges are: {known}")]
+    NoBridge { name: String, known: String },
+    #[error("port = {name:?}: the name of a port; ports are: {known}")]
+    NoPort { name: String, known: String },
+    #[error("bridge = {bridge:?}: only `show bridge` and `show mac` take a bridge name")]
+    BridgeNotTaken { bridge: String },
+    #[error("file = \"\": a path for the pcap file")]
+    EmptyCaptureFile,
+    #[error("port {port:?} is a member of bridge {bridge:?}; remove it first (bridge member del {bridge} {port})")]
+    PortInBridge { port: String, bridge: String },
+    #[error("port {port:?} is cross-connected; remove the xconnect first (xconnect del ...)")]
+    PortXconnected { port: String },
+    #[error("port = {port:?}: a member of bridge {bridge:?}; its members are: {members}")]
+    NotMember {
+        port: String,
+        bridge: String,
+        members: String,
+    },
+    #[error("from = {from:?}: a port with a cross-connect")]
+    NoXconnect { from: String },
+    #[error("mac = {value:?}: a MAC address like 02:00:00:00:00:01")]
+    BadMac { value: String },
+    #[error("mac = {mac:?}: a static MAC of bridge {bridge:?}")]
+    NoStaticMac { mac: String, bridge: String },
 }
 
 /// The control plane's state. See the module doc.
@@ -107,7 +155,7 @@ impl std::fmt::Debug for Controller {
 }
 
 impl Controller {
-    /// Builds `config` onto an empty dataplane (validating it first).
+    /// Builds `config` onto an empty switch (validating it first).
     pub fn start(
         worker: Box<dyn Worker>,
         factory: Arc<PortFactory>,
@@ -130,7 +178,7 @@ impl Controller {
         Ok(c)
     }
 
-    /// Whether the dataplane's worker still runs.
+    /// Whether the switch's worker still runs.
     pub fn worker_alive(&self) -> bool {
         self.worker.is_alive()
     }
@@ -157,28 +205,26 @@ impl Controller {
         // apply is undone.
         let deletes_ports = changes
             .iter()
-            .any(|c| matches!(c, Change::DeletePort { .. }));
+            .any(|c| matches!(c, Change::Remove(o) if port_of(&**o).is_some()));
         let mut prebuilt: HashMap<String, Box<dyn Port>> = HashMap::new();
         for c in &changes {
-            if let Change::AddPort { port } = c {
-                if self.running.port(port.name()).is_none() {
-                    match (self.factory)(port) {
-                        Ok(p) => {
-                            prebuilt.insert(port.name().to_string(), p);
-                        }
-                        Err(_) if deletes_ports => {}
-                        Err(e) => return Err(ControlError::PortOpen(e)),
+            let Change::Add(o) = c else { continue };
+            let Some(port) = port_of(&**o) else { continue };
+            if self.running.port(port.name()).is_none() {
+                match (self.factory)(port) {
+                    Ok(p) => {
+                        prebuilt.insert(port.name().to_string(), p);
                     }
+                    Err(_) if deletes_ports => {}
+                    Err(e) => return Err(ControlError::PortOpen(Box::new(e))),
                 }
             }
         }
-        let old = self.running.clone();
         let factory = Arc::clone(&self.factory);
         let ch = changes.clone();
-        exec(&*self.worker, move |dp| {
-            apply_changes(dp, &ch, &old, prebuilt, &*factory)
-        })
-        .map_err(ControlError::Worker)??;
+        exec(&*self.worker, move |sw| {
+            apply_changes(sw, &ch, prebuilt, &*factory)
+        })??;
         self.running = new;
         self.applied += changes.len() as u64;
         Ok(changes)
@@ -194,11 +240,8 @@ impl Controller {
     }
 
     fn reload_path(&self, path: Option<PathBuf>) -> Result<PathBuf, ControlError> {
-        path.or_else(|| self.config_path.clone()).ok_or_else(|| {
-            ControlError::Request(
-                "reload: no path given and the switch was not started from a file".into(),
-            )
-        })
+        path.or_else(|| self.config_path.clone())
+            .ok_or(ControlError::NoReloadPath)
     }
 
     /// The changes a reload of `path` would make, checked like a reload, applied not at all.
@@ -209,39 +252,14 @@ impl Controller {
         Ok(diff(&self.running, &new))
     }
 
-    fn known_ports(&self) -> String {
-        let v: Vec<&str> = self.running.ports.iter().map(|p| p.name()).collect();
-        if v.is_empty() {
-            "(none)".into()
-        } else {
-            v.join(", ")
-        }
-    }
-
-    fn known_bridges(&self) -> String {
-        let v: Vec<&str> = self
-            .running
-            .bridges
-            .iter()
-            .map(|b| b.name.as_str())
-            .collect();
-        if v.is_empty() {
-            "(none)".into()
-        } else {
-            v.join(", ")
-        }
-    }
-
     fn bridge_index(&self, name: &str) -> Result<usize, ControlError> {
         self.running
             .bridges
             .iter()
             .position(|b| b.name == name)
-            .ok_or_else(|| {
-                ControlError::Request(format!(
-                    "bridge = {name:?}: the name of a bridge-domain; bridges are: {}",
-                    self.known_bridges()
-                ))
+            .ok_or_else(|| ControlError::NoBridge {
+                name: name.to_string(),
+                known: list(self.running.bridges.iter().map(|b| b.name.as_str())),
             })
     }
 
@@ -249,10 +267,10 @@ impl Controller {
         if self.running.port(name).is_some() {
             Ok(())
         } else {
-            Err(ControlError::Request(format!(
-                "port = {name:?}: the name of a port; ports are: {}",
-                self.known_ports()
-            )))
+            Err(ControlError::NoPort {
+                name: name.to_string(),
+                known: list(self.running.ports.iter().map(|p| p.name())),
+            })
         }
     }
 
@@ -274,96 +292,96 @@ impl Controller {
         }
     }
 
-    fn changed(changes: Vec<Change>) -> serde_json::Value {
-        serde_json::json!({ "changes": changes.iter().map(describe).collect::<Vec<_>>() })
+    fn changed(changes: Vec<Change>) -> Result<serde_json::Value, ControlError> {
+        json(Changes {
+            changes: changes.iter().map(Change::describe).collect(),
+        })
     }
 
     fn handle_inner(&mut self, req: Request) -> Result<serde_json::Value, ControlError> {
         let w = &*self.worker;
-        let done = |r: Result<(), String>| {
-            r.map(|_| serde_json::Value::Null)
-                .map_err(ControlError::Request)
-        };
+        let done = |r: Result<(), ControlError>| r.map(|_| serde_json::Value::Null);
         match req {
             Request::Show {
-                what: ShowWhat::Config, ..
-            } => serde_json::to_value(&self.running).map_err(|e| ControlError::Worker(e.to_string())),
+                what: ShowWhat::Config,
+                ..
+            } => {
+                serde_json::to_value(&self.running).map_err(|e| ControlError::Encode(e.to_string()))
+            }
             Request::Show {
                 what: ShowWhat::Version,
                 ..
-            } => Ok(serde_json::json!({
-                "version": env!("CARGO_PKG_VERSION"),
-                "config": self.config_path.as_ref().map(|p| p.display().to_string()),
-                "uptime_s": self.started.elapsed().as_secs(),
-                "changes_applied": self.applied,
-                "ports": self.running.ports.len(),
-                "bridges": self.running.bridges.len(),
-                "xconnects": self.running.xconnect_directions().len(),
-            })),
+            } => json(VersionInfo {
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                config: self.config_path.as_ref().map(|p| p.display().to_string()),
+                uptime_s: self.started.elapsed().as_secs(),
+                changes_applied: self.applied,
+                ports: self.running.ports.len(),
+                bridges: self.running.bridges.len(),
+                xconnects: self.running.xconnect_directions().len(),
+            }),
             Request::Show { what, bridge } => {
                 if let Some(b) = &bridge {
                     if !matches!(what, ShowWhat::Bridge | ShowWhat::Mac) {
-                        return Err(ControlError::Request(format!(
-                            "bridge = {b:?}: only `show bridge` and `show mac` take a bridge name"
-                        )));
+                        return Err(ControlError::BridgeNotTaken { bridge: b.clone() });
                     }
                 }
-                exec(w, move |dp| dp.show(what, bridge.as_deref()))
-                    .map_err(ControlError::Worker)?
-                    .map_err(ControlError::Request)
+                exec(w, move |sw| {
+                    crate::switch_impl::show(sw, what, bridge.as_deref())
+                })?
             }
-            Request::ClearCounters {} => done(exec(w, |dp| dp.clear_counters())),
-            Request::TraceAdd { count } => done(exec(w, move |dp| dp.trace_add(count))),
-            Request::TraceClear {} => done(exec(w, |dp| dp.trace_clear())),
+            Request::ClearCounters {} => done(exec(w, |sw| sw.clear_counters())),
+            Request::TraceAdd { count } => done(exec(w, move |sw| sw.trace_add(count))),
+            Request::TraceClear {} => done(exec(w, |sw| sw.trace_clear())),
             Request::Capture { port, file, count } => {
                 self.port_must_exist(&port)?;
                 if file.is_empty() {
-                    return Err(ControlError::Request("file = \"\": a path for the pcap file".into()));
+                    return Err(ControlError::EmptyCaptureFile);
                 }
-                exec(w, move |dp| dp.capture(&port, &file, count))
-                    .map_err(ControlError::Worker)?
-                    .map_err(ControlError::Request)
-                    .map(|_| serde_json::Value::Null)
+                exec(w, move |sw| sw.capture(&port, &file, count))??;
+                Ok(serde_json::Value::Null)
             }
             Request::CaptureStop { port } => {
                 self.port_must_exist(&port)?;
-                exec(w, move |dp| dp.capture_stop(&port))
-                    .map_err(ControlError::Worker)?
-                    .map_err(ControlError::Request)
+                let info = exec(w, move |sw| sw.stop_capture(&port))??;
+                json(info)
             }
             Request::MacFlush { bridge, port } => {
                 self.bridge_index(&bridge)?;
-                let n = exec(w, move |dp| dp.flush_mac(&bridge, port.as_deref()))
-                    .map_err(ControlError::Worker)?
-                    .map_err(ControlError::Request)?;
-                Ok(serde_json::json!({ "flushed": n }))
+                let n = exec(w, move |sw| sw.flush_mac(&bridge, port.as_deref()))??;
+                json(Flushed { flushed: n })
             }
-            Request::ReloadPlan { path } => self.plan(path.map(PathBuf::from)).map(Self::changed),
-            Request::Reload { path } => self.reload(path.map(PathBuf::from)).map(Self::changed),
+            Request::ReloadPlan { path } => {
+                self.plan(path.map(PathBuf::from)).and_then(Self::changed)
+            }
+            Request::Reload { path } => {
+                self.reload(path.map(PathBuf::from)).and_then(Self::changed)
+            }
             Request::PortAdd { port } => self
                 .edit(|c, _| {
                     c.ports.push(port);
                     Ok(())
                 })
-                .map(Self::changed),
+                .and_then(Self::changed),
             Request::PortDelete { name } => self
                 .edit(|c, me| {
                     me.port_must_exist(&name)?;
                     if let Some(b) = c.bridges.iter().find(|b| b.ports.contains(&name)) {
-                        return Err(ControlError::Request(format!(
-                            "port {name:?} is a member of bridge {:?}; remove it first (bridge member del {} {name})",
-                            b.name, b.name
-                        )));
+                        return Err(ControlError::PortInBridge {
+                            port: name.clone(),
+                            bridge: b.name.clone(),
+                        });
                     }
-                    if c.xconnect_directions().iter().any(|(f, t)| *f == name || *t == name) {
-                        return Err(ControlError::Request(format!(
-                            "port {name:?} is cross-connected; remove the xconnect first (xconnect del ...)"
-                        )));
+                    if c.xconnect_directions()
+                        .iter()
+                        .any(|(f, t)| *f == name || *t == name)
+                    {
+                        return Err(ControlError::PortXconnected { port: name.clone() });
                     }
                     c.ports.retain(|p| p.name() != name);
                     Ok(())
                 })
-                .map(Self::changed),
+                .and_then(Self::changed),
             Request::PortState { name, up } => self
                 .edit(|c, me| {
                     me.port_must_exist(&name)?;
@@ -372,20 +390,20 @@ impl Controller {
                     }
                     Ok(())
                 })
-                .map(Self::changed),
+                .and_then(Self::changed),
             Request::BridgeAdd { bridge } => self
                 .edit(|c, _| {
                     c.bridges.push(bridge);
                     Ok(())
                 })
-                .map(Self::changed),
+                .and_then(Self::changed),
             Request::BridgeDelete { name } => self
                 .edit(|c, me| {
                     let i = me.bridge_index(&name)?;
                     c.bridges.remove(i);
                     Ok(())
                 })
-                .map(Self::changed),
+                .and_then(Self::changed),
             Request::BridgeMemberAdd { bridge, port } => self
                 .edit(|c, me| {
                     let i = me.bridge_index(&bridge)?;
@@ -393,44 +411,36 @@ impl Controller {
                     c.bridges[i].ports.push(port);
                     Ok(())
                 })
-                .map(Self::changed),
+                .and_then(Self::changed),
             Request::BridgeMemberRemove { bridge, port } => self
                 .edit(|c, me| {
                     let i = me.bridge_index(&bridge)?;
                     let b = &mut c.bridges[i];
                     if !b.ports.contains(&port) {
-                        return Err(ControlError::Request(format!(
-                            "port = {port:?}: a member of bridge {bridge:?}; its members are: {}",
-                            if b.ports.is_empty() {
-                                "(none)".into()
-                            } else {
-                                b.ports.join(", ")
-                            }
-                        )));
+                        return Err(ControlError::NotMember {
+                            port,
+                            bridge,
+                            members: list(b.ports.iter().map(String::as_str)),
+                        });
                     }
                     b.ports.retain(|p| *p != port);
                     // Its static MACs go with it.
                     b.static_mac.retain(|s| s.port != port);
                     Ok(())
                 })
-                .map(Self::changed),
+                .and_then(Self::changed),
             Request::XconnectAdd { from, to, both } => self
                 .edit(|c, me| {
                     me.port_must_exist(&from)?;
                     me.port_must_exist(&to)?;
                     if both {
-                        c.xconnects.push(XconnectConfig {
-                            ports: Some(vec![from, to]),
-                            bidirectional: true,
-                            from: None,
-                            to: None,
-                        });
+                        c.xconnects.push(XconnectConfig::both(&from, &to));
                     } else {
                         c.xconnects.push(XconnectConfig::one_way(&from, &to));
                     }
                     Ok(())
                 })
-                .map(Self::changed),
+                .and_then(Self::changed),
             Request::XconnectDelete { from } => self
                 .edit(|c, _| {
                     let mut found = false;
@@ -451,44 +461,46 @@ impl Controller {
                     if found {
                         Ok(())
                     } else {
-                        Err(ControlError::Request(format!(
-                            "from = {from:?}: a port with a cross-connect"
-                        )))
+                        Err(ControlError::NoXconnect { from })
                     }
                 })
-                .map(Self::changed),
+                .and_then(Self::changed),
             Request::MacAdd { bridge, mac, port } => self
                 .edit(|c, me| {
                     let i = me.bridge_index(&bridge)?;
+                    let mac = parse_mac(&mac)?;
                     c.bridges[i].static_mac.push(StaticMacConfig { mac, port });
                     Ok(())
                 })
-                .map(Self::changed),
+                .and_then(Self::changed),
             Request::MacDelete { bridge, mac } => self
                 .edit(|c, me| {
                     let i = me.bridge_index(&bridge)?;
-                    let m = parse_mac(&mac).ok_or_else(|| {
-                        ControlError::Request(format!("mac = {mac:?}: a MAC address like 02:00:00:00:00:01"))
-                    })?;
+                    let m = parse_mac(&mac)?;
                     let b = &mut c.bridges[i];
                     let before = b.static_mac.len();
-                    b.static_mac.retain(|s| parse_mac(&s.mac) != Some(m));
+                    b.static_mac.retain(|s| s.mac != m);
                     if b.static_mac.len() == before {
-                        return Err(ControlError::Request(format!(
-                            "mac = {mac:?}: a static MAC of bridge {bridge:?}"
-                        )));
+                        return Err(ControlError::NoStaticMac { mac, bridge });
                     }
                     Ok(())
                 })
-                .map(Self::changed),
+                .and_then(Self::changed),
         }
     }
+}
+
+/// A MAC address from a request.
+fn parse_mac(value: &str) -> Result<EthernetAddress, ControlError> {
+    value.parse().map_err(|_| ControlError::BadMac {
+        value: value.to_string(),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::fake::{factory, Fake};
+    use crate::apply::testing::{admin_up, factory, members, snapshot, switch, xconnects};
     use crate::config::{BridgeConfig, PortConfig};
     use crate::protocol::parse_request;
 
@@ -513,15 +525,15 @@ name = "br0"
 ports = ["v0"]
 "#;
 
-    /// A controller on a shared fake dataplane (so the test can look at it).
-    fn start() -> (Controller, Arc<Local<Fake>>) {
-        struct Shared(Arc<Local<Fake>>);
+    /// A controller on a switch in this thread, shared so that the test can look at it.
+    fn start() -> (Controller, Arc<Local>) {
+        struct Shared(Arc<Local>);
         impl Worker for Shared {
-            fn run(&self, job: Job) -> Result<(), String> {
+            fn run(&self, job: Job) -> Result<(), WorkerGone> {
                 self.0.run(job)
             }
         }
-        let local = Arc::new(Local(Mutex::new(Fake::default())));
+        let local = Arc::new(Local(Mutex::new(switch())));
         let c = Controller::start(
             Box::new(Shared(Arc::clone(&local))),
             Arc::from(factory()),
@@ -536,22 +548,22 @@ ports = ["v0"]
         c.handle(parse_request(line).unwrap())
     }
 
-    fn snapshot(l: &Local<Fake>) -> String {
-        l.0.lock().unwrap().snapshot()
+    fn snap(l: &Local) -> String {
+        snapshot(&l.0.lock().unwrap(), true)
     }
 
     #[test]
     fn start_builds_the_config() {
         let (c, l) = start();
         assert_eq!(c.running().ports.len(), 3);
-        let f = l.0.lock().unwrap();
-        assert_eq!(f.ports.len(), 3);
-        assert_eq!(f.xconnects.len(), 2);
+        let sw = l.0.lock().unwrap();
+        assert_eq!(sw.show_ports().len(), 3);
+        assert_eq!(xconnects(&sw).len(), 2);
     }
 
     #[test]
     fn invalid_start_is_refused() {
-        let local = Local(Mutex::new(Fake::default()));
+        let local = Local(Mutex::new(switch()));
         let mut cfg = Config::from_toml(BASE, "t").unwrap();
         cfg.bridges[0].ports.push("p0".into());
         let e = Controller::start(Box::new(local), Arc::from(factory()), cfg, None).unwrap_err();
@@ -572,22 +584,22 @@ ports = ["v0"]
         );
         assert!(r.ok, "{r:?}");
         assert_eq!(r.data.unwrap()["changes"][0], "add port v1 to bridge br0");
-        assert!(l.0.lock().unwrap().bridges["br0"].1.contains("v1"));
+        assert!(members(&l.0.lock().unwrap(), "br0").contains(&"v1".to_string()));
         // p0 is in an xconnect: refused by the same rule as in a file, nothing changes.
-        let before = snapshot(&l);
+        let before = snap(&l);
         let r = req(
             &mut c,
             r#"{"cmd":"bridge_member_add","bridge":"br0","port":"p0"}"#,
         );
         assert!(!r.ok);
         assert!(r.error.as_ref().unwrap().contains("xconnect[0]"), "{r:?}");
-        assert_eq!(snapshot(&l), before);
+        assert_eq!(snap(&l), before);
         let r = req(
             &mut c,
             r#"{"cmd":"bridge_member_remove","bridge":"br0","port":"v1"}"#,
         );
         assert!(r.ok, "{r:?}");
-        assert!(!l.0.lock().unwrap().bridges["br0"].1.contains("v1"));
+        assert!(!members(&l.0.lock().unwrap(), "br0").contains(&"v1".to_string()));
     }
 
     #[test]
@@ -612,10 +624,10 @@ ports = ["v0"]
         let (mut c, l) = start();
         let r = req(&mut c, r#"{"cmd":"xconnect_delete","from":"p0"}"#);
         assert!(r.ok, "{r:?}");
-        let f = l.0.lock().unwrap();
-        assert_eq!(f.xconnects.len(), 1);
-        assert_eq!(f.xconnects.get("p1").map(String::as_str), Some("p0"));
-        drop(f);
+        assert_eq!(
+            xconnects(&l.0.lock().unwrap()),
+            vec![("p1".to_string(), "p0".to_string())]
+        );
         assert_eq!(
             c.running().xconnect_directions(),
             vec![("p1".to_string(), "p0".to_string())]
@@ -632,7 +644,7 @@ ports = ["v0"]
             r#"{"cmd":"mac_add","bridge":"br0","mac":"02:00:00:00:00:07","port":"v0"}"#,
         );
         assert!(r.ok, "{r:?}");
-        assert_eq!(l.0.lock().unwrap().macs.len(), 1);
+        assert_eq!(l.0.lock().unwrap().show_mac(None).unwrap().len(), 1);
         let r = req(
             &mut c,
             r#"{"cmd":"mac_add","bridge":"br0","mac":"ff:ff:ff:ff:ff:ff","port":"v0"}"#,
@@ -643,7 +655,7 @@ ports = ["v0"]
             r#"{"cmd":"mac_delete","bridge":"br0","mac":"02:00:00:00:00:07"}"#,
         );
         assert!(r.ok, "{r:?}");
-        assert!(l.0.lock().unwrap().macs.is_empty());
+        assert!(l.0.lock().unwrap().show_mac(None).unwrap().is_empty());
         let r = c.handle(Request::BridgeAdd {
             bridge: BridgeConfig::new("br1"),
         });
@@ -654,19 +666,25 @@ ports = ["v0"]
         assert!(r.error.unwrap().contains("bridge[2].name = \"br1\""));
         let r = req(&mut c, r#"{"cmd":"bridge_delete","name":"br1"}"#);
         assert!(r.ok, "{r:?}");
-        assert!(!l.0.lock().unwrap().bridges.contains_key("br1"));
+        assert!(!l
+            .0
+            .lock()
+            .unwrap()
+            .show_bridges()
+            .iter()
+            .any(|b| b.name == "br1"));
     }
 
     #[test]
     fn port_open_failure_changes_nothing() {
         let (mut c, l) = start();
-        let before = snapshot(&l);
+        let before = snap(&l);
         let r = req(
             &mut c,
             r#"{"cmd":"port_add","port":{"type":"af_packet","name":"bad1","interface":"veth5"}}"#,
         );
         assert!(r.error.unwrap().contains("cannot open bad1"));
-        assert_eq!(snapshot(&l), before);
+        assert_eq!(snap(&l), before);
         assert!(c.running().port("bad1").is_none());
     }
 
@@ -691,7 +709,7 @@ ports = ["v0"]
             r.data.unwrap()["changes"],
             serde_json::json!(["add af_packet port v9"])
         );
-        let before = snapshot(&l);
+        let before = snap(&l);
         let running = c.running().clone();
         let bad = dir.join("bad.toml");
         std::fs::write(
@@ -715,7 +733,7 @@ ports = ["v0"]
             path: Some(bad.display().to_string()),
         });
         assert!(r.error.unwrap().contains("bridge[0].ports[1]"));
-        assert_eq!(snapshot(&l), before);
+        assert_eq!(snap(&l), before);
         assert_eq!(c.running(), &running);
         // No path: the last good file.
         let r = c.handle(Request::Reload { path: None });
@@ -728,7 +746,7 @@ ports = ["v0"]
             serde_json::json!(["delete port v9"])
         );
         assert!(c.running().port("v9").is_some());
-        assert!(l.0.lock().unwrap().ports.contains_key("v9"));
+        assert!(l.0.lock().unwrap().port_stats("v9").is_ok());
         let r = c.handle(Request::ReloadPlan {
             path: Some(bad.display().to_string()),
         });
@@ -752,7 +770,15 @@ ports = ["v0"]
         assert_eq!(r.data.unwrap().as_array().unwrap().len(), 3);
         let r = req(&mut c, r#"{"cmd":"trace_add","count":5}"#);
         assert!(r.ok);
-        assert_eq!(l.0.lock().unwrap().traced, 5);
+        {
+            // The trace is armed: a frame received on v0 is traced.
+            let mut sw = l.0.lock().unwrap();
+            let h = sw.pool_mut().alloc().unwrap();
+            let frame = vecswitch_switch::testing::frame64([2, 0, 0, 0, 0, 2], [2, 0, 0, 0, 0, 1]);
+            assert!(sw.pool_mut().write_packet(h, &frame));
+            sw.inject(2, &[h]);
+            assert!(!sw.show_trace().is_empty());
+        }
         let r = req(&mut c, r#"{"cmd":"show","what":"config"}"#);
         let back: Config = serde_json::from_value(r.data.unwrap()).unwrap();
         assert_eq!(&back, c.running());
@@ -763,7 +789,7 @@ ports = ["v0"]
             .contains("only `show bridge` and `show mac`"));
         let r = req(&mut c, r#"{"cmd":"port_state","name":"p0","up":false}"#);
         assert!(r.ok);
-        assert!(!l.0.lock().unwrap().ports["p0"].1);
+        assert!(!admin_up(&l.0.lock().unwrap(), "p0"));
         assert_eq!(
             c.running().port("p0").map(PortConfig::admin),
             Some(AdminState::Down)

@@ -25,6 +25,7 @@ pub mod ports;
 mod proptests;
 pub mod protocol;
 pub mod render;
+pub mod sections;
 pub mod server;
 pub mod switch_impl;
 pub mod validate;

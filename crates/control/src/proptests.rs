@@ -1,15 +1,21 @@
 //! Property tests: for any two valid configs A and B, building A and then applying `diff(A, B)`
-//! gives the same dataplane as building B directly, and ports whose backend did not change are
-//! the same objects; any string sent as a request or a config gets an answer, never a panic.
+//! gives the same switch as building B directly, and ports whose backend did not change are the
+//! same objects; the generic diff never adds an object before what it depends on nor removes one
+//! while something still depends on it; any string sent as a request or a config gets an answer,
+//! never a panic.
 
 use crate::apply::apply_changes;
-use crate::apply::fake::{factory, Fake};
+use crate::apply::testing::{factory, serial, snapshot, switch, xconnects};
 use crate::config::*;
 use crate::diff::diff;
+use crate::diff::Change;
 use crate::protocol::parse_request;
 use crate::validate::validate;
 use proptest::prelude::*;
+use std::collections::BTreeSet;
 use std::collections::HashMap;
+use vecswitch_switch::object::ObjectKey;
+use vecswitch_switch::Switch;
 
 const PORTS: [&str; 4] = ["p0", "p1", "p2", "p3"];
 
@@ -101,7 +107,7 @@ fn arb_config() -> impl Strategy<Value = Config> {
             for (i, m) in macs {
                 for b in bridges.iter_mut() {
                     if b.ports.iter().any(|p| p == PORTS[i]) {
-                        let mac = format!("02:00:00:00:00:0{m}");
+                        let mac = format!("02:00:00:00:00:0{m}").parse().unwrap();
                         if !b.static_mac.iter().any(|s| s.mac == mac) {
                             b.static_mac.push(StaticMacConfig {
                                 mac,
@@ -122,27 +128,67 @@ fn arb_config() -> impl Strategy<Value = Config> {
         .prop_filter("valid", |c| validate(c).is_ok())
 }
 
-/// The dataplane state without port identities.
-fn shape(f: &Fake) -> String {
-    let ports: Vec<String> = f
-        .ports
-        .iter()
-        .map(|(n, (_, up))| format!("{n}:{up}"))
-        .collect();
-    format!("{ports:?} {:?} {:?} {:?}", f.bridges, f.xconnects, f.macs)
+/// The switch's state without port identities.
+fn shape(sw: &Switch) -> String {
+    format!("{} {:?}", snapshot(sw, false), xconnects(sw))
 }
 
-fn build(c: &Config) -> Fake {
-    let mut f = Fake::default();
+fn build(c: &Config) -> Switch {
+    let mut sw = switch();
     apply_changes(
-        &mut f,
+        &mut sw,
         &diff(&Config::default(), c),
-        &Config::default(),
         HashMap::new(),
         &*factory(),
     )
     .unwrap();
-    f
+    sw
+}
+
+/// Runs `changes` on a model that holds only object keys, starting from the objects of `from`:
+/// every addition finds what it depends on, every removal leaves nothing depending on it, no key is
+/// added twice or removed when absent. Answers the keys at the end.
+fn check_order(from: &Config, changes: &[Change]) -> Result<BTreeSet<ObjectKey>, String> {
+    let mut present: BTreeSet<ObjectKey> = crate::sections::objects(from)
+        .iter()
+        .map(|o| o.key())
+        .collect();
+    let mut deps: HashMap<ObjectKey, Vec<ObjectKey>> = crate::sections::objects(from)
+        .iter()
+        .map(|o| (o.key(), o.depends_on()))
+        .collect();
+    for c in changes {
+        let o = c.object();
+        let k = o.key();
+        match c {
+            Change::Add(_) => {
+                if let Some(d) = o.depends_on().into_iter().find(|d| !present.contains(d)) {
+                    return Err(format!("{c} before {d}"));
+                }
+                if !present.insert(k.clone()) {
+                    return Err(format!("{c}: {k} is there already"));
+                }
+                deps.insert(k, o.depends_on());
+            }
+            Change::Remove(_) => {
+                if let Some((user, _)) = deps
+                    .iter()
+                    .find(|(u, d)| present.contains(*u) && d.contains(&k))
+                {
+                    return Err(format!("{c} while {user} depends on it"));
+                }
+                if !present.remove(&k) {
+                    return Err(format!("{c}: {k} is not there"));
+                }
+            }
+            Change::Modify { .. } => {
+                if !present.contains(&k) {
+                    return Err(format!("{c}: {k} is not there"));
+                }
+            }
+        }
+    }
+    Ok(present)
 }
 
 proptest! {
@@ -150,24 +196,43 @@ proptest! {
 
     #[test]
     fn diff_then_apply_equals_building_the_new_config(a in arb_config(), b in arb_config()) {
-        let mut f = build(&a);
+        let mut sw = build(&a);
         let serials: HashMap<String, u64> =
-            f.ports.iter().map(|(n, (p, _))| (n.clone(), p.stats().rx_packets)).collect();
+            a.ports.iter().map(|p| (p.name().to_string(), serial(&sw, p.name()))).collect();
         let changes = diff(&a, &b);
-        apply_changes(&mut f, &changes, &a, HashMap::new(), &*factory())
+        apply_changes(&mut sw, &changes, HashMap::new(), &*factory())
             .map_err(|e| TestCaseError::fail(format!("{e}\n{changes:#?}")))?;
-        prop_assert_eq!(shape(&f), shape(&build(&b)));
+        prop_assert_eq!(shape(&sw), shape(&build(&b)));
         for p in &b.ports {
             if let Some(old) = a.port(p.name()) {
                 if old.same_backend(p) {
-                    prop_assert_eq!(f.ports[p.name()].0.stats().rx_packets, serials[p.name()], "{} re-created", p.name());
+                    prop_assert_eq!(serial(&sw, p.name()), serials[p.name()], "{} re-created", p.name());
                 }
             }
         }
         // And the way back.
         let back = diff(&b, &a);
-        apply_changes(&mut f, &back, &b, HashMap::new(), &*factory()).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        prop_assert_eq!(shape(&f), shape(&build(&a)));
+        apply_changes(&mut sw, &back, HashMap::new(), &*factory()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(shape(&sw), shape(&build(&a)));
+    }
+
+    #[test]
+    fn generic_diff_respects_dependencies_and_reaches_the_new_objects(a in arb_config(), b in arb_config()) {
+        let changes = diff(&a, &b);
+        let end = check_order(&a, &changes).map_err(|e| TestCaseError::fail(format!("{e}\n{changes:#?}")))?;
+        let want: BTreeSet<ObjectKey> = crate::sections::objects(&b).iter().map(|o| o.key()).collect();
+        prop_assert_eq!(end, want);
+        // Nothing unchanged is touched: an object equal in both configs is in a change only if
+        // something it depends on is (a re-created port's memberships and cross-connects).
+        let old = crate::sections::objects(&a);
+        let changed: BTreeSet<ObjectKey> = changes.iter().map(|c| c.object().key()).collect();
+        for n in crate::sections::objects(&b) {
+            let k = n.key();
+            let unchanged = old.iter().any(|o| o.key() == k && o.same(&*n));
+            if unchanged && changed.contains(&k) {
+                prop_assert!(n.depends_on().iter().any(|d| changed.contains(d)), "{} touched: {:#?}", k, changes);
+            }
+        }
     }
 
     #[test]

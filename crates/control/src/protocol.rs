@@ -181,6 +181,33 @@ impl Response {
     }
 }
 
+/// The answer to `show version`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionInfo {
+    pub version: String,
+    /// The config file the switch runs from, if any.
+    pub config: Option<String>,
+    pub uptime_s: u64,
+    /// Changes applied since start (the initial build included).
+    pub changes_applied: u64,
+    pub ports: usize,
+    pub bridges: usize,
+    /// Cross-connect directions.
+    pub xconnects: usize,
+}
+
+/// The answer to a request that changes the config (and to `reload_plan`): the changes, described.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Changes {
+    pub changes: Vec<String>,
+}
+
+/// The answer to `mac_flush`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Flushed {
+    pub flushed: usize,
+}
+
 /// A request line that could not be understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("bad request: {0}")]

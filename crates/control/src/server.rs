@@ -282,7 +282,7 @@ pub fn request(path: &Path, req: &Request, timeout: Duration) -> Result<Response
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::fake::{factory, Fake};
+    use crate::apply::testing::{factory, switch};
     use crate::config::Config;
     use crate::controller::Local;
     use crate::protocol::ShowWhat;
@@ -321,7 +321,7 @@ mod tests {
         )
         .unwrap();
         let c = Controller::start(
-            Box::new(Local(Mutex::new(Fake::default()))),
+            Box::new(Local(Mutex::new(switch()))),
             Arc::from(factory()),
             cfg,
             None,

@@ -1,135 +1,63 @@
-//! [`Dataplane`] for the real switch (`vecswitch_switch::Switch`): each call maps to the switch's
-//! control API and its `SwitchError` becomes the message.
+//! `show` on the real switch: each [`ShowWhat`] maps to the switch's typed `show_*` method, whose
+//! `Serialize` value is the JSON answer (the CLI reads it back into the same types to print it,
+//! see [`crate::render`]).
 
-use crate::apply::Dataplane;
-use crate::diff::BridgeSettingsConfig;
+use crate::controller::{json, ControlError};
 use crate::protocol::ShowWhat;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use vecswitch_ports::Port;
-use vecswitch_switch::{BridgeSettings, Switch};
+use vecswitch_switch::{ServiceInfo, Switch, SwitchError};
 
-fn settings(s: &BridgeSettingsConfig) -> BridgeSettings {
-    BridgeSettings {
-        learn: s.learn,
-        forward: s.forward,
-        flood: s.flood,
-        uu_flood: s.uu_flood,
-        mac_age_s: s.mac_age,
-        mac_limit: s.mac_limit,
-    }
+/// One line of `show xconnect`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct XconnectInfo {
+    pub from: String,
+    pub to: String,
 }
 
-fn json<T: serde::Serialize>(v: T) -> Result<Value, String> {
-    serde_json::to_value(v).map_err(|e| format!("cannot encode answer: {e}"))
+/// `show xconnect`: every directed cross-connect.
+pub fn show_xconnects(sw: &Switch) -> Vec<XconnectInfo> {
+    sw.show_ports()
+        .into_iter()
+        .filter_map(|p| match p.service {
+            ServiceInfo::Xconnect { to } => Some(XconnectInfo { from: p.name, to }),
+            _ => None,
+        })
+        .collect()
 }
 
-impl Dataplane for Switch {
-    fn add_port(&mut self, name: &str, port: Box<dyn Port>) -> Result<(), String> {
-        Switch::add_port(self, name, port)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    }
-    fn delete_port(&mut self, name: &str) -> Result<Box<dyn Port>, String> {
-        Switch::delete_port(self, name).map_err(|e| e.to_string())
-    }
-    fn set_port_admin(&mut self, name: &str, up: bool) -> Result<(), String> {
-        Switch::set_port_admin(self, name, up).map_err(|e| e.to_string())
-    }
-    fn add_bridge(&mut self, name: &str, s: &BridgeSettingsConfig) -> Result<(), String> {
-        Switch::add_bridge(self, name, settings(s))
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    }
-    fn delete_bridge(&mut self, name: &str) -> Result<(), String> {
-        Switch::delete_bridge(self, name).map_err(|e| e.to_string())
-    }
-    fn set_bridge_settings(&mut self, name: &str, s: &BridgeSettingsConfig) -> Result<(), String> {
-        Switch::set_bridge_settings(self, name, settings(s)).map_err(|e| e.to_string())
-    }
-    fn add_bridge_member(&mut self, bridge: &str, port: &str) -> Result<(), String> {
-        Switch::add_bridge_member(self, bridge, port).map_err(|e| e.to_string())
-    }
-    fn remove_bridge_member(&mut self, bridge: &str, port: &str) -> Result<(), String> {
-        Switch::remove_bridge_member(self, bridge, port).map_err(|e| e.to_string())
-    }
-    fn add_xconnect(&mut self, from: &str, to: &str) -> Result<(), String> {
-        Switch::add_xconnect(self, from, to).map_err(|e| e.to_string())
-    }
-    fn delete_xconnect(&mut self, from: &str) -> Result<(), String> {
-        Switch::delete_xconnect(self, from).map_err(|e| e.to_string())
-    }
-    fn add_static_mac(&mut self, bridge: &str, mac: [u8; 6], port: &str) -> Result<(), String> {
-        Switch::add_static_mac(self, bridge, mac, port).map_err(|e| e.to_string())
-    }
-    fn delete_static_mac(&mut self, bridge: &str, mac: [u8; 6]) -> Result<(), String> {
-        Switch::delete_static_mac(self, bridge, mac).map_err(|e| e.to_string())
-    }
-    fn flush_mac(&mut self, bridge: &str, port: Option<&str>) -> Result<usize, String> {
-        Switch::flush_mac(self, bridge, port).map_err(|e| e.to_string())
-    }
-    fn show(&mut self, what: ShowWhat, bridge: Option<&str>) -> Result<Value, String> {
-        match what {
-            ShowWhat::Ports => json(self.show_ports()),
-            ShowWhat::Bridge => {
-                let mut b = self.show_bridges();
-                if let Some(name) = bridge {
-                    b.retain(|x| x.name == name);
-                    if b.is_empty() {
-                        return Err(format!(
-                            "no bridge named `{name}`; bridges are: {}",
-                            list(self.show_bridges().into_iter().map(|b| b.name))
-                        ));
+/// `show WHAT [BRIDGE]` as JSON.
+pub fn show(sw: &mut Switch, what: ShowWhat, bridge: Option<&str>) -> Result<Value, ControlError> {
+    match what {
+        ShowWhat::Ports => json(sw.show_ports()),
+        ShowWhat::Bridge => {
+            let mut b = sw.show_bridges();
+            if let Some(name) = bridge {
+                b.retain(|x| x.name == name);
+                if b.is_empty() {
+                    let known: Vec<String> =
+                        sw.show_bridges().into_iter().map(|b| b.name).collect();
+                    return Err(SwitchError::NoBridge {
+                        name: name.to_string(),
+                        known: if known.is_empty() {
+                            "(none)".into()
+                        } else {
+                            known.join(", ")
+                        },
                     }
+                    .into());
                 }
-                json(b)
             }
-            ShowWhat::Mac => json(self.show_mac(bridge).map_err(|e| e.to_string())?),
-            ShowWhat::Xconnect => {
-                let x: Vec<Value> = self
-                    .show_ports()
-                    .into_iter()
-                    .filter_map(|p| match p.service {
-                        vecswitch_switch::ServiceInfo::Xconnect { to } => {
-                            Some(serde_json::json!({"from": p.name, "to": to}))
-                        }
-                        _ => None,
-                    })
-                    .collect();
-                Ok(Value::Array(x))
-            }
-            ShowWhat::Runtime => json(self.show_runtime()),
-            ShowWhat::Errors => json(self.show_errors()),
-            ShowWhat::Buffers => json(self.show_buffers()),
-            ShowWhat::Trace => json(self.show_trace()),
-            // Answered by the controller from the running config, never by the dataplane.
-            ShowWhat::Config | ShowWhat::Version => {
-                Err("answered by the controller, not the dataplane".into())
-            }
+            json(b)
         }
-    }
-    fn clear_counters(&mut self) {
-        Switch::clear_counters(self)
-    }
-    fn trace_add(&mut self, count: u32) {
-        Switch::trace_add(self, count)
-    }
-    fn trace_clear(&mut self) {
-        Switch::trace_clear(self)
-    }
-    fn capture(&mut self, port: &str, file: &str, count: Option<u64>) -> Result<(), String> {
-        Switch::capture(self, port, file, count).map_err(|e| e.to_string())
-    }
-    fn capture_stop(&mut self, port: &str) -> Result<Value, String> {
-        json(Switch::stop_capture(self, port).map_err(|e| e.to_string())?)
-    }
-}
-
-fn list(names: impl Iterator<Item = String>) -> String {
-    let v: Vec<String> = names.collect();
-    if v.is_empty() {
-        "(none)".into()
-    } else {
-        v.join(", ")
+        ShowWhat::Mac => json(sw.show_mac(bridge)?),
+        ShowWhat::Xconnect => json(show_xconnects(sw)),
+        ShowWhat::Runtime => json(sw.show_runtime()),
+        ShowWhat::Errors => json(sw.show_errors()),
+        ShowWhat::Buffers => json(sw.show_buffers()),
+        ShowWhat::Trace => json(sw.show_trace()),
+        // Answered by the controller from the running config, never by the dataplane.
+        ShowWhat::Config | ShowWhat::Version => Err(ControlError::NotDataplane { what }),
     }
 }
 
@@ -137,7 +65,7 @@ fn list(names: impl Iterator<Item = String>) -> String {
 mod tests {
     //! The controller driving the real switch (in this thread, with do-nothing ports): the order
     //! of changes from `diff` is one the switch accepts, and a rejected change leaves `show` equal.
-    use crate::apply::fake::factory;
+    use crate::apply::testing::factory;
     use crate::config::{Config, PortConfig};
     use crate::controller::{Controller, Local};
     use crate::protocol::{Request, ShowWhat};

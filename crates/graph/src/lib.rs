@@ -35,7 +35,7 @@
 
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use vecswitch_buffer::{flags, BufferHeader, Pool, FRAME_SIZE};
 
 /// Index of a node in its graph.
@@ -263,7 +263,7 @@ pub enum GraphError {
 }
 
 /// Per-node counters, as `show runtime` prints them.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct NodeRuntime {
     pub name: String,
     pub calls: u64,
@@ -281,7 +281,7 @@ pub struct NodeRuntime {
 }
 
 /// One drop-reason (or other node) counter, as `show errors` prints it.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ErrorCount {
     pub node: String,
     pub reason: String,
@@ -289,7 +289,7 @@ pub struct ErrorCount {
 }
 
 /// One step of a traced packet.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct TraceStep {
     /// Trace number of the packet (1-based, in order of arrival; a clone has its original's).
     pub packet: u32,

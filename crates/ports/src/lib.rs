@@ -29,11 +29,11 @@ pub mod pcap;
 pub mod shm;
 pub mod vhost_user;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use vecswitch_buffer::Pool;
 
 /// Counters every port keeps, as `show ports` prints them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PortStats {
     pub rx_packets: u64,
     pub rx_bytes: u64,
@@ -46,7 +46,7 @@ pub struct PortStats {
 }
 
 /// Link state of a port.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LinkState {
     Up,

@@ -12,12 +12,12 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use vecswitch_buffer::Pool;
 use vecswitch_ports::pcap::{now_ns, PcapError, PcapWriter};
 
 /// `show ports`' view of a capture.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CaptureInfo {
     pub path: String,
     /// Frames written so far.

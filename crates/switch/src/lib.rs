@@ -29,6 +29,7 @@ pub mod feature;
 pub mod interface;
 pub mod l2;
 pub mod mtu;
+pub mod object;
 pub mod runtime;
 pub mod state;
 pub mod testing;

@@ -13,7 +13,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use vecswitch_buffer::{Pool, PoolStats, FRAME_SIZE};
 use vecswitch_graph::{ArcId, ErrorCount, Graph, NodeId, NodeRuntime, TraceStep};
 use vecswitch_ports::{LinkState, Port, PortStats};
@@ -60,7 +60,7 @@ pub const AGE_STEP_INTERVAL_NS: u64 = 1_000_000;
 const MAX_PORTS: usize = u16::MAX as usize;
 
 /// Counters of the poll loop, in `show runtime`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct LoopStats {
     /// Poll iterations.
     pub polls: u64,
@@ -83,7 +83,7 @@ pub struct LoopStats {
 }
 
 /// `show runtime`: per-node counters and the poll loop's.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RuntimeInfo {
     pub nodes: Vec<NodeRuntime>,
     #[serde(rename = "loop")]
@@ -93,7 +93,7 @@ pub struct RuntimeInfo {
 }
 
 /// A port's service as `show ports` prints it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum ServiceInfo {
     None,
@@ -102,7 +102,7 @@ pub enum ServiceInfo {
 }
 
 /// One line of `show ports`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PortInfo {
     pub index: u16,
     pub name: String,

@@ -3,7 +3,7 @@
 //! interfaces (a port's main interface is named as the port). Every mutating call checks everything
 //! first and changes nothing when it returns an error.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{format_mac, is_group, Bridge, BridgeSettings};
 use crate::error::{list, SwitchError};
@@ -15,7 +15,7 @@ use crate::state::BdIdx;
 const MAX_BRIDGES: usize = u16::MAX as usize - 1;
 
 /// One bridge of `show bridges`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BridgeInfo {
     pub index: u16,
     pub name: String,
@@ -28,7 +28,7 @@ pub struct BridgeInfo {
 }
 
 /// One line of `show mac`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MacEntry {
     pub bridge: String,
     pub mac: String,

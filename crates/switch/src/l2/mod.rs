@@ -17,6 +17,7 @@
 //!                                 └──────────────────► l2-fwd ─► l2-flood ┘  (copies emitted into the graph)
 //! ```
 
+pub mod config;
 pub mod control;
 pub mod l2_flood;
 pub mod l2_fwd;
