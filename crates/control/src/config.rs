@@ -60,6 +60,13 @@ pub struct Config {
     /// E-LAN bridge-domains (`[[bridge]]`).
     #[serde(default, rename = "bridge")]
     pub bridges: Vec<BridgeConfig>,
+    /// VLAN sub-interfaces (`[[subinterface]]`, `vecswitch_switch::vlan`).
+    #[serde(
+        default,
+        rename = "subinterface",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub subinterfaces: Vec<vecswitch_switch::vlan::SubInterfaceConfig>,
 }
 
 /// `[switch]`: settings fixed for the life of the process (a reload cannot change them).

@@ -8,6 +8,7 @@ use crate::config::Config;
 use crate::ports;
 use vecswitch_switch::l2::config as l2;
 use vecswitch_switch::object::{Obj, Validation};
+use vecswitch_switch::vlan::config as vlan;
 
 /// One config section.
 #[derive(Debug, Clone, Copy)]
@@ -26,6 +27,11 @@ pub const SECTIONS: &[Section] = &[
         key: "port",
         validate: |c, v| ports::validate_ports(&c.ports, v),
         objects: |c, o| ports::port_objects(&c.ports, o),
+    },
+    Section {
+        key: "subinterface",
+        validate: |c, v| vlan::validate_subinterfaces(&c.subinterfaces, v),
+        objects: |c, o| vlan::subinterface_objects(&c.subinterfaces, o),
     },
     Section {
         key: "xconnect",

@@ -27,6 +27,7 @@
 //! A single priority tag (VID 0) matches no VLAN: such a frame goes to `default` if there is one,
 //! else to the untagged slot (VPP clears the one-tag match flag for VID 0).
 
+pub mod config;
 pub mod control;
 pub mod encap;
 pub mod testing;
