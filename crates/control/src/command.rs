@@ -13,6 +13,7 @@
 //! bridge del NAME
 //! bridge member add|del BRIDGE PORT
 //! xconnect add FROM TO [--both] | xconnect del FROM
+//! subinterface add PARENT ID ENCAP [tag-rewrite REWRITE] | subinterface del NAME
 //! mac add BRIDGE MAC PORT | mac del BRIDGE MAC | mac flush BRIDGE [PORT]
 //! reload [--dry-run] [FILE]
 //! ```
@@ -34,6 +35,7 @@ pub const USAGE: &str = "commands:
   bridge del NAME
   bridge member add|del BRIDGE PORT
   xconnect add FROM TO [--both] | xconnect del FROM
+  subinterface add PARENT ID ENCAP [tag-rewrite REWRITE] | subinterface del NAME
   mac add BRIDGE MAC PORT | mac del BRIDGE MAC | mac flush BRIDGE [PORT]
   reload [--dry-run] [FILE]";
 
@@ -90,6 +92,32 @@ fn port_add(w: &[&str]) -> Result<Request, String> {
     Ok(Request::PortAdd { port })
 }
 
+/// `subinterface add PARENT ID ENCAP... [tag-rewrite REWRITE...]`, the words as VPP writes them:
+/// `subinterface add uni0 10 dot1q 10 exact-match tag-rewrite push dot1ad 300`.
+fn subinterface_add(w: &[&str]) -> Result<Request, String> {
+    const USE: &str = "subinterface add PARENT ID ENCAP [tag-rewrite REWRITE]";
+    if w.len() < 5 {
+        return Err(format!("`{}`: expected `{USE}`", w.join(" ")));
+    }
+    let id = num("id", w[3], "a sub-interface number, 0..=4294967295")?;
+    let rest = &w[4..];
+    let (encap, rewrite) = match rest.iter().position(|&x| x == "tag-rewrite") {
+        Some(i) => (rest[..i].join(" "), rest[i + 1..].join(" ")),
+        None => (rest.join(" "), "disable".to_string()),
+    };
+    let sub = vecswitch_switch::vlan::SubInterfaceConfig {
+        parent: w[2].to_string(),
+        id,
+        encap: encap
+            .parse()
+            .map_err(|e| format!("subinterface add: {e}"))?,
+        tag_rewrite: rewrite
+            .parse()
+            .map_err(|e| format!("subinterface add: {e}"))?,
+    };
+    Ok(Request::SubinterfaceAdd { sub })
+}
+
 fn bridge_add(w: &[&str]) -> Result<Request, String> {
     if w.len() < 3 {
         return Err("`bridge add`: expected `bridge add NAME [options]`".into());
@@ -129,6 +157,7 @@ fn show(w: &[&str]) -> Result<Request, String> {
         "bridge-domain" | "bridges" => Some(ShowWhat::Bridge),
         "l2fib" | "macs" => Some(ShowWhat::Mac),
         "xconnects" => Some(ShowWhat::Xconnect),
+        "sub-interfaces" | "subinterface" | "sub-interface" => Some(ShowWhat::Subinterfaces),
         "error" => Some(ShowWhat::Errors),
         _ => ShowWhat::from_word(word),
     }
@@ -214,6 +243,11 @@ pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, String> {
                 to: w[3].into(),
                 both,
             })
+        }
+        ("subinterface" | "sub-interface", "add") => subinterface_add(&w),
+        ("subinterface" | "sub-interface", "del" | "delete") => {
+            arity(&w, 3, "subinterface del NAME")?;
+            Ok(Request::SubinterfaceDelete { name: w[2].into() })
         }
         ("xconnect", "del" | "delete") => {
             arity(&w, 3, "xconnect del FROM")?;

@@ -465,6 +465,28 @@ impl Controller {
                     }
                 })
                 .and_then(Self::changed),
+            Request::SubinterfaceAdd { sub } => self
+                .edit(|c, me| {
+                    me.port_must_exist(&sub.parent)?;
+                    c.subinterfaces.push(sub);
+                    Ok(())
+                })
+                .and_then(Self::changed),
+            Request::SubinterfaceDelete { name } => self
+                .edit(|c, _| {
+                    let before = c.subinterfaces.len();
+                    c.subinterfaces.retain(|s| s.name() != name);
+                    if c.subinterfaces.len() == before {
+                        return Err(SwitchError::InvalidValue {
+                            field: "sub-interface",
+                            value: format!("{name:?}"),
+                            accepted: "the name of a sub-interface in the running config, `<parent>.<id>`",
+                        }
+                        .into());
+                    }
+                    Ok(())
+                })
+                .and_then(Self::changed),
             Request::MacAdd { bridge, mac, port } => self
                 .edit(|c, me| {
                     let i = me.bridge_index(&bridge)?;

@@ -37,12 +37,14 @@ pub enum ShowWhat {
     Config,
     /// Version, config file, uptime, changes applied.
     Version,
+    /// VLAN sub-interfaces: parent, encap, tag rewrite, service, counters.
+    Subinterfaces,
 }
 
 impl ShowWhat {
     /// Every accepted value, for error messages and help.
     pub const ALL: &'static str =
-        "ports, bridge, mac, xconnect, runtime, errors, buffers, trace, config, version";
+        "ports, bridge, mac, xconnect, runtime, errors, buffers, trace, config, version, subinterfaces";
 
     /// Parses a word as `ctl show WORD` takes it.
     pub fn from_word(w: &str) -> Option<ShowWhat> {
@@ -120,6 +122,14 @@ pub enum Request {
     /// Removes the cross-connect whose receive side is `from`.
     XconnectDelete {
         from: String,
+    },
+    /// Adds a VLAN sub-interface (`[[subinterface]]`).
+    SubinterfaceAdd {
+        sub: vecswitch_switch::vlan::SubInterfaceConfig,
+    },
+    /// Deletes sub-interface `name` (`<parent>.<id>`).
+    SubinterfaceDelete {
+        name: String,
     },
     MacAdd {
         bridge: String,

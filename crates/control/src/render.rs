@@ -13,6 +13,7 @@ use serde_json::Value;
 use vecswitch_buffer::PoolStats;
 use vecswitch_graph::{ErrorCount, TraceStep};
 use vecswitch_ports::LinkState;
+use vecswitch_switch::vlan::control::SubInterfaceInfo;
 use vecswitch_switch::{BridgeInfo, CaptureInfo, MacEntry, PortInfo, RuntimeInfo, ServiceInfo};
 
 /// Column alignment.
@@ -216,6 +217,32 @@ fn macs(ms: &[MacEntry]) -> String {
     format!("{}{} entries\n", t.render(), ms.len())
 }
 
+fn subinterfaces(ss: &[SubInterfaceInfo]) -> String {
+    let mut t = Table::new(&[
+        ("Name", L),
+        ("Parent", L),
+        ("Encap", L),
+        ("Tag-rewrite", L),
+        ("State", L),
+        ("Service", L),
+        ("Rx packets", R),
+        ("Tx packets", R),
+    ]);
+    for s in ss {
+        t.row(vec![
+            s.name.clone(),
+            s.parent.clone(),
+            s.encap.clone(),
+            s.tag_rewrite.clone(),
+            if s.admin_up { "up" } else { "down" }.to_string(),
+            s.service.clone(),
+            s.rx_packets.to_string(),
+            s.tx_packets.to_string(),
+        ]);
+    }
+    t.render()
+}
+
 fn xconnects(xs: &[XconnectInfo]) -> String {
     let mut t = Table::new(&[("From", L), ("To", L)]);
     for x in xs {
@@ -367,6 +394,9 @@ pub fn render(req: &Request, data: &Value) -> String {
             ShowWhat::Trace => typed::<Vec<TraceStep>>(data).map(|v| trace(&v)),
             ShowWhat::Config => typed::<Config>(data).and_then(|v| config(&v)),
             ShowWhat::Version => typed::<VersionInfo>(data).map(|v| version(&v)),
+            ShowWhat::Subinterfaces => {
+                typed::<Vec<SubInterfaceInfo>>(data).map(|v| subinterfaces(&v))
+            }
         },
         Request::CaptureStop { .. } => typed::<CaptureInfo>(data).map(|v| capture_stopped(&v)),
         Request::MacFlush { .. } => {

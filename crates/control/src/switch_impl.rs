@@ -56,6 +56,7 @@ pub fn show(sw: &mut Switch, what: ShowWhat, bridge: Option<&str>) -> Result<Val
         ShowWhat::Errors => json(sw.show_errors()),
         ShowWhat::Buffers => json(sw.show_buffers()),
         ShowWhat::Trace => json(sw.show_trace()),
+        ShowWhat::Subinterfaces => json(sw.show_subinterfaces()),
         // Answered by the controller from the running config, never by the dataplane.
         ShowWhat::Config | ShowWhat::Version => Err(ControlError::NotDataplane { what }),
     }

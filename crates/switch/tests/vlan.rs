@@ -135,9 +135,9 @@ fn classification_follows_vpps_order() {
     }
     let subs = sw.show_subinterfaces();
     assert_eq!(subs.len(), 6);
-    let rx: Vec<u64> = subs.iter().map(|s| s.counters.rx_packets).collect();
+    let rx: Vec<u64> = subs.iter().map(|s| s.rx_packets).collect();
     assert_eq!(rx, [1, 1, 1, 1, 2, 5]);
-    let tx: Vec<u64> = subs.iter().map(|s| s.counters.tx_packets).collect();
+    let tx: Vec<u64> = subs.iter().map(|s| s.tx_packets).collect();
     assert_eq!(tx, [0; 6], "nothing was sent on them");
 
     // Without `default`, tagged frames nobody matches go to the main interface, which is in L2
@@ -201,13 +201,9 @@ fn rewrite_case(encap: &str, rewrite: &str, in_tags: &[(u16, u16)], out_tags: &[
         "{what}: egress inverse"
     );
     let s = &sw.show_subinterfaces()[0];
+    assert_eq!((s.rx_packets, s.tx_packets), (1, 1), "{what}");
     assert_eq!(
-        (s.counters.rx_packets, s.counters.tx_packets),
-        (1, 1),
-        "{what}"
-    );
-    assert_eq!(
-        (s.counters.rx_bytes, s.counters.tx_bytes),
+        (s.rx_bytes, s.tx_bytes),
         (a.len() as u64, a.len() as u64),
         "{what}: bytes as received and as sent (the sub-interface's own tags)"
     );

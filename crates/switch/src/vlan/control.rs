@@ -2,7 +2,7 @@
 //! their tag rewrite and list them. Every call checks everything first and changes nothing when it
 //! returns an error.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{
     vlan_input, vlan_output, Duplicate, Encap, SubIf, SubInterfaceConfig, TagRewrite, Vtr,
@@ -20,7 +20,7 @@ const MAX_INTERFACES: usize = u16::MAX as usize - 1;
 const POP_ACCEPTED: &str = "a rewrite that pops at most the tags the encap gives values for: `pop 1` and `translate 1-N` need `dot1q|dot1ad N` (with or without an inner tag), `pop 2` and `translate 2-N` need `dot1q|dot1ad N inner-dot1q M`; `default`, `untagged` and `inner-dot1q any` inner tags cannot be popped";
 
 /// One line of `show subinterfaces`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubInterfaceInfo {
     pub index: SwIfIdx,
     pub name: String,
@@ -31,7 +31,12 @@ pub struct SubInterfaceInfo {
     pub admin_up: bool,
     /// `none`, `xconnect to X`, `member of bridge B`.
     pub service: String,
-    pub counters: InterfaceCounters,
+    /// Frames classified to it (counted by `vlan-input`, before the rewrite).
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    /// Frames it handed to its parent (counted by `vlan-output`, after the rewrite).
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
 }
 
 /// Checks that `rewrite` pops no more tags than `encap` has values for.
@@ -217,7 +222,10 @@ impl Switch {
                 tag_rewrite: s.rewrite.to_string(),
                 admin_up: f.admin_up,
                 service: self.describe_service(f.service),
-                counters: f.counters,
+                rx_packets: f.counters.rx_packets,
+                rx_bytes: f.counters.rx_bytes,
+                tx_packets: f.counters.tx_packets,
+                tx_bytes: f.counters.tx_bytes,
             })
             .collect()
     }
