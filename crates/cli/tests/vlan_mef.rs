@@ -278,6 +278,15 @@ fn ctl_adds_shows_and_deletes_sub_interfaces_and_refuses_bad_ones_whole() {
     assert!(e.contains("invalid encap \"dot1q 5000\": accepted"), "{e}");
     assert_eq!(ctl(&mut c, "show subinterfaces").unwrap(), before);
 
+    // Services name sub-interfaces like ports.
+    ctl(&mut c, "xconnect add uni0.20 enni0 --both").unwrap();
+    assert!(ctl(&mut c, "show xconnect").unwrap().contains("uni0.20"));
+    assert!(
+        ctl(&mut c, "subinterface del uni0.20").is_err(),
+        "in use by the xconnect"
+    );
+    ctl(&mut c, "xconnect del uni0.20").unwrap();
+    ctl(&mut c, "xconnect del enni0").unwrap();
     ctl(&mut c, "subinterface del uni0.20").unwrap();
     assert!(!ctl(&mut c, "show subinterfaces")
         .unwrap()

@@ -264,7 +264,9 @@ impl Controller {
     }
 
     fn port_must_exist(&self, name: &str) -> Result<(), ControlError> {
-        if self.running.port(name).is_some() {
+        // A sub-interface (`[[subinterface]]`) is an interface services may name, like a port.
+        let sub = || self.running.subinterfaces.iter().any(|s| s.name() == name);
+        if self.running.port(name).is_some() || sub() {
             Ok(())
         } else {
             Err(ControlError::NoPort {
