@@ -13,6 +13,7 @@
 //! bridge del NAME
 //! bridge member add|del BRIDGE PORT
 //! xconnect add FROM TO [--both] | xconnect del FROM
+//! subinterface add PARENT ID ENCAP [tag-rewrite REWRITE] | subinterface del NAME
 //! mac add BRIDGE MAC PORT | mac del BRIDGE MAC | mac flush BRIDGE [PORT]
 //! reload [--dry-run] [FILE]
 //! save [FILE]
@@ -36,6 +37,7 @@ pub const USAGE: &str = "commands:
   bridge del NAME
   bridge member add|del BRIDGE PORT
   xconnect add FROM TO [--both] | xconnect del FROM
+  subinterface add PARENT ID ENCAP [tag-rewrite REWRITE] | subinterface del NAME
   mac add BRIDGE MAC PORT | mac del BRIDGE MAC | mac flush BRIDGE [PORT]
   reload [--dry-run] [FILE]
   save [FILE]                          (the running config as TOML; default: the file the switch runs from)";
@@ -97,6 +99,9 @@ pub enum CommandError {
     MissingValue { opt: &'static str },
     #[error("`{given}`: only `show bridge` and `show mac` take one more word (a bridge name)")]
     ShowArgument { given: String },
+    /// The encapsulation or tag rewrite of `subinterface add` does not parse (the parser names it).
+    #[error("subinterface add: {0}")]
+    Subinterface(String),
     #[error("unknown command `{0}`")]
     Unknown(String),
 }
@@ -160,6 +165,35 @@ fn port_add(w: &[&str]) -> Result<Request, CommandError> {
     let port = PortConfig::deserialize(toml::Value::Table(t))
         .map_err(|e| CommandError::PortTable(e.to_string().trim().to_string()))?;
     Ok(Request::PortAdd { port })
+}
+
+/// `subinterface add PARENT ID ENCAP... [tag-rewrite REWRITE...]`, the words as VPP writes them:
+/// `subinterface add uni0 10 dot1q 10 exact-match tag-rewrite push dot1ad 300`.
+fn subinterface_add(w: &[&str]) -> Result<Request, CommandError> {
+    const USE: &str = "subinterface add PARENT ID ENCAP [tag-rewrite REWRITE]";
+    if w.len() < 5 {
+        return Err(CommandError::Usage {
+            given: w.join(" "),
+            usage: USE,
+        });
+    }
+    let id = num("id", w[3], "a sub-interface number, 0..=4294967295")?;
+    let rest = &w[4..];
+    let (encap, rewrite) = match rest.iter().position(|&x| x == "tag-rewrite") {
+        Some(i) => (rest[..i].join(" "), rest[i + 1..].join(" ")),
+        None => (rest.join(" "), "disable".to_string()),
+    };
+    let sub = vecswitch_switch::vlan::SubInterfaceConfig {
+        parent: w[2].to_string(),
+        id,
+        encap: encap
+            .parse()
+            .map_err(|e| CommandError::Subinterface(format!("{e}")))?,
+        tag_rewrite: rewrite
+            .parse()
+            .map_err(|e| CommandError::Subinterface(format!("{e}")))?,
+    };
+    Ok(Request::SubinterfaceAdd { sub })
 }
 
 fn bridge_add(w: &[&str]) -> Result<Request, CommandError> {
@@ -303,6 +337,11 @@ pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, CommandError
                 to: w[3].into(),
                 both,
             })
+        }
+        ("subinterface" | "sub-interface", "add") => subinterface_add(&w),
+        ("subinterface" | "sub-interface", "del" | "delete") => {
+            arity(&w, 3, "subinterface del NAME")?;
+            Ok(Request::SubinterfaceDelete { name: w[2].into() })
         }
         ("xconnect", "del" | "delete") => {
             arity(&w, 3, "xconnect del FROM")?;

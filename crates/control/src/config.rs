@@ -69,6 +69,13 @@ pub struct Config {
     /// Routing: interface addresses, routes, static neighbours (`[ip]`).
     #[serde(default)]
     pub ip: vecswitch_switch::ip::config::IpConfig,
+    /// VLAN sub-interfaces (`[[subinterface]]`, `vecswitch_switch::vlan`).
+    #[serde(
+        default,
+        rename = "subinterface",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub subinterfaces: Vec<vecswitch_switch::vlan::SubInterfaceConfig>,
 }
 
 /// `[switch]`: settings fixed for the life of the process (a reload cannot change them).

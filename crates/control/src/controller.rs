@@ -313,7 +313,9 @@ impl Controller {
     }
 
     fn port_must_exist(&self, name: &str) -> Result<(), ControlError> {
-        if self.running.port(name).is_some() {
+        // A sub-interface (`[[subinterface]]`) is an interface services may name, like a port.
+        let sub = || self.running.subinterfaces.iter().any(|s| s.name() == name);
+        if self.running.port(name).is_some() || sub() {
             Ok(())
         } else {
             Err(ControlError::NoPort {
@@ -512,6 +514,28 @@ impl Controller {
                     } else {
                         Err(ControlError::NoXconnect { from })
                     }
+                })
+                .and_then(Self::changed),
+            Request::SubinterfaceAdd { sub } => self
+                .edit(|c, me| {
+                    me.port_must_exist(&sub.parent)?;
+                    c.subinterfaces.push(sub);
+                    Ok(())
+                })
+                .and_then(Self::changed),
+            Request::SubinterfaceDelete { name } => self
+                .edit(|c, _| {
+                    let before = c.subinterfaces.len();
+                    c.subinterfaces.retain(|s| s.name() != name);
+                    if c.subinterfaces.len() == before {
+                        return Err(SwitchError::InvalidValue {
+                            field: "sub-interface",
+                            value: format!("{name:?}"),
+                            accepted: "the name of a sub-interface in the running config, `<parent>.<id>`",
+                        }
+                        .into());
+                    }
+                    Ok(())
                 })
                 .and_then(Self::changed),
             Request::MacAdd { bridge, mac, port } => self

@@ -180,6 +180,14 @@ pub enum Request {
     XconnectDelete {
         from: String,
     },
+    /// Adds a VLAN sub-interface (`[[subinterface]]`).
+    SubinterfaceAdd {
+        sub: vecswitch_switch::vlan::SubInterfaceConfig,
+    },
+    /// Deletes sub-interface `name` (`<parent>.<id>`).
+    SubinterfaceDelete {
+        name: String,
+    },
     MacAdd {
         bridge: String,
         mac: String,

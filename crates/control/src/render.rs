@@ -15,6 +15,7 @@ use vecswitch_graph::{ErrorCount, TraceStep};
 use vecswitch_ports::LinkState;
 use vecswitch_switch::bond::control::{BondInfo, LacpMemberInfo};
 use vecswitch_switch::interface::InterfaceKind;
+use vecswitch_switch::vlan::control::SubInterfaceInfo;
 use vecswitch_switch::{
     BridgeInfo, CaptureInfo, InterfaceInfo, MacEntry, PortInfo, RuntimeInfo, ServiceInfo,
 };
@@ -284,6 +285,32 @@ fn macs(ms: &[MacEntry]) -> String {
         ]);
     }
     format!("{}{} entries\n", t.render(), ms.len())
+}
+
+pub(crate) fn subinterfaces(ss: &[SubInterfaceInfo]) -> String {
+    let mut t = Table::new(&[
+        ("Name", L),
+        ("Parent", L),
+        ("Encap", L),
+        ("Tag-rewrite", L),
+        ("State", L),
+        ("Service", L),
+        ("Rx packets", R),
+        ("Tx packets", R),
+    ]);
+    for s in ss {
+        t.row(vec![
+            s.name.clone(),
+            s.parent.clone(),
+            s.encap.clone(),
+            s.tag_rewrite.clone(),
+            if s.admin_up { "up" } else { "down" }.to_string(),
+            s.service.clone(),
+            s.rx_packets.to_string(),
+            s.tx_packets.to_string(),
+        ]);
+    }
+    t.render()
 }
 
 fn xconnects(xs: &[XconnectInfo]) -> String {

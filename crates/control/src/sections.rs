@@ -22,6 +22,8 @@ use vecswitch_switch::ip::config as ip;
 use vecswitch_switch::l2::config as l2;
 use vecswitch_switch::mtu;
 use vecswitch_switch::object::{EditError, Obj, Validation};
+use vecswitch_switch::vlan::config as vlan;
+use vecswitch_switch::vlan::control::SubInterfaceInfo;
 use vecswitch_switch::{InterfaceInfo, Switch};
 
 /// One config section.
@@ -46,6 +48,11 @@ pub const SECTIONS: &[Section] = &[
         key: "bond",
         validate: |c, v| vecswitch_switch::bond::config::validate_bonds(&c.bonds, v),
         objects: |c, o| vecswitch_switch::bond::config::bond_objects(&c.bonds, o),
+    },
+    Section {
+        key: "subinterface",
+        validate: |c, v| vlan::validate_subinterfaces(&c.subinterfaces, v),
+        objects: |c, o| vlan::subinterface_objects(&c.subinterfaces, o),
     },
     Section {
         key: "xconnect",
@@ -111,6 +118,13 @@ pub const SHOWS: &[Show] = &[
         help: "LACP per bond member: actor, partner, machine states, LACPDU counters",
         run: |sw| json(sw.show_lacp()),
         render: |v| typed::<Vec<LacpMemberInfo>>(v).map(|m| crate::render::lacp(&m)),
+    },
+    Show {
+        word: "subinterfaces",
+        aliases: &["sub-interfaces", "subinterface", "sub-interface"],
+        help: "VLAN sub-interfaces: parent, encapsulation, tag rewrite, service, counters",
+        run: |sw| json(sw.show_subinterfaces()),
+        render: |v| typed::<Vec<SubInterfaceInfo>>(v).map(|s| crate::render::subinterfaces(&s)),
     },
 ];
 

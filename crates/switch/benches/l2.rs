@@ -5,11 +5,15 @@
 //! One iteration is one `Switch::poll_once` receiving a full vector of 256 packets; criterion
 //! reports time per packet through `Throughput::Elements`.
 //!
-//! `cargo bench -p vecswitch-switch --bench l2`
+//! Group `vlan`: the untagged cross-connect beside tagged ones (dot1q pop 1, dot1q push 1, dot1ad
+//! translate 2-2; `vlan::testing`).
+//!
+//! `cargo bench -p vecswitch-switch --bench l2` (`-- vlan` for that group alone)
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::time::Duration;
 use vecswitch_switch::testing::{bridge_switch, xconnect_switch};
+use vecswitch_switch::vlan::testing::{vlan_switch, Case};
 use vecswitch_switch::Switch;
 
 fn poll(sw: &mut Switch) -> usize {
@@ -43,5 +47,23 @@ fn l2(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, l2);
+/// Tagged cross-connects (VLAN sub-interfaces, tag rewrite) beside the untagged one, same shape.
+fn vlan(c: &mut Criterion) {
+    let mut g = c.benchmark_group("vlan");
+    g.sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    g.throughput(Throughput::Elements(256));
+    let mut sw = xconnect_switch(None);
+    g.bench_function("untagged-xconnect", |b| b.iter(|| poll(&mut sw)));
+    for (case, name) in Case::ALL {
+        let mut sw = vlan_switch(case, None);
+        g.bench_function(name, |b| b.iter(|| poll(&mut sw)));
+        let e = sw.show_errors();
+        assert!(e.is_empty(), "{name}: every frame forwarded: {e:?}");
+    }
+    g.finish();
+}
+
+criterion_group!(benches, l2, vlan);
 criterion_main!(benches);

@@ -79,6 +79,8 @@ pub struct SwitchState {
     /// Packets `interface-output` has sent, freed by the worker after the dispatch (so that the
     /// trace can still read them).
     pub tx_done: Vec<u32>,
+    /// VLAN sub-interfaces and their parents' classification tables.
+    pub vlan: crate::vlan::VlanState,
 }
 
 impl SwitchState {
@@ -96,6 +98,7 @@ impl SwitchState {
             rx_runs: VecDeque::with_capacity(64),
             rx_ns: 0,
             tx_done: Vec::with_capacity(1024),
+            vlan: Default::default(),
         }
     }
 

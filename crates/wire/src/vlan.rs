@@ -355,6 +355,121 @@ impl core::fmt::Display for L2Header {
     }
 }
 
+// ----- tag stack rewrite ---------------------------------------------------------------------------
+
+/// Why [`retag`] could not rewrite a frame's tag stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RetagError {
+    /// The frame is shorter than its addresses and the tags to pop.
+    #[error("frame of {len} bytes is too short for {need} bytes of addresses and tags to pop")]
+    Truncated {
+        /// Bytes of the frame.
+        len: usize,
+        /// Bytes needed: 12 of addresses plus 4 per popped tag plus the 2-byte type after them.
+        need: usize,
+    },
+    /// The frame has fewer tags than asked to pop.
+    #[error("frame has {have} VLAN tags, {need} to pop")]
+    TooFewTags {
+        /// Tags found (TPIDs 0x8100, 0x88a8, 0x9100) where the tags to pop should be.
+        have: usize,
+        /// Tags asked to pop.
+        need: usize,
+    },
+    /// Not enough room in front of the frame for the tags to push.
+    #[error("{have} bytes of headroom, {need} needed to push the tags")]
+    NoHeadroom {
+        /// Bytes in front of the frame.
+        have: usize,
+        /// Bytes the push needs.
+        need: usize,
+    },
+}
+
+/// Counts the VLAN tags (up to `max`) at the start of an Ethernet frame (TPIDs 0x8100, 0x88a8,
+/// 0x9100 where the EtherType would be, IEEE 802.1Q-2018 §9.6), stopping where the frame ends.
+#[inline]
+pub fn count_tags(frame: &[u8], max: usize) -> usize {
+    let mut n = 0;
+    while n < max {
+        match frame.get(12 + 4 * n..14 + 4 * n) {
+            Some(t) if EtherType(be16(t)).is_vlan_tpid() => n += 1,
+            _ => break,
+        }
+    }
+    n
+}
+
+/// Rewrites the tag stack of the frame that starts at `buf[start..]`: removes its first `pop` tags
+/// and puts `push` (outermost first) in their place, moving the 12 address bytes so that nothing
+/// else of the frame moves. Returns where the frame now starts in `buf` (earlier when more tags are
+/// pushed than popped, using the room before `start`; later when fewer).
+///
+/// This is the byte work of VPP's tag rewrite (`l2_vtr.h`, `l2_vtr_process`): pop N then push M,
+/// with translate N-M being both. The pushed tags are written whole (TPID and TCI as given).
+///
+/// Errors (nothing changed): [`RetagError::TooFewTags`] when the frame's type field after fewer
+/// than `pop` tags is not a TPID, [`RetagError::Truncated`] when the frame ends before its
+/// addresses, the tags to pop and the type after them, [`RetagError::NoHeadroom`] when `start` leaves no room for the extra tags.
+#[inline]
+pub fn retag(
+    buf: &mut [u8],
+    start: usize,
+    pop: usize,
+    push: &[L2Tag],
+) -> core::result::Result<usize, RetagError> {
+    let frame = buf.get(start..).unwrap_or(&[]);
+    let need = 14 + 4 * pop;
+    let have = count_tags(frame, pop);
+    // Too few tags when the frame shows a non-TPID type after its last tag; truncated when it
+    // ends before the tags to pop and the type after them.
+    if have < pop && frame.len() >= 14 + 4 * have {
+        return Err(RetagError::TooFewTags { have, need: pop });
+    }
+    if frame.len() < need {
+        return Err(RetagError::Truncated {
+            len: frame.len(),
+            need,
+        });
+    }
+    // The frame's tags end (and the kept part begins) at `end`; the new header is
+    // addresses + pushed tags right before it.
+    let end = start + 12 + 4 * pop;
+    let new_len = 12 + 4 * push.len();
+    if end < new_len {
+        return Err(RetagError::NoHeadroom {
+            have: start,
+            need: new_len - 12 - 4 * pop,
+        });
+    }
+    let new_start = end - new_len;
+    if new_start != start {
+        // Through a fixed-size copy: no memmove call for 12 bytes.
+        let mut addr = [0u8; 12];
+        addr.copy_from_slice(&buf[start..start + 12]);
+        buf[new_start..new_start + 12].copy_from_slice(&addr);
+    }
+    let mut at = new_start + 12;
+    for tag in push {
+        buf[at..at + 2].copy_from_slice(&tag.tpid.0.to_be_bytes());
+        buf[at + 2..at + 4].copy_from_slice(&tag.tci().to_be_bytes());
+        at += 4;
+    }
+    Ok(new_start)
+}
+
+impl L2Tag {
+    /// A tag with PCP 0, DEI clear: what a tag push writes (VPP pushes the configured TCI whole).
+    pub const fn new(tpid: EtherType, vid: u16) -> L2Tag {
+        L2Tag {
+            tpid,
+            pcp: 0,
+            dei: false,
+            vid,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -624,5 +739,157 @@ mod tests {
                 prop_assert_eq!(&out[..], &f[..h.header_len()]);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod retag_tests {
+    use super::*;
+
+    const DST: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
+    const SRC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
+    const PAYLOAD: [u8; 4] = [0x08, 0x00, 0xde, 0xad];
+
+    /// Headroom of 16, then DST SRC, then `tags` (TPID, VID), then PAYLOAD.
+    fn frame(tags: &[(u16, u16)]) -> (Vec<u8>, usize) {
+        let mut v = vec![0xee; 16];
+        v.extend_from_slice(&DST);
+        v.extend_from_slice(&SRC);
+        for &(tpid, vid) in tags {
+            v.extend_from_slice(&tpid.to_be_bytes());
+            v.extend_from_slice(&vid.to_be_bytes());
+        }
+        v.extend_from_slice(&PAYLOAD);
+        (v, 16)
+    }
+
+    fn expect(tags: &[(u16, u16)]) -> Vec<u8> {
+        frame(tags).0[16..].to_vec()
+    }
+
+    fn tag(tpid: u16, vid: u16) -> L2Tag {
+        L2Tag::new(EtherType(tpid), vid)
+    }
+
+    #[test]
+    fn pop_one_and_two() {
+        let (mut b, s) = frame(&[(0x8100, 10)]);
+        let n = retag(&mut b, s, 1, &[]).unwrap();
+        assert_eq!(n, 20);
+        assert_eq!(&b[n..], &expect(&[])[..]);
+
+        let (mut b, s) = frame(&[(0x88a8, 100), (0x8100, 20)]);
+        let n = retag(&mut b, s, 1, &[]).unwrap();
+        assert_eq!(&b[n..], &expect(&[(0x8100, 20)])[..]);
+
+        let (mut b, s) = frame(&[(0x88a8, 100), (0x8100, 20)]);
+        let n = retag(&mut b, s, 2, &[]).unwrap();
+        assert_eq!(n, 24);
+        assert_eq!(&b[n..], &expect(&[])[..]);
+    }
+
+    #[test]
+    fn push_one_and_two_use_the_headroom() {
+        let (mut b, s) = frame(&[]);
+        let n = retag(&mut b, s, 0, &[tag(0x8100, 10)]).unwrap();
+        assert_eq!(n, 12);
+        assert_eq!(&b[n..], &expect(&[(0x8100, 10)])[..]);
+
+        let (mut b, s) = frame(&[(0x8100, 20)]);
+        let n = retag(&mut b, s, 0, &[tag(0x88a8, 100), tag(0x8100, 7)]).unwrap();
+        assert_eq!(n, 8);
+        assert_eq!(
+            &b[n..],
+            &expect(&[(0x88a8, 100), (0x8100, 7), (0x8100, 20)])[..]
+        );
+    }
+
+    #[test]
+    fn translations_keep_the_frame_in_place_or_shift_by_the_difference() {
+        // 1-1
+        let (mut b, s) = frame(&[(0x8100, 10)]);
+        let n = retag(&mut b, s, 1, &[tag(0x88a8, 11)]).unwrap();
+        assert_eq!(n, s);
+        assert_eq!(&b[n..], &expect(&[(0x88a8, 11)])[..]);
+        // 1-2
+        let (mut b, s) = frame(&[(0x8100, 10)]);
+        let n = retag(&mut b, s, 1, &[tag(0x88a8, 300), tag(0x8100, 10)]).unwrap();
+        assert_eq!(n, s - 4);
+        assert_eq!(&b[n..], &expect(&[(0x88a8, 300), (0x8100, 10)])[..]);
+        // 2-1
+        let (mut b, s) = frame(&[(0x88a8, 300), (0x8100, 10)]);
+        let n = retag(&mut b, s, 2, &[tag(0x8100, 42)]).unwrap();
+        assert_eq!(n, s + 4);
+        assert_eq!(&b[n..], &expect(&[(0x8100, 42)])[..]);
+        // 2-2, the highest VID
+        let (mut b, s) = frame(&[(0x88a8, 300), (0x8100, 10)]);
+        let n = retag(&mut b, s, 2, &[tag(0x88a8, 4094), tag(0x8100, 1)]).unwrap();
+        assert_eq!(n, s);
+        assert_eq!(&b[n..], &expect(&[(0x88a8, 4094), (0x8100, 1)])[..]);
+    }
+
+    #[test]
+    fn pushed_tags_carry_pcp_and_dei_as_given() {
+        let (mut b, s) = frame(&[]);
+        let t = L2Tag {
+            tpid: EtherType::QINQ,
+            pcp: 5,
+            dei: true,
+            vid: 0xabc,
+        };
+        let n = retag(&mut b, s, 0, &[t]).unwrap();
+        assert_eq!(&b[n + 12..n + 16], &[0x88, 0xa8, 0xba, 0xbc]);
+    }
+
+    #[test]
+    fn errors_change_nothing() {
+        // Pop 2 from a single-tagged frame.
+        let (mut b, s) = frame(&[(0x8100, 10)]);
+        let before = b.clone();
+        assert_eq!(
+            retag(&mut b, s, 2, &[]),
+            Err(RetagError::TooFewTags { have: 1, need: 2 })
+        );
+        assert_eq!(b, before);
+        // Pop 1 from an untagged frame.
+        let (mut b, s) = frame(&[]);
+        assert_eq!(
+            retag(&mut b, s, 1, &[]),
+            Err(RetagError::TooFewTags { have: 0, need: 1 })
+        );
+        // Truncated: a TPID with no TCI after it (16 bytes).
+        let mut b = Vec::new();
+        b.extend_from_slice(&DST);
+        b.extend_from_slice(&SRC);
+        b.extend_from_slice(&[0x81, 0x00, 0x00, 0x0a]);
+        assert_eq!(
+            retag(&mut b, 0, 1, &[]),
+            Err(RetagError::Truncated { len: 16, need: 18 })
+        );
+        // No headroom for a push.
+        let (b, _) = frame(&[]);
+        let mut b = b[16..].to_vec();
+        let before = b.clone();
+        assert_eq!(
+            retag(&mut b, 0, 0, &[tag(0x8100, 1)]),
+            Err(RetagError::NoHeadroom { have: 0, need: 4 })
+        );
+        assert_eq!(b, before);
+        // A start past the end is a truncated frame, not a panic.
+        assert_eq!(
+            retag(&mut [0u8; 4], 9, 0, &[]),
+            Err(RetagError::Truncated { len: 0, need: 14 })
+        );
+    }
+
+    #[test]
+    fn count_tags_stops_at_the_limit_and_at_the_end() {
+        assert_eq!(count_tags(&expect(&[]), 2), 0);
+        assert_eq!(count_tags(&expect(&[(0x9100, 1), (0x8100, 2)]), 2), 2);
+        assert_eq!(
+            count_tags(&expect(&[(0x88a8, 1), (0x8100, 2), (0x8100, 3)]), 2),
+            2
+        );
+        assert_eq!(count_tags(&expect(&[(0x8100, 1)])[..13], 2), 0);
     }
 }

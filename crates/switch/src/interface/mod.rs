@@ -67,6 +67,9 @@ pub enum InterfaceKind {
     Main { port: PortIdx },
     /// A bond (`crate::bond`): frames leave by the member `bond-output` picks.
     Bond { iface: SwIfIdx },
+    /// A VLAN sub-interface `id` over interface `parent` (`crate::vlan`): the frames of the parent
+    /// whose tags it matches.
+    Sub { parent: SwIfIdx, id: u32 },
 }
 
 /// Counters of one interface.
@@ -119,6 +122,9 @@ impl Interface {
             // `bond-output` sets a member as `tx_port` first; a frame that skipped it goes to
             // no port (`interface-output` counts it `tx-failed`).
             InterfaceKind::Bond { .. } => PortIdx::MAX,
+            // `vlan-output` moves a sub-interface's frames to its parent before
+            // `interface-output`; a main parent's index is its port's.
+            InterfaceKind::Sub { parent, .. } => parent,
         }
     }
 }

@@ -1,0 +1,469 @@
+//! VLAN sub-interfaces (IEEE 802.1Q C-tags, 802.1ad S-tags, Q-in-Q) with VPP's semantics: a
+//! sub-interface over a *parent* interface (a port's main interface today, a bond later — the
+//! tables are keyed by the parent's interface index and never look at ports) matches frames by
+//! their tags, and joins bridge domains and cross-connects like any interface.
+//!
+//! - Config: [`SubInterfaceConfig`] (the serde type: `parent`, `id`, `encap`, `tag-rewrite`), with
+//!   [`Encap`] and [`TagRewrite`] written as VPP's CLI writes them ([`encap`]).
+//! - Tables: [`VlanState`] — each sub-interface's settings ([`SubIf`]) and, per parent, a
+//!   [`ParentTable`] that [`ParentTable::classify`] searches in VPP's order
+//!   (`src/vnet/ethernet/ethernet.h`, `eth_identify_subint`): exact Q-in-Q, outer tag with any
+//!   inner, single tag, `default`, `untagged` (or the main interface).
+//! - Nodes: `vlan-input` ([`vlan_input`], on the `device-input` arc of a parent that has
+//!   sub-interfaces: classification and the ingress tag rewrite) and `vlan-output`
+//!   ([`vlan_output`], on the `interface-output` arc of every sub-interface: the inverse rewrite,
+//!   the egress filter, then on to the parent).
+//! - Control: [`control`] — `Switch::add_subinterface`, `delete_subinterface`,
+//!   `set_tag_rewrite`, `show_subinterfaces`.
+//!
+//! What the main interface receives once its parent has sub-interfaces (VPP: the main interface
+//! holds the `untagged` slot; in L2 mode it matches any tag count, `ethernet_sw_interface_set_l2_mode`):
+//! untagged frames when there is no `untagged` sub-interface, and — when the main interface has a
+//! service (xconnect or bridge, i.e. it is in L2 mode) — also tagged frames no sub-interface
+//! takes. A tagged frame that nothing takes is dropped (`unknown-vlan`).
+//!
+//! Frames with more than two tags never reach a sub-interface: the L2 parser drops them
+//! (`too-many-vlan-tags`), so `exact-match` only changes what a single-tag sub-interface takes.
+//! A single priority tag (VID 0) matches no VLAN: such a frame goes to `default` if there is one,
+//! else to the untagged slot (VPP clears the one-tag match flag for VID 0).
+
+pub mod config;
+pub mod control;
+pub mod encap;
+pub mod testing;
+pub mod vlan_input;
+pub mod vlan_output;
+
+use serde::{Deserialize, Serialize};
+use vecswitch_graph::{Graph, GraphError};
+use vecswitch_wire::{EtherType, L2Header};
+
+use crate::feature::{Feature, Stage};
+use crate::interface::{Interface, SwIfIdx, INPUT_ARC, OUTPUT_ARC};
+use crate::state::SwitchState;
+
+pub use encap::{Encap, Inner, TagRewrite, Tpid, Vtr};
+pub use vlan_input::VlanInput;
+pub use vlan_output::VlanOutput;
+
+/// Position of `vlan-input` on the `device-input` arc (a bond's input feature, which moves a
+/// member's frames to the bond, must come before it).
+pub const INPUT_ORDER: u16 = 50;
+/// Position of `vlan-output` on the `interface-output` arc: first, so that the features after it
+/// see the frame with the tags it leaves with, on the parent.
+pub const OUTPUT_ORDER: u16 = 10;
+
+/// One sub-interface in the config (`[[subinterface]]`): named `<parent>.<id>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SubInterfaceConfig {
+    /// The interface it is over (a port's name).
+    pub parent: String,
+    /// Its number under the parent (VPP's sub-interface id), any `u32`.
+    pub id: u32,
+    /// What it matches, e.g. `dot1ad 100 inner-dot1q 20`.
+    #[serde(with = "as_string")]
+    pub encap: Encap,
+    /// What is done to the tags of the frames it receives (the inverse on those it sends);
+    /// `disable` when absent.
+    #[serde(default, with = "as_string")]
+    pub tag_rewrite: TagRewrite,
+}
+
+impl SubInterfaceConfig {
+    /// The sub-interface's name: `<parent>.<id>`, as VPP names it.
+    pub fn name(&self) -> String {
+        format!("{}.{}", self.parent, self.id)
+    }
+}
+
+/// Serde of a value through its `Display` / `FromStr` (the CLI form).
+mod as_string {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::fmt::Display;
+    use std::str::FromStr;
+
+    pub fn serialize<T: Display, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(v)
+    }
+
+    pub fn deserialize<'de, T, D>(d: D) -> Result<T, D::Error>
+    where
+        T: FromStr,
+        T::Err: Display,
+        D: Deserializer<'de>,
+    {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// One sub-interface's settings, as the nodes use them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubIf {
+    pub parent: SwIfIdx,
+    pub id: u32,
+    pub encap: Encap,
+    pub rewrite: TagRewrite,
+    /// The rewrite of received frames.
+    pub ingress: Vtr,
+    /// Its inverse, on frames sent.
+    pub egress: Vtr,
+}
+
+/// A VID's sub-interfaces (VPP's `vlan_intf_t` and its `qinq_intf_t`s).
+#[derive(Debug, Clone, Default)]
+struct VidEntry {
+    /// `dot1q|dot1ad N` and whether it is `exact-match`.
+    single: Option<(SwIfIdx, bool)>,
+    /// `… inner-dot1q any`.
+    inner_any: Option<SwIfIdx>,
+    /// `… inner-dot1q M`, by M.
+    qinq: Vec<(u16, SwIfIdx)>,
+}
+
+/// The sub-interfaces of one outer TPID, by outer VID.
+#[derive(Debug, Clone, Default)]
+struct VidTable {
+    /// 4096 slots once the first entry is added: 0 = none, else index into `entries` + 1.
+    index: Vec<u16>,
+    entries: Vec<VidEntry>,
+}
+
+impl VidTable {
+    #[inline]
+    fn get(&self, vid: u16) -> Option<&VidEntry> {
+        match self.index.get(vid as usize) {
+            Some(&i) if i != 0 => self.entries.get(i as usize - 1),
+            _ => None,
+        }
+    }
+
+    fn entry(&mut self, vid: u16) -> &mut VidEntry {
+        if self.index.is_empty() {
+            self.index = vec![0; 4096];
+        }
+        let slot = &mut self.index[vid as usize & 0xfff];
+        if *slot == 0 {
+            self.entries.push(VidEntry::default());
+            *slot = self.entries.len() as u16;
+        }
+        &mut self.entries[*slot as usize - 1]
+    }
+}
+
+/// The tags of a frame that classification looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TagKey {
+    /// 0, 1 or 2.
+    pub count: u8,
+    pub outer_tpid: EtherType,
+    pub outer: u16,
+    pub inner: u16,
+}
+
+impl TagKey {
+    /// The key of a parsed L2 header.
+    #[inline]
+    pub fn of(l2: &L2Header) -> TagKey {
+        TagKey {
+            count: l2.tag_count() as u8,
+            outer_tpid: l2.outer.map_or(EtherType(0), |t| t.tpid),
+            outer: l2.outer.map_or(0, |t| t.vid),
+            inner: l2.inner.map_or(0, |t| t.vid),
+        }
+    }
+}
+
+/// Why a frame's tags could not be read (IEEE 802.1Q-2018 §9.6): named as the L2 parser names
+/// them (`wire::Error::reason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TagError {
+    /// Shorter than an Ethernet header (14 bytes).
+    Runt,
+    /// A TPID not followed by its TCI and the next type.
+    TruncatedVlanTag,
+    /// A third TPID.
+    TooManyVlanTags,
+}
+
+/// The classification key of `frame`, read straight from its bytes (the TPIDs at 12, 16 and 20):
+/// what `L2Header::parse` would find, without reading the rest.
+#[inline(always)]
+pub fn read_tags(frame: &[u8]) -> Result<TagKey, TagError> {
+    let be = |i: usize| u16::from_be_bytes([frame[i], frame[i + 1]]);
+    if frame.len() < 14 {
+        return Err(TagError::Runt);
+    }
+    let t0 = EtherType(be(12));
+    if !t0.is_vlan_tpid() {
+        return Ok(TagKey {
+            count: 0,
+            outer_tpid: EtherType(0),
+            outer: 0,
+            inner: 0,
+        });
+    }
+    if frame.len() < 18 {
+        return Err(TagError::TruncatedVlanTag);
+    }
+    let outer = be(14) & 0x0fff;
+    if !EtherType(be(16)).is_vlan_tpid() {
+        return Ok(TagKey {
+            count: 1,
+            outer_tpid: t0,
+            outer,
+            inner: 0,
+        });
+    }
+    if frame.len() < 22 {
+        return Err(TagError::TruncatedVlanTag);
+    }
+    if EtherType(be(20)).is_vlan_tpid() {
+        return Err(TagError::TooManyVlanTags);
+    }
+    Ok(TagKey {
+        count: 2,
+        outer_tpid: t0,
+        outer,
+        inner: be(18) & 0x0fff,
+    })
+}
+
+/// Adds packets and bytes to one interface's counters, one lookup per run of packets for the same
+/// interface.
+#[derive(Debug, Default)]
+pub(crate) struct CounterRun {
+    run: Option<(SwIfIdx, u64, u64)>,
+}
+
+impl CounterRun {
+    #[inline]
+    pub(crate) fn add(
+        &mut self,
+        ifaces: &mut [Option<Interface>],
+        sw: SwIfIdx,
+        bytes: u64,
+        tx: bool,
+    ) {
+        match self.run.as_mut() {
+            Some((s, n, b)) if *s == sw => {
+                *n += 1;
+                *b += bytes;
+            }
+            _ => {
+                self.flush(ifaces, tx);
+                self.run = Some((sw, 1, bytes));
+            }
+        }
+    }
+
+    pub(crate) fn flush(&mut self, ifaces: &mut [Option<Interface>], tx: bool) {
+        if let Some((sw, n, b)) = self.run.take() {
+            if let Some(i) = ifaces.get_mut(sw as usize).and_then(Option::as_mut) {
+                if tx {
+                    i.counters.tx_packets += n;
+                    i.counters.tx_bytes += b;
+                } else {
+                    i.counters.rx_packets += n;
+                    i.counters.rx_bytes += b;
+                }
+            }
+        }
+    }
+}
+
+/// The sub-interfaces of one parent, for classification.
+#[derive(Debug, Clone, Default)]
+pub struct ParentTable {
+    /// The parent's name when the table was built: a port deleted and another added at its index
+    /// is not the parent (`Switch::delete_port` does not know about sub-interfaces).
+    pub parent_name: String,
+    dot1q: VidTable,
+    dot1ad: VidTable,
+    default: Option<SwIfIdx>,
+    untagged: Option<SwIfIdx>,
+}
+
+/// Why two sub-interfaces cannot share a parent: the second would match what the first does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Duplicate {
+    /// The sub-interface already there.
+    pub existing: SwIfIdx,
+}
+
+impl ParentTable {
+    /// Adds sub-interface `sw` with `encap`; refuses (changing nothing) an encap another
+    /// sub-interface of this parent already matches (VPP refuses a second sub-interface on the same
+    /// slot).
+    pub fn insert(&mut self, sw: SwIfIdx, encap: &Encap) -> Result<(), Duplicate> {
+        let taken = |s: Option<SwIfIdx>| s.map_or(Ok(()), |existing| Err(Duplicate { existing }));
+        match *encap {
+            Encap::Default => {
+                taken(self.default)?;
+                self.default = Some(sw);
+            }
+            Encap::Untagged => {
+                taken(self.untagged)?;
+                self.untagged = Some(sw);
+            }
+            Encap::Tagged {
+                tpid,
+                outer,
+                inner,
+                exact,
+            } => {
+                let table = match tpid {
+                    Tpid::Dot1q => &mut self.dot1q,
+                    Tpid::Dot1ad => &mut self.dot1ad,
+                };
+                if let Some(e) = table.get(outer) {
+                    match inner {
+                        Inner::None => taken(e.single.map(|s| s.0))?,
+                        Inner::Any => taken(e.inner_any)?,
+                        Inner::Vid(v) => {
+                            taken(e.qinq.iter().find(|&&(i, _)| i == v).map(|&(_, s)| s))?
+                        }
+                    }
+                }
+                let e = table.entry(outer);
+                match inner {
+                    Inner::None => e.single = Some((sw, exact)),
+                    Inner::Any => e.inner_any = Some(sw),
+                    Inner::Vid(v) => e.qinq.push((v, sw)),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The interface a frame with tags `k` received on `main` belongs to, in VPP's order: exact
+    /// Q-in-Q, outer with any inner, single tag (not for two tags when `exact-match`), `default`,
+    /// then the untagged slot — the `untagged` sub-interface (untagged frames only) or else the
+    /// main interface (untagged frames; any frame when `main_l2`). `None`: no interface
+    /// (`unknown-vlan`).
+    #[inline]
+    pub fn classify(&self, k: TagKey, main: SwIfIdx, main_l2: bool) -> Option<SwIfIdx> {
+        if k.count > 0 {
+            // A lone priority tag (VID 0) matches no VLAN (VPP clears MATCH_1_TAG for it) but
+            // still reaches the untagged slot.
+            let priority = k.count == 1 && k.outer == 0;
+            // VPP `eth_vlan_table_lookups`: 0x88a8 outer tags in the dot1ad table, any other TPID
+            // (0x8100, the legacy 0x9100) in the dot1q table.
+            let table = match k.outer_tpid {
+                EtherType::QINQ => &self.dot1ad,
+                _ => &self.dot1q,
+            };
+            if let Some(e) = table.get(k.outer) {
+                if k.count == 2 {
+                    if let Some(&(_, s)) = e.qinq.iter().find(|&&(i, _)| i == k.inner) {
+                        return Some(s);
+                    }
+                    if let Some(s) = e.inner_any {
+                        return Some(s);
+                    }
+                }
+                if let Some((s, exact)) = e.single {
+                    if k.count == 1 || !exact {
+                        return Some(s);
+                    }
+                }
+            }
+            if let Some(d) = self.default {
+                return Some(d);
+            }
+            if priority {
+                return Some(self.untagged.unwrap_or(main));
+            }
+            return match self.untagged {
+                Some(_) => None,
+                None if main_l2 => Some(main),
+                None => None,
+            };
+        }
+        Some(self.untagged.unwrap_or(main))
+    }
+}
+
+/// The VLAN tables of the switch: one field of [`SwitchState`].
+#[derive(Debug, Clone, Default)]
+pub struct VlanState {
+    /// By interface index: the sub-interface's settings.
+    pub subs: Vec<Option<SubIf>>,
+    /// By parent interface index: its classification table (only parents with sub-interfaces).
+    pub parents: Vec<Option<ParentTable>>,
+}
+
+impl VlanState {
+    /// Sub-interface `sw`'s settings.
+    #[inline]
+    pub fn sub(&self, sw: SwIfIdx) -> Option<&SubIf> {
+        self.subs.get(sw as usize).and_then(Option::as_ref)
+    }
+
+    /// Parent `p`'s table.
+    #[inline]
+    pub fn parent(&self, p: SwIfIdx) -> Option<&ParentTable> {
+        self.parents.get(p as usize).and_then(Option::as_ref)
+    }
+
+    /// Parent `p`'s table and whether its main interface is in L2 mode (has a service), if `p` is
+    /// still the interface the table was built for.
+    #[inline]
+    pub(crate) fn live_parent<'a>(
+        &'a self,
+        ifaces: &[Option<Interface>],
+        p: SwIfIdx,
+    ) -> Option<(&'a ParentTable, bool)> {
+        let t = self.parent(p)?;
+        let i = ifaces.get(p as usize)?.as_ref()?;
+        (i.name == t.parent_name).then_some((t, i.service != crate::interface::Service::None))
+    }
+
+    /// Rebuilds parent `p`'s table (parent called `name`) from the sub-interfaces over it (None
+    /// when it has none).
+    pub(crate) fn rebuild(&mut self, p: SwIfIdx, name: &str) {
+        let mut t = ParentTable {
+            parent_name: name.to_string(),
+            ..Default::default()
+        };
+        let mut any = false;
+        for (i, s) in self.subs.iter().enumerate() {
+            if let Some(s) = s.as_ref().filter(|s| s.parent == p) {
+                // Duplicates were refused when the sub-interface was added.
+                let _ = t.insert(i as SwIfIdx, &s.encap);
+                any = true;
+            }
+        }
+        let i = p as usize;
+        if self.parents.len() <= i {
+            self.parents.resize_with(i + 1, || None);
+        }
+        self.parents[i] = any.then_some(t);
+    }
+}
+
+/// The VLAN feature as registered in the graph.
+#[derive(Debug, Clone, Copy)]
+pub struct VlanFeature;
+
+impl Feature for VlanFeature {
+    fn name(&self) -> &'static str {
+        "vlan"
+    }
+
+    fn register(&self, graph: &mut Graph<SwitchState>, stage: Stage) -> Result<(), GraphError> {
+        match stage {
+            Stage::Input => {
+                graph.add(Box::new(VlanInput));
+                graph.add_feature(INPUT_ARC, vlan_input::NAME, INPUT_ORDER)?;
+            }
+            Stage::Output => {
+                graph.add(Box::new(VlanOutput));
+                graph.add_feature(OUTPUT_ARC, vlan_output::NAME, OUTPUT_ORDER)?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}

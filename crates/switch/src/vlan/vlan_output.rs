@@ -1,0 +1,131 @@
+//! `vlan-output`: the egress side of a sub-interface — the inverse tag rewrite and the egress
+//! filter (VPP's `l2-output` VTR step, `src/vnet/l2/l2_vtr.h`, and `l2-efp-filter`,
+//! `src/vnet/l2/l2_efp_filter.c`), then hands the frame to the parent interface. A feature on the
+//! `interface-output` arc, enabled on every sub-interface.
+//!
+//! Per frame sent on a sub-interface: apply the exact inverse of its ingress rewrite (pop what the
+//! ingress pushed, push back the tags the ingress popped, with the encap's values); then check
+//! that the frame, as it will leave, would be classified to this same sub-interface if it came
+//! back in on the parent — if not (an untagged frame bridged onto a `dot1q 10` sub-interface
+//! without a rewrite, say), drop it. Count it on the sub-interface (`tx_packets`, `tx_bytes`:
+//! frames handed to the parent), make the parent its transmit interface and continue along the
+//! arc, so that the parent's own output features and `interface-output` see it.
+//!
+//! Next: the `interface-output` arc (on the parent). Drops: `egress-vlan-mismatch` (the filter),
+//! `egress-too-few-tags` (the frame lacks the tags the inverse rewrite pops), `no-headroom`,
+//! `no-parent` (the parent port was deleted under the sub-interface),
+//! `not-a-sub-interface` (enabled on an interface that is not one; a bug guard). Trace:
+//! `tx-interface P vlan V/I len L` (on the parent, after the rewrite).
+
+use vecswitch_buffer::Pool;
+use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
+use vecswitch_wire::vlan::RetagError;
+
+use super::vlan_input::apply;
+use super::{read_tags, CounterRun, ParentTable, SubIf};
+use crate::interface::{Interface, SwIfIdx, OUTPUT_ARC};
+use crate::state::SwitchState;
+
+/// The node's name.
+pub const NAME: &str = "vlan-output";
+
+named_enum! {
+    /// Drop reasons of `vlan-output`.
+    pub enum DropReason as drop {
+        EgressVlanMismatch = "egress-vlan-mismatch",
+        EgressTooFewTags = "egress-too-few-tags",
+        NoHeadroom = "no-headroom",
+        NotASubInterface = "not-a-sub-interface",
+        NoParent = "no-parent",
+    }
+}
+
+/// The `vlan-output` node.
+#[derive(Debug, Default)]
+pub struct VlanOutput;
+
+#[inline]
+fn one(
+    pool: &mut Pool,
+    sub: Option<(&SubIf, Option<&ParentTable>, bool)>,
+    counters: &mut CounterRun,
+    ifaces: &mut [Option<Interface>],
+    h: u32,
+    tx: SwIfIdx,
+) -> Next {
+    let Some((sub, table, main_l2)) = sub else {
+        return DropReason::NotASubInterface.next();
+    };
+    let Some(table) = table else {
+        return DropReason::NoParent.next();
+    };
+    if !sub.egress.is_none() {
+        match apply(pool, h, &sub.egress) {
+            Ok(()) => {}
+            Err(RetagError::NoHeadroom { .. }) => return DropReason::NoHeadroom.next(),
+            Err(_) => return DropReason::EgressTooFewTags.next(),
+        }
+    }
+    // The egress filter: would this frame come back in on this sub-interface?
+    let Ok(key) = read_tags(pool.data(h)) else {
+        return DropReason::EgressVlanMismatch.next();
+    };
+    if table.classify(key, sub.parent, main_l2) != Some(tx) {
+        return DropReason::EgressVlanMismatch.next();
+    }
+    let hdr = pool.header_mut(h);
+    hdr.l3_offset = 14 + 4 * key.count as u16;
+    hdr.vlan = key.outer;
+    hdr.inner_vlan = key.inner;
+    hdr.tx_port = sub.parent;
+    counters.add(ifaces, tx, hdr.total_len as u64, true);
+    Next::arc(OUTPUT_ARC)
+}
+
+impl Node<SwitchState> for VlanOutput {
+    fn info(&self) -> NodeInfo {
+        NodeInfo {
+            name: NAME,
+            next_nodes: &[],
+            drop_reasons: DropReason::NAMES,
+            counters: &[],
+        }
+    }
+
+    fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
+        let SwitchState {
+            vlan, interfaces, ..
+        } = &mut *cx.state;
+        let pool = &mut *cx.pool;
+        let mut counters = CounterRun::default();
+        // The sub-interface, its parent's table and L2 mode, once per run of packets.
+        type Found<'a> = Option<(&'a SubIf, Option<&'a ParentTable>, bool)>;
+        let mut last: Option<(SwIfIdx, Found<'_>)> = None;
+        for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
+            let tx = pool.header(h).tx_port;
+            let found = match last {
+                Some((t, f)) if t == tx => f,
+                _ => {
+                    let f = vlan
+                        .sub(tx)
+                        .map(|s| match vlan.live_parent(interfaces, s.parent) {
+                            Some((t, l2)) => (s, Some(t), l2),
+                            None => (s, None, false),
+                        });
+                    last = Some((tx, f));
+                    f
+                }
+            };
+            *n = one(pool, found, &mut counters, interfaces, h, tx);
+        }
+        counters.flush(interfaces, true);
+    }
+
+    fn trace(&self, pool: &Pool, pkt: u32) -> String {
+        let h = pool.header(pkt);
+        format!(
+            "tx-interface {} vlan {}/{} len {}",
+            h.tx_port, h.vlan, h.inner_vlan, h.total_len
+        )
+    }
+}
