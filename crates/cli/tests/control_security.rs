@@ -43,7 +43,8 @@ impl Switch {
         std::fs::write(
             &config,
             format!(
-                "[switch]\nbuffers = 2048\nmac_table_entries = 1024\n[[port]]\nname = \"p0\"\ntype = \"memif\"\nsocket = \"{}\"\nid = 0\n",
+                "[switch]\nbuffers = 2048\nmac_table_entries = 1024\ncapture_dir = \"{}\"\n[[port]]\nname = \"p0\"\ntype = \"memif\"\nsocket = \"{}\"\nid = 0\n",
+                d.path("cap").display(),
                 d.path("memif.sock").display()
             ),
         )
@@ -173,4 +174,66 @@ fn other_uid_is_refused_by_peer_credentials_group_member_and_root_admitted() {
             && log.contains("pid "),
         "{log}"
     );
+}
+
+fn ctl(socket: &Path, words: &[&str]) -> Output {
+    Command::new(BIN)
+        .arg("ctl")
+        .arg("--socket")
+        .arg(socket)
+        .args(words)
+        .output()
+        .expect("run vecswitch ctl")
+}
+
+#[test]
+fn capture_only_into_new_files_in_the_capture_dir_symlink_and_fifo_refused() {
+    let d = TempDir::new("cap");
+    let sw = Switch::start(&d);
+    let cap = d.path("cap");
+    std::fs::create_dir_all(&cap).unwrap();
+    let victim = d.path("victim");
+    std::fs::write(&victim, b"keep").unwrap();
+    std::os::unix::fs::symlink(&victim, cap.join("link.pcap")).unwrap();
+    let fifo = cap.join("fifo.pcap");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo (coreutils)")
+        .success());
+    for (file, why) in [
+        ("link.pcap", "already exists"),
+        ("fifo.pcap", "already exists"),
+        ("../victim", "`..`"),
+        (victim.to_str().unwrap(), "outside the capture directory"),
+    ] {
+        let out = ctl(&sw.socket, &["capture", "p0", file]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(why) && err.contains("capture_dir"),
+            "{file}: {err}"
+        );
+        // The switch keeps answering (nothing blocked on the FIFO).
+        let out = ctl(&sw.socket, &["show", "ports"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+    // A new relative name is created inside the directory.
+    let out = ctl(&sw.socket, &["capture", "p0", "ok.pcap", "5"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = ctl(&sw.socket, &["capture", "stop", "p0"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::metadata(cap.join("ok.pcap")).unwrap().is_file());
 }
