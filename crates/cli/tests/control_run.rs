@@ -167,6 +167,7 @@ fn base_config(d: &TempDir) -> String {
 [switch]
 buffers = 4096
 mac_table_entries = 4096
+capture_dir = "{cap}"
 
 [[port]]
 name = "p0"
@@ -196,7 +197,8 @@ ports = ["p2"]
   mac = "02:00:00:00:00:01"
   port = "p2"
 "#,
-        m = memif.display()
+        m = memif.display(),
+        cap = d.0.display()
     )
 }
 

@@ -291,7 +291,8 @@ pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, CommandError
                 .transpose()?;
             Ok(Request::Capture {
                 port: w[1].into(),
-                file: absolute(w[2], cwd),
+                // As given: the switch resolves a relative name inside its capture directory.
+                file: w[2].into(),
                 count,
             })
         }
@@ -475,7 +476,7 @@ mod tests {
             p("capture p0 out.pcap 100").unwrap(),
             Request::Capture {
                 port: "p0".into(),
-                file: "/home/u/out.pcap".into(),
+                file: "out.pcap".into(),
                 count: Some(100)
             }
         );

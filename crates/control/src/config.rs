@@ -32,6 +32,8 @@ use std::path::Path;
 pub const DEFAULT_BUFFERS: u32 = 16384;
 /// Default path of the control socket.
 pub const DEFAULT_CONTROL_SOCKET: &str = "/run/vecswitch/vecswitch.sock";
+/// Default directory `ctl capture` files are created in.
+pub const DEFAULT_CAPTURE_DIR: &str = "/run/vecswitch/capture";
 /// Default size of the MAC table (entries over all bridge-domains).
 pub const DEFAULT_MAC_TABLE_ENTRIES: u32 = 1 << 20;
 pub use crate::ports::{
@@ -98,6 +100,16 @@ pub struct SwitchConfig {
     /// MAC table entries over all bridge-domains (preallocated).
     #[serde(default = "default_mac_table_entries")]
     pub mac_table_entries: u32,
+    /// Directory `ctl capture` creates its pcap files in; the only place it may write.
+    #[serde(
+        default = "default_capture_dir",
+        skip_serializing_if = "is_default_capture_dir"
+    )]
+    pub capture_dir: String,
+}
+
+fn is_default_capture_dir(d: &str) -> bool {
+    d == DEFAULT_CAPTURE_DIR
 }
 
 impl Default for SwitchConfig {
@@ -108,8 +120,13 @@ impl Default for SwitchConfig {
             worker_cpu: None,
             worker_priority: None,
             mac_table_entries: DEFAULT_MAC_TABLE_ENTRIES,
+            capture_dir: DEFAULT_CAPTURE_DIR.to_string(),
         }
     }
+}
+
+fn default_capture_dir() -> String {
+    DEFAULT_CAPTURE_DIR.to_string()
 }
 
 fn default_buffers() -> u32 {

@@ -16,7 +16,7 @@ use crate::ports::{port_of, PortOpenError};
 use crate::protocol::{Changes, Flushed, Request, Response, Saved, ShowWhat, VersionInfo};
 use crate::validate::{validate, ValidationErrors};
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use vecswitch_ports::Port;
 use vecswitch_switch::{Switch, SwitchError, WorkerGone};
@@ -69,6 +69,59 @@ where
     rx.recv().map_err(|_| ControlError::NoAnswer)
 }
 
+/// Resolves `file` inside the capture directory `dir` (relative names inside it; absolute paths
+/// only if inside it; no `..`) and creates it there on the calling (control) thread: exclusively
+/// (`O_CREAT|O_EXCL`, so an existing file, symlink or FIFO in the way is refused and never
+/// followed or opened), mode 0640, in a directory created 0750 if missing. Returns the new path.
+pub(crate) fn create_capture_file(dir: &Path, file: &str) -> Result<PathBuf, ControlError> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let err = |reason: String| ControlError::CapturePath {
+        value: file.to_string(),
+        dir: dir.display().to_string(),
+        reason,
+    };
+    let given = Path::new(file);
+    if given
+        .components()
+        .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return Err(err("`..` is not accepted".into()));
+    }
+    let rel = if given.is_absolute() {
+        given
+            .strip_prefix(dir)
+            .map_err(|_| err("an absolute path outside the capture directory".into()))?
+    } else {
+        given
+    };
+    if rel.as_os_str().is_empty() {
+        return Err(err("names the capture directory itself, not a file".into()));
+    }
+    let path = dir.join(rel);
+    let parent = path.parent().unwrap_or(dir);
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o750)
+        .create(parent)
+        .map_err(|e| err(format!("cannot create directory {}: {e}", parent.display())))?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o640)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path)
+        .map_err(|e| {
+            let why = if e.kind() == std::io::ErrorKind::AlreadyExists {
+                "already exists (a capture never overwrites, follows a link or opens a special file)"
+                    .to_string()
+            } else {
+                e.to_string()
+            };
+            err(format!("cannot create {}: {why}", path.display()))
+        })?;
+    Ok(path)
+}
+
 /// A typed answer as JSON.
 pub(crate) fn json<T: serde::Serialize>(v: T) -> Result<serde_json::Value, ControlError> {
     serde_json::to_value(v).map_err(|e| ControlError::Encode(e.to_string()))
@@ -108,6 +161,12 @@ pub enum ControlError {
     NotDataplane { what: ShowWhat },
     #[error("reload: no path given and the switch was not started from a file")]
     NoReloadPath,
+    #[error("path = {value:?}: {reason}; accepted: no path (the running file) or a regular file in {dir}, the directory of the file the switch was started with")]
+    ReloadPath {
+        value: String,
+        dir: String,
+        reason: String,
+    },
     #[error("bridge = {name:?}: the name of a bridge-domain; bridges are: {known}")]
     NoBridge { name: String, known: String },
     #[error("port = {name:?}: the name of a port; ports are: {known}")]
@@ -116,6 +175,13 @@ pub enum ControlError {
     BridgeNotTaken { bridge: String },
     #[error("file = \"\": a path for the pcap file")]
     EmptyCaptureFile,
+    /// `ctl capture FILE` outside the capture directory, or not creatable there.
+    #[error("file = {value:?}: {reason}; accepted: a new file name (or relative path without `..`) inside the capture directory {dir} ([switch] capture_dir), or an absolute path inside it")]
+    CapturePath {
+        value: String,
+        dir: String,
+        reason: String,
+    },
     #[error("port {port:?} is a member of bridge {bridge:?}; remove it first (bridge member del {bridge} {port})")]
     PortInBridge { port: String, bridge: String },
     #[error("port {port:?} is cross-connected; remove the xconnect first (xconnect del ...)")]
@@ -153,6 +219,9 @@ pub struct Controller {
     factory: Arc<PortFactory>,
     running: Config,
     config_path: Option<PathBuf>,
+    /// The directory of the file the switch was started with (canonical): `reload PATH` reads
+    /// only files in it.
+    reload_dir: Option<PathBuf>,
     started: std::time::Instant,
     /// Changes applied since start (the initial build included), for `show version`.
     applied: u64,
@@ -179,11 +248,16 @@ impl Controller {
             switch: config.switch.clone(),
             ..Config::default()
         };
+        let reload_dir = config_path
+            .as_deref()
+            .and_then(|p| std::fs::canonicalize(p).ok())
+            .and_then(|p| p.parent().map(Path::to_path_buf));
         let mut c = Controller {
             worker,
             factory,
             running: empty,
             config_path,
+            reload_dir,
             started: std::time::Instant::now(),
             applied: 0,
         };
@@ -252,9 +326,38 @@ impl Controller {
         Ok(changes)
     }
 
+    /// The file to reload: the one the switch runs from, or `path` if it is in the directory of
+    /// the file the switch was started with (resolved through links: a link there pointing
+    /// elsewhere is refused), so a control client cannot make the switch read arbitrary files.
     fn reload_path(&self, path: Option<PathBuf>) -> Result<PathBuf, ControlError> {
-        path.or_else(|| self.config_path.clone())
-            .ok_or(ControlError::NoReloadPath)
+        let Some(path) = path else {
+            return self.config_path.clone().ok_or(ControlError::NoReloadPath);
+        };
+        let refused = |reason: &str| ControlError::ReloadPath {
+            value: path.display().to_string(),
+            reason: reason.to_string(),
+            dir: self.reload_dir.as_ref().map_or_else(
+                || "(none: not started from a file)".into(),
+                |d| d.display().to_string(),
+            ),
+        };
+        let Some(dir) = &self.reload_dir else {
+            return Err(refused("the switch was not started from a file"));
+        };
+        let real = std::fs::canonicalize(&path)
+            .map_err(|e| refused(&format!("cannot resolve it: {e}")))?;
+        if real.parent() != Some(dir.as_path()) {
+            return Err(refused(
+                "not in the directory of the file the switch was started with",
+            ));
+        }
+        if !std::fs::metadata(&real)
+            .map(|m| m.is_file())
+            .unwrap_or(false)
+        {
+            return Err(refused("not a regular file"));
+        }
+        Ok(real)
     }
 
     /// The changes a reload of `path` would make, checked like a reload, applied not at all.
@@ -389,6 +492,7 @@ impl Controller {
                 if file.is_empty() {
                     return Err(ControlError::EmptyCaptureFile);
                 }
+                let file = create_capture_file(Path::new(&self.running.switch.capture_dir), &file)?;
                 exec(w, move |sw| sw.capture(&port, &file, count))??;
                 Ok(serde_json::Value::Null)
             }
@@ -584,6 +688,72 @@ fn parse_mac(value: &str) -> Result<EthernetAddress, ControlError> {
 
 #[cfg(test)]
 mod tests {
+
+    mod capture_path {
+        use super::super::{create_capture_file, ControlError};
+        use std::path::PathBuf;
+
+        struct Dir(PathBuf);
+        impl Drop for Dir {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+        fn dir(tag: &str) -> Dir {
+            let d = std::env::temp_dir().join(format!("vsw-cap-{tag}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            Dir(d)
+        }
+        fn refused(d: &Dir, file: &str) -> String {
+            match create_capture_file(&d.0.join("cap"), file) {
+                Err(e @ ControlError::CapturePath { .. }) => e.to_string(),
+                other => panic!("{file:?} not refused: {other:?}"),
+            }
+        }
+
+        #[test]
+        fn inside_the_directory_only_created_exclusively_never_following() {
+            let d = dir("path");
+            let cap = d.0.join("cap");
+            // Relative names land inside (directories created); absolute ones inside are accepted.
+            let p = create_capture_file(&cap, "a.pcap").unwrap();
+            assert_eq!(p, cap.join("a.pcap"));
+            assert!(std::fs::metadata(&p).unwrap().is_file());
+            let abs = cap.join("sub/b.pcap");
+            assert_eq!(
+                create_capture_file(&cap, abs.to_str().unwrap()).unwrap(),
+                abs
+            );
+            // Outside: refused naming field, value and what is accepted.
+            let e = refused(&d, "/etc/passwd");
+            assert!(
+                e.contains("file = \"/etc/passwd\"") && e.contains("outside the capture directory"),
+                "{e}"
+            );
+            assert!(e.contains("capture_dir"), "{e}");
+            assert!(refused(&d, "../x.pcap").contains("`..`"));
+            assert!(refused(&d, "sub/../../x.pcap").contains("`..`"));
+            assert!(!d.0.join("x.pcap").exists());
+            // Existing file: not truncated.
+            std::fs::write(cap.join("keep.pcap"), b"data").unwrap();
+            assert!(refused(&d, "keep.pcap").contains("already exists"));
+            assert_eq!(std::fs::read(cap.join("keep.pcap")).unwrap(), b"data");
+            // A symlink in the way (to a file outside) is not followed.
+            let target = d.0.join("victim");
+            std::fs::write(&target, b"victim").unwrap();
+            std::os::unix::fs::symlink(&target, cap.join("link.pcap")).unwrap();
+            assert!(refused(&d, "link.pcap").contains("already exists"));
+            assert_eq!(std::fs::read(&target).unwrap(), b"victim");
+            // A FIFO in the way is not opened (opening it would block).
+            let fifo = cap.join("fifo.pcap");
+            let st = std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .expect("mkfifo (coreutils)");
+            assert!(st.success());
+            assert!(refused(&d, "fifo.pcap").contains("already exists"));
+        }
+    }
     use super::*;
     use crate::apply::testing::{admin_up, factory, members, snapshot, switch, xconnects};
     use crate::config::{BridgeConfig, PortConfig};
@@ -774,10 +944,70 @@ ports = ["v0"]
     }
 
     #[test]
+    fn reload_path_only_in_the_started_with_directory() {
+        let dir = std::env::temp_dir().join(format!("vecswitch-ctl-rdir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("etc")).unwrap();
+        let (mut c, _) = start();
+        // Not started from a file: no path is accepted.
+        let r = c.handle(Request::Reload {
+            path: Some("/etc/passwd".into()),
+        });
+        let e = r.error.unwrap();
+        assert!(
+            e.contains("path = \"/etc/passwd\"") && e.contains("not started from a file"),
+            "{e}"
+        );
+        c.reload_dir = Some(std::fs::canonicalize(dir.join("etc")).unwrap());
+        let outside = dir.join("outside.toml");
+        std::fs::write(&outside, BASE).unwrap();
+        for p in [
+            outside.display().to_string(),
+            dir.join("etc/../outside.toml").display().to_string(),
+            "/etc/passwd".to_string(),
+        ] {
+            let r = c.handle(Request::ReloadPlan {
+                path: Some(p.clone()),
+            });
+            let e = r.error.unwrap();
+            assert!(
+                e.contains("not in the directory") && e.contains("accepted:"),
+                "{p}: {e}"
+            );
+        }
+        // A symlink inside pointing outside is resolved and refused.
+        std::os::unix::fs::symlink(&outside, dir.join("etc/link.toml")).unwrap();
+        let r = c.handle(Request::Reload {
+            path: Some(dir.join("etc/link.toml").display().to_string()),
+        });
+        assert!(r.error.unwrap().contains("not in the directory"));
+        // A FIFO inside is refused without being opened.
+        let fifo = dir.join("etc/fifo.toml");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo (coreutils)")
+            .success());
+        let r = c.handle(Request::Reload {
+            path: Some(fifo.display().to_string()),
+        });
+        assert!(r.error.unwrap().contains("not a regular file"));
+        // A file inside is read.
+        std::fs::write(dir.join("etc/ok.toml"), BASE).unwrap();
+        let r = c.handle(Request::ReloadPlan {
+            path: Some(dir.join("etc/ok.toml").display().to_string()),
+        });
+        assert!(r.ok, "{r:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn reload_from_file_and_rejected_reload() {
         let dir = std::env::temp_dir().join(format!("vecswitch-ctl-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let (mut c, l) = start();
+        // As if started from a file in `dir`: `reload PATH` reads files there.
+        c.reload_dir = Some(std::fs::canonicalize(&dir).unwrap());
         let good = dir.join("good.toml");
         std::fs::write(
             &good,
@@ -851,6 +1081,8 @@ ports = ["v0"]
         }
         let _rm = Rm(dir.clone());
         let (mut c, _) = start();
+        std::fs::create_dir_all(&dir).unwrap();
+        c.reload_dir = Some(std::fs::canonicalize(&dir).unwrap());
         // Not started from a file and no path: refused, naming what is missing.
         let r = c.handle(Request::Save { path: None });
         assert!(r.error.unwrap().contains("no path given"));

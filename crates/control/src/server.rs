@@ -6,23 +6,41 @@
 //! Each connection gets its own thread; requests are handled one at a time under the controller's
 //! lock, and the worker is reached only through the controller ([`crate::controller::Worker`]). A
 //! client that sends garbage gets an error line; one that disconnects mid-request is forgotten.
+//!
+//! Safety (issue 14 item 1; the model is in docs/CONTROL.md "Security"): the socket file is 0660,
+//! and besides that every connection's peer credentials (`SO_PEERCRED`) are checked: admitted are
+//! uid 0, the switch's own uid, and members (primary or supplementary group) of the socket file's
+//! group; anyone else gets an error line and a `tracing` warning naming their uid and pid. At most
+//! [`MAX_CONNECTIONS`] connections are served at once and [`MAX_PER_UID`] per peer uid; a request
+//! line must arrive complete within [`IDLE_TIMEOUT`] of the connection opening or of the previous
+//! answer (so neither an idle nor a byte-a-second client holds a thread), and a request that cannot
+//! get the controller within [`REQUEST_DEADLINE`] is answered with a busy error.
 
 use crate::controller::Controller;
 use crate::protocol::{encode_request, parse_request, Request, Response, MAX_REQUEST_LINE};
+use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Mode of the socket file: owner and group may connect, others not (`srw-rw----`).
 pub const SOCKET_MODE: u32 = 0o660;
 /// Most connections served at once; more get an error line and are closed.
 pub const MAX_CONNECTIONS: usize = 64;
-/// A connection idle this long (no complete request) is closed.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// Most connections served at once for one peer uid (root included).
+pub const MAX_PER_UID: usize = 8;
+/// A connection that has not sent a complete request line this long after opening or after its
+/// previous answer is closed (idle, or trickling bytes).
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest a request waits for the controller (held by another request) before it is answered
+/// with a busy error.
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+/// Longest the server waits to write an answer to a client that does not read.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often the accept loop looks at the stop flag.
 const STOP_POLL: Duration = Duration::from_millis(50);
 
@@ -127,6 +145,8 @@ impl ControlSocket {
     pub fn serve(&self, controller: Arc<Mutex<Controller>>, stop: &AtomicBool) -> Served {
         let mut rounds = 0u32;
         let open = Arc::new(AtomicUsize::new(0));
+        let per_uid: Arc<Mutex<HashMap<u32, usize>>> = Arc::default();
+        let own_uid = nix::unistd::geteuid().as_raw();
         while !stop.load(Ordering::Relaxed) {
             // About once a second (when idle), look whether the worker is still there.
             rounds += 1;
@@ -141,16 +161,33 @@ impl ControlSocket {
                 }
             }
             match self.listener.accept() {
-                Ok((mut stream, _)) => {
+                Ok((stream, _)) => {
+                    let _ = stream.set_nonblocking(false);
+                    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+                    // The group is looked up per connection: an operator may chgrp the socket.
+                    let group = std::fs::metadata(&self.path).map(|m| m.gid()).ok();
+                    let peer = match admit(&stream, own_uid, group) {
+                        Ok(peer) => peer,
+                        Err(msg) => {
+                            refuse(stream, &msg);
+                            continue;
+                        }
+                    };
                     if open.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
-                        let _ = stream.set_nonblocking(false);
-                        let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
-                        let msg = format!("too many control connections (at most {MAX_CONNECTIONS}); try again later");
-                        let _ = writeln!(stream, "{}", Response::err(msg).to_line());
+                        refuse(stream, &format!("too many control connections (at most {MAX_CONNECTIONS}); try again later"));
                         continue;
                     }
+                    let Some(guard) = ConnCount::new(&open, &per_uid, peer.uid) else {
+                        let msg = format!(
+                            "too many control connections from uid {} (at most {MAX_PER_UID} per uid); close some and try again",
+                            peer.uid
+                        );
+                        tracing::warn!(uid = peer.uid, pid = peer.pid, "control: {msg}");
+                        eprintln!("vecswitch: control: pid {}: {msg}", peer.pid);
+                        refuse(stream, &msg);
+                        continue;
+                    };
                     let c = Arc::clone(&controller);
-                    let guard = ConnCount::new(Arc::clone(&open));
                     let spawned = std::thread::Builder::new()
                         .name("vecswitch-ctl".into())
                         .spawn(move || {
@@ -173,25 +210,138 @@ impl ControlSocket {
     }
 }
 
+/// Writes one error line to a refused client and closes the connection.
+fn refuse(mut stream: UnixStream, msg: &str) {
+    let _ = writeln!(stream, "{}", Response::err(msg.to_string()).to_line());
+}
+
+/// A connected peer's credentials (`SO_PEERCRED`, taken by the kernel at connect time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Peer {
+    uid: u32,
+    gid: u32,
+    pid: i32,
+}
+
+/// The supplementary groups of process `pid` (the `Groups:` line of /proc/PID/status); empty if
+/// it cannot be read (the process is gone).
+fn supplementary_groups(pid: i32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| l.strip_prefix("Groups:")).map(|g| {
+                g.split_whitespace()
+                    .filter_map(|w| w.parse().ok())
+                    .collect()
+            })
+        })
+        .unwrap_or_default()
+}
+
+/// Admits uid 0, `own_uid` (the switch's) and members of `group` (the socket file's group);
+/// anything else is refused with a message naming the peer and who is accepted, and logged.
+fn admit(stream: &UnixStream, own_uid: u32, group: Option<u32>) -> Result<Peer, String> {
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+    let cred = getsockopt(stream, PeerCredentials).map_err(|e| {
+        let msg = format!("permission denied: cannot read the peer credentials (SO_PEERCRED): {e}");
+        tracing::warn!("control: {msg}");
+        msg
+    })?;
+    let peer = Peer {
+        uid: cred.uid(),
+        gid: cred.gid(),
+        pid: cred.pid(),
+    };
+    let in_group =
+        group.is_some_and(|g| peer.gid == g || supplementary_groups(peer.pid).contains(&g));
+    if peer.uid == 0 || peer.uid == own_uid || in_group {
+        return Ok(peer);
+    }
+    let group = group.map_or_else(|| "(unknown)".to_string(), |g| g.to_string());
+    let msg = format!(
+        "permission denied: uid {} (gid {}, pid {}) may not use this control socket; accepted are uid 0, the switch's uid {own_uid} and members of the socket's group (gid {group})",
+        peer.uid, peer.gid, peer.pid
+    );
+    tracing::warn!(
+        uid = peer.uid,
+        gid = peer.gid,
+        pid = peer.pid,
+        "control: refused connection: {msg}"
+    );
+    // The binary installs no tracing subscriber; stderr is where its other control messages go.
+    eprintln!("vecswitch: control: refused connection: {msg}");
+    Err(msg)
+}
+
 impl Drop for ControlSocket {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
     }
 }
 
-/// Counts a live connection; uncounts it when dropped (the connection's thread ended).
-struct ConnCount(Arc<AtomicUsize>);
+/// Counts a live connection in the total and in its uid's count; uncounts it when dropped (the
+/// connection's thread ended).
+struct ConnCount {
+    total: Arc<AtomicUsize>,
+    per_uid: Arc<Mutex<HashMap<u32, usize>>>,
+    uid: u32,
+}
 
 impl ConnCount {
-    fn new(n: Arc<AtomicUsize>) -> ConnCount {
-        n.fetch_add(1, Ordering::Relaxed);
-        ConnCount(n)
+    /// `None` if `uid` already has [`MAX_PER_UID`] connections.
+    fn new(
+        total: &Arc<AtomicUsize>,
+        per_uid: &Arc<Mutex<HashMap<u32, usize>>>,
+        uid: u32,
+    ) -> Option<ConnCount> {
+        {
+            let mut m = per_uid.lock().unwrap_or_else(|p| p.into_inner());
+            let n = m.entry(uid).or_insert(0);
+            if *n >= MAX_PER_UID {
+                return None;
+            }
+            *n += 1;
+        }
+        total.fetch_add(1, Ordering::Relaxed);
+        Some(ConnCount {
+            total: Arc::clone(total),
+            per_uid: Arc::clone(per_uid),
+            uid,
+        })
     }
 }
 
 impl Drop for ConnCount {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        self.total.fetch_sub(1, Ordering::Relaxed);
+        let mut m = self.per_uid.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = m.get_mut(&self.uid) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.uid);
+            }
+        }
+    }
+}
+
+/// A stream whose reads all end by one deadline: each read waits at most until `deadline`, then
+/// fails with `TimedOut`. Reset before each request line.
+struct DeadlineStream {
+    stream: UnixStream,
+    deadline: Instant,
+}
+
+impl Read for DeadlineStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "no complete request in time",
+            ));
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        self.stream.read(buf)
     }
 }
 
@@ -220,13 +370,15 @@ fn read_line(r: &mut impl BufRead, max: usize) -> io::Result<Option<Result<Strin
 
 /// Serves one connection: request lines in, response lines out.
 fn serve_connection(stream: UnixStream, controller: &Mutex<Controller>) {
-    let _ = stream.set_nonblocking(false);
-    let _ = stream.set_read_timeout(Some(IDLE_TIMEOUT));
     let Ok(mut out) = stream.try_clone() else {
         return;
     };
-    let mut reader = BufReader::new(stream);
+    let mut reader = BufReader::new(DeadlineStream {
+        stream,
+        deadline: Instant::now() + IDLE_TIMEOUT,
+    });
     loop {
+        reader.get_mut().deadline = Instant::now() + IDLE_TIMEOUT;
         let line = match read_line(&mut reader, MAX_REQUEST_LINE) {
             Ok(Some(l)) => l,
             Ok(None) | Err(_) => return,
@@ -236,16 +388,38 @@ fn serve_connection(stream: UnixStream, controller: &Mutex<Controller>) {
             Ok(l) if l.trim().is_empty() => continue,
             Ok(l) => match parse_request(&l) {
                 Err(e) => (Response::err(e.to_string()), false),
-                Ok(req) => {
-                    let mut c = controller.lock().unwrap_or_else(|p| p.into_inner());
-                    (c.handle(req), false)
-                }
+                Ok(req) => match lock_by(controller, Instant::now() + REQUEST_DEADLINE) {
+                    Some(mut c) => (c.handle(req), false),
+                    None => (
+                        Response::err(format!(
+                            "switch busy: another control request has held the controller for more than {} s; try again",
+                            REQUEST_DEADLINE.as_secs()
+                        )),
+                        false,
+                    ),
+                },
             },
         };
         let mut text = resp.to_line();
         text.push('\n');
         if out.write_all(text.as_bytes()).is_err() || fatal {
             return;
+        }
+    }
+}
+
+/// Locks `m`, waiting at most until `deadline`.
+fn lock_by<T>(m: &Mutex<T>, deadline: Instant) -> Option<std::sync::MutexGuard<'_, T>> {
+    loop {
+        match m.try_lock() {
+            Ok(g) => return Some(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                if Instant::now() >= deadline {
+                    return None;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
         }
     }
 }
@@ -305,6 +479,7 @@ mod tests {
         stop: Arc<AtomicBool>,
         thread: Option<std::thread::JoinHandle<()>>,
         path: PathBuf,
+        controller: Arc<Mutex<Controller>>,
     }
     impl Drop for Running {
         fn drop(&mut self) {
@@ -331,6 +506,7 @@ mod tests {
         let stop = Arc::new(AtomicBool::new(false));
         let s2 = Arc::clone(&stop);
         let c = Arc::new(Mutex::new(c));
+        let controller = Arc::clone(&c);
         let thread = std::thread::spawn(move || {
             sock.serve(c, &s2);
         });
@@ -338,6 +514,7 @@ mod tests {
             stop,
             thread: Some(thread),
             path: path.to_path_buf(),
+            controller,
         }
     }
 
@@ -459,12 +636,12 @@ mod tests {
     }
 
     #[test]
-    fn connections_beyond_the_limit_are_refused_with_a_message() {
+    fn connections_beyond_the_per_uid_limit_are_refused_with_a_message() {
         let d = tmpdir("many");
         let srv = run_server(&d.0.join("ctl.sock"));
-        // Hold MAX_CONNECTIONS connections open (each proven served by one answer).
+        // Hold MAX_PER_UID connections open (each proven served by one answer).
         let mut held = Vec::new();
-        for _ in 0..MAX_CONNECTIONS {
+        for _ in 0..MAX_PER_UID {
             let mut s = UnixStream::connect(&srv.path).unwrap();
             s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
             s.write_all(b"{\"cmd\":\"clear_counters\"}\n").unwrap();
@@ -475,18 +652,94 @@ mod tests {
             held.push(s);
         }
         let line = raw(&srv.path, b"{\"cmd\":\"clear_counters\"}\n");
-        assert!(line.contains("too many control connections"), "{line}");
+        assert!(
+            line.contains("too many control connections from uid"),
+            "{line}"
+        );
+        assert!(
+            line.contains(&format!("at most {MAX_PER_UID} per uid")),
+            "{line}"
+        );
         drop(held);
         // Once they are gone, requests are served again.
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let line = raw(&srv.path, b"{\"cmd\":\"clear_counters\"}\n");
             if line.contains("\"ok\":true") {
                 break;
             }
-            assert!(std::time::Instant::now() < deadline, "{line}");
+            assert!(Instant::now() < deadline, "{line}");
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    #[test]
+    fn conn_count_enforces_per_uid_and_releases_on_drop() {
+        let total = Arc::new(AtomicUsize::new(0));
+        let per: Arc<Mutex<HashMap<u32, usize>>> = Arc::default();
+        let a: Vec<_> = (0..MAX_PER_UID)
+            .map(|_| ConnCount::new(&total, &per, 7).unwrap())
+            .collect();
+        assert!(ConnCount::new(&total, &per, 7).is_none());
+        let other = ConnCount::new(&total, &per, 8).unwrap();
+        assert_eq!(total.load(Ordering::Relaxed), MAX_PER_UID + 1);
+        drop(a);
+        drop(other);
+        assert_eq!(total.load(Ordering::Relaxed), 0);
+        assert!(per.lock().unwrap().is_empty());
+    }
+
+    /// Reads until the server closes the connection; returns how long that took (panics after 60 s).
+    fn closed_after(mut s: UnixStream, trickle: bool) -> Duration {
+        let t0 = Instant::now();
+        s.set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let mut buf = [0u8; 256];
+        loop {
+            assert!(t0.elapsed() < Duration::from_secs(60), "never closed");
+            if trickle {
+                // One byte of a request that never ends, every half second.
+                if s.write_all(b"x").is_err() {
+                    return t0.elapsed();
+                }
+            }
+            match s.read(&mut buf) {
+                Ok(0) => return t0.elapsed(),
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => return t0.elapsed(),
+            }
+        }
+    }
+
+    #[test]
+    fn idle_and_trickling_connections_are_closed_after_the_idle_timeout() {
+        let d = tmpdir("idle");
+        let srv = run_server(&d.0.join("ctl.sock"));
+        let idle = UnixStream::connect(&srv.path).unwrap();
+        let mut slow = UnixStream::connect(&srv.path).unwrap();
+        slow.write_all(b"{\"cmd\":").unwrap();
+        let h = std::thread::spawn(move || closed_after(slow, true));
+        let t = closed_after(idle, false);
+        assert!(t >= IDLE_TIMEOUT - Duration::from_millis(600), "{t:?}");
+        let t = h.join().unwrap();
+        assert!(t >= IDLE_TIMEOUT - Duration::from_millis(600), "{t:?}");
+    }
+
+    #[test]
+    fn request_waiting_past_the_deadline_for_the_controller_gets_busy() {
+        let d = tmpdir("busy");
+        let srv = run_server(&d.0.join("ctl.sock"));
+        let held = srv.controller.lock().unwrap();
+        let line = raw(&srv.path, b"{\"cmd\":\"clear_counters\"}\n");
+        assert!(line.contains("switch busy"), "{line}");
+        drop(held);
+        let line = raw(&srv.path, b"{\"cmd\":\"clear_counters\"}\n");
+        assert!(line.contains("\"ok\":true"), "{line}");
     }
 
     #[test]

@@ -7,14 +7,46 @@
 //! `ports::pcap::Capture`: starting a capture then never has to take the port out of the switch (a
 //! failure to create the file leaves everything as it was), and a capture can be stopped, which
 //! hands the file back complete, without unwrapping the port.
+//!
+//! Opening never blocks and never follows a link (issue 14 item 1): the file is opened with
+//! `O_NOFOLLOW | O_NONBLOCK` (a symlink fails with ELOOP; a FIFO without a reader fails with ENXIO
+//! instead of blocking the worker) and must then be a regular file, which is only then truncated.
+//! The control plane (`vecswitch-control`) additionally creates the file exclusively inside the
+//! configured capture directory before asking the switch to capture into it.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::BufWriter;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use vecswitch_buffer::Pool;
-use vecswitch_ports::pcap::{now_ns, PcapError, PcapWriter};
+use vecswitch_ports::pcap::{now_ns, PcapError, PcapWriter, DEFAULT_SNAPLEN};
+
+/// Opens `path` for writing without following a symlink or blocking on a FIFO, refuses anything
+/// but a regular file, and truncates it (creating it if missing).
+fn open_regular(path: &Path) -> Result<File, PcapError> {
+    let io = |source: std::io::Error| PcapError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o640)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(io)?;
+    if !file.metadata().map_err(io)?.is_file() {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file (a capture is written only to a regular file)",
+        )));
+    }
+    file.set_len(0).map_err(io)?;
+    Ok(file)
+}
 
 /// `show ports`' view of a capture.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,10 +72,12 @@ pub struct PortCapture {
 }
 
 impl PortCapture {
-    /// Creates (truncating) the pcap file at `path`.
+    /// Creates (truncating) the pcap file at `path`: a regular file, reached without following a
+    /// symlink, opened without blocking (see the module doc).
     pub fn create(path: &Path, limit: Option<u64>) -> Result<PortCapture, PcapError> {
+        let file = open_regular(path)?;
         Ok(PortCapture {
-            writer: PcapWriter::create(path)?,
+            writer: PcapWriter::new(BufWriter::with_capacity(1 << 16, file), DEFAULT_SNAPLEN)?,
             path: path.to_path_buf(),
             limit,
             error: None,
@@ -92,5 +126,40 @@ impl PortCapture {
             active: self.is_active(),
             error: self.error.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symlink_and_fifo_are_refused_without_blocking_regular_file_truncated() {
+        let d = std::env::temp_dir().join(format!("vsw-pcap-open-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let victim = d.join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        std::os::unix::fs::symlink(&victim, d.join("link")).unwrap();
+        let e = PortCapture::create(&d.join("link"), None).unwrap_err();
+        assert!(e.to_string().contains("link"), "{e}");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        // A FIFO with no reader: refused at once (ENXIO), not a blocked thread.
+        let fifo = d.join("fifo");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo (coreutils)")
+            .success());
+        assert!(PortCapture::create(&fifo, None).is_err());
+        // A directory is not a regular file either.
+        assert!(PortCapture::create(&d, None).is_err());
+        // A regular file is truncated and gets the pcap header.
+        let f = d.join("f.pcap");
+        std::fs::write(&f, vec![1u8; 1000]).unwrap();
+        let mut c = PortCapture::create(&f, None).unwrap();
+        c.finish().unwrap();
+        assert_eq!(std::fs::metadata(&f).unwrap().len(), 24);
+        let _ = std::fs::remove_dir_all(&d);
     }
 }
