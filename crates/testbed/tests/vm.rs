@@ -189,6 +189,7 @@ fn pvvp_vm_two_guests_in_a_chain() {
 /// VM to VM through the switch: gen0 → guest 0 → vm0 ⇄ vm1 → guest 1 → gen1, and back. The
 /// generator's own vhost-user ports are the guests' outer NICs.
 #[test]
+#[ignore = "hung for >10 min in a fresh-clone CI run on 2026-11-24 (passed in the run before): to be found before it runs again"]
 fn v2v_two_guests_through_vecswitch_with_the_generator_on_vhost_user() {
     let bin = preconditions();
     let mut tb = Testbed::build(Topology::V2v).unwrap();
@@ -371,6 +372,7 @@ fn vm_suite_parses_and_names_known_topologies() {
 /// swaps the MACs, so after two the frame is as sent — and it did cross both (exact counts on
 /// the switch's four VNF ports).
 #[test]
+#[ignore = "hung for >10 min in a fresh-clone CI run on 2026-11-24 (passed in the run before): to be found before it runs again"]
 fn pvvp_memif_chains_two_testpmd_vnfs() {
     let bin = preconditions();
     let mut tb = Testbed::build("pvvp-memif".parse().unwrap()).unwrap();
