@@ -61,6 +61,61 @@ fn worker_forwards_and_answers_calls() {
     assert_eq!(tp.in_use(), 0);
 }
 
+/// A call queued while another runs does not run before the ports are polled: frames that arrived
+/// during the first call are received before the second call answers (with a queue of calls
+/// drained first, a caller that always has its next call queued starves the ports).
+#[test]
+fn a_queued_call_waits_for_a_poll() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let mut sw = Switch::new(SwitchConfig {
+        buffers: 1024,
+        mac_table_entries: 64,
+        ..Default::default()
+    });
+    let (p0, peer0) = wire("p0");
+    sw.add_port("p0", p0).unwrap();
+    let h = spawn(sw).unwrap();
+    let second_queued = Arc::new(AtomicBool::new(false));
+    let flag = second_queued.clone();
+    let frames: Vec<Vec<u8>> = (0..100).map(|i| frame(BCAST, mac(i), 60)).collect();
+    let n = frames.len() as u64;
+    std::thread::scope(|s| {
+        let h = &h;
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let first = s.spawn(move || {
+            h.call(move |sw| {
+                let before = sw.show_runtime().loop_stats.rx_packets;
+                let mut peer0 = peer0;
+                let mut tp = Pool::new(256);
+                send(&mut peer0, &mut tp, &frames);
+                started_tx.send(()).unwrap();
+                let deadline = Instant::now() + Duration::from_secs(20);
+                while !flag.load(Ordering::SeqCst) && Instant::now() < deadline {
+                    std::thread::yield_now();
+                }
+                // The second caller has set its flag and is about to queue its call.
+                std::thread::sleep(Duration::from_millis(50));
+                (before, peer0)
+            })
+            .unwrap()
+        });
+        started_rx.recv().unwrap();
+        second_queued.store(true, Ordering::SeqCst);
+        let seen = h
+            .call(|sw| sw.show_runtime().loop_stats.rx_packets)
+            .unwrap();
+        let (before, _peer0) = first.join().unwrap();
+        assert_eq!(before, 0);
+        assert_eq!(
+            seen, n,
+            "the frames sent during the first call were polled before the second call ran"
+        );
+    });
+    let sw = h.stop().unwrap();
+    assert_eq!(sw.show_buffers().in_use, 0);
+}
+
 #[test]
 fn dropping_the_handle_stops_the_worker() {
     let h = spawn(Switch::new(SwitchConfig {
