@@ -21,105 +21,18 @@ use serde_json::{Map, Value};
 /// Longest request line the server reads (bytes, newline included).
 pub const MAX_REQUEST_LINE: usize = 1 << 20;
 
-/// What `show` shows: the built-in shows, or one a feature registered in
-/// [`crate::sections::SHOWS`]. On the wire, the word (`"ports"`, `"interfaces"`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShowWhat {
-    Ports,
-    Bridge,
-    Mac,
-    Xconnect,
-    Runtime,
-    Errors,
-    Buffers,
-    Trace,
-    /// The running config (TOML-equivalent JSON).
-    Config,
-    /// Version, config file, uptime, changes applied.
-    Version,
-    /// A registered show, by its word.
-    Feature(&'static str),
-}
-
-const BUILTIN_SHOWS: [(&str, ShowWhat); 10] = [
-    ("ports", ShowWhat::Ports),
-    ("bridge", ShowWhat::Bridge),
-    ("mac", ShowWhat::Mac),
-    ("xconnect", ShowWhat::Xconnect),
-    ("runtime", ShowWhat::Runtime),
-    ("errors", ShowWhat::Errors),
-    ("buffers", ShowWhat::Buffers),
-    ("trace", ShowWhat::Trace),
-    ("config", ShowWhat::Config),
-    ("version", ShowWhat::Version),
-];
-
-impl ShowWhat {
-    /// Every accepted value, for error messages and help.
-    pub fn all() -> String {
-        BUILTIN_SHOWS
-            .iter()
-            .map(|(w, _)| *w)
-            .chain(crate::sections::SHOWS.iter().map(|s| s.word))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
-    /// Parses a word as the protocol and `ctl show WORD` take it.
-    pub fn from_word(w: &str) -> Option<ShowWhat> {
-        BUILTIN_SHOWS
-            .iter()
-            .find(|(word, _)| *word == w)
-            .map(|(_, s)| *s)
-            .or_else(|| {
-                crate::sections::SHOWS
-                    .iter()
-                    .find(|s| s.word == w)
-                    .map(|s| ShowWhat::Feature(s.word))
-            })
-    }
-
-    /// The word on the wire.
-    pub fn word(self) -> &'static str {
-        match self {
-            ShowWhat::Feature(w) => w,
-            other => BUILTIN_SHOWS
-                .iter()
-                .find(|(_, s)| *s == other)
-                .map_or("?", |(w, _)| *w),
-        }
-    }
-}
-
-impl Serialize for ShowWhat {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.word())
-    }
-}
-
-impl<'de> Deserialize<'de> for ShowWhat {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ShowWhat, D::Error> {
-        let w = String::deserialize(d)?;
-        ShowWhat::from_word(&w).ok_or_else(|| {
-            serde::de::Error::custom(format!(
-                "unknown show `{w}`, expected one of {}",
-                ShowWhat::all()
-            ))
-        })
-    }
-}
-
 /// One control request. On the wire the variant name is the `cmd` key (snake_case) and the fields
 /// are the other keys.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Request {
-    /// `show ports|bridge|mac|xconnect|runtime|errors|buffers|trace|config`; `bridge` narrows
-    /// `show bridge` and `show mac` to one bridge-domain.
+    /// `show WHAT [ARGS]`: `what` is a registered show's word ([`crate::sections::find_show`]:
+    /// `ports`, `mac`, `bond`, ...), `args` its arguments (`show mac br0`: `["br0"]`). The
+    /// older `"bridge":"br0"` key is read as `"args":["br0"]`.
     Show {
-        what: ShowWhat,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        bridge: Option<String>,
+        what: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        args: Vec<String>,
     },
     /// Zeroes port, node and error counters.
     ClearCounters {},
@@ -180,14 +93,6 @@ pub enum Request {
     XconnectDelete {
         from: String,
     },
-    /// Adds a VLAN sub-interface (`[[subinterface]]`).
-    SubinterfaceAdd {
-        sub: vecswitch_switch::vlan::SubInterfaceConfig,
-    },
-    /// Deletes sub-interface `name` (`<parent>.<id>`).
-    SubinterfaceDelete {
-        name: String,
-    },
     MacAdd {
         bridge: String,
         mac: String,
@@ -220,12 +125,15 @@ pub enum Request {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         path: Option<String>,
     },
-    /// A feature's config edit registered in [`crate::sections::EDITS`] (`edit` names it), with
-    /// its `ctl` words: `{"cmd":"edit","edit":"mtu","words":["p0","1500","check"]}`. Goes down the
-    /// same validate → diff → apply path as every change.
+    /// A `ctl` verb a feature registered ([`crate::sections::find_verb`]), by its canonical name,
+    /// with its arguments: `{"cmd":"edit","verb":"subinterface add","args":["uni0","20","dot1q","20"]}`.
+    /// It edits a copy of the running config, which goes down the same validate → diff → apply
+    /// path as every change. The older keys `edit` and `words` are read as `verb` and `args`.
     Edit {
-        edit: String,
-        words: Vec<String>,
+        #[serde(alias = "edit")]
+        verb: String,
+        #[serde(default, alias = "words")]
+        args: Vec<String>,
     },
 }
 
@@ -396,9 +304,15 @@ pub fn parse_request(line: &str) -> Result<Request, RequestError> {
             COMMANDS.join(", ")
         )));
     }
+    // `show`'s older `"bridge":"br0"` is its first argument.
+    if cmd == "show" && !obj.contains_key("args") {
+        if let Some(b) = obj.remove("bridge") {
+            obj.insert("args".into(), Value::Array(vec![b]));
+        }
+    }
     let args = Value::Object(obj);
     let wrapped = Value::Object(Map::from_iter([(cmd.clone(), args.clone())]));
-    serde_path_to_error::deserialize::<_, Request>(wrapped).map_err(|e| {
+    let req = serde_path_to_error::deserialize::<_, Request>(wrapped).map_err(|e| {
         // The path starts with the command name (the enum tag); drop it.
         let path = e.path().to_string();
         let field = path
@@ -422,7 +336,38 @@ pub fn parse_request(line: &str) -> Result<Request, RequestError> {
                 .unwrap_or_else(|| "(missing)".into());
             RequestError(format!("{cmd}: {field} = {value}: {inner}"))
         }
-    })
+    })?;
+    registered(req)
+}
+
+/// Checks that a `show` or `edit` names something registered, and names it canonically (an
+/// alias becomes the word).
+fn registered(req: Request) -> Result<Request, RequestError> {
+    match req {
+        Request::Show { what, args } => match crate::sections::find_show(&what) {
+            Some(s) => Ok(Request::Show {
+                what: s.word().to_string(),
+                args,
+            }),
+            None => Err(RequestError(format!(
+                "show: what = {}: one of {}",
+                show_value(&Value::String(what)),
+                crate::sections::show_words()
+            ))),
+        },
+        Request::Edit { verb, args } => match crate::sections::find_verb(&verb) {
+            Some(_) => Ok(Request::Edit { verb, args }),
+            None => Err(RequestError(format!(
+                "edit: verb = {}: one of {}",
+                show_value(&Value::String(verb)),
+                crate::sections::verbs()
+                    .map(|v| v.info.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        },
+        other => Ok(other),
+    }
 }
 
 /// For a `port` object that does not deserialize: the error with the key path inside it
@@ -481,12 +426,16 @@ mod tests {
     fn round_trip_every_command() {
         let reqs = vec![
             Request::Show {
-                what: ShowWhat::Ports,
-                bridge: None,
+                what: "ports".into(),
+                args: vec![],
             },
             Request::Show {
-                what: ShowWhat::Mac,
-                bridge: Some("br0".into()),
+                what: "mac".into(),
+                args: vec!["br0".into()],
+            },
+            Request::Edit {
+                verb: "subinterface add".into(),
+                args: vec!["p0".into(), "10".into(), "dot1q".into(), "10".into()],
             },
             Request::ClearCounters {},
             Request::TraceAdd { count: 7 },
@@ -558,8 +507,31 @@ mod tests {
         assert_eq!(
             parse_request(r#" {"what":"ports","cmd":"show"} "#).unwrap(),
             Request::Show {
-                what: ShowWhat::Ports,
-                bridge: None
+                what: "ports".into(),
+                args: vec![]
+            }
+        );
+        // The older forms: `bridge` for show's argument, `edit`/`words` for an edit.
+        assert_eq!(
+            parse_request(r#"{"cmd":"show","what":"mac","bridge":"br0"}"#).unwrap(),
+            Request::Show {
+                what: "mac".into(),
+                args: vec!["br0".into()]
+            }
+        );
+        assert_eq!(
+            parse_request(r#"{"cmd":"edit","edit":"mtu","words":["p0","1500"]}"#).unwrap(),
+            Request::Edit {
+                verb: "mtu".into(),
+                args: vec!["p0".into(), "1500".into()]
+            }
+        );
+        // An alias is named canonically.
+        assert_eq!(
+            parse_request(r#"{"cmd":"show","what":"int"}"#).unwrap(),
+            Request::Show {
+                what: "interfaces".into(),
+                args: vec![]
             }
         );
         let r =
@@ -613,11 +585,15 @@ mod tests {
     }
 
     #[test]
-    fn show_words() {
-        assert_eq!(ShowWhat::from_word("runtime"), Some(ShowWhat::Runtime));
-        assert_eq!(ShowWhat::from_word("nope"), None);
-        for w in ShowWhat::all().split(", ") {
-            assert!(ShowWhat::from_word(w).is_some(), "{w}");
+    fn unregistered_show_and_verb_are_refused() {
+        let e = err(r#"{"cmd":"edit","verb":"frobnicate","args":[]}"#);
+        assert!(
+            e.contains("verb = \"frobnicate\"") && e.contains("subinterface add"),
+            "{e}"
+        );
+        for w in crate::sections::show_words().split(", ") {
+            let line = format!(r#"{{"cmd":"show","what":"{w}"}}"#);
+            assert!(parse_request(&line).is_ok(), "{w}");
         }
     }
 
