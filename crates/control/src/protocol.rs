@@ -203,10 +203,62 @@ pub struct Flushed {
     pub flushed: usize,
 }
 
-/// A request line that could not be understood.
+/// A request line that could not be understood: one variant per way, each naming the field, the
+/// value as sent and what is accepted. On the wire it is the `error` string of the answer
+/// (`bad request: ...`, unchanged since protocol version 1).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("bad request: {0}")]
-pub struct RequestError(pub String);
+pub enum RequestError {
+    /// The line is not JSON.
+    #[error("bad request: not a JSON object ({reason}); send one object per line, e.g. {{\"cmd\":\"show\",\"what\":\"ports\"}}")]
+    NotJson { reason: String },
+    /// JSON, but not an object.
+    #[error("bad request: request = {value}: a JSON object with a \"cmd\" key")]
+    NotObject { value: String },
+    /// No `cmd` key.
+    #[error("bad request: cmd: missing; one of {accepted}")]
+    NoCommand { accepted: String },
+    /// `cmd` is not a string.
+    #[error("bad request: cmd = {value}: a string, one of {accepted}")]
+    CommandNotString { value: String, accepted: String },
+    /// `cmd` names no command.
+    #[error("bad request: cmd = {value:?}: one of {accepted}")]
+    UnknownCommand { value: String, accepted: String },
+    /// An argument of the command (`count`, `port.ring_size`, `args[0]`) has a value that is not
+    /// accepted, or is missing (`value` is `(missing)`).
+    #[error("bad request: {cmd}: {field} = {value}: {accepted}")]
+    Field {
+        cmd: String,
+        field: String,
+        value: String,
+        accepted: String,
+    },
+    /// The arguments as a whole are refused (an unknown key, a missing one serde names).
+    #[error("bad request: {cmd}: {reason}")]
+    Arguments { cmd: String, reason: String },
+    /// `show` or `edit` names no registered show or verb.
+    #[error("bad request: {cmd}: {field} = {value}: one of {accepted}")]
+    Unregistered {
+        cmd: &'static str,
+        field: &'static str,
+        value: String,
+        accepted: String,
+    },
+}
+
+impl RequestError {
+    /// The field at fault (`cmd`, `count`, `port.ring_size`, `what`), if one is named.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            RequestError::NotJson { .. } | RequestError::NotObject { .. } => None,
+            RequestError::Arguments { .. } => None,
+            RequestError::NoCommand { .. }
+            | RequestError::CommandNotString { .. }
+            | RequestError::UnknownCommand { .. } => Some("cmd"),
+            RequestError::Field { field, .. } => Some(field),
+            RequestError::Unregistered { field, .. } => Some(field),
+        }
+    }
+}
 
 /// The `cmd` values [`parse_request`] accepts.
 pub const COMMANDS: &[&str] = &[
@@ -271,38 +323,34 @@ pub fn encode_request(r: &Request) -> String {
 /// Parses one request line. Errors name the field (`cmd`, `count`, `port.ring_size`, ...), the
 /// value and what is accepted.
 pub fn parse_request(line: &str) -> Result<Request, RequestError> {
-    let v: Value = serde_json::from_str(line.trim()).map_err(|e| {
-        RequestError(format!(
-            "not a JSON object ({e}); send one object per line, e.g. {{\"cmd\":\"show\",\"what\":\"ports\"}}"
-        ))
+    let v: Value = serde_json::from_str(line.trim()).map_err(|e| RequestError::NotJson {
+        reason: e.to_string(),
     })?;
     let Value::Object(mut obj) = v else {
-        return Err(RequestError(format!(
-            "request = {}: a JSON object with a \"cmd\" key",
-            show_value(&v)
-        )));
+        return Err(RequestError::NotObject {
+            value: show_value(&v),
+        });
     };
+    let accepted = || COMMANDS.join(", ");
     let cmd = match obj.remove("cmd") {
         Some(Value::String(s)) => s,
         Some(other) => {
-            return Err(RequestError(format!(
-                "cmd = {}: a string, one of {}",
-                show_value(&other),
-                COMMANDS.join(", ")
-            )))
+            return Err(RequestError::CommandNotString {
+                value: show_value(&other),
+                accepted: accepted(),
+            })
         }
         None => {
-            return Err(RequestError(format!(
-                "cmd: missing; one of {}",
-                COMMANDS.join(", ")
-            )))
+            return Err(RequestError::NoCommand {
+                accepted: accepted(),
+            })
         }
     };
     if !COMMANDS.contains(&cmd.as_str()) {
-        return Err(RequestError(format!(
-            "cmd = {cmd:?}: one of {}",
-            COMMANDS.join(", ")
-        )));
+        return Err(RequestError::UnknownCommand {
+            value: cmd,
+            accepted: accepted(),
+        });
     }
     // `show`'s older `"bridge":"br0"` is its first argument.
     if cmd == "show" && !obj.contains_key("args") {
@@ -324,17 +372,22 @@ pub fn parse_request(line: &str) -> Result<Request, RequestError> {
         // `[[port]]` tables are tagged by `type`; serde reports their errors without the key, so
         // look again with the variant's own struct to name it.
         if cmd == "port_add" && field == "port" {
-            if let Some(msg) = port_field_error(args.get("port")) {
-                return RequestError(format!("{cmd}: {msg}"));
+            if let Some(e) = port_field_error(&cmd, args.get("port")) {
+                return e;
             }
         }
         if field.is_empty() || field == "?" {
-            RequestError(format!("{cmd}: {inner}"))
+            RequestError::Arguments { cmd, reason: inner }
         } else {
             let value = lookup(&args, &field)
                 .map(show_value)
                 .unwrap_or_else(|| "(missing)".into());
-            RequestError(format!("{cmd}: {field} = {value}: {inner}"))
+            RequestError::Field {
+                cmd,
+                field,
+                value,
+                accepted: inner,
+            }
         }
     })?;
     registered(req)
@@ -349,22 +402,24 @@ fn registered(req: Request) -> Result<Request, RequestError> {
                 what: s.word().to_string(),
                 args,
             }),
-            None => Err(RequestError(format!(
-                "show: what = {}: one of {}",
-                show_value(&Value::String(what)),
-                crate::sections::show_words()
-            ))),
+            None => Err(RequestError::Unregistered {
+                cmd: "show",
+                field: "what",
+                value: show_value(&Value::String(what)),
+                accepted: crate::sections::show_words(),
+            }),
         },
         Request::Edit { verb, args } => match crate::sections::find_verb(&verb) {
             Some(_) => Ok(Request::Edit { verb, args }),
-            None => Err(RequestError(format!(
-                "edit: verb = {}: one of {}",
-                show_value(&Value::String(verb)),
-                crate::sections::verbs()
+            None => Err(RequestError::Unregistered {
+                cmd: "edit",
+                field: "verb",
+                value: show_value(&Value::String(verb)),
+                accepted: crate::sections::verbs()
                     .map(|v| v.info.name())
                     .collect::<Vec<_>>()
-                    .join(", ")
-            ))),
+                    .join(", "),
+            }),
         },
         other => Ok(other),
     }
@@ -373,7 +428,7 @@ fn registered(req: Request) -> Result<Request, RequestError> {
 /// For a `port` object that does not deserialize: the error with the key path inside it
 /// (`port.ring_size = "big": invalid type ...`), found by deserializing with the struct of its
 /// `type`.
-fn port_field_error(port: Option<&Value>) -> Option<String> {
+fn port_field_error(cmd: &str, port: Option<&Value>) -> Option<RequestError> {
     use crate::config::{AfPacketPortConfig, AfXdpPortConfig, MemifPortConfig};
     let mut obj = port?.as_object()?.clone();
     let ty = obj.remove("type")?;
@@ -389,12 +444,20 @@ fn port_field_error(port: Option<&Value>) -> Option<String> {
     let path = err.path().to_string();
     let inner = err.into_inner().to_string();
     if path.is_empty() || path == "." || path == "?" {
-        return Some(format!("port: {inner}"));
+        return Some(RequestError::Arguments {
+            cmd: cmd.to_string(),
+            reason: format!("port: {inner}"),
+        });
     }
     let value = lookup(&v, &path)
         .map(show_value)
         .unwrap_or_else(|| "(missing)".into());
-    Some(format!("port.{path} = {value}: {inner}"))
+    Some(RequestError::Field {
+        cmd: cmd.to_string(),
+        field: format!("port.{path}"),
+        value,
+        accepted: inner,
+    })
 }
 
 /// The value at a dotted path like `port.ring_size` or `bridge.ports[1]`.
@@ -582,6 +645,36 @@ mod tests {
         assert!(e.contains("colour"), "{e}");
         let e = err(r#"{"cmd":"port_add","port":{"type":"tap","name":"p"}}"#);
         assert!(e.contains("tap") && e.contains("memif"), "{e}");
+    }
+
+    #[test]
+    fn errors_are_typed_and_name_the_field() {
+        let e = parse_request(r#"{"cmd":"trace_add","count":"many"}"#).unwrap_err();
+        assert_eq!(e.field(), Some("count"));
+        assert!(matches!(&e, RequestError::Field { value, .. } if value == "\"many\""));
+        let e = parse_request(
+            r#"{"cmd":"port_add","port":{"type":"memif","name":"p","socket":"/x","ring_size":"big"}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.field(), Some("port.ring_size"));
+        let e = parse_request(r#"{"cmd":"show","what":"x"}"#).unwrap_err();
+        assert_eq!(e.field(), Some("what"));
+        assert!(matches!(e, RequestError::Unregistered { cmd: "show", .. }));
+        assert_eq!(
+            parse_request("{").unwrap_err().field(),
+            None,
+            "not JSON names no field"
+        );
+        // The wire text is what it was as a string (protocol version 1).
+        assert_eq!(
+            parse_request(r#"{"cmd":"explode"}"#)
+                .unwrap_err()
+                .to_string(),
+            format!(
+                "bad request: cmd = \"explode\": one of {}",
+                COMMANDS.join(", ")
+            )
+        );
     }
 
     #[test]
