@@ -176,7 +176,7 @@ pub enum ControlError {
     },
     #[error("bridge = {name:?}: the name of a bridge-domain; bridges are: {known}")]
     NoBridge { name: String, known: String },
-    #[error("port = {name:?}: the name of a port; ports are: {known}")]
+    #[error("port = {name:?}: the name of an interface (a port, a bond, a sub-interface); interfaces are: {known}")]
     NoPort { name: String, known: String },
     #[error("file = \"\": a path for the pcap file")]
     EmptyCaptureFile,
@@ -420,15 +420,25 @@ impl Controller {
             })
     }
 
+    /// Checks that `name` is an interface of the running config: a port, or whatever a section
+    /// defines as one (a bond, a sub-interface) — the interfaces the sections' validation
+    /// collects, so no feature is named here.
     fn port_must_exist(&self, name: &str) -> Result<(), ControlError> {
-        // A sub-interface (`[[subinterface]]`) is an interface services may name, like a port.
-        let sub = || self.running.subinterfaces.iter().any(|s| s.name() == name);
-        if self.running.port(name).is_some() || sub() {
+        if self.running.port(name).is_some() {
+            return Ok(());
+        }
+        let mut v = vecswitch_switch::object::Validation::default();
+        for s in crate::sections::SECTIONS {
+            (s.validate)(&self.running, &mut v);
+        }
+        if v.interfaces.contains(name) {
             Ok(())
         } else {
+            let mut known: Vec<String> = v.interfaces.into_iter().collect();
+            known.sort();
             Err(ControlError::NoPort {
                 name: name.to_string(),
-                known: list(self.running.ports.iter().map(|p| p.name())),
+                known: list(known.iter().map(String::as_str)),
             })
         }
     }
@@ -855,7 +865,7 @@ ports = ["v0"]
             "bridge = \"nope\": the name of a bridge-domain; bridges are: br0"
         );
         let r = req(&mut c, r#"{"cmd":"port_delete","name":"zz"}"#);
-        assert!(r.error.unwrap().contains("ports are: p0, p1, v0"));
+        assert!(r.error.unwrap().contains("interfaces are: p0, p1, v0"));
         let r = req(&mut c, r#"{"cmd":"port_delete","name":"v0"}"#);
         assert!(r.error.unwrap().contains("member of bridge \"br0\""));
     }

@@ -406,6 +406,12 @@ check = true
         let e = ctl(&mut c, "bond member del lag0 p7").unwrap_err();
         assert!(e.contains("PORT = \"p7\""), "{e}");
         assert_eq!(c.running().bonds.len(), 1);
+        // A service names the bond like a port (the interfaces every section defines).
+        ctl(&mut c, "bridge add br0").unwrap();
+        ctl(&mut c, "bridge member add br0 lag0").unwrap();
+        let e = ctl(&mut c, "bridge member add br0 lag9").unwrap_err();
+        assert!(e.contains("interfaces are: lag0, p0, p1"), "{e}");
+        ctl(&mut c, "bridge del br0").unwrap();
         ctl(&mut c, "bond member del lag0 p1").unwrap();
         assert_eq!(sw.lock().unwrap().show_bond()[0].members.len(), 1);
         ctl(&mut c, "bond del lag0").unwrap();
