@@ -34,6 +34,7 @@ pub mod devcost;
 pub mod dut;
 mod error;
 pub mod gen_ports;
+pub mod l7;
 pub mod measurer;
 pub mod netns;
 pub mod placement;

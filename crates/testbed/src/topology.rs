@@ -807,6 +807,26 @@ impl Testbed {
         self.run_dir.keep();
     }
 
+    /// Moves generator port `i` (a veth end) into namespace `to`, up, before [`Testbed::start`]:
+    /// the L7 driver's server sits in a namespace of its own ([`crate::l7`]). `to` must live as
+    /// long as the testbed uses the port.
+    pub fn move_gen_port(&mut self, i: usize, to: &Netns) -> Result<()> {
+        let Some(PortEnd::Veth { netns, ifname, .. }) = self.wiring.gen_ports.get_mut(i) else {
+            return Err(Error::Invalid {
+                field: "generator port",
+                value: i.to_string(),
+                expected: "the index of a veth generator port (a *-veth topology)".into(),
+            });
+        };
+        crate::cmd::run(
+            "ip",
+            &["-n", netns, "link", "set", ifname, "netns", to.name()],
+        )?;
+        to.link_up(ifname)?;
+        *netns = to.name().to_string();
+        Ok(())
+    }
+
     /// The namespaces of the chain's kernel VNFs, in chain order of the kernel VNFs.
     pub fn vnf_netns(&self) -> &[Netns] {
         &self.vnf_ns
