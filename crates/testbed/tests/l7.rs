@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::vecswitch_bin;
 use vecswitch_testbed::l7::{Class, L7Bed, L7Report, Profile};
-use vecswitch_testbed::{DutKind, Topology};
+use vecswitch_testbed::{DutKind, Link, Topology, VnfKind};
 
 fn profile(ipv6: bool) -> Profile {
     Profile {
@@ -98,4 +98,48 @@ fn l7_through_vecswitch_bridge_completes_every_class_ipv4_and_ipv6() {
     let mut bed = L7Bed::through(topo, dut, &p).unwrap();
     check(&bed.run(&p).unwrap());
     check(&bed.run(&profile(true)).unwrap());
+}
+
+#[test]
+fn l7_through_a_chain_of_kernel_router_and_vecswitch_vnf_ipv4_and_ipv6() {
+    // Seed 004's shape: the vSwitch with a vRouter and a second VNF behind it. The client and
+    // the server are in two subnets; only the router joins them.
+    let p = profile(false);
+    let bin = vecswitch();
+    let topo = Topology::new_chain(
+        Link::Veth,
+        vec![
+            VnfKind::KernelRouter,
+            VnfKind::VecswitchXconnect { bin: bin.clone() },
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        topo.to_string(),
+        "chain-veth:kernel-router+vecswitch-xconnect"
+    );
+    let dut = DutKind::VecswitchXconnect { bin }.build();
+    let mut bed = L7Bed::through(topo, dut, &p).unwrap();
+    let r = bed.run(&p).unwrap();
+    check(&r);
+    assert!(
+        r.placement
+            .processes
+            .iter()
+            .any(|p| p.name == "kernel-router" && p.pid == 0),
+        "{:?}",
+        r.placement
+    );
+    check(&bed.run(&profile(true)).unwrap());
+    // The router forwarded the traffic: its counters saw at least the client's frames.
+    let ns = &bed.testbed().unwrap().vnf_netns()[0];
+    let fwd = ns.exec("cat", &["/proc/net/snmp"]).unwrap();
+    let forw: u64 = fwd
+        .lines()
+        .filter(|l| l.starts_with("Ip: "))
+        .nth(1)
+        .and_then(|l| l.split_whitespace().nth(6))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    assert!(forw > 1000, "router ForwDatagrams {forw}");
 }
