@@ -27,6 +27,7 @@
 
 pub mod client;
 pub mod servers;
+pub mod suite;
 
 use std::net::IpAddr;
 use std::sync::mpsc;
