@@ -27,6 +27,10 @@
 //! kernel VNF's work is receive softirq work, steered there by RPS on its two ends. The placement
 //! record lists each VNF — a kernel VNF as pid 0 with its RPS CPUs — and says which CPUs more than
 //! one role shared.
+//!
+//! [`noisy`]: the noisy-neighbour stressor (seed 003) and the L7 profile run once per level.
+
+pub mod noisy;
 
 use std::path::PathBuf;
 

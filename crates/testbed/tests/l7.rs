@@ -11,6 +11,7 @@ mod common;
 use std::time::Duration;
 
 use common::vecswitch_bin;
+use vecswitch_testbed::chain::noisy;
 use vecswitch_testbed::l7::{Class, L7Bed, L7Report, Profile};
 use vecswitch_testbed::{DutKind, Link, Topology, VnfKind};
 
@@ -142,4 +143,42 @@ fn l7_through_a_chain_of_kernel_router_and_vecswitch_vnf_ipv4_and_ipv6() {
         .and_then(|v| v.parse().ok())
         .unwrap();
     assert!(forw > 1000, "router ForwDatagrams {forw}");
+}
+
+#[test]
+fn l7_noisy_neighbour_levels_through_vecswitch() {
+    // Seed 003's noisy neighbour: a cache thrasher at 0 (baseline), 10, 50 and 100 % of the LLC
+    // beside vecswitch, the L7 mix at each level; all complete, the stressor worked at each.
+    let p = Profile {
+        rate_tps: 20.0,
+        duration: Duration::from_secs(3),
+        ..Profile::default()
+    };
+    let topo: Topology = "phy2phy-veth".parse().unwrap();
+    let dut = DutKind::VecswitchXconnect { bin: vecswitch() }.build();
+    let mut bed = L7Bed::through(topo, dut, &p).unwrap();
+    let cpu = bed.testbed().unwrap().wiring().cores.generator;
+    let (cache, levels) = noisy::l7_levels(&mut bed, &p, &[0, 10, 50, 100], cpu).unwrap();
+    assert_eq!(levels.len(), 4);
+    for l in &levels {
+        eprintln!(
+            "LLC {} % ({:?}): {}",
+            l.percent_of_llc,
+            l.stressor,
+            l.report.summary_line()
+        );
+        assert_eq!(l.report.transactions, 60, "{l:?}");
+        assert_eq!(l.report.failed, 0, "{l:?}");
+        match &l.stressor {
+            None => assert_eq!(l.percent_of_llc, 0),
+            Some(s) => {
+                assert!(s.passes > 0, "{s:?}");
+                assert_eq!(
+                    s.working_set_bytes,
+                    cache.bytes * u64::from(l.percent_of_llc) / 100
+                );
+                assert_eq!(s.cpu, cpu);
+            }
+        }
+    }
 }
