@@ -57,6 +57,12 @@ pub struct Args {
 
 pub fn main(args: Args) -> anyhow::Result<()> {
     let command: Vec<String> = std::env::args().collect();
+    // Application traffic (an `[l7]` table): its own procedure and results (issue 12).
+    if let (Some(path), false) = (&args.suite, args.simulate) {
+        if crate::l7_cmd::is_l7_suite(path)? {
+            return crate::l7_cmd::main(path, &args.output, command);
+        }
+    }
     let run = match (&args.suite, args.simulate) {
         (None, true) => vecswitch_lab::demo::simulated_run(args.seed, command).context("simulated demo run")?,
         (Some(path), true) => simulate_suite(path, args.seed, command)?,
