@@ -264,7 +264,10 @@ mod tests {
         // The device cost of the tester-limited cells: one load every device takes, three
         // repetitions (medians), at every device and size.
         let dc = s.device_cost.as_ref().expect("a [device_cost] table");
-        assert_eq!((dc.loads_fps.as_slice(), dc.repetitions), (&[30_000.0][..], 3));
+        assert_eq!(
+            (dc.loads_fps.as_slice(), dc.repetitions),
+            (&[30_000.0][..], 3)
+        );
         // A priori: every block (device × size) with 5 s of set-up and calibration, at the
         // trial cost measured on this machine, plus the device-cost trials (each with its 0.1 s
         // drain). The estimator is pessimistic: the two-search demo it put at ~10 min (605 s)
