@@ -23,10 +23,11 @@
 //! (its own CPU was the limit). Frames refused while it had CPU to spare are the path throttling
 //! the sender: the report says `back_pressured`, **not** tester-limited (METHODOLOGY.md,
 //! "Back-pressure"). Late slots that fall due right after a transmit call the path throttled
-//! (it refused frames, or blocked beyond the late threshold: a kernel port's send runs the
-//! device's path in the caller's context) are counted apart
+//! (it refused frames: the ring or socket budget was full) are counted apart
 //! ([`Lateness::slots_dropped_blocked`]): they are the device slowing the sender, not the
-//! generator being descheduled, and the time spent in such calls counts as idle. The report
+//! generator being descheduled, and the time spent in such calls counts as idle. A call that
+//! was merely slow is not counted so: the generator may have been preempted inside it, and
+//! descheduling must never be charged to the device. The report
 //! also gives the receive window (first and last frame of the measured phase received, and how
 //! many came after the send phase): a path that back-pressured the sender returns the frames its
 //! transmit ring held over a window longer than the send phase, and rates are taken over it.
@@ -373,10 +374,10 @@ struct RunPort {
     last_send_ns: Option<u64>,
     max_gap_ns: u64,
     intended_fps: Option<f64>,
-    /// The port's last transmit call was throttled by the path: it refused frames, or it took
-    /// longer than the late threshold (a kernel port's send runs the device's path in the
-    /// caller's context). Late slots dropped right after such a call are back-pressure
-    /// ([`Lateness::slots_dropped_blocked`]), not the generator being descheduled.
+    /// The port's last transmit call was throttled by the path: it refused frames (the ring or
+    /// socket budget was full). Late slots dropped right after such a call are back-pressure
+    /// ([`Lateness::slots_dropped_blocked`]), not the generator being descheduled. A slow call
+    /// that refused nothing does not count (the generator may have been preempted in it).
     throttled: bool,
     late_blocked: u64,
 }
@@ -877,7 +878,6 @@ impl Generator {
                 let dropped_before = pacer.lateness().slots_dropped;
                 let n = pacer.due(now, TX_BATCH as u64) as usize;
                 let late = pacer.lateness().slots_dropped - dropped_before;
-                let threshold = pacer.lateness().threshold_ns;
                 if late > 0 && ports[pi].throttled {
                     ports[pi].late_blocked += late;
                 }
@@ -891,7 +891,7 @@ impl Generator {
                 let (built, sent) = self.send_batch(pi, &mut streams[si], n, warmup, now);
                 let call_ns = self.clock.now_ns().saturating_sub(call_start);
                 let port = &mut ports[pi];
-                port.throttled = sent < built || (threshold > 0 && call_ns > threshold);
+                port.throttled = sent < built;
                 if port.throttled {
                     blocked_ns += call_ns;
                 }

@@ -225,7 +225,7 @@ pub struct Lateness {
     /// Largest gap between two consecutive transmit calls that sent frames (set by the engine).
     pub max_gap_ns: u64,
     /// Of `slots_dropped`, those dropped right after a transmit call the path throttled (it
-    /// refused frames, or blocked beyond the threshold): the device's back-pressure slowed the
+    /// refused frames: ring or socket budget full): the device's back-pressure slowed the
     /// sender, not descheduling (set by the engine; METHODOLOGY.md, "Back-pressure").
     #[serde(default)]
     pub slots_dropped_blocked: u64,

@@ -166,7 +166,7 @@ pub fn trial_result_counted(
     let memif = j.backpressure_is_dut;
     let refusal_is_device = memif || r.back_pressured;
     let tol = intended as f64 * j.tolerance;
-    // Late slots dropped behind a throttled send (the path refused or blocked the previous
+    // Late slots dropped behind a throttled send (the path refused the previous
     // call) are the device's back-pressure, not the generator being descheduled.
     let late_blocked = r
         .lateness

@@ -82,7 +82,8 @@ fn busy_machine(what: &str, t: &vecswitch_lab::TrialResult) -> String {
 //   behind); with the 40 ms threshold below the generator was still 64-124 ms behind in some
 //   pause (tester late, the test says so and fails); at nice -20 (tried, removed) it held its
 //   schedule — the trial was labelled back-pressured, 604 of its 670 late slots behind
-//   throttled sends, the frames crossing over 3,076.8 ms for a 3,003.8 ms send phase — but the
+//   throttled sends (by the first rule, which also counted sends slower than the threshold; now
+//   only refused ones count), the frames crossing over 3,076.8 ms for a 3,003.8 ms send phase — but the
 //   shaper then passed only 22,057 fps: the bridge's and tbf's softirq work shares the
 //   generator's CPU and was starved. So the test cannot be robust on a machine this loaded; it
 //   has not yet run on an idle one since the fix. Run it three times there with
