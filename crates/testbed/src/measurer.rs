@@ -17,7 +17,7 @@
 //! | `accounting.received`, `received_frames` | Σ streams' `rx_unique` (duplicates do not hide loss) |
 //! | `offered_frames` | `sent + refused_at_send` |
 //! | `lateness` | the report's `lateness` (worst lateness, time behind, slots dropped, largest gap) |
-//! | `limit` | first that applies: `TesterRx` when the tester's receive side explains some of the loss; `TesterLate` when the late slots dropped while the generator was descheduled (`slots_dropped − slots_dropped_blocked`) > tolerance × intended (before back-pressure: a descheduled generator leaves a backlog in its AF_PACKET ring, which the kernel only moves when the generator kicks it, so the refusals that follow are not the device's); `BackPressure` on a kernel port (not memif) when the generator was back-pressured with refusals + late slots behind throttled sends > tolerance × intended, or when the receive window outlasted the send phase by more than max(tolerance × send phase, 2 ms) with more than max(tolerance × intended, 32) frames received after the send phase (the tester's ring held what the device did not take; achieved rate = received ÷ receive window); `TesterCpu` when the generator says tester-limited otherwise or offered < intended × (1 − tolerance); else `None` |
+//! | `limit` | first that applies: `TesterRx` when the tester's receive side explains some of the loss; `TesterLate` when the late slots dropped while the generator was descheduled (`slots_dropped − slots_dropped_blocked`) > tolerance × intended (before back-pressure: a descheduled generator leaves a backlog in its AF_PACKET ring, which the kernel only moves when the generator kicks it, so the refusals that follow are not the device's); `BackPressure` on a kernel port (not memif) when the generator was back-pressured with refusals + late slots behind throttled sends > tolerance × intended, or when the receive window outlasted the send phase by more than max(tolerance × send phase, 2 ms) with more than max(tolerance × intended, 32) frames received after the send phase while the generator had CPU to spare (≥ 10 % idle; the tester's ring held what the device did not take; achieved rate = received ÷ receive window); `TesterCpu` when the generator says tester-limited otherwise or offered < intended × (1 − tolerance); else `None` |
 //! | `rx_window` | `rx_last_seconds − rx_first_seconds` (first to last frame received): [`TrialResult::received_fps`] divides by it when it is longer than the trial |
 //! | `tester_limited` | `limit` is a tester-side limit (never for back-pressure) or offered < intended × (1 − tolerance) |
 //! | `latency` | the streams' latency combined with [`LatencyStats::combine`] (merged histograms) |
@@ -183,7 +183,11 @@ pub fn trial_result_counted(
     // the few frames in flight only).
     let window = (r.rx_last_seconds - r.rx_first_seconds).max(0.0);
     let stretch = window - r.tx_seconds;
+    // The generator must have had CPU to spare: a generator that could not keep up receives late
+    // (its own receive ring lags and the drain catches up), which stretches the window too and
+    // is never the device's.
     let stretched = !memif
+        && r.idle_fraction() >= vecswitch_gen::engine::BACKPRESSURE_IDLE_MIN
         && r.tx_seconds > 0.0
         && stretch > (r.tx_seconds * j.tolerance).max(0.002)
         && r.rx_after_send as f64 > tol.max(32.0);
@@ -847,6 +851,7 @@ mod tests {
         let (load, d) = (Load::fps(10_160.0), Duration::from_secs(1));
         (r.tx, r.tx_refused, r.streams[0].rx.rx_unique) = (10_160, 0, 10_160);
         r.tx_seconds = 1.0;
+        (r.busy_seconds, r.idle_seconds) = (0.5, 0.5);
         (r.rx_first_seconds, r.rx_last_seconds, r.rx_after_send) = (0.000_1, 1.016_1, 160);
         let t = trial_result(load, d, &r);
         assert!(t.back_pressured() && !t.tester_limited, "{t:?}");
@@ -857,6 +862,12 @@ mod tests {
             t.received_fps()
         );
         assert!(!t.within(0.0) && !t.within(0.01) && t.within(0.02));
+        // A generator with no CPU to spare receives late itself (its receive ring lags, the
+        // drain catches up): the same window is not the device's back-pressure.
+        (r.busy_seconds, r.idle_seconds) = (0.98, 0.02);
+        let t = trial_result(load, d, &r);
+        assert_eq!(t.limit, TrialLimit::None, "{t:?}");
+        (r.busy_seconds, r.idle_seconds) = (0.5, 0.5);
         // A generator descheduled for 10 ms in the drain stretches the window with the few
         // frames in flight only: not back-pressure, the load passes.
         (r.rx_last_seconds, r.rx_after_send) = (1.010, 3);
