@@ -462,7 +462,12 @@ fn run_block(
                     )
                 });
                 match rows {
-                    Ok(rows) => run.device_cost.extend(rows),
+                    Ok(rows) => {
+                        for row in &rows {
+                            eprintln!("bench: device cost: {}", row.summary());
+                        }
+                        run.device_cost.extend(rows)
+                    }
                     Err(e) => run.failures.push(format!(
                         "device cost of {} on {} at {}: {e}",
                         dut.name,
