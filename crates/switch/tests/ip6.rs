@@ -922,3 +922,106 @@ fn delete_port_clears_the_ip_state_of_its_interface() {
     );
     assert_eq!(lab.out(0).len(), 1);
 }
+
+/// `[ip]` with IPv6 addresses, routes and neighbours beside IPv4 ones, and the settings keys:
+/// validation names each bad field; the objects, applied in rank order, route as the control
+/// calls do.
+#[test]
+fn ip_config_with_ipv6_and_settings_validates_and_applies() {
+    use vecswitch_switch::ip::config::{ip_objects, validate_ip, IpConfig};
+    use vecswitch_switch::object::{ApplyCx, Validation};
+    let good: IpConfig = serde_json::from_str(
+        r#"{"allow_options": false, "icmp_errors_per_s": 5, "allow_hop_by_hop": false,
+            "address": [{"interface": "p0", "address": "2001:db8::1/64"},
+                        {"interface": "p0", "address": "10.0.0.1/24"},
+                        {"interface": "p1", "address": "2001:db8:1::1/64"}],
+            "route": [{"prefix": "2001:db8:ff::/48", "via": ["2001:db8:1::2"]}],
+            "neighbor": [{"interface": "p1", "ip": "2001:db8:1::2", "mac": "02:00:00:00:00:0b"},
+                         {"interface": "p0", "ip": "fe80::aa", "mac": "02:00:00:00:00:0a"},
+                         {"interface": "p0", "ip": "2001:db8::2", "mac": "02:00:00:00:00:0a"}]}"#,
+    )
+    .unwrap();
+    let mut v = Validation::default();
+    v.interfaces.extend(["p0".to_string(), "p1".to_string()]);
+    validate_ip(&good, &mut v);
+    assert!(v.errors.is_empty(), "{:?}", v.errors);
+    let s = good.settings();
+    assert!(!s.allow_options && !s.allow_hop_by_hop);
+    assert_eq!(
+        (s.icmp_errors_per_s, s.icmp_burst),
+        (5, 10),
+        "unset keys keep defaults"
+    );
+
+    let bad: IpConfig = serde_json::from_str(
+        r#"{"neighbor_limit": 0, "arp_pending": 5000, "arp_max_requests": 0,
+            "address": [{"interface": "p0", "address": "fe80::1/64"},
+                        {"interface": "p1", "address": "2001:db8::9/48"},
+                        {"interface": "p0", "address": "2001:db8::1/64"}],
+            "route": [{"prefix": "2001:db8:ff::1/48", "via": ["10.1.0.2"]},
+                      {"prefix": "2001:db8:fe::/48", "via": ["2001:db8:7::2"]}],
+            "neighbor": [{"interface": "p1", "ip": "fe80::bb", "mac": "02:00:00:00:00:0b"}]}"#,
+    )
+    .unwrap();
+    let mut v = Validation::default();
+    v.interfaces.extend(["p0".to_string(), "p1".to_string()]);
+    validate_ip(&bad, &mut v);
+    let paths: Vec<&str> = v.errors.iter().map(|e| e.path.as_str()).collect();
+    for p in [
+        "ip.neighbor_limit",
+        "ip.arp_pending",
+        "ip.arp_max_requests",
+        "ip.address[0].address",
+        "ip.address[2].address",
+        "ip.route[0].prefix",
+        "ip.route[0].via[0]",
+        "ip.route[1].via[0]",
+    ] {
+        assert!(paths.contains(&p), "{p} in {paths:?}");
+    }
+    let e = v
+        .errors
+        .iter()
+        .find(|e| e.path == "ip.arp_pending")
+        .unwrap();
+    assert_eq!(
+        (e.value.as_str(), e.expected.as_str()),
+        ("5000", "0 to 1024 packets")
+    );
+    let typo = serde_json::from_str::<IpConfig>(r#"{"alow_options": true}"#).unwrap_err();
+    assert!(typo.to_string().contains("alow_options"), "{typo}");
+    let e = serde_json::from_str::<IpConfig>(
+        r#"{"address": [{"interface": "p0", "address": "2001:db8::1/129"}]}"#,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("0 to 128"), "{e}");
+
+    // Apply in rank order to a switch with the ports, then forward one packet; remove in reverse.
+    let mut lab = Lab::new(false);
+    lab.sw.ip6_del_route(0, p("2001:db8:ff::/48")).unwrap();
+    lab.sw.ip_clear_interface("p0").unwrap();
+    lab.sw.ip_clear_interface("p1").unwrap();
+    assert!(lab.sw.show_ip6_interfaces().is_empty());
+    let mut objs = Vec::new();
+    ip_objects(&good, &mut objs);
+    objs.sort_by_key(|o| o.rank());
+    let mut cx = ApplyCx::default();
+    for o in &objs {
+        o.add(&mut lab.sw, &mut cx).unwrap();
+    }
+    assert!(!lab.sw.ip_settings().allow_hop_by_hop);
+    lab.send(
+        0,
+        &[eth(MAC_R0, MAC_A, &ipv6(ha(), far(), 64, 17, &udp(20)))],
+    );
+    assert_eq!(
+        lab.out(1),
+        vec![eth(MAC_B, MAC_R1, &ipv6(ha(), far(), 63, 17, &udp(20)))]
+    );
+    for o in objs.iter().rev() {
+        o.remove(&mut lab.sw, &mut cx).unwrap();
+    }
+    assert_eq!(lab.sw.show_ip6_fib(0, None, 0, 10).unwrap().routes, 0);
+    assert_eq!(lab.sw.show_ip6_neighbors(0, 10).unwrap().total, 0);
+    assert_eq!(lab.sw.ip_settings(), IpSettings::default());
+}
