@@ -1,8 +1,10 @@
-//! The IP feature: layer 3 interfaces, the IPv4 forwarding path and ARP.
+//! The IP feature: layer 3 interfaces, the IPv4 and IPv6 forwarding paths, ARP and Neighbor
+//! Discovery.
 //!
 //! An interface with at least one IPv4 address is *routed*: `ethernet-input` hands its untagged
 //! IPv4 and ARP frames addressed to the interface's MAC (or broadcast) to `ip4-input` and
-//! `arp-input` instead of a service (an interface with an address has no L2 service).
+//! `arp-input` instead of a service (an interface with an address has no L2 service); one with
+//! an IPv6 address likewise hands its IPv6 frames to `ip6-input`.
 //!
 //! ```text
 //! ethernet-input ─► ip4-input ─► ip4-lookup ─┬─► ip4-rewrite ─► (output arc) ─► interface-output
@@ -11,6 +13,16 @@
 //!              └─► arp-input ─► (reply, output arc)     pending packets released on resolution
 //! ```
 //!
+//! ```text
+//! ethernet-input ─► ip6-input ─► ip6-lookup ─┬─► ip6-rewrite ─► (output arc) ─► interface-output
+//!                       │            ▲        └─► ip6-local ──┬─► ip6-nd ─► (advertisement, output arc)
+//!                       └─ multicast, own link-local ─►┘      └─► echo reply, ICMPv6 errors
+//! ```
+//!
+//! - IPv6 nodes: [`ip6_input`], [`ip6_lookup`], [`ip6_rewrite`] (hop limit, MACs, glean by
+//!   neighbor solicitation), [`ip6_local`], [`nd_input`] (`ip6-nd`: RFC 4861 solicitations and
+//!   advertisements); ICMPv6 errors (RFC 4443) built by [`icmp6`]; the IPv6 tables in [`ip6`]
+//!   ([`ip6::Ip6State`], the `v6` field of [`IpState`]); the control calls in [`control6`].
 //! - Nodes, one per file: [`ip4_input`] (`ip4-input`: header checks), [`ip4_lookup`]
 //!   (`ip4-lookup`: batched longest-prefix match in the FIB), [`ip4_rewrite`] (`ip4-rewrite`: MTU,
 //!   TTL with the RFC 1624 incremental checksum, MAC rewrite, glean), [`ip4_local`] (`ip4-local`:
