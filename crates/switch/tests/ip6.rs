@@ -1025,3 +1025,87 @@ fn ip_config_with_ipv6_and_settings_validates_and_applies() {
     assert_eq!(lab.sw.show_ip6_neighbors(0, 10).unwrap().total, 0);
     assert_eq!(lab.sw.ip_settings(), IpSettings::default());
 }
+
+/// Bad input never crashes: 20,000 seeded mutations (bytes flipped, frames cut) of valid IPv6
+/// frames of every kind the path handles go through the switch; every frame enters the graph
+/// and every buffer comes back except those waiting for a neighbour.
+#[test]
+fn mutated_ipv6_frames_never_crash_and_every_buffer_is_accounted_for() {
+    let mut lab = Lab::new(false);
+    lab.sw
+        .ip6_add_neighbor("p1", hb(), EthernetAddress(MAC_B))
+        .unwrap();
+    let mut hbh = vec![17, 0, 1, 4, 0, 0, 0, 0];
+    hbh.extend_from_slice(&udp(12));
+    let templates = [
+        eth(MAC_R0, MAC_A, &ipv6(ha(), far(), 64, 17, &udp(30))),
+        eth(MAC_R0, MAC_A, &ipv6(ha(), far(), 64, 0, &hbh)),
+        eth(
+            MAC_R0,
+            MAC_A,
+            &icmp6_pkt(ha(), r0(), 64, 128, [0, 1, 0, 1], b"abcd"),
+        ),
+        eth(
+            MAC_R0,
+            MAC_A,
+            &icmp6_pkt(ll_a(), ll_r0(), 64, 128, [0, 1, 0, 1], b"abcd"),
+        ),
+        ns_frame(MAC_A, ha(), r0(), Some(MAC_A)),
+        ns_frame(MAC_A, a6("::"), r0(), None),
+        eth(
+            MAC_R0,
+            MAC_A,
+            &icmp6_pkt(ha(), r0(), 255, 136, [0x60, 0, 0, 0], &na_data(ha(), MAC_A)),
+        ),
+        eth(
+            MAC_R0,
+            MAC_A,
+            &ipv6(ha(), a6("2001:db8::77"), 64, 17, &udp(10)),
+        ),
+        eth(MAC_R0, MAC_A, &ipv6(ha(), far(), 1, 17, &udp(10))),
+    ];
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15; // xorshift64, fixed seed
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut sent = 0u64;
+    for round in 0..200 {
+        let frames: Vec<Vec<u8>> = (0..100)
+            .map(|_| {
+                let mut f = templates[next() as usize % templates.len()].clone();
+                match next() % 4 {
+                    0 => f.truncate(14 + next() as usize % (f.len() - 13)),
+                    _ => {
+                        for _ in 0..1 + next() % 4 {
+                            // Never the Ethernet header: the frame must reach the IPv6 path.
+                            let i = 14 + next() as usize % (f.len() - 14);
+                            f[i] ^= 1 << (next() % 8);
+                        }
+                    }
+                }
+                f
+            })
+            .collect();
+        sent += frames.len() as u64;
+        lab.send(0, &frames);
+        let _ = lab.out(0);
+        let _ = lab.out(1);
+        if round % 50 == 49 {
+            lab.sw.advance_clock(Duration::from_millis(1100));
+        }
+    }
+    assert_eq!(sent, 20_000);
+    let held = lab.sw.show_ip6_neighbors(0, 10_000).unwrap().pending as u64;
+    assert_eq!(lab.sw.show_buffers().in_use as u64, held);
+    let received: u64 = lab
+        .sw
+        .show_interfaces()
+        .iter()
+        .filter(|i| i.name == "p0")
+        .map(|i| i.counters.rx_packets)
+        .sum();
+    assert_eq!(received, sent, "every frame entered the graph");
+}
