@@ -6,7 +6,7 @@
 
 use std::net::Ipv4Addr;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use vecswitch_wire::EthernetAddress;
 
 use super::neighbor::Neighbor;
@@ -19,7 +19,7 @@ use crate::runtime::Switch;
 pub const MAX_PAGE: usize = 10_000;
 
 /// One path of a route in `show ip fib` (`show ip6 fib`: `A` is `Ipv6Addr`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PathInfo<A = Ipv4Addr> {
     #[serde(flatten)]
     pub adjacency: Adjacency<A>,
@@ -28,7 +28,7 @@ pub struct PathInfo<A = Ipv4Addr> {
 }
 
 /// One route of `show ip fib`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FibEntry {
     pub prefix: Ipv4Prefix,
     pub source: RouteSource,
@@ -36,7 +36,7 @@ pub struct FibEntry {
 }
 
 /// `show ip fib`: how many routes match, and one page of them in prefix order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FibInfo {
     pub table: u32,
     /// Routes in the table.
@@ -53,7 +53,7 @@ pub struct FibInfo {
 }
 
 /// One neighbour of `show ip neighbors`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NeighborInfo {
     pub interface: String,
     pub ip: Ipv4Addr,
@@ -68,7 +68,7 @@ pub struct NeighborInfo {
 }
 
 /// `show ip neighbors`: counts, and one page of entries.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NeighborsInfo {
     pub total: usize,
     pub statics: usize,
@@ -83,7 +83,7 @@ pub struct NeighborsInfo {
 }
 
 /// One interface's addresses in `show ip interfaces`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IpInterfaceInfo {
     pub interface: String,
     pub addresses: Vec<Ipv4Prefix>,

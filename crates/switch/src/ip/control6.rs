@@ -7,7 +7,7 @@
 
 use std::net::Ipv6Addr;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use vecswitch_wire::EthernetAddress;
 
 use super::control::{bad, check_table, fib_error, PathInfo, MAX_PAGE};
@@ -19,7 +19,7 @@ use crate::interface::{Service, SwIfIdx};
 use crate::runtime::Switch;
 
 /// One route of `show ip6 fib`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fib6Entry {
     pub prefix: Ipv6Prefix,
     pub source: RouteSource,
@@ -27,7 +27,7 @@ pub struct Fib6Entry {
 }
 
 /// `show ip6 fib`: how many routes match, and one page of them in prefix order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fib6Info {
     pub table: u32,
     pub routes: usize,
@@ -39,7 +39,7 @@ pub struct Fib6Info {
 }
 
 /// One neighbour of `show ip6 neighbors`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Neighbor6Info {
     pub interface: String,
     pub ip: Ipv6Addr,
@@ -52,7 +52,7 @@ pub struct Neighbor6Info {
 }
 
 /// `show ip6 neighbors`: counts, and one page of entries.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Neighbors6Info {
     pub total: usize,
     pub statics: usize,
@@ -65,7 +65,7 @@ pub struct Neighbors6Info {
 }
 
 /// One interface's IPv6 addresses in `show ip6 interfaces`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ip6InterfaceInfo {
     pub interface: String,
     pub link_local: Option<Ipv6Addr>,

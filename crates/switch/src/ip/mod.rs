@@ -35,8 +35,9 @@
 //!   ([`neighbor::NeighborTable`]: ARP entries, static or learned, with their pending queues).
 //! - Control: [`control`] — `Switch` methods (addresses, routes, static neighbours, settings,
 //!   `show ip fib`, `show ip neighbors`).
-//! - [`config`]: `[ip]` in the config file (addresses, routes, static neighbours) as config
-//!   objects for the control plane.
+//! - [`config`]: `[ip]` in the config file (settings keys, addresses, routes, static
+//!   neighbours) as config objects for the control plane; [`ctl`]: its registration — the
+//!   section with the `ip …` verbs, and `show ip …` / `show ip6 …`.
 //! - [`testing`]: the router setup of the benchmarks.
 //! - [`IpSettings`]: the serde config of the feature (options, ICMP rate, neighbour limit, aging,
 //!   pending queue length).
@@ -48,6 +49,7 @@ pub mod arp_input;
 pub mod config;
 pub mod control;
 pub mod control6;
+pub mod ctl;
 pub mod fib;
 pub mod icmp;
 pub mod icmp6;
@@ -113,6 +115,10 @@ impl Feature for IpFeature {
             graph.add(Box::new(NdInput));
         }
         Ok(())
+    }
+
+    fn shows(&self) -> &'static [crate::ctl::Show] {
+        ctl::SHOWS
     }
 }
 
@@ -246,7 +252,7 @@ pub type AdjIdx = u32;
 
 /// What a route's next hop means for the packet (VPP's `ip_adjacency_t`, reduced to what IP over
 /// Ethernet needs); `A` is the family's address (`Ipv4Addr`, `Ipv6Addr`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum Adjacency<A = Ipv4Addr> {
     /// Drop the packet (`adj-drop`); adjacency [`ADJ_DROP`].
@@ -369,7 +375,7 @@ impl<A: Copy + Eq + std::hash::Hash> AdjTable<A> {
 }
 
 /// Where a route came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RouteSource {
     /// The subnet of an interface address.
