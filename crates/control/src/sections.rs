@@ -17,10 +17,9 @@ use crate::ports;
 use crate::protocol::VersionInfo;
 use serde_json::Value;
 use vecswitch_switch::ctl::{typed, Show, VerbInfo};
-use vecswitch_switch::ip::config as ip;
 use vecswitch_switch::l2::config as l2;
 use vecswitch_switch::object::{EditError, Obj, Validation};
-use vecswitch_switch::{bond, mtu, vlan};
+use vecswitch_switch::{bond, ip, mtu, vlan};
 
 /// One config section, bound to its field of [`Config`].
 #[derive(Debug, Clone, Copy)]
@@ -90,13 +89,7 @@ pub const SECTIONS: &[Section] = &[
         edit: no_edit,
     },
     section!(mtu, mtu::SECTION),
-    Section {
-        key: "ip",
-        validate: |c, v| ip::validate_ip(&c.ip, v),
-        objects: |c, o| ip::ip_objects(&c.ip, o),
-        verbs: no_verbs,
-        edit: no_edit,
-    },
+    section!(ip, ip::ctl::SECTION),
 ];
 
 /// A registered verb: its section and its number there.
@@ -444,5 +437,81 @@ check = true
         ctl(&mut c, "bond del lag0").unwrap();
         assert!(sw.lock().unwrap().show_bond().is_empty());
         assert!(c.running().bonds.is_empty());
+    }
+
+    /// The ip section's verbs and `show ip …` / `show ip6 …` end to end on the real switch.
+    #[test]
+    fn ip_verbs_and_shows_end_to_end() {
+        let (mut c, sw) = start();
+        let show = |c: &mut Controller, line: &str| {
+            let w: Vec<&str> = line.split_whitespace().collect();
+            let req = Request::Show {
+                what: w[1].into(),
+                args: w[2..].iter().map(|s| s.to_string()).collect(),
+            };
+            let data = ctl(c, line).unwrap();
+            render(&req, &data)
+        };
+        for line in [
+            "ip address add p1 10.1.0.1/24",
+            "ip address add p1 2001:db8:1::1/64",
+            "ip route add 192.168.0.0/16 via 10.1.0.2",
+            "ip route add 2001:db8:ff::/48 via 2001:db8:1::2",
+            "ip neighbor add p1 10.1.0.2 02:00:00:00:00:0b",
+            "ip set allow_options false",
+        ] {
+            ctl(&mut c, line).unwrap_or_else(|e| panic!("{line}: {e}"));
+        }
+        assert!(!sw.lock().unwrap().ip_settings().allow_options);
+        assert!(c.running().to_toml().contains("allow_options = false"));
+        let t = show(&mut c, "show ip fib");
+        assert!(t.starts_with("3 routes, 3 matched"), "{t}");
+        assert!(
+            t.contains("192.168.0.0/16") && t.contains("via 10.1.0.2 p1"),
+            "{t}"
+        );
+        let t = show(&mut c, "show ip fib 192.168.1.1/32");
+        assert!(t.contains("1 matched") && t.contains("static"), "{t}");
+        let t = show(&mut c, "show ip6 fib 2001:db8::/32 0 1");
+        assert!(
+            t.contains("showing 1 from 0") && t.contains("2001:db8:1::/64"),
+            "{t}"
+        );
+        let t = show(&mut c, "show ip6 interfaces");
+        assert!(
+            t.contains("fe80::fe:ff:fe00:1") && t.contains("2001:db8:1::1/64"),
+            "{t}"
+        );
+        let t = show(&mut c, "show ip neighbors");
+        assert!(
+            t.contains("02:00:00:00:00:0b") && t.contains("static"),
+            "{t}"
+        );
+        // Refusals name field, value and what is accepted; nothing changes.
+        let e = ctl(&mut c, "ip route add 192.168.0.1/16 via 10.1.0.2").unwrap_err();
+        assert!(
+            e.contains("ip.route[2].prefix") && e.contains("host bits"),
+            "{e}"
+        );
+        let e = ctl(&mut c, "ip set allow_optoins true").unwrap_err();
+        assert!(e.contains("allow_optoins"), "{e}");
+        let e = ctl(&mut c, "ip set arp_pending 5000").unwrap_err();
+        assert!(
+            e.contains("ip.arp_pending") && e.contains("0 to 1024"),
+            "{e}"
+        );
+        let e = ctl(&mut c, "show ip fib 10.0.0.0/33").unwrap_err();
+        assert!(e.contains("10.0.0.0/33"), "{e}");
+        let e = ctl(&mut c, "show ip routing").unwrap_err();
+        assert!(e.contains("neighbors"), "{e}");
+        // And removed again.
+        ctl(&mut c, "ip route del 192.168.0.0/16").unwrap();
+        ctl(&mut c, "ip neighbor del p1 10.1.0.2").unwrap();
+        let f = sw.lock().unwrap().show_ip_fib(0, None, 0, 10).unwrap();
+        assert_eq!(f.routes, 2);
+        assert_eq!(
+            sw.lock().unwrap().show_ip_neighbors(0, 10).unwrap().total,
+            0
+        );
     }
 }

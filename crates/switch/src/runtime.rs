@@ -488,6 +488,7 @@ impl Switch {
         if let Service::Bridge { bd } = self.iface(idx).service {
             self.detach_member(bd, idx);
         }
+        self.ip_forget_interface(idx);
         self.state.interfaces[idx as usize] = None;
         self.graph.clear_features(idx);
         let slot = self.state.ports[idx as usize]

@@ -157,7 +157,8 @@ fn ethernet_input_reason_names_cover_the_wire_l2_errors() {
             "l2-learn",
             "l2-fwd",
             "ip4-input",
-            "arp-input"
+            "arp-input",
+            "ip6-input"
         ]
     );
 }

@@ -5,8 +5,9 @@
 //! receive interface's service.
 //!
 //! Next edges: `l2-xconnect`, `l2-learn` (bridge that learns), `l2-fwd` (bridge that does not),
-//! `ip4-input` / `arp-input` (untagged IPv4 / ARP on a routed interface: one with an IPv4 address
-//! and no L2 service; unicast frames to another MAC are dropped as `l3-mac-mismatch`).
+//! `ip4-input` / `arp-input` / `ip6-input` (untagged IPv4 / ARP on an interface with an IPv4
+//! address, IPv6 on one with an IPv6 address, and no L2 service; unicast frames to another MAC are
+//! dropped as `l3-mac-mismatch`).
 //! Drops: `admin-down` (receive interface administratively down), `no-service` (interface has no
 //! service, or is gone),
 //! `no-bridge` (bridge gone; a bug guard), and the wire errors by name: `runt`, `truncated-vlan-tag`,
@@ -31,6 +32,7 @@ named_enum! {
         L2Fwd = "l2-fwd",
         Ip4Input = "ip4-input",
         ArpInput = "arp-input",
+        Ip6Input = "ip6-input",
     }
 }
 named_enum! {
@@ -91,6 +93,7 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
             match crate::ip::classify(&cx.state.ip, rx, mac, l2.dst_addr, hdr.ethertype, hdr.vlan) {
                 Some(L3Input::Ip4) => Edge::Ip4Input.next(),
                 Some(L3Input::Arp) => Edge::ArpInput.next(),
+                Some(L3Input::Ip6) => Edge::Ip6Input.next(),
                 Some(L3Input::MacMismatch) => DropReason::L3MacMismatch.next(),
                 Some(L3Input::Other) | None => DropReason::NoService.next(),
             }

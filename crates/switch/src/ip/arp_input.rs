@@ -132,7 +132,7 @@ fn merge(
         return;
     };
     for p in pending {
-        if write_l2(cx.pool, p, mac, src, iface) {
+        if write_l2(cx.pool, p, mac, src, iface, 0x0800) {
             cx.counters.add(Counter::PendingSent.index(), 1);
             cx.emit.push(p, TO_OUTPUT);
         } else {

@@ -6,7 +6,7 @@
 
 use std::net::Ipv4Addr;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use vecswitch_wire::EthernetAddress;
 
 use super::neighbor::Neighbor;
@@ -18,17 +18,17 @@ use crate::runtime::Switch;
 /// Most entries in one page of `show ip fib` / `show ip neighbors`.
 pub const MAX_PAGE: usize = 10_000;
 
-/// One path of a route in `show ip fib`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PathInfo {
+/// One path of a route in `show ip fib` (`show ip6 fib`: `A` is `Ipv6Addr`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathInfo<A = Ipv4Addr> {
     #[serde(flatten)]
-    pub adjacency: Adjacency,
+    pub adjacency: Adjacency<A>,
     /// The interface's name (none for `local` and `drop`).
     pub interface: Option<String>,
 }
 
 /// One route of `show ip fib`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FibEntry {
     pub prefix: Ipv4Prefix,
     pub source: RouteSource,
@@ -36,7 +36,7 @@ pub struct FibEntry {
 }
 
 /// `show ip fib`: how many routes match, and one page of them in prefix order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FibInfo {
     pub table: u32,
     /// Routes in the table.
@@ -53,7 +53,7 @@ pub struct FibInfo {
 }
 
 /// One neighbour of `show ip neighbors`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NeighborInfo {
     pub interface: String,
     pub ip: Ipv4Addr,
@@ -68,7 +68,7 @@ pub struct NeighborInfo {
 }
 
 /// `show ip neighbors`: counts, and one page of entries.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NeighborsInfo {
     pub total: usize,
     pub statics: usize,
@@ -83,13 +83,13 @@ pub struct NeighborsInfo {
 }
 
 /// One interface's addresses in `show ip interfaces`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IpInterfaceInfo {
     pub interface: String,
     pub addresses: Vec<Ipv4Prefix>,
 }
 
-fn check_table(table: u32) -> Result<(), SwitchError> {
+pub(super) fn check_table(table: u32) -> Result<(), SwitchError> {
     if table == 0 {
         Ok(())
     } else {
@@ -102,7 +102,7 @@ fn check_table(table: u32) -> Result<(), SwitchError> {
 }
 
 /// A route the FIB refused although the control call checked it (a bug, reported as such).
-fn fib_error(e: vecswitch_fib::FibError) -> SwitchError {
+pub(super) fn fib_error(e: vecswitch_fib::FibError) -> SwitchError {
     SwitchError::InvalidValue {
         field: "route",
         value: e.to_string(),
@@ -110,7 +110,11 @@ fn fib_error(e: vecswitch_fib::FibError) -> SwitchError {
     }
 }
 
-fn bad(field: &'static str, value: impl ToString, accepted: &'static str) -> SwitchError {
+pub(super) fn bad(
+    field: &'static str,
+    value: impl ToString,
+    accepted: &'static str,
+) -> SwitchError {
     SwitchError::InvalidValue {
         field,
         value: value.to_string(),
@@ -257,8 +261,8 @@ impl Switch {
         Ok(())
     }
 
-    /// Removes every address, and so every route and neighbour, of interface `iface` (call
-    /// before deleting its port).
+    /// Removes every address (IPv4 and IPv6), and so every connected route and neighbour, of
+    /// interface `iface`; refused while a static route goes through it.
     pub fn ip_clear_interface(&mut self, iface: &str) -> Result<(), SwitchError> {
         let idx = self.iface_idx(iface)?;
         let addrs = self
@@ -271,7 +275,101 @@ impl Switch {
         for p in addrs.into_iter().rev() {
             self.ip_del_address(iface, p)?;
         }
+        let addrs6 = self
+            .state
+            .ip
+            .v6
+            .ifaces
+            .get(idx as usize)
+            .map(|f| f.addrs.clone())
+            .unwrap_or_default();
+        for p in addrs6.into_iter().rev() {
+            self.ip6_del_address(iface, p)?;
+        }
         Ok(())
+    }
+
+    /// Forgets everything the IP feature holds about interface `idx` (called by `delete_port`
+    /// before the interface goes): static routes lose their paths through it (a route left with
+    /// none is removed), then its IPv4 and IPv6 addresses go with their connected and local
+    /// routes, its neighbours and their waiting packets. Returns the static routes removed.
+    pub(crate) fn ip_forget_interface(&mut self, idx: SwIfIdx) -> usize {
+        let mut removed = 0;
+        let ip = &mut self.state.ip;
+        let on4 = |a: Option<Adjacency>| matches!(a, Some(Adjacency::Neighbor { iface, .. }) if iface == idx);
+        let keys: Vec<(u32, u8)> = ip
+            .routes
+            .iter()
+            .filter(|(_, r)| r.source == RouteSource::Static)
+            .filter(|(_, r)| r.paths.iter().any(|&a| on4(ip.adjs.get(a))))
+            .map(|(&k, _)| k)
+            .collect();
+        for k in keys {
+            let Some(old) = ip.routes.get(&k).cloned() else {
+                continue;
+            };
+            let keep: Vec<AdjIdx> = old
+                .paths
+                .iter()
+                .copied()
+                .filter(|&a| !on4(ip.adjs.get(a)))
+                .collect();
+            if keep.is_empty() {
+                ip.remove_route(k);
+                removed += 1;
+                continue;
+            }
+            for &a in &keep {
+                if let Some(adj) = ip.adjs.get(a) {
+                    ip.adjs.acquire(adj);
+                }
+            }
+            let r = Route {
+                source: RouteSource::Static,
+                paths: keep,
+            };
+            // Fewer paths of a route the FIB holds: it accepts them.
+            let _ = ip.set_route(k, r);
+        }
+        let v6 = &mut ip.v6;
+        let on6 = |a: Option<Adjacency<std::net::Ipv6Addr>>| matches!(a, Some(Adjacency::Neighbor { iface, .. }) if iface == idx);
+        let keys: Vec<(u128, u8)> = v6
+            .routes
+            .iter()
+            .filter(|(_, r)| r.source == RouteSource::Static)
+            .filter(|(_, r)| r.paths.iter().any(|&a| on6(v6.adjs.get(a))))
+            .map(|(&k, _)| k)
+            .collect();
+        for k in keys {
+            let Some(old) = v6.routes.get(&k).cloned() else {
+                continue;
+            };
+            let keep: Vec<AdjIdx> = old
+                .paths
+                .iter()
+                .copied()
+                .filter(|&a| !on6(v6.adjs.get(a)))
+                .collect();
+            if keep.is_empty() {
+                v6.remove_route(k);
+                removed += 1;
+                continue;
+            }
+            for &a in &keep {
+                if let Some(adj) = v6.adjs.get(a) {
+                    v6.adjs.acquire(adj);
+                }
+            }
+            let r = Route {
+                source: RouteSource::Static,
+                paths: keep,
+            };
+            let _ = v6.set_route(k, r);
+        }
+        let name = self.iface_name(idx);
+        // No static route goes through the interface any more: nothing refuses the removal.
+        let _ = self.ip_clear_interface(&name);
+        removed
     }
 
     /// `show ip interfaces`: the addresses of every routed interface.

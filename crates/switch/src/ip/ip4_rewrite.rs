@@ -71,8 +71,8 @@ pub const AGE_SLOTS_PER_STEP: usize = 1024;
 pub struct Ip4Rewrite;
 
 /// Makes the packet's L2 header exactly 14 bytes in front of its L3 header (removing tags) and
-/// writes `dst`, `src`, EtherType IPv4; sets `tx_port` to `iface`. False if the buffer has no room
-/// (never for a packet `ethernet-input` accepted).
+/// writes `dst`, `src`, `ethertype` (IPv4 or IPv6); sets `tx_port` to `iface`. False if the
+/// buffer has no room (never for a packet `ethernet-input` accepted).
 #[inline]
 pub fn write_l2(
     pool: &mut Pool,
@@ -80,6 +80,7 @@ pub fn write_l2(
     dst: EthernetAddress,
     src: EthernetAddress,
     iface: SwIfIdx,
+    ethertype: u16,
 ) -> bool {
     let off = pool.header(h).l3_offset as usize;
     let ok = match off {
@@ -94,14 +95,14 @@ pub fn write_l2(
     hdr.l3_offset = 14;
     hdr.vlan = 0;
     hdr.inner_vlan = 0;
-    hdr.ethertype = 0x0800;
+    hdr.ethertype = ethertype;
     hdr.tx_port = iface;
     let Some(l2) = d.get_mut(..14) else {
         return false;
     };
     l2[..6].copy_from_slice(&dst.0);
     l2[6..12].copy_from_slice(&src.0);
-    l2[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    l2[12..14].copy_from_slice(&ethertype.to_be_bytes());
     true
 }
 
@@ -121,7 +122,7 @@ pub fn rewrite(
         if ttl {
             decrement_ttl(pool, h);
         }
-        return write_l2(pool, h, dst, src, iface);
+        return write_l2(pool, h, dst, src, iface, 0x0800);
     }
     let Some(f) = d.get_mut(..34) else {
         return false;

@@ -1,8 +1,10 @@
-//! The IP feature: layer 3 interfaces, the IPv4 forwarding path and ARP.
+//! The IP feature: layer 3 interfaces, the IPv4 and IPv6 forwarding paths, ARP and Neighbor
+//! Discovery.
 //!
 //! An interface with at least one IPv4 address is *routed*: `ethernet-input` hands its untagged
 //! IPv4 and ARP frames addressed to the interface's MAC (or broadcast) to `ip4-input` and
-//! `arp-input` instead of a service (an interface with an address has no L2 service).
+//! `arp-input` instead of a service (an interface with an address has no L2 service); one with
+//! an IPv6 address likewise hands its IPv6 frames to `ip6-input`.
 //!
 //! ```text
 //! ethernet-input ─► ip4-input ─► ip4-lookup ─┬─► ip4-rewrite ─► (output arc) ─► interface-output
@@ -11,6 +13,16 @@
 //!              └─► arp-input ─► (reply, output arc)     pending packets released on resolution
 //! ```
 //!
+//! ```text
+//! ethernet-input ─► ip6-input ─► ip6-lookup ─┬─► ip6-rewrite ─► (output arc) ─► interface-output
+//!                       │            ▲        └─► ip6-local ──┬─► ip6-nd ─► (advertisement, output arc)
+//!                       └─ multicast, own link-local ─►┘      └─► echo reply, ICMPv6 errors
+//! ```
+//!
+//! - IPv6 nodes: [`ip6_input`], [`ip6_lookup`], [`ip6_rewrite`] (hop limit, MACs, glean by
+//!   neighbor solicitation), [`ip6_local`], [`nd_input`] (`ip6-nd`: RFC 4861 solicitations and
+//!   advertisements); ICMPv6 errors (RFC 4443) built by [`icmp6`]; the IPv6 tables in [`ip6`]
+//!   ([`ip6::Ip6State`], the `v6` field of [`IpState`]); the control calls in [`control6`].
 //! - Nodes, one per file: [`ip4_input`] (`ip4-input`: header checks), [`ip4_lookup`]
 //!   (`ip4-lookup`: batched longest-prefix match in the FIB), [`ip4_rewrite`] (`ip4-rewrite`: MTU,
 //!   TTL with the RFC 1624 incremental checksum, MAC rewrite, glean), [`ip4_local`] (`ip4-local`:
@@ -23,8 +35,9 @@
 //!   ([`neighbor::NeighborTable`]: ARP entries, static or learned, with their pending queues).
 //! - Control: [`control`] — `Switch` methods (addresses, routes, static neighbours, settings,
 //!   `show ip fib`, `show ip neighbors`).
-//! - [`config`]: `[ip]` in the config file (addresses, routes, static neighbours) as config
-//!   objects for the control plane.
+//! - [`config`]: `[ip]` in the config file (settings keys, addresses, routes, static
+//!   neighbours) as config objects for the control plane; [`ctl`]: its registration — the
+//!   section with the `ip …` verbs, and `show ip …` / `show ip6 …`.
 //! - [`testing`]: the router setup of the benchmarks.
 //! - [`IpSettings`]: the serde config of the feature (options, ICMP rate, neighbour limit, aging,
 //!   pending queue length).
@@ -35,12 +48,21 @@
 pub mod arp_input;
 pub mod config;
 pub mod control;
+pub mod control6;
+pub mod ctl;
 pub mod fib;
 pub mod icmp;
+pub mod icmp6;
 pub mod ip4_input;
 pub mod ip4_local;
 pub mod ip4_lookup;
 pub mod ip4_rewrite;
+pub mod ip6;
+pub mod ip6_input;
+pub mod ip6_local;
+pub mod ip6_lookup;
+pub mod ip6_rewrite;
+pub mod nd_input;
 pub mod neighbor;
 pub mod testing;
 
@@ -63,8 +85,14 @@ pub use ip4_input::Ip4Input;
 pub use ip4_local::Ip4Local;
 pub use ip4_lookup::Ip4Lookup;
 pub use ip4_rewrite::Ip4Rewrite;
+pub use ip6::{Ip6Interface, Ipv6Prefix};
+pub use ip6_input::Ip6Input;
+pub use ip6_local::Ip6Local;
+pub use ip6_lookup::Ip6Lookup;
+pub use ip6_rewrite::Ip6Rewrite;
+pub use nd_input::NdInput;
 
-/// The IP feature as registered in the graph: its five forwarding nodes.
+/// The IP feature as registered in the graph: its ten forwarding nodes.
 #[derive(Debug, Clone, Copy)]
 pub struct IpFeature;
 
@@ -80,8 +108,17 @@ impl Feature for IpFeature {
             graph.add(Box::new(Ip4Rewrite));
             graph.add(Box::new(Ip4Local));
             graph.add(Box::new(ArpInput));
+            graph.add(Box::new(Ip6Input));
+            graph.add(Box::new(Ip6Lookup::default()));
+            graph.add(Box::new(Ip6Rewrite));
+            graph.add(Box::new(Ip6Local));
+            graph.add(Box::new(NdInput));
         }
         Ok(())
+    }
+
+    fn shows(&self) -> &'static [crate::ctl::Show] {
+        ctl::SHOWS
     }
 }
 
@@ -213,20 +250,20 @@ impl IpInterface {
 /// Adjacency index: what a FIB lookup returns (the FIB's `NextHop`).
 pub type AdjIdx = u32;
 
-/// What a route's next hop means for the packet (VPP's `ip_adjacency_t`, reduced to what IPv4 over
-/// Ethernet needs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+/// What a route's next hop means for the packet (VPP's `ip_adjacency_t`, reduced to what IP over
+/// Ethernet needs); `A` is the family's address (`Ipv4Addr`, `Ipv6Addr`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
-pub enum Adjacency {
+pub enum Adjacency<A = Ipv4Addr> {
     /// Drop the packet (`adj-drop`); adjacency [`ADJ_DROP`].
     Drop,
-    /// One of the switch's own addresses: `ip4-local`; adjacency [`ADJ_LOCAL`].
+    /// One of the switch's own addresses: `ip4-local` / `ip6-local`; adjacency [`ADJ_LOCAL`].
     Local,
-    /// A connected subnet of `iface`: the packet's destination is the neighbour (ARP for it on a
-    /// miss, "glean").
+    /// A connected subnet of `iface`: the packet's destination is the neighbour (ARP or neighbor
+    /// solicitation for it on a miss, "glean").
     Glean { iface: SwIfIdx },
     /// A next hop `nh` on `iface`.
-    Neighbor { iface: SwIfIdx, nh: Ipv4Addr },
+    Neighbor { iface: SwIfIdx, nh: A },
 }
 
 /// The drop adjacency (always present).
@@ -234,17 +271,17 @@ pub const ADJ_DROP: AdjIdx = 0;
 /// The local adjacency (always present).
 pub const ADJ_LOCAL: AdjIdx = 1;
 
-/// The adjacency table: adjacencies by index, shared by the routes that use them.
+/// The adjacency table of one family: adjacencies by index, shared by the routes that use them.
 #[derive(Debug, Clone)]
-pub struct AdjTable {
-    slots: Vec<Option<(Adjacency, u32)>>,
-    index: HashMap<Adjacency, AdjIdx>,
+pub struct AdjTable<A = Ipv4Addr> {
+    slots: Vec<Option<(Adjacency<A>, u32)>>,
+    index: HashMap<Adjacency<A>, AdjIdx>,
     /// Per adjacency, the neighbour slot last found for its next hop (a hint `ip4-rewrite`
     /// checks before use; `u32::MAX`: none).
     nbr_hint: Vec<u32>,
 }
 
-impl Default for AdjTable {
+impl<A: Copy + Eq + std::hash::Hash> Default for AdjTable<A> {
     fn default() -> Self {
         let mut t = AdjTable {
             slots: Vec::new(),
@@ -258,10 +295,10 @@ impl Default for AdjTable {
     }
 }
 
-impl AdjTable {
+impl<A: Copy + Eq + std::hash::Hash> AdjTable<A> {
     /// The adjacency at `i`, if it exists.
     #[inline]
-    pub fn get(&self, i: AdjIdx) -> Option<Adjacency> {
+    pub fn get(&self, i: AdjIdx) -> Option<Adjacency<A>> {
         self.slots
             .get(i as usize)
             .copied()
@@ -269,8 +306,14 @@ impl AdjTable {
             .map(|(a, _)| a)
     }
 
+    /// The index of `adj` if it exists (no reference taken).
+    #[inline]
+    pub fn find(&self, adj: Adjacency<A>) -> Option<AdjIdx> {
+        self.index.get(&adj).copied()
+    }
+
     /// The index of `adj`, made if new; one more reference.
-    pub fn acquire(&mut self, adj: Adjacency) -> AdjIdx {
+    pub fn acquire(&mut self, adj: Adjacency<A>) -> AdjIdx {
         if let Some(&i) = self.index.get(&adj) {
             if let Some((_, refs)) = self.slots[i as usize].as_mut() {
                 *refs += 1;
@@ -332,7 +375,7 @@ impl AdjTable {
 }
 
 /// Where a route came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RouteSource {
     /// The subnet of an interface address.
@@ -373,9 +416,12 @@ pub struct IpSettings {
     /// Packets held per unresolved neighbour while ARP asks for it; more are dropped
     /// (`pending-full`).
     pub arp_pending: u32,
-    /// ARP requests sent for an unresolved neighbour before it is given up (its pending packets
-    /// dropped as `pending-timed-out`), one per second.
+    /// ARP requests (IPv6: neighbor solicitations) sent for an unresolved neighbour before it is
+    /// given up (its pending packets dropped as `pending-timed-out`), one per second.
     pub arp_max_requests: u32,
+    /// Forward IPv6 packets with a hop-by-hop options header (RFC 8200 §4.3); when false
+    /// `ip6-input` drops them (`hop-by-hop-not-allowed`), as many routers do (RFC 9098 §5.1).
+    pub allow_hop_by_hop: bool,
 }
 
 impl Default for IpSettings {
@@ -388,6 +434,7 @@ impl Default for IpSettings {
             neighbor_age_s: 300,
             arp_pending: 8,
             arp_max_requests: 3,
+            allow_hop_by_hop: true,
         }
     }
 }
@@ -413,6 +460,8 @@ pub struct IpState {
     pub fib: fib::Fib4,
     pub adjs: AdjTable,
     pub neighbors: neighbor::NeighborTable,
+    /// The IPv6 addresses, routes, FIB, adjacencies and neighbours.
+    pub v6: ip6::Ip6State,
     /// Per-packet metadata by buffer handle.
     pub meta: Vec<PktMeta>,
     /// ICMP error token bucket: tokens (scaled by 1e9 per token) and last refill.
@@ -440,6 +489,7 @@ impl IpState {
             fib: fib::Fib4::default(),
             adjs: AdjTable::default(),
             neighbors: neighbor::NeighborTable::default(),
+            v6: ip6::Ip6State::default(),
             meta: Vec::new(),
             icmp_tokens_ns: settings.icmp_burst as u64 * 1_000_000_000,
             icmp_last_ns: 0,
@@ -452,6 +502,12 @@ impl IpState {
     #[inline]
     pub fn iface(&self, i: SwIfIdx) -> Option<&IpInterface> {
         self.ifaces.get(i as usize).filter(|f| f.routed())
+    }
+
+    /// Whether interface `i` is routed: it has an IPv4 or an IPv6 address.
+    #[inline]
+    pub fn routed(&self, i: SwIfIdx) -> bool {
+        self.iface(i).is_some() || self.v6.iface(i).is_some()
     }
 
     /// Whether `a` is an address of any interface.
@@ -532,9 +588,11 @@ impl IpState {
 pub enum L3Input {
     Ip4,
     Arp,
+    Ip6,
     /// Unicast to another station's MAC: not for this interface (`l3-mac-mismatch`).
     MacMismatch,
-    /// Not IPv4 or ARP, or tagged: no service for it.
+    /// Not IPv4 or ARP on an interface with an IPv4 address, not IPv6 on one with an IPv6
+    /// address, or tagged: no service for it.
     Other,
 }
 
@@ -549,7 +607,10 @@ pub fn classify(
     ethertype: u16,
     vlan: u16,
 ) -> Option<L3Input> {
-    ip.iface(rx)?;
+    let (v4, v6) = (ip.iface(rx).is_some(), ip.v6.iface(rx).is_some());
+    if !v4 && !v6 {
+        return None;
+    }
     if vlan != 0 {
         return Some(L3Input::Other);
     }
@@ -557,10 +618,18 @@ pub fn classify(
         return Some(L3Input::MacMismatch);
     }
     Some(match ethertype {
-        0x0800 => L3Input::Ip4,
-        0x0806 => L3Input::Arp,
+        0x0800 if v4 => L3Input::Ip4,
+        0x0806 if v4 => L3Input::Arp,
+        0x86dd if v6 => L3Input::Ip6,
         _ => L3Input::Other,
     })
+}
+
+/// The IPv6 fixed header of packet `h` (40 bytes), if the first segment holds it.
+#[inline]
+pub(crate) fn ip6_header(pool: &vecswitch_buffer::Pool, h: u32) -> Option<&[u8]> {
+    let off = pool.header(h).l3_offset as usize;
+    pool.data(h).get(off..off + 40)
 }
 
 /// The IPv4 header of packet `h` (its first 20 bytes at least, options included), if the first

@@ -1,5 +1,5 @@
-//! Setups for the IPv4 benchmarks (`benches/ip4.rs`) and the instruction-count example
-//! (`examples/ip4_packets.rs`). Not used by the switch itself.
+//! Setups for the IPv4 benchmarks (`benches/ip4.rs`) and the instruction-count examples
+//! (`examples/ip4_packets.rs`, `examples/ip6_packets.rs`). Not used by the switch itself.
 //!
 //! [`router_switch`]: port `src` (a `loopback::Replay` source of 64-byte IPv4/UDP frames, 60
 //! bytes without FCS as RFC 2544 §9 counts them) routed to port `sink` through `routes` /24
@@ -7,12 +7,12 @@
 //! spread evenly over the routes (one per route up to [`TEMPLATES`] routes), so that every frame
 //! is a FIB hit forwarded with a MAC rewrite and a TTL decrement.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use vecswitch_ports::loopback::Replay;
 use vecswitch_wire::{checksum, EthernetAddress};
 
-use super::Ipv4Prefix;
+use super::{Ipv4Prefix, Ipv6Prefix};
 use crate::{Switch, SwitchConfig};
 
 /// Templates the source replays: at most this many distinct frames.
@@ -86,5 +86,74 @@ pub fn router_switch(routes: u32, limit: Option<u64>) -> Switch {
         })
         .collect();
     sw.ip_add_routes(0, &table).expect("valid routes");
+    sw
+}
+
+/// A 74-byte IPv6/UDP frame (78 bytes with the FCS, the smallest IPv6 test frame of RFC 5180 §5.1)
+/// from 2001:db8::2 to `dst`, to the MAC of the switch's port 0 (UDP checksum left 0: the switch
+/// does not read it).
+pub fn udp6_frame78(dst: Ipv6Addr) -> Vec<u8> {
+    let mut f = vec![0u8; 74];
+    f[..6].copy_from_slice(&[0x02, 0xfe, 0, 0, 0, 0]);
+    f[6..12].copy_from_slice(&[0x02, 0x5e, 0, 0, 0, 0x0a]);
+    f[12..14].copy_from_slice(&0x86ddu16.to_be_bytes());
+    let ip = &mut f[14..];
+    ip[0] = 0x60;
+    ip[4..6].copy_from_slice(&20u16.to_be_bytes());
+    ip[6] = 17;
+    ip[7] = 64;
+    ip[8..24].copy_from_slice(&Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2).octets());
+    ip[24..40].copy_from_slice(&dst.octets());
+    ip[40..42].copy_from_slice(&1000u16.to_be_bytes());
+    ip[42..44].copy_from_slice(&2000u16.to_be_bytes());
+    ip[44..46].copy_from_slice(&20u16.to_be_bytes());
+    f
+}
+
+/// [`router_switch`] for IPv6: `routes` /48 routes (2400::/48, 2400:0:1::/48, …) via one static
+/// neighbour on `sink`, the source's destinations (`::1` of a route) spread evenly over them.
+pub fn router6_switch(routes: u32, limit: Option<u64>) -> Switch {
+    let routes = routes.max(1);
+    let mut sw = Switch::new(SwitchConfig {
+        buffers: 8192,
+        mac_table_entries: 1024,
+        ..Default::default()
+    });
+    let route = |i: u32| Ipv6Addr::from((0x2400_0000_0000u128 + i as u128) << 80);
+    let n = routes.min(TEMPLATES);
+    let stride = routes / n;
+    let templates: Vec<Vec<u8>> = (0..n)
+        .map(|k| udp6_frame78(Ipv6Addr::from(u128::from(route(k * stride)) + 1)))
+        .collect();
+    let src = Replay::new("src", templates).expect("non-empty templates");
+    let src = match limit {
+        Some(l) => src.with_limit(l),
+        None => src,
+    };
+    let sink = Replay::new("sink", vec![udp6_frame78(Ipv6Addr::LOCALHOST)])
+        .expect("non-empty templates")
+        .with_limit(0);
+    sw.add_port("src", Box::new(src)).expect("fresh switch");
+    sw.add_port("sink", Box::new(sink)).expect("fresh switch");
+    let p = |s: &str| s.parse::<Ipv6Prefix>().expect("valid prefix");
+    sw.ip6_add_address("src", p("2001:db8::1/64"))
+        .expect("fresh switch");
+    sw.ip6_add_address("sink", p("2001:db8:1::1/64"))
+        .expect("fresh switch");
+    let nh = Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 2);
+    sw.ip6_add_neighbor("sink", nh, EthernetAddress(NEXT_HOP_MAC))
+        .expect("in the subnet");
+    let table: Vec<(Ipv6Prefix, Vec<Ipv6Addr>)> = (0..routes)
+        .map(|i| {
+            (
+                Ipv6Prefix {
+                    addr: route(i),
+                    len: 48,
+                },
+                vec![nh],
+            )
+        })
+        .collect();
+    sw.ip6_add_routes(0, &table).expect("valid routes");
     sw
 }

@@ -1,0 +1,523 @@
+//! The IP feature's control surface, registered from here (see [`crate::ctl`]): the `[ip]`
+//! section ([`SECTION`]) with its verbs (`ip address add|del`, `ip route add|del`,
+//! `ip neighbor add|del`, `ip set KEY VALUE`), and `show ip …` / `show ip6 …` ([`SHOWS`]):
+//!
+//! ```text
+//! show ip fib [PREFIX] [OFFSET] [LIMIT]     routes in prefix order (a count and one page)
+//! show ip neighbors [OFFSET] [LIMIT]        ARP entries (counts and one page)
+//! show ip interfaces                        IPv4 addresses per interface
+//! show ip6 fib|neighbors|interfaces …       the same for IPv6
+//! ```
+//!
+//! A page holds [`DEFAULT_LIMIT`] entries unless `LIMIT` says otherwise (at most 10,000): a
+//! 1M-route table prints its counts and one page, never a million lines.
+
+use std::net::IpAddr;
+
+use super::config::{
+    ip_objects, validate_ip, AddressConfig, IpConfig, IpPrefix, NeighborConfig, RouteConfig,
+};
+use super::control::{FibEntry, FibInfo, IpInterfaceInfo, NeighborsInfo, PathInfo};
+use super::control6::{Fib6Entry, Fib6Info, Ip6InterfaceInfo, Neighbors6Info};
+use super::{Adjacency, Ipv4Prefix, Ipv6Prefix};
+use crate::ctl::{json, typed, Align, Section, Show, ShowError, Table, Verb};
+use crate::error::SwitchError;
+use crate::object::EditError;
+use crate::runtime::Switch;
+
+/// Entries in a page of `show ip fib` / `show ip neighbors` when no limit is given.
+pub const DEFAULT_LIMIT: usize = 100;
+
+/// `[ip]` and its `ctl` verbs.
+pub const SECTION: Section<IpConfig> = Section {
+    key: "ip",
+    validate: |c, v| validate_ip(c, v),
+    objects: |c, o| ip_objects(c, o),
+    verbs: &[
+        Verb {
+            names: &["ip address add"],
+            usage: "INTERFACE ADDRESS/LEN",
+            help: "adds an IPv4 or IPv6 address to an interface (VPP: set interface ip address)",
+            apply: address_add,
+        },
+        Verb {
+            names: &["ip address del", "ip address delete"],
+            usage: "INTERFACE ADDRESS/LEN",
+            help: "removes an interface address",
+            apply: address_del,
+        },
+        Verb {
+            names: &["ip route add"],
+            usage: "PREFIX via NEXT-HOP [NEXT-HOP]...",
+            help: "adds a static route over 1 to 8 next hops (ECMP), IPv4 or IPv6",
+            apply: route_add,
+        },
+        Verb {
+            names: &["ip route del", "ip route delete"],
+            usage: "PREFIX",
+            help: "removes a static route",
+            apply: route_del,
+        },
+        Verb {
+            names: &["ip neighbor add", "ip neighbour add"],
+            usage: "INTERFACE IP MAC",
+            help: "adds a static ARP / ND entry (VPP: set ip neighbor)",
+            apply: neighbor_add,
+        },
+        Verb {
+            names: &["ip neighbor del", "ip neighbor delete", "ip neighbour del"],
+            usage: "INTERFACE IP",
+            help: "removes a static neighbour",
+            apply: neighbor_del,
+        },
+        Verb {
+            names: &["ip set"],
+            usage: "KEY VALUE",
+            help: "sets an [ip] key: allow_options, allow_hop_by_hop, icmp_errors_per_s, icmp_burst, neighbor_limit, neighbor_age_s, arp_pending, arp_max_requests",
+            apply: set,
+        },
+    ],
+};
+
+fn words<'a, const N: usize>(
+    w: &'a [String],
+    field: &'static str,
+    accepted: &'static str,
+) -> Result<&'a [String; N], EditError> {
+    w.try_into().map_err(|_| EditError {
+        field,
+        value: w.join(" "),
+        accepted,
+    })
+}
+
+fn prefix(s: &str) -> Result<IpPrefix, EditError> {
+    s.parse().map_err(|_| EditError {
+        field: "PREFIX",
+        value: s.to_string(),
+        accepted: "an IPv4 or IPv6 prefix such as 10.0.0.1/24 or 2001:db8::1/64",
+    })
+}
+
+fn ip(s: &str) -> Result<IpAddr, EditError> {
+    s.parse().map_err(|_| EditError {
+        field: "IP",
+        value: s.to_string(),
+        accepted: "an IPv4 or IPv6 address",
+    })
+}
+
+fn address_add(c: &mut IpConfig, w: &[String]) -> Result<(), EditError> {
+    let [iface, a] = words::<2>(w, "INTERFACE ADDRESS/LEN", "an interface and an address")?;
+    c.address.push(AddressConfig {
+        interface: iface.clone(),
+        address: prefix(a)?,
+    });
+    Ok(())
+}
+
+fn address_del(c: &mut IpConfig, w: &[String]) -> Result<(), EditError> {
+    let [iface, a] = words::<2>(w, "INTERFACE ADDRESS/LEN", "an interface and an address")?;
+    let a = prefix(a)?;
+    let before = c.address.len();
+    c.address
+        .retain(|x| !(x.interface == *iface && x.address == a));
+    if c.address.len() == before {
+        return Err(EditError {
+            field: "ADDRESS",
+            value: format!("{iface} {a}"),
+            accepted: "an address of the running config (show config)",
+        });
+    }
+    Ok(())
+}
+
+fn route_add(c: &mut IpConfig, w: &[String]) -> Result<(), EditError> {
+    let (Some(p), Some("via"), hops) = (w.first(), w.get(1).map(String::as_str), w.get(2..)) else {
+        return Err(EditError {
+            field: "PREFIX via NEXT-HOP",
+            value: w.join(" "),
+            accepted: "a prefix, `via` and 1 to 8 next hops (`192.168.0.0/16 via 10.1.0.2`)",
+        });
+    };
+    let prefix = prefix(p)?;
+    let via = hops
+        .unwrap_or_default()
+        .iter()
+        .map(|h| ip(h))
+        .collect::<Result<Vec<_>, _>>()?;
+    c.route.retain(|r| !(r.prefix == prefix && r.table == 0));
+    c.route.push(RouteConfig {
+        prefix,
+        via,
+        table: 0,
+    });
+    Ok(())
+}
+
+fn route_del(c: &mut IpConfig, w: &[String]) -> Result<(), EditError> {
+    let [p] = words::<1>(w, "PREFIX", "the prefix of a static route")?;
+    let p = prefix(p)?;
+    let before = c.route.len();
+    c.route.retain(|r| !(r.prefix == p && r.table == 0));
+    if c.route.len() == before {
+        return Err(EditError {
+            field: "PREFIX",
+            value: p.to_string(),
+            accepted: "a static route of the running config (show config)",
+        });
+    }
+    Ok(())
+}
+
+fn neighbor_add(c: &mut IpConfig, w: &[String]) -> Result<(), EditError> {
+    let [iface, a, mac] = words::<3>(w, "INTERFACE IP MAC", "an interface, an address, a MAC")?;
+    let ip = ip(a)?;
+    let mac = mac.parse().map_err(|_| EditError {
+        field: "MAC",
+        value: mac.clone(),
+        accepted: "a MAC such as 02:00:00:00:00:0b",
+    })?;
+    c.neighbor
+        .retain(|n| !(n.interface == *iface && n.ip == ip));
+    c.neighbor.push(NeighborConfig {
+        interface: iface.clone(),
+        ip,
+        mac,
+    });
+    Ok(())
+}
+
+fn neighbor_del(c: &mut IpConfig, w: &[String]) -> Result<(), EditError> {
+    let [iface, a] = words::<2>(w, "INTERFACE IP", "an interface and an address")?;
+    let ip = ip(a)?;
+    let before = c.neighbor.len();
+    c.neighbor
+        .retain(|n| !(n.interface == *iface && n.ip == ip));
+    if c.neighbor.len() == before {
+        return Err(EditError {
+            field: "IP",
+            value: format!("{iface} {ip}"),
+            accepted: "a static neighbour of the running config (show config)",
+        });
+    }
+    Ok(())
+}
+
+fn set(c: &mut IpConfig, w: &[String]) -> Result<(), EditError> {
+    let [key, value] = words::<2>(w, "KEY VALUE", "an [ip] key and its value")?;
+    let flag = || {
+        value.parse::<bool>().map_err(|_| EditError {
+            field: "VALUE",
+            value: value.clone(),
+            accepted: "true or false",
+        })
+    };
+    let num = || {
+        value.parse::<u32>().map_err(|_| EditError {
+            field: "VALUE",
+            value: value.clone(),
+            accepted: "a whole number 0..=4294967295",
+        })
+    };
+    match key.as_str() {
+        "allow_options" => c.allow_options = Some(flag()?),
+        "allow_hop_by_hop" => c.allow_hop_by_hop = Some(flag()?),
+        "icmp_errors_per_s" => c.icmp_errors_per_s = Some(num()?),
+        "icmp_burst" => c.icmp_burst = Some(num()?),
+        "neighbor_limit" => c.neighbor_limit = Some(num()?),
+        "neighbor_age_s" => c.neighbor_age_s = Some(num()?),
+        "arp_pending" => c.arp_pending = Some(num()?),
+        "arp_max_requests" => c.arp_max_requests = Some(num()?),
+        _ => {
+            return Err(EditError {
+                field: "KEY",
+                value: key.clone(),
+                accepted: "allow_options, allow_hop_by_hop, icmp_errors_per_s, icmp_burst, neighbor_limit, neighbor_age_s, arp_pending, arp_max_requests",
+            })
+        }
+    }
+    Ok(())
+}
+
+// ----- shows ---------------------------------------------------------------------------------------
+
+/// `show ip …` and `show ip6 …`.
+pub const SHOWS: &[Show] = &[
+    Show {
+        word: "ip",
+        aliases: &["ip4"],
+        args: &["fib|neighbors|interfaces", "PREFIX", "OFFSET", "LIMIT"],
+        help: "IPv4: fib [PREFIX] [OFFSET] [LIMIT] (routes, paths, counts), neighbors [OFFSET] [LIMIT] (ARP), interfaces",
+        run: |sw, a| run(sw, a, false),
+        render: |v| {
+            typed::<FibInfo>(v)
+                .map(|f| fib(&f))
+                .or_else(|| typed::<NeighborsInfo>(v).map(|n| neighbors4(&n)))
+                .or_else(|| typed::<Vec<IpInterfaceInfo>>(v).map(|i| interfaces4(&i)))
+        },
+    },
+    Show {
+        word: "ip6",
+        aliases: &["ipv6"],
+        args: &["fib|neighbors|interfaces", "PREFIX", "OFFSET", "LIMIT"],
+        help: "IPv6: fib [PREFIX] [OFFSET] [LIMIT], neighbors [OFFSET] [LIMIT] (ND), interfaces (with link-local addresses)",
+        run: |sw, a| run(sw, a, true),
+        render: |v| {
+            typed::<Fib6Info>(v)
+                .map(|f| fib6(&f))
+                .or_else(|| typed::<Neighbors6Info>(v).map(|n| neighbors6(&n)))
+                .or_else(|| typed::<Vec<Ip6InterfaceInfo>>(v).map(|i| interfaces6(&i)))
+        },
+    },
+];
+
+fn bad_arg(field: &'static str, value: &str, accepted: &'static str) -> ShowError {
+    ShowError::Switch(SwitchError::InvalidValue {
+        field,
+        value: value.to_string(),
+        accepted,
+    })
+}
+
+fn number(s: &str, field: &'static str) -> Result<usize, ShowError> {
+    s.parse()
+        .map_err(|_| bad_arg(field, s, "a whole number (entries)"))
+}
+
+/// `[OFFSET] [LIMIT]` from `rest`.
+fn page(rest: &[String]) -> Result<(usize, usize), ShowError> {
+    if rest.len() > 2 {
+        return Err(bad_arg(
+            "arguments",
+            &rest.join(" "),
+            "at most OFFSET and LIMIT",
+        ));
+    }
+    let offset = rest.first().map_or(Ok(0), |s| number(s, "OFFSET"))?;
+    let limit = rest
+        .get(1)
+        .map_or(Ok(DEFAULT_LIMIT), |s| number(s, "LIMIT"))?;
+    Ok((offset, limit))
+}
+
+fn run(sw: &Switch, a: &[String], v6: bool) -> Result<serde_json::Value, ShowError> {
+    let word = if v6 { "ip6" } else { "ip" };
+    let sub = a.first().map_or("fib", String::as_str);
+    let rest = a.get(1..).unwrap_or_default();
+    match sub {
+        "fib" | "route" | "routes" => {
+            // A first word that is not a number is the prefix filter.
+            let (filter, rest) = match rest.first() {
+                Some(p) if p.parse::<usize>().is_err() => (Some(p.as_str()), &rest[1..]),
+                _ => (None, rest),
+            };
+            let (offset, limit) = page(rest)?;
+            if v6 {
+                let f = filter
+                    .map(|p| {
+                        p.parse::<Ipv6Prefix>().map_err(|_| {
+                            bad_arg("PREFIX", p, "an IPv6 prefix such as 2001:db8::/32")
+                        })
+                    })
+                    .transpose()?;
+                json(word, sw.show_ip6_fib(0, f, offset, limit)?)
+            } else {
+                let f = filter
+                    .map(|p| {
+                        p.parse::<Ipv4Prefix>()
+                            .map_err(|_| bad_arg("PREFIX", p, "an IPv4 prefix such as 10.0.0.0/8"))
+                    })
+                    .transpose()?;
+                json(word, sw.show_ip_fib(0, f, offset, limit)?)
+            }
+        }
+        "neighbors" | "neighbours" | "neighbor" | "neighbour" | "arp" | "nd" => {
+            let (offset, limit) = page(rest)?;
+            if v6 {
+                json(word, sw.show_ip6_neighbors(offset, limit)?)
+            } else {
+                json(word, sw.show_ip_neighbors(offset, limit)?)
+            }
+        }
+        "interfaces" | "interface" | "int" if rest.is_empty() => {
+            if v6 {
+                json(word, sw.show_ip6_interfaces())
+            } else {
+                json(word, sw.show_ip_interfaces())
+            }
+        }
+        _ => Err(bad_arg(
+            "show ip",
+            &a.join(" "),
+            "fib [PREFIX] [OFFSET] [LIMIT], neighbors [OFFSET] [LIMIT] or interfaces",
+        )),
+    }
+}
+
+fn path_text<A: std::fmt::Display>(p: &PathInfo<A>) -> String {
+    let on = p.interface.as_deref().unwrap_or("-");
+    match &p.adjacency {
+        Adjacency::Drop => "drop".into(),
+        Adjacency::Local => "local".into(),
+        Adjacency::Glean { .. } => format!("glean {on}"),
+        Adjacency::Neighbor { nh, .. } => format!("via {nh} {on}"),
+    }
+}
+
+fn source(s: super::RouteSource) -> &'static str {
+    match s {
+        super::RouteSource::Connected => "connected",
+        super::RouteSource::Local => "local",
+        super::RouteSource::Static => "static",
+    }
+}
+
+fn summary(
+    routes: usize,
+    matched: usize,
+    offset: usize,
+    shown: usize,
+    adjs: usize,
+    mem: usize,
+) -> String {
+    format!(
+        "{routes} routes, {matched} matched, showing {shown} from {offset}; {adjs} adjacencies; FIB {:.1} MiB ({} B/route)\n",
+        mem as f64 / (1 << 20) as f64,
+        mem.checked_div(routes).unwrap_or(0)
+    )
+}
+
+fn fib_table<'a, P: std::fmt::Display + 'a, A: std::fmt::Display + 'a>(
+    rows: impl Iterator<Item = (&'a P, super::RouteSource, &'a [PathInfo<A>])>,
+) -> Table {
+    use Align::Left as L;
+    let mut t = Table::new(&[("Prefix", L), ("Source", L), ("Paths", L)]);
+    for (p, s, paths) in rows {
+        let ps: Vec<String> = paths.iter().map(path_text).collect();
+        t.row(vec![p.to_string(), source(s).into(), ps.join(", ")]);
+    }
+    t
+}
+
+fn fib(f: &FibInfo) -> String {
+    let t = fib_table(
+        f.entries
+            .iter()
+            .map(|e: &FibEntry| (&e.prefix, e.source, e.paths.as_slice())),
+    );
+    summary(
+        f.routes,
+        f.matched,
+        f.offset,
+        f.entries.len(),
+        f.adjacencies,
+        f.fib_memory_bytes,
+    ) + &t.render()
+}
+
+fn fib6(f: &Fib6Info) -> String {
+    let t = fib_table(
+        f.entries
+            .iter()
+            .map(|e: &Fib6Entry| (&e.prefix, e.source, e.paths.as_slice())),
+    );
+    summary(
+        f.routes,
+        f.matched,
+        f.offset,
+        f.entries.len(),
+        f.adjacencies,
+        f.fib_memory_bytes,
+    ) + &t.render()
+}
+
+fn neighbor_table<'a, A: std::fmt::Display + 'a>(
+    rows: impl Iterator<Item = (&'a str, &'a A, Option<&'a str>, bool, u32, usize)>,
+) -> Table {
+    use Align::{Left as L, Right as R};
+    let mut t = Table::new(&[
+        ("Interface", L),
+        ("IP", L),
+        ("MAC", L),
+        ("Type", L),
+        ("Age s", R),
+        ("Pending", R),
+    ]);
+    for (i, ip, mac, st, age, pending) in rows {
+        let kind = match (st, mac) {
+            (true, _) => "static",
+            (false, Some(_)) => "learned",
+            (false, None) => "incomplete",
+        };
+        t.row(vec![
+            i.to_string(),
+            ip.to_string(),
+            mac.unwrap_or("-").to_string(),
+            kind.into(),
+            age.to_string(),
+            pending.to_string(),
+        ]);
+    }
+    t
+}
+
+fn neighbors4(n: &NeighborsInfo) -> String {
+    let head = format!(
+        "{} neighbors ({} static, {} learned, {} incomplete; limit {}), {} packets waiting, {} discarded by control; showing {} from {}\n",
+        n.total, n.statics, n.learned, n.incomplete, n.limit, n.pending, n.pending_discarded, n.entries.len(), n.offset
+    );
+    let t = neighbor_table(n.entries.iter().map(|e| {
+        (
+            e.interface.as_str(),
+            &e.ip,
+            e.mac.as_deref(),
+            e.is_static,
+            e.age_s,
+            e.pending,
+        )
+    }));
+    head + &t.render()
+}
+
+fn neighbors6(n: &Neighbors6Info) -> String {
+    let head = format!(
+        "{} neighbors ({} static, {} learned, {} incomplete; limit {}), {} packets waiting; showing {} from {}\n",
+        n.total, n.statics, n.learned, n.incomplete, n.limit, n.pending, n.entries.len(), n.offset
+    );
+    let t = neighbor_table(n.entries.iter().map(|e| {
+        (
+            e.interface.as_str(),
+            &e.ip,
+            e.mac.as_deref(),
+            e.is_static,
+            e.age_s,
+            e.pending,
+        )
+    }));
+    head + &t.render()
+}
+
+fn interfaces4(i: &[IpInterfaceInfo]) -> String {
+    use Align::Left as L;
+    let mut t = Table::new(&[("Interface", L), ("Addresses", L)]);
+    for f in i {
+        let a: Vec<String> = f.addresses.iter().map(|p| p.to_string()).collect();
+        t.row(vec![f.interface.clone(), a.join(", ")]);
+    }
+    t.render()
+}
+
+fn interfaces6(i: &[Ip6InterfaceInfo]) -> String {
+    use Align::Left as L;
+    let mut t = Table::new(&[("Interface", L), ("Link-local", L), ("Addresses", L)]);
+    for f in i {
+        let a: Vec<String> = f.addresses.iter().map(|p| p.to_string()).collect();
+        t.row(vec![
+            f.interface.clone(),
+            f.link_local.map_or("-".into(), |l| l.to_string()),
+            a.join(", "),
+        ]);
+    }
+    t.render()
+}
