@@ -16,7 +16,7 @@
 //!   - [`mtu`]: `mtu-check`, an output-arc feature enabled per interface (the worked example of
 //!     adding a feature).
 //!   - [`bond`]: link aggregation — bonds over ports, `bond-input`, `bond-output`, LACP.
-//!   - [`vlan`]: VLAN sub-interfaces (`vlan-input`, `vlan-output`, tag rewrite, VPP's matching).
+//!   - [`vlan`]: VLAN sub-interfaces (classified in `ethernet-input`, `vlan-output`, tag rewrite, VPP's matching).
 //! - [`state`]: [`SwitchState`] — ports, interfaces, bridges, MAC table, receive/transmit
 //!   bookkeeping.
 //! - [`capture`]: pcap capture of what a port receives and is sent ([`Switch::capture`]).
