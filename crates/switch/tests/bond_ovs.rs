@@ -28,7 +28,8 @@
 //!    after the cut arrives, and the lost ones (counted by sequence number) were all sent in that
 //!    window;
 //! 4. v0 comes back: both ends re-aggregate both members, and frames again cross both ways with
-//!    exact counts, over both members.
+//!    exact counts, vecswitch's over both members (OVS's may stay on k1 until it rebalances:
+//!    see [`exact_both_ways`]).
 //!
 //! Needs root and Debian's `openvswitch-switch` (`make setup`); without OVS it fails saying so.
 //! Namespaces, veths and the OVS directory carry the pid; the guards stop OVS and delete them
@@ -571,13 +572,17 @@ fn wait_aggregated(sw: &SwitchHandle, ovs: &Ovs, lab: &Lab, bond_mac: &str, limi
     }
 }
 
-/// 256 frames each way, every one delivered, over both members in both directions.
+/// 256 frames each way, every one delivered; vecswitch spreads its direction over both members,
+/// and so does OVS when `ovs_spread` (not after a failover: balance-tcp moves a disabled member's
+/// hash buckets to the others and leaves them there when it comes back, until a rebalance —
+/// every 10 s, and only if the load is uneven — moves them, `ovs-vswitchd(8)` "bond-rebalance-interval").
 fn exact_both_ways(
     sw: &SwitchHandle,
     kprobe: &mut Probe,
     hprobe: &mut Probe,
     base: u32,
     what: &str,
+    ovs_spread: bool,
 ) {
     let before = member_counts(sw);
     let mut got = BTreeSet::new();
@@ -605,7 +610,7 @@ fn exact_both_ways(
     // Each member's counters include a few LACPDUs (received: counted by interface-rx before
     // bond-input consumes them; sent: by bond_tick), so compare with margins.
     assert!(
-        rx[0] >= 32 && rx[1] >= 32 && rx[0] + rx[1] >= 256,
+        rx[0] + rx[1] >= 256 && (!ovs_spread || (rx[0] >= 32 && rx[1] >= 32)),
         "{what}: OVS's balance-tcp spread over v0/v1 received {rx:?}"
     );
     assert!(
@@ -630,7 +635,7 @@ fn ovs_lacp_aggregates_with_vecswitch_fails_over_and_comes_back() {
     let (kh, h) = (lab.ifs[5].clone(), lab.ifs[6].clone());
     let mut kprobe = Probe::open(&lab.o, &kh, [0x02, 0xaa, 0, 0, 0], [0x02, 0xbb, 0, 0, 0, 1]);
     let mut hprobe = Probe::open(&lab.h, &h, [0x02, 0xbb, 0, 0, 0], [0x02, 0xaa, 0, 0, 0, 1]);
-    exact_both_ways(&sw, &mut kprobe, &mut hprobe, 0, "aggregated");
+    exact_both_ways(&sw, &mut kprobe, &mut hprobe, 0, "aggregated", true);
 
     // 3. Failover: v0's link goes down 1 s into a 5 s stream each way (one frame per 2 ms).
     let v0 = lab.ifs[2].clone();
@@ -692,7 +697,14 @@ fn ovs_lacp_aggregates_with_vecswitch_fails_over_and_comes_back() {
         "v0 back in both aggregates {:?} after its link came up",
         t_up.elapsed()
     );
-    exact_both_ways(&sw, &mut kprobe, &mut hprobe, 20_000, "after v0 came back");
+    exact_both_ways(
+        &sw,
+        &mut kprobe,
+        &mut hprobe,
+        20_000,
+        "after v0 came back",
+        false,
+    );
     drop(sw.stop());
 }
 
