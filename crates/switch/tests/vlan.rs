@@ -794,3 +794,42 @@ fn a_port_that_takes_a_deleted_parents_index_is_not_its_parent() {
     sw.delete_subinterface("p0.1").unwrap();
     assert!(sw.show_subinterfaces().is_empty());
 }
+
+/// Admin state: a sub-interface down drops its own frames; a parent down drops its
+/// sub-interfaces' frames too (checked before classification, as VPP's hardware interface
+/// state gates its sub-interfaces); both counted as `ethernet-input admin-down`.
+#[test]
+fn a_parent_down_takes_its_sub_interfaces_frames_with_it() {
+    let (mut sw, mut peers) = with_ports(3);
+    sw.add_subinterface(&sub("p0", 10, "dot1q 10", "pop 1"))
+        .unwrap();
+    sw.add_subinterface(&sub("p0", 20, "dot1q 20", "pop 1"))
+        .unwrap();
+    sw.add_xconnect("p0.10", "p1").unwrap();
+    sw.add_xconnect("p0.20", "p2").unwrap();
+    let (ten, twenty) = (f(&[(Q, 10)]), f(&[(Q, 20)]));
+    assert_eq!(
+        only_out(&through(&mut sw, &mut peers, 0, &ten)),
+        Some((1, f(&[])))
+    );
+    sw.set_subinterface_admin("p0.10", false).unwrap();
+    assert_eq!(only_out(&through(&mut sw, &mut peers, 0, &ten)), None);
+    assert_eq!(error_count(&sw, "ethernet-input", "admin-down"), 1);
+    assert_eq!(
+        only_out(&through(&mut sw, &mut peers, 0, &twenty)),
+        Some((2, f(&[])))
+    );
+    sw.set_port_admin("p0", false).unwrap();
+    assert_eq!(only_out(&through(&mut sw, &mut peers, 0, &twenty)), None);
+    assert_eq!(error_count(&sw, "ethernet-input", "admin-down"), 2);
+    sw.set_port_admin("p0", true).unwrap();
+    sw.set_subinterface_admin("p0.10", true).unwrap();
+    assert_eq!(
+        only_out(&through(&mut sw, &mut peers, 0, &ten)),
+        Some((1, f(&[])))
+    );
+    assert_eq!(
+        only_out(&through(&mut sw, &mut peers, 0, &twenty)),
+        Some((2, f(&[])))
+    );
+}

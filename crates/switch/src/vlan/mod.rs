@@ -24,6 +24,10 @@
 //! service (xconnect or bridge, i.e. it is in L2 mode) — also tagged frames no sub-interface
 //! takes. A tagged frame that nothing takes is dropped (`unknown-vlan`).
 //!
+//! A parent administratively down takes its sub-interfaces' frames with it (`ethernet-input
+//! admin-down`, checked before classification), as in VPP, where a sub-interface is up only when
+//! its hardware interface is; a sub-interface down drops only its own.
+//!
 //! Frames with more than two tags never reach a sub-interface: the L2 parser drops them
 //! (`too-many-vlan-tags`), so `exact-match` only changes what a single-tag sub-interface takes.
 //! A single priority tag (VID 0) matches no VLAN: such a frame goes to `default` if there is one,
