@@ -83,7 +83,7 @@ pub static FEATURES: &[&dyn Feature] = &[
     &crate::ip::IpFeature,               // IPv4 routing, ARP
     &crate::mtu::MtuFeature,             // mtu-check on the output arc
     &crate::bond::BondFeature,           // bonds: bond-input, bond-output, LACP
-    &crate::vlan::VlanFeature,           // sub-interfaces: vlan-input, vlan-output
+    &crate::vlan::VlanFeature,           // sub-interfaces: vlan-output (ingress in ethernet-input)
 ];
 
 /// Builds a graph from `features`, stage by stage, and resolves it.

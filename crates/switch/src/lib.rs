@@ -16,7 +16,7 @@
 //!   - [`mtu`]: `mtu-check`, an output-arc feature enabled per interface (the worked example of
 //!     adding a feature).
 //!   - [`bond`]: link aggregation — bonds over ports, `bond-input`, `bond-output`, LACP.
-//!   - [`vlan`]: VLAN sub-interfaces (`vlan-input`, `vlan-output`, tag rewrite, VPP's matching).
+//!   - [`vlan`]: VLAN sub-interfaces (classified in `ethernet-input`, `vlan-output`, tag rewrite, VPP's matching).
 //! - [`ctl`]: what a feature registers for the control plane — its `show`s, its config section
 //!   and the `ctl` verbs that edit it — and the switch's own shows.
 //! - [`state`]: [`SwitchState`] — ports, interfaces, bridges, MAC table, receive/transmit

@@ -19,7 +19,8 @@
 //!   sequence number) and were all sent within those 3 s.
 //!
 //! Needs root and the kernel's bonding driver (CONFIG_BONDING, module `bonding`). Ignored by
-//! default because the lab machine's kernel has no bonding driver; run it with
+//! default because the lab machine's kernel has no bonding driver (there the real peer is Open
+//! vSwitch's LACP: `bond_ovs.rs`, which runs everywhere OVS is installed); run it with
 //! `cargo test -p vecswitch-switch --test bond_kernel -- --ignored` (CI, root). Without the driver
 //! it fails saying so. Namespaces and veths carry the pid; the [`Lab`] guard deletes them when
 //! the test ends, panics included.

@@ -159,7 +159,7 @@ fn classification_follows_vpps_order() {
     // it (and are dropped there for want of a service).
     sw.delete_xconnect("p0").unwrap();
     assert_eq!(only_out(&through(&mut sw, &mut peers, 0, &frame)), None);
-    assert_eq!(error_count(&sw, "vlan-input", "unknown-vlan"), 1);
+    assert_eq!(error_count(&sw, "ethernet-input", "unknown-vlan"), 1);
     assert_eq!(only_out(&through(&mut sw, &mut peers, 0, &f(&[]))), None);
     assert_eq!(error_count(&sw, "ethernet-input", "no-service"), 1);
     assert_eq!(only_out(&through(&mut sw, &mut peers, 0, &prio)), None);
@@ -177,7 +177,7 @@ fn classification_follows_vpps_order() {
         Some((6, plain.clone()))
     );
     assert_eq!(only_out(&through(&mut sw, &mut peers, 0, &frame)), None);
-    assert_eq!(error_count(&sw, "vlan-input", "unknown-vlan"), 2);
+    assert_eq!(error_count(&sw, "ethernet-input", "unknown-vlan"), 2);
 }
 
 /// A sub-interface `p0.1` with `encap` and `rewrite`, cross-connected both ways with port p1:
@@ -341,27 +341,28 @@ fn frames_too_short_for_their_tags_are_dropped_with_a_reason() {
         ("too-many-vlan-tags", f(&[(AD, 10), (Q, 20), (Q, 30)])),
     ];
     for (reason, frame) in &cases {
-        let before = error_count(&sw, "vlan-input", reason);
+        let before = error_count(&sw, "ethernet-input", reason);
         assert_eq!(
             only_out(&through(&mut sw, &mut peers, 0, frame)),
             None,
             "{reason}"
         );
         assert_eq!(
-            error_count(&sw, "vlan-input", reason),
+            error_count(&sw, "ethernet-input", reason),
             before + 1,
             "{reason}"
         );
     }
-    // The other malformed kinds too, each under its own name: by `vlan-input` when the tags are
-    // the problem, by `ethernet-input` (which validates the whole L2 header) otherwise.
-    let both = |sw: &Switch, r: &str| {
-        error_count(sw, "vlan-input", r) + error_count(sw, "ethernet-input", r)
-    };
+    // The other malformed kinds too, each under its own name, by `ethernet-input` (which
+    // validates the whole L2 header before it classifies).
     for (reason, frame) in malformed() {
-        let before = both(&sw, reason);
+        let before = error_count(&sw, "ethernet-input", reason);
         through(&mut sw, &mut peers, 0, &frame);
-        assert_eq!(both(&sw, reason), before + 1, "{reason}");
+        assert_eq!(
+            error_count(&sw, "ethernet-input", reason),
+            before + 1,
+            "{reason}"
+        );
     }
     assert_eq!(error_count(&sw, "ethernet-input", "bad-length-field"), 2);
 }
@@ -504,7 +505,8 @@ fn show_interfaces_lists_sub_interfaces_with_their_features() {
         .unwrap();
     let i = sw.show_interfaces();
     let p0 = i.iter().find(|i| i.name == "p0").unwrap();
-    assert_eq!(p0.input_features, ["vlan-input"]);
+    // Classified by `ethernet-input`: no input feature on the parent.
+    assert!(p0.input_features.is_empty(), "{:?}", p0.input_features);
     let s = i.iter().find(|i| i.name == "p0.7").unwrap();
     assert_eq!(s.output_features, ["vlan-output"]);
     let json = serde_json::to_string(&s.kind).unwrap();
@@ -791,4 +793,43 @@ fn a_port_that_takes_a_deleted_parents_index_is_not_its_parent() {
     sw.delete_xconnect("p1").unwrap();
     sw.delete_subinterface("p0.1").unwrap();
     assert!(sw.show_subinterfaces().is_empty());
+}
+
+/// Admin state: a sub-interface down drops its own frames; a parent down drops its
+/// sub-interfaces' frames too (checked before classification, as VPP's hardware interface
+/// state gates its sub-interfaces); both counted as `ethernet-input admin-down`.
+#[test]
+fn a_parent_down_takes_its_sub_interfaces_frames_with_it() {
+    let (mut sw, mut peers) = with_ports(3);
+    sw.add_subinterface(&sub("p0", 10, "dot1q 10", "pop 1"))
+        .unwrap();
+    sw.add_subinterface(&sub("p0", 20, "dot1q 20", "pop 1"))
+        .unwrap();
+    sw.add_xconnect("p0.10", "p1").unwrap();
+    sw.add_xconnect("p0.20", "p2").unwrap();
+    let (ten, twenty) = (f(&[(Q, 10)]), f(&[(Q, 20)]));
+    assert_eq!(
+        only_out(&through(&mut sw, &mut peers, 0, &ten)),
+        Some((1, f(&[])))
+    );
+    sw.set_subinterface_admin("p0.10", false).unwrap();
+    assert_eq!(only_out(&through(&mut sw, &mut peers, 0, &ten)), None);
+    assert_eq!(error_count(&sw, "ethernet-input", "admin-down"), 1);
+    assert_eq!(
+        only_out(&through(&mut sw, &mut peers, 0, &twenty)),
+        Some((2, f(&[])))
+    );
+    sw.set_port_admin("p0", false).unwrap();
+    assert_eq!(only_out(&through(&mut sw, &mut peers, 0, &twenty)), None);
+    assert_eq!(error_count(&sw, "ethernet-input", "admin-down"), 2);
+    sw.set_port_admin("p0", true).unwrap();
+    sw.set_subinterface_admin("p0.10", true).unwrap();
+    assert_eq!(
+        only_out(&through(&mut sw, &mut peers, 0, &ten)),
+        Some((1, f(&[])))
+    );
+    assert_eq!(
+        only_out(&through(&mut sw, &mut peers, 0, &twenty)),
+        Some((2, f(&[])))
+    );
 }

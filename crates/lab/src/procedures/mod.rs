@@ -7,12 +7,14 @@
 //! - [`back_to_back`]: RFC 9004 back-to-back frames with implied and corrected buffer time;
 //! - [`mlrsearch`]: draft-ietf-bmwg-mlrsearch, NDR/PDR and conditional throughput;
 //! - [`soak`]: long run at a fixed load, per-interval statistics;
-//! - [`scale`]: any procedure repeated per table size or flow count.
+//! - [`scale`]: any procedure repeated per table size or flow count;
+//! - [`rfc2889`]: RFC 2889 §5.7 address caching capacity and §5.8 address learning rate.
 
 pub mod back_to_back;
 pub mod latency;
 pub mod linear;
 pub mod mlrsearch;
+pub mod rfc2889;
 pub mod scale;
 pub mod soak;
 pub mod throughput;

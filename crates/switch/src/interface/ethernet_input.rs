@@ -4,6 +4,13 @@
 //! `vlan`, `inner_vlan`, `ethertype`, and `bd` for bridge members), and classifies the frame by its
 //! receive interface's service.
 //!
+//! On an interface with VLAN sub-interfaces (`crate::vlan`) it first finds the one the parsed tags
+//! belong to (`vlan::ParentTable::classify`, VPP's order; VPP does this in its `ethernet-input`
+//! too, `eth_identify_subint`), once per run of frames with the same receive interface and tags;
+//! the frame becomes the sub-interface's (`rx_port`, its `rx_packets`/`rx_bytes`), gets its
+//! ingress tag rewrite (`vlan::move_tags`) and goes to the sub-interface's service, with the
+//! header fields describing the tags it has after the rewrite.
+//!
 //! Next edges: `l2-xconnect`, `l2-learn` (bridge that learns), `l2-fwd` (bridge that does not),
 //! `ip4-input` / `arp-input` / `ip6-input` (untagged IPv4 / ARP on an interface with an IPv4
 //! address, IPv6 on one with an IPv6 address, and no L2 service; unicast frames to another MAC are
@@ -11,18 +18,21 @@
 //! Drops: `admin-down` (receive interface administratively down), `no-service` (interface has no
 //! service, or is gone),
 //! `no-bridge` (bridge gone; a bug guard), and the wire errors by name: `runt`, `truncated-vlan-tag`,
-//! `too-many-vlan-tags`, `bad-length-field`, and `malformed` for any other parse error.
+//! `too-many-vlan-tags` (also: a rewrite that would leave three), `bad-length-field`, and
+//! `malformed` for any other parse error; `unknown-vlan` (tags no sub-interface of the receive
+//! interface takes, and the main interface does not), `no-headroom` (no room for pushed tags).
 //! Trace: `ethertype 0x0800 vlan V/I l3-offset N rx-port P`.
 
 use vecswitch_buffer::Pool;
 use vecswitch_graph::{Cx, Next, Node, NodeInfo};
-use vecswitch_wire::{Error as WireError, L2Header};
+use vecswitch_wire::{Error as WireError, EthernetAddress, L2Header};
 
 use vecswitch_graph::named_enum;
 
-use super::Service;
+use super::{Service, SwIfIdx};
 use crate::ip::L3Input;
 use crate::state::SwitchState;
+use crate::vlan::{move_tags, CounterRun, RewriteError, TagKey, Vtr};
 
 named_enum! {
     /// Next edges of `ethernet-input`.
@@ -47,6 +57,8 @@ named_enum! {
         BadLengthField = "bad-length-field",
         Malformed = "malformed",
         L3MacMismatch = "l3-mac-mismatch",
+        UnknownVlan = "unknown-vlan",
+        NoHeadroom = "no-headroom",
     }
 }
 
@@ -67,25 +79,158 @@ impl DropReason {
 #[derive(Debug, Default)]
 pub struct EthernetInput;
 
-#[inline]
-fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
-    let rx = cx.pool.header(h).rx_port;
+/// What frames from one receive interface with one set of tags are, decided once per run of such
+/// frames (VPP's `ethernet-input` caches its last sub-interface match the same way).
+#[derive(Clone, Copy)]
+struct Classified {
+    rx: SwIfIdx,
+    key: TagKey,
+    verdict: Verdict,
+}
+
+#[derive(Clone, Copy)]
+enum Verdict {
+    /// The receive interface's own (it has no sub-interfaces, or none takes these tags).
+    Main,
+    Drop(DropReason),
+    /// Sub-interface `sw`'s, with its ingress rewrite and the tags the frame has after it.
+    Sub {
+        sw: SwIfIdx,
+        admin_up: bool,
+        service: Service,
+        mac: EthernetAddress,
+        vtr: Vtr,
+        after: Result<TagKey, RewriteError>,
+    },
+}
+
+/// Sub-interface classification of a frame with tags `key` received on `rx`, in VPP's order
+/// (`ParentTable::classify`).
+fn classify(st: &SwitchState, rx: SwIfIdx, key: TagKey) -> Verdict {
+    let Some((table, main_l2)) = st.vlan.live_parent(&st.interfaces, rx) else {
+        return Verdict::Main;
+    };
+    match table.classify(key, rx, main_l2) {
+        None => Verdict::Drop(DropReason::UnknownVlan),
+        Some(sw) if sw == rx => Verdict::Main,
+        Some(sw) => match st.interface(sw) {
+            None => Verdict::Drop(DropReason::NoService),
+            Some(i) => {
+                let vtr = st.vlan.sub(sw).map_or(Vtr::NONE, |s| s.ingress);
+                Verdict::Sub {
+                    sw,
+                    admin_up: i.admin_up,
+                    service: i.service,
+                    mac: i.mac,
+                    vtr,
+                    after: vtr.key_after(key),
+                }
+            }
+        },
+    }
+}
+
+/// One frame. `VLAN`: some interface has sub-interfaces, so frames are classified (a switch
+/// without any pays nothing for them); `last` and `counters` carry the run of frames alike.
+#[inline(always)]
+fn one<const VLAN: bool>(
+    cx: &mut Cx<'_, SwitchState>,
+    h: u32,
+    parent: &mut Option<(SwIfIdx, bool)>,
+    last: &mut Option<Classified>,
+    counters: &mut CounterRun,
+) -> Next {
+    let mut rx = cx.pool.header(h).rx_port;
     let Some(iface) = cx.state.interface(rx) else {
         return DropReason::NoService.next();
     };
     if !iface.admin_up {
         return DropReason::AdminDown.next();
     }
-    let (service, mac) = (iface.service, iface.mac);
+    let (mut service, mut mac) = (iface.service, iface.mac);
     let l2 = match L2Header::parse(cx.pool.data(h)) {
         Ok(l2) => l2,
         Err(e) => return DropReason::from_wire(&e).next(),
     };
+    let mut key = TagKey::of(&l2);
+    if VLAN {
+        // Sub-interface classification, here as in VPP (`ethernet-input`, `eth_identify_subint`):
+        // the tags were parsed once, above.
+        // The receive interface's liveness as a parent first (one comparison per frame when it
+        // has no sub-interfaces), then the verdict for these tags.
+        if parent.is_none_or(|(p, _)| p != rx) {
+            *parent = Some((rx, st_has_subs(cx.state, rx)));
+        }
+        if parent.is_some_and(|(_, live)| !live) {
+            return finish(cx, h, l2, key, service, mac, rx);
+        }
+        if !matches!(last, Some(c) if c.rx == rx && c.key == key) {
+            let verdict = classify(cx.state, rx, key);
+            *last = Some(Classified { rx, key, verdict });
+        }
+        let Some(c) = last.as_ref() else {
+            return DropReason::NoService.next(); // set just above
+        };
+        match &c.verdict {
+            Verdict::Main => {}
+            Verdict::Drop(r) => return r.next(),
+            Verdict::Sub {
+                sw,
+                admin_up,
+                service: s,
+                mac: m,
+                vtr,
+                after,
+            } => {
+                let len = cx.pool.header(h).total_len as u64;
+                counters.add(&mut cx.state.interfaces, *sw, len, false);
+                if !admin_up {
+                    return DropReason::AdminDown.next();
+                }
+                (service, mac, rx) = (*s, *m, *sw);
+                cx.pool.header_mut(h).rx_port = *sw;
+                if !vtr.is_none() {
+                    key = match *after {
+                        Ok(k) => k,
+                        Err(RewriteError::TooManyTags) => {
+                            return DropReason::TooManyVlanTags.next()
+                        }
+                        // Classification matched at least the tags the rewrite pops (config
+                        // refuses more); only a bug gets here.
+                        Err(_) => return DropReason::Malformed.next(),
+                    };
+                    if move_tags(cx.pool, h, vtr).is_err() {
+                        return DropReason::NoHeadroom.next();
+                    }
+                }
+            }
+        }
+    }
+    finish(cx, h, l2, key, service, mac, rx)
+}
+
+/// Whether `rx` has live sub-interfaces.
+#[inline]
+fn st_has_subs(st: &SwitchState, rx: SwIfIdx) -> bool {
+    st.vlan.live_parent(&st.interfaces, rx).is_some()
+}
+
+/// The header fields of a frame with tags `key` and its service's next node.
+#[inline(always)]
+fn finish(
+    cx: &mut Cx<'_, SwitchState>,
+    h: u32,
+    l2: L2Header,
+    key: TagKey,
+    service: Service,
+    mac: EthernetAddress,
+    rx: SwIfIdx,
+) -> Next {
     let hdr = cx.pool.header_mut(h);
-    // l3_offset is at most 22 (two tags), so it fits.
-    hdr.l3_offset = l2.l3_offset as u16;
-    hdr.vlan = l2.outer.map_or(0, |t| t.vid);
-    hdr.inner_vlan = l2.inner.map_or(0, |t| t.vid);
+    // At most two tags, so the offset fits.
+    hdr.l3_offset = 14 + 4 * key.count as u16;
+    hdr.vlan = key.outer;
+    hdr.inner_vlan = key.inner;
     hdr.ethertype = l2.ethertype.0;
     match service {
         // An interface with no L2 service may be routed (the `ip` feature).
@@ -121,8 +266,18 @@ impl Node<SwitchState> for EthernetInput {
     }
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
-        for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
-            *n = one(cx, h);
+        let mut parent = None;
+        let mut last = None;
+        let mut counters = CounterRun::default();
+        if cx.state.vlan.parents.iter().any(Option::is_some) {
+            for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
+                *n = one::<true>(cx, h, &mut parent, &mut last, &mut counters);
+            }
+            counters.flush(&mut cx.state.interfaces, false);
+        } else {
+            for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
+                *n = one::<false>(cx, h, &mut parent, &mut last, &mut counters);
+            }
         }
     }
 

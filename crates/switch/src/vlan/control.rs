@@ -4,13 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{
-    vlan_input, vlan_output, Duplicate, Encap, SubIf, SubInterfaceConfig, TagRewrite, Vtr,
-};
+use super::{vlan_output, Duplicate, Encap, SubIf, SubInterfaceConfig, TagRewrite, Vtr};
 use crate::error::SwitchError;
-use crate::interface::{
-    Interface, InterfaceCounters, InterfaceKind, Service, SwIfIdx, INPUT_ARC, OUTPUT_ARC,
-};
+use crate::interface::{Interface, InterfaceCounters, InterfaceKind, Service, SwIfIdx, OUTPUT_ARC};
 use crate::runtime::Switch;
 
 /// Most interfaces (indices are `u16`; one value is kept free).
@@ -31,7 +27,7 @@ pub struct SubInterfaceInfo {
     pub admin_up: bool,
     /// `none`, `xconnect to X`, `member of bridge B`.
     pub service: String,
-    /// Frames classified to it (counted by `vlan-input`, before the rewrite).
+    /// Frames classified to it (counted by `ethernet-input`, before the rewrite).
     pub rx_packets: u64,
     pub rx_bytes: u64,
     /// Frames it handed to its parent (counted by `vlan-output`, after the rewrite).
@@ -127,8 +123,8 @@ impl Switch {
             ingress: Vtr::ingress(&cfg.tag_rewrite),
             egress: Vtr::egress(&cfg.encap, &cfg.tag_rewrite),
         });
+        // `ethernet-input` classifies the parent's frames by this table from now on.
         st.vlan.rebuild(parent, &cfg.parent);
-        self.set_interface_feature(&cfg.parent, INPUT_ARC, vlan_input::NAME, true)?;
         self.set_interface_feature(&name, OUTPUT_ARC, vlan_output::NAME, true)?;
         Ok(idx as SwIfIdx)
     }
@@ -174,13 +170,6 @@ impl Switch {
         st.interfaces[idx as usize] = None;
         st.vlan.subs[idx as usize] = None;
         st.vlan.rebuild(parent, &pname);
-        let same_parent = self
-            .state
-            .interface(parent)
-            .is_some_and(|i| i.name == pname);
-        if self.state.vlan.parent(parent).is_none() && same_parent {
-            self.set_interface_feature(&pname, INPUT_ARC, vlan_input::NAME, false)?;
-        }
         Ok(())
     }
 

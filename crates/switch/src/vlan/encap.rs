@@ -352,15 +352,35 @@ pub struct Vtr {
     pub pop: u8,
     pub push: [L2Tag; 2],
     pub n: u8,
+    /// `push[..n]` as the bytes written into the frame (TPID and TCI of each, big-endian), so
+    /// that the fast path copies them instead of encoding them per packet.
+    pub bytes: [u8; 8],
 }
 
 impl Vtr {
     /// Nothing to do.
-    pub const NONE: Vtr = Vtr {
-        pop: 0,
-        push: [L2Tag::new(EtherType::VLAN, 0); 2],
-        n: 0,
-    };
+    pub const NONE: Vtr = Vtr::new(0, [L2Tag::new(EtherType::VLAN, 0); 2], 0);
+
+    /// Pop `pop` tags, then push `push[..n]`.
+    pub const fn new(pop: u8, push: [L2Tag; 2], n: u8) -> Vtr {
+        let mut bytes = [0u8; 8];
+        let mut i = 0;
+        while i < 2 {
+            let t = push[i].tpid.0.to_be_bytes();
+            let c = push[i].tci().to_be_bytes();
+            bytes[4 * i] = t[0];
+            bytes[4 * i + 1] = t[1];
+            bytes[4 * i + 2] = c[0];
+            bytes[4 * i + 3] = c[1];
+            i += 1;
+        }
+        Vtr {
+            pop,
+            push,
+            n,
+            bytes,
+        }
+    }
 
     /// True when the rewrite changes nothing.
     #[inline]
@@ -371,11 +391,7 @@ impl Vtr {
     /// The operation on frames received on a sub-interface with `rewrite`.
     pub fn ingress(rewrite: &TagRewrite) -> Vtr {
         let (push, n) = rewrite.pushes();
-        Vtr {
-            pop: rewrite.pops() as u8,
-            push,
-            n: n as u8,
-        }
+        Vtr::new(rewrite.pops() as u8, push, n as u8)
     }
 
     /// The exact inverse, on frames sent on a sub-interface with `encap` and `rewrite`: pop what
@@ -383,9 +399,7 @@ impl Vtr {
     /// `l2vtr_configure`: "the push/pop values are always reversed").
     pub fn egress(encap: &Encap, rewrite: &TagRewrite) -> Vtr {
         let (tags, _) = encap.tags();
-        let pop = rewrite.pushes().1 as u8;
-        let n = rewrite.pops() as u8;
-        Vtr { pop, push: tags, n }
+        Vtr::new(rewrite.pushes().1 as u8, tags, rewrite.pops() as u8)
     }
 }
 

@@ -9,10 +9,12 @@
 //!   [`ParentTable`] that [`ParentTable::classify`] searches in VPP's order
 //!   (`src/vnet/ethernet/ethernet.h`, `eth_identify_subint`): exact Q-in-Q, outer tag with any
 //!   inner, single tag, `default`, `untagged` (or the main interface).
-//! - Nodes: `vlan-input` ([`vlan_input`], on the `device-input` arc of a parent that has
-//!   sub-interfaces: classification and the ingress tag rewrite) and `vlan-output`
-//!   ([`vlan_output`], on the `interface-output` arc of every sub-interface: the inverse rewrite,
-//!   the egress filter, then on to the parent).
+//! - Ingress: no node of its own. `ethernet-input` (crates/switch/src/interface), which has parsed
+//!   the tags already, looks the receive interface's [`ParentTable`] up, makes the frame the
+//!   sub-interface's and applies its ingress [`rewrite`] — as VPP classifies in `ethernet-input`
+//!   (`eth_identify_subint`). A frame nothing takes is `ethernet-input unknown-vlan`.
+//! - Node: `vlan-output` ([`vlan_output`], on the `interface-output` arc of every sub-interface:
+//!   the inverse rewrite, the egress filter, then on to the parent).
 //! - Control: [`control`] — `Switch::add_subinterface`, `delete_subinterface`,
 //!   `set_tag_rewrite`, `show_subinterfaces`; [`ctl`] — the `[[subinterface]]` section, the
 //!   `subinterface add|del` verbs and `show subinterfaces`, registered from here.
@@ -22,6 +24,10 @@
 //! untagged frames when there is no `untagged` sub-interface, and — when the main interface has a
 //! service (xconnect or bridge, i.e. it is in L2 mode) — also tagged frames no sub-interface
 //! takes. A tagged frame that nothing takes is dropped (`unknown-vlan`).
+//!
+//! A parent administratively down takes its sub-interfaces' frames with it (`ethernet-input
+//! admin-down`, checked before classification), as in VPP, where a sub-interface is up only when
+//! its hardware interface is; a sub-interface down drops only its own.
 //!
 //! Frames with more than two tags never reach a sub-interface: the L2 parser drops them
 //! (`too-many-vlan-tags`), so `exact-match` only changes what a single-tag sub-interface takes.
@@ -33,24 +39,20 @@ pub mod control;
 pub mod ctl;
 pub mod encap;
 pub mod testing;
-pub mod vlan_input;
 pub mod vlan_output;
 
 use serde::{Deserialize, Serialize};
+use vecswitch_buffer::Pool;
 use vecswitch_graph::{Graph, GraphError};
 use vecswitch_wire::{EtherType, L2Header};
 
 use crate::feature::{Feature, Stage};
-use crate::interface::{Interface, SwIfIdx, INPUT_ARC, OUTPUT_ARC};
+use crate::interface::{Interface, SwIfIdx, OUTPUT_ARC};
 use crate::state::SwitchState;
 
 pub use encap::{Encap, Inner, TagRewrite, Tpid, Vtr};
-pub use vlan_input::VlanInput;
 pub use vlan_output::VlanOutput;
 
-/// Position of `vlan-input` on the `device-input` arc (a bond's input feature, which moves a
-/// member's frames to the bond, must come before it).
-pub const INPUT_ORDER: u16 = 50;
 /// Position of `vlan-output` on the `interface-output` arc: first, so that the features after it
 /// see the frame with the tags it leaves with, on the parent.
 pub const OUTPUT_ORDER: u16 = 10;
@@ -230,6 +232,102 @@ pub fn read_tags(frame: &[u8]) -> Result<TagKey, TagError> {
         outer,
         inner: be(18) & 0x0fff,
     })
+}
+
+/// Why [`rewrite`] left a frame unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RewriteError {
+    /// The frame has fewer tags than the rewrite pops.
+    TooFewTags,
+    /// The frame would leave with more than two tags (the L2 parser's `too-many-vlan-tags`).
+    TooManyTags,
+    /// No room before the frame for the tags pushed.
+    NoHeadroom,
+}
+
+impl Vtr {
+    /// The tags a frame with tags `key` has after this rewrite (the outer TPID only when the
+    /// rewrite pushes one or pops none: otherwise it is the frame's inner TPID, which the key does
+    /// not hold, and `EtherType(0)` stands for it), or why the rewrite does not apply.
+    #[inline]
+    pub fn key_after(&self, key: TagKey) -> Result<TagKey, RewriteError> {
+        let (pop, n, count) = (self.pop as usize, self.n as usize, key.count as usize);
+        if pop > count {
+            return Err(RewriteError::TooFewTags);
+        }
+        let left = count - pop + n;
+        if left > 2 {
+            return Err(RewriteError::TooManyTags);
+        }
+        // The VIDs left, outermost first: the pushed ones, then the frame's after the popped ones.
+        let old = [key.outer, key.inner];
+        let vid = |i: usize| {
+            if i < n {
+                self.push[i].vid
+            } else {
+                old[pop + i - n]
+            }
+        };
+        let outer_tpid = match (left, n, pop) {
+            (0, _, _) => EtherType(0),
+            (_, 1.., _) => self.push[0].tpid,
+            (_, 0, 0) => key.outer_tpid,
+            _ => EtherType(0),
+        };
+        Ok(TagKey {
+            count: left as u8,
+            outer_tpid,
+            outer: if left > 0 { vid(0) } else { 0 },
+            inner: if left > 1 { vid(1) } else { 0 },
+        })
+    }
+}
+
+/// The byte work of `vtr` on packet `h`, which has at least `vtr.pop` tags in its first buffer and
+/// will have at most two (checked by [`Vtr::key_after`]): VPP's `l2_vtr_process`
+/// (`src/vnet/l2/l2_vtr.h`). The 12 address bytes move by 4 × (pop − push) through a fixed-size
+/// copy, the pushed tags are copied from [`Vtr::bytes`], nothing after the tags moves, and the
+/// packet's start moves with the addresses. Nothing changes when there is no headroom.
+#[inline(always)]
+pub fn move_tags(pool: &mut Pool, h: u32, vtr: &Vtr) -> Result<(), RewriteError> {
+    let (pop, n) = (vtr.pop as usize, vtr.n as usize);
+    let start = pool.header(h).data_offset as usize;
+    let Some(new_start) = (start + 4 * pop).checked_sub(4 * n) else {
+        return Err(RewriteError::NoHeadroom);
+    };
+    let raw = pool.raw_mut(h);
+    if new_start != start {
+        let mut addr = [0u8; 12];
+        addr.copy_from_slice(&raw[start..start + 12]);
+        raw[new_start..new_start + 12].copy_from_slice(&addr);
+    }
+    let at = new_start + 12;
+    if n >= 1 {
+        raw[at..at + 4].copy_from_slice(&vtr.bytes[..4]);
+        if n == 2 {
+            raw[at + 4..at + 8].copy_from_slice(&vtr.bytes[4..]);
+        }
+    }
+    if new_start < start {
+        pool.push_front(h, start - new_start);
+    } else if new_start > start {
+        pool.pull_front(h, new_start - start);
+    }
+    Ok(())
+}
+
+/// Applies `vtr` (pop, then push) to packet `h`, whose tags are `key` (parsed by
+/// `ethernet-input` or read by [`read_tags`]); returns the tags it has afterwards, with the outer
+/// TPID read back from the frame. Nothing changes on an error.
+#[inline(always)]
+pub fn rewrite(pool: &mut Pool, h: u32, vtr: &Vtr, key: TagKey) -> Result<TagKey, RewriteError> {
+    let mut after = vtr.key_after(key)?;
+    move_tags(pool, h, vtr)?;
+    if after.count > 0 && after.outer_tpid == EtherType(0) {
+        let d = pool.data(h);
+        after.outer_tpid = EtherType(u16::from_be_bytes([d[12], d[13]]));
+    }
+    Ok(after)
 }
 
 /// Adds packets and bytes to one interface's counters, one lookup per run of packets for the same
@@ -459,17 +557,100 @@ impl Feature for VlanFeature {
     }
 
     fn register(&self, graph: &mut Graph<SwitchState>, stage: Stage) -> Result<(), GraphError> {
-        match stage {
-            Stage::Input => {
-                graph.add(Box::new(VlanInput));
-                graph.add_feature(INPUT_ARC, vlan_input::NAME, INPUT_ORDER)?;
-            }
-            Stage::Output => {
-                graph.add(Box::new(VlanOutput));
-                graph.add_feature(OUTPUT_ARC, vlan_output::NAME, OUTPUT_ORDER)?;
-            }
-            _ => {}
+        if stage == Stage::Output {
+            graph.add(Box::new(VlanOutput));
+            graph.add_feature(OUTPUT_ARC, vlan_output::NAME, OUTPUT_ORDER)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vecswitch_wire::L2Tag;
+
+    /// A 60-byte frame with `tags` (TPID, VID) after the addresses, then IPv4's EtherType.
+    fn frame(tags: &[(u16, u16)]) -> Vec<u8> {
+        let mut f: Vec<u8> = (1..=12).collect();
+        for &(tpid, vid) in tags {
+            f.extend_from_slice(&tpid.to_be_bytes());
+            f.extend_from_slice(&vid.to_be_bytes());
+        }
+        f.extend_from_slice(&[0x08, 0x00]);
+        f.resize(60, 0xee);
+        f
+    }
+
+    /// Every pop (0–2) × push (0–2) on frames with 0–2 tags: the bytes are what popping and
+    /// pushing by hand gives, and the key `rewrite` returns is the key read back from them.
+    #[test]
+    fn rewrite_moves_the_addresses_writes_the_tags_and_returns_the_new_key() {
+        let pushes = [
+            L2Tag::new(EtherType::QINQ, 300),
+            L2Tag::new(EtherType::VLAN, 400),
+        ];
+        let stacks: [&[(u16, u16)]; 3] = [&[], &[(0x8100, 10)], &[(0x88a8, 100), (0x8100, 20)]];
+        let mut pool = Pool::new(4);
+        for tags in stacks {
+            for pop in 0..=2u8 {
+                for n in 0..=2u8 {
+                    let vtr = Vtr::new(pop, pushes, n);
+                    let bytes = frame(tags);
+                    let h = vecswitch_ports_free_alloc(&mut pool, &bytes);
+                    let key = read_tags(pool.data(h)).unwrap();
+                    let got = rewrite(&mut pool, h, &vtr, key);
+                    let left = tags.len() as i32 - pop as i32 + n as i32;
+                    if (pop as usize) > tags.len() {
+                        assert_eq!(got, Err(RewriteError::TooFewTags));
+                        assert_eq!(pool.data(h), &bytes[..], "unchanged");
+                    } else if left > 2 {
+                        assert_eq!(got, Err(RewriteError::TooManyTags));
+                        assert_eq!(pool.data(h), &bytes[..], "unchanged");
+                    } else {
+                        let mut want: Vec<(u16, u16)> = pushes[..n as usize]
+                            .iter()
+                            .map(|t| (t.tpid.0, t.vid))
+                            .collect();
+                        want.extend_from_slice(&tags[pop as usize..]);
+                        // The addresses, the new tags, then everything after the old tags.
+                        let mut expect = bytes[..12].to_vec();
+                        for (tpid, vid) in &want {
+                            expect.extend_from_slice(&tpid.to_be_bytes());
+                            expect.extend_from_slice(&vid.to_be_bytes());
+                        }
+                        expect.extend_from_slice(&bytes[12 + 4 * tags.len()..]);
+                        assert_eq!(pool.data(h), &expect[..], "{tags:?} pop {pop} push {n}");
+                        assert_eq!(got, Ok(read_tags(pool.data(h)).unwrap()));
+                        assert_eq!(pool.header(h).total_len as usize, expect.len());
+                    }
+                    pool.free(h);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rewrite_without_headroom_changes_nothing() {
+        let mut pool = Pool::new(1);
+        let h = vecswitch_ports_free_alloc(&mut pool, &frame(&[]));
+        // Move the frame to the very start of its buffer: no room for a tag.
+        let off = pool.header(h).data_offset as usize;
+        pool.push_front(h, off);
+        let before = pool.data(h).to_vec();
+        let vtr = Vtr::new(0, [L2Tag::new(EtherType::VLAN, 5); 2], 1);
+        let key = read_tags(pool.data(h)).unwrap();
+        assert_eq!(
+            rewrite(&mut pool, h, &vtr, key),
+            Err(RewriteError::NoHeadroom)
+        );
+        assert_eq!(pool.data(h), &before[..]);
+    }
+
+    /// A buffer holding `bytes` at the usual headroom.
+    fn vecswitch_ports_free_alloc(pool: &mut Pool, bytes: &[u8]) -> u32 {
+        let h = pool.alloc().expect("a free buffer");
+        assert!(pool.write_packet(h, bytes));
+        h
     }
 }

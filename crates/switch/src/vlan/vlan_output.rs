@@ -19,10 +19,8 @@
 
 use vecswitch_buffer::Pool;
 use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
-use vecswitch_wire::vlan::RetagError;
 
-use super::vlan_input::apply;
-use super::{read_tags, CounterRun, ParentTable, SubIf};
+use super::{read_tags, rewrite, CounterRun, ParentTable, RewriteError, SubIf, TagKey};
 use crate::interface::{Interface, SwIfIdx, OUTPUT_ARC};
 use crate::state::SwitchState;
 
@@ -44,33 +42,52 @@ named_enum! {
 #[derive(Debug, Default)]
 pub struct VlanOutput;
 
+/// What one run of packets for the same sub-interface shares: its settings, its parent's table
+/// and L2 mode, and the egress filter's last answer (the tags a frame leaves with are usually the
+/// same for the whole run, so the table is searched once).
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    tx: SwIfIdx,
+    sub: Option<(&'a SubIf, Option<&'a ParentTable>, bool)>,
+    filtered: Option<(TagKey, bool)>,
+}
+
 #[inline]
 fn one(
     pool: &mut Pool,
-    sub: Option<(&SubIf, Option<&ParentTable>, bool)>,
+    run: &mut Run<'_>,
     counters: &mut CounterRun,
     ifaces: &mut [Option<Interface>],
     h: u32,
-    tx: SwIfIdx,
 ) -> Next {
-    let Some((sub, table, main_l2)) = sub else {
+    let Some((sub, table, main_l2)) = run.sub else {
         return DropReason::NotASubInterface.next();
     };
     let Some(table) = table else {
         return DropReason::NoParent.next();
     };
-    if !sub.egress.is_none() {
-        match apply(pool, h, &sub.egress) {
-            Ok(()) => {}
-            Err(RetagError::NoHeadroom { .. }) => return DropReason::NoHeadroom.next(),
-            Err(_) => return DropReason::EgressTooFewTags.next(),
-        }
-    }
-    // The egress filter: would this frame come back in on this sub-interface?
-    let Ok(key) = read_tags(pool.data(h)) else {
+    let Ok(mut key) = read_tags(pool.data(h)) else {
         return DropReason::EgressVlanMismatch.next();
     };
-    if table.classify(key, sub.parent, main_l2) != Some(tx) {
+    if !sub.egress.is_none() {
+        key = match rewrite(pool, h, &sub.egress, key) {
+            Ok(k) => k,
+            Err(RewriteError::NoHeadroom) => return DropReason::NoHeadroom.next(),
+            Err(RewriteError::TooFewTags) => return DropReason::EgressTooFewTags.next(),
+            // It would leave with three tags: no sub-interface takes that back.
+            Err(RewriteError::TooManyTags) => return DropReason::EgressVlanMismatch.next(),
+        };
+    }
+    // The egress filter: would this frame come back in on this sub-interface?
+    let pass = match run.filtered {
+        Some((k, pass)) if k == key => pass,
+        _ => {
+            let pass = table.classify(key, sub.parent, main_l2) == Some(run.tx);
+            run.filtered = Some((key, pass));
+            pass
+        }
+    };
+    if !pass {
         return DropReason::EgressVlanMismatch.next();
     }
     let hdr = pool.header_mut(h);
@@ -78,7 +95,7 @@ fn one(
     hdr.vlan = key.outer;
     hdr.inner_vlan = key.inner;
     hdr.tx_port = sub.parent;
-    counters.add(ifaces, tx, hdr.total_len as u64, true);
+    counters.add(ifaces, run.tx, hdr.total_len as u64, true);
     Next::arc(OUTPUT_ARC)
 }
 
@@ -98,25 +115,26 @@ impl Node<SwitchState> for VlanOutput {
         } = &mut *cx.state;
         let pool = &mut *cx.pool;
         let mut counters = CounterRun::default();
-        // The sub-interface, its parent's table and L2 mode, once per run of packets.
-        type Found<'a> = Option<(&'a SubIf, Option<&'a ParentTable>, bool)>;
-        let mut last: Option<(SwIfIdx, Found<'_>)> = None;
+        let mut run: Option<Run<'_>> = None;
         for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
             let tx = pool.header(h).tx_port;
-            let found = match last {
-                Some((t, f)) if t == tx => f,
+            let r = match run.as_mut() {
+                Some(r) if r.tx == tx => r,
                 _ => {
-                    let f = vlan
+                    let sub = vlan
                         .sub(tx)
                         .map(|s| match vlan.live_parent(interfaces, s.parent) {
                             Some((t, l2)) => (s, Some(t), l2),
                             None => (s, None, false),
                         });
-                    last = Some((tx, f));
-                    f
+                    run.insert(Run {
+                        tx,
+                        sub,
+                        filtered: None,
+                    })
                 }
             };
-            *n = one(pool, found, &mut counters, interfaces, h, tx);
+            *n = one(pool, r, &mut counters, interfaces, h);
         }
         counters.flush(interfaces, true);
     }
