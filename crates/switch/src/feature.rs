@@ -76,6 +76,7 @@ pub static FEATURES: &[&dyn Feature] = &[
     &crate::mtu::MtuFeature,             // mtu-check on the output arc
     &crate::bond::BondFeature,           // bonds: bond-input, bond-output, LACP
     &crate::vlan::VlanFeature,           // sub-interfaces: vlan-input, vlan-output
+    &crate::nat44::Nat44Feature,         // NAT44 masquerade: nat44-in2out, nat44-out2in
 ];
 
 /// Builds a graph from `features`, stage by stage, and resolves it.

@@ -17,6 +17,7 @@
 //!     adding a feature).
 //!   - [`bond`]: link aggregation — bonds over ports, `bond-input`, `bond-output`, LACP.
 //!   - [`vlan`]: VLAN sub-interfaces (`vlan-input`, `vlan-output`, tag rewrite, VPP's matching).
+//!   - [`nat44`]: NAT44 endpoint-dependent masquerade (`nat44-in2out`, `nat44-out2in`, sessions).
 //! - [`state`]: [`SwitchState`] — ports, interfaces, bridges, MAC table, receive/transmit
 //!   bookkeeping.
 //! - [`capture`]: pcap capture of what a port receives and is sent ([`Switch::capture`]).
@@ -32,6 +33,7 @@ pub mod interface;
 pub mod ip;
 pub mod l2;
 pub mod mtu;
+pub mod nat44;
 pub mod object;
 pub mod runtime;
 pub mod state;
