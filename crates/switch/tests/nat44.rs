@@ -181,7 +181,7 @@ impl Lab {
     }
 
     /// Sends IPv4 packets from inside host A (or C: `from_c`) and returns what leaves outside.
-    fn from_inside(&mut self, from_c: bool, ips: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    fn send_inside(&mut self, from_c: bool, ips: &[Vec<u8>]) -> Vec<Vec<u8>> {
         let mac = if from_c { MAC_C } else { MAC_A };
         let frames: Vec<Vec<u8>> = ips.iter().map(|ip| eth(MAC_R0, mac, ip)).collect();
         send(&mut self.inside, &mut self.pool, &frames);
@@ -190,7 +190,7 @@ impl Lab {
     }
 
     /// Sends IPv4 packets from the next hop B and returns what leaves inside.
-    fn from_outside(&mut self, ips: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    fn send_outside(&mut self, ips: &[Vec<u8>]) -> Vec<Vec<u8>> {
         let frames: Vec<Vec<u8>> = ips.iter().map(|ip| eth(MAC_R1, MAC_B, ip)).collect();
         send(&mut self.outside, &mut self.pool, &frames);
         while self.sw.poll_once() > 0 {}
@@ -210,12 +210,12 @@ impl Lab {
 fn udp_is_masqueraded_and_the_reply_translated_back_with_exact_checksums() {
     let mut lab = Lab::new();
     let q = udp(A, R, 5000, 53, b"query");
-    let out = lab.from_inside(false, std::slice::from_ref(&q));
+    let out = lab.send_inside(false, std::slice::from_ref(&q));
     // Port preserved (free), source the outside address, TTL one lower; every checksum as a full
     // recomputation gives it.
     let want = eth(MAC_B, MAC_R1, &hop(&udp(OUT, R, 5000, 53, b"query")));
     assert_eq!(out, vec![want]);
-    let back = lab.from_outside(&[udp(R, OUT, 53, 5000, b"answer")]);
+    let back = lab.send_outside(&[udp(R, OUT, 53, 5000, b"answer")]);
     assert_eq!(
         back,
         vec![eth(MAC_A, MAC_R0, &hop(&udp(R, A, 53, 5000, b"answer")))]
@@ -242,7 +242,7 @@ fn a_udp_checksum_of_zero_stays_zero() {
     let mut lab = Lab::new();
     let mut q = udp(A, R, 7000, 9, b"x");
     q[26..28].copy_from_slice(&[0, 0]);
-    let out = lab.from_inside(false, &[q]);
+    let out = lab.send_inside(false, &[q]);
     let mut want = hop(&udp(OUT, R, 7000, 9, b"x"));
     want[26..28].copy_from_slice(&[0, 0]);
     assert_eq!(out, vec![eth(MAC_B, MAC_R1, &want)]);
@@ -251,8 +251,8 @@ fn a_udp_checksum_of_zero_stays_zero() {
 #[test]
 fn two_hosts_with_the_same_port_get_different_outside_ports_and_their_own_replies() {
     let mut lab = Lab::new();
-    let a = lab.from_inside(false, &[udp(A, R, 4444, 53, b"a")]);
-    let c = lab.from_inside(true, &[udp(C, R, 4444, 53, b"c")]);
+    let a = lab.send_inside(false, &[udp(A, R, 4444, 53, b"a")]);
+    let c = lab.send_inside(true, &[udp(C, R, 4444, 53, b"c")]);
     let port = |f: &Vec<u8>| u16::from_be_bytes([f[34], f[35]]);
     assert_eq!(port(&a[0]), 4444);
     let pc = port(&c[0]);
@@ -264,9 +264,9 @@ fn two_hosts_with_the_same_port_get_different_outside_ports_and_their_own_replie
     );
     // The same inside endpoint to another remote port keeps its mapping (endpoint-dependent
     // mapping reuses the port when the outside tuple is free).
-    let c2 = lab.from_inside(true, &[udp(C, R, 4444, 54, b"c")]);
+    let c2 = lab.send_inside(true, &[udp(C, R, 4444, 54, b"c")]);
     assert_eq!(port(&c2[0]), 4444);
-    let back = lab.from_outside(&[udp(R, OUT, 53, pc, b"to-c"), udp(R, OUT, 53, 4444, b"to-a")]);
+    let back = lab.send_outside(&[udp(R, OUT, 53, pc, b"to-c"), udp(R, OUT, 53, 4444, b"to-a")]);
     assert_eq!(
         back,
         vec![
@@ -280,7 +280,7 @@ fn two_hosts_with_the_same_port_get_different_outside_ports_and_their_own_replie
 #[test]
 fn tcp_state_follows_the_connection_and_sets_the_timeout() {
     let mut lab = Lab::new();
-    let syn = lab.from_inside(false, &[tcp(A, R, 40000, 80, 0x02, 64)]);
+    let syn = lab.send_inside(false, &[tcp(A, R, 40000, 80, 0x02, 64)]);
     assert_eq!(
         syn,
         vec![eth(MAC_B, MAC_R1, &hop(&tcp(OUT, R, 40000, 80, 0x02, 64)))]
@@ -288,16 +288,16 @@ fn tcp_state_follows_the_connection_and_sets_the_timeout() {
     let state = |lab: &Lab| lab.sw.show_nat44_sessions(0, 1).sessions[0].clone();
     assert_eq!(state(&lab).tcp_state, TcpState::SynSent);
     assert_eq!(state(&lab).timeout_s, 240);
-    let synack = lab.from_outside(&[tcp(R, OUT, 80, 40000, 0x12, 64)]);
+    let synack = lab.send_outside(&[tcp(R, OUT, 80, 40000, 0x12, 64)]);
     assert_eq!(
         synack,
         vec![eth(MAC_A, MAC_R0, &hop(&tcp(R, A, 80, 40000, 0x12, 64)))]
     );
-    lab.from_inside(false, &[tcp(A, R, 40000, 80, 0x10, 64)]);
+    lab.send_inside(false, &[tcp(A, R, 40000, 80, 0x10, 64)]);
     assert_eq!(state(&lab).tcp_state, TcpState::Established);
     assert_eq!(state(&lab).timeout_s, 7440, "RFC 7857: 2 h 4 min");
-    lab.from_inside(false, &[tcp(A, R, 40000, 80, 0x11, 64)]);
-    lab.from_outside(&[tcp(R, OUT, 80, 40000, 0x11, 64)]);
+    lab.send_inside(false, &[tcp(A, R, 40000, 80, 0x11, 64)]);
+    lab.send_outside(&[tcp(R, OUT, 80, 40000, 0x11, 64)]);
     assert_eq!(state(&lab).tcp_state, TcpState::Closing);
     assert_eq!(state(&lab).timeout_s, 240);
     let s = lab.sw.show_nat44_summary();
@@ -313,20 +313,20 @@ fn sessions_time_out_on_the_simulated_clock() {
             ..Default::default()
         })
         .unwrap();
-    lab.from_inside(false, &[udp(A, R, 5000, 53, b"q")]);
+    lab.send_inside(false, &[udp(A, R, 5000, 53, b"q")]);
     lab.sw.advance_clock(Duration::from_secs(29));
-    assert_eq!(lab.from_outside(&[udp(R, OUT, 53, 5000, b"r")]).len(), 1);
+    assert_eq!(lab.send_outside(&[udp(R, OUT, 53, 5000, b"r")]).len(), 1);
     // The reply refreshed it: 29 s more is still inside the timeout.
     lab.sw.advance_clock(Duration::from_secs(29));
     lab.sw.run_timers();
     assert_eq!(lab.sw.show_nat44_summary().sessions, 1);
     lab.sw.advance_clock(Duration::from_secs(2));
     // The reply comes too late: dropped, and the lookup removes the session.
-    assert!(lab.from_outside(&[udp(R, OUT, 53, 5000, b"r")]).is_empty());
+    assert!(lab.send_outside(&[udp(R, OUT, 53, 5000, b"r")]).is_empty());
     assert_eq!(lab.count("nat44-out2in", "no-session"), 1);
     assert_eq!(lab.sw.show_nat44_summary().sessions, 0);
     // The sweep removes idle sessions nobody looks up.
-    lab.from_inside(false, &[udp(A, R, 5001, 53, b"q")]);
+    lab.send_inside(false, &[udp(A, R, 5001, 53, b"q")]);
     lab.sw.advance_clock(Duration::from_secs(31));
     lab.sw.run_timers();
     let s = lab.sw.show_nat44_summary();
@@ -336,20 +336,20 @@ fn sessions_time_out_on_the_simulated_clock() {
 #[test]
 fn echo_identifier_is_translated_both_ways() {
     let mut lab = Lab::new();
-    let out = lab.from_inside(false, &[echo(A, R, 8, 0x1234, 64)]);
+    let out = lab.send_inside(false, &[echo(A, R, 8, 0x1234, 64)]);
     assert_eq!(
         out,
         vec![eth(MAC_B, MAC_R1, &hop(&echo(OUT, R, 8, 0x1234, 64)))]
     );
     // C pings R with the same identifier: it gets another one.
-    let out = lab.from_inside(true, &[echo(C, R, 8, 0x1234, 64)]);
+    let out = lab.send_inside(true, &[echo(C, R, 8, 0x1234, 64)]);
     let id = u16::from_be_bytes([out[0][38], out[0][39]]);
     assert_ne!(id, 0x1234);
     assert_eq!(
         out,
         vec![eth(MAC_B, MAC_R1, &hop(&echo(OUT, R, 8, id, 64)))]
     );
-    let back = lab.from_outside(&[echo(R, OUT, 0, id, 64), echo(R, OUT, 0, 0x1234, 64)]);
+    let back = lab.send_outside(&[echo(R, OUT, 0, id, 64), echo(R, OUT, 0, 0x1234, 64)]);
     assert_eq!(
         back,
         vec![
@@ -363,32 +363,32 @@ fn echo_identifier_is_translated_both_ways() {
 #[test]
 fn icmp_errors_from_outside_reach_the_inside_host_with_the_embedded_header_translated() {
     let mut lab = Lab::new();
-    let c = lab.from_inside(true, &[udp(C, R, 4444, 53, b"c")]);
+    let c = lab.send_inside(true, &[udp(C, R, 4444, 53, b"c")]);
     let pc = u16::from_be_bytes([c[0][34], c[0][35]]);
-    lab.from_inside(false, &[udp(A, R, 4444, 53, b"a")]);
+    lab.send_inside(false, &[udp(A, R, 4444, 53, b"a")]);
     // R answers C's datagram (as it left the switch) with a port unreachable (RFC 792: the
     // header and at least 8 bytes; Linux sends more).
     let sent = hop(&udp(OUT, R, pc, 53, b"c"));
     let err = |embedded: &[u8], to: [u8; 4]| ipv4(R, to, 64, 1, &icmp(3, 3, [0; 4], embedded));
-    let back = lab.from_outside(&[err(&sent, OUT)]);
+    let back = lab.send_outside(&[err(&sent, OUT)]);
     let want_inner = hop(&udp(C, R, 4444, 53, b"c"));
     assert_eq!(back, vec![eth(MAC_C, MAC_R0, &hop(&err(&want_inner, C)))]);
     // Cut to the header and 8 bytes (the UDP checksum is still in it).
-    let back = lab.from_outside(&[err(&sent[..28], OUT)]);
+    let back = lab.send_outside(&[err(&sent[..28], OUT)]);
     assert_eq!(
         back,
         vec![eth(MAC_C, MAC_R0, &hop(&err(&want_inner[..28], C)))]
     );
     // A time exceeded about a TCP segment, cut before the TCP checksum.
-    lab.from_inside(false, &[tcp(A, R, 40000, 80, 0x02, 64)]);
+    lab.send_inside(false, &[tcp(A, R, 40000, 80, 0x02, 64)]);
     let seg = hop(&tcp(OUT, R, 40000, 80, 0x02, 64));
     let te = |embedded: &[u8], to: [u8; 4]| ipv4(B, to, 64, 1, &icmp(11, 0, [0; 4], embedded));
-    let back = lab.from_outside(&[te(&seg[..28], OUT)]);
+    let back = lab.send_outside(&[te(&seg[..28], OUT)]);
     let want = hop(&tcp(A, R, 40000, 80, 0x02, 64));
     assert_eq!(back, vec![eth(MAC_A, MAC_R0, &hop(&te(&want[..28], A)))]);
     // About an unknown flow: dropped.
     let unknown = hop(&udp(OUT, R, 999, 53, b"c"));
-    assert!(lab.from_outside(&[err(&unknown, OUT)]).is_empty());
+    assert!(lab.send_outside(&[err(&unknown, OUT)]).is_empty());
     assert_eq!(lab.count("nat44-out2in", "no-session"), 1);
     assert_eq!(lab.sw.show_buffers().in_use, 0);
 }
@@ -396,14 +396,14 @@ fn icmp_errors_from_outside_reach_the_inside_host_with_the_embedded_header_trans
 #[test]
 fn icmp_errors_from_an_inside_host_leave_with_the_outside_address() {
     let mut lab = Lab::new();
-    lab.from_inside(false, &[udp(A, R, 5000, 53, b"q")]);
+    lab.send_inside(false, &[udp(A, R, 5000, 53, b"q")]);
     let came = udp(R, OUT, 53, 5000, b"late");
-    let delivered = lab.from_outside(std::slice::from_ref(&came));
+    let delivered = lab.send_outside(std::slice::from_ref(&came));
     assert_eq!(delivered.len(), 1);
     // A's kernel answers with a port unreachable quoting the datagram it received.
     let quoted = &delivered[0][14..];
     let err = ipv4(A, R, 64, 1, &icmp(3, 3, [0; 4], quoted));
-    let out = lab.from_inside(false, &[err]);
+    let out = lab.send_inside(false, &[err]);
     // Outside: from the outside address, quoting the datagram as R sent it (TTL as it arrived).
     let want_inner = hop(&came);
     let want = hop(&ipv4(OUT, R, 64, 1, &icmp(3, 3, [0; 4], &want_inner)));
@@ -421,7 +421,7 @@ fn icmp_errors_from_an_inside_host_leave_with_the_outside_address() {
 #[test]
 fn unsolicited_outside_traffic_is_dropped_and_counted_but_pings_to_the_switch_answered() {
     let mut lab = Lab::new();
-    let inside = lab.from_outside(&[
+    let inside = lab.send_outside(&[
         udp(R, OUT, 53, 5000, b"x"),
         tcp(R, OUT, 80, 22, 0x02, 64),
         echo(R, OUT, 0, 77, 64),
@@ -451,7 +451,7 @@ fn limits_fragments_and_malformed_headers_are_named_drops() {
             ..Default::default()
         })
         .unwrap();
-    let out = lab.from_inside(
+    let out = lab.send_inside(
         false,
         &[
             udp(A, R, 1, 53, b"1"),
@@ -461,11 +461,11 @@ fn limits_fragments_and_malformed_headers_are_named_drops() {
     );
     assert_eq!(out.len(), 2);
     assert_eq!(lab.count("nat44-in2out", "host-session-limit"), 1);
-    let out = lab.from_inside(true, &[udp(C, R, 1, 53, b"1"), udp(C, R, 2, 53, b"2")]);
+    let out = lab.send_inside(true, &[udp(C, R, 1, 53, b"1"), udp(C, R, 2, 53, b"2")]);
     assert_eq!(out.len(), 1);
     assert_eq!(lab.count("nat44-in2out", "session-limit"), 1);
     // Existing sessions still pass.
-    assert_eq!(lab.from_inside(false, &[udp(A, R, 1, 53, b"1")]).len(), 1);
+    assert_eq!(lab.send_inside(false, &[udp(A, R, 1, 53, b"1")]).len(), 1);
     // A TCP header cut at 10 bytes; a fragment; GRE.
     let mut short = tcp(A, R, 9, 80, 0x02, 64);
     short.truncate(30);
@@ -481,7 +481,7 @@ fn limits_fragments_and_malformed_headers_are_named_drops() {
     let gre = ipv4(A, R, 64, 47, &[0; 8]);
     let ping_reply = echo(A, R, 0, 5, 64);
     assert!(lab
-        .from_inside(false, &[short, frag, gre, ping_reply])
+        .send_inside(false, &[short, frag, gre, ping_reply])
         .is_empty());
     for reason in [
         "bad-l4-header",
@@ -500,7 +500,7 @@ fn traffic_between_two_inside_interfaces_or_not_leaving_outside_is_untouched() {
     let mut lab = Lab::new();
     // From the outside next hop to the inside host directly (routed, no NAT address): NAT lets
     // it through unchanged (blocking it is the firewall's job, as with the kernel's masquerade).
-    let back = lab.from_outside(&[udp(B, A, 1, 2, b"direct")]);
+    let back = lab.send_outside(&[udp(B, A, 1, 2, b"direct")]);
     assert_eq!(
         back,
         vec![eth(MAC_A, MAC_R0, &hop(&udp(B, A, 1, 2, b"direct")))]
@@ -508,7 +508,7 @@ fn traffic_between_two_inside_interfaces_or_not_leaving_outside_is_untouched() {
     assert_eq!(lab.sw.show_nat44_summary().sessions, 0);
     // Turning NAT off on the outside interface: forwarded untranslated.
     lab.sw.nat44_set_interface("out", None).unwrap();
-    let out = lab.from_inside(false, &[udp(A, R, 5, 6, b"plain")]);
+    let out = lab.send_inside(false, &[udp(A, R, 5, 6, b"plain")]);
     assert_eq!(
         out,
         vec![eth(MAC_B, MAC_R1, &hop(&udp(A, R, 5, 6, b"plain")))]
@@ -530,12 +530,12 @@ fn every_burst_size_is_translated() {
         let ips: Vec<Vec<u8>> = (0..n)
             .map(|i| udp(A, R, 10_000 + i as u16, 53, b"burst"))
             .collect();
-        let out = lab.from_inside(false, &ips);
+        let out = lab.send_inside(false, &ips);
         assert_eq!(out.len(), n, "burst {n}");
         let back: Vec<Vec<u8>> = (0..n)
             .map(|i| udp(R, OUT, 53, 10_000 + i as u16, b"back"))
             .collect();
-        assert_eq!(lab.from_outside(&back).len(), n, "burst {n} back");
+        assert_eq!(lab.send_outside(&back).len(), n, "burst {n} back");
     }
     assert_eq!(lab.sw.show_buffers().in_use, 0);
 }
