@@ -18,6 +18,7 @@
 //!   - [`bond`]: link aggregation — bonds over ports, `bond-input`, `bond-output`, LACP.
 //!   - [`vlan`]: VLAN sub-interfaces (`vlan-input`, `vlan-output`, tag rewrite, VPP's matching).
 //!   - [`nat44`]: NAT44 endpoint-dependent masquerade (`nat44-in2out`, `nat44-out2in`, sessions).
+//!   - [`firewall`]: a stateful IPv4 firewall (`firewall-input`: ACLs per interface, conntrack).
 //! - [`state`]: [`SwitchState`] — ports, interfaces, bridges, MAC table, receive/transmit
 //!   bookkeeping.
 //! - [`capture`]: pcap capture of what a port receives and is sent ([`Switch::capture`]).
@@ -29,6 +30,7 @@ pub mod bond;
 pub mod capture;
 pub mod error;
 pub mod feature;
+pub mod firewall;
 pub mod interface;
 pub mod ip;
 pub mod l2;

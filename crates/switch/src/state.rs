@@ -83,6 +83,8 @@ pub struct SwitchState {
     pub vlan: crate::vlan::VlanState,
     /// NAT44 interface roles and sessions (`crate::nat44`).
     pub nat44: crate::nat44::Nat44State,
+    /// Firewall ACLs and conntrack (`crate::firewall`).
+    pub firewall: crate::firewall::FirewallState,
 }
 
 impl SwitchState {
@@ -102,6 +104,7 @@ impl SwitchState {
             tx_done: Vec::with_capacity(1024),
             vlan: Default::default(),
             nat44: Default::default(),
+            firewall: Default::default(),
         }
     }
 
