@@ -143,10 +143,13 @@ pub fn parse(ip: &[u8]) -> Result<Parsed, DropReason> {
         1 => {
             key.icmp_type = l4[0];
             if matches!(l4[0], 3 | 4 | 5 | 11 | 12) {
+                // Only an error sent back to the embedded packet's source is about it (as
+                // Linux's nf_conntrack_inet_error checks: outer destination = inner source).
                 p.related_to = l4
                     .get(8..)
                     .and_then(|inner| tuple(inner, true))
-                    .map(|t| t.0);
+                    .map(|t| t.0)
+                    .filter(|t| t.1 == key.dst);
             }
         }
         _ => {}
@@ -186,14 +189,15 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
         }
     }
     if let Some((proto, s, sp, d, dp)) = p.related_to {
-        let reflected = fw
-            .conntrack
-            .find(proto, s, sp, d, dp)
-            .and_then(|(i, _)| fw.conntrack.get(i))
-            .is_some_and(|c| c.reflect);
-        if reflected {
-            cx.counters.add(Counter::Related.index(), 1);
-            return ON;
+        if let Some((i, _)) = fw.conntrack.find(proto, s, sp, d, dp) {
+            if fw.conntrack.get(i).is_some_and(|c| c.reflect) {
+                cx.counters.add(Counter::Related.index(), 1);
+                return ON;
+            }
+            // Related to a connection a plain permit let through: the rules decide, and a
+            // permit-reflect takes the connection over (nftables: `ct mark set 0` on a related
+            // packet marks its master).
+            conn = Some(i);
         }
     }
     let Some(Some(acl)) = fw.acls.get_mut(rx as usize) else {
