@@ -28,6 +28,7 @@ pub mod acl;
 pub mod conntrack;
 pub mod control;
 pub mod firewall_input;
+pub mod testing;
 
 use serde::{Deserialize, Serialize};
 use vecswitch_graph::{Graph, GraphError};

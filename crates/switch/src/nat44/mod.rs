@@ -33,6 +33,7 @@ pub mod control;
 pub mod in2out;
 pub mod out2in;
 pub mod session;
+pub mod testing;
 pub mod translate;
 
 use std::net::Ipv4Addr;
