@@ -25,6 +25,7 @@
 //! part (`bad-l4-header`).
 
 pub mod acl;
+pub mod config;
 pub mod conntrack;
 pub mod control;
 pub mod firewall_input;

@@ -29,6 +29,7 @@
 //! may hold at most `max_sessions_per_host` sessions (`host-session-limit`), the switch
 //! `max_sessions` (`session-limit`): exhaustion is a counted drop, never a crash.
 
+pub mod config;
 pub mod control;
 pub mod in2out;
 pub mod out2in;
