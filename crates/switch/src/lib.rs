@@ -19,6 +19,8 @@
 //!   - [`vlan`]: VLAN sub-interfaces (`vlan-input`, `vlan-output`, tag rewrite, VPP's matching).
 //!   - [`nat44`]: NAT44 endpoint-dependent masquerade (`nat44-in2out`, `nat44-out2in`, sessions).
 //!   - [`firewall`]: a stateful IPv4 firewall (`firewall-input`: ACLs per interface, conntrack).
+//! - [`ctl`]: what a feature registers for the control plane — its `show`s, its config section
+//!   and the `ctl` verbs that edit it — and the switch's own shows.
 //! - [`state`]: [`SwitchState`] — ports, interfaces, bridges, MAC table, receive/transmit
 //!   bookkeeping.
 //! - [`capture`]: pcap capture of what a port receives and is sent ([`Switch::capture`]).
@@ -28,6 +30,7 @@
 
 pub mod bond;
 pub mod capture;
+pub mod ctl;
 pub mod error;
 pub mod feature;
 pub mod firewall;
