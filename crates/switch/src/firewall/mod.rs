@@ -28,6 +28,7 @@ pub mod acl;
 pub mod config;
 pub mod conntrack;
 pub mod control;
+pub mod ctl;
 pub mod firewall_input;
 pub mod testing;
 
@@ -64,6 +65,10 @@ impl Feature for FirewallFeature {
 
     fn timers(&self, switch: &mut crate::Switch) {
         switch.firewall_expire_step();
+    }
+
+    fn shows(&self) -> &'static [crate::ctl::Show] {
+        ctl::SHOWS
     }
 }
 

@@ -31,6 +31,7 @@
 
 pub mod config;
 pub mod control;
+pub mod ctl;
 pub mod in2out;
 pub mod out2in;
 pub mod session;
@@ -82,6 +83,10 @@ impl Feature for Nat44Feature {
 
     fn timers(&self, switch: &mut crate::Switch) {
         switch.nat44_expire_step();
+    }
+
+    fn shows(&self) -> &'static [crate::ctl::Show] {
+        ctl::SHOWS
     }
 }
 
