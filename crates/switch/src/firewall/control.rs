@@ -64,6 +64,7 @@ impl Switch {
         }
         fw.acls[i] = acl.map(|acl| InterfaceAcl {
             hits: vec![0; acl.rules.len()],
+            classifier: super::classify::Classifier::new(&acl),
             acl,
             default_hits: 0,
         });

@@ -204,7 +204,7 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
         // Not enabled here (the arc only runs it where an ACL is).
         return ON;
     };
-    let hit = acl.acl.classify(&p.key);
+    let hit = acl.classifier.classify(&acl.acl.rules, &p.key);
     match hit {
         Hit::Rule(i) => acl.hits[i as usize] += 1,
         Hit::Default => acl.default_hits += 1,

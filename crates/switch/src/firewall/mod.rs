@@ -20,11 +20,13 @@
 //! connections are established, anything else from outside meets the default.
 //!
 //! Rules match source/destination prefixes, protocol, TCP/UDP port ranges and ICMP type
-//! ([`acl::Rule`]); the walk is linear in the rules ([`acl::Acl::classify`]). Non-first fragments
+//! ([`acl::Rule`]); the lookup goes by mask shape ([`classify::Classifier`], VPP's hash ACL
+//! idea), the linear walk ([`acl::Acl::classify`]) is kept as the reference. Non-first fragments
 //! carry no ports: they are dropped (`fragment`), as are L4 headers shorter than their fixed
 //! part (`bad-l4-header`).
 
 pub mod acl;
+pub mod classify;
 pub mod config;
 pub mod conntrack;
 pub mod control;
@@ -114,9 +116,11 @@ impl FirewallSettings {
 }
 
 /// An interface's ACL with its counters.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct InterfaceAcl {
     pub acl: Acl,
+    /// The ACL compiled for the lookup by mask shape.
+    pub classifier: classify::Classifier,
     /// Packets each rule decided, by rule index.
     pub hits: Vec<u64>,
     /// Packets the default action decided.
