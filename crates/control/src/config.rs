@@ -78,6 +78,12 @@ pub struct Config {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub subinterfaces: Vec<vecswitch_switch::vlan::SubInterfaceConfig>,
+    /// NAT44 masquerade: interface roles and settings (`[nat44]`, `vecswitch_switch::nat44`).
+    #[serde(default, skip_serializing_if = "is_default_nat44")]
+    pub nat44: vecswitch_switch::nat44::config::Nat44Config,
+    /// Firewall ACLs per interface (`[[firewall]]`, `vecswitch_switch::firewall`).
+    #[serde(default, rename = "firewall", skip_serializing_if = "Vec::is_empty")]
+    pub firewall: Vec<vecswitch_switch::firewall::config::FirewallConfig>,
 }
 
 /// `[switch]`: settings fixed for the life of the process (a reload cannot change them).
@@ -106,6 +112,10 @@ pub struct SwitchConfig {
         skip_serializing_if = "is_default_capture_dir"
     )]
     pub capture_dir: String,
+}
+
+fn is_default_nat44(n: &vecswitch_switch::nat44::config::Nat44Config) -> bool {
+    *n == Default::default()
 }
 
 fn is_default_capture_dir(d: &str) -> bool {

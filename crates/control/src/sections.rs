@@ -18,6 +18,7 @@ use crate::protocol::VersionInfo;
 use serde_json::Value;
 use vecswitch_switch::ctl::{typed, Show, VerbInfo};
 use vecswitch_switch::l2::config as l2;
+use vecswitch_switch::nat44::config as nat44;
 use vecswitch_switch::object::{EditError, Obj, Validation};
 use vecswitch_switch::{bond, ip, mtu, vlan};
 
@@ -90,6 +91,14 @@ pub const SECTIONS: &[Section] = &[
     },
     section!(mtu, mtu::SECTION),
     section!(ip, ip::ctl::SECTION),
+    Section {
+        key: "nat44",
+        validate: |c, v| nat44::validate(&c.nat44, &c.ip, v),
+        objects: |c, o| nat44::objects(&c.nat44, &c.ip, o),
+        verbs: no_verbs,
+        edit: no_edit,
+    },
+    section!(firewall, vecswitch_switch::firewall::ctl::SECTION),
 ];
 
 /// A registered verb: its section and its number there.
@@ -513,5 +522,102 @@ check = true
             sw.lock().unwrap().show_ip_neighbors(0, 10).unwrap().total,
             0
         );
+    }
+
+    const NAT_FW: &str = r#"
+[[port]]
+name = "p0"
+type = "af_packet"
+interface = "veth0"
+[[port]]
+name = "p1"
+type = "af_packet"
+interface = "veth1"
+[ip]
+address = [
+  { interface = "p0", address = "10.0.0.1/24" },
+  { interface = "p1", address = "198.51.100.1/24" },
+]
+[nat44]
+inside = ["p0"]
+outside = ["p1"]
+[nat44.settings]
+udp_s = 120
+[[firewall]]
+interface = "p1"
+default-action = "deny"
+[[firewall]]
+interface = "p0"
+default-action = "deny"
+rules = [
+  { src = "10.0.0.66/32", action = "deny" },
+  { proto = "tcp", dport = "80", action = "permit-reflect" },
+  { proto = "udp", dport = "53", action = "permit-reflect" },
+]
+"#;
+
+    /// NAT44 and the firewall from the config file onto the real switch, their shows through
+    /// the registry, and their validation errors.
+    #[test]
+    fn nat44_and_firewall_sections_and_shows_end_to_end() {
+        struct Shared(Arc<Mutex<vecswitch_switch::Switch>>);
+        impl crate::controller::Worker for Shared {
+            fn run(&self, job: crate::controller::Job) -> Result<(), vecswitch_switch::WorkerGone> {
+                let mut sw = self.0.lock().unwrap();
+                job(&mut sw);
+                Ok(())
+            }
+        }
+        let sw = Arc::new(Mutex::new(switch()));
+        let mut c = Controller::start(
+            Box::new(Shared(Arc::clone(&sw))),
+            Arc::from(factory()),
+            Config::from_toml(NAT_FW, "t").unwrap(),
+            None,
+        )
+        .unwrap();
+        let s = sw.lock().unwrap().show_nat44_summary();
+        assert_eq!(s.inside_interfaces, vec!["p0".to_string()]);
+        assert_eq!(
+            s.outside_interfaces,
+            vec![("p1".to_string(), "198.51.100.1".parse().unwrap())]
+        );
+        assert_eq!(s.settings.udp_s, 120);
+        let fw = sw.lock().unwrap().show_firewall();
+        assert_eq!(fw.acls.len(), 2);
+        assert_eq!(fw.acls.iter().map(|a| a.rules.len()).sum::<usize>(), 3);
+        for (line, want) in [
+            ("show nat44 summary", "outside: p1 (198.51.100.1)"),
+            ("show nat44", "0 sessions (0 shown)"),
+            ("show firewall", "permit-reflect"),
+        ] {
+            let words: Vec<String> = line.split_whitespace().map(String::from).collect();
+            let req = parse_words(&words, std::path::Path::new("/")).unwrap();
+            let data = ctl(&mut c, line).unwrap();
+            let text = render(&req, &data);
+            assert!(text.contains(want), "{line}: {text}");
+        }
+        let e = ctl(&mut c, "show nat44 everything").unwrap_err();
+        assert!(e.contains("sessions or summary"), "{e}");
+        // The round trip through TOML keeps both sections.
+        let again = Config::from_toml(&c.running().to_toml(), "t").unwrap();
+        assert_eq!(again.nat44, c.running().nat44);
+        assert_eq!(again.firewall, c.running().firewall);
+        // Validation: an outside interface without an address, a port range without tcp/udp.
+        let bad = NAT_FW
+            .replace(r#"outside = ["p1"]"#, r#"outside = ["p1", "p0"]"#)
+            .replace(r#"inside = ["p0"]"#, "inside = []")
+            .replace(
+                r#"{ src = "10.0.0.66/32", action = "deny" }"#,
+                r#"{ dport = "22", action = "deny" }"#,
+            );
+        let cfg = Config::from_toml(&bad, "t").unwrap();
+        let mut no_p0_addr = cfg.clone();
+        no_p0_addr.ip.address.retain(|a| a.interface != "p0");
+        let e = crate::validate::validate(&no_p0_addr)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("nat44.outside[1]"), "{e}");
+        assert!(e.contains("firewall[1].rules[0]"), "{e}");
     }
 }

@@ -84,6 +84,8 @@ pub static FEATURES: &[&dyn Feature] = &[
     &crate::mtu::MtuFeature,             // mtu-check on the output arc
     &crate::bond::BondFeature,           // bonds: bond-input, bond-output, LACP
     &crate::vlan::VlanFeature,           // sub-interfaces: vlan-output (ingress in ethernet-input)
+    &crate::nat44::Nat44Feature,         // NAT44 masquerade: nat44-in2out, nat44-out2in
+    &crate::firewall::FirewallFeature,   // stateful firewall: firewall-input, conntrack
 ];
 
 /// Builds a graph from `features`, stage by stage, and resolves it.

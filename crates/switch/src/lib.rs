@@ -17,6 +17,8 @@
 //!     adding a feature).
 //!   - [`bond`]: link aggregation — bonds over ports, `bond-input`, `bond-output`, LACP.
 //!   - [`vlan`]: VLAN sub-interfaces (classified in `ethernet-input`, `vlan-output`, tag rewrite, VPP's matching).
+//!   - [`nat44`]: NAT44 endpoint-dependent masquerade (`nat44-in2out`, `nat44-out2in`, sessions).
+//!   - [`firewall`]: a stateful IPv4 firewall (`firewall-input`: ACLs per interface, conntrack).
 //! - [`ctl`]: what a feature registers for the control plane — its `show`s, its config section
 //!   and the `ctl` verbs that edit it — and the switch's own shows.
 //! - [`state`]: [`SwitchState`] — ports, interfaces, bridges, MAC table, receive/transmit
@@ -31,10 +33,12 @@ pub mod capture;
 pub mod ctl;
 pub mod error;
 pub mod feature;
+pub mod firewall;
 pub mod interface;
 pub mod ip;
 pub mod l2;
 pub mod mtu;
+pub mod nat44;
 pub mod object;
 pub mod runtime;
 pub mod state;

@@ -81,6 +81,10 @@ pub struct SwitchState {
     pub tx_done: Vec<u32>,
     /// VLAN sub-interfaces and their parents' classification tables.
     pub vlan: crate::vlan::VlanState,
+    /// NAT44 interface roles and sessions (`crate::nat44`).
+    pub nat44: crate::nat44::Nat44State,
+    /// Firewall ACLs and conntrack (`crate::firewall`).
+    pub firewall: crate::firewall::FirewallState,
 }
 
 impl SwitchState {
@@ -99,6 +103,8 @@ impl SwitchState {
             rx_ns: 0,
             tx_done: Vec::with_capacity(1024),
             vlan: Default::default(),
+            nat44: Default::default(),
+            firewall: Default::default(),
         }
     }
 

@@ -349,7 +349,7 @@ fn ip4_input_drops_each_bad_header_with_its_reason() {
     let r = run(&mut Ip4Input, &mut pool, &mut st, &pkts);
     for ((want, _), got) in cases.iter().zip(&r.nexts) {
         let want = match *want {
-            "ok" => ip4_input::Edge::Ip4Lookup.next(),
+            "ok" => vecswitch_graph::Next::arc(vecswitch_switch::ip::IP4_UNICAST_ARC),
             w => {
                 let i = ip4_input::DropReason::NAMES
                     .iter()

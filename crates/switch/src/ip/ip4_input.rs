@@ -1,8 +1,9 @@
 //! `ip4-input`: checks the IPv4 header of every packet a routed interface receives (RFC 791 §3.1,
 //! RFC 1812 §5.2.2 "IP Header Validation"), once, so that later nodes read it without checking.
 //!
-//! Next: `ip4-lookup`, or — for a packet whose TTL is 1 or 0 and that is not for one of the
-//! switch's own addresses — an ICMP time exceeded (RFC 1812 §5.3.1) sent to `ip4-lookup` while
+//! Next: the `ip4-unicast` arc (its features enabled on the receive interface, then
+//! `ip4-lookup`), or — for a packet whose TTL is 1 or 0 and that is not for one of the switch's
+//! own addresses — an ICMP time exceeded (RFC 1812 §5.3.1) sent to `ip4-lookup` while
 //! the packet is dropped as `ttl-expired`.
 //! Drops: `truncated` (frame shorter than the header it announces), `bad-version` (not 4),
 //! `bad-header-length` (IHL < 5), `bad-checksum`, `bad-total-length` (shorter than the header or
@@ -125,7 +126,8 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
         count_icmp(cx, s);
         return DropReason::TtlExpired.next();
     }
-    Edge::Ip4Lookup.next()
+    // Along `ip4-unicast` (its features enabled on the receive interface, then `ip4-lookup`).
+    Next::arc(super::IP4_UNICAST_ARC)
 }
 
 impl Node<SwitchState> for Ip4Input {

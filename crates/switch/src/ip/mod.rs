@@ -73,7 +73,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 use vecswitch_fib::FibError;
-use vecswitch_graph::{Graph, GraphError};
+use vecswitch_graph::{ArcId, ArcKey, Graph, GraphError};
 use vecswitch_wire::EthernetAddress;
 
 use crate::feature::{Feature, Stage};
@@ -92,7 +92,12 @@ pub use ip6_lookup::Ip6Lookup;
 pub use ip6_rewrite::Ip6Rewrite;
 pub use nd_input::NdInput;
 
-/// The IP feature as registered in the graph: its ten forwarding nodes.
+/// The `ip4-unicast` arc: features on checked IPv4 packets of a routed interface, between
+/// `ip4-input` and `ip4-lookup` (per receive interface; VPP's `ip4-unicast` feature arc). NAT44's
+/// `nat44-out2in` and the firewall sit on it.
+pub const IP4_UNICAST_ARC: ArcId = 2;
+
+/// The IP feature as registered in the graph: its ten forwarding nodes and the `ip4-unicast` arc.
 #[derive(Debug, Clone, Copy)]
 pub struct IpFeature;
 
@@ -102,6 +107,14 @@ impl Feature for IpFeature {
     }
 
     fn register(&self, graph: &mut Graph<SwitchState>, stage: Stage) -> Result<(), GraphError> {
+        if stage == Stage::Arcs {
+            let a = graph.add_arc("ip4-unicast", ip4_lookup::NAME, ArcKey::Rx);
+            if a != IP4_UNICAST_ARC {
+                return Err(GraphError::UnknownArc(format!(
+                    "ip4-unicast must be arc #{IP4_UNICAST_ARC}, got #{a}"
+                )));
+            }
+        }
         if stage == Stage::Forward {
             graph.add(Box::new(Ip4Input));
             graph.add(Box::new(Ip4Lookup::default()));
