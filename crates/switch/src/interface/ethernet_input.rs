@@ -10,7 +10,9 @@
 //! Drops: `admin-down` (receive interface administratively down), `no-service` (interface has no
 //! service, or is gone),
 //! `no-bridge` (bridge gone; a bug guard), and the wire errors by name: `runt`, `truncated-vlan-tag`,
-//! `too-many-vlan-tags`, `bad-length-field`, and `malformed` for any other parse error.
+//! `too-many-vlan-tags`, `bad-length-field`, and `malformed` for any other parse error; the input
+//! hygiene of `crate::l2::hygiene`: `src-mac-multicast`, `src-mac-zero`, `over-mtu` (receive
+//! interface's MTU); 14–59-byte frames are forwarded (the runt policy there).
 //! Trace: `ethertype 0x0800 vlan V/I l3-offset N rx-port P`.
 
 use vecswitch_buffer::Pool;
@@ -21,6 +23,7 @@ use vecswitch_graph::named_enum;
 
 use super::Service;
 use crate::ip::L3Input;
+use crate::l2::hygiene;
 use crate::state::SwitchState;
 
 named_enum! {
@@ -45,6 +48,9 @@ named_enum! {
         BadLengthField = "bad-length-field",
         Malformed = "malformed",
         L3MacMismatch = "l3-mac-mismatch",
+        SrcMacMulticast = "src-mac-multicast",
+        SrcMacZero = "src-mac-zero",
+        OverMtu = "over-mtu",
     }
 }
 
@@ -80,6 +86,12 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
         Err(e) => return DropReason::from_wire(&e).next(),
     };
     let hdr = cx.pool.header_mut(h);
+    match hygiene::check(&l2.src_addr, hdr.total_len, l2.l3_offset, iface.mtu) {
+        Ok(()) => {}
+        Err(hygiene::Bad::SrcMacMulticast) => return DropReason::SrcMacMulticast.next(),
+        Err(hygiene::Bad::SrcMacZero) => return DropReason::SrcMacZero.next(),
+        Err(hygiene::Bad::OverMtu) => return DropReason::OverMtu.next(),
+    }
     // l3_offset is at most 22 (two tags), so it fits.
     hdr.l3_offset = l2.l3_offset as u16;
     hdr.vlan = l2.outer.map_or(0, |t| t.vid);
