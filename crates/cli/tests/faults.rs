@@ -505,3 +505,121 @@ fn kill_9_of_the_switch_and_a_restart_with_the_same_config_reconnects_its_memif_
     cross(&mut a, &mut b, &mut pool, 10);
     assert_eq!(sw.port("p0")["stats"]["rx_packets"], 10, "a fresh switch");
 }
+
+/// A veth pair `name`–`name`p, up, IPv6 off (the kernel stays quiet on it); deleted on drop.
+struct Veth(String);
+
+impl Veth {
+    fn new(name: &str) -> Veth {
+        let ip = |args: &[&str]| {
+            let out = Command::new("ip")
+                .args(args)
+                .output()
+                .expect("`ip` (iproute2) must be installed: scripts/setup.sh");
+            assert!(
+                out.status.success(),
+                "ip {} (needs root): {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let _ = Command::new("ip").args(["link", "del", name]).output();
+        let peer = format!("{name}p");
+        ip(&["link", "add", name, "type", "veth", "peer", "name", &peer]);
+        let v = Veth(name.to_string());
+        for dev in [name, peer.as_str()] {
+            let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6"), "1");
+            ip(&["link", "set", dev, "up"]);
+        }
+        v
+    }
+}
+
+impl Drop for Veth {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["link", "del", &self.0]).output();
+    }
+}
+
+/// `kill -9` of a switch that cross-connects a memif port (peer: a memif client in this process)
+/// and an AF_PACKET port on a veth (peer: an AF_PACKET socket on the veth's other end, in this
+/// process), then a restart with the same config: both peers carry traffic again in both
+/// directions — the memif client reconnects by itself, the AF_PACKET peer just keeps its socket.
+/// Needs root (the veth pair), as CI runs.
+#[test]
+fn kill_9_and_restart_memif_and_af_packet_peers_carry_traffic_again() {
+    use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort};
+    let d = TempDir::new("kill9afp");
+    let veth = Veth::new(&format!("vsf{}", std::process::id() % 100_000));
+    let m = d.path("memif.sock");
+    let cfg = d.path("switch.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[switch]\nbuffers = 4096\nmac_table_entries = 4096\n{}\n[[port]]\nname = \"e0\"\ntype = \"af_packet\"\ninterface = \"{}\"\n\n[[xconnect]]\nports = [\"m0\", \"e0\"]\n",
+            memif_port("m0", &m, 0),
+            veth.0
+        ),
+    )
+    .unwrap();
+    let ctl = d.path("ctl.sock");
+    let mut wire = AfPacketPort::open(AfPacketConfig::new("wire", &format!("{}p", veth.0)))
+        .expect("AF_PACKET on the veth's peer end (needs root)");
+    let mut mem = memif_client(&m, 0);
+    let mut pool = Pool::new(512);
+    // Frames marked by their source MAC, so that anything else the kernel sends is not counted.
+    let from_mem = frame([0xff; 6], [2, 0, 0, 0, 0, 0xa1]);
+    let from_wire = frame([0xff; 6], [2, 0, 0, 0, 0, 0xb2]);
+    let count = |p: &mut dyn Port, pool: &mut Pool, src: u8| {
+        let mut hs = Vec::new();
+        let mut n = 0;
+        p.poll_control();
+        while p.rx_burst(pool, &mut hs, 64) > 0 {
+            n += hs
+                .iter()
+                .filter(|&&h| pool.data(h).get(11) == Some(&src))
+                .count();
+            pool.free_bulk(&hs);
+            hs.clear();
+        }
+        n
+    };
+    let both_ways = |mem: &mut MemifPort, wire: &mut AfPacketPort, pool: &mut Pool, what: &str| {
+        // The switch may be up a moment before its AF_PACKET socket is; send until frames cross.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let (mut to_wire, mut to_mem) = (0, 0);
+        while to_wire < 5 || to_mem < 5 {
+            assert!(
+                Instant::now() < deadline,
+                "{what}: {to_wire} frames memif -> veth, {to_mem} veth -> memif"
+            );
+            send(mem, std::slice::from_ref(&from_mem));
+            let h = pool.alloc().unwrap();
+            assert!(pool.write_packet(h, &from_wire));
+            wire.tx_burst(pool, &[h]);
+            pool.free(h);
+            std::thread::sleep(Duration::from_millis(20));
+            to_wire += count(wire, pool, 0xa1);
+            to_mem += count(mem, pool, 0xb2);
+        }
+    };
+
+    let mut sw = Switch::start(&cfg, &ctl);
+    wait_up(&mut mem, "memif before", Duration::from_secs(20));
+    both_ways(&mut mem, &mut wire, &mut pool, "before the kill");
+
+    sw.kill9();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while mem.link() == LinkState::Up {
+        assert!(
+            Instant::now() < deadline,
+            "the memif peer did not see the switch die"
+        );
+        mem.poll_control();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _sw = Switch::start(&cfg, &ctl);
+    wait_up(&mut mem, "memif after the restart", Duration::from_secs(20));
+    both_ways(&mut mem, &mut wire, &mut pool, "after the restart");
+    assert_eq!(pool.in_use(), 0);
+}
