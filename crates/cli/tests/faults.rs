@@ -623,3 +623,75 @@ fn kill_9_and_restart_memif_and_af_packet_peers_carry_traffic_again() {
     both_ways(&mut mem, &mut wire, &mut pool, "after the restart");
     assert_eq!(pool.in_use(), 0);
 }
+
+/// An interface removed under a running switch: its AF_PACKET port goes down, and when an
+/// interface of the same name comes back the port carries traffic again.
+///
+/// Ignored: not met yet. Measured 2026-11-24: after `ip link del` the port shows `link down` (no
+/// reason is shown), and after the veth is created again it shows `link up` while its socket is
+/// still bound to the old ifindex, so nothing crosses — a silent black hole. The fix belongs in
+/// `crates/ports/src/af_packet` (notice the ifindex change or ENXIO/ENETDOWN in `poll_control`,
+/// report the reason in `describe`, re-bind when the name resolves again); this test is its
+/// acceptance test (`cargo test -p vecswitch-cli --test faults -- --ignored interface_removed`).
+#[test]
+#[ignore = "AF_PACKET ports do not re-bind to a re-created interface yet (see the doc comment)"]
+fn interface_removed_under_a_running_switch_goes_down_and_comes_back() {
+    use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort};
+    let d = TempDir::new("ifrm");
+    let name = format!("vsr{}", std::process::id() % 100_000);
+    let mut veth = Some(Veth::new(&name));
+    let m = d.path("memif.sock");
+    let cfg = d.path("switch.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[switch]\nbuffers = 4096\nmac_table_entries = 4096\n{}\n[[port]]\nname = \"e0\"\ntype = \"af_packet\"\ninterface = \"{name}\"\n\n[[xconnect]]\nports = [\"e0\", \"m0\"]\n",
+            memif_port("m0", &m, 0)
+        ),
+    )
+    .unwrap();
+    let sw = Switch::start(&cfg, &d.path("ctl.sock"));
+    let mut mem = memif_client(&m, 0);
+    wait_up(&mut mem, "memif", Duration::from_secs(20));
+    let mut pool = Pool::new(512);
+    let marked = frame([0xff; 6], [2, 0, 0, 0, 0, 0xc3]);
+    let crosses = |mem: &mut MemifPort, pool: &mut Pool, what: &str| {
+        let mut wire = AfPacketPort::open(AfPacketConfig::new("wire", &format!("{name}p")))
+            .expect("AF_PACKET on the veth's peer end (needs root)");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut got = 0;
+        while got < 5 {
+            assert!(Instant::now() < deadline, "{what}: {got} frames crossed");
+            let h = pool.alloc().unwrap();
+            assert!(pool.write_packet(h, &marked));
+            wire.tx_burst(pool, &[h]);
+            pool.free(h);
+            std::thread::sleep(Duration::from_millis(20));
+            let mut hs = Vec::new();
+            mem.poll_control();
+            while mem.rx_burst(pool, &mut hs, 64) > 0 {
+                got += hs
+                    .iter()
+                    .filter(|&&h| pool.data(h).get(11) == Some(&0xc3))
+                    .count();
+                pool.free_bulk(&hs);
+                hs.clear();
+            }
+        }
+    };
+    crosses(&mut mem, &mut pool, "before");
+    veth.take(); // ip link del
+    wait_for(
+        "e0 down after its interface went",
+        Duration::from_secs(5),
+        || sw.port("e0")["link"] == "down",
+    );
+    veth = Some(Veth::new(&name));
+    wait_for(
+        "e0 up after its interface came back",
+        Duration::from_secs(5),
+        || sw.port("e0")["link"] == "up",
+    );
+    crosses(&mut mem, &mut pool, "after the interface came back");
+    drop(veth);
+}
