@@ -530,6 +530,37 @@ mod tests {
         }
     }
 
+    /// docs/grafana-dashboard.json queries only metrics the endpoint exports (a renamed metric
+    /// cannot leave the dashboard silently empty).
+    #[test]
+    fn dashboard_uses_only_exported_metrics() {
+        let dash = include_str!("../../../docs/grafana-dashboard.json");
+        let v: serde_json::Value = serde_json::from_str(dash).expect("the dashboard is JSON");
+        let text = Snapshot::take(&switch()).render();
+        let exported: std::collections::HashSet<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .filter_map(|l| l.split(' ').next())
+            .collect();
+        let mut used = 0;
+        for panel in v["panels"].as_array().unwrap() {
+            for t in panel["targets"].as_array().unwrap() {
+                let expr = t["expr"].as_str().unwrap();
+                let names = expr
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .filter(|w| w.starts_with("vecswitch_"));
+                for name in names {
+                    assert!(
+                        exported.contains(name),
+                        "{name} (in {expr:?}) is not exported"
+                    );
+                    used += 1;
+                }
+            }
+        }
+        assert!(used >= 10, "{used}");
+    }
+
     #[test]
     fn addresses_are_checked() {
         assert!(parse_listen("127.0.0.1:9482").is_ok());
