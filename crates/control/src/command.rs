@@ -61,13 +61,17 @@ pub fn usage() -> String {
     u
 }
 
-/// Every registered show, one per line with what it shows.
+/// Every registered show under a `shows:` heading.
 pub fn shows_help() -> String {
-    let mut u = String::from("shows:");
-    for s in crate::sections::shows() {
-        u.push_str(&format!("\n  {:<28} {}", s.usage(), s.help()));
-    }
-    u
+    format!("shows:\n{}", show_lines())
+}
+
+/// Every registered show, one per line with what it shows.
+fn show_lines() -> String {
+    crate::sections::shows()
+        .map(|s| format!("  {:<28} {}", s.usage(), s.help()))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn absolute(p: &str, cwd: &Path) -> String {
@@ -114,13 +118,22 @@ pub enum CommandError {
     #[error("bridge add: {opt} needs a value")]
     MissingValue { opt: &'static str },
     /// `show` with no word or one that is not registered: the list of shows.
-    #[error("show {word:?}: not a registered show\n{list}")]
+    #[error("{}\n{list}", no_show(.word))]
     NoShow { word: String, list: String },
     /// More words than the show takes.
     #[error("`{given}`: takes {accepted}")]
     ShowArgument { given: String, accepted: String },
     #[error("unknown command `{0}`")]
     Unknown(String),
+}
+
+/// The first line of [`CommandError::NoShow`].
+fn no_show(word: &str) -> String {
+    if word.is_empty() {
+        "show what? one of the registered shows:".into()
+    } else {
+        format!("show {word:?}: not a registered show; one of:")
+    }
 }
 
 fn num<T: std::str::FromStr>(
@@ -229,7 +242,7 @@ fn show(w: &[&str]) -> Result<Request, CommandError> {
     let word = w.get(1).copied().unwrap_or("");
     let found = crate::sections::find_show(word).ok_or_else(|| CommandError::NoShow {
         word: word.to_string(),
-        list: shows_help(),
+        list: show_lines(),
     })?;
     let args: Vec<String> = w.iter().skip(2).map(|s| s.to_string()).collect();
     let takes = match found {

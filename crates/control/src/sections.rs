@@ -372,6 +372,33 @@ check = true
         ctl(&mut c, "mtu p1 default").unwrap();
         assert_eq!(iface(&sw, "p1"), (9000, vec![]));
     }
+    /// Every registered verb is reachable from `ctl`: its names are unique and no built-in
+    /// command shadows them (each name, with an argument, parses to an edit of that verb); every
+    /// show word is unique across the switch's and the controller's shows.
+    #[test]
+    fn every_verb_and_show_is_reachable() {
+        let mut names = std::collections::HashSet::new();
+        for v in super::verbs() {
+            for n in v.info.names {
+                assert!(names.insert(*n), "verb {n:?} registered twice");
+                let mut words: Vec<String> = n.split(' ').map(String::from).collect();
+                words.push("x".into());
+                match parse_words(&words, std::path::Path::new("/")) {
+                    Ok(Request::Edit { verb, args }) => {
+                        assert_eq!((verb.as_str(), args.len()), (v.info.name(), 1), "{n}")
+                    }
+                    other => panic!("`{n} x` is not the verb's edit: {other:?}"),
+                }
+            }
+        }
+        assert!(names.len() >= 7, "{names:?}");
+        let mut words = std::collections::HashSet::new();
+        for s in super::shows() {
+            assert!(words.insert(s.word()), "show {:?} twice", s.word());
+            assert_eq!(super::find_show(s.word()).map(|f| f.word()), Some(s.word()));
+        }
+    }
+
     /// A feature registered only from its folder (`bond/ctl.rs`: section, verbs, shows) reaches
     /// `ctl` end to end: the verbs edit the running config through validate → diff → apply, the
     /// shows are answered by the switch and printed by the feature's renderer, and a refused verb
