@@ -40,6 +40,7 @@ mod gen_cmd;
 mod l7_cmd;
 mod report_cmd;
 mod run_cmd;
+mod soak_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -68,6 +69,8 @@ enum Cmd {
     Bench(bench_cmd::Args),
     /// Render and compare benchmark results.
     Report(report_cmd::Args),
+    /// Soak a learning bridge at 90 % of its NDR: loss per interval, buffers and RSS over time.
+    Soak(soak_cmd::Args),
 }
 
 fn main() {
@@ -78,6 +81,7 @@ fn main() {
         Cmd::Gen(a) => gen_cmd::main(a),
         Cmd::Bench(a) => bench_cmd::main(a),
         Cmd::Report(a) => report_cmd::main(a),
+        Cmd::Soak(a) => soak_cmd::main(a),
     };
     if let Err(e) = res {
         eprintln!("vecswitch: error: {e:#}");

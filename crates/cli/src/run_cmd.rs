@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use vecswitch_control::config::Config;
 use vecswitch_control::controller::Controller;
+use vecswitch_control::metrics::{MetricsServer, SharedWorker};
 use vecswitch_control::server::{ControlSocket, Served};
 use vecswitch_control::validate::validate;
 
@@ -63,7 +64,8 @@ pub fn main(args: Args) -> anyhow::Result<()> {
         mac_table_entries: cfg.switch.mac_table_entries as usize,
         ..Default::default()
     });
-    let handle = vecswitch_switch::spawn(sw).context("starting the worker thread")?;
+    // Shared with the metrics endpoint, which takes its snapshots through it.
+    let handle = Arc::new(vecswitch_switch::spawn(sw).context("starting the worker thread")?);
     if let Some(cpu) = cfg.switch.worker_cpu {
         let ids = core_affinity::get_core_ids().unwrap_or_default();
         let Some(id) = ids.iter().copied().find(|c| c.id == cpu as usize) else {
@@ -97,8 +99,12 @@ pub fn main(args: Args) -> anyhow::Result<()> {
         cfg.bridges.len(),
         cfg.xconnect_directions().len(),
     );
+    let metrics = match cfg.switch.metrics_listen.as_deref() {
+        Some(listen) => Some(MetricsServer::start(listen, Arc::clone(&handle))?),
+        None => None,
+    };
     let ctl = Controller::start(
-        Box::new(handle),
+        Box::new(SharedWorker(handle)),
         Arc::new(vecswitch_control::ports::open_port),
         cfg,
         Some(config_path.clone()),
@@ -109,11 +115,15 @@ pub fn main(args: Args) -> anyhow::Result<()> {
         config_path.display(),
         socket.path().display()
     );
+    if let Some(m) = &metrics {
+        eprintln!("vecswitch: metrics on http://{}/metrics", m.local_addr());
+    }
 
     let ctl = Arc::new(Mutex::new(ctl));
     let end = socket.serve(Arc::clone(&ctl), &stop);
     drop(socket); // removes the socket file
-                  // Dropping the controller drops the SwitchHandle, which stops and joins the worker.
+    drop(metrics); // stops the endpoint, which holds the switch handle too
+                   // Dropping the controller drops the SwitchHandle, which stops and joins the worker.
     drop(ctl);
     match end {
         Served::Stopped => {

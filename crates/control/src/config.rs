@@ -112,6 +112,10 @@ pub struct SwitchConfig {
         skip_serializing_if = "is_default_capture_dir"
     )]
     pub capture_dir: String,
+    /// Address of the Prometheus metrics endpoint (`GET /metrics`, [`crate::metrics`]), e.g.
+    /// `"127.0.0.1:9482"`; none = off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_listen: Option<String>,
 }
 
 fn is_default_nat44(n: &vecswitch_switch::nat44::config::Nat44Config) -> bool {
@@ -131,6 +135,7 @@ impl Default for SwitchConfig {
             worker_priority: None,
             mac_table_entries: DEFAULT_MAC_TABLE_ENTRIES,
             capture_dir: DEFAULT_CAPTURE_DIR.to_string(),
+            metrics_listen: None,
         }
     }
 }

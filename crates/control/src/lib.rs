@@ -21,6 +21,7 @@ pub mod command;
 pub mod config;
 pub mod controller;
 pub mod diff;
+pub mod metrics;
 pub mod ports;
 #[cfg(test)]
 mod proptests;

@@ -87,6 +87,15 @@ fn check_switch(c: &Config, e: &mut Validation) {
             format!("a filesystem path of 1..={MAX_SOCKET_PATH} bytes"),
         );
     }
+    if let Some(m) = s.metrics_listen.as_deref() {
+        if crate::metrics::parse_listen(m).is_err() {
+            e.push(
+                "switch.metrics_listen".into(),
+                q(m),
+                "IP:PORT, e.g. \"127.0.0.1:9482\"".to_string(),
+            );
+        }
+    }
     if let Some(p) = &s.worker_priority {
         if p.parse::<vecswitch_switch::worker::WorkerSched>().is_err() {
             e.push(

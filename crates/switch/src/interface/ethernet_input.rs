@@ -21,6 +21,8 @@
 //! `too-many-vlan-tags` (also: a rewrite that would leave three), `bad-length-field`, and
 //! `malformed` for any other parse error; `unknown-vlan` (tags no sub-interface of the receive
 //! interface takes, and the main interface does not), `no-headroom` (no room for pushed tags).
+//! The input hygiene of `crate::l2::hygiene`: `src-mac-multicast`, `src-mac-zero`, `over-mtu`
+//! (receive interface's MTU); 14–59-byte frames are forwarded (the runt policy there).
 //! Trace: `ethertype 0x0800 vlan V/I l3-offset N rx-port P`.
 
 use vecswitch_buffer::Pool;
@@ -31,6 +33,7 @@ use vecswitch_graph::named_enum;
 
 use super::{Service, SwIfIdx};
 use crate::ip::L3Input;
+use crate::l2::hygiene;
 use crate::state::SwitchState;
 use crate::vlan::{move_tags, CounterRun, RewriteError, TagKey, Vtr};
 
@@ -59,6 +62,9 @@ named_enum! {
         L3MacMismatch = "l3-mac-mismatch",
         UnknownVlan = "unknown-vlan",
         NoHeadroom = "no-headroom",
+        SrcMacMulticast = "src-mac-multicast",
+        SrcMacZero = "src-mac-zero",
+        OverMtu = "over-mtu",
     }
 }
 
@@ -147,11 +153,19 @@ fn one<const VLAN: bool>(
     if !iface.admin_up {
         return DropReason::AdminDown.next();
     }
-    let (mut service, mut mac) = (iface.service, iface.mac);
+    let (mut service, mut mac, mtu) = (iface.service, iface.mac, iface.mtu);
     let l2 = match L2Header::parse(cx.pool.data(h)) {
         Ok(l2) => l2,
         Err(e) => return DropReason::from_wire(&e).next(),
     };
+    // Input hygiene on the frame as received (tags do not count against the MTU).
+    let total_len = cx.pool.header(h).total_len;
+    match hygiene::check(&l2.src_addr, total_len, l2.l3_offset, mtu) {
+        Ok(()) => {}
+        Err(hygiene::Bad::SrcMacMulticast) => return DropReason::SrcMacMulticast.next(),
+        Err(hygiene::Bad::SrcMacZero) => return DropReason::SrcMacZero.next(),
+        Err(hygiene::Bad::OverMtu) => return DropReason::OverMtu.next(),
+    }
     let mut key = TagKey::of(&l2);
     if VLAN {
         // Sub-interface classification, here as in VPP (`ethernet-input`, `eth_identify_subint`):

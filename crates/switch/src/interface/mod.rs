@@ -43,8 +43,9 @@ pub const INPUT_ARC: ArcId = 0;
 pub const OUTPUT_ARC: ArcId = 1;
 /// The decision of a forwarding node that has set `tx_port`: along the output arc.
 pub const TO_OUTPUT: Next = Next::arc(OUTPUT_ARC);
-/// Default MTU of a main interface (bytes of L3 payload). Not enforced yet: the switch forwards
-/// every frame its ports deliver, as before the interface layer (issue 9 items 2, 3 will check it).
+/// Default MTU of a main interface (bytes of L3 payload). Frames received with more are dropped by
+/// `ethernet-input` as `over-mtu` (`crate::l2::hygiene`); on transmit it is checked where
+/// `mtu-check` is on.
 pub const DEFAULT_MTU: u16 = 9000;
 
 /// What an interface's received frames are for.

@@ -428,11 +428,14 @@ impl ConfigObject for MemberObj {
     fn describe_remove(&self) -> String {
         format!("remove port {} from bridge {}", self.port, self.bridge)
     }
+    /// Adds the member; learned entries its removal flushed earlier in the same control call (an
+    /// undo) come back.
     fn add(&self, sw: &mut Switch, _cx: &mut ApplyCx) -> Result<(), SwitchError> {
-        sw.add_bridge_member(&self.bridge, &self.port)
+        sw.add_bridge_member_restoring(&self.bridge, &self.port)
     }
+    /// Removes the member, holding its learned entries for an undo in the same control call.
     fn remove(&self, sw: &mut Switch, _cx: &mut ApplyCx) -> Result<(), SwitchError> {
-        sw.remove_bridge_member(&self.bridge, &self.port)
+        sw.remove_bridge_member_held(&self.bridge, &self.port)
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self

@@ -135,6 +135,69 @@ impl Switch {
         Ok(())
     }
 
+    /// [`Switch::remove_bridge_member`] for a configuration change: the learned entries it flushes
+    /// are held until the end of the current control call, so that the change's undo
+    /// ([`Switch::add_bridge_member_restoring`]) can put them back — a failed reload leaves the MAC
+    /// table as it was (issue 14 item 3). Static entries are config objects of their own and come
+    /// back by their own undo.
+    pub fn remove_bridge_member_held(
+        &mut self,
+        bridge: &str,
+        port: &str,
+    ) -> Result<(), SwitchError> {
+        let bd = self.bridge_idx(bridge)?;
+        let idx = self.iface_idx(port)?;
+        let polls = self.show_runtime().loop_stats.polls;
+        let keep: Vec<_> = self
+            .state
+            .macs
+            .entries(Some(bd))
+            .into_iter()
+            .filter(|e| e.port == idx && !e.is_static)
+            .map(|e| (bridge.to_string(), port.to_string(), e.mac, e.last_seen_s))
+            .collect();
+        self.remove_bridge_member(bridge, port)?;
+        let held = &mut self.state.macs.held;
+        if held.polls != polls {
+            held.entries.clear();
+            held.polls = polls;
+        }
+        held.entries.extend(keep);
+        Ok(())
+    }
+
+    /// [`Switch::add_bridge_member`], then the learned entries
+    /// [`Switch::remove_bridge_member_held`] flushed for this bridge and interface in the same
+    /// control call are learned again with their last-seen times (within the bridge's MAC limit).
+    pub fn add_bridge_member_restoring(
+        &mut self,
+        bridge: &str,
+        port: &str,
+    ) -> Result<(), SwitchError> {
+        self.add_bridge_member(bridge, port)?;
+        let polls = self.show_runtime().loop_stats.polls;
+        let bd = self.bridge_idx(bridge)?;
+        let idx = self.iface_idx(port)?;
+        let limit = self.state.bridge(bd).map_or(0, |b| b.settings.mac_limit);
+        let macs = &mut self.state.macs;
+        if macs.held.polls != polls {
+            macs.held.entries.clear();
+            return Ok(());
+        }
+        let mut back = Vec::new();
+        macs.held.entries.retain(|(b, p, mac, seen)| {
+            let mine = b == bridge && p == port;
+            if mine {
+                back.push((*mac, *seen));
+            }
+            !mine
+        });
+        for (mac, seen) in back {
+            macs.learn(bd, &mac, idx, seen, limit);
+        }
+        Ok(())
+    }
+
     pub(crate) fn not_member(&self, bd: BdIdx, port: &str, bridge: &str) -> SwitchError {
         let members: Vec<String> = self
             .state
@@ -285,5 +348,73 @@ impl Switch {
             .collect();
         out.sort_by(|a, b| (&a.bridge, &a.mac).cmp(&(&b.bridge, &b.mac)));
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{BridgeSettings, Switch, SwitchConfig};
+    use vecswitch_buffer::Pool;
+    use vecswitch_ports::loopback::{packet_from_bytes, pair};
+    use vecswitch_ports::Port;
+
+    fn frame(src: u8) -> Vec<u8> {
+        let mut f = vec![0u8; 60];
+        f[..6].copy_from_slice(&[0xff; 6]);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, src]);
+        f[12..14].copy_from_slice(&[0x08, 0]);
+        f
+    }
+
+    fn macs(sw: &Switch) -> Vec<(String, String, bool)> {
+        let mut v: Vec<_> = sw
+            .show_mac(None)
+            .unwrap()
+            .into_iter()
+            .map(|m| (m.mac, m.port, m.is_static))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Learned entries flushed by a member's removal come back when the same control call (poll
+    /// iteration) adds the member again (an undo), and never in a later one.
+    #[test]
+    fn a_members_learned_entries_come_back_only_within_the_same_call() {
+        let mut sw = Switch::new(SwitchConfig {
+            buffers: 256,
+            mac_table_entries: 1024,
+            ..Default::default()
+        });
+        let mut peers = Vec::new();
+        for name in ["p0", "p1"] {
+            let (a, b) = pair(name, "peer");
+            sw.add_port(name, Box::new(a)).unwrap();
+            peers.push(b);
+        }
+        sw.add_bridge("br0", BridgeSettings::default()).unwrap();
+        sw.add_bridge_member("br0", "p0").unwrap();
+        sw.add_bridge_member("br0", "p1").unwrap();
+        sw.add_static_mac("br0", [2, 0, 0, 0, 0, 0x50], "p1")
+            .unwrap();
+        let mut tp = Pool::new(64);
+        for (i, src) in [(0, 1u8), (0, 2), (1, 3)] {
+            let h = packet_from_bytes(&mut tp, &frame(src)).unwrap();
+            assert_eq!(peers[i].tx_burst(&mut tp, &[h]), 1);
+            tp.free(h);
+        }
+        while sw.poll_once() > 0 {}
+        let before = macs(&sw);
+        assert_eq!(before.len(), 4, "{before:?}");
+
+        sw.remove_bridge_member_held("br0", "p0").unwrap();
+        assert_eq!(macs(&sw).len(), 2, "p0's two learned entries flushed");
+        sw.add_bridge_member_restoring("br0", "p0").unwrap();
+        assert_eq!(macs(&sw), before, "restored in the same call");
+
+        sw.remove_bridge_member_held("br0", "p0").unwrap();
+        sw.poll_once();
+        sw.add_bridge_member_restoring("br0", "p0").unwrap();
+        assert_eq!(macs(&sw).len(), 2, "a later re-add learns afresh");
     }
 }

@@ -2,7 +2,9 @@
 //! 802.1Q-2018 §8.7 "Learning Process"): a new station is added, a known one refreshed, a station
 //! seen on another port moved (counted as `station-moves`) unless its entry is static. A bridge at
 //! its MAC limit learns nothing more (`mac-limit-reached`); the frame is forwarded all the same.
-//! Group (multicast) source addresses are never learned.
+//! Group (multicast) and all-zero source addresses never get here: `ethernet-input` drops them
+//! (`src-mac-multicast`, `src-mac-zero`; [`super::hygiene`]); the group check below stays as a
+//! guard.
 //!
 //! Next edges: `l2-fwd`. Drops: `no-bridge` (bridge deleted while in flight; a bug guard).
 //! Counters (declared by the node, in `show errors`): `learned`, `station-moves`, `mac-limit-reached`, `mac-table-full`,

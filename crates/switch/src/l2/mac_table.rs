@@ -87,6 +87,21 @@ pub struct MacTable {
     seed: u64,
     counts: Vec<BdCount>,
     age_cursor: usize,
+    /// Learned entries a configuration change flushed, kept for that change's undo
+    /// ([`crate::l2::control`], `Switch::remove_bridge_member_held`).
+    pub(crate) held: HeldMacs,
+}
+
+/// Learned entries flushed by a configuration change, by bridge and interface *name* (a bridge or
+/// port re-created by an undo may get another index), valid only during the poll iteration
+/// (`polls`) in which they were flushed: the whole change set of a reload and its undo run in one
+/// control call, and the worker polls between any two calls, so a later, unrelated re-add never
+/// brings back stale entries.
+#[derive(Debug, Default)]
+pub(crate) struct HeldMacs {
+    pub(crate) polls: u64,
+    /// (bridge, interface, MAC, last seen, switch seconds).
+    pub(crate) entries: Vec<(String, String, [u8; 6], u32)>,
 }
 
 /// Packs (bridge domain, MAC) into a never-zero key: MAC in the low 48 bits, `bd + 1` above.
@@ -127,6 +142,7 @@ impl MacTable {
             seed,
             counts: Vec::new(),
             age_cursor: 0,
+            held: HeldMacs::default(),
         }
     }
 

@@ -8,6 +8,8 @@
 //!   static MACs, `show bridges`, `show mac`).
 //! - [`BridgeSettings`]: what a bridge domain does (learn, forward, flood, unknown-unicast flood,
 //!   MAC age, MAC limit).
+//! - [`hygiene`]: the input checks `ethernet-input` makes for every frame (group or all-zero
+//!   source MAC, over the receive MTU) and the runt policy.
 //! - [`format_mac`] / [`parse_mac`]: the `aa:bb:cc:dd:ee:ff` text form used by `show mac` and the
 //!   control API.
 //!
@@ -19,6 +21,7 @@
 
 pub mod config;
 pub mod control;
+pub mod hygiene;
 pub mod l2_flood;
 pub mod l2_fwd;
 pub mod l2_learn;
