@@ -1,16 +1,17 @@
 //! AF_PACKET port over a veth pair whose far end sits in a network namespace the test creates.
-//! Needs root (CAP_NET_ADMIN for `ip`, CAP_NET_RAW for the sockets); the [`VethLab`] guard deletes
-//! the namespace and the veth pair when the test ends, panics included. Each test runs in both
-//! receive modes ([`MODES`]): TPACKET_V3 blocks and TPACKET_V2 frames.
+//! Needs root (CAP_NET_ADMIN for `ip`, CAP_NET_RAW for the sockets); the [`VethLab`] guard
+//! (crates/testsupport) deletes the namespace and the veth pair when the test ends, panics
+//! included. Each test runs in both receive modes ([`MODES`]): TPACKET_V3 blocks and TPACKET_V2
+//! frames.
 
 use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use vecswitch_buffer::Pool;
 use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketError, AfPacketPort, RxMode};
 use vecswitch_ports::loopback::packet_from_bytes;
 use vecswitch_ports::{LinkState, Port};
+use vecswitch_testsupport::tool::ip;
 
 /// IEEE 802 "local experimental" EtherType: no kernel protocol will answer or forward it.
 const ETHERTYPE: u16 = 0x88b5;
@@ -26,69 +27,28 @@ fn cfg(name: &str, interface: &str, mode: RxMode) -> AfPacketConfig {
     }
 }
 
-fn ip(args: &[&str]) {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .expect("`ip` (iproute2) must be installed");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A namespace `ns` holding veth end `peer`, whose other end `host` stays in our namespace.
+/// testsupport's [`vecswitch_testsupport::VethLab`] (a namespace holding veth end `peer`, whose
+/// other end `host` stays in our namespace; deleted on drop) with its names at hand.
 struct VethLab {
     ns: String,
     host: String,
     peer: String,
+    guard: vecswitch_testsupport::VethLab,
 }
 
 impl VethLab {
     fn new(mtu: u32) -> VethLab {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let id = format!(
-            "{}{}",
-            std::process::id() % 100_000,
-            N.fetch_add(1, Ordering::Relaxed)
-        );
-        // Built before any command runs so that Drop cleans up whatever got created.
-        let lab = VethLab {
-            ns: format!("vsafp{id}"),
-            host: format!("vsah{id}"),
-            peer: format!("vsap{id}"),
-        };
-        let mtu = mtu.to_string();
-        ip(&["netns", "add", &lab.ns]);
-        ip(&[
-            "link", "add", &lab.host, "mtu", &mtu, "type", "veth", "peer", "name", &lab.peer,
-            "mtu", &mtu,
-        ]);
-        // No IPv6 on either end: no router solicitations or MLD reports in the counts.
-        std::fs::write(
-            format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", lab.host),
-            "1",
-        )
-        .ok();
-        ip(&["link", "set", &lab.peer, "netns", &lab.ns]);
-        let st = Command::new("ip")
-            .args(["netns", "exec", &lab.ns, "sh", "-c"])
-            .arg(format!(
-                "echo 1 > /proc/sys/net/ipv6/conf/{}/disable_ipv6",
-                lab.peer
-            ))
-            .status()
-            .expect("ip netns exec");
-        assert!(st.success());
-        ip(&["link", "set", &lab.host, "up"]);
-        ip(&["-n", &lab.ns, "link", "set", &lab.peer, "up"]);
-        lab
+        let guard = vecswitch_testsupport::VethLab::with_mtu("vsafp", Some(mtu));
+        VethLab {
+            ns: guard.ns().name().to_string(),
+            host: guard.host().to_string(),
+            peer: guard.peer().to_string(),
+            guard,
+        }
     }
 
     fn netns_path(&self) -> String {
-        format!("/run/netns/{}", self.ns)
+        self.guard.netns_path()
     }
 
     /// Our port on the host end and a second one on the far end, inside the namespace.
@@ -103,16 +63,6 @@ impl VethLab {
         wait_up(&host);
         wait_up(&peer);
         (host, peer)
-    }
-}
-
-impl Drop for VethLab {
-    fn drop(&mut self) {
-        // Deleting one end deletes the pair; deleting the namespace would too, but be explicit.
-        let _ = Command::new("ip")
-            .args(["link", "del", &self.host])
-            .output();
-        let _ = Command::new("ip").args(["netns", "del", &self.ns]).output();
     }
 }
 

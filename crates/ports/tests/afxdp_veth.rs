@@ -1,11 +1,10 @@
 //! AF_XDP port over a veth pair whose far end sits in a network namespace the test creates, with
 //! an AF_PACKET port (frame mode) on the far end as the independent peer. Needs root
-//! (CAP_NET_ADMIN, CAP_BPF); the [`VethLab`] guard deletes the namespace and the veth pair when
-//! the test ends, panics included, and dropping the port detaches its XDP program.
+//! (CAP_NET_ADMIN, CAP_BPF); the [`VethLab`] guard (crates/testsupport) deletes the namespace and
+//! the veth pair when the test ends, panics included, and dropping the port detaches its XDP
+//! program.
 
 use std::path::PathBuf;
-use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use vecswitch_buffer::Pool;
@@ -14,72 +13,34 @@ use vecswitch_ports::af_xdp::{AfXdpConfig, AfXdpError, AfXdpPort, XdpMode};
 use vecswitch_ports::loopback::packet_from_bytes;
 use vecswitch_ports::pcap::Capture;
 use vecswitch_ports::{LinkState, Port};
+use vecswitch_testsupport::tool::ip;
 
 /// IEEE 802 "local experimental" EtherType: no kernel protocol will answer or forward it.
 const ETHERTYPE: u16 = 0x88b5;
 const MAGIC: u32 = 0x7846_5350; // "xFSP"
 
-fn ip(args: &[&str]) {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .expect("`ip` (iproute2) must be installed");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A namespace `ns` holding veth end `peer`, whose other end `host` stays in our namespace.
+/// testsupport's [`vecswitch_testsupport::VethLab`] (a namespace holding veth end `peer`, whose
+/// other end `host` stays in our namespace; deleted on drop) with its names at hand.
 struct VethLab {
     ns: String,
     host: String,
     peer: String,
+    guard: vecswitch_testsupport::VethLab,
 }
 
 impl VethLab {
     fn new() -> VethLab {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let id = format!(
-            "{}{}",
-            std::process::id() % 100_000,
-            N.fetch_add(1, Ordering::Relaxed)
-        );
-        // Built before any command runs so that Drop cleans up whatever got created.
-        let lab = VethLab {
-            ns: format!("vsxdn{id}"),
-            host: format!("vsxh{id}"),
-            peer: format!("vsxp{id}"),
-        };
-        ip(&["netns", "add", &lab.ns]);
-        ip(&[
-            "link", "add", &lab.host, "type", "veth", "peer", "name", &lab.peer,
-        ]);
-        // No IPv6 on either end: no router solicitations or MLD reports in the counts.
-        std::fs::write(
-            format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", lab.host),
-            "1",
-        )
-        .ok();
-        ip(&["link", "set", &lab.peer, "netns", &lab.ns]);
-        let st = Command::new("ip")
-            .args(["netns", "exec", &lab.ns, "sh", "-c"])
-            .arg(format!(
-                "echo 1 > /proc/sys/net/ipv6/conf/{}/disable_ipv6",
-                lab.peer
-            ))
-            .status()
-            .expect("ip netns exec");
-        assert!(st.success());
-        ip(&["link", "set", &lab.host, "up"]);
-        ip(&["-n", &lab.ns, "link", "set", &lab.peer, "up"]);
-        lab
+        let guard = vecswitch_testsupport::VethLab::new("vsxd");
+        VethLab {
+            ns: guard.ns().name().to_string(),
+            host: guard.host().to_string(),
+            peer: guard.peer().to_string(),
+            guard,
+        }
     }
 
     fn netns_path(&self) -> String {
-        format!("/run/netns/{}", self.ns)
+        self.guard.netns_path()
     }
 
     /// An AF_XDP port on the host end (in `mode`) and an AF_PACKET port on the far end.
@@ -98,15 +59,6 @@ impl VethLab {
         wait_up(&xdp);
         wait_up(&peer);
         (xdp, peer)
-    }
-}
-
-impl Drop for VethLab {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["link", "del", &self.host])
-            .output();
-        let _ = Command::new("ip").args(["netns", "del", &self.ns]).output();
     }
 }
 
@@ -223,13 +175,7 @@ fn af_xdp_exchanges_exact_counts_with_af_packet_both_ways() {
             assert_eq!(xdp.af_xdp_stats().tx_pending, 0);
         }
         assert_eq!(pool.in_use(), 0, "every buffer back in the pool");
-        let shown = |lab: &VethLab| {
-            let out = Command::new("ip")
-                .args(["link", "show", "dev", &lab.host])
-                .output()
-                .expect("ip link show");
-            String::from_utf8_lossy(&out.stdout).to_string()
-        };
+        let shown = |lab: &VethLab| ip(&["link", "show", "dev", &lab.host]);
         assert!(shown(&lab).contains("prog/xdp"), "{}", shown(&lab));
         drop(xdp);
         assert!(
@@ -269,26 +215,11 @@ fn af_xdp_traffic_captured_to_pcap_is_read_by_tshark() {
     assert_eq!(got.len(), 5);
     cap.finish().expect("flush pcap");
 
-    let out = match Command::new("tshark")
-        .arg("-r")
-        .arg(&file.0)
-        .args(["-T", "fields", "-E", "separator=,"])
-        .args(["-e", "frame.len", "-e", "eth.src", "-e", "eth.type"])
-        .output()
-    {
-        Ok(o) => o,
-        Err(e) => panic!("tshark is needed for this test (apt-get install tshark): {e}"),
-    };
-    assert!(
-        out.status.success(),
-        "tshark failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<String> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect();
+    let lines: Vec<String> =
+        vecswitch_testsupport::tshark::fields(&file.0, &[], &["frame.len", "eth.src", "eth.type"])
+            .into_iter()
+            .map(|row| row.join(","))
+            .collect();
     let mut expected = Vec::new();
     expected.extend(std::iter::repeat_n("60,02:00:00:00:00:21,0x88b5", 5));
     expected.extend(std::iter::repeat_n("1514,02:00:00:00:00:21,0x88b5", 5));
