@@ -14,52 +14,27 @@ use vecswitch_ports::loopback::packet_from_bytes;
 use vecswitch_ports::pcap::Capture;
 use vecswitch_ports::{LinkState, Port};
 use vecswitch_testsupport::tool::ip;
+use vecswitch_testsupport::VethLab;
 
 /// IEEE 802 "local experimental" EtherType: no kernel protocol will answer or forward it.
 const ETHERTYPE: u16 = 0x88b5;
 const MAGIC: u32 = 0x7846_5350; // "xFSP"
 
-/// testsupport's [`vecswitch_testsupport::VethLab`] (a namespace holding veth end `peer`, whose
-/// other end `host` stays in our namespace; deleted on drop) with its names at hand.
-struct VethLab {
-    ns: String,
-    host: String,
-    peer: String,
-    guard: vecswitch_testsupport::VethLab,
-}
-
-impl VethLab {
-    fn new() -> VethLab {
-        let guard = vecswitch_testsupport::VethLab::new("vsxd");
-        VethLab {
-            ns: guard.ns().name().to_string(),
-            host: guard.host().to_string(),
-            peer: guard.peer().to_string(),
-            guard,
-        }
-    }
-
-    fn netns_path(&self) -> String {
-        self.guard.netns_path()
-    }
-
-    /// An AF_XDP port on the host end (in `mode`) and an AF_PACKET port on the far end.
-    fn ports(&self, mode: XdpMode) -> (AfXdpPort, AfPacketPort) {
-        let xdp = AfXdpPort::open(AfXdpConfig {
-            mode,
-            ..AfXdpConfig::new("xdp", &self.host)
-        })
-        .expect("open AF_XDP port on the host end");
-        let pc = AfPacketConfig {
-            rx_mode: RxMode::Frame,
-            ..AfPacketConfig::new("peer", &self.peer)
-        };
-        let peer =
-            AfPacketPort::open_in_netns(pc, &self.netns_path()).expect("open far end in netns");
-        wait_up(&xdp);
-        wait_up(&peer);
-        (xdp, peer)
-    }
+/// An AF_XDP port on the host end (in `mode`) and an AF_PACKET port on the far end.
+fn ports(lab: &VethLab, mode: XdpMode) -> (AfXdpPort, AfPacketPort) {
+    let xdp = AfXdpPort::open(AfXdpConfig {
+        mode,
+        ..AfXdpConfig::new("xdp", lab.host())
+    })
+    .expect("open AF_XDP port on the host end");
+    let pc = AfPacketConfig {
+        rx_mode: RxMode::Frame,
+        ..AfPacketConfig::new("peer", lab.peer())
+    };
+    let peer = AfPacketPort::open_in_netns(pc, &lab.netns_path()).expect("open far end in netns");
+    wait_up(&xdp);
+    wait_up(&peer);
+    (xdp, peer)
 }
 
 fn wait_up(p: &dyn Port) {
@@ -148,8 +123,8 @@ fn check_in_order(frames: &[Vec<u8>], dir: u8, len: usize) {
 #[test]
 fn af_xdp_exchanges_exact_counts_with_af_packet_both_ways() {
     for mode in [XdpMode::Native, XdpMode::Skb] {
-        let lab = VethLab::new();
-        let (mut xdp, mut peer) = lab.ports(mode);
+        let lab = VethLab::new("vsxd");
+        let (mut xdp, mut peer) = ports(&lab, mode);
         assert_eq!(xdp.mode(), mode);
         let mut pool = Pool::new(4096);
         let count = 2000;
@@ -175,7 +150,7 @@ fn af_xdp_exchanges_exact_counts_with_af_packet_both_ways() {
             assert_eq!(xdp.af_xdp_stats().tx_pending, 0);
         }
         assert_eq!(pool.in_use(), 0, "every buffer back in the pool");
-        let shown = |lab: &VethLab| ip(&["link", "show", "dev", &lab.host]);
+        let shown = |lab: &VethLab| ip(&["link", "show", "dev", lab.host()]);
         assert!(shown(&lab).contains("prog/xdp"), "{}", shown(&lab));
         drop(xdp);
         assert!(
@@ -198,12 +173,12 @@ impl Drop for TempFile {
 /// frames sent (60 and 1514 bytes) then the frames received, with their lengths and EtherType.
 #[test]
 fn af_xdp_traffic_captured_to_pcap_is_read_by_tshark() {
-    let lab = VethLab::new();
-    let (xdp, mut peer) = lab.ports(XdpMode::Auto);
+    let lab = VethLab::new("vsxd");
+    let (xdp, mut peer) = ports(&lab, XdpMode::Auto);
     let file = TempFile(std::env::temp_dir().join(format!(
         "vecswitch-afxdp-{}-{}.pcap",
         std::process::id(),
-        lab.ns
+        lab.ns().name()
     )));
     let mut cap = Capture::create(xdp, &file.0).expect("create pcap");
     let mut pool = Pool::new(1024);
@@ -265,10 +240,18 @@ fn af_xdp_bad_config_names_the_field() {
 /// and `mode = auto` falls back to SKB mode.
 #[test]
 fn af_xdp_native_mode_without_driver_support_fails_and_auto_falls_back_to_skb() {
-    let lab = VethLab::new();
-    let nodrv = format!("{}b", lab.peer);
-    ip(&["-n", &lab.ns, "link", "add", &nodrv, "type", "bridge"]);
-    ip(&["-n", &lab.ns, "link", "set", &nodrv, "up"]);
+    let lab = VethLab::new("vsxd");
+    let nodrv = format!("{}b", lab.peer());
+    ip(&[
+        "-n",
+        lab.ns().name(),
+        "link",
+        "add",
+        &nodrv,
+        "type",
+        "bridge",
+    ]);
+    ip(&["-n", lab.ns().name(), "link", "set", &nodrv, "up"]);
     let cfg = |mode| AfXdpConfig {
         mode,
         ..AfXdpConfig::new("d", &nodrv)
@@ -294,8 +277,8 @@ fn af_xdp_native_mode_without_driver_support_fails_and_auto_falls_back_to_skb() 
 #[test]
 fn af_xdp_keeps_vlan_tags_both_ways() {
     for mode in [XdpMode::Native, XdpMode::Skb] {
-        let lab = VethLab::new();
-        let (mut xdp, mut peer) = lab.ports(mode);
+        let lab = VethLab::new("vsxd");
+        let (mut xdp, mut peer) = ports(&lab, mode);
         let mut pool = Pool::new(1024);
         let tagged = |dir: u8, seq: u32, outer: u16| {
             let mut f = test_frame(dir, seq, 64);
@@ -347,11 +330,11 @@ fn af_xdp_keeps_vlan_tags_both_ways() {
 /// says so, and frames cross both ways, counted exactly.
 #[test]
 fn af_xdp_with_busy_polling_exchanges_frames() {
-    let lab = VethLab::new();
+    let lab = VethLab::new("vsxd");
     let mut xdp = AfXdpPort::open(AfXdpConfig {
         busy_poll_us: 20,
         busy_poll_budget: 16,
-        ..AfXdpConfig::new("xdp", &lab.host)
+        ..AfXdpConfig::new("xdp", lab.host())
     })
     .expect("open with busy polling");
     assert!(
@@ -362,7 +345,7 @@ fn af_xdp_with_busy_polling_exchanges_frames() {
     let mut peer = AfPacketPort::open_in_netns(
         AfPacketConfig {
             rx_mode: RxMode::Frame,
-            ..AfPacketConfig::new("peer", &lab.peer)
+            ..AfPacketConfig::new("peer", lab.peer())
         },
         &lab.netns_path(),
     )
