@@ -26,4 +26,4 @@ pub mod tshark;
 pub use netns::{unique_name, Netns, Veth, VethLab};
 pub use process::RunningSwitch;
 pub use tempdir::TempDir;
-pub use testpmd::{serial, TestPmd};
+pub use testpmd::{serial, Commander, TestPmd};

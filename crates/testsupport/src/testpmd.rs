@@ -32,7 +32,7 @@ pub fn testpmd_path() -> std::path::PathBuf {
 #[derive(Debug)]
 pub struct TestPmd {
     child: Child,
-    stdin: ChildStdin,
+    stdin: Commander,
     out: Arc<Mutex<String>>,
     prefix: String,
 }
@@ -100,7 +100,7 @@ impl TestPmd {
         };
         pump(Box::new(child.stdout.take().expect("piped")), out.clone());
         pump(Box::new(child.stderr.take().expect("piped")), out.clone());
-        let stdin = child.stdin.take().expect("piped");
+        let stdin = Commander(Arc::new(Mutex::new(child.stdin.take().expect("piped"))));
         TestPmd {
             child,
             stdin,
@@ -116,8 +116,13 @@ impl TestPmd {
 
     /// Sends one command line to testpmd's prompt.
     pub fn cmd(&mut self, line: &str) {
-        writeln!(self.stdin, "{line}").expect("write to testpmd");
-        self.stdin.flush().expect("flush testpmd's stdin");
+        self.stdin.cmd(line);
+    }
+
+    /// A handle that sends commands from another thread (start/stop testpmd while this thread
+    /// receives).
+    pub fn commander(&self) -> Commander {
+        self.stdin.clone()
     }
 
     /// Kills testpmd at once (no clean shutdown), as a crashed peer would go.
@@ -195,10 +200,29 @@ fn stat(block: &str, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("bad {key} in {block}"))
 }
 
+/// Writes command lines to a testpmd's prompt; cloneable, usable from any thread.
+#[derive(Debug, Clone)]
+pub struct Commander(Arc<Mutex<ChildStdin>>);
+
+impl Commander {
+    /// Sends one command line; panics if testpmd's stdin is gone.
+    pub fn cmd(&self, line: &str) {
+        let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        writeln!(s, "{line}").expect("write to testpmd");
+        s.flush().expect("flush testpmd's stdin");
+    }
+
+    /// Sends one command line, ignoring a testpmd that has already gone.
+    fn try_cmd(&self, line: &str) {
+        let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = writeln!(s, "{line}");
+        let _ = s.flush();
+    }
+}
+
 impl Drop for TestPmd {
     fn drop(&mut self) {
-        let _ = writeln!(self.stdin, "quit");
-        let _ = self.stdin.flush();
+        self.stdin.try_cmd("quit");
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(5) {
             if let Ok(Some(_)) = self.child.try_wait() {
