@@ -17,10 +17,13 @@ set -euo pipefail
 #   ethtool          TSO/GSO off on the kernel TCP peers of crates/ports/tests/afpacket_tcp.rs
 #   qemu-system-x86  QEMU (TCG here) for the VM topologies' guests; cpio, xz-utils, file, kmod
 #                    build their image (scripts/guest/build.sh, below)
+#   gdb              the testbed tests' watchdog prints every thread's stack of a hung test
+#   nginx, vsftpd, dnsmasq-base  the L7 profile's real servers (HTTP, FTP, DNS; crates/testbed/src/l7,
+#                    started by hand in a namespace, never as system services)
 #   python3, python3-venv  Debian's python, into whose venv (.venv/ in the repo) the reference
 #                    MLRsearch goes (crates/lab/tests/mlrsearch_pypi.rs runs .venv/bin/python3)
 pkgs=(dpdk dpdk-dev librte-net-memif23 librte-net-virtio23 tshark iproute2 openvswitch-switch bridge-utils busybox valgrind procps ethtool
-  python3 python3-venv qemu-system-x86 cpio xz-utils file kmod)
+  python3 python3-venv qemu-system-x86 cpio xz-utils file kmod gdb nginx vsftpd dnsmasq-base)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

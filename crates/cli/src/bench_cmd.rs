@@ -57,6 +57,12 @@ pub struct Args {
 
 pub fn main(args: Args) -> anyhow::Result<()> {
     let command: Vec<String> = std::env::args().collect();
+    // Application traffic (an `[l7]` table): its own procedure and results (issue 12).
+    if let (Some(path), false) = (&args.suite, args.simulate) {
+        if crate::l7_cmd::is_l7_suite(path)? {
+            return crate::l7_cmd::main(path, &args.output, command);
+        }
+    }
     let run = match (&args.suite, args.simulate) {
         (None, true) => vecswitch_lab::demo::simulated_run(args.seed, command).context("simulated demo run")?,
         (Some(path), true) => simulate_suite(path, args.seed, command)?,
@@ -456,7 +462,12 @@ fn run_block(
                     )
                 });
                 match rows {
-                    Ok(rows) => run.device_cost.extend(rows),
+                    Ok(rows) => {
+                        for row in &rows {
+                            eprintln!("bench: device cost: {}", row.summary());
+                        }
+                        run.device_cost.extend(rows)
+                    }
                     Err(e) => run.failures.push(format!(
                         "device cost of {} on {} at {}: {e}",
                         dut.name,

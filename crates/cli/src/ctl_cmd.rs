@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use vecswitch_control::command::{parse_words, usage};
+use vecswitch_control::command::{parse_words, usage, CommandError};
 use vecswitch_control::config::DEFAULT_CONTROL_SOCKET;
 use vecswitch_control::render::render;
 use vecswitch_control::server::request;
@@ -54,6 +54,8 @@ const SOCKET_ENV: &str = "VECSWITCH_SOCKET";
 fn one(args: &Args, words: &[String], cwd: &Path) -> anyhow::Result<()> {
     let req = match parse_words(words, cwd) {
         Ok(r) => r,
+        // The error lists the registered shows already.
+        Err(e @ CommandError::NoShow { .. }) => bail!("{e}"),
         Err(e) => bail!("{e}\n{}", usage()),
     };
     let resp = request(

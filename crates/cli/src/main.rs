@@ -37,6 +37,7 @@ fn stdout_result(res: std::io::Result<()>) {
 mod bench_cmd;
 mod ctl_cmd;
 mod gen_cmd;
+mod l7_cmd;
 mod report_cmd;
 mod run_cmd;
 

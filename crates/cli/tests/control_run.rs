@@ -734,7 +734,7 @@ fn capture_writes_a_pcap_of_what_the_port_receives() {
     assert!(sw.fails("capture stop p0").contains("p0"));
     assert!(sw
         .fails("capture nope /tmp/x.pcap")
-        .contains("ports are: p0, p1, p2"));
+        .contains("interfaces are: p0, p1, p2"));
 }
 
 #[test]

@@ -274,9 +274,9 @@ fn ctl_adds_shows_and_deletes_sub_interfaces_and_refuses_bad_ones_whole() {
     .unwrap_err();
     assert!(e.contains("subinterface[3].tag-rewrite = \"pop 2\""), "{e}");
     let e = ctl(&mut c, "subinterface add nope 1 dot1q 5").unwrap_err();
-    assert!(e.contains("port = \"nope\""), "{e}");
+    assert!(e.contains("subinterface[3].parent = \"nope\""), "{e}");
     let e = ctl(&mut c, "subinterface add uni0 1 dot1q 5000").unwrap_err();
-    assert!(e.contains("invalid encap \"dot1q 5000\": accepted"), "{e}");
+    assert!(e.contains("encap = \"dot1q 5000\": `dot1q N`"), "{e}");
     assert_eq!(ctl(&mut c, "show subinterfaces").unwrap(), before);
 
     // Services name sub-interfaces like ports.

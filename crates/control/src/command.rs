@@ -3,7 +3,7 @@
 //! against the caller's directory, since the switch runs elsewhere.
 //!
 //! ```text
-//! show ports|interfaces|bridge [BRIDGE]|mac [BRIDGE]|xconnect|runtime|errors|buffers|trace|config
+//! show WHAT [ARGS]       (every registered show: `ctl show` lists them)
 //! clear counters
 //! trace add N | trace clear
 //! capture PORT FILE [COUNT] | capture stop PORT
@@ -13,21 +13,24 @@
 //! bridge del NAME
 //! bridge member add|del BRIDGE PORT
 //! xconnect add FROM TO [--both] | xconnect del FROM
-//! subinterface add PARENT ID ENCAP [tag-rewrite REWRITE] | subinterface del NAME
 //! mac add BRIDGE MAC PORT | mac del BRIDGE MAC | mac flush BRIDGE [PORT]
 //! reload [--dry-run] [FILE]
 //! save [FILE]
-//! mtu IFACE BYTES [check|nocheck] | mtu IFACE default     (registered in sections::EDITS)
+//! VERB [ARGS]            (every verb a feature registers: `subinterface add ...`, `bond add ...`,
+//!                         `mtu IFACE BYTES`; listed by `ctl` with no command)
 //! ```
+//!
+//! The shows and the feature verbs are looked up in the registration lists
+//! ([`crate::sections::find_show`], [`crate::sections::match_verb`]); help is generated from them.
 
 use crate::config::{BridgeConfig, PortConfig};
-use crate::protocol::{Request, ShowWhat};
+use crate::protocol::Request;
 use serde::Deserialize;
 use std::path::Path;
 
 /// The usage text printed with a command error.
 pub const USAGE: &str = "commands:
-  show ports|bridge [BRIDGE]|mac [BRIDGE]|xconnect|runtime|errors|buffers|trace|config|version
+  show WHAT [ARGS]                     (see the list of shows below)
   clear counters
   trace add N | trace clear
   capture PORT FILE [COUNT] | capture stop PORT
@@ -37,21 +40,38 @@ pub const USAGE: &str = "commands:
   bridge del NAME
   bridge member add|del BRIDGE PORT
   xconnect add FROM TO [--both] | xconnect del FROM
-  subinterface add PARENT ID ENCAP [tag-rewrite REWRITE] | subinterface del NAME
   mac add BRIDGE MAC PORT | mac del BRIDGE MAC | mac flush BRIDGE [PORT]
   reload [--dry-run] [FILE]
   save [FILE]                          (the running config as TOML; default: the file the switch runs from)";
 
-/// [`USAGE`] with the shows and commands features registered ([`crate::sections`]).
+/// [`USAGE`] with every registered show and verb ([`crate::sections`]).
 pub fn usage() -> String {
     let mut u = USAGE.to_string();
-    for s in crate::sections::SHOWS {
-        u.push_str(&format!("\n  show {}   ({})", s.word, s.help));
+    u.push_str("\nverbs registered by features:");
+    for v in crate::sections::verbs() {
+        u.push_str(&format!(
+            "\n  {} {}   ({})",
+            v.info.name(),
+            v.info.usage,
+            v.info.help
+        ));
     }
-    for e in crate::sections::EDITS {
-        u.push_str(&format!("\n  {}", e.usage));
-    }
+    u.push('\n');
+    u.push_str(&shows_help());
     u
+}
+
+/// Every registered show under a `shows:` heading.
+pub fn shows_help() -> String {
+    format!("shows:\n{}", show_lines())
+}
+
+/// Every registered show, one per line with what it shows.
+fn show_lines() -> String {
+    crate::sections::shows()
+        .map(|s| format!("  {:<28} {}", s.usage(), s.help()))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn absolute(p: &str, cwd: &Path) -> String {
@@ -97,13 +117,23 @@ pub enum CommandError {
     PortTable(String),
     #[error("bridge add: {opt} needs a value")]
     MissingValue { opt: &'static str },
-    #[error("`{given}`: only `show bridge` and `show mac` take one more word (a bridge name)")]
-    ShowArgument { given: String },
-    /// The encapsulation or tag rewrite of `subinterface add` does not parse (the parser names it).
-    #[error("subinterface add: {0}")]
-    Subinterface(String),
+    /// `show` with no word or one that is not registered: the list of shows.
+    #[error("{}\n{list}", no_show(.word))]
+    NoShow { word: String, list: String },
+    /// More words than the show takes.
+    #[error("`{given}`: takes {accepted}")]
+    ShowArgument { given: String, accepted: String },
     #[error("unknown command `{0}`")]
     Unknown(String),
+}
+
+/// The first line of [`CommandError::NoShow`].
+fn no_show(word: &str) -> String {
+    if word.is_empty() {
+        "show what? one of the registered shows:".into()
+    } else {
+        format!("show {word:?}: not a registered show; one of:")
+    }
 }
 
 fn num<T: std::str::FromStr>(
@@ -167,35 +197,6 @@ fn port_add(w: &[&str]) -> Result<Request, CommandError> {
     Ok(Request::PortAdd { port })
 }
 
-/// `subinterface add PARENT ID ENCAP... [tag-rewrite REWRITE...]`, the words as VPP writes them:
-/// `subinterface add uni0 10 dot1q 10 exact-match tag-rewrite push dot1ad 300`.
-fn subinterface_add(w: &[&str]) -> Result<Request, CommandError> {
-    const USE: &str = "subinterface add PARENT ID ENCAP [tag-rewrite REWRITE]";
-    if w.len() < 5 {
-        return Err(CommandError::Usage {
-            given: w.join(" "),
-            usage: USE,
-        });
-    }
-    let id = num("id", w[3], "a sub-interface number, 0..=4294967295")?;
-    let rest = &w[4..];
-    let (encap, rewrite) = match rest.iter().position(|&x| x == "tag-rewrite") {
-        Some(i) => (rest[..i].join(" "), rest[i + 1..].join(" ")),
-        None => (rest.join(" "), "disable".to_string()),
-    };
-    let sub = vecswitch_switch::vlan::SubInterfaceConfig {
-        parent: w[2].to_string(),
-        id,
-        encap: encap
-            .parse()
-            .map_err(|e| CommandError::Subinterface(format!("{e}")))?,
-        tag_rewrite: rewrite
-            .parse()
-            .map_err(|e| CommandError::Subinterface(format!("{e}")))?,
-    };
-    Ok(Request::SubinterfaceAdd { sub })
-}
-
 fn bridge_add(w: &[&str]) -> Result<Request, CommandError> {
     if w.len() < 3 {
         return Err(usage_error(&w[..2], "bridge add NAME [options]"));
@@ -239,30 +240,25 @@ fn bridge_add(w: &[&str]) -> Result<Request, CommandError> {
 
 fn show(w: &[&str]) -> Result<Request, CommandError> {
     let word = w.get(1).copied().unwrap_or("");
-    let what = match word {
-        "port" => Some(ShowWhat::Ports),
-        "bridge-domain" | "bridges" => Some(ShowWhat::Bridge),
-        "l2fib" | "macs" => Some(ShowWhat::Mac),
-        "xconnects" => Some(ShowWhat::Xconnect),
-        "error" => Some(ShowWhat::Errors),
-        _ => ShowWhat::from_word(word).or_else(|| {
-            crate::sections::SHOWS
-                .iter()
-                .find(|s| s.aliases.contains(&word))
-                .map(|s| ShowWhat::Feature(s.word))
-        }),
-    }
-    .ok_or_else(|| CommandError::Choice {
-        cmd: "show",
+    let found = crate::sections::find_show(word).ok_or_else(|| CommandError::NoShow {
         word: word.to_string(),
-        accepted: format!("one of {}", ShowWhat::all()),
+        list: show_lines(),
     })?;
-    let bridge = match (what, w.len()) {
-        (_, 2) => None,
-        (ShowWhat::Bridge | ShowWhat::Mac, 3) => Some(w[2].to_string()),
-        _ => return Err(CommandError::ShowArgument { given: w.join(" ") }),
+    let args: Vec<String> = w.iter().skip(2).map(|s| s.to_string()).collect();
+    let takes = match found {
+        crate::sections::FoundShow::Switch(s) => (s.args.len(), s.args_help()),
+        crate::sections::FoundShow::Controller(_) => (0, "no argument".to_string()),
     };
-    Ok(Request::Show { what, bridge })
+    if args.len() > takes.0 {
+        return Err(CommandError::ShowArgument {
+            given: w.join(" "),
+            accepted: takes.1,
+        });
+    }
+    Ok(Request::Show {
+        what: found.word().to_string(),
+        args,
+    })
 }
 
 /// Parses the command words. `cwd` resolves relative file paths.
@@ -339,11 +335,6 @@ pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, CommandError
                 both,
             })
         }
-        ("subinterface" | "sub-interface", "add") => subinterface_add(&w),
-        ("subinterface" | "sub-interface", "del" | "delete") => {
-            arity(&w, 3, "subinterface del NAME")?;
-            Ok(Request::SubinterfaceDelete { name: w[2].into() })
-        }
         ("xconnect", "del" | "delete") => {
             arity(&w, 3, "xconnect del FROM")?;
             Ok(Request::XconnectDelete { from: w[2].into() })
@@ -395,11 +386,13 @@ pub fn parse_words(words: &[String], cwd: &Path) -> Result<Request, CommandError
             }),
             _ => Err(usage_error(&w[..1], "save [FILE]")),
         },
-        (name, _) if crate::sections::EDITS.iter().any(|e| e.name == name) => Ok(Request::Edit {
-            edit: name.to_string(),
-            words: w[1..].iter().map(|s| s.to_string()).collect(),
-        }),
-        _ => Err(CommandError::Unknown(w.join(" "))),
+        _ => match crate::sections::match_verb(&w) {
+            Some((v, n)) => Ok(Request::Edit {
+                verb: v.info.name().to_string(),
+                args: w[n..].iter().map(|s| s.to_string()).collect(),
+            }),
+            None => Err(CommandError::Unknown(w.join(" "))),
+        },
     }
 }
 
@@ -418,15 +411,15 @@ mod tests {
         assert_eq!(
             p("show runtime").unwrap(),
             Request::Show {
-                what: ShowWhat::Runtime,
-                bridge: None
+                what: "runtime".into(),
+                args: vec![]
             }
         );
         assert_eq!(
             p("show port").unwrap(),
             Request::Show {
-                what: ShowWhat::Ports,
-                bridge: None
+                what: "ports".into(),
+                args: vec![]
             }
         );
         // `show interface(s)` is the interface layer's registered show now.
@@ -434,8 +427,8 @@ mod tests {
             assert_eq!(
                 p(w).unwrap(),
                 Request::Show {
-                    what: ShowWhat::Feature("interfaces"),
-                    bridge: None
+                    what: "interfaces".into(),
+                    args: vec![]
                 }
             );
         }
@@ -443,28 +436,50 @@ mod tests {
         assert_eq!(
             p("mtu p0 1500 check").unwrap(),
             Request::Edit {
-                edit: "mtu".into(),
-                words: vec!["p0".into(), "1500".into(), "check".into()]
+                verb: "mtu".into(),
+                args: vec!["p0".into(), "1500".into(), "check".into()]
+            }
+        );
+        // A multi-word verb and its alias: the canonical name and the words after it.
+        assert_eq!(
+            p("sub-interface add uni0 20 dot1q 20").unwrap(),
+            Request::Edit {
+                verb: "subinterface add".into(),
+                args: vec!["uni0".into(), "20".into(), "dot1q".into(), "20".into()]
+            }
+        );
+        assert_eq!(
+            p("bond member del lag0 p1").unwrap(),
+            Request::Edit {
+                verb: "bond member del".into(),
+                args: vec!["lag0".into(), "p1".into()]
             }
         );
         assert_eq!(
             p("show mac br0").unwrap(),
             Request::Show {
-                what: ShowWhat::Mac,
-                bridge: Some("br0".into())
+                what: "mac".into(),
+                args: vec!["br0".into()]
             }
         );
         assert_eq!(
             p("show bridge-domain").unwrap(),
             Request::Show {
-                what: ShowWhat::Bridge,
-                bridge: None
+                what: "bridge".into(),
+                args: vec![]
             }
         );
-        assert!(p("show ports extra")
+        let e = p("show ports extra").unwrap_err();
+        assert!(e.contains("takes no argument"), "{e}");
+        assert!(p("show mac br0 extra")
             .unwrap_err()
-            .contains("only `show bridge` and `show mac`"));
-        assert!(p("show nothing").unwrap_err().contains("runtime"));
+            .contains("at most [BRIDGE]"));
+        // No word or an unknown one: the list of registered shows, with what each shows.
+        for line in ["show nothing", "show"] {
+            let e = p(line).unwrap_err();
+            assert!(e.contains("show runtime") && e.contains("show bond"), "{e}");
+            assert!(e.contains("show mac [BRIDGE]"), "{e}");
+        }
     }
 
     #[test]

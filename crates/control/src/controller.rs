@@ -13,12 +13,14 @@ use crate::apply::{apply_changes, ApplyError, PortFactory};
 use crate::config::{AdminState, Config, ParseError, StaticMacConfig, XconnectConfig};
 use crate::diff::{check_reloadable, diff, Change};
 use crate::ports::{port_of, PortOpenError};
-use crate::protocol::{Changes, Flushed, Request, Response, Saved, ShowWhat, VersionInfo};
+use crate::protocol::{Changes, Flushed, Request, Response, Saved, VersionInfo};
+use crate::sections::FoundShow;
 use crate::validate::{validate, ValidationErrors};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use vecswitch_ports::Port;
+use vecswitch_switch::ctl::ShowError;
 use vecswitch_switch::{Switch, SwitchError, WorkerGone};
 use vecswitch_wire::EthernetAddress;
 
@@ -157,8 +159,13 @@ pub enum ControlError {
     NoAnswer,
     #[error("cannot encode answer: {0}")]
     Encode(String),
-    #[error("show {what:?} is answered by the controller, not the dataplane")]
-    NotDataplane { what: ShowWhat },
+    /// A registered show refused (its arguments, the switch's answer).
+    #[error(transparent)]
+    Show(#[from] ShowError),
+    #[error("what = {what:?}: one of {known}")]
+    NoShow { what: String, known: String },
+    #[error("show {what}: {given:?}: takes no argument")]
+    ShowArgs { what: String, given: Vec<String> },
     #[error("reload: no path given and the switch was not started from a file")]
     NoReloadPath,
     #[error("path = {value:?}: {reason}; accepted: no path (the running file) or a regular file in {dir}, the directory of the file the switch was started with")]
@@ -169,10 +176,8 @@ pub enum ControlError {
     },
     #[error("bridge = {name:?}: the name of a bridge-domain; bridges are: {known}")]
     NoBridge { name: String, known: String },
-    #[error("port = {name:?}: the name of a port; ports are: {known}")]
+    #[error("port = {name:?}: the name of an interface (a port, a bond, a sub-interface); interfaces are: {known}")]
     NoPort { name: String, known: String },
-    #[error("bridge = {bridge:?}: only `show bridge` and `show mac` take a bridge name")]
-    BridgeNotTaken { bridge: String },
     #[error("file = \"\": a path for the pcap file")]
     EmptyCaptureFile,
     /// `ctl capture FILE` outside the capture directory, or not creatable there.
@@ -206,8 +211,8 @@ pub enum ControlError {
         #[source]
         source: std::io::Error,
     },
-    #[error("edit = {edit:?}: one of {known}")]
-    NoEdit { edit: String, known: String },
+    #[error("verb = {verb:?}: one of {known}")]
+    NoVerb { verb: String, known: String },
     /// A feature's `ctl` words that could not be read.
     #[error(transparent)]
     Edit(#[from] vecswitch_switch::object::EditError),
@@ -415,15 +420,25 @@ impl Controller {
             })
     }
 
+    /// Checks that `name` is an interface of the running config: a port, or whatever a section
+    /// defines as one (a bond, a sub-interface) — the interfaces the sections' validation
+    /// collects, so no feature is named here.
     fn port_must_exist(&self, name: &str) -> Result<(), ControlError> {
-        // A sub-interface (`[[subinterface]]`) is an interface services may name, like a port.
-        let sub = || self.running.subinterfaces.iter().any(|s| s.name() == name);
-        if self.running.port(name).is_some() || sub() {
+        if self.running.port(name).is_some() {
+            return Ok(());
+        }
+        let mut v = vecswitch_switch::object::Validation::default();
+        for s in crate::sections::SECTIONS {
+            (s.validate)(&self.running, &mut v);
+        }
+        if v.interfaces.contains(name) {
             Ok(())
         } else {
+            let mut known: Vec<String> = v.interfaces.into_iter().collect();
+            known.sort();
             Err(ControlError::NoPort {
                 name: name.to_string(),
-                known: list(self.running.ports.iter().map(|p| p.name())),
+                known: list(known.iter().map(String::as_str)),
             })
         }
     }
@@ -446,6 +461,26 @@ impl Controller {
         }
     }
 
+    /// A show the controller answers itself ([`crate::sections::CONTROLLER_SHOWS`]).
+    fn controller_show(&self, word: &str) -> Result<serde_json::Value, ControlError> {
+        match word {
+            "config" => json(&self.running),
+            "version" => json(VersionInfo {
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                config: self.config_path.as_ref().map(|p| p.display().to_string()),
+                uptime_s: self.started.elapsed().as_secs(),
+                changes_applied: self.applied,
+                ports: self.running.ports.len(),
+                bridges: self.running.bridges.len(),
+                xconnects: self.running.xconnect_directions().len(),
+            }),
+            other => Err(ControlError::NoShow {
+                what: other.to_string(),
+                known: crate::sections::show_words(),
+            }),
+        }
+    }
+
     fn changed(changes: Vec<Change>) -> Result<serde_json::Value, ControlError> {
         json(Changes {
             changes: changes.iter().map(Change::describe).collect(),
@@ -456,33 +491,19 @@ impl Controller {
         let w = &*self.worker;
         let done = |r: Result<(), ControlError>| r.map(|_| serde_json::Value::Null);
         match req {
-            Request::Show {
-                what: ShowWhat::Config,
-                ..
-            } => {
-                serde_json::to_value(&self.running).map_err(|e| ControlError::Encode(e.to_string()))
-            }
-            Request::Show {
-                what: ShowWhat::Version,
-                ..
-            } => json(VersionInfo {
-                version: env!("CARGO_PKG_VERSION").to_string(),
-                config: self.config_path.as_ref().map(|p| p.display().to_string()),
-                uptime_s: self.started.elapsed().as_secs(),
-                changes_applied: self.applied,
-                ports: self.running.ports.len(),
-                bridges: self.running.bridges.len(),
-                xconnects: self.running.xconnect_directions().len(),
-            }),
-            Request::Show { what, bridge } => {
-                if let Some(b) = &bridge {
-                    if !matches!(what, ShowWhat::Bridge | ShowWhat::Mac) {
-                        return Err(ControlError::BridgeNotTaken { bridge: b.clone() });
+            Request::Show { what, args } => {
+                let show =
+                    crate::sections::find_show(&what).ok_or_else(|| ControlError::NoShow {
+                        what: what.clone(),
+                        known: crate::sections::show_words(),
+                    })?;
+                match show {
+                    FoundShow::Switch(s) => Ok(exec(w, move |sw| s.answer(sw, &args))??),
+                    FoundShow::Controller(_) if !args.is_empty() => {
+                        Err(ControlError::ShowArgs { what, given: args })
                     }
+                    FoundShow::Controller(s) => self.controller_show(s.word),
                 }
-                exec(w, move |sw| {
-                    crate::switch_impl::show(sw, what, bridge.as_deref())
-                })?
             }
             Request::ClearCounters {} => done(exec(w, |sw| sw.clear_counters())),
             Request::TraceAdd { count } => done(exec(w, move |sw| sw.trace_add(count))),
@@ -620,28 +641,6 @@ impl Controller {
                     }
                 })
                 .and_then(Self::changed),
-            Request::SubinterfaceAdd { sub } => self
-                .edit(|c, me| {
-                    me.port_must_exist(&sub.parent)?;
-                    c.subinterfaces.push(sub);
-                    Ok(())
-                })
-                .and_then(Self::changed),
-            Request::SubinterfaceDelete { name } => self
-                .edit(|c, _| {
-                    let before = c.subinterfaces.len();
-                    c.subinterfaces.retain(|s| s.name() != name);
-                    if c.subinterfaces.len() == before {
-                        return Err(SwitchError::InvalidValue {
-                            field: "sub-interface",
-                            value: format!("{name:?}"),
-                            accepted: "the name of a sub-interface in the running config, `<parent>.<id>`",
-                        }
-                        .into());
-                    }
-                    Ok(())
-                })
-                .and_then(Self::changed),
             Request::MacAdd { bridge, mac, port } => self
                 .edit(|c, me| {
                     let i = me.bridge_index(&bridge)?;
@@ -651,15 +650,12 @@ impl Controller {
                 })
                 .and_then(Self::changed),
             Request::Save { path } => json(self.save(path.map(PathBuf::from))?),
-            Request::Edit { edit, words } => {
-                let e = crate::sections::EDITS
-                    .iter()
-                    .find(|e| e.name == edit)
-                    .ok_or_else(|| ControlError::NoEdit {
-                        edit: edit.clone(),
-                        known: list(crate::sections::EDITS.iter().map(|e| e.name)),
-                    })?;
-                self.edit(|c, _| (e.apply)(c, &words).map_err(ControlError::from))
+            Request::Edit { verb, args } => {
+                let v = crate::sections::find_verb(&verb).ok_or_else(|| ControlError::NoVerb {
+                    verb: verb.clone(),
+                    known: list(crate::sections::verbs().map(|v| v.info.name())),
+                })?;
+                self.edit(|c, _| (v.section.edit)(c, v.index, &args).map_err(ControlError::from))
                     .and_then(Self::changed)
             }
             Request::MacDelete { bridge, mac } => self
@@ -869,7 +865,7 @@ ports = ["v0"]
             "bridge = \"nope\": the name of a bridge-domain; bridges are: br0"
         );
         let r = req(&mut c, r#"{"cmd":"port_delete","name":"zz"}"#);
-        assert!(r.error.unwrap().contains("ports are: p0, p1, v0"));
+        assert!(r.error.unwrap().contains("interfaces are: p0, p1, v0"));
         let r = req(&mut c, r#"{"cmd":"port_delete","name":"v0"}"#);
         assert!(r.error.unwrap().contains("member of bridge \"br0\""));
     }
@@ -1152,10 +1148,11 @@ ports = ["v0"]
         let back: Config = serde_json::from_value(r.data.unwrap()).unwrap();
         assert_eq!(&back, c.running());
         let r = req(&mut c, r#"{"cmd":"show","what":"runtime","bridge":"br0"}"#);
-        assert!(r
-            .error
-            .unwrap()
-            .contains("only `show bridge` and `show mac`"));
+        let e = r.error.unwrap();
+        assert!(
+            e.contains("show runtime") && e.contains("no argument"),
+            "{e}"
+        );
         let r = req(&mut c, r#"{"cmd":"port_state","name":"p0","up":false}"#);
         assert!(r.ok);
         assert!(!admin_up(&l.0.lock().unwrap(), "p0"));

@@ -21,105 +21,18 @@ use serde_json::{Map, Value};
 /// Longest request line the server reads (bytes, newline included).
 pub const MAX_REQUEST_LINE: usize = 1 << 20;
 
-/// What `show` shows: the built-in shows, or one a feature registered in
-/// [`crate::sections::SHOWS`]. On the wire, the word (`"ports"`, `"interfaces"`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShowWhat {
-    Ports,
-    Bridge,
-    Mac,
-    Xconnect,
-    Runtime,
-    Errors,
-    Buffers,
-    Trace,
-    /// The running config (TOML-equivalent JSON).
-    Config,
-    /// Version, config file, uptime, changes applied.
-    Version,
-    /// A registered show, by its word.
-    Feature(&'static str),
-}
-
-const BUILTIN_SHOWS: [(&str, ShowWhat); 10] = [
-    ("ports", ShowWhat::Ports),
-    ("bridge", ShowWhat::Bridge),
-    ("mac", ShowWhat::Mac),
-    ("xconnect", ShowWhat::Xconnect),
-    ("runtime", ShowWhat::Runtime),
-    ("errors", ShowWhat::Errors),
-    ("buffers", ShowWhat::Buffers),
-    ("trace", ShowWhat::Trace),
-    ("config", ShowWhat::Config),
-    ("version", ShowWhat::Version),
-];
-
-impl ShowWhat {
-    /// Every accepted value, for error messages and help.
-    pub fn all() -> String {
-        BUILTIN_SHOWS
-            .iter()
-            .map(|(w, _)| *w)
-            .chain(crate::sections::SHOWS.iter().map(|s| s.word))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
-    /// Parses a word as the protocol and `ctl show WORD` take it.
-    pub fn from_word(w: &str) -> Option<ShowWhat> {
-        BUILTIN_SHOWS
-            .iter()
-            .find(|(word, _)| *word == w)
-            .map(|(_, s)| *s)
-            .or_else(|| {
-                crate::sections::SHOWS
-                    .iter()
-                    .find(|s| s.word == w)
-                    .map(|s| ShowWhat::Feature(s.word))
-            })
-    }
-
-    /// The word on the wire.
-    pub fn word(self) -> &'static str {
-        match self {
-            ShowWhat::Feature(w) => w,
-            other => BUILTIN_SHOWS
-                .iter()
-                .find(|(_, s)| *s == other)
-                .map_or("?", |(w, _)| *w),
-        }
-    }
-}
-
-impl Serialize for ShowWhat {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.word())
-    }
-}
-
-impl<'de> Deserialize<'de> for ShowWhat {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ShowWhat, D::Error> {
-        let w = String::deserialize(d)?;
-        ShowWhat::from_word(&w).ok_or_else(|| {
-            serde::de::Error::custom(format!(
-                "unknown show `{w}`, expected one of {}",
-                ShowWhat::all()
-            ))
-        })
-    }
-}
-
 /// One control request. On the wire the variant name is the `cmd` key (snake_case) and the fields
 /// are the other keys.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Request {
-    /// `show ports|bridge|mac|xconnect|runtime|errors|buffers|trace|config`; `bridge` narrows
-    /// `show bridge` and `show mac` to one bridge-domain.
+    /// `show WHAT [ARGS]`: `what` is a registered show's word ([`crate::sections::find_show`]:
+    /// `ports`, `mac`, `bond`, ...), `args` its arguments (`show mac br0`: `["br0"]`). The
+    /// older `"bridge":"br0"` key is read as `"args":["br0"]`.
     Show {
-        what: ShowWhat,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        bridge: Option<String>,
+        what: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        args: Vec<String>,
     },
     /// Zeroes port, node and error counters.
     ClearCounters {},
@@ -180,14 +93,6 @@ pub enum Request {
     XconnectDelete {
         from: String,
     },
-    /// Adds a VLAN sub-interface (`[[subinterface]]`).
-    SubinterfaceAdd {
-        sub: vecswitch_switch::vlan::SubInterfaceConfig,
-    },
-    /// Deletes sub-interface `name` (`<parent>.<id>`).
-    SubinterfaceDelete {
-        name: String,
-    },
     MacAdd {
         bridge: String,
         mac: String,
@@ -220,12 +125,15 @@ pub enum Request {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         path: Option<String>,
     },
-    /// A feature's config edit registered in [`crate::sections::EDITS`] (`edit` names it), with
-    /// its `ctl` words: `{"cmd":"edit","edit":"mtu","words":["p0","1500","check"]}`. Goes down the
-    /// same validate → diff → apply path as every change.
+    /// A `ctl` verb a feature registered ([`crate::sections::find_verb`]), by its canonical name,
+    /// with its arguments: `{"cmd":"edit","verb":"subinterface add","args":["uni0","20","dot1q","20"]}`.
+    /// It edits a copy of the running config, which goes down the same validate → diff → apply
+    /// path as every change. The older keys `edit` and `words` are read as `verb` and `args`.
     Edit {
-        edit: String,
-        words: Vec<String>,
+        #[serde(alias = "edit")]
+        verb: String,
+        #[serde(default, alias = "words")]
+        args: Vec<String>,
     },
 }
 
@@ -295,10 +203,62 @@ pub struct Flushed {
     pub flushed: usize,
 }
 
-/// A request line that could not be understood.
+/// A request line that could not be understood: one variant per way, each naming the field, the
+/// value as sent and what is accepted. On the wire it is the `error` string of the answer
+/// (`bad request: ...`, unchanged since protocol version 1).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("bad request: {0}")]
-pub struct RequestError(pub String);
+pub enum RequestError {
+    /// The line is not JSON.
+    #[error("bad request: not a JSON object ({reason}); send one object per line, e.g. {{\"cmd\":\"show\",\"what\":\"ports\"}}")]
+    NotJson { reason: String },
+    /// JSON, but not an object.
+    #[error("bad request: request = {value}: a JSON object with a \"cmd\" key")]
+    NotObject { value: String },
+    /// No `cmd` key.
+    #[error("bad request: cmd: missing; one of {accepted}")]
+    NoCommand { accepted: String },
+    /// `cmd` is not a string.
+    #[error("bad request: cmd = {value}: a string, one of {accepted}")]
+    CommandNotString { value: String, accepted: String },
+    /// `cmd` names no command.
+    #[error("bad request: cmd = {value:?}: one of {accepted}")]
+    UnknownCommand { value: String, accepted: String },
+    /// An argument of the command (`count`, `port.ring_size`, `args[0]`) has a value that is not
+    /// accepted, or is missing (`value` is `(missing)`).
+    #[error("bad request: {cmd}: {field} = {value}: {accepted}")]
+    Field {
+        cmd: String,
+        field: String,
+        value: String,
+        accepted: String,
+    },
+    /// The arguments as a whole are refused (an unknown key, a missing one serde names).
+    #[error("bad request: {cmd}: {reason}")]
+    Arguments { cmd: String, reason: String },
+    /// `show` or `edit` names no registered show or verb.
+    #[error("bad request: {cmd}: {field} = {value}: one of {accepted}")]
+    Unregistered {
+        cmd: &'static str,
+        field: &'static str,
+        value: String,
+        accepted: String,
+    },
+}
+
+impl RequestError {
+    /// The field at fault (`cmd`, `count`, `port.ring_size`, `what`), if one is named.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            RequestError::NotJson { .. } | RequestError::NotObject { .. } => None,
+            RequestError::Arguments { .. } => None,
+            RequestError::NoCommand { .. }
+            | RequestError::CommandNotString { .. }
+            | RequestError::UnknownCommand { .. } => Some("cmd"),
+            RequestError::Field { field, .. } => Some(field),
+            RequestError::Unregistered { field, .. } => Some(field),
+        }
+    }
+}
 
 /// The `cmd` values [`parse_request`] accepts.
 pub const COMMANDS: &[&str] = &[
@@ -363,42 +323,44 @@ pub fn encode_request(r: &Request) -> String {
 /// Parses one request line. Errors name the field (`cmd`, `count`, `port.ring_size`, ...), the
 /// value and what is accepted.
 pub fn parse_request(line: &str) -> Result<Request, RequestError> {
-    let v: Value = serde_json::from_str(line.trim()).map_err(|e| {
-        RequestError(format!(
-            "not a JSON object ({e}); send one object per line, e.g. {{\"cmd\":\"show\",\"what\":\"ports\"}}"
-        ))
+    let v: Value = serde_json::from_str(line.trim()).map_err(|e| RequestError::NotJson {
+        reason: e.to_string(),
     })?;
     let Value::Object(mut obj) = v else {
-        return Err(RequestError(format!(
-            "request = {}: a JSON object with a \"cmd\" key",
-            show_value(&v)
-        )));
+        return Err(RequestError::NotObject {
+            value: show_value(&v),
+        });
     };
+    let accepted = || COMMANDS.join(", ");
     let cmd = match obj.remove("cmd") {
         Some(Value::String(s)) => s,
         Some(other) => {
-            return Err(RequestError(format!(
-                "cmd = {}: a string, one of {}",
-                show_value(&other),
-                COMMANDS.join(", ")
-            )))
+            return Err(RequestError::CommandNotString {
+                value: show_value(&other),
+                accepted: accepted(),
+            })
         }
         None => {
-            return Err(RequestError(format!(
-                "cmd: missing; one of {}",
-                COMMANDS.join(", ")
-            )))
+            return Err(RequestError::NoCommand {
+                accepted: accepted(),
+            })
         }
     };
     if !COMMANDS.contains(&cmd.as_str()) {
-        return Err(RequestError(format!(
-            "cmd = {cmd:?}: one of {}",
-            COMMANDS.join(", ")
-        )));
+        return Err(RequestError::UnknownCommand {
+            value: cmd,
+            accepted: accepted(),
+        });
+    }
+    // `show`'s older `"bridge":"br0"` is its first argument.
+    if cmd == "show" && !obj.contains_key("args") {
+        if let Some(b) = obj.remove("bridge") {
+            obj.insert("args".into(), Value::Array(vec![b]));
+        }
     }
     let args = Value::Object(obj);
     let wrapped = Value::Object(Map::from_iter([(cmd.clone(), args.clone())]));
-    serde_path_to_error::deserialize::<_, Request>(wrapped).map_err(|e| {
+    let req = serde_path_to_error::deserialize::<_, Request>(wrapped).map_err(|e| {
         // The path starts with the command name (the enum tag); drop it.
         let path = e.path().to_string();
         let field = path
@@ -410,25 +372,63 @@ pub fn parse_request(line: &str) -> Result<Request, RequestError> {
         // `[[port]]` tables are tagged by `type`; serde reports their errors without the key, so
         // look again with the variant's own struct to name it.
         if cmd == "port_add" && field == "port" {
-            if let Some(msg) = port_field_error(args.get("port")) {
-                return RequestError(format!("{cmd}: {msg}"));
+            if let Some(e) = port_field_error(&cmd, args.get("port")) {
+                return e;
             }
         }
         if field.is_empty() || field == "?" {
-            RequestError(format!("{cmd}: {inner}"))
+            RequestError::Arguments { cmd, reason: inner }
         } else {
             let value = lookup(&args, &field)
                 .map(show_value)
                 .unwrap_or_else(|| "(missing)".into());
-            RequestError(format!("{cmd}: {field} = {value}: {inner}"))
+            RequestError::Field {
+                cmd,
+                field,
+                value,
+                accepted: inner,
+            }
         }
-    })
+    })?;
+    registered(req)
+}
+
+/// Checks that a `show` or `edit` names something registered, and names it canonically (an
+/// alias becomes the word).
+fn registered(req: Request) -> Result<Request, RequestError> {
+    match req {
+        Request::Show { what, args } => match crate::sections::find_show(&what) {
+            Some(s) => Ok(Request::Show {
+                what: s.word().to_string(),
+                args,
+            }),
+            None => Err(RequestError::Unregistered {
+                cmd: "show",
+                field: "what",
+                value: show_value(&Value::String(what)),
+                accepted: crate::sections::show_words(),
+            }),
+        },
+        Request::Edit { verb, args } => match crate::sections::find_verb(&verb) {
+            Some(_) => Ok(Request::Edit { verb, args }),
+            None => Err(RequestError::Unregistered {
+                cmd: "edit",
+                field: "verb",
+                value: show_value(&Value::String(verb)),
+                accepted: crate::sections::verbs()
+                    .map(|v| v.info.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+        },
+        other => Ok(other),
+    }
 }
 
 /// For a `port` object that does not deserialize: the error with the key path inside it
 /// (`port.ring_size = "big": invalid type ...`), found by deserializing with the struct of its
 /// `type`.
-fn port_field_error(port: Option<&Value>) -> Option<String> {
+fn port_field_error(cmd: &str, port: Option<&Value>) -> Option<RequestError> {
     use crate::config::{AfPacketPortConfig, AfXdpPortConfig, MemifPortConfig};
     let mut obj = port?.as_object()?.clone();
     let ty = obj.remove("type")?;
@@ -444,12 +444,20 @@ fn port_field_error(port: Option<&Value>) -> Option<String> {
     let path = err.path().to_string();
     let inner = err.into_inner().to_string();
     if path.is_empty() || path == "." || path == "?" {
-        return Some(format!("port: {inner}"));
+        return Some(RequestError::Arguments {
+            cmd: cmd.to_string(),
+            reason: format!("port: {inner}"),
+        });
     }
     let value = lookup(&v, &path)
         .map(show_value)
         .unwrap_or_else(|| "(missing)".into());
-    Some(format!("port.{path} = {value}: {inner}"))
+    Some(RequestError::Field {
+        cmd: cmd.to_string(),
+        field: format!("port.{path}"),
+        value,
+        accepted: inner,
+    })
 }
 
 /// The value at a dotted path like `port.ring_size` or `bridge.ports[1]`.
@@ -481,12 +489,16 @@ mod tests {
     fn round_trip_every_command() {
         let reqs = vec![
             Request::Show {
-                what: ShowWhat::Ports,
-                bridge: None,
+                what: "ports".into(),
+                args: vec![],
             },
             Request::Show {
-                what: ShowWhat::Mac,
-                bridge: Some("br0".into()),
+                what: "mac".into(),
+                args: vec!["br0".into()],
+            },
+            Request::Edit {
+                verb: "subinterface add".into(),
+                args: vec!["p0".into(), "10".into(), "dot1q".into(), "10".into()],
             },
             Request::ClearCounters {},
             Request::TraceAdd { count: 7 },
@@ -558,8 +570,31 @@ mod tests {
         assert_eq!(
             parse_request(r#" {"what":"ports","cmd":"show"} "#).unwrap(),
             Request::Show {
-                what: ShowWhat::Ports,
-                bridge: None
+                what: "ports".into(),
+                args: vec![]
+            }
+        );
+        // The older forms: `bridge` for show's argument, `edit`/`words` for an edit.
+        assert_eq!(
+            parse_request(r#"{"cmd":"show","what":"mac","bridge":"br0"}"#).unwrap(),
+            Request::Show {
+                what: "mac".into(),
+                args: vec!["br0".into()]
+            }
+        );
+        assert_eq!(
+            parse_request(r#"{"cmd":"edit","edit":"mtu","words":["p0","1500"]}"#).unwrap(),
+            Request::Edit {
+                verb: "mtu".into(),
+                args: vec!["p0".into(), "1500".into()]
+            }
+        );
+        // An alias is named canonically.
+        assert_eq!(
+            parse_request(r#"{"cmd":"show","what":"int"}"#).unwrap(),
+            Request::Show {
+                what: "interfaces".into(),
+                args: vec![]
             }
         );
         let r =
@@ -613,11 +648,45 @@ mod tests {
     }
 
     #[test]
-    fn show_words() {
-        assert_eq!(ShowWhat::from_word("runtime"), Some(ShowWhat::Runtime));
-        assert_eq!(ShowWhat::from_word("nope"), None);
-        for w in ShowWhat::all().split(", ") {
-            assert!(ShowWhat::from_word(w).is_some(), "{w}");
+    fn errors_are_typed_and_name_the_field() {
+        let e = parse_request(r#"{"cmd":"trace_add","count":"many"}"#).unwrap_err();
+        assert_eq!(e.field(), Some("count"));
+        assert!(matches!(&e, RequestError::Field { value, .. } if value == "\"many\""));
+        let e = parse_request(
+            r#"{"cmd":"port_add","port":{"type":"memif","name":"p","socket":"/x","ring_size":"big"}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.field(), Some("port.ring_size"));
+        let e = parse_request(r#"{"cmd":"show","what":"x"}"#).unwrap_err();
+        assert_eq!(e.field(), Some("what"));
+        assert!(matches!(e, RequestError::Unregistered { cmd: "show", .. }));
+        assert_eq!(
+            parse_request("{").unwrap_err().field(),
+            None,
+            "not JSON names no field"
+        );
+        // The wire text is what it was as a string (protocol version 1).
+        assert_eq!(
+            parse_request(r#"{"cmd":"explode"}"#)
+                .unwrap_err()
+                .to_string(),
+            format!(
+                "bad request: cmd = \"explode\": one of {}",
+                COMMANDS.join(", ")
+            )
+        );
+    }
+
+    #[test]
+    fn unregistered_show_and_verb_are_refused() {
+        let e = err(r#"{"cmd":"edit","verb":"frobnicate","args":[]}"#);
+        assert!(
+            e.contains("verb = \"frobnicate\"") && e.contains("subinterface add"),
+            "{e}"
+        );
+        for w in crate::sections::show_words().split(", ") {
+            let line = format!(r#"{{"cmd":"show","what":"{w}"}}"#);
+            assert!(parse_request(&line).is_ok(), "{w}");
         }
     }
 

@@ -1,487 +1,23 @@
 //! Plain-text output of `vecswitch ctl` for people: aligned tables shaped like `vppctl`'s
 //! (`show runtime`: Name, Calls, Vectors, Packets, Drops, Clocks/pkt, Vectors/Call). [`render`]
-//! takes the request and the `data` of its answer (JSON), reads it back into the very types the
-//! switch's `show_*` methods return ([`PortInfo`], [`BridgeInfo`], [`MacEntry`], ...) and prints
-//! their fields. It never fails: an answer that is not of the expected type (a switch of another
-//! version) prints as pretty JSON.
+//! takes the request and the `data` of its answer (JSON). A `show` is printed by its registered
+//! renderer (`vecswitch_switch::ctl::Show::render`, in the feature's folder), which reads the
+//! JSON back into the very type the switch's `show_*` method returned; the other answers
+//! (changes, captures, saves) are printed here. It never fails: an answer that is not of the
+//! expected type (a switch of another version) prints as pretty JSON.
 
-use crate::config::Config;
-use crate::protocol::{Changes, Flushed, Request, Saved, ShowWhat, VersionInfo};
-use crate::sections::typed;
-use crate::switch_impl::XconnectInfo;
+use crate::protocol::{Changes, Flushed, Request, Saved, VersionInfo};
 use serde_json::Value;
-use vecswitch_buffer::PoolStats;
-use vecswitch_graph::{ErrorCount, TraceStep};
-use vecswitch_ports::LinkState;
-use vecswitch_switch::bond::control::{BondInfo, LacpMemberInfo};
-use vecswitch_switch::interface::InterfaceKind;
-use vecswitch_switch::vlan::control::SubInterfaceInfo;
-use vecswitch_switch::{
-    BridgeInfo, CaptureInfo, InterfaceInfo, MacEntry, PortInfo, RuntimeInfo, ServiceInfo,
-};
+use vecswitch_switch::ctl::typed;
+use vecswitch_switch::CaptureInfo;
 
-/// Column alignment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Align {
-    Left,
-    Right,
-}
-
-/// A text table with a header row.
-#[derive(Debug, Clone)]
-pub struct Table {
-    head: Vec<(String, Align)>,
-    rows: Vec<Vec<String>>,
-}
-
-impl Table {
-    pub fn new(head: &[(&str, Align)]) -> Table {
-        Table {
-            head: head.iter().map(|(h, a)| (h.to_string(), *a)).collect(),
-            rows: Vec::new(),
-        }
-    }
-
-    pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
-    }
-
-    /// Renders with two spaces between columns and no trailing spaces.
-    pub fn render(&self) -> String {
-        let n = self.head.len();
-        let mut w: Vec<usize> = self.head.iter().map(|(h, _)| h.chars().count()).collect();
-        for r in &self.rows {
-            for (i, c) in r.iter().enumerate().take(n) {
-                w[i] = w[i].max(c.chars().count());
-            }
-        }
-        let mut out = String::new();
-        let line = |cells: Vec<&str>, out: &mut String| {
-            let mut s = String::new();
-            for (i, c) in cells.iter().enumerate().take(n) {
-                if i > 0 {
-                    s.push_str("  ");
-                }
-                let pad = w[i].saturating_sub(c.chars().count());
-                match self.head[i].1 {
-                    Align::Left => {
-                        s.push_str(c);
-                        s.push_str(&" ".repeat(pad));
-                    }
-                    Align::Right => {
-                        s.push_str(&" ".repeat(pad));
-                        s.push_str(c);
-                    }
-                }
-            }
-            out.push_str(s.trim_end());
-            out.push('\n');
-        };
-        line(
-            self.head.iter().map(|(h, _)| h.as_str()).collect(),
-            &mut out,
-        );
-        for r in &self.rows {
-            line(r.iter().map(String::as_str).collect(), &mut out);
-        }
-        out
-    }
-}
-
-fn on_off(b: bool) -> String {
-    if b { "on" } else { "off" }.into()
-}
+pub use vecswitch_switch::ctl::{Align, Table};
 
 fn opt<T: ToString>(v: Option<T>) -> String {
     v.map_or_else(|| "-".into(), |v| v.to_string())
 }
 
-use Align::{Left as L, Right as R};
-
-fn ports(ps: &[PortInfo]) -> String {
-    let mut t = Table::new(&[
-        ("Name", L),
-        ("Idx", R),
-        ("Admin", L),
-        ("Link", L),
-        ("Service", L),
-        ("RX packets", R),
-        ("RX bytes", R),
-        ("RX drops", R),
-        ("TX packets", R),
-        ("TX bytes", R),
-        ("TX drops", R),
-        ("Capture", L),
-        ("Backend", L),
-    ]);
-    for p in ps {
-        let capture = match &p.capture {
-            Some(c) => format!(
-                "{} {}{}",
-                c.path,
-                c.captured,
-                if c.active { "" } else { " (done)" }
-            ),
-            None => "-".into(),
-        };
-        let service = match &p.service {
-            ServiceInfo::Xconnect { to } => format!("xconnect -> {to}"),
-            ServiceInfo::Bridge { bridge } => format!("bridge {bridge}"),
-            ServiceInfo::None => "none".into(),
-        };
-        let s = &p.stats;
-        t.row(vec![
-            p.name.clone(),
-            p.index.to_string(),
-            if p.admin_up { "up" } else { "down" }.into(),
-            match p.link {
-                LinkState::Up => "up".into(),
-                LinkState::Down => "down".into(),
-            },
-            service,
-            s.rx_packets.to_string(),
-            s.rx_bytes.to_string(),
-            s.rx_dropped.to_string(),
-            s.tx_packets.to_string(),
-            s.tx_bytes.to_string(),
-            s.tx_dropped.to_string(),
-            capture,
-            p.describe.clone(),
-        ]);
-    }
-    t.render()
-}
-
-/// An interface kind as `TYPE (KEY VALUE, ...)` from its serde form (`main (port 0)`), so that a
-/// new kind (a sub-interface, a bond) prints without a change here.
-fn kind(k: &InterfaceKind) -> String {
-    match serde_json::to_value(k) {
-        Ok(Value::Object(m)) => {
-            let ty = m
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or("?")
-                .to_string();
-            let rest: Vec<String> = m
-                .iter()
-                .filter(|(k, _)| *k != "type")
-                .map(|(k, v)| match v {
-                    Value::String(s) => format!("{k} {s}"),
-                    v => format!("{k} {v}"),
-                })
-                .collect();
-            if rest.is_empty() {
-                ty
-            } else {
-                format!("{ty} ({})", rest.join(", "))
-            }
-        }
-        _ => "?".into(),
-    }
-}
-
-/// `show interfaces` (registered in [`crate::sections::SHOWS`]).
-pub fn interfaces(is: &[InterfaceInfo]) -> String {
-    let mut t = Table::new(&[
-        ("Name", L),
-        ("Idx", R),
-        ("Kind", L),
-        ("Admin", L),
-        ("MAC", L),
-        ("MTU", R),
-        ("RX packets", R),
-        ("RX bytes", R),
-        ("TX packets", R),
-        ("TX bytes", R),
-        ("Input features", L),
-        ("Output features", L),
-    ]);
-    let list = |v: &[String]| {
-        if v.is_empty() {
-            "-".to_string()
-        } else {
-            v.join(",")
-        }
-    };
-    for i in is {
-        let c = &i.counters;
-        t.row(vec![
-            i.name.clone(),
-            i.index.to_string(),
-            kind(&i.kind),
-            if i.admin_up { "up" } else { "down" }.into(),
-            i.mac.clone(),
-            i.mtu.to_string(),
-            c.rx_packets.to_string(),
-            c.rx_bytes.to_string(),
-            c.tx_packets.to_string(),
-            c.tx_bytes.to_string(),
-            list(&i.input_features),
-            list(&i.output_features),
-        ]);
-    }
-    t.render()
-}
-
-fn bridges(bs: &[BridgeInfo]) -> String {
-    let mut t = Table::new(&[
-        ("Name", L),
-        ("Idx", R),
-        ("Learn", L),
-        ("Fwd", L),
-        ("Flood", L),
-        ("UU-Flood", L),
-        ("MAC age", R),
-        ("MAC limit", R),
-        ("Learned", R),
-        ("Static", R),
-        ("Members", L),
-    ]);
-    for b in bs {
-        let s = &b.settings;
-        t.row(vec![
-            b.name.clone(),
-            b.index.to_string(),
-            on_off(s.learn),
-            on_off(s.forward),
-            on_off(s.flood),
-            on_off(s.uu_flood),
-            match s.mac_age_s {
-                0 => "off".into(),
-                a => format!("{a}s"),
-            },
-            s.mac_limit.to_string(),
-            b.learned.to_string(),
-            b.statics.to_string(),
-            if b.members.is_empty() {
-                "-".into()
-            } else {
-                b.members.join(",")
-            },
-        ]);
-    }
-    t.render()
-}
-
-fn macs(ms: &[MacEntry]) -> String {
-    let mut t = Table::new(&[
-        ("Bridge", L),
-        ("MAC", L),
-        ("Port", L),
-        ("Type", L),
-        ("Age(s)", R),
-    ]);
-    for m in ms {
-        t.row(vec![
-            m.bridge.clone(),
-            m.mac.clone(),
-            m.port.clone(),
-            if m.is_static { "static" } else { "dynamic" }.into(),
-            if m.is_static {
-                "-".into()
-            } else {
-                m.age_s.to_string()
-            },
-        ]);
-    }
-    format!("{}{} entries\n", t.render(), ms.len())
-}
-
-pub(crate) fn subinterfaces(ss: &[SubInterfaceInfo]) -> String {
-    let mut t = Table::new(&[
-        ("Name", L),
-        ("Parent", L),
-        ("Encap", L),
-        ("Tag-rewrite", L),
-        ("State", L),
-        ("Service", L),
-        ("Rx packets", R),
-        ("Tx packets", R),
-    ]);
-    for s in ss {
-        t.row(vec![
-            s.name.clone(),
-            s.parent.clone(),
-            s.encap.clone(),
-            s.tag_rewrite.clone(),
-            if s.admin_up { "up" } else { "down" }.to_string(),
-            s.service.clone(),
-            s.rx_packets.to_string(),
-            s.tx_packets.to_string(),
-        ]);
-    }
-    t.render()
-}
-
-fn xconnects(xs: &[XconnectInfo]) -> String {
-    let mut t = Table::new(&[("From", L), ("To", L)]);
-    for x in xs {
-        t.row(vec![x.from.clone(), x.to.clone()]);
-    }
-    t.render()
-}
-
-pub(crate) fn bonds(bs: &[BondInfo]) -> String {
-    let mut t = Table::new(&[
-        ("Bond", L),
-        ("Mode", L),
-        ("Hash", L),
-        ("MAC", L),
-        ("Members (active*)", L),
-        ("Rx", R),
-        ("Tx", R),
-    ]);
-    for b in bs {
-        let members: Vec<String> = b
-            .members
-            .iter()
-            .map(|m| format!("{}{}", m.name, if m.active { "*" } else { "" }))
-            .collect();
-        t.row(vec![
-            b.name.clone(),
-            kebab(&b.mode),
-            kebab(&b.hash),
-            b.mac.clone(),
-            members.join(" "),
-            b.counters.rx_packets.to_string(),
-            b.counters.tx_packets.to_string(),
-        ]);
-    }
-    t.render()
-}
-
-pub(crate) fn lacp(ms: &[LacpMemberInfo]) -> String {
-    let mut t = Table::new(&[
-        ("Bond", L),
-        ("Member", L),
-        ("Actor state", L),
-        ("Partner system", L),
-        ("Key", R),
-        ("Partner state", L),
-        ("Rx", L),
-        ("Mux", L),
-        ("PDUs in", R),
-        ("PDUs out", R),
-        ("Timeouts", R),
-    ]);
-    for m in ms {
-        t.row(vec![
-            m.bond.clone(),
-            m.member.clone(),
-            format!("{:#04x}", m.actor.state),
-            m.partner.system.clone(),
-            m.partner.key.to_string(),
-            format!("{:#04x}", m.partner.state),
-            kebab(&m.rx_state),
-            kebab(&m.mux_state),
-            m.counters.rx_lacpdus.to_string(),
-            m.counters.tx_lacpdus.to_string(),
-            m.counters.timeouts.to_string(),
-        ]);
-    }
-    t.render()
-}
-
-/// A unit enum as its serde (kebab-case) name.
-fn kebab<T: serde::Serialize>(v: &T) -> String {
-    match serde_json::to_value(v) {
-        Ok(Value::String(s)) => s,
-        other => format!("{other:?}"),
-    }
-}
-
-fn runtime(r: &RuntimeInfo) -> String {
-    let l = &r.loop_stats;
-    let mut out = format!(
-        "Poll loop: {} polls, {} idle, {} idle sleeps, {} packets received, {:.2} packets/s, longest gap between polls {} ns\n",
-        l.polls, l.idle_polls, l.idle_sleeps, l.rx_packets, l.packets_per_s, l.max_poll_gap_ns,
-    );
-    out.push_str(&format!("Clock: {:.3} GHz\n", r.clock_hz / 1e9));
-    let mut t = Table::new(&[
-        ("Name", L),
-        ("Calls", R),
-        ("Vectors", R),
-        ("Packets", R),
-        ("Drops", R),
-        ("Clocks/pkt", R),
-        ("Vectors/Call", R),
-    ]);
-    for n in &r.nodes {
-        t.row(vec![
-            n.name.clone(),
-            n.calls.to_string(),
-            n.vectors.to_string(),
-            n.packets.to_string(),
-            n.drops.to_string(),
-            if n.clocks_per_packet == 0.0 {
-                "0".into()
-            } else {
-                format!("{:.2e}", n.clocks_per_packet)
-            },
-            format!("{:.2}", n.vectors_per_call),
-        ]);
-    }
-    out.push_str(&t.render());
-    out
-}
-
-fn errors(es: &[ErrorCount]) -> String {
-    let mut t = Table::new(&[("Count", R), ("Node", L), ("Reason", L)]);
-    for e in es {
-        t.row(vec![e.count.to_string(), e.node.clone(), e.reason.clone()]);
-    }
-    if es.is_empty() {
-        return format!("{}(no errors)\n", t.render());
-    }
-    t.render()
-}
-
-fn buffers(b: &PoolStats) -> String {
-    let mut t = Table::new(&[
-        ("Total", R),
-        ("Free", R),
-        ("In use", R),
-        ("Size", R),
-        ("Headroom", R),
-        ("Double frees", R),
-        ("Alloc failures", R),
-    ]);
-    t.row(vec![
-        b.total.to_string(),
-        b.free.to_string(),
-        b.in_use.to_string(),
-        b.buffer_size.to_string(),
-        b.headroom.to_string(),
-        b.double_frees.to_string(),
-        b.alloc_failures.to_string(),
-    ]);
-    t.render()
-}
-
-fn trace(steps: &[TraceStep]) -> String {
-    if steps.is_empty() {
-        return "No packets in trace buffer (arm it with `trace add N`)\n".into();
-    }
-    let mut out = String::new();
-    let mut last = None;
-    for s in steps {
-        if last != Some(s.packet) {
-            out.push_str(&format!("Packet {}\n", s.packet));
-            last = Some(s.packet);
-        }
-        out.push_str(&format!("  {} -> {}\n", s.node, s.next));
-        for l in s.detail.lines() {
-            out.push_str(&format!("    {l}\n"));
-        }
-    }
-    out
-}
-
-fn config(c: &Config) -> Option<String> {
-    toml::to_string(c).ok()
-}
-
-fn version(v: &VersionInfo) -> String {
+pub(crate) fn version(v: &VersionInfo) -> String {
     format!(
         "vecswitch {}\nconfig: {}\nuptime: {} s\nchanges applied: {}\nports: {}, bridges: {}, xconnect directions: {}\n",
         v.version,
@@ -522,22 +58,7 @@ fn pretty(data: &Value) -> String {
 /// The text `vecswitch ctl` prints for the answer `data` to `req`.
 pub fn render(req: &Request, data: &Value) -> String {
     let text = match req {
-        Request::Show { what, .. } => match what {
-            ShowWhat::Ports => typed::<Vec<PortInfo>>(data).map(|v| ports(&v)),
-            ShowWhat::Bridge => typed::<Vec<BridgeInfo>>(data).map(|v| bridges(&v)),
-            ShowWhat::Mac => typed::<Vec<MacEntry>>(data).map(|v| macs(&v)),
-            ShowWhat::Xconnect => typed::<Vec<XconnectInfo>>(data).map(|v| xconnects(&v)),
-            ShowWhat::Runtime => typed::<RuntimeInfo>(data).map(|v| runtime(&v)),
-            ShowWhat::Errors => typed::<Vec<ErrorCount>>(data).map(|v| errors(&v)),
-            ShowWhat::Buffers => typed::<PoolStats>(data).map(|v| buffers(&v)),
-            ShowWhat::Trace => typed::<Vec<TraceStep>>(data).map(|v| trace(&v)),
-            ShowWhat::Config => typed::<Config>(data).and_then(|v| config(&v)),
-            ShowWhat::Version => typed::<VersionInfo>(data).map(|v| version(&v)),
-            ShowWhat::Feature(word) => crate::sections::SHOWS
-                .iter()
-                .find(|s| s.word == *word)
-                .and_then(|s| (s.render)(data)),
-        },
+        Request::Show { what, .. } => crate::sections::find_show(what).and_then(|s| s.render(data)),
         Request::CaptureStop { .. } => typed::<CaptureInfo>(data).map(|v| capture_stopped(&v)),
         Request::MacFlush { .. } => {
             typed::<Flushed>(data).map(|f| format!("{} learned entries flushed\n", f.flushed))
@@ -558,21 +79,15 @@ pub fn render(req: &Request, data: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
     use serde_json::json;
+    use vecswitch_switch::MacEntry;
 
-    fn show(what: ShowWhat) -> Request {
-        Request::Show { what, bridge: None }
-    }
-
-    #[test]
-    fn table_aligns_columns() {
-        let mut t = Table::new(&[("Name", L), ("N", R)]);
-        t.row(vec!["a".into(), "1".into()]);
-        t.row(vec!["long-name".into(), "12345".into()]);
-        assert_eq!(
-            t.render(),
-            "Name           N\na              1\nlong-name  12345\n"
-        );
+    fn show(what: &str) -> Request {
+        Request::Show {
+            what: what.into(),
+            args: vec![],
+        }
     }
 
     #[test]
@@ -588,7 +103,7 @@ mod tests {
                      "packets_per_s": 0.0, "max_poll_gap_ns": 1000},
             "clock_hz": 2.6e9
         });
-        let s = render(&show(ShowWhat::Runtime), &data);
+        let s = render(&show("runtime"), &data);
         let lines: Vec<&str> = s.lines().collect();
         assert!(lines[0].starts_with("Poll loop: 100 polls, 90 idle"), "{s}");
         assert_eq!(lines[1], "Clock: 2.600 GHz");
@@ -611,7 +126,7 @@ mod tests {
             "stats": {"rx_packets": 5, "rx_bytes": 320, "rx_dropped": 0, "tx_packets": 7, "tx_bytes": 448, "tx_dropped": 1},
             "describe": "memif server /run/m.sock id 0"
         }]);
-        let s = render(&show(ShowWhat::Ports), &data);
+        let s = render(&show("ports"), &data);
         let row = s.lines().nth(1).unwrap();
         for want in [
             "p0",
@@ -644,10 +159,7 @@ mod tests {
                 age_s: 7,
             },
         ];
-        let s = render(
-            &show(ShowWhat::Mac),
-            &serde_json::to_value(&entries).unwrap(),
-        );
+        let s = render(&show("mac"), &serde_json::to_value(&entries).unwrap());
         let lines: Vec<&str> = s.lines().collect();
         assert!(
             lines[1].contains("02:00:00:00:00:01") && lines[1].contains("static"),
@@ -661,20 +173,20 @@ mod tests {
         assert!(s.ends_with("2 entries\n"));
         // A switch of another version answering another shape: printed, not refused.
         let odd = json!([{"mac": "02:00:00:00:00:01"}]);
-        let s = render(&show(ShowWhat::Mac), &odd);
+        let s = render(&show("mac"), &odd);
         assert!(s.contains("\"mac\": \"02:00:00:00:00:01\""), "{s}");
     }
 
     #[test]
     fn errors_trace_and_changes() {
         let s = render(
-            &show(ShowWhat::Errors),
+            &show("errors"),
             &json!([{"node": "l2-fwd", "reason": "no-member", "count": 12}]),
         );
         assert_eq!(s, "Count  Node    Reason\n   12  l2-fwd  no-member\n");
-        assert!(render(&show(ShowWhat::Errors), &json!([])).contains("(no errors)"));
+        assert!(render(&show("errors"), &json!([])).contains("(no errors)"));
         let s = render(
-            &show(ShowWhat::Trace),
+            &show("trace"),
             &json!([{"packet": 1, "node": "ethernet-input", "next": "l2-learn", "detail": "02:.. -> ff:.."},
                     {"packet": 1, "node": "l2-learn", "next": "drop: mac-limit", "detail": ""}]),
         );
@@ -698,7 +210,7 @@ mod tests {
     #[test]
     fn config_prints_as_toml() {
         let c = Config::from_toml("[[bridge]]\nname = \"b\"\n", "t").unwrap();
-        let s = render(&show(ShowWhat::Config), &serde_json::to_value(&c).unwrap());
+        let s = render(&show("config"), &serde_json::to_value(&c).unwrap());
         assert!(s.contains("[[bridge]]"), "{s}");
         assert_eq!(Config::from_toml(&s, "t").unwrap(), c);
     }

@@ -1,32 +1,28 @@
-//! The control plane's registration point: a feature's control surface is listed here, one entry
-//! per item, and nothing else in `crates/control` names the feature.
+//! The control plane's registration point: one line per config section binds a feature's
+//! [`Section`](vecswitch_switch::ctl::Section) (declared in its folder: validation, config
+//! objects, `ctl` verbs) to its field of [`Config`]; nothing else in `crates/control` names a
+//! feature. A feature's `show` commands need no line here: they come from
+//! [`vecswitch_switch::ctl::shows`] (the switch's own and each feature's `Feature::shows`).
 //!
-//! - [`SECTIONS`]: each `[[section]]` of the config, its validation and the
-//!   [`ConfigObject`](vecswitch_switch::object::ConfigObject)s it expands into.
-//!   [`crate::validate::validate`] runs every section's validation in this order (ports first: the
-//!   services refer to them); [`crate::diff::diff`] diffs the objects of all sections together. A
-//!   section also needs its field in [`Config`].
-//! - [`SHOWS`]: `show WORD` commands: the switch method that answers (a `Serialize` value) and the
-//!   table `vecswitch ctl` prints from the same type read back.
-//! - [`EDITS`]: `ctl` commands that edit a section (`mtu p0 1500 check`): the words go to the
-//!   feature's edit function on a copy of the running config, which then takes the same
-//!   validate → diff → apply path as a file.
+//! - [`SECTIONS`]: each `[[section]]` of the config, in validation order (ports first: the
+//!   services refer to them). [`crate::validate::validate`] runs every section's validation;
+//!   [`crate::diff::diff`] diffs the objects of all sections together; [`find_verb`] finds the
+//!   section whose verb a `ctl` command names (`mtu p0 1500 check`): the words edit a copy of the
+//!   running config, which then takes the same validate → diff → apply path as a file.
+//! - [`find_show`]: a `show WORD` — the switch's registered shows, or one the controller answers
+//!   itself ([`CONTROLLER_SHOWS`]: `config`, `version`).
 
 use crate::config::Config;
-use crate::controller::{json, ControlError};
 use crate::ports;
-use serde::de::DeserializeOwned;
+use crate::protocol::VersionInfo;
 use serde_json::Value;
-use vecswitch_switch::bond::control::{BondInfo, LacpMemberInfo};
+use vecswitch_switch::ctl::{typed, Show, VerbInfo};
 use vecswitch_switch::ip::config as ip;
 use vecswitch_switch::l2::config as l2;
-use vecswitch_switch::mtu;
 use vecswitch_switch::object::{EditError, Obj, Validation};
-use vecswitch_switch::vlan::config as vlan;
-use vecswitch_switch::vlan::control::SubInterfaceInfo;
-use vecswitch_switch::{InterfaceInfo, Switch};
+use vecswitch_switch::{bond, mtu, vlan};
 
-/// One config section.
+/// One config section, bound to its field of [`Config`].
 #[derive(Debug, Clone, Copy)]
 pub struct Section {
     /// The TOML key (`[[port]]`).
@@ -35,116 +31,194 @@ pub struct Section {
     pub validate: fn(&Config, &mut Validation),
     /// The section's config objects.
     pub objects: fn(&Config, &mut Vec<Obj>),
+    /// Its `ctl` verbs.
+    pub verbs: fn() -> Vec<VerbInfo>,
+    /// Applies verb number `i` (of `verbs`) with its arguments to the section of a config.
+    pub edit: fn(&mut Config, usize, &[String]) -> Result<(), EditError>,
 }
 
-/// Every section, in validation order.
+/// A section without verbs.
+fn no_verbs() -> Vec<VerbInfo> {
+    Vec::new()
+}
+
+/// The edit of a section without verbs (never called: it has no verb to find).
+fn no_edit(_: &mut Config, _: usize, _: &[String]) -> Result<(), EditError> {
+    Err(EditError {
+        field: "verb",
+        value: String::new(),
+        accepted: "a verb the section registers",
+    })
+}
+
+/// `section!(field, path::SECTION)`: binds a feature's `Section<T>` to `Config::field`.
+macro_rules! section {
+    ($field:ident, $spec:path) => {
+        Section {
+            key: $spec.key,
+            validate: |c, v| ($spec.validate)(&c.$field, v),
+            objects: |c, o| ($spec.objects)(&c.$field, o),
+            verbs: || $spec.verbs.iter().map(|v| v.info()).collect(),
+            edit: |c, i, w| ($spec.verbs[i].apply)(&mut c.$field, w),
+        }
+    };
+}
+
+/// Every section, in validation order: one line each.
 pub const SECTIONS: &[Section] = &[
     Section {
         key: "port",
         validate: |c, v| ports::validate_ports(&c.ports, v),
         objects: |c, o| ports::port_objects(&c.ports, o),
+        verbs: no_verbs,
+        edit: no_edit,
     },
-    Section {
-        key: "bond",
-        validate: |c, v| vecswitch_switch::bond::config::validate_bonds(&c.bonds, v),
-        objects: |c, o| vecswitch_switch::bond::config::bond_objects(&c.bonds, o),
-    },
-    Section {
-        key: "subinterface",
-        validate: |c, v| vlan::validate_subinterfaces(&c.subinterfaces, v),
-        objects: |c, o| vlan::subinterface_objects(&c.subinterfaces, o),
-    },
+    section!(bonds, bond::ctl::SECTION),
+    section!(subinterfaces, vlan::ctl::SECTION),
     Section {
         key: "xconnect",
         validate: |c, v| l2::validate_xconnects(&c.xconnects, v),
         objects: |c, o| l2::xconnect_objects(&c.xconnects, o),
+        verbs: no_verbs,
+        edit: no_edit,
     },
     Section {
         key: "bridge",
         validate: |c, v| l2::validate_bridges(&c.bridges, v),
         objects: |c, o| l2::bridge_objects(&c.bridges, o),
+        verbs: no_verbs,
+        edit: no_edit,
     },
-    Section {
-        key: "mtu",
-        validate: |c, v| mtu::validate(&c.mtu, v),
-        objects: |c, o| mtu::objects(&c.mtu, o),
-    },
+    section!(mtu, mtu::SECTION),
     Section {
         key: "ip",
         validate: |c, v| ip::validate_ip(&c.ip, v),
         objects: |c, o| ip::ip_objects(&c.ip, o),
+        verbs: no_verbs,
+        edit: no_edit,
     },
 ];
 
-/// A `show WORD` command registered by a feature.
+/// A registered verb: its section and its number there.
 #[derive(Debug, Clone, Copy)]
-pub struct Show {
-    /// The word (`show interfaces`; `"what":"interfaces"` on the socket).
+pub struct FoundVerb {
+    pub section: &'static Section,
+    pub index: usize,
+    pub info: VerbInfo,
+}
+
+/// Every registered verb, section by section.
+pub fn verbs() -> impl Iterator<Item = FoundVerb> {
+    SECTIONS.iter().flat_map(|s| {
+        (s.verbs)()
+            .into_iter()
+            .enumerate()
+            .map(move |(index, info)| FoundVerb {
+                section: s,
+                index,
+                info,
+            })
+    })
+}
+
+/// The verb whose canonical name is `name` (`subinterface add`).
+pub fn find_verb(name: &str) -> Option<FoundVerb> {
+    verbs().find(|v| v.info.name() == name)
+}
+
+/// The verb the command `words` start with (the longest name that matches) and how many words
+/// its name takes.
+pub fn match_verb(words: &[&str]) -> Option<(FoundVerb, usize)> {
+    verbs()
+        .filter_map(|v| v.info.matches(words).map(|n| (v, n)))
+        .max_by_key(|(_, n)| *n)
+}
+
+/// A show the controller answers from its own state.
+#[derive(Debug, Clone, Copy)]
+pub struct ControllerShow {
     pub word: &'static str,
-    /// Other words `ctl show` takes for it.
-    pub aliases: &'static [&'static str],
-    /// What the table shows, for `ctl` help.
     pub help: &'static str,
-    /// The answer, from the switch (on the worker).
-    pub run: fn(&Switch) -> Result<Value, ControlError>,
-    /// The table `ctl` prints; `None` if the answer is not of the type `run` sends.
     pub render: fn(&Value) -> Option<String>,
 }
 
-/// `data` as a `T`, if it is one.
-pub fn typed<T: DeserializeOwned>(data: &Value) -> Option<T> {
-    T::deserialize(data).ok()
-}
-
-/// Registered shows.
-pub const SHOWS: &[Show] = &[
-    Show {
-        word: "interfaces",
-        aliases: &["interface", "int"],
-        help: "Name, Idx, Kind, Admin, MAC, MTU, RX/TX packets and bytes, input/output features",
-        run: |sw| json(sw.show_interfaces()),
-        render: |v| typed::<Vec<InterfaceInfo>>(v).map(|i| crate::render::interfaces(&i)),
+/// `show config` and `show version`.
+pub const CONTROLLER_SHOWS: &[ControllerShow] = &[
+    ControllerShow {
+        word: "config",
+        help: "the running config, as TOML",
+        render: |v| typed::<Config>(v).and_then(|c| toml::to_string(&c).ok()),
     },
-    Show {
-        word: "bond",
-        aliases: &["bonds"],
-        help: "Bonds: mode, hash, members, which carry traffic",
-        run: |sw| json(sw.show_bond()),
-        render: |v| typed::<Vec<BondInfo>>(v).map(|b| crate::render::bonds(&b)),
-    },
-    Show {
-        word: "lacp",
-        aliases: &[],
-        help: "LACP per bond member: actor, partner, machine states, LACPDU counters",
-        run: |sw| json(sw.show_lacp()),
-        render: |v| typed::<Vec<LacpMemberInfo>>(v).map(|m| crate::render::lacp(&m)),
-    },
-    Show {
-        word: "subinterfaces",
-        aliases: &["sub-interfaces", "subinterface", "sub-interface"],
-        help: "VLAN sub-interfaces: parent, encapsulation, tag rewrite, service, counters",
-        run: |sw| json(sw.show_subinterfaces()),
-        render: |v| typed::<Vec<SubInterfaceInfo>>(v).map(|s| crate::render::subinterfaces(&s)),
+    ControllerShow {
+        word: "version",
+        help: "version, config file, uptime, changes applied",
+        render: |v| typed::<VersionInfo>(v).map(|v| crate::render::version(&v)),
     },
 ];
 
-/// A `ctl` command that edits the config, registered by a feature.
+/// A `show WORD`, found.
 #[derive(Debug, Clone, Copy)]
-pub struct Edit {
-    /// Its name on the socket (`"edit":"mtu"`) and its first `ctl` word.
-    pub name: &'static str,
-    /// `ctl` usage (after the name).
-    pub usage: &'static str,
-    /// Applies the words to a copy of the running config.
-    pub apply: fn(&mut Config, &[String]) -> Result<(), EditError>,
+pub enum FoundShow {
+    /// Answered by the switch, on the worker.
+    Switch(&'static Show),
+    /// Answered by the controller.
+    Controller(&'static ControllerShow),
 }
 
-/// Registered edits.
-pub const EDITS: &[Edit] = &[Edit {
-    name: "mtu",
-    usage: mtu::CTL_USAGE,
-    apply: |c, w| mtu::edit(&mut c.mtu, w),
-}];
+impl FoundShow {
+    /// The canonical word (`"what"` on the socket).
+    pub fn word(&self) -> &'static str {
+        match self {
+            FoundShow::Switch(s) => s.word,
+            FoundShow::Controller(s) => s.word,
+        }
+    }
+    /// The text `ctl` prints for its answer.
+    pub fn render(&self, data: &Value) -> Option<String> {
+        match self {
+            FoundShow::Switch(s) => (s.render)(data),
+            FoundShow::Controller(s) => (s.render)(data),
+        }
+    }
+    /// `show WORD [ARG]`, for help.
+    pub fn usage(&self) -> String {
+        match self {
+            FoundShow::Switch(s) => s.usage(),
+            FoundShow::Controller(s) => format!("show {}", s.word),
+        }
+    }
+    /// What it shows.
+    pub fn help(&self) -> &'static str {
+        match self {
+            FoundShow::Switch(s) => s.help,
+            FoundShow::Controller(s) => s.help,
+        }
+    }
+}
+
+/// Every show, the switch's then the controller's.
+pub fn shows() -> impl Iterator<Item = FoundShow> {
+    vecswitch_switch::ctl::shows()
+        .map(FoundShow::Switch)
+        .chain(CONTROLLER_SHOWS.iter().map(FoundShow::Controller))
+}
+
+/// The show named `w` (word or alias).
+pub fn find_show(w: &str) -> Option<FoundShow> {
+    vecswitch_switch::ctl::find_show(w)
+        .map(FoundShow::Switch)
+        .or_else(|| {
+            CONTROLLER_SHOWS
+                .iter()
+                .find(|s| s.word == w)
+                .map(FoundShow::Controller)
+        })
+}
+
+/// The canonical words of every show (`ports, interfaces, ...`), for error messages.
+pub fn show_words() -> String {
+    shows().map(|s| s.word()).collect::<Vec<_>>().join(", ")
+}
 
 /// Every config object of `c`, section by section, in config order.
 pub fn objects(c: &Config) -> Vec<Obj> {
@@ -163,7 +237,7 @@ mod tests {
     use crate::command::parse_words;
     use crate::config::{Config, PortConfig};
     use crate::controller::Controller;
-    use crate::protocol::{Request, ShowWhat};
+    use crate::protocol::Request;
     use crate::render::render;
     use std::sync::{Arc, Mutex};
 
@@ -233,8 +307,8 @@ check = true
         assert_eq!(iface(&sw, "p1").1, Vec::<String>::new());
         // `show interfaces` (registered show) has the MTU column.
         let req = Request::Show {
-            what: ShowWhat::Feature("interfaces"),
-            bridge: None,
+            what: "interfaces".into(),
+            args: vec![],
         };
         let data = ctl(&mut c, "show interfaces").unwrap();
         let text = render(&req, &data);
@@ -297,5 +371,78 @@ check = true
         // Back to the default.
         ctl(&mut c, "mtu p1 default").unwrap();
         assert_eq!(iface(&sw, "p1"), (9000, vec![]));
+    }
+    /// Every registered verb is reachable from `ctl`: its names are unique and no built-in
+    /// command shadows them (each name, with an argument, parses to an edit of that verb); every
+    /// show word is unique across the switch's and the controller's shows.
+    #[test]
+    fn every_verb_and_show_is_reachable() {
+        let mut names = std::collections::HashSet::new();
+        for v in super::verbs() {
+            for n in v.info.names {
+                assert!(names.insert(*n), "verb {n:?} registered twice");
+                let mut words: Vec<String> = n.split(' ').map(String::from).collect();
+                words.push("x".into());
+                match parse_words(&words, std::path::Path::new("/")) {
+                    Ok(Request::Edit { verb, args }) => {
+                        assert_eq!((verb.as_str(), args.len()), (v.info.name(), 1), "{n}")
+                    }
+                    other => panic!("`{n} x` is not the verb's edit: {other:?}"),
+                }
+            }
+        }
+        assert!(names.len() >= 7, "{names:?}");
+        let mut words = std::collections::HashSet::new();
+        for s in super::shows() {
+            assert!(words.insert(s.word()), "show {:?} twice", s.word());
+            assert_eq!(super::find_show(s.word()).map(|f| f.word()), Some(s.word()));
+        }
+    }
+
+    /// A feature registered only from its folder (`bond/ctl.rs`: section, verbs, shows) reaches
+    /// `ctl` end to end: the verbs edit the running config through validate → diff → apply, the
+    /// shows are answered by the switch and printed by the feature's renderer, and a refused verb
+    /// changes nothing.
+    #[test]
+    fn bond_verbs_and_shows_from_the_feature_folder() {
+        let (mut c, sw) = start();
+        let r = ctl(&mut c, "bond add lag0 lacp hash l34 p0 p1").unwrap();
+        assert_eq!(
+            r["changes"],
+            serde_json::json!([
+                "add bond lag0 mode Lacp hash L34 lacp-rate Fast",
+                "add port p0 to bond lag0",
+                "add port p1 to bond lag0"
+            ]),
+            "{r}"
+        );
+        assert_eq!(c.running().bonds.len(), 1);
+        assert_eq!(sw.lock().unwrap().show_bond()[0].members.len(), 2);
+        let show = |c: &mut Controller, line: &str| {
+            let words: Vec<String> = line.split_whitespace().map(String::from).collect();
+            let req = parse_words(&words, std::path::Path::new("/")).unwrap();
+            render(&req, &ctl(c, line).unwrap())
+        };
+        let text = show(&mut c, "show bonds");
+        assert!(text.starts_with("Bond  Mode  Hash"), "{text}");
+        assert!(text.contains("lag0  lacp  l34"), "{text}");
+        assert_eq!(show(&mut c, "show lacp").lines().count(), 3);
+        // Refused by validation (p0 is a member already): nothing changes.
+        let e = ctl(&mut c, "bond add lag1 lacp p0").unwrap_err();
+        assert!(e.contains("bond[1].members[0] = \"p0\""), "{e}");
+        let e = ctl(&mut c, "bond member del lag0 p7").unwrap_err();
+        assert!(e.contains("PORT = \"p7\""), "{e}");
+        assert_eq!(c.running().bonds.len(), 1);
+        // A service names the bond like a port (the interfaces every section defines).
+        ctl(&mut c, "bridge add br0").unwrap();
+        ctl(&mut c, "bridge member add br0 lag0").unwrap();
+        let e = ctl(&mut c, "bridge member add br0 lag9").unwrap_err();
+        assert!(e.contains("interfaces are: lag0, p0, p1"), "{e}");
+        ctl(&mut c, "bridge del br0").unwrap();
+        ctl(&mut c, "bond member del lag0 p1").unwrap();
+        assert_eq!(sw.lock().unwrap().show_bond()[0].members.len(), 1);
+        ctl(&mut c, "bond del lag0").unwrap();
+        assert!(sw.lock().unwrap().show_bond().is_empty());
+        assert!(c.running().bonds.is_empty());
     }
 }

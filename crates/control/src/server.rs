@@ -459,7 +459,6 @@ mod tests {
     use crate::apply::testing::{factory, switch};
     use crate::config::Config;
     use crate::controller::Local;
-    use crate::protocol::ShowWhat;
     use std::os::unix::fs::FileTypeExt;
 
     struct Dir(PathBuf);
@@ -567,8 +566,8 @@ mod tests {
         let r = request(
             &srv.path,
             &Request::Show {
-                what: ShowWhat::Ports,
-                bridge: None,
+                what: "ports".into(),
+                args: vec![],
             },
             Duration::from_secs(10),
         )
@@ -600,8 +599,8 @@ mod tests {
         let r = request(
             &srv.path,
             &Request::Show {
-                what: ShowWhat::Config,
-                bridge: None,
+                what: "config".into(),
+                args: vec![],
             },
             Duration::from_secs(10),
         )

@@ -1,69 +1,8 @@
-//! `show` on the real switch: each [`ShowWhat`] maps to the switch's typed `show_*` method, whose
-//! `Serialize` value is the JSON answer (the CLI reads it back into the same types to print it,
-//! see [`crate::render`]).
+//! `show` on the real switch: tests of the controller driving a real switch through the
+//! registered shows (`vecswitch_switch::ctl`), whose `Serialize` values are the JSON answers.
+//! `show xconnect`'s type lives with the switch's other shows; it is re-exported here.
 
-use crate::controller::{json, ControlError};
-use crate::protocol::ShowWhat;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use vecswitch_switch::{ServiceInfo, Switch, SwitchError};
-
-/// One line of `show xconnect`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct XconnectInfo {
-    pub from: String,
-    pub to: String,
-}
-
-/// `show xconnect`: every directed cross-connect.
-pub fn show_xconnects(sw: &Switch) -> Vec<XconnectInfo> {
-    sw.show_ports()
-        .into_iter()
-        .filter_map(|p| match p.service {
-            ServiceInfo::Xconnect { to } => Some(XconnectInfo { from: p.name, to }),
-            _ => None,
-        })
-        .collect()
-}
-
-/// `show WHAT [BRIDGE]` as JSON.
-pub fn show(sw: &mut Switch, what: ShowWhat, bridge: Option<&str>) -> Result<Value, ControlError> {
-    match what {
-        ShowWhat::Ports => json(sw.show_ports()),
-        ShowWhat::Bridge => {
-            let mut b = sw.show_bridges();
-            if let Some(name) = bridge {
-                b.retain(|x| x.name == name);
-                if b.is_empty() {
-                    let known: Vec<String> =
-                        sw.show_bridges().into_iter().map(|b| b.name).collect();
-                    return Err(SwitchError::NoBridge {
-                        name: name.to_string(),
-                        known: if known.is_empty() {
-                            "(none)".into()
-                        } else {
-                            known.join(", ")
-                        },
-                    }
-                    .into());
-                }
-            }
-            json(b)
-        }
-        ShowWhat::Mac => json(sw.show_mac(bridge)?),
-        ShowWhat::Xconnect => json(show_xconnects(sw)),
-        ShowWhat::Runtime => json(sw.show_runtime()),
-        ShowWhat::Errors => json(sw.show_errors()),
-        ShowWhat::Buffers => json(sw.show_buffers()),
-        ShowWhat::Trace => json(sw.show_trace()),
-        // Answered by the controller from the running config, never by the dataplane.
-        ShowWhat::Config | ShowWhat::Version => Err(ControlError::NotDataplane { what }),
-        ShowWhat::Feature(word) => match crate::sections::SHOWS.iter().find(|s| s.word == word) {
-            Some(s) => (s.run)(sw),
-            None => Err(ControlError::NotDataplane { what }),
-        },
-    }
-}
+pub use vecswitch_switch::ctl::builtin::XconnectInfo;
 
 #[cfg(test)]
 mod tests {
@@ -72,7 +11,7 @@ mod tests {
     use crate::apply::testing::factory;
     use crate::config::{Config, PortConfig};
     use crate::controller::{Controller, Local};
-    use crate::protocol::{Request, ShowWhat};
+    use crate::protocol::Request;
     use std::sync::{Arc, Mutex};
     use vecswitch_switch::{Switch, SwitchConfig};
 
@@ -122,22 +61,20 @@ ports = ["v0", "v1"]
         .unwrap()
     }
 
-    fn show(c: &mut Controller, what: ShowWhat) -> serde_json::Value {
-        let r = c.handle(Request::Show { what, bridge: None });
+    fn show(c: &mut Controller, what: &str) -> serde_json::Value {
+        let r = c.handle(Request::Show {
+            what: what.into(),
+            args: vec![],
+        });
         assert!(r.ok, "{r:?}");
         r.data.unwrap()
     }
 
     fn all(c: &mut Controller) -> Vec<serde_json::Value> {
-        [
-            ShowWhat::Ports,
-            ShowWhat::Bridge,
-            ShowWhat::Mac,
-            ShowWhat::Xconnect,
-        ]
-        .into_iter()
-        .map(|w| show(c, w))
-        .collect()
+        ["ports", "bridge", "mac", "xconnect"]
+            .into_iter()
+            .map(|w| show(c, w))
+            .collect()
     }
 
     /// Bonds through the generic plumbing (issue 9 item 5): a bond replaces two bridge members, a
@@ -160,22 +97,16 @@ ports = ["v0", "v1"]
         new.bridges[0].static_mac.clear();
         new.bonds = vec![bond("lag", &["v0", "v1"], BondMode::Lacp)];
         c.set_config(new.clone()).unwrap();
-        let b = show(&mut c, ShowWhat::Feature("bond"));
+        let b = show(&mut c, "bond");
         assert_eq!(b[0]["name"], "lag");
         assert_eq!(b[0]["members"].as_array().unwrap().len(), 2);
+        assert_eq!(show(&mut c, "lacp").as_array().unwrap().len(), 2);
         assert_eq!(
-            show(&mut c, ShowWhat::Feature("lacp"))
-                .as_array()
-                .unwrap()
-                .len(),
-            2
-        );
-        assert_eq!(
-            show(&mut c, ShowWhat::Bridge)[0]["members"],
+            show(&mut c, "bridge")[0]["members"],
             serde_json::json!(["lag"])
         );
 
-        let before = (all(&mut c), show(&mut c, ShowWhat::Feature("bond")));
+        let before = (all(&mut c), show(&mut c, "bond"));
         for bad in [
             vec![bond("lag", &["v0", "v1", "p0"], BondMode::Lacp)],
             vec![
@@ -187,34 +118,25 @@ ports = ["v0", "v1"]
             b.bonds = bad;
             let e = c.set_config(b).unwrap_err().to_string();
             assert!(e.contains("has it already"), "{e}");
-            assert_eq!(
-                (all(&mut c), show(&mut c, ShowWhat::Feature("bond"))),
-                before
-            );
+            assert_eq!((all(&mut c), show(&mut c, "bond")), before);
         }
 
         let mut ab = new.clone();
         ab.bonds[0].mode = BondMode::ActiveBackup;
         c.set_config(ab).unwrap();
+        assert_eq!(show(&mut c, "bond")[0]["mode"], "active-backup");
         assert_eq!(
-            show(&mut c, ShowWhat::Feature("bond"))[0]["mode"],
-            "active-backup"
-        );
-        assert_eq!(
-            show(&mut c, ShowWhat::Bridge)[0]["members"],
+            show(&mut c, "bridge")[0]["members"],
             serde_json::json!(["lag"])
         );
         c.set_config(Config::from_toml(CFG, "t").unwrap()).unwrap();
-        assert_eq!(
-            show(&mut c, ShowWhat::Feature("bond")),
-            serde_json::json!([])
-        );
+        assert_eq!(show(&mut c, "bond"), serde_json::json!([]));
     }
 
     #[test]
     fn real_switch_is_built_from_config() {
         let mut c = start();
-        let ports = show(&mut c, ShowWhat::Ports);
+        let ports = show(&mut c, "ports");
         assert_eq!(ports.as_array().unwrap().len(), 4);
         assert_eq!(
             ports[0]["service"],
@@ -224,7 +146,7 @@ ports = ["v0", "v1"]
             ports[2]["service"],
             serde_json::json!({"type": "bridge", "bridge": "br0"})
         );
-        let macs = show(&mut c, ShowWhat::Mac);
+        let macs = show(&mut c, "mac");
         assert_eq!(macs[0]["mac"], "02:00:00:00:00:01");
         assert_eq!(macs[0]["static"], true);
     }
@@ -245,7 +167,7 @@ ports = ["v0", "v1"]
         let changes = c.set_config(new.clone()).unwrap();
         assert!(changes.len() > 10, "{changes:?}");
         assert_eq!(c.running(), &new);
-        let ports = show(&mut c, ShowWhat::Ports);
+        let ports = show(&mut c, "ports");
         assert_eq!(
             ports[0]["service"],
             serde_json::json!({"type": "xconnect", "to": "p1"})
@@ -254,11 +176,8 @@ ports = ["v0", "v1"]
             ports[1]["service"],
             serde_json::json!({"type": "xconnect", "to": "p0"})
         );
-        assert_eq!(
-            show(&mut c, ShowWhat::Bridge)[0]["settings"]["learn"],
-            false
-        );
-        assert_eq!(show(&mut c, ShowWhat::Mac).as_array().unwrap().len(), 1);
+        assert_eq!(show(&mut c, "bridge")[0]["settings"]["learn"], false);
+        assert_eq!(show(&mut c, "mac").as_array().unwrap().len(), 1);
         // Back to the original, and to nothing at all.
         c.set_config(Config::from_toml(CFG, "t").unwrap()).unwrap();
         let empty = Config {
@@ -266,8 +185,8 @@ ports = ["v0", "v1"]
             ..Config::default()
         };
         c.set_config(empty).unwrap();
-        assert_eq!(show(&mut c, ShowWhat::Ports), serde_json::json!([]));
-        assert_eq!(show(&mut c, ShowWhat::Bridge), serde_json::json!([]));
+        assert_eq!(show(&mut c, "ports"), serde_json::json!([]));
+        assert_eq!(show(&mut c, "bridge"), serde_json::json!([]));
     }
 
     #[test]

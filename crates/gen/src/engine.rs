@@ -22,7 +22,15 @@
 //! attempted fewer frames than intended, or when ports refused frames while it had no idle time
 //! (its own CPU was the limit). Frames refused while it had CPU to spare are the path throttling
 //! the sender: the report says `back_pressured`, **not** tester-limited (METHODOLOGY.md,
-//! "Back-pressure").
+//! "Back-pressure"). Late slots that fall due right after a transmit call the path throttled
+//! (it refused frames: the ring or socket budget was full) are counted apart
+//! ([`Lateness::slots_dropped_blocked`]): they are the device slowing the sender, not the
+//! generator being descheduled, and the time spent in such calls counts as idle. A call that
+//! was merely slow is not counted so: the generator may have been preempted inside it, and
+//! descheduling must never be charged to the device. The report
+//! also gives the receive window (first and last frame of the measured phase received, and how
+//! many came after the send phase): a path that back-pressured the sender returns the frames its
+//! transmit ring held over a window longer than the send phase, and rates are taken over it.
 //!
 //! Transmit timestamps are taken right before the `tx_burst` call: the batch is built, then stamped
 //! (one time for the whole batch: a software port hands the batch over at once, the spacing of its
@@ -212,6 +220,17 @@ pub struct TrialReport {
     pub tx_seconds: f64,
     /// Seconds spent draining.
     pub drain_seconds: f64,
+    /// The receive window: seconds from the measured phase's start to the first and to the last
+    /// frame of the measured phase received (both 0 when none came back). A device that
+    /// forwards at the offered rate returns the frames over about `tx_seconds`; one that
+    /// throttled the sender (back-pressure: the generator's transmit ring and socket held the
+    /// excess, which crossed after the send phase) over longer. The forwarding rate is taken over
+    /// this window (METHODOLOGY.md, "Back-pressure").
+    pub rx_first_seconds: f64,
+    pub rx_last_seconds: f64,
+    /// Frames of the measured phase received after the send phase ended (in flight at its end,
+    /// or held in the generator's transmit ring by a back-pressuring path).
+    pub rx_after_send: u64,
     /// Σ ports' intended slots (`None` when a port was unpaced and unlimited).
     pub intended: Option<u64>,
     /// Σ ports' refused frames (never offered again).
@@ -355,6 +374,12 @@ struct RunPort {
     last_send_ns: Option<u64>,
     max_gap_ns: u64,
     intended_fps: Option<f64>,
+    /// The port's last transmit call was throttled by the path: it refused frames (the ring or
+    /// socket budget was full). Late slots dropped right after such a call are back-pressure
+    /// ([`Lateness::slots_dropped_blocked`]), not the generator being descheduled. A slow call
+    /// that refused nothing does not count (the generator may have been preempted in it).
+    throttled: bool,
+    late_blocked: u64,
 }
 
 const FOREIGN_REASONS: [&str; 8] = [
@@ -400,6 +425,12 @@ pub struct Generator {
     /// late slots dropped over all ports when each interval began.
     iv: Option<(u64, u64)>,
     iv_late: Vec<u64>,
+    /// The measured phase's receive window on `clock` (first, last frame received) and the frames
+    /// received after its send phase ended (`send_done_ns`, `u64::MAX` while sending).
+    rx_first_ns: Option<u64>,
+    rx_last_ns: u64,
+    rx_after_send: u64,
+    send_done_ns: u64,
 }
 
 impl std::fmt::Debug for Generator {
@@ -441,6 +472,10 @@ impl Generator {
             idle_ns: 0,
             iv: None,
             iv_late: Vec::new(),
+            rx_first_ns: None,
+            rx_last_ns: 0,
+            rx_after_send: 0,
+            send_done_ns: u64::MAX,
         })
     }
 
@@ -629,6 +664,10 @@ impl Generator {
         self.idle_ns = 0;
         self.iv = None;
         self.iv_late.clear();
+        self.rx_first_ns = None;
+        self.rx_last_ns = 0;
+        self.rx_after_send = 0;
+        self.send_done_ns = u64::MAX;
         if let (Some(iv), Some(_)) = (spec.interval, end) {
             let iv_ns = (iv.as_nanos() as u64).max(1);
             self.iv = Some((iv_ns, start + iv_ns));
@@ -640,6 +679,7 @@ impl Generator {
         }
         let stalled = self.send_phase(&mut ports, &mut streams, false, end, spec.stall_timeout);
         let tx_done = self.clock.now_ns();
+        self.send_done_ns = tx_done;
 
         // Drain.
         let tx_total: u64 = streams.iter().map(|s| s.next_seq).sum();
@@ -792,14 +832,18 @@ impl Generator {
         // batch, cleared only by a frame sent (waiting for the schedule in between does not
         // clear it, as refused slots are never offered again).
         let mut refusing_since: Option<u64> = None;
-        // The previous iteration's start and whether it had work (busy/idle accounting).
-        let mut prev: Option<(u64, bool)> = None;
+        // The previous iteration's start, whether it had work, and the time it spent in throttled
+        // transmit calls (busy/idle accounting: waiting for the path is not the generator's work,
+        // it counts as time the generator had to spare).
+        let mut prev: Option<(u64, bool, u64)> = None;
         loop {
             let now = self.clock.now_ns();
-            if let Some((t, worked)) = prev {
+            if let Some((t, worked, blocked)) = prev {
                 let d = now.saturating_sub(t);
                 if worked {
-                    self.busy_ns += d;
+                    let blocked = blocked.min(d);
+                    self.busy_ns += d - blocked;
+                    self.idle_ns += blocked;
                 } else {
                     self.idle_ns += d;
                 }
@@ -817,6 +861,7 @@ impl Generator {
             let mut stalled = false;
             let mut any_sent = false;
             let mut worked = false;
+            let mut blocked_ns = 0;
             // `ports[pi]` is re-borrowed after `self.send_batch(pi, ..)`, which an iterator would hold.
             #[allow(clippy::needless_range_loop)]
             for pi in 0..ports.len() {
@@ -830,15 +875,26 @@ impl Generator {
                     continue;
                 }
                 all_done = false;
+                let dropped_before = pacer.lateness().slots_dropped;
                 let n = pacer.due(now, TX_BATCH as u64) as usize;
+                let late = pacer.lateness().slots_dropped - dropped_before;
+                if late > 0 && ports[pi].throttled {
+                    ports[pi].late_blocked += late;
+                }
                 if n == 0 {
                     continue;
                 }
                 worked = true;
                 let si = ports[pi].streams[ports[pi].rr];
                 ports[pi].rr = (ports[pi].rr + 1) % ports[pi].streams.len();
+                let call_start = self.clock.now_ns();
                 let (built, sent) = self.send_batch(pi, &mut streams[si], n, warmup, now);
+                let call_ns = self.clock.now_ns().saturating_sub(call_start);
                 let port = &mut ports[pi];
+                port.throttled = sent < built;
+                if port.throttled {
+                    blocked_ns += call_ns;
+                }
                 // No retry: refused frames' slots are spent (module doc); frames not built (no
                 // buffer) are not sent.
                 port.refused += (built - sent) as u64;
@@ -866,7 +922,7 @@ impl Generator {
             if self.poll_rx(ports, streams) > 0 {
                 worked = true;
             }
-            prev = Some((now, worked));
+            prev = Some((now, worked, blocked_ns));
             iter = iter.wrapping_add(1);
             if iter & 63 == 0 {
                 let tx: u64 = ports.iter().map(|p| p.tx).sum();
@@ -1011,6 +1067,12 @@ impl Generator {
                             );
                         }
                         port.rx_ours += 1;
+                        // The measured phase's receive window (warm-up frames never get here).
+                        self.rx_first_ns.get_or_insert(rx_ns);
+                        self.rx_last_ns = rx_ns;
+                        if rx_ns > self.send_done_ns {
+                            self.rx_after_send += 1;
+                        }
                     }
                 }
             }
@@ -1093,6 +1155,10 @@ impl Generator {
             };
             let mut lateness = p.pacer.as_ref().map(|q| q.lateness()).unwrap_or_default();
             lateness.max_gap_ns = p.max_gap_ns;
+            lateness.slots_dropped_blocked = p.late_blocked;
+            // Late slots dropped while the path held the port's transmit ring full are the
+            // device's back-pressure; only the others are the generator's own lateness.
+            let descheduled = lateness.slots_dropped - p.late_blocked;
             let intended = if p.streams.is_empty() {
                 None
             } else {
@@ -1104,12 +1170,12 @@ impl Generator {
             if let (Some(count), false) = (intended, p.streams.is_empty()) {
                 let tol = count as f64 * spec.tolerance;
                 // RFC 2544 §26.1 offers the intended load or says it did not; each shortfall named.
-                if lateness.slots_dropped as f64 > tol {
+                if descheduled as f64 > tol {
                     reasons.push(format!(
                         "tester late: port {i} ({name}) {:.3} ms behind its schedule at worst, \
-                         {} slots dropped in {} pauses ({:.3} ms beyond the {} µs threshold)",
+                         {descheduled} slots dropped in {} pauses ({:.3} ms beyond the {} µs \
+                         threshold)",
                         lateness.max_behind_ns as f64 / 1e6,
-                        lateness.slots_dropped,
                         lateness.late_events,
                         lateness.time_behind_ns as f64 / 1e6,
                         lateness.threshold_ns / 1000,
@@ -1122,14 +1188,17 @@ impl Generator {
                          ({other} never reached: stall, end of trial or no buffer)"
                     ));
                 }
-                if p.refused as f64 > tol && spec.rate != Rate::Max {
+                let throttled = p.refused + p.late_blocked;
+                if throttled as f64 > tol && spec.rate != Rate::Max {
                     if idle_share >= BACKPRESSURE_IDLE_MIN {
                         back_pressured = true;
                     } else {
                         reasons.push(format!(
-                            "tester CPU: port {i} ({name}) refused {} frames while the generator \
-                             had no time to spare ({:.1} % of its send loop idle)",
+                            "tester CPU: port {i} ({name}) refused {} frames (and {} slots were \
+                             late behind a throttled send) while the generator had no time to \
+                             spare ({:.1} % of its send loop idle)",
                             p.refused,
+                            p.late_blocked,
                             idle_share * 100.0
                         ));
                     }
@@ -1202,6 +1271,13 @@ impl Generator {
             ports: port_reports,
             tx_seconds: (tx_done.saturating_sub(start)) as f64 / 1e9,
             drain_seconds,
+            rx_first_seconds: self
+                .rx_first_ns
+                .map_or(0.0, |f| f.saturating_sub(start) as f64 / 1e9),
+            rx_last_seconds: self
+                .rx_first_ns
+                .map_or(0.0, |_| self.rx_last_ns.saturating_sub(start) as f64 / 1e9),
+            rx_after_send: self.rx_after_send,
             intended,
             tx_refused,
             not_sent,
@@ -1243,5 +1319,198 @@ impl Generator {
                 }
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Synthetic timelines on a simulated clock: a shaping "device" that throttles its sender the
+    //! way a tc tbf shaper behind a veth throttles an AF_XDP/AF_PACKET socket (METHODOLOGY.md,
+    //! "Back-pressure"), to check the receive window and the attribution of late slots.
+
+    use super::*;
+    use std::collections::VecDeque;
+    use vecswitch_ports::loopback::{self, packet_from_bytes, LoopbackPort};
+
+    /// Simulated time shared by the generator's clock and the device: `step` ns per clock read.
+    struct SimClock {
+        t: Arc<AtomicU64>,
+        step: u64,
+    }
+
+    impl Clock for SimClock {
+        fn now_ns(&self) -> u64 {
+            self.t.fetch_add(self.step, Ordering::Relaxed)
+        }
+    }
+
+    /// Port 0 of the generator: the sender's socket budget (`cap` frames) in front of a shaper
+    /// that lets `fps` frames/s through to port 1. A full budget refuses the send; with
+    /// `block_ns` a refused send also costs the caller that much time (the kernel running the
+    /// device's path in the sender's context).
+    struct Shaper {
+        out: LoopbackPort,
+        queue: VecDeque<Vec<u8>>,
+        cap: usize,
+        fps: f64,
+        t: Arc<AtomicU64>,
+        t0: Option<u64>,
+        passed: u64,
+        block_ns: u64,
+    }
+
+    impl Shaper {
+        fn release(&mut self, pool: &mut Pool) {
+            let now = self.t.load(Ordering::Relaxed);
+            let t0 = *self.t0.get_or_insert(now);
+            let due = ((now - t0) as f64 * self.fps / 1e9) as u64;
+            while self.passed < due {
+                let Some(f) = self.queue.pop_front() else {
+                    // An idle shaper does not save up credit beyond its bucket.
+                    self.passed = due;
+                    break;
+                };
+                let h = packet_from_bytes(pool, &f).unwrap();
+                assert_eq!(self.out.tx_burst(pool, &[h]), 1);
+                pool.free(h);
+                self.passed += 1;
+            }
+        }
+    }
+
+    impl Port for Shaper {
+        fn name(&self) -> &str {
+            "shaper"
+        }
+        fn rx_burst(&mut self, pool: &mut Pool, out: &mut Vec<u32>, max: usize) -> usize {
+            self.release(pool);
+            self.out.rx_burst(pool, out, max)
+        }
+        fn tx_burst(&mut self, pool: &mut Pool, pkts: &[u32]) -> usize {
+            self.release(pool);
+            let n = pkts.len().min(self.cap - self.queue.len());
+            for &h in &pkts[..n] {
+                let mut v = Vec::new();
+                pool.copy_out(h, &mut v);
+                self.queue.push_back(v);
+            }
+            if n < pkts.len() {
+                self.t.fetch_add(self.block_ns, Ordering::Relaxed);
+            }
+            n
+        }
+        fn poll_control(&mut self) {
+            // The kick that hands the ring to the kernel: the shaper needs a pool to build
+            // frames, which it gets on the next rx/tx call (the drain polls rx every pass).
+        }
+        fn stats(&self) -> PortStats {
+            self.out.stats()
+        }
+        fn clear_stats(&mut self) {
+            self.out.clear_stats()
+        }
+        fn link(&self) -> LinkState {
+            self.out.link()
+        }
+    }
+
+    fn shaped(cap: usize, fps: f64, block_ns: u64, step: u64) -> Generator {
+        let (a, b) = loopback::pair_with_capacity("a", "b", 1 << 16).unwrap();
+        let t = Arc::new(AtomicU64::new(0));
+        let dev = Shaper {
+            out: a,
+            queue: VecDeque::new(),
+            cap,
+            fps,
+            t: Arc::clone(&t),
+            t0: None,
+            passed: 0,
+            block_ns,
+        };
+        Generator::new(vec![Box::new(dev), Box::new(b)])
+            .unwrap()
+            .with_clock(Box::new(SimClock { t, step }))
+    }
+
+    fn spec(fps: f64, ms: u64) -> TrialSpec {
+        let mut s = TrialSpec::new(
+            vec![StreamSpec::ipv4(0, 1)],
+            Rate::Pps(fps),
+            TrialLength::Duration(Duration::from_millis(ms)),
+        );
+        s.drain = Duration::from_millis(100);
+        s
+    }
+
+    #[test]
+    fn a_throttled_trial_is_received_over_a_window_longer_than_the_send_phase() {
+        // 37.5 kfps offered for 200 ms to a 25 kfps shaper behind a 256-frame budget: the budget
+        // still holds ~256 frames when the send phase ends; they cross in the next ~10 ms.
+        let mut g = shaped(256, 25_000.0, 0, 100);
+        let r = g.run_trial(&spec(37_500.0, 200)).unwrap();
+        assert!(r.back_pressured, "{:?}", r.tester_limited_reasons);
+        assert_eq!(r.rx, r.tx, "nothing lost inside the shaper");
+        assert!(r.rx_after_send >= 250, "{}", r.rx_after_send);
+        let window = r.rx_last_seconds - r.rx_first_seconds;
+        assert!(
+            window > r.tx_seconds + 0.009,
+            "{window} vs {}",
+            r.tx_seconds
+        );
+        // Over the send phase the rate reads ~5 % high (the bug of issue 7 item 1); over the
+        // receive window it is the shaper's.
+        let over_send = r.rx as f64 / r.tx_seconds;
+        let over_window = r.rx as f64 / window;
+        assert!(over_send > 26_000.0, "{over_send}");
+        assert!(
+            (over_window - 25_000.0).abs() < 25_000.0 * 0.005,
+            "{over_window}"
+        );
+    }
+
+    #[test]
+    fn a_device_at_the_offered_rate_returns_the_frames_over_the_send_phase() {
+        let mut g = shaped(256, 25_000.0, 0, 100);
+        let r = g.run_trial(&spec(20_000.0, 200)).unwrap();
+        assert!(!r.back_pressured && r.tx_refused == 0, "{r:?}");
+        assert_eq!((r.tx, r.rx), (4_000, 4_000));
+        let window = r.rx_last_seconds - r.rx_first_seconds;
+        assert!(
+            (window - r.tx_seconds).abs() < 0.001,
+            "{window} {}",
+            r.tx_seconds
+        );
+        assert!(r.rx_after_send <= 2, "{}", r.rx_after_send);
+    }
+
+    #[test]
+    fn late_slots_behind_a_blocked_send_are_back_pressure_not_descheduling() {
+        // Every refused send costs the sender 1 ms (the kernel runs the shaper's path in its
+        // context): the slots that fall due meanwhile are dropped as late, and counted as the
+        // device's back-pressure, not as the generator being descheduled.
+        let mut g = shaped(256, 25_000.0, 1_000_000, 100);
+        let r = g.run_trial(&spec(37_500.0, 200)).unwrap();
+        let l = r.lateness;
+        assert!(l.slots_dropped > 0, "{l:?}");
+        assert_eq!(l.slots_dropped_blocked, l.slots_dropped, "{l:?}");
+        assert_eq!(l.slots_dropped_descheduled(), 0);
+        assert!(
+            !r.tester_limited_reasons
+                .iter()
+                .any(|m| m.starts_with("tester late")),
+            "{:?}",
+            r.tester_limited_reasons
+        );
+        assert!(r.back_pressured, "{r:?}");
+        // Without refusals, the same late slots are the generator's own (a fast device, and a
+        // sender that is simply too slow for 1 Mfps on a clock moving 20 µs per read).
+        let mut g = shaped(1 << 15, 2e6, 1_000_000, 20_000);
+        let r = g.run_trial(&spec(1e6, 10)).unwrap();
+        let l = r.lateness;
+        assert!(l.slots_dropped > 0 && l.slots_dropped_blocked == 0, "{l:?}");
+        assert!(r
+            .tester_limited_reasons
+            .iter()
+            .any(|m| m.starts_with("tester late")));
     }
 }

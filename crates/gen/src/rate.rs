@@ -224,6 +224,11 @@ pub struct Lateness {
     pub late_events: u64,
     /// Largest gap between two consecutive transmit calls that sent frames (set by the engine).
     pub max_gap_ns: u64,
+    /// Of `slots_dropped`, those dropped right after a transmit call the path throttled (it
+    /// refused frames: ring or socket budget full): the device's back-pressure slowed the
+    /// sender, not descheduling (set by the engine; METHODOLOGY.md, "Back-pressure").
+    #[serde(default)]
+    pub slots_dropped_blocked: u64,
 }
 
 impl Lateness {
@@ -235,6 +240,14 @@ impl Lateness {
         self.slots_dropped += o.slots_dropped;
         self.late_events += o.late_events;
         self.max_gap_ns = self.max_gap_ns.max(o.max_gap_ns);
+        self.slots_dropped_blocked += o.slots_dropped_blocked;
+    }
+
+    /// Slots dropped because the sender itself was late (descheduled, preempted, too slow), not
+    /// behind a throttled send.
+    pub fn slots_dropped_descheduled(&self) -> u64 {
+        self.slots_dropped
+            .saturating_sub(self.slots_dropped_blocked)
     }
 }
 

@@ -243,12 +243,13 @@ mod tests {
         else {
             panic!("the demo starts with MLRsearch: {:?}", s.tests[0]);
         };
-        // Repeated where it matters most (64 B), once at 1518 B (time).
-        assert_eq!(*searches, 2);
+        // Repeated three times where it matters most (64 B), twice at 1518 B: a median and an
+        // interval in every headline cell.
+        assert_eq!(*searches, 3);
         assert_eq!(frame_sizes.as_deref(), Some(&[FrameSize::Bytes(64)][..]));
         assert!(matches!(
             &s.tests[1],
-            TestSpec::Mlrsearch { searches: 1, frame_sizes: Some(f), .. }
+            TestSpec::Mlrsearch { searches: 2, frame_sizes: Some(f), .. }
                 if f == &[FrameSize::Bytes(1518)]
         ));
         assert_eq!(search_max, "generator-limit");
@@ -260,22 +261,39 @@ mod tests {
                 .collect::<Vec<_>>(),
             vec![("NDR", 0.0, 0.5), ("PDR", 0.005, 0.5)]
         );
+        // The device cost of the tester-limited cells: one load every device takes, three
+        // repetitions (medians), at every device and size.
+        let dc = s.device_cost.as_ref().expect("a [device_cost] table");
+        assert_eq!(
+            (dc.loads_fps.as_slice(), dc.repetitions),
+            (&[30_000.0][..], 3)
+        );
         // A priori: every block (device × size) with 5 s of set-up and calibration, at the
-        // trial cost measured on this machine: about 10 minutes, the rest of `make demo`'s 12
-        // is the release build.
+        // trial cost measured on this machine, plus the device-cost trials (each with its 0.1 s
+        // drain). The estimator is pessimistic: the two-search demo it put at ~10 min (605 s)
+        // took 3-4.5 min including the build (2026-11-24 00:00, BENCHMARKS.md §4), 0.3-0.45 of
+        // the estimate; this one is put at ~17 min (1,014 s), so about 5-7.5 min measured —
+        // under the ~8 min the issue allows.
+        let blocks = (s.duts.len() * s.frame_sizes.len()) as f64;
+        let cost = blocks
+            * dc.loads_fps.len() as f64
+            * f64::from(dc.repetitions)
+            * (dc.trial_duration_s + 0.1);
         let secs: f64 = s
             .duts
             .iter()
             .flat_map(|d| s.frame_sizes.iter().map(move |f| (d, f)))
             .map(|(d, f)| estimate_block_secs(&s.tests, &d.name, f, 5.0))
-            .sum();
-        assert!(secs <= 600.0, "the demo would take {secs:.0} s");
+            .sum::<f64>()
+            + cost;
+        eprintln!("demo estimate: {secs:.0} s ({cost:.0} s of device cost)");
+        assert!(secs <= 1_050.0, "the demo would take {secs:.0} s");
     }
 
     #[test]
     fn demo_suite_on_a_noisy_device_reports_intervals() {
         // The demo's tests on a simulated device whose capacity varies ± 5 % per trial, behind a
-        // generator limited to 3 Mfps: two searches, their interval, latency at the median NDR.
+        // generator limited to 3 Mfps: three searches, their interval, latency at the median NDR.
         let s = demo_suite();
         let mut m = SimDut::new(
             SimModel::Noisy {
@@ -304,7 +322,8 @@ mod tests {
         // Every search lands within the noise band (± 5 %) less one goal width.
         assert!(lo >= 0.95e6 * 0.98 && hi <= 1.05e6, "[{lo}, {hi}]");
         assert!(matches!(run.records[1].outcome, Outcome::Latency(_)));
-        // What it cost, in simulated trial-seconds: two searches of NDR and PDR.
-        assert!(r.trial_seconds < 2.0 * 20.0, "{}", r.trial_seconds);
+        // What it cost, in simulated trial-seconds: three searches of NDR and PDR.
+        assert_eq!(r.repeated.as_ref().unwrap().searches, 3);
+        assert!(r.trial_seconds < 3.0 * 20.0, "{}", r.trial_seconds);
     }
 }

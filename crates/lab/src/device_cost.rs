@@ -52,6 +52,40 @@ pub struct DeviceCostRow {
     pub note: Option<String>,
 }
 
+impl DeviceCostRow {
+    /// The idle share of the device's core (1 − busy fraction), when its busy time is known.
+    pub fn idle_fraction(&self) -> Option<f64> {
+        self.busy_fraction.map(|b| (1.0 - b).max(0.0))
+    }
+
+    /// One line for the bench's progress output: device, cell, cost per packet, idle share and
+    /// the (labelled) estimate.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} {} {} at {:.0} fps: received {:.0} fps{}, {} cycles/packet, core {} busy / {} \
+             idle{}, est. capacity {} (estimate); {}",
+            self.device,
+            self.topology,
+            self.frame_size,
+            self.intended_fps,
+            self.received_fps,
+            if self.tester_limited {
+                " (tester-limited)"
+            } else {
+                ""
+            },
+            opt(self.cycles_per_packet, |v| format!("{v:.0}")),
+            opt(self.busy_fraction, |v| format!("{:.1} %", v * 100.0)),
+            opt(self.idle_fraction(), |v| format!("{:.1} %", v * 100.0)),
+            self.idle_poll_fraction
+                .map(|v| format!(", {:.1} % idle polls", v * 100.0))
+                .unwrap_or_default(),
+            opt(self.estimated_capacity_fps, |v| format!("≈ {v:.0} fps")),
+            self.method
+        )
+    }
+}
+
 /// Busy fraction above which no capacity is extrapolated: the device is at its limit.
 pub const SATURATED_BUSY_FRACTION: f64 = 0.95;
 
@@ -229,6 +263,26 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&[4.0, 1.0]), Some(2.5));
         assert_eq!(median(&[]), None);
+    }
+
+    #[test]
+    fn summary_line_carries_cost_idle_and_the_labelled_estimate() {
+        let l = row().summary();
+        assert_eq!(
+            l,
+            "vecswitch-xconnect phy2phy-memif 64 at 100000 fps: received 99990 fps, 6500 \
+             cycles/packet, core 25.0 % busy / 75.0 % idle, 50.0 % idle polls, est. capacity \
+             ≈ 399960 fps (estimate); its own busy clocks"
+        );
+        let mut r = row();
+        (r.busy_fraction, r.cycles_per_packet, r.idle_poll_fraction) = (None, None, None);
+        r.estimated_capacity_fps = None;
+        r.tester_limited = true;
+        let l = r.summary();
+        assert!(
+            l.contains("(tester-limited), — cycles/packet, core — busy / — idle, est. capacity —"),
+            "{l}"
+        );
     }
 
     #[test]

@@ -362,6 +362,12 @@ pub struct TrialResult {
     /// late"), when the measurer knows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lateness: Option<Lateness>,
+    /// The receive window: first to last frame received, when the measurer knows it. A device
+    /// that back-pressured the tester returns the frames the tester's ring held over a window
+    /// longer than the trial; the forwarding rate is taken over it ([`received_fps`]
+    /// (Self::received_fps); METHODOLOGY.md, "Back-pressure").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_window: Option<Duration>,
 }
 
 impl TrialResult {
@@ -389,6 +395,7 @@ impl TrialResult {
             limit: TrialLimit::None,
             limit_reasons: Vec::new(),
             lateness: None,
+            rx_window: None,
         }
     }
 
@@ -427,6 +434,24 @@ impl TrialResult {
         matches!(self.limit, TrialLimit::BackPressure { .. })
     }
 
+    /// The share of the intended load a back-pressured device did not forward at that load:
+    /// `1 − received_fps / intended fps` (0 when not back-pressured). A device that flow-controls
+    /// its sender may lose no frame at all — the tester's ring holds the excess, which crosses
+    /// after the send phase — yet it did not forward the load; a hardware tester's flow-controlled
+    /// port would not have sent it either.
+    pub fn throttle_ratio(&self) -> f64 {
+        if !self.back_pressured() || self.intended_load.fps <= 0.0 {
+            return 0.0;
+        }
+        (1.0 - self.received_fps() / self.intended_load.fps).max(0.0)
+    }
+
+    /// What the procedures judge a trial by: the larger of its loss ratio and its
+    /// [`throttle_ratio`](Self::throttle_ratio).
+    pub fn shortfall_ratio(&self) -> f64 {
+        self.loss_ratio().max(self.throttle_ratio())
+    }
+
     /// Frames offered but not received (duplicates beyond offered count as zero loss).
     pub fn lost_frames(&self) -> u64 {
         self.offered_frames.saturating_sub(self.received_frames)
@@ -451,15 +476,24 @@ impl TrialResult {
         rate(self.offered_frames, self.intended_duration)
     }
 
-    /// The rate the DUT forwarded back, frames/s over the intended duration.
+    /// The rate the DUT forwarded back: frames/s over the intended duration, or over the
+    /// receive window when that was longer (frames a back-pressuring device let through after
+    /// the send phase are not divided by the send phase: issue 7, the known-answer test read
+    /// +2.2 % that way). A window shorter than the trial (a device that stopped forwarding) never
+    /// raises the rate.
     pub fn received_fps(&self) -> f64 {
-        rate(self.received_frames, self.intended_duration)
+        let d = self
+            .rx_window
+            .map_or(self.intended_duration, |w| w.max(self.intended_duration));
+        rate(self.received_frames, d)
     }
 
-    /// Passes a loss tolerance given as a ratio (0.00001 = 0.001 %). A tester-limited trial
-    /// never passes or fails: callers must check [`tester_limited`](Self::tester_limited) first.
+    /// Passes a loss tolerance given as a ratio (0.00001 = 0.001 %): the
+    /// [`shortfall_ratio`](Self::shortfall_ratio) — loss, or a back-pressured device's rate
+    /// shortfall — is at most the tolerance. A tester-limited trial never passes or fails:
+    /// callers must check [`tester_limited`](Self::tester_limited) first.
     pub fn within(&self, loss_tolerance_ratio: f64) -> bool {
-        self.loss_ratio() <= loss_tolerance_ratio
+        self.shortfall_ratio() <= loss_tolerance_ratio
     }
 }
 
@@ -731,5 +765,65 @@ mod tests {
         o.remove("limit");
         let back: TrialResult = serde_json::from_value(v).unwrap();
         assert_eq!((back.accounting, back.limit), (None, TrialLimit::None));
+    }
+
+    #[test]
+    fn the_forwarding_rate_is_taken_over_the_receive_window() {
+        // The known-answer timeline (issue 7 item 1): 3 s at 37.5 kfps through a 25 kfps
+        // shaper; 76,640 frames came back, the last 1,640 of them drained from the tester's
+        // transmit ring over the 65.6 ms after the send phase.
+        let d = Duration::from_secs(3);
+        let acc = FrameAccounting::split(112_500, 0, 76_640, 35_860, None, None, Some(0), 76_640);
+        let bp = TrialLimit::BackPressure {
+            achieved_fps: 25_000.0,
+            refused: 35_860,
+        };
+        let mut t = TrialResult::accounted(Load::fps(37_500.0), d, acc, bp, 0.01, d);
+        // Over the send phase: +2.2 %, the figure that failed the test.
+        assert_eq!(t.received_fps().round(), 25_547.0);
+        t.rx_window = Some(Duration::from_secs_f64(3.0656));
+        assert!(
+            (t.received_fps() - 25_000.0).abs() < 1.0,
+            "{}",
+            t.received_fps()
+        );
+        // A window shorter than the trial (a device that stopped forwarding half-way) does not
+        // raise the rate: 1,000 frames in 1 s of which 0.5 s carried them is 1,000 fps.
+        let mut u = TrialResult::new(Load::fps(2_000.0), Duration::from_secs(1), 2_000, 1_000, d);
+        u.rx_window = Some(Duration::from_millis(500));
+        assert_eq!(u.received_fps(), 1_000.0);
+        // Results written before the window existed still parse.
+        let mut v = serde_json::to_value(&t).unwrap();
+        v.as_object_mut().unwrap().remove("rx_window");
+        let back: TrialResult = serde_json::from_value(v).unwrap();
+        assert_eq!(back.rx_window, None);
+    }
+
+    #[test]
+    fn a_back_pressured_trial_without_loss_fails_by_its_rate_shortfall() {
+        // 25,400 fps intended for 4 s through a 25 kfps flow-controlled path: the tester's ring
+        // absorbed the 1,600-frame excess, nothing was lost, the frames took 4.064 s to cross.
+        let d = Duration::from_secs(4);
+        let acc = FrameAccounting::split(101_600, 0, 101_600, 0, None, None, Some(0), 101_600);
+        let bp = TrialLimit::BackPressure {
+            achieved_fps: 25_000.0,
+            refused: 0,
+        };
+        let mut t = TrialResult::accounted(Load::fps(25_400.0), d, acc.clone(), bp, 0.001, d);
+        t.rx_window = Some(Duration::from_secs_f64(4.064));
+        assert_eq!(t.lost_frames(), 0);
+        assert!(
+            (t.throttle_ratio() - 0.4 / 25.4).abs() < 1e-6,
+            "{}",
+            t.throttle_ratio()
+        );
+        assert!(!t.within(0.0) && !t.within(0.01) && t.within(0.02));
+        assert_eq!(t.shortfall_ratio(), t.throttle_ratio());
+        // The same counts and window without back-pressure (a device whose frames took that
+        // long for another reason) are judged by their loss alone.
+        let mut n = TrialResult::accounted(Load::fps(25_400.0), d, acc, TrialLimit::None, 0.001, d);
+        n.rx_window = t.rx_window;
+        assert_eq!(n.throttle_ratio(), 0.0);
+        assert!(n.within(0.0));
     }
 }

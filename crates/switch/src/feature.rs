@@ -9,11 +9,15 @@
 //!
 //! Adding a feature is: a new folder, one line in `lib.rs` (`pub mod`), one line in [`FEATURES`],
 //! and — if it keeps state the nodes read — one field in [`crate::state::SwitchState`]. A feature
-//! with timers (LACP) implements [`Feature::timers`], which the worker runs after every poll.
+//! with timers (LACP) implements [`Feature::timers`], which the worker runs after every poll; one
+//! with `show` commands returns them from [`Feature::shows`] (they reach `vecswitch ctl` with no
+//! change in `crates/control`). A config section and its `ctl` verbs are a [`crate::ctl::Section`]
+//! in the folder, bound to the config with one line in `crates/control/src/sections.rs`.
 //! See docs/ARCHITECTURE.md for a worked example.
 
 use vecswitch_graph::{Graph, GraphError};
 
+use crate::ctl::Show;
 use crate::runtime::Switch;
 use crate::state::SwitchState;
 
@@ -55,6 +59,10 @@ pub trait Feature: Sync {
     /// (`Switch::now_ns`). A feature with timers keeps its own next-due time and returns at once
     /// when nothing is due; the default has none.
     fn timers(&self, _switch: &mut Switch) {}
+    /// The feature's `show` commands (`show bond`), each with its renderer; see [`crate::ctl`].
+    fn shows(&self) -> &'static [Show] {
+        &[]
+    }
 }
 
 impl Switch {

@@ -17,6 +17,8 @@
 //!     adding a feature).
 //!   - [`bond`]: link aggregation — bonds over ports, `bond-input`, `bond-output`, LACP.
 //!   - [`vlan`]: VLAN sub-interfaces (`vlan-input`, `vlan-output`, tag rewrite, VPP's matching).
+//! - [`ctl`]: what a feature registers for the control plane — its `show`s, its config section
+//!   and the `ctl` verbs that edit it — and the switch's own shows.
 //! - [`state`]: [`SwitchState`] — ports, interfaces, bridges, MAC table, receive/transmit
 //!   bookkeeping.
 //! - [`capture`]: pcap capture of what a port receives and is sent ([`Switch::capture`]).
@@ -26,6 +28,7 @@
 
 pub mod bond;
 pub mod capture;
+pub mod ctl;
 pub mod error;
 pub mod feature;
 pub mod interface;

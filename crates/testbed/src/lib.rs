@@ -5,7 +5,9 @@
 //!   CPU pinning), [`RunDir`] (one directory per run, named by a [`RunId`]), [`cleanup_stale`]
 //!   (leftovers of crashed runs) and the Ctrl-C path in [`signal`].
 //! - [`Topology`]: `phy2phy-memif`, `phy2phy-veth`, `pvp-memif`, `pvp-veth`, `pvvp-*`, and the VM
-//!   topologies `pvp-vm`, `pvvp-vm`, `v2v-vm` (QEMU guests on vhost-user, [`vm`]). [`Testbed::build`]
+//!   topologies `pvp-vm`, `pvvp-vm`, `v2v-vm` (QEMU guests on vhost-user, [`vm`]), and
+//!   `chain-memif:A+B+…`, N VNFs of mixed kinds (testpmd, vecswitch, kernel bridge or router in
+//!   a namespace of its own, [`chain`]). [`Testbed::build`]
 //!   creates the namespaces, links and socket paths and describes them as a [`Wiring`] — which
 //!   ports the generator holds, which the DUT must hold and which DUT ports it must connect;
 //!   [`Testbed::start`] sets a [`Dut`] up on it and starts the VNF of PVP; [`Testbed::placement`]
@@ -26,11 +28,13 @@
 #![forbid(unsafe_code)]
 
 pub mod calibrate;
+pub mod chain;
 pub mod cmd;
 pub mod devcost;
 pub mod dut;
 mod error;
 pub mod gen_ports;
+pub mod l7;
 pub mod measurer;
 pub mod netns;
 pub mod placement;

@@ -9,7 +9,7 @@
 //! |---|---|
 //! | `accounting.intended` | the lab's `load × duration` |
 //! | `accounting.sent` | `tx` (frames the generator's ports took in the measured phase) |
-//! | `accounting.refused_at_send` | `tx_refused` when the refusal is the device's: on memif always (the generator's transmit ring is the device's receive ring: a NIC would drop them), on veth when the generator was `back_pressured` (refused while it had CPU to spare); otherwise 0 and the refusals are `not_sent` (the tester's own limit) |
+//! | `accounting.refused_at_send` | `tx_refused` when the refusal is the device's: on memif always (the generator's transmit ring is the device's receive ring: a NIC would drop them), on veth when the generator was `back_pressured` (refused while it had CPU to spare); otherwise 0 and the refusals are `not_sent` (the tester's own limit). In a back-pressured trial, + the late slots dropped behind a throttled send (`lateness.slots_dropped_blocked`): the device's flow control held the sender |
 //! | `accounting.not_sent` | intended − sent − `refused_at_send` (late slots dropped, stall, the tester's refusals) |
 //! | `accounting.refused_by_device` | `refused_at_send` + device `rx_dropped` |
 //! | `accounting.lost_in_device` | device `internal_dropped`, + device `tx_dropped` on veth (its transmit failed inside it) |
@@ -17,7 +17,8 @@
 //! | `accounting.received`, `received_frames` | Σ streams' `rx_unique` (duplicates do not hide loss) |
 //! | `offered_frames` | `sent + refused_at_send` |
 //! | `lateness` | the report's `lateness` (worst lateness, time behind, slots dropped, largest gap) |
-//! | `limit` | first that applies: `TesterRx` when the tester's receive side explains some of the loss; `TesterLate` when late slots dropped > tolerance × intended (before back-pressure: a descheduled generator leaves a backlog in its AF_PACKET ring, which the kernel only moves when the generator kicks it, so the refusals that follow are not the device's); `BackPressure` when the generator was back-pressured on veth with refusals > tolerance × intended; `TesterCpu` when the generator says tester-limited otherwise or offered < intended × (1 − tolerance); else `None` |
+//! | `limit` | first that applies: `TesterRx` when the tester's receive side explains some of the loss; `TesterLate` when the late slots dropped while the generator was descheduled (`slots_dropped − slots_dropped_blocked`) > tolerance × intended (before back-pressure: a descheduled generator leaves a backlog in its AF_PACKET ring, which the kernel only moves when the generator kicks it, so the refusals that follow are not the device's); `BackPressure` on a kernel port (not memif) when the generator was back-pressured with refusals + late slots behind throttled sends > tolerance × intended, or when the receive window outlasted the send phase by more than max(tolerance × send phase, 2 ms) with more than max(tolerance × intended, 32) frames received after the send phase while the generator had CPU to spare (≥ 10 % idle; the tester's ring held what the device did not take; achieved rate = received ÷ receive window); `TesterCpu` when the generator says tester-limited otherwise or offered < intended × (1 − tolerance); else `None` |
+//! | `rx_window` | `rx_last_seconds − rx_first_seconds` (first to last frame received): [`TrialResult::received_fps`] divides by it when it is longer than the trial |
 //! | `tester_limited` | `limit` is a tester-side limit (never for back-pressure) or offered < intended × (1 − tolerance) |
 //! | `latency` | the streams' latency combined with [`LatencyStats::combine`] (merged histograms) |
 //! | `actual_duration` | `tx_seconds + drain_seconds` |
@@ -164,7 +165,40 @@ pub fn trial_result_counted(
     let intended = load.frames_in(duration.as_secs_f64());
     let memif = j.backpressure_is_dut;
     let refusal_is_device = memif || r.back_pressured;
-    let refused_at_send = if refusal_is_device { r.tx_refused } else { 0 };
+    let tol = intended as f64 * j.tolerance;
+    // Late slots dropped behind a throttled send (the path refused the previous
+    // call) are the device's back-pressure, not the generator being descheduled.
+    let late_blocked = r
+        .lateness
+        .slots_dropped_blocked
+        .min(r.lateness.slots_dropped);
+    let late_descheduled = r.lateness.slots_dropped - late_blocked;
+    let late = late_descheduled as f64 > tol;
+    // The receive window (first to last frame received) and the send phase: on a kernel port the
+    // generator's transmit ring and socket hold what a flow-controlling path did not take yet;
+    // those frames cross after the send phase and stretch the window. A stretch beyond the
+    // tolerance (at least 2 ms) carried by more than the tolerance's share of the frames is
+    // back-pressure even when nothing was refused (a steady latency shifts both ends of the
+    // window and stretches nothing; a generator descheduled in the drain stretches it with
+    // the few frames in flight only).
+    let window = (r.rx_last_seconds - r.rx_first_seconds).max(0.0);
+    let stretch = window - r.tx_seconds;
+    // The generator must have had CPU to spare: a generator that could not keep up receives late
+    // (its own receive ring lags and the drain catches up), which stretches the window too and
+    // is never the device's.
+    let stretched = !memif
+        && r.idle_fraction() >= vecswitch_gen::engine::BACKPRESSURE_IDLE_MIN
+        && r.tx_seconds > 0.0
+        && stretch > (r.tx_seconds * j.tolerance).max(0.002)
+        && r.rx_after_send as f64 > tol.max(32.0);
+    let back_pressure =
+        !memif && ((r.back_pressured && (r.tx_refused + late_blocked) as f64 > tol) || stretched);
+    let refused_at_send = if refusal_is_device { r.tx_refused } else { 0 }
+        + if back_pressure && !late {
+            late_blocked
+        } else {
+            0
+        };
     let not_sent = intended.saturating_sub(r.tx + refused_at_send);
     let dev_tx_dropped = dev.and_then(|d| d.tx_dropped);
     let gen_rx_dropped: u64 = r.ports.iter().map(|p| p.port_stats.rx_dropped).sum();
@@ -193,15 +227,13 @@ pub fn trial_result_counted(
         dropped_at_tester_rx,
         received,
     );
-    let tol = intended as f64 * j.tolerance;
     let short = (acc.offered() as f64) < intended as f64 * (1.0 - j.tolerance);
     let mut reasons = r.tester_limited_reasons.clone();
     // Lateness beyond the tolerance decides before back-pressure: on veth the kernel moves the
     // AF_PACKET ring's frames toward the device only when the generator kicks it, so a
     // descheduled generator leaves a backlog in its ring (refusals follow) and the device idles
     // meanwhile — neither the refusals nor the rate that came through are the device's then.
-    let late = r.lateness.slots_dropped as f64 > tol;
-    let back_pressure = r.back_pressured && !memif && r.tx_refused as f64 > tol;
+    // Only the late slots dropped while the generator was descheduled count here.
     let limit = if acc.dropped_at_tester_rx.unwrap_or(0) > 0 {
         let dropped = acc.dropped_at_tester_rx.unwrap_or(0);
         reasons.push(format!(
@@ -211,16 +243,22 @@ pub fn trial_result_counted(
     } else if late {
         TrialLimit::TesterLate {
             behind_ms: r.lateness.max_behind_ns as f64 / 1e6,
-            slots_dropped: r.lateness.slots_dropped,
+            slots_dropped: late_descheduled,
         }
     } else if back_pressure {
+        // The device's rate: what came back over the receive window (or the trial, if longer).
         let l = TrialLimit::BackPressure {
-            achieved_fps: r.tx as f64 / duration.as_secs_f64().max(1e-9),
-            refused: r.tx_refused,
+            achieved_fps: received as f64 / window.max(duration.as_secs_f64()).max(1e-9),
+            refused: r.tx_refused + late_blocked,
         };
         reasons.push(format!(
-            "{l} while the generator was {:.0} % idle",
-            r.idle_fraction() * 100.0
+            "{l} while the generator was {:.0} % idle; {late_blocked} of the refused were \
+             schedule slots that fell due while a send was throttled; the frames crossed over \
+             {:.1} ms, {:.1} ms beyond the send phase ({} after it)",
+            r.idle_fraction() * 100.0,
+            window * 1e3,
+            stretch * 1e3,
+            r.rx_after_send
         ));
         l
     } else if r.tester_limited || short {
@@ -242,6 +280,9 @@ pub fn trial_result_counted(
     let mut t = TrialResult::accounted(load, duration, acc, limit, j.tolerance, actual);
     t.limit_reasons = reasons;
     t.lateness = Some(r.lateness);
+    if window > 0.0 {
+        t.rx_window = Some(Duration::from_secs_f64(window));
+    }
     let lat: Vec<LatencyStats> = r
         .streams
         .iter()
@@ -557,6 +598,13 @@ fn interval_report(r: &TrialReport, i: usize, interval: Duration, last: bool) ->
     x.tx_refused = iv.streams.iter().map(|s| s.tx_refused).sum();
     x.lost = x.tx.saturating_sub(x.rx);
     x.lateness.slots_dropped = iv.slots_dropped;
+    // Which of an interval's late slots fell behind a throttled send is not recorded per
+    // interval: all of them count as the generator's own lateness (inconclusive, never the
+    // device's loss). The receive window is the trial's, not the interval's: none.
+    x.lateness.slots_dropped_blocked = 0;
+    x.rx_first_seconds = 0.0;
+    x.rx_last_seconds = 0.0;
+    x.rx_after_send = 0;
     x.tx_seconds = interval.as_secs_f64();
     if !last {
         x.drain_seconds = 0.0;
@@ -721,6 +769,117 @@ mod tests {
         let t = trial_result(load, d, &r);
         assert!(t.back_pressured() && !t.tester_limited, "{t:?}");
         assert!(!t.within(0.0));
+    }
+
+    /// The known-answer timeline scaled to 0.1 s (issue 7 item 1): 3,750 intended (37.5 kfps)
+    /// through a 25 kfps shaper on veth; the generator's ring held 164 frames at the end of the
+    /// send phase, which crossed over the next 6.56 ms.
+    fn shaped_report() -> (Load, Duration, TrialReport) {
+        let (_, d, mut r) = report_1000();
+        let load = Load::fps(37_500.0);
+        (r.tx, r.tx_refused, r.not_sent) = (2_664, 1_036, 50);
+        r.streams[0].rx.rx_unique = 2_664;
+        r.back_pressured = true;
+        r.tx_seconds = 0.1;
+        (r.rx_first_seconds, r.rx_last_seconds, r.rx_after_send) = (0.000_05, 0.106_61, 164);
+        r.lateness.slots_dropped = 50;
+        r.lateness.slots_dropped_blocked = 50;
+        (load, d, r)
+    }
+
+    #[test]
+    fn a_back_pressured_trial_is_rated_over_its_receive_window() {
+        let (load, d, r) = shaped_report();
+        let t = trial_result(load, d, &r);
+        assert!(t.back_pressured() && !t.tester_limited, "{t:?}");
+        // Over the send phase the shaper would read 26,640 fps (+6.6 %); over the window 25,000.
+        assert!(
+            (t.received_fps() - 25_000.0).abs() < 25.0,
+            "{}",
+            t.received_fps()
+        );
+        match t.limit {
+            TrialLimit::BackPressure {
+                achieved_fps,
+                refused,
+            } => {
+                assert!((achieved_fps - 25_000.0).abs() < 25.0, "{achieved_fps}");
+                assert_eq!(refused, 1_086);
+            }
+            ref l => panic!("{l:?}"),
+        }
+        // The 50 late slots fell due while the sends were throttled: refused by the device's
+        // flow control, not "tester late", not "not sent".
+        let a = t.accounting.clone().unwrap();
+        assert_eq!(
+            (a.refused_at_send, a.not_sent, a.unexplained),
+            (1_086, 0, 0)
+        );
+        assert!(!t.within(0.0));
+        assert!(
+            t.limit_reasons.iter().any(|m| m.contains("throttled")),
+            "{:?}",
+            t.limit_reasons
+        );
+    }
+
+    #[test]
+    fn late_slots_of_a_descheduled_generator_stay_tester_late() {
+        // The same trial, but the 50 late slots came after sends the path took in full: the
+        // generator was descheduled, its backlog caused the refusals — inconclusive.
+        let (load, d, mut r) = shaped_report();
+        r.lateness.slots_dropped_blocked = 0;
+        r.lateness.max_behind_ns = 4_000_000;
+        let t = trial_result(load, d, &r);
+        assert_eq!(
+            t.limit,
+            TrialLimit::TesterLate {
+                behind_ms: 4.0,
+                slots_dropped: 50
+            }
+        );
+        assert!(t.tester_limited);
+        assert_eq!(t.accounting.unwrap().not_sent, 50);
+    }
+
+    #[test]
+    fn a_stretched_receive_window_without_refusals_is_back_pressure() {
+        // 10,160 intended at 10.16 kfps for 1 s; nothing refused, nothing lost, but 160 frames
+        // crossed after the send phase (the tester's ring held them) and the window is 1.016 s:
+        // the device forwarded 10,000 fps. The load fails by its rate shortfall.
+        let (_, _, mut r) = report_1000();
+        let (load, d) = (Load::fps(10_160.0), Duration::from_secs(1));
+        (r.tx, r.tx_refused, r.streams[0].rx.rx_unique) = (10_160, 0, 10_160);
+        r.tx_seconds = 1.0;
+        (r.busy_seconds, r.idle_seconds) = (0.5, 0.5);
+        (r.rx_first_seconds, r.rx_last_seconds, r.rx_after_send) = (0.000_1, 1.016_1, 160);
+        let t = trial_result(load, d, &r);
+        assert!(t.back_pressured() && !t.tester_limited, "{t:?}");
+        assert_eq!(t.lost_frames(), 0);
+        assert!(
+            (t.received_fps() - 10_000.0).abs() < 1.0,
+            "{}",
+            t.received_fps()
+        );
+        assert!(!t.within(0.0) && !t.within(0.01) && t.within(0.02));
+        // A generator with no CPU to spare receives late itself (its receive ring lags, the
+        // drain catches up): the same window is not the device's back-pressure.
+        (r.busy_seconds, r.idle_seconds) = (0.98, 0.02);
+        let t = trial_result(load, d, &r);
+        assert_eq!(t.limit, TrialLimit::None, "{t:?}");
+        (r.busy_seconds, r.idle_seconds) = (0.5, 0.5);
+        // A generator descheduled for 10 ms in the drain stretches the window with the few
+        // frames in flight only: not back-pressure, the load passes.
+        (r.rx_last_seconds, r.rx_after_send) = (1.010, 3);
+        let t = trial_result(load, d, &r);
+        assert_eq!(t.limit, TrialLimit::None, "{t:?}");
+        assert!(t.within(0.0));
+        // On memif the generator's ring is the device's receive ring: frames it takes late are
+        // the device's latency (a NIC's deep ring), never the tester's back-pressure.
+        (r.rx_last_seconds, r.rx_after_send) = (1.016_1, 160);
+        let t = trial_result_with(load, d, &r, memif());
+        assert_eq!(t.limit, TrialLimit::None, "{t:?}");
+        assert!(t.within(0.0));
     }
 
     #[test]

@@ -75,6 +75,13 @@ pub enum VnfKind {
     /// `dpdk-testpmd --forward-mode=macswap` with two `net_virtio_user` ports (the vhost-user
     /// frontend without a VM) on the DUT's vhost-user servers: the VNF of the speed figure.
     TestpmdVirtio,
+    /// `dpdk-testpmd --forward-mode=io` on two memif clients (chains, [`crate::chain`]).
+    TestpmdIo,
+    /// A Linux bridge in a namespace of its own, attached by veth ([`crate::chain`]).
+    KernelBridge,
+    /// The kernel's IP forwarding in a namespace of its own, attached by veth, between
+    /// [`crate::chain::ROUTER_LEFT`] and [`crate::chain::ROUTER_RIGHT`] ([`crate::chain`]).
+    KernelRouter,
 }
 
 impl VnfKind {
@@ -84,6 +91,9 @@ impl VnfKind {
             VnfKind::VecswitchXconnect { .. } => "vecswitch-xconnect",
             VnfKind::Vm { .. } => "vm",
             VnfKind::TestpmdVirtio => "testpmd-virtio-macswap",
+            VnfKind::TestpmdIo => "testpmd-io",
+            VnfKind::KernelBridge => "kernel-bridge",
+            VnfKind::KernelRouter => "kernel-router",
         }
     }
 
@@ -117,6 +127,12 @@ pub enum Topology {
     Pvvp {
         link: Link,
         vnf: VnfKind,
+    },
+    /// VNFs of mixed kinds in series: generator → DUT → VNF 0 → DUT → … → VNF N-1 → DUT →
+    /// generator ([`crate::chain`]; build it with [`Topology::new_chain`]).
+    Chain {
+        link: Link,
+        vnfs: Vec<VnfKind>,
     },
     /// VM to VM through the DUT: the generator on each guest's other NIC (vhost-user).
     V2v,
@@ -255,7 +271,8 @@ impl Topology {
         match self {
             Topology::Phy2Phy { link }
             | Topology::Pvp { link, .. }
-            | Topology::Pvvp { link, .. } => *link,
+            | Topology::Pvvp { link, .. }
+            | Topology::Chain { link, .. } => *link,
             Topology::V2v => Link::Memif,
             Topology::External { ports } => match ports.first() {
                 Some(ExternalPort::Memif { .. }) => Link::Memif,
@@ -287,6 +304,23 @@ impl Topology {
         }
     }
 
+    /// A chain of `vnfs` on `link`, checked ([`crate::chain::validate`]).
+    pub fn new_chain(link: Link, vnfs: Vec<VnfKind>) -> Result<Topology> {
+        crate::chain::validate(&vnfs)?;
+        Ok(Topology::Chain { link, vnfs })
+    }
+
+    /// The VNFs between the DUT's ports in chain order, one entry per VNF (PVP one, PVVP two of
+    /// one kind, a chain its list); empty for topologies without VNFs behind the DUT (`v2v-vm`'s
+    /// guests sit outside it).
+    pub fn chain(&self) -> Vec<VnfKind> {
+        match self {
+            Topology::Chain { vnfs, .. } => vnfs.clone(),
+            Topology::V2v => Vec::new(),
+            _ => self.vnfs().map(|(k, n)| vec![k; n]).unwrap_or_default(),
+        }
+    }
+
     /// Whether the topology runs QEMU guests (emulated under TCG here).
     pub fn has_vms(&self) -> bool {
         self.vnfs().is_some_and(|(k, _)| k.is_vm())
@@ -311,6 +345,14 @@ impl fmt::Display for Topology {
             Topology::Pvp { link, .. } => ("pvp", link),
             Topology::Pvvp { link, .. } => ("pvvp", link),
             Topology::V2v => return write!(f, "v2v-vm"),
+            Topology::Chain { link, vnfs } => {
+                let l = match link {
+                    Link::Memif => "memif",
+                    Link::Veth => "veth",
+                };
+                let v: Vec<&str> = vnfs.iter().map(VnfKind::name).collect();
+                return write!(f, "chain-{l}:{}", v.join("+"));
+            }
             Topology::External { .. } => return write!(f, "external"),
         };
         let l = match link {
@@ -322,12 +364,15 @@ impl fmt::Display for Topology {
 }
 
 /// Names accepted by [`Topology::from_str`] (and `external`, built by [`Topology::external`]).
-pub const TOPOLOGY_NAMES: &str = "phy2phy-memif, phy2phy-veth, pvp-memif, pvp-veth, pvvp-memif, pvvp-veth, pvp-vm, pvp-vm-veth, pvvp-vm, pvvp-vm-veth, v2v-vm, pvp-virtio, external";
+pub const TOPOLOGY_NAMES: &str = "phy2phy-memif, phy2phy-veth, pvp-memif, pvp-veth, pvvp-memif, pvvp-veth, pvp-vm, pvp-vm-veth, pvvp-vm, pvvp-vm-veth, v2v-vm, pvp-virtio, chain-memif:VNF+VNF+... (or chain-veth:...; VNFs: testpmd-macswap, testpmd-io, vecswitch, kernel-bridge, kernel-router), external";
 
 impl FromStr for Topology {
     type Err = Error;
     /// Parses `phy2phy-memif` etc.; PVP gets the testpmd macswap VNF (set `vnf` to change it).
     fn from_str(s: &str) -> Result<Topology> {
+        if let Some(chain) = crate::chain::parse_chain(s) {
+            return chain;
+        }
         let t = match s {
             "phy2phy-memif" => Topology::Phy2Phy { link: Link::Memif },
             "phy2phy-veth" => Topology::Phy2Phy { link: Link::Veth },
@@ -557,6 +602,8 @@ pub struct Testbed {
     // trials) and the bench loop (scale reconfiguration) at the same time.
     vnf: Mutex<Vec<Vnf>>,
     dut: Mutex<Option<Box<dyn Dut>>>,
+    /// Namespaces of the chain's kernel VNFs ([`crate::chain`]).
+    vnf_ns: Vec<Netns>,
     wiring: Wiring,
     dut_ns: Netns,
     gen_ns: Option<Netns>,
@@ -670,6 +717,8 @@ impl Testbed {
             vec![(0, 1)]
         };
         let mut vnf_ports = Vec::new();
+        let mut vnf_ns = Vec::new();
+        let chain = topology.chain();
         match topology.vnfs() {
             Some((_, _)) if matches!(topology, Topology::V2v) => {
                 // Guest A: gen0 outside, vm0 toward the switch; guest B: vm1, then gen1.
@@ -680,33 +729,47 @@ impl Testbed {
                     vnf_ports.push(end.peer(&format!("v{i}")));
                 }
             }
-            Some((vnf, n)) => {
-                // phy0 → vnf0 | VNF 0 | vnf1 → vnf2 | VNF 1 | vnf3 → phy1 (PVP: n = 1).
+            _ if !chain.is_empty() => {
+                // phy0 → vnf0 | VNF 0 | vnf1 → vnf2 | VNF 1 | vnf3 → phy1 (PVP: n = 1; a
+                // chain of any kinds, crate::chain).
+                let n = chain.len();
                 pairs = vec![(0, 2)];
                 for k in 1..n {
                     pairs.push((2 * k + 1, 2 * k + 2));
                 }
                 pairs.push((2 * n + 1, 1));
-                for i in 0..2 * n {
-                    let name = format!("vnf{i}");
-                    let dut_end = match vnf.vhost_role() {
-                        Some(role) => PortEnd::VhostUser {
-                            socket: run_dir.file(&format!("{name}.sock")),
-                            name,
-                            role,
-                        },
-                        None => PortEnd::Memif {
-                            socket: run_dir.file(&format!("{name}.sock")),
-                            name,
-                            id: 0,
-                            role: MemifRole::Server,
-                        },
-                    };
-                    vnf_ports.push(dut_end.peer(&format!("v{i}")));
-                    dut_ports.push(dut_end);
+                for (k, vnf) in chain.iter().enumerate() {
+                    if crate::chain::is_kernel(vnf) {
+                        let (ns, ends) =
+                            crate::chain::build_kernel_links(&id, k, vnf, &dut_ns, cores)?;
+                        for (d, v) in ends {
+                            dut_ports.push(d);
+                            vnf_ports.push(v);
+                        }
+                        vnf_ns.push(ns);
+                        continue;
+                    }
+                    for i in [2 * k, 2 * k + 1] {
+                        let name = format!("vnf{i}");
+                        let dut_end = match vnf.vhost_role() {
+                            Some(role) => PortEnd::VhostUser {
+                                socket: run_dir.file(&format!("{name}.sock")),
+                                name,
+                                role,
+                            },
+                            None => PortEnd::Memif {
+                                socket: run_dir.file(&format!("{name}.sock")),
+                                name,
+                                id: 0,
+                                role: MemifRole::Server,
+                            },
+                        };
+                        vnf_ports.push(dut_end.peer(&format!("v{i}")));
+                        dut_ports.push(dut_end);
+                    }
                 }
             }
-            None => {}
+            _ => {}
         }
         let wiring = Wiring {
             topology,
@@ -723,6 +786,7 @@ impl Testbed {
         Ok(Testbed {
             vnf: Mutex::new(Vec::new()),
             dut: Mutex::new(None),
+            vnf_ns,
             wiring,
             dut_ns,
             gen_ns,
@@ -741,6 +805,31 @@ impl Testbed {
     /// Keeps the run directory (logs, configs) after the testbed is dropped.
     pub fn keep_run_dir(&mut self) {
         self.run_dir.keep();
+    }
+
+    /// Moves generator port `i` (a veth end) into namespace `to`, up, before [`Testbed::start`]:
+    /// the L7 driver's server sits in a namespace of its own ([`crate::l7`]). `to` must live as
+    /// long as the testbed uses the port.
+    pub fn move_gen_port(&mut self, i: usize, to: &Netns) -> Result<()> {
+        let Some(PortEnd::Veth { netns, ifname, .. }) = self.wiring.gen_ports.get_mut(i) else {
+            return Err(Error::Invalid {
+                field: "generator port",
+                value: i.to_string(),
+                expected: "the index of a veth generator port (a *-veth topology)".into(),
+            });
+        };
+        crate::cmd::run(
+            "ip",
+            &["-n", netns, "link", "set", ifname, "netns", to.name()],
+        )?;
+        to.link_up(ifname)?;
+        *netns = to.name().to_string();
+        Ok(())
+    }
+
+    /// The namespaces of the chain's kernel VNFs, in chain order of the kernel VNFs.
+    pub fn vnf_netns(&self) -> &[Netns] {
+        &self.vnf_ns
     }
 
     pub fn dut_netns(&self) -> &Netns {
@@ -763,7 +852,7 @@ impl Testbed {
             .iter()
             .filter_map(|v| match v {
                 Vnf::Vm(vm) => Some(vm.tail(40)),
-                Vnf::Process(_) => None,
+                Vnf::Process(_) | Vnf::Kernel(_) => None,
             })
             .collect::<Vec<_>>()
             .join("\n")
@@ -834,11 +923,8 @@ impl Testbed {
         let busy_polls = dut.processes().iter().any(|p| p.pid != 0);
         crate::netns::steer_dut_kernel_rx(&self.wiring, busy_polls);
         *lock(&self.dut) = Some(dut);
-        let Some((kind, n)) = self.wiring.topology.vnfs() else {
-            return Ok(());
-        };
-        for k in 0..n {
-            let v = start_vnf(&kind, k, &self.wiring, self.run_dir.path())?;
+        for (k, kind) in self.wiring.topology.chain().iter().enumerate() {
+            let v = start_vnf(kind, k, &self.wiring, self.run_dir.path())?;
             lock(&self.vnf).push(v);
         }
         // Guests boot in parallel; wait for each, polling the generator's ends meanwhile.
@@ -876,6 +962,10 @@ impl Testbed {
             let (child, note) = match vnf {
                 Vnf::Process(c) => (c, String::new()),
                 Vnf::Vm(vm) => (vm.child(), crate::vm::EMULATED_NOTE.to_string()),
+                Vnf::Kernel(k) => {
+                    v.push(k.placed());
+                    continue;
+                }
             };
             v.push(PlacedProcess {
                 role: "vnf".into(),
@@ -923,6 +1013,8 @@ pub const VM_READY_TIMEOUT: Duration = Duration::from_secs(120);
 enum Vnf {
     Process(ChildGuard),
     Vm(crate::vm::Vm),
+    /// Kernel code in its own namespace (no process; the namespace goes with the testbed).
+    Kernel(crate::chain::KernelVnf),
 }
 
 impl Vnf {
@@ -930,6 +1022,7 @@ impl Vnf {
         match self {
             Vnf::Process(c) => c.check_alive(),
             Vnf::Vm(vm) => vm.check_alive(),
+            Vnf::Kernel(_) => Ok(()),
         }
     }
 
@@ -939,6 +1032,7 @@ impl Vnf {
                 c.stop(grace);
             }
             Vnf::Vm(vm) => vm.stop(grace),
+            Vnf::Kernel(_) => {}
         }
     }
 }
@@ -956,6 +1050,10 @@ fn start_vnf(kind: &VnfKind, k: usize, w: &Wiring, run_dir: &Path) -> Result<Vnf
     if let VnfKind::Vm { .. } = kind {
         // (QEMU may be the one that listens: start_vm_vnf waits only for the DUT's sockets.)
         return start_vm_vnf(k, ends, w, run_dir);
+    }
+    if crate::chain::is_kernel(kind) {
+        let netns = crate::chain::vnf_netns_name(&w.run_id, k);
+        return crate::chain::KernelVnf::start(kind, &netns, ends).map(Vnf::Kernel);
     }
     let socks: Vec<PathBuf> = ends
         .iter()
@@ -975,7 +1073,7 @@ fn start_vnf(kind: &VnfKind, k: usize, w: &Wiring, run_dir: &Path) -> Result<Vnf
     }
     let ctl = run_dir.join(format!("vnf{sfx}.ctl"));
     let spec = match kind {
-        VnfKind::TestpmdMacswap => {
+        VnfKind::TestpmdMacswap | VnfKind::TestpmdIo => {
             if !crate::cmd::have(crate::dut::testpmd::TESTPMD) {
                 return Err(Error::Unsupported {
                     dut: "vnf testpmd-macswap".into(),
@@ -993,7 +1091,12 @@ fn start_vnf(kind: &VnfKind, k: usize, w: &Wiring, run_dir: &Path) -> Result<Vnf
                     .enumerate()
                     .filter_map(|(i, p)| crate::dut::testpmd::memif_vdev(i, p)),
             );
-            args.extend(crate::dut::testpmd::app_args("macswap"));
+            let mode = if *kind == VnfKind::TestpmdIo {
+                "io"
+            } else {
+                "macswap"
+            };
+            args.extend(crate::dut::testpmd::app_args(mode));
             ProcessSpec::new(&format!("vnf-testpmd{sfx}"), "stdbuf")
                 .args(["-oL", crate::dut::testpmd::TESTPMD])
                 .args(args)
@@ -1034,6 +1137,7 @@ fn start_vnf(kind: &VnfKind, k: usize, w: &Wiring, run_dir: &Path) -> Result<Vnf
                 .stdin_pipe(true)
         }
         VnfKind::VecswitchXconnect { bin } => {
+            let bin = crate::chain::vecswitch_bin(bin)?;
             let toml = crate::dut::vecswitch::config_toml(
                 ends,
                 &[(0, 1)],
@@ -1054,17 +1158,19 @@ fn start_vnf(kind: &VnfKind, k: usize, w: &Wiring, run_dir: &Path) -> Result<Vnf
             ])
         }
         VnfKind::Vm { .. } => return start_vm_vnf(k, ends, w, run_dir),
+        VnfKind::KernelBridge | VnfKind::KernelRouter => unreachable!("started above"),
     };
     let spec = spec.netns(Some(&w.dut_netns)).cpus(Some(vec![w.cores.vnf]));
     let mut child = ChildGuard::spawn(&spec, run_dir)?;
     match kind {
-        VnfKind::TestpmdMacswap | VnfKind::TestpmdVirtio => {
+        VnfKind::TestpmdMacswap | VnfKind::TestpmdVirtio | VnfKind::TestpmdIo => {
             child.wait_for_log("Press enter to exit", Duration::from_secs(30))?
         }
         VnfKind::VecswitchXconnect { bin } => {
-            crate::dut::vecswitch::wait_ready(bin, &mut child, &ctl, ends)?
+            let bin = crate::chain::vecswitch_bin(bin)?;
+            crate::dut::vecswitch::wait_ready(&bin, &mut child, &ctl, ends)?
         }
-        VnfKind::Vm { .. } => {}
+        _ => {}
     }
     Ok(Vnf::Process(child))
 }

@@ -67,19 +67,35 @@ fn busy_machine(what: &str, t: &vecswitch_lab::TrialResult) -> String {
     )
 }
 
-// Ignored until it has passed on an idle machine (issue 7, item 3). The ~1,800 "unexplained"
-// frames per trial seen on 2026-11-23 at 20:40 were frames the generator had placed in its
-// AF_XDP transmit ring (counted as sent) that the back-pressured kernel had not taken when the
-// send phase ended: the drain did not kick the ring, so they were never transmitted. The drain
-// now kicks it (crates/gen/src/engine.rs, `Generator::drain`); A/B on the same shaped bridge at a
-// tenth of the rate (4.8 Mbit/s, 15 kfps offered, 2026-11-23 22:40, load average 12): without the
-// kick one trial of four left 1,428 frames unexplained with tbf dropping none; with it 0 in every
-// trial, including a back-pressured one (5,500 refused, tbf dropped 0). On this loaded machine the
-// generator is 12-50 ms behind its schedule at 37.5 kfps, so the test fails with "too busy"
-// (it never passes without measuring). Run it with
-// `cargo test -p vecswitch-testbed --test known_answer_tbf -- --ignored`.
+// Ignored until it has passed three times in a row (issue 7, item 1). History:
+// - 2026-11-23 20:40: ~1,800 "unexplained" frames per trial were frames the generator had placed
+//   in its AF_XDP transmit ring that the back-pressured kernel had not taken when the send phase
+//   ended; the drain now kicks the ring (crates/gen/src/engine.rs, `Generator::drain`).
+// - 2026-11-23 23:58, idle machine: part 1 read 25,548 fps (+2.2 %): the frames drained from the
+//   ring after the send phase were divided by the send phase. The rate is now taken over the
+//   receive window (`TrialResult::received_fps`, `rx_window`), and late slots that fell due
+//   behind a throttled send are back-pressure (`Lateness::slots_dropped_blocked`), not "tester
+//   late" (unit tests on synthetic timelines: crates/gen/src/engine.rs, crates/testbed/src/
+//   measurer.rs, crates/lab/src/measurer.rs).
+// - 2026-11-24 01:10-01:17, load average 15-17 (eight engineers building on the two cores), four
+//   runs: never conclusive. With the default late threshold half of the slots were dropped (44 ms
+//   behind); with the 40 ms threshold below the generator was still 64-124 ms behind in some
+//   pause (tester late, the test says so and fails); at nice -20 (tried, removed) it held its
+//   schedule — the trial was labelled back-pressured, 604 of its 670 late slots behind
+//   throttled sends (by the first rule, which also counted sends slower than the threshold; now
+//   only refused ones count), the frames crossing over 3,076.8 ms for a 3,003.8 ms send phase — but the
+//   shaper then passed only 22,057 fps: the bridge's and tbf's softirq work shares the
+//   generator's CPU and was starved. A fifth run with the final code (02:13, load average 12,
+//   nice 0): generator on schedule (25 ms behind at worst, no slot dropped), trial labelled
+//   back-pressured, frames crossing over 3,081.8 ms for a 3,007.9 ms send phase, and the shaper
+//   passed 23,850 fps (-4.6 %): tbf's bucket is 32 kbit (~66 frames, 2.6 ms at 25 kfps), so a
+//   softirq delayed by the load loses tokens — the loaded kernel really forwarded less, the
+//   device itself changes under load. So the test cannot be robust on a machine this loaded; it
+//   has not yet run on an idle one since the fix. Run it three times there with
+//   `cargo test -p vecswitch-testbed --test known_answer_tbf -- --ignored` and un-ignore it if it
+//   passes every time (CI runs the root tests serially on an otherwise idle two-core machine).
 #[test]
-#[ignore = "needs an idle machine: the generator must hold 37.5 kfps (issue 7 item 3)"]
+#[ignore = "needs an idle machine: the generator must hold 37.5 kfps (issue 7 item 1; see above)"]
 fn tbf_shaped_bridge_is_found_back_pressured_within_2_percent() {
     let (tb, ports, shaper_if) = shaped_bridge();
     let mut m = GenMeasurer::for_testbed(&tb, ports, default_streams(64, false))
@@ -89,6 +105,14 @@ fn tbf_shaped_bridge_is_found_back_pressured_within_2_percent() {
         // slots are never offered, so they cannot be charged to the device; 1 % of them is
         // tolerated before a trial is judged "tester late".
         .tolerance(0.01)
+        // The device's queue is the generator's socket budget (the AF_XDP transmit ring, 2,048
+        // frames: 55 ms at 37.5 kfps, 82 ms at the shaper's 25 kfps; METHODOLOGY.md,
+        // "Back-pressure"). A backlog of up to 40 ms after the generator was descheduled fits in
+        // it, so sending it does not change what the shaper passes (its answer does not depend
+        // on the spacing within 40 ms): slots later than that are dropped and counted as usual.
+        // On a loaded machine (load average 14-17 on the two cores, 2026-11-24) the generator
+        // was up to 44 ms behind and the default 0.85 ms threshold dropped half of the slots.
+        .late_threshold(Duration::from_millis(40))
         .warmup(Duration::from_millis(100))
         .drain(Duration::from_millis(500));
 
@@ -124,22 +148,28 @@ fn tbf_shaped_bridge_is_found_back_pressured_within_2_percent() {
     assert!(acc.refused_by_device > 0, "{acc:?}");
     assert_eq!(shaper_dropped, 0, "tbf dropped frames: {acc:?}");
     assert_eq!(acc.unexplained, 0, "{acc:?}");
+    // The forwarding rate is taken over the receive window (first to last frame received): the
+    // frames the generator's ring still held when the send phase ended cross after it, and
+    // dividing them by the send phase read +2.2 % on an idle machine (2026-11-23).
     let rx = t.received_fps();
     let late = m.reports().last().unwrap().lateness;
+    let r = m.reports().last().unwrap();
     assert!(
         (rx - SHAPED_FPS).abs() <= SHAPED_FPS * 0.02,
-        "received {rx:.0} fps at 37.5 kpps, the shaper passes {SHAPED_FPS:.0}. {}",
-        if late.slots_dropped > 0 {
+        "received {rx:.0} fps at 37.5 kpps over a {:.1} ms window (send phase {:.1} ms), the \
+         shaper passes {SHAPED_FPS:.0}. Late slots: {} behind throttled sends (back-pressure), \
+         {} while the generator was descheduled ({:.1} ms behind at worst). {}",
+        r.rx_last_seconds * 1e3 - r.rx_first_seconds * 1e3,
+        r.tx_seconds * 1e3,
+        late.slots_dropped_blocked,
+        late.slots_dropped_descheduled(),
+        late.max_behind_ns as f64 / 1e6,
+        if late.slots_dropped_descheduled() > 0 && rx < SHAPED_FPS {
             // A generator descheduled for longer than the shaper's queue lasts (its socket
-            // buffer, ≈ 11 ms at 25 kpps) lets the shaper idle: the device is not measured.
-            format!(
-                "The generator was descheduled ({} slots dropped, {:.1} ms behind at worst): \
-                 the machine is too busy to measure this device; run it on an idle machine",
-                late.slots_dropped,
-                late.max_behind_ns as f64 / 1e6
-            )
+            // budget, ≈ 80 ms at 25 kpps) lets the shaper idle: the device is not measured.
+            "The generator was descheduled: the machine may be too busy to measure this device"
         } else {
-            String::new()
+            ""
         }
     );
 

@@ -27,6 +27,6 @@ pub fn control_request(data: &[u8]) {
                 Err(e) => panic!("{line:?} parsed but its encoding {wire} does not: {e}"),
             }
         }
-        Err(e) => assert!(!e.0.is_empty(), "empty error for {line:?}"),
+        Err(e) => assert!(!e.to_string().is_empty(), "empty error for {line:?}"),
     }
 }

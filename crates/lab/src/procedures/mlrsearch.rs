@@ -229,7 +229,8 @@ pub fn classify(goal: &SearchGoal, trials: &[&TrialResult]) -> LoadClass {
     let (mut good_long, mut bad_long, mut good_short, mut bad_short) = (0.0, 0.0, 0.0, 0.0);
     for t in trials.iter().filter(|t| !t.tester_limited) {
         let d = t.intended_duration.as_secs_f64();
-        let bad = t.loss_ratio() > goal.loss_ratio;
+        // Loss, or a back-pressured device's rate shortfall (METHODOLOGY.md, "Back-pressure").
+        let bad = t.shortfall_ratio() > goal.loss_ratio;
         let long = d >= final_s * (1.0 - 1e-9);
         match (long, bad) {
             (true, false) => good_long += d,
@@ -274,7 +275,7 @@ pub fn conditional_throughput(
         return None;
     }
     // Worst first: highest loss ratio.
-    full.sort_by(|a, b| b.loss_ratio().total_cmp(&a.loss_ratio()));
+    full.sort_by(|a, b| b.shortfall_ratio().total_cmp(&a.shortfall_ratio()));
     let sum: f64 = full.iter().map(|t| t.intended_duration.as_secs_f64()).sum();
     let whole = goal.duration_sum.as_secs_f64().max(sum);
     let missing = whole - sum; // counted as 100 % loss, the very worst
@@ -285,10 +286,10 @@ pub fn conditional_throughput(
     for t in &full {
         remaining -= t.intended_duration.as_secs_f64();
         if remaining < 0.0 {
-            return Some(load_fps * (1.0 - t.loss_ratio()));
+            return Some(load_fps * (1.0 - t.shortfall_ratio()));
         }
     }
-    full.last().map(|t| load_fps * (1.0 - t.loss_ratio()))
+    full.last().map(|t| load_fps * (1.0 - t.shortfall_ratio()))
 }
 
 /// Whether the trials measured at a load so far (any duration) are bad for more than the goal's
@@ -297,7 +298,7 @@ fn leans_upper(goal: &SearchGoal, trials: &[&TrialResult]) -> bool {
     let (mut good, mut bad) = (0.0, 0.0);
     for t in trials.iter().filter(|t| !t.tester_limited) {
         let d = t.intended_duration.as_secs_f64();
-        if t.loss_ratio() > goal.loss_ratio {
+        if t.shortfall_ratio() > goal.loss_ratio {
             bad += d;
         } else {
             good += d;

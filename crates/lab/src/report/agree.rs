@@ -13,7 +13,12 @@
 //!   disagreement is beyond the spread each run saw in itself).
 //!
 //! A cell where either run was tester-limited is marked: its figure is the tester's ceiling, not
-//! the device's. The summary says how many cells agree, the median and worst disagreement
+//! the device's. Such a cell is compared by the **device's cost** instead when both runs measured
+//! it (`device_cost` rows of the same device, topology and frame size at a load both runs
+//! offered): busy cycles per packet, the ratio B / A judged against the same tolerance, with
+//! each run's idle fraction beside it (BENCHMARKS.md §7). A tester-limited cell without cost rows
+//! is still compared by its figure, and says so. Rankings are compared only between cells that
+//! were not tester-limited in either run (a tester's ceiling ranks nothing). The summary says how many cells agree, the median and worst disagreement
 //! (max(B/A, A/B)), and whether any device ranking flipped (at one topology, frame size and goal,
 //! device X beat Y in A and lost to it in B).
 
@@ -22,6 +27,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use crate::device_cost::DeviceCostRow;
 use crate::results::{Outcome, RunResults, TestRecord};
 
 /// One headline figure of one run.
@@ -45,21 +51,105 @@ pub struct CellAgreement {
     pub outside_tolerance: bool,
     /// Both runs have intervals and they do not overlap.
     pub intervals_disjoint: bool,
+    /// For a cell tester-limited in either run: the device's cost in both runs, which decides
+    /// the cell instead of the figure (module doc).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostAgreement>,
+}
+
+/// A tester-limited cell compared by the device's cost at one offered load both runs measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CostAgreement {
+    pub load_fps: f64,
+    /// Busy cycles per packet of the device's core, A and B (medians of the repetitions).
+    pub a_cycles_per_packet: f64,
+    pub b_cycles_per_packet: f64,
+    /// Idle share of the device's core (1 − busy fraction), A and B, when known.
+    pub a_idle: Option<f64>,
+    pub b_idle: Option<f64>,
+    /// b / a of the cycles per packet.
+    pub ratio: f64,
+    pub outside_tolerance: bool,
 }
 
 impl CellAgreement {
-    pub fn agrees(&self) -> bool {
-        !self.outside_tolerance && !self.intervals_disjoint
+    /// Whether the cell was tester-limited in either run.
+    pub fn tester_limited(&self) -> bool {
+        self.a.tester_limited || self.b.tester_limited
     }
 
-    /// max(b/a, a/b): how far apart, whichever is larger (1 = identical).
+    pub fn agrees(&self) -> bool {
+        match &self.cost {
+            Some(c) => !c.outside_tolerance,
+            None => !self.outside_tolerance && !self.intervals_disjoint,
+        }
+    }
+
+    /// max(b/a, a/b) of what decides the cell (the cost for a tester-limited cell that has
+    /// one, else the figure): how far apart, whichever is larger (1 = identical).
     pub fn disagreement(&self) -> f64 {
-        if self.ratio > 0.0 {
-            self.ratio.max(1.0 / self.ratio)
+        let r = self.cost.as_ref().map_or(self.ratio, |c| c.ratio);
+        if r > 0.0 && r.is_finite() {
+            r.max(1.0 / r)
         } else {
             f64::INFINITY
         }
     }
+}
+
+/// The frame size of a cost row (`64 B`, `64`, `imix`) as a headline group spells it (`64B`,
+/// `imix`).
+fn cost_size(label: &str) -> String {
+    let l = label.trim();
+    match l.trim_end_matches('B').trim().parse::<u32>() {
+        Ok(n) => format!("{n}B"),
+        Err(_) => l.to_string(),
+    }
+}
+
+/// The cost comparison of one device, topology and size: the highest load both runs measured
+/// with cycles per packet, preferring loads neither run's generator fell short of.
+fn compare_cost(
+    a: &[DeviceCostRow],
+    b: &[DeviceCostRow],
+    device: &str,
+    topology: &str,
+    size: &str,
+    tolerance: f64,
+) -> Option<CostAgreement> {
+    let pick = |rows: &[DeviceCostRow], load: f64| {
+        rows.iter()
+            .find(|r| {
+                r.device == device
+                    && r.topology == topology
+                    && cost_size(&r.frame_size) == size
+                    && (r.intended_fps - load).abs() <= load * 1e-9
+                    && r.cycles_per_packet.is_some_and(|c| c > 0.0)
+            })
+            .cloned()
+    };
+    let mut pairs: Vec<(DeviceCostRow, DeviceCostRow)> = a
+        .iter()
+        .filter_map(|r| Some((pick(a, r.intended_fps)?, pick(b, r.intended_fps)?)))
+        .collect();
+    pairs.sort_by(|x, y| {
+        let clean = |p: &(DeviceCostRow, DeviceCostRow)| !p.0.tester_limited && !p.1.tester_limited;
+        clean(x)
+            .cmp(&clean(y))
+            .then(x.0.intended_fps.total_cmp(&y.0.intended_fps))
+    });
+    let (ra, rb) = pairs.pop()?;
+    let (ca, cb) = (ra.cycles_per_packet?, rb.cycles_per_packet?);
+    let ratio = cb / ca;
+    Some(CostAgreement {
+        load_fps: ra.intended_fps,
+        a_cycles_per_packet: ca,
+        b_cycles_per_packet: cb,
+        a_idle: ra.busy_fraction.map(|f| (1.0 - f).max(0.0)),
+        b_idle: rb.busy_fraction.map(|f| (1.0 - f).max(0.0)),
+        ratio,
+        outside_tolerance: (ratio - 1.0).abs() > tolerance,
+    })
 }
 
 /// A ranking that flipped: at one cell group, `winner_a` beat `winner_b` in A, the reverse in B.
@@ -81,8 +171,8 @@ pub struct Agreement {
     pub flips: Vec<Flip>,
 }
 
-/// Cell key → (device, group, figure).
-type Headlines = BTreeMap<String, (String, String, Figure)>;
+/// Cell key → (device, group, figure, (topology, size)).
+type Headlines = BTreeMap<String, (String, String, Figure, (String, String))>;
 
 fn headlines(run: &RunResults) -> Headlines {
     let mut out = BTreeMap::new();
@@ -101,7 +191,10 @@ fn headlines(run: &RunResults) -> Headlines {
                 let _ = write!(group, " scale={s}");
             }
             let key = format!("{} {}", t.vswitch, group);
-            out.insert(key, (t.vswitch.clone(), group, fig));
+            out.insert(
+                key,
+                (t.vswitch.clone(), group, fig, (topo.clone(), size.clone())),
+            );
         }
     }
     out
@@ -153,8 +246,8 @@ fn figures(t: &TestRecord) -> Vec<(String, Figure)> {
 pub fn agree(a: &RunResults, b: &RunResults, tolerance: f64) -> Agreement {
     let (ha, hb) = (headlines(a), headlines(b));
     let mut cells = Vec::new();
-    for (key, (_, _, fa)) in &ha {
-        let Some((_, _, fb)) = hb.get(key) else {
+    for (key, (dev, _, fa, (topo, size))) in &ha {
+        let Some((_, _, fb, _)) = hb.get(key) else {
             continue;
         };
         let ratio = if fa.fps == 0.0 {
@@ -177,13 +270,21 @@ pub fn agree(a: &RunResults, b: &RunResults, tolerance: f64) -> Agreement {
             ratio,
             outside_tolerance: (ratio - 1.0).abs() > tolerance,
             intervals_disjoint,
+            cost: if fa.tester_limited || fb.tester_limited {
+                compare_cost(&a.device_cost, &b.device_cost, dev, topo, size, tolerance)
+            } else {
+                None
+            },
         });
     }
-    // Rankings: per group, every pair of devices present in both runs.
+    // Rankings: per group, every pair of devices present in both runs and not tester-limited.
     let mut flips = Vec::new();
     let mut groups: BTreeMap<&str, Vec<(&str, f64, f64)>> = BTreeMap::new();
-    for (key, (dev, group, fa)) in &ha {
-        if let Some((_, _, fb)) = hb.get(key) {
+    for (key, (dev, group, fa, _)) in &ha {
+        if let Some((_, _, fb, _)) = hb.get(key) {
+            if fa.tester_limited || fb.tester_limited {
+                continue;
+            }
             groups
                 .entry(group.as_str())
                 .or_default()
@@ -297,10 +398,35 @@ impl Agreement {
             if c.intervals_disjoint {
                 flags.push("intervals do not overlap".to_string());
             }
-            let flag = if flags.is_empty() {
-                "ok".to_string()
-            } else {
-                format!("**{}**", flags.join(", "))
+            let idle =
+                |i: Option<f64>| i.map_or("—".to_string(), |i| format!("{:.0} %", i * 100.0));
+            let flag = match (&c.cost, c.tester_limited()) {
+                (Some(k), _) => format!(
+                    "{}: tester-limited, compared by device cost at {:.0} fps: {:.0} → {:.0} \
+                     cycles/packet (B/A {:.3}), idle {} → {}",
+                    if k.outside_tolerance {
+                        format!("**cost outside ±{pct:.0} %**")
+                    } else {
+                        "ok".to_string()
+                    },
+                    k.load_fps,
+                    k.a_cycles_per_packet,
+                    k.b_cycles_per_packet,
+                    k.ratio,
+                    idle(k.a_idle),
+                    idle(k.b_idle)
+                ),
+                (None, tl) => {
+                    let mut f = if flags.is_empty() {
+                        "ok".to_string()
+                    } else {
+                        format!("**{}**", flags.join(", "))
+                    };
+                    if tl {
+                        f.push_str(" (tester-limited, no device cost to compare)");
+                    }
+                    f
+                }
             };
             let _ = writeln!(
                 s,
@@ -431,5 +557,96 @@ mod tests {
         let fewer = agree(&a, &run(vec![a.tests[0].clone()]), 0.10);
         assert_eq!(fewer.cells.len(), 2);
         assert_eq!(fewer.only_in_a.len(), 2);
+    }
+
+    fn cost_row(dev: &str, topo: &str, load: f64, cycles: f64, busy: f64) -> DeviceCostRow {
+        DeviceCostRow {
+            device: dev.into(),
+            topology: topo.into(),
+            frame_size: "64 B".into(),
+            intended_fps: load,
+            offered_fps: load,
+            received_fps: load,
+            device_rx_fps: Some(load),
+            busy_fraction: Some(busy),
+            cycles_per_packet: Some(cycles),
+            estimated_capacity_fps: None,
+            idle_poll_fraction: None,
+            method: "test".into(),
+            repetitions: 3,
+            tester_limited: false,
+            note: None,
+        }
+    }
+
+    /// A record at a veth topology whose NDR and PDR were the tester's ceiling.
+    fn limited(dev: &str, ndr: f64) -> TestRecord {
+        let mut r = record(dev, (ndr, ndr, ndr), ndr);
+        r.topology = Some("phy2phy-veth".into());
+        if let Outcome::Mlrsearch(m) = &mut r.outcome {
+            for g in m.goals.iter_mut() {
+                g.tester_limited = true;
+            }
+        }
+        r
+    }
+
+    #[test]
+    fn tester_limited_cells_are_compared_by_device_cost() {
+        // Two veth devices, tester-limited in both runs: their NDR figures are the tester's
+        // ceiling and swing 1.5x (and "flip"); their cost per packet at 50 kfps is what decides.
+        let mut a = run(vec![limited("linux-bridge", 200e3), limited("ovs", 150e3)]);
+        let mut b = run(vec![limited("linux-bridge", 100e3), limited("ovs", 160e3)]);
+        a.device_cost = vec![
+            cost_row("linux-bridge", "phy2phy-veth", 20e3, 9_000.0, 0.10),
+            cost_row("linux-bridge", "phy2phy-veth", 50e3, 6_000.0, 0.20),
+            cost_row("ovs", "phy2phy-veth", 50e3, 12_000.0, 0.40),
+        ];
+        b.device_cost = vec![
+            cost_row("linux-bridge", "phy2phy-veth", 20e3, 8_000.0, 0.09),
+            cost_row("linux-bridge", "phy2phy-veth", 50e3, 6_300.0, 0.21),
+            // OVS costs 1.25x more in B: its cell disagrees, by its cost.
+            cost_row("ovs", "phy2phy-veth", 50e3, 15_000.0, 0.50),
+        ];
+        let g = agree(&a, &b, 0.10);
+        let cell = |k: &str| g.cells.iter().find(|c| c.key == k).unwrap();
+        let lb = cell("linux-bridge phy2phy_ndrpdr phy2phy-veth 64B NDR");
+        assert!(lb.tester_limited() && lb.outside_tolerance, "{lb:?}");
+        let k = lb.cost.as_ref().expect("compared by cost");
+        // The highest load both runs measured: 50 kfps, 6,000 → 6,300 cycles/packet.
+        assert_eq!(k.load_fps, 50e3);
+        assert!(
+            (k.ratio - 1.05).abs() < 1e-9 && !k.outside_tolerance,
+            "{k:?}"
+        );
+        assert!((k.a_idle.unwrap() - 0.8).abs() < 1e-9);
+        assert!(lb.agrees() && (lb.disagreement() - 1.05).abs() < 1e-9);
+        let o = cell("ovs phy2phy_ndrpdr phy2phy-veth 64B NDR");
+        assert!(
+            !o.agrees() && (o.disagreement() - 1.25).abs() < 1e-9,
+            "{o:?}"
+        );
+        // The tester's ceilings rank nothing: no flip although the figures crossed.
+        assert!(g.flips.is_empty(), "{:?}", g.flips);
+        let text = g.render();
+        assert!(
+            text.contains("compared by device cost at 50000 fps: 6000 → 6300 cycles/packet"),
+            "{text}"
+        );
+        assert!(text.contains("**cost outside ±10 %**"), "{text}");
+        // Without cost rows the tester-limited cell is compared by its figure, and says so.
+        b.device_cost.clear();
+        let g = agree(&a, &b, 0.10);
+        let lb = g
+            .cells
+            .iter()
+            .find(|c| c.key == "linux-bridge phy2phy_ndrpdr phy2phy-veth 64B NDR")
+            .unwrap();
+        assert!(lb.cost.is_none() && !lb.agrees());
+        assert!(g.render().contains("no device cost to compare"));
+        // Rows of another size or topology never stand in.
+        assert_eq!(cost_size("64 B"), "64B");
+        assert_eq!(cost_size("64"), "64B");
+        assert_eq!(cost_size("imix"), "imix");
     }
 }

@@ -8,7 +8,7 @@ use crate::results::{Cell, RunResults};
 pub const TESTER_MARK: &str = " †";
 
 /// Footnote explaining [`TESTER_MARK`].
-pub const TESTER_NOTE: &str = "† tester-limited: the generator could not offer more (its calibrated limit is in the last column); the device may forward more.";
+pub const TESTER_NOTE: &str = "† tester-limited: the generator could not offer more (its calibrated limit is in the last column); the device may forward more. Compare such devices by their cost per packet (the device cost column, where the run measured it), not by this figure.";
 
 /// A table of strings: header and rows.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,6 +42,12 @@ pub fn summary(run: &RunResults) -> Summary {
     }
     let mut header = vec!["topology".to_string(), "device".into(), "frame size".into()];
     header.extend(tput_ids.iter().map(|id| format!("{id} Mfps (% of line)")));
+    // The device's cost beside its figures (issue 7 item 6): where the figures are the tester's
+    // ceiling (†), this is the comparison the run can make.
+    let with_cost = !run.device_cost.is_empty();
+    if with_cost {
+        header.push("device cost: cycles/packet (core idle) at load".into());
+    }
     header.push("latency avg / p99 µs at throughput".into());
     header.push("generator limit Mfps".into());
     let mut rows = Vec::new();
@@ -73,6 +79,9 @@ pub fn summary(run: &RunResults) -> Summary {
                 });
             row.push(cell.unwrap_or_else(|| "—".into()));
         }
+        if with_cost {
+            row.push(cost_cell(run, topo, dev, size));
+        }
         let lat = tests
             .iter()
             .find(|t| t.outcome.name() == "latency")
@@ -94,6 +103,32 @@ pub fn summary(run: &RunResults) -> Summary {
         header,
         rows,
         tester_limited: any_limited,
+    }
+}
+
+/// The device-cost rows of one device, topology and size: `6500 (75 % idle) at 30 kfps`, one per
+/// load, `—` when none.
+fn cost_cell(run: &RunResults, topo: &str, dev: &str, size: &str) -> String {
+    let norm = |l: &str| l.replace(' ', "");
+    let cells: Vec<String> = run
+        .device_cost
+        .iter()
+        .filter(|r| r.device == dev && r.topology == topo && norm(&r.frame_size) == norm(size))
+        .map(|r| {
+            let cpp = r
+                .cycles_per_packet
+                .map_or_else(|| "—".to_string(), |c| format!("{c:.0}"));
+            let idle = r
+                .idle_fraction()
+                .map(|i| format!(" ({:.0} % idle)", i * 100.0))
+                .unwrap_or_default();
+            format!("{cpp}{idle} at {:.0} kfps", r.intended_fps / 1e3)
+        })
+        .collect();
+    if cells.is_empty() {
+        "—".into()
+    } else {
+        cells.join("; ")
     }
 }
 
@@ -212,6 +247,52 @@ mod tests {
             "{:?}",
             s.rows
         );
+    }
+
+    #[test]
+    fn device_cost_is_shown_beside_the_figures() {
+        let mut run = sample_run();
+        let s = summary(&run);
+        assert!(!s.header.iter().any(|h| h.starts_with("device cost")));
+        let dev = run.tests[0].vswitch.clone();
+        let topo = run.tests[0]
+            .topology
+            .clone()
+            .unwrap_or_else(|| run.tests[0].deployment.clone());
+        let size = run.tests[0].size_label();
+        run.device_cost.push(crate::device_cost::DeviceCostRow {
+            device: dev.clone(),
+            topology: topo.clone(),
+            frame_size: size.clone(),
+            intended_fps: 30_000.0,
+            offered_fps: 30_000.0,
+            received_fps: 30_000.0,
+            device_rx_fps: Some(30_000.0),
+            busy_fraction: Some(0.25),
+            cycles_per_packet: Some(6_500.0),
+            estimated_capacity_fps: None,
+            idle_poll_fraction: None,
+            method: "test".into(),
+            repetitions: 3,
+            tester_limited: false,
+            note: None,
+        });
+        let s = summary(&run);
+        let col = s
+            .header
+            .iter()
+            .position(|h| h.starts_with("device cost"))
+            .expect("a device cost column");
+        let row = s
+            .rows
+            .iter()
+            .find(|r| r[0] == topo && r[1] == dev && r[2] == size)
+            .unwrap();
+        assert_eq!(row[col], "6500 (75 % idle) at 30 kfps");
+        // Other devices and sizes have none; the generator's limit stays the last column.
+        assert!(s.rows.iter().filter(|r| r[col] == "—").count() == s.rows.len() - 1);
+        assert!(s.rows.iter().all(|r| r.len() == s.header.len()));
+        assert_eq!(s.header.last().unwrap(), "generator limit Mfps");
     }
 
     #[test]

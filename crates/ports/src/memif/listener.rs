@@ -14,8 +14,8 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-/// How long an accepted connection may take to send INIT.
-const INIT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long an accepted connection may take to send INIT (see `HANDSHAKE_TIMEOUT` in mod.rs).
+const INIT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A connection whose INIT named a registered id, waiting for its port.
 #[derive(Debug)]

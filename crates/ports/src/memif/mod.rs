@@ -273,8 +273,12 @@ pub enum MemifState {
 
 /// Highest region index a server accepts (16 regions).
 const MAX_REGION_INDEX: u16 = 15;
-/// How long a handshake may take.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a handshake may take. Generous: a peer's control messages are handled by a thread
+/// that a loaded host starves (DPDK's interrupt thread took 5 s+ at load 19), and giving up
+/// mid-handshake costs more than waiting — the peer sees a broken pipe, and DPDK 22.11's memif
+/// server then panics in its interrupt thread (`epoll_ctl ... Bad file descriptor`). A peer
+/// that never answers still only holds its own connection.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Delay between a client's connection attempts.
 const RETRY_INTERVAL: Duration = Duration::from_millis(250);
 /// Messages read per `poll_control` call per connection (bounded work, never blocks).

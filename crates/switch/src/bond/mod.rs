@@ -25,6 +25,7 @@ pub mod bond_input;
 pub mod bond_output;
 pub mod config;
 pub mod control;
+pub mod ctl;
 pub mod lacp;
 
 use serde::{Deserialize, Serialize};
@@ -259,5 +260,9 @@ impl Feature for BondFeature {
 
     fn timers(&self, switch: &mut crate::Switch) {
         switch.bond_tick();
+    }
+
+    fn shows(&self) -> &'static [crate::ctl::Show] {
+        ctl::SHOWS
     }
 }

@@ -8,8 +8,9 @@
 //! - Table: none of its own; it reads the interface's `mtu` (set with
 //!   [`Switch::set_interface_mtu`]).
 //! - Config: `[[mtu]]` ([`MtuConfig`]: interface, MTU, check on or off), its validation, its
-//!   config object ([`MtuObj`]) and its `ctl` command (`mtu IFACE BYTES [check|nocheck]`,
-//!   [`edit`]); registered in `crates/control/src/sections.rs` and `Config`.
+//!   config object ([`MtuObj`]) and its `ctl` verb (`mtu IFACE BYTES [check|nocheck]`,
+//!   [`edit`]), together the [`SECTION`]; bound to its `Config` field in
+//!   `crates/control/src/sections.rs`.
 
 pub mod mtu_check;
 
@@ -19,6 +20,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use vecswitch_graph::{Graph, GraphError};
 
+use crate::ctl::{Section, Verb};
 use crate::error::SwitchError;
 use crate::feature::{Feature, Stage};
 use crate::interface::{DEFAULT_MTU, OUTPUT_ARC};
@@ -130,8 +132,19 @@ pub fn objects(items: &[MtuConfig], out: &mut Vec<Obj>) {
     }
 }
 
-/// `ctl mtu IFACE MTU [check|nocheck]` / `ctl mtu IFACE default`: edits `[[mtu]]`.
-pub const CTL_USAGE: &str = "mtu IFACE BYTES [check|nocheck] | mtu IFACE default";
+/// `[[mtu]]` and its `ctl` verb `mtu IFACE BYTES [check|nocheck]` / `mtu IFACE default`,
+/// bound to the config in `crates/control/src/sections.rs` (see [`crate::ctl`]).
+pub const SECTION: Section<Vec<MtuConfig>> = Section {
+    key: "mtu",
+    validate: |m, v| validate(m, v),
+    objects: |m, o| objects(m, o),
+    verbs: &[Verb {
+        names: &["mtu"],
+        usage: "IFACE BYTES [check|nocheck] | mtu IFACE default",
+        help: "sets an interface's MTU and turns mtu-check on or off on it (`default`: 9000, off)",
+        apply: edit,
+    }],
+};
 
 /// Applies the words of `ctl mtu ...` (after `mtu`) to the `[[mtu]]` section.
 pub fn edit(items: &mut Vec<MtuConfig>, words: &[String]) -> Result<(), EditError> {

@@ -14,7 +14,8 @@
 //!   ([`vlan_output`], on the `interface-output` arc of every sub-interface: the inverse rewrite,
 //!   the egress filter, then on to the parent).
 //! - Control: [`control`] — `Switch::add_subinterface`, `delete_subinterface`,
-//!   `set_tag_rewrite`, `show_subinterfaces`.
+//!   `set_tag_rewrite`, `show_subinterfaces`; [`ctl`] — the `[[subinterface]]` section, the
+//!   `subinterface add|del` verbs and `show subinterfaces`, registered from here.
 //!
 //! What the main interface receives once its parent has sub-interfaces (VPP: the main interface
 //! holds the `untagged` slot; in L2 mode it matches any tag count, `ethernet_sw_interface_set_l2_mode`):
@@ -29,6 +30,7 @@
 
 pub mod config;
 pub mod control;
+pub mod ctl;
 pub mod encap;
 pub mod testing;
 pub mod vlan_input;
@@ -450,6 +452,10 @@ pub struct VlanFeature;
 impl Feature for VlanFeature {
     fn name(&self) -> &'static str {
         "vlan"
+    }
+
+    fn shows(&self) -> &'static [crate::ctl::Show] {
+        ctl::SHOWS
     }
 
     fn register(&self, graph: &mut Graph<SwitchState>, stage: Stage) -> Result<(), GraphError> {

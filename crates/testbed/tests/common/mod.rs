@@ -124,3 +124,54 @@ pub fn vecswitch_bin() -> std::path::PathBuf {
         .map(|d| d.join("vecswitch"))
         .expect("target directory")
 }
+
+/// Fails a test that hangs instead of letting it hang CI: if the returned guard is still alive
+/// after `limit`, prints every thread's stack of this process (with `gdb`, when installed) and
+/// `ps`, tears down the registered child processes and namespaces, then aborts the test binary. Dropping the guard (end of the test, also
+/// by a panic) disarms it.
+pub fn watchdog(test: &'static str, limit: Duration) -> Watchdog {
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    std::thread::Builder::new()
+        .name(format!("watchdog-{test}"))
+        .spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
+                let pid = std::process::id().to_string();
+                say(format!(
+                    "WATCHDOG: {test} still running after {limit:?}; stacks of pid {pid}:"
+                ));
+                let gdb = std::process::Command::new("gdb")
+                    .args(["-p", &pid, "-batch", "-ex", "thread apply all bt 30"])
+                    .stdin(std::process::Stdio::null())
+                    .output();
+                match gdb {
+                    Ok(o) => say(String::from_utf8_lossy(&o.stdout).into_owned()),
+                    Err(e) => say(format!(
+                        "(gdb not runnable: {e}; install the Debian package gdb)"
+                    )),
+                }
+                if let Ok(o) = std::process::Command::new("ps")
+                    .args(["-eo", "pid,ppid,pgid,stat,pcpu,etime,args"])
+                    .output()
+                {
+                    say(String::from_utf8_lossy(&o.stdout).into_owned());
+                }
+                // Kill the children and namespaces the testbeds registered, then fail.
+                vecswitch_testbed::signal::teardown_registered();
+                std::process::abort();
+            }
+        })
+        .expect("spawn the watchdog thread");
+    Watchdog { _disarm: tx }
+}
+
+/// Writes to the process's stderr directly: the test harness captures `eprintln!` (also from
+/// threads a test spawns) and would lose it when the watchdog aborts.
+fn say(s: String) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{s}");
+}
+
+/// See [`watchdog`]; dropping it disarms the watchdog.
+pub struct Watchdog {
+    _disarm: std::sync::mpsc::Sender<()>,
+}

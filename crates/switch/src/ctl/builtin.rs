@@ -1,0 +1,414 @@
+//! The switch's own shows — ports, interfaces, bridge-domains, MACs, cross-connects, runtime,
+//! errors, buffers, trace — registered like a feature's ([`SHOWS`]), with their tables.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use vecswitch_buffer::PoolStats;
+use vecswitch_graph::{ErrorCount, TraceStep};
+use vecswitch_ports::LinkState;
+
+use super::table::{on_off, Align, Table};
+use super::{json, typed, Show, ShowError};
+use crate::error::SwitchError;
+use crate::interface::InterfaceKind;
+use crate::runtime::Switch;
+use crate::{BridgeInfo, InterfaceInfo, MacEntry, PortInfo, RuntimeInfo, ServiceInfo};
+
+use Align::{Left as L, Right as R};
+
+/// One line of `show xconnect`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct XconnectInfo {
+    pub from: String,
+    pub to: String,
+}
+
+impl Switch {
+    /// `show xconnect`: every directed cross-connect.
+    pub fn show_xconnects(&self) -> Vec<XconnectInfo> {
+        self.show_ports()
+            .into_iter()
+            .filter_map(|p| match p.service {
+                ServiceInfo::Xconnect { to } => Some(XconnectInfo { from: p.name, to }),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// `show bridge [BRIDGE]`: every bridge-domain, or the one named.
+fn show_bridges(sw: &Switch, args: &[String]) -> Result<Value, ShowError> {
+    let mut b = sw.show_bridges();
+    if let Some(name) = args.first() {
+        let known: Vec<String> = b.iter().map(|b| b.name.clone()).collect();
+        b.retain(|x| &x.name == name);
+        if b.is_empty() {
+            return Err(SwitchError::NoBridge {
+                name: name.clone(),
+                known: crate::error::list(&known),
+            }
+            .into());
+        }
+    }
+    json("bridge", b)
+}
+
+/// The switch's own shows, in help order.
+pub const SHOWS: &[Show] = &[
+    Show {
+        word: "ports",
+        aliases: &["port"],
+        args: &[],
+        help: "ports: admin and link state, service, RX/TX packets, bytes and drops, capture, backend",
+        run: |sw, _| json("ports", sw.show_ports()),
+        render: |v| typed::<Vec<PortInfo>>(v).map(|p| ports(&p)),
+    },
+    Show {
+        word: "interfaces",
+        aliases: &["interface", "int"],
+        args: &[],
+        help: "interfaces: kind, admin state, MAC, MTU, RX/TX packets and bytes, input/output features",
+        run: |sw, _| json("interfaces", sw.show_interfaces()),
+        render: |v| typed::<Vec<InterfaceInfo>>(v).map(|i| interfaces(&i)),
+    },
+    Show {
+        word: "bridge",
+        aliases: &["bridges", "bridge-domain"],
+        args: &["BRIDGE"],
+        help: "bridge-domains: settings, learned and static MACs, members",
+        run: show_bridges,
+        render: |v| typed::<Vec<BridgeInfo>>(v).map(|b| bridges(&b)),
+    },
+    Show {
+        word: "mac",
+        aliases: &["macs", "l2fib"],
+        args: &["BRIDGE"],
+        help: "MAC table: bridge, MAC, port, static or learned, age",
+        run: |sw, a| json("mac", sw.show_mac(a.first().map(String::as_str))?),
+        render: |v| typed::<Vec<MacEntry>>(v).map(|m| macs(&m)),
+    },
+    Show {
+        word: "xconnect",
+        aliases: &["xconnects"],
+        args: &[],
+        help: "cross-connects, one line per direction",
+        run: |sw, _| json("xconnect", sw.show_xconnects()),
+        render: |v| typed::<Vec<XconnectInfo>>(v).map(|x| xconnects(&x)),
+    },
+    Show {
+        word: "runtime",
+        aliases: &[],
+        args: &[],
+        help: "poll loop and per-node calls, vectors, packets, drops, clocks/packet",
+        run: |sw, _| json("runtime", sw.show_runtime()),
+        render: |v| typed::<RuntimeInfo>(v).map(|r| runtime(&r)),
+    },
+    Show {
+        word: "errors",
+        aliases: &["error"],
+        args: &[],
+        help: "drop reasons and node counters, per node",
+        run: |sw, _| json("errors", sw.show_errors()),
+        render: |v| typed::<Vec<ErrorCount>>(v).map(|e| errors(&e)),
+    },
+    Show {
+        word: "buffers",
+        aliases: &[],
+        args: &[],
+        help: "buffer pool: total, free, in use, double frees, allocation failures",
+        run: |sw, _| json("buffers", sw.show_buffers()),
+        render: |v| typed::<PoolStats>(v).map(|b| buffers(&b)),
+    },
+    Show {
+        word: "trace",
+        aliases: &[],
+        args: &[],
+        help: "the packets traced since `trace add N`, node by node",
+        run: |sw, _| json("trace", sw.show_trace()),
+        render: |v| typed::<Vec<TraceStep>>(v).map(|t| trace(&t)),
+    },
+];
+
+fn ports(ps: &[PortInfo]) -> String {
+    let mut t = Table::new(&[
+        ("Name", L),
+        ("Idx", R),
+        ("Admin", L),
+        ("Link", L),
+        ("Service", L),
+        ("RX packets", R),
+        ("RX bytes", R),
+        ("RX drops", R),
+        ("TX packets", R),
+        ("TX bytes", R),
+        ("TX drops", R),
+        ("Capture", L),
+        ("Backend", L),
+    ]);
+    for p in ps {
+        let capture = match &p.capture {
+            Some(c) => format!(
+                "{} {}{}",
+                c.path,
+                c.captured,
+                if c.active { "" } else { " (done)" }
+            ),
+            None => "-".into(),
+        };
+        let service = match &p.service {
+            ServiceInfo::Xconnect { to } => format!("xconnect -> {to}"),
+            ServiceInfo::Bridge { bridge } => format!("bridge {bridge}"),
+            ServiceInfo::None => "none".into(),
+        };
+        let s = &p.stats;
+        t.row(vec![
+            p.name.clone(),
+            p.index.to_string(),
+            if p.admin_up { "up" } else { "down" }.into(),
+            match p.link {
+                LinkState::Up => "up".into(),
+                LinkState::Down => "down".into(),
+            },
+            service,
+            s.rx_packets.to_string(),
+            s.rx_bytes.to_string(),
+            s.rx_dropped.to_string(),
+            s.tx_packets.to_string(),
+            s.tx_bytes.to_string(),
+            s.tx_dropped.to_string(),
+            capture,
+            p.describe.clone(),
+        ]);
+    }
+    t.render()
+}
+
+/// An interface kind as `TYPE (KEY VALUE, ...)` from its serde form (`main (port 0)`), so that a
+/// new kind (a sub-interface, a bond) prints without a change here.
+fn kind(k: &InterfaceKind) -> String {
+    match serde_json::to_value(k) {
+        Ok(Value::Object(m)) => {
+            let ty = m
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_string();
+            let rest: Vec<String> = m
+                .iter()
+                .filter(|(k, _)| *k != "type")
+                .map(|(k, v)| match v {
+                    Value::String(s) => format!("{k} {s}"),
+                    v => format!("{k} {v}"),
+                })
+                .collect();
+            if rest.is_empty() {
+                ty
+            } else {
+                format!("{ty} ({})", rest.join(", "))
+            }
+        }
+        _ => "?".into(),
+    }
+}
+
+/// `show interfaces`.
+fn interfaces(is: &[InterfaceInfo]) -> String {
+    let mut t = Table::new(&[
+        ("Name", L),
+        ("Idx", R),
+        ("Kind", L),
+        ("Admin", L),
+        ("MAC", L),
+        ("MTU", R),
+        ("RX packets", R),
+        ("RX bytes", R),
+        ("TX packets", R),
+        ("TX bytes", R),
+        ("Input features", L),
+        ("Output features", L),
+    ]);
+    let list = |v: &[String]| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            v.join(",")
+        }
+    };
+    for i in is {
+        let c = &i.counters;
+        t.row(vec![
+            i.name.clone(),
+            i.index.to_string(),
+            kind(&i.kind),
+            if i.admin_up { "up" } else { "down" }.into(),
+            i.mac.clone(),
+            i.mtu.to_string(),
+            c.rx_packets.to_string(),
+            c.rx_bytes.to_string(),
+            c.tx_packets.to_string(),
+            c.tx_bytes.to_string(),
+            list(&i.input_features),
+            list(&i.output_features),
+        ]);
+    }
+    t.render()
+}
+
+fn bridges(bs: &[BridgeInfo]) -> String {
+    let mut t = Table::new(&[
+        ("Name", L),
+        ("Idx", R),
+        ("Learn", L),
+        ("Fwd", L),
+        ("Flood", L),
+        ("UU-Flood", L),
+        ("MAC age", R),
+        ("MAC limit", R),
+        ("Learned", R),
+        ("Static", R),
+        ("Members", L),
+    ]);
+    for b in bs {
+        let s = &b.settings;
+        t.row(vec![
+            b.name.clone(),
+            b.index.to_string(),
+            on_off(s.learn),
+            on_off(s.forward),
+            on_off(s.flood),
+            on_off(s.uu_flood),
+            match s.mac_age_s {
+                0 => "off".into(),
+                a => format!("{a}s"),
+            },
+            s.mac_limit.to_string(),
+            b.learned.to_string(),
+            b.statics.to_string(),
+            if b.members.is_empty() {
+                "-".into()
+            } else {
+                b.members.join(",")
+            },
+        ]);
+    }
+    t.render()
+}
+
+fn macs(ms: &[MacEntry]) -> String {
+    let mut t = Table::new(&[
+        ("Bridge", L),
+        ("MAC", L),
+        ("Port", L),
+        ("Type", L),
+        ("Age(s)", R),
+    ]);
+    for m in ms {
+        t.row(vec![
+            m.bridge.clone(),
+            m.mac.clone(),
+            m.port.clone(),
+            if m.is_static { "static" } else { "dynamic" }.into(),
+            if m.is_static {
+                "-".into()
+            } else {
+                m.age_s.to_string()
+            },
+        ]);
+    }
+    format!("{}{} entries\n", t.render(), ms.len())
+}
+
+fn xconnects(xs: &[XconnectInfo]) -> String {
+    let mut t = Table::new(&[("From", L), ("To", L)]);
+    for x in xs {
+        t.row(vec![x.from.clone(), x.to.clone()]);
+    }
+    t.render()
+}
+
+fn runtime(r: &RuntimeInfo) -> String {
+    let l = &r.loop_stats;
+    let mut out = format!(
+        "Poll loop: {} polls, {} idle, {} idle sleeps, {} packets received, {:.2} packets/s, longest gap between polls {} ns\n",
+        l.polls, l.idle_polls, l.idle_sleeps, l.rx_packets, l.packets_per_s, l.max_poll_gap_ns,
+    );
+    out.push_str(&format!("Clock: {:.3} GHz\n", r.clock_hz / 1e9));
+    let mut t = Table::new(&[
+        ("Name", L),
+        ("Calls", R),
+        ("Vectors", R),
+        ("Packets", R),
+        ("Drops", R),
+        ("Clocks/pkt", R),
+        ("Vectors/Call", R),
+    ]);
+    for n in &r.nodes {
+        t.row(vec![
+            n.name.clone(),
+            n.calls.to_string(),
+            n.vectors.to_string(),
+            n.packets.to_string(),
+            n.drops.to_string(),
+            if n.clocks_per_packet == 0.0 {
+                "0".into()
+            } else {
+                format!("{:.2e}", n.clocks_per_packet)
+            },
+            format!("{:.2}", n.vectors_per_call),
+        ]);
+    }
+    out.push_str(&t.render());
+    out
+}
+
+fn errors(es: &[ErrorCount]) -> String {
+    let mut t = Table::new(&[("Count", R), ("Node", L), ("Reason", L)]);
+    for e in es {
+        t.row(vec![e.count.to_string(), e.node.clone(), e.reason.clone()]);
+    }
+    if es.is_empty() {
+        return format!("{}(no errors)\n", t.render());
+    }
+    t.render()
+}
+
+fn buffers(b: &PoolStats) -> String {
+    let mut t = Table::new(&[
+        ("Total", R),
+        ("Free", R),
+        ("In use", R),
+        ("Size", R),
+        ("Headroom", R),
+        ("Double frees", R),
+        ("Alloc failures", R),
+    ]);
+    t.row(vec![
+        b.total.to_string(),
+        b.free.to_string(),
+        b.in_use.to_string(),
+        b.buffer_size.to_string(),
+        b.headroom.to_string(),
+        b.double_frees.to_string(),
+        b.alloc_failures.to_string(),
+    ]);
+    t.render()
+}
+
+fn trace(steps: &[TraceStep]) -> String {
+    if steps.is_empty() {
+        return "No packets in trace buffer (arm it with `trace add N`)\n".into();
+    }
+    let mut out = String::new();
+    let mut last = None;
+    for s in steps {
+        if last != Some(s.packet) {
+            out.push_str(&format!("Packet {}\n", s.packet));
+            last = Some(s.packet);
+        }
+        out.push_str(&format!("  {} -> {}\n", s.node, s.next));
+        for l in s.detail.lines() {
+            out.push_str(&format!("    {l}\n"));
+        }
+    }
+    out
+}

@@ -1,0 +1,232 @@
+//! What a feature registers for the control plane, from its own folder (issue 9): its `show`
+//! commands, its config section and the `ctl` verbs that edit that section. `crates/control`
+//! dispatches over these lists and names no feature.
+//!
+//! - [`Show`]: `show WORD [ARGS]` — the word (and aliases), the switch method that answers with a
+//!   typed, `Serialize` value (as JSON on the socket), and the renderer `vecswitch ctl` uses to
+//!   print that JSON read back into the same type as a [`Table`]. A feature lists its shows in
+//!   [`Feature::shows`](crate::feature::Feature::shows); the switch's own shows (ports,
+//!   interfaces, bridges, MACs, cross-connects, runtime, errors, buffers, trace) are
+//!   [`builtin::SHOWS`]. [`shows`] iterates both, [`find_show`] looks a word up.
+//! - [`Section`]: a config section (`[[subinterface]]`) as the feature's own serde type `T`: its
+//!   whole-config validation, its [`ConfigObject`](crate::object::ConfigObject)s, and its
+//!   [`Verb`]s — `ctl` commands (`subinterface add ...`) whose words edit a copy of the section;
+//!   the control plane then validates, diffs and applies the edited config like a file. The
+//!   control crate binds the section to its field of the config with one line
+//!   (`crates/control/src/sections.rs`).
+//! - [`Table`]: the aligned text table every renderer prints into.
+//!
+//! A feature's registrations live in its folder's `ctl.rs` (see `vlan/ctl.rs`, `bond/ctl.rs`,
+//! `mtu/mod.rs`); docs/ARCHITECTURE.md has the worked example.
+
+pub mod builtin;
+pub mod table;
+
+pub use table::{Align, Table};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::SwitchError;
+use crate::feature::FEATURES;
+use crate::object::{EditError, Obj, Validation};
+use crate::runtime::Switch;
+
+/// Why a `show` could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ShowError {
+    /// The switch refused (an unknown bridge name, ...).
+    #[error(transparent)]
+    Switch(#[from] SwitchError),
+    /// More words than the show takes.
+    #[error("show {word}: {given:?}: takes {accepted}")]
+    Args {
+        word: &'static str,
+        given: Vec<String>,
+        accepted: String,
+    },
+    /// The answer could not be encoded as JSON.
+    #[error("show {word}: cannot encode the answer: {source}")]
+    Encode {
+        word: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// A `show WORD [ARGS]` command.
+#[derive(Debug, Clone, Copy)]
+pub struct Show {
+    /// The word (`show bond`; `"what":"bond"` on the socket).
+    pub word: &'static str,
+    /// Other words `ctl show` accepts for it.
+    pub aliases: &'static [&'static str],
+    /// Its optional arguments, in order, as shown in help (`["BRIDGE"]`); more are refused.
+    pub args: &'static [&'static str],
+    /// What it shows, for help.
+    pub help: &'static str,
+    /// The answer, on the worker: a typed value as JSON ([`json`]). `args` has at most
+    /// `self.args.len()` words.
+    pub run: fn(&Switch, &[String]) -> Result<Value, ShowError>,
+    /// The text `ctl` prints, from the answer read back into its type ([`typed`]); `None` if the
+    /// answer is not of that type (a switch of another version: `ctl` prints the JSON).
+    pub render: fn(&Value) -> Option<String>,
+}
+
+impl Show {
+    /// Whether `w` names this show.
+    pub fn is(&self, w: &str) -> bool {
+        self.word == w || self.aliases.contains(&w)
+    }
+
+    /// Runs the show after checking the number of arguments.
+    pub fn answer(&self, sw: &Switch, args: &[String]) -> Result<Value, ShowError> {
+        if args.len() > self.args.len() {
+            return Err(ShowError::Args {
+                word: self.word,
+                given: args.to_vec(),
+                accepted: self.args_help(),
+            });
+        }
+        (self.run)(sw, args)
+    }
+
+    /// `no argument`, `at most [BRIDGE]`.
+    pub fn args_help(&self) -> String {
+        if self.args.is_empty() {
+            "no argument".into()
+        } else {
+            format!("at most [{}]", self.args.join("] ["))
+        }
+    }
+
+    /// `show WORD [ARG]...`, for help.
+    pub fn usage(&self) -> String {
+        let mut u = format!("show {}", self.word);
+        for a in self.args {
+            u.push_str(&format!(" [{a}]"));
+        }
+        u
+    }
+}
+
+/// A typed answer as JSON (for [`Show::run`]).
+pub fn json<T: Serialize>(word: &'static str, v: T) -> Result<Value, ShowError> {
+    serde_json::to_value(v).map_err(|source| ShowError::Encode { word, source })
+}
+
+/// `data` read back as a `T`, if it is one (for [`Show::render`]).
+pub fn typed<T: DeserializeOwned>(data: &Value) -> Option<T> {
+    T::deserialize(data).ok()
+}
+
+/// Every registered show: the switch's own ([`builtin::SHOWS`]), then each feature's, in
+/// [`FEATURES`] order.
+pub fn shows() -> impl Iterator<Item = &'static Show> {
+    builtin::SHOWS
+        .iter()
+        .chain(FEATURES.iter().flat_map(|f| f.shows().iter()))
+}
+
+/// The show named `w` (its word or an alias).
+pub fn find_show(w: &str) -> Option<&'static Show> {
+    shows().find(|s| s.is(w))
+}
+
+/// A `ctl` verb that edits a feature's config section `T`: `subinterface add uni0 20 dot1q 20`.
+#[derive(Debug)]
+pub struct Verb<T: 'static> {
+    /// Its names: the words it starts with, canonical first (the `verb` on the socket), e.g.
+    /// `["subinterface add", "sub-interface add"]`.
+    pub names: &'static [&'static str],
+    /// Its arguments, for help (`PARENT ID ENCAP [tag-rewrite REWRITE]`).
+    pub usage: &'static str,
+    /// What it does, for help.
+    pub help: &'static str,
+    /// Parses the arguments (the words after the name) into the feature's typed config and puts
+    /// it into (or takes it out of) a copy of the running section. Errors name the argument, the
+    /// value and what is accepted; the edited config is then validated whole.
+    pub apply: fn(&mut T, &[String]) -> Result<(), EditError>,
+}
+
+/// A verb without its section type: what help and the command-line parser need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerbInfo {
+    pub names: &'static [&'static str],
+    pub usage: &'static str,
+    pub help: &'static str,
+}
+
+impl VerbInfo {
+    /// The canonical name (`subinterface add`).
+    pub fn name(&self) -> &'static str {
+        self.names.first().copied().unwrap_or("")
+    }
+
+    /// How many of `words` the verb's name takes, if they start with one of its names.
+    pub fn matches(&self, words: &[&str]) -> Option<usize> {
+        self.names
+            .iter()
+            .map(|n| n.split(' ').collect::<Vec<_>>())
+            .filter(|n| words.len() >= n.len() && words[..n.len()] == n[..])
+            .map(|n| n.len())
+            .max()
+    }
+}
+
+impl<T> Verb<T> {
+    /// Without its section type.
+    pub const fn info(&self) -> VerbInfo {
+        VerbInfo {
+            names: self.names,
+            usage: self.usage,
+            help: self.help,
+        }
+    }
+}
+
+/// A feature's config section, over its own serde type `T` (`Vec<SubInterfaceConfig>`).
+#[derive(Debug)]
+pub struct Section<T: 'static> {
+    /// The TOML key (`subinterface` for `[[subinterface]]`).
+    pub key: &'static str,
+    /// Whole-config validation of the section; the interfaces and services the sections before
+    /// it defined are in the [`Validation`].
+    pub validate: fn(&T, &mut Validation),
+    /// The section's config objects, in config order.
+    pub objects: fn(&T, &mut Vec<Obj>),
+    /// The `ctl` verbs that edit it.
+    pub verbs: &'static [Verb<T>],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_and_aliases_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for s in shows() {
+            for w in std::iter::once(&s.word).chain(s.aliases) {
+                assert!(seen.insert(*w), "show word {w:?} registered twice");
+            }
+        }
+        assert!(find_show("ports").is_some());
+        assert!(find_show("int").is_some_and(|s| s.word == "interfaces"));
+        assert!(find_show("nothing").is_none());
+    }
+
+    #[test]
+    fn verb_names_match_leading_words() {
+        let v = VerbInfo {
+            names: &["subinterface add", "sub-interface add"],
+            usage: "",
+            help: "",
+        };
+        assert_eq!(v.matches(&["sub-interface", "add", "p0"]), Some(2));
+        assert_eq!(v.matches(&["subinterface"]), None);
+        assert_eq!(v.matches(&["subinterface", "del", "x"]), None);
+        assert_eq!(v.name(), "subinterface add");
+    }
+}

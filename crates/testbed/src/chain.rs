@@ -1,0 +1,385 @@
+//! Service chains: N VNFs of mixed kinds in series behind the DUT (issue 12; seed 003's PVVP and
+//! multi-VM topologies, seed 004's vSwitch + vRouter + vFirewall chain).
+//!
+//! `Topology::Chain { link, vnfs }` is the general form of PVP (one VNF) and PVVP (two of one
+//! kind): the same wiring ([`crate::Testbed::build_with`]) and the same VNF start-up
+//! ([`crate::Testbed::start`]) serve all three, one VNF at a time, so a chain may mix
+//!
+//! | VNF ([`VnfKind`]) | attached to the DUT by | forwards with |
+//! |---|---|---|
+//! | `testpmd-macswap`, `testpmd-io` | memif (DUT = server) | `dpdk-testpmd --forward-mode=macswap` / `io` |
+//! | `vecswitch` (`vecswitch-xconnect`) | memif (DUT = server) | `vecswitch run` with the two ports cross-connected |
+//! | `kernel-bridge` | a veth pair per side; the VNF's ends in its own namespace `<run>-vnfK` | a Linux bridge over its two ends (STP off) |
+//! | `kernel-router` | as `kernel-bridge` | the kernel's IPv4/IPv6 forwarding between [`ROUTER_LEFT`] and [`ROUTER_RIGHT`] |
+//!
+//! Traffic goes gen0 → DUT phy0 → VNF 0 → DUT → VNF 1 → … → VNF N-1 → DUT phy1 → gen1 and back:
+//! the DUT connects `phy0–vnf0`, `vnf(2k+1)–vnf(2k+2)` and `vnf(2N-1)–phy1`. VNF k holds the
+//! DUT's `vnf2k` and `vnf2k+1` (their other ends `v2k`, `v2k+1`). A kernel VNF's DUT ends are
+//! veth, so the DUT must open both memif and veth ports (vecswitch does; the Linux bridge DUT
+//! does not open memif, testpmd does not open veth).
+//!
+//! Written as `chain-memif:testpmd-io+vecswitch+kernel-bridge` (or `chain-veth:…` for veth
+//! generator links) wherever a topology name is read ([`parse_chain`]). A `vecswitch` VNF parsed
+//! from a name runs the current executable (the `vecswitch` binary when the CLI parsed it); a
+//! library caller names the binary in [`VnfKind::VecswitchXconnect`].
+//!
+//! Cores: every VNF runs on [`crate::CorePlan::vnf`] (beside the DUT on the 2-CPU machine), and a
+//! kernel VNF's work is receive softirq work, steered there by RPS on its two ends. The placement
+//! record lists each VNF — a kernel VNF as pid 0 with its RPS CPUs — and says which CPUs more than
+//! one role shared.
+//!
+//! [`noisy`]: the noisy-neighbour stressor (seed 003) and the L7 profile run once per level.
+
+pub mod noisy;
+
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
+use crate::netns::{veth_pair, Netns};
+use crate::placement::{CorePlan, PlacedProcess};
+use crate::topology::{Link, PortEnd, Topology, VnfKind};
+
+/// Names of the VNF kinds a chain accepts (for error messages).
+pub const VNF_NAMES: &str =
+    "testpmd-macswap, testpmd-io, vecswitch (vecswitch-xconnect), kernel-bridge, kernel-router";
+
+/// The kernel router's address on its left side (toward `gen0`, the L7 client) — IPv4 and IPv6.
+pub const ROUTER_LEFT: [&str; 2] = ["10.12.1.254/24", "fd12:1::fe/64"];
+/// The kernel router's address on its right side (toward `gen1`, the L7 server).
+pub const ROUTER_RIGHT: [&str; 2] = ["10.12.2.254/24", "fd12:2::fe/64"];
+
+/// Parses one VNF name of a chain (see [`VNF_NAMES`]).
+pub fn parse_vnf(s: &str) -> Result<VnfKind> {
+    Ok(match s {
+        "testpmd-macswap" => VnfKind::TestpmdMacswap,
+        "testpmd-io" => VnfKind::TestpmdIo,
+        "vecswitch" | "vecswitch-xconnect" => VnfKind::VecswitchXconnect {
+            bin: PathBuf::new(),
+        },
+        "kernel-bridge" => VnfKind::KernelBridge,
+        "kernel-router" => VnfKind::KernelRouter,
+        _ => {
+            return Err(Error::Invalid {
+                field: "chain VNF",
+                value: s.to_string(),
+                expected: VNF_NAMES.to_string(),
+            })
+        }
+    })
+}
+
+/// Parses `chain-memif:A+B+C` / `chain-veth:A+B+C`; `None` if `s` does not start with `chain`.
+pub fn parse_chain(s: &str) -> Option<Result<Topology>> {
+    let rest = s.strip_prefix("chain")?;
+    let bad = || Error::Invalid {
+        field: "topology",
+        value: s.to_string(),
+        expected: format!(
+            "chain-memif:VNF+VNF+... or chain-veth:VNF+..., each VNF one of {VNF_NAMES}"
+        ),
+    };
+    let Some((link, list)) = rest.split_once(':') else {
+        return Some(Err(bad()));
+    };
+    let link = match link {
+        "-memif" => Link::Memif,
+        "-veth" => Link::Veth,
+        _ => return Some(Err(bad())),
+    };
+    let vnfs = list.split('+').map(parse_vnf).collect::<Result<Vec<_>>>();
+    Some(vnfs.and_then(|vnfs| Topology::new_chain(link, vnfs)))
+}
+
+/// Checks a chain's VNF list: at least one VNF, no VMs (they have their own topologies), at most
+/// one kernel router (its addresses are fixed: [`ROUTER_LEFT`], [`ROUTER_RIGHT`]).
+pub fn validate(vnfs: &[VnfKind]) -> Result<()> {
+    let names = || vnfs.iter().map(VnfKind::name).collect::<Vec<_>>().join("+");
+    if vnfs.is_empty() || vnfs.len() > 8 {
+        return Err(Error::Invalid {
+            field: "chain length",
+            value: vnfs.len().to_string(),
+            expected: "1 to 8 VNFs".into(),
+        });
+    }
+    if vnfs.iter().any(|v| v.vhost_role().is_some()) {
+        return Err(Error::Invalid {
+            field: "chain VNFs",
+            value: names(),
+            expected: format!(
+                "{VNF_NAMES} (VM and virtio VNFs: the pvp-vm, pvvp-vm, pvp-virtio topologies)"
+            ),
+        });
+    }
+    if vnfs
+        .iter()
+        .filter(|v| matches!(v, VnfKind::KernelRouter))
+        .count()
+        > 1
+    {
+        return Err(Error::Invalid {
+            field: "chain VNFs",
+            value: names(),
+            expected: "at most one kernel-router (its two subnets are fixed)".into(),
+        });
+    }
+    Ok(())
+}
+
+/// The `vecswitch` binary of a VNF: `bin`, or when empty (a VNF parsed from a topology name)
+/// the running executable, which is `vecswitch` itself when the CLI runs the chain.
+pub fn vecswitch_bin(bin: &std::path::Path) -> Result<PathBuf> {
+    if !bin.as_os_str().is_empty() {
+        return Ok(bin.to_path_buf());
+    }
+    std::env::current_exe().map_err(|source| Error::Io {
+        what: "locating the running executable (the vecswitch VNF's binary)",
+        path: PathBuf::from("/proc/self/exe"),
+        source,
+    })
+}
+
+/// Whether VNF `kind` is kernel code in a namespace of its own, attached by veth.
+pub fn is_kernel(kind: &VnfKind) -> bool {
+    matches!(kind, VnfKind::KernelBridge | VnfKind::KernelRouter)
+}
+
+/// The namespace of kernel VNF `k` of run `run_id`.
+pub fn vnf_netns_name(run_id: &str, k: usize) -> String {
+    format!("{run_id}-vnf{k}")
+}
+
+/// Builds the links of kernel VNF `k`: its namespace and one veth pair per side, the DUT's ends
+/// `vnf2k`, `vnf2k+1` in `dut_ns` and the VNF's `v2k`, `v2k+1` in the new namespace, up, with
+/// receive work steered (RPS) to the VNF's CPU on the VNF's ends. Returns the namespace and the
+/// two (DUT end, VNF end) pairs.
+pub(crate) fn build_kernel_links(
+    run_id: &str,
+    k: usize,
+    kind: &VnfKind,
+    dut_ns: &Netns,
+    cores: CorePlan,
+) -> Result<(Netns, Vec<(PortEnd, PortEnd)>)> {
+    let ns = Netns::create(&vnf_netns_name(run_id, k))?;
+    if matches!(kind, VnfKind::KernelRouter) {
+        // Netns::create turned IPv6 off; the router forwards both families.
+        for key in [
+            "net.ipv6.conf.all.disable_ipv6=0",
+            "net.ipv6.conf.default.disable_ipv6=0",
+        ] {
+            ns.sysctl(key)?;
+        }
+    }
+    let mut ends = Vec::new();
+    for side in 0..2 {
+        let i = 2 * k + side;
+        let (d, v) = (format!("vnf{i}"), format!("v{i}"));
+        veth_pair(dut_ns, &d, &ns, &v)?;
+        dut_ns.link_up(&d)?;
+        ns.link_up(&v)?;
+        if let Err(e) = ns.set_rps(&v, CorePlan::mask(cores.vnf)) {
+            tracing::warn!("RPS not set on {v}: {e}");
+        }
+        let dut_end = PortEnd::Veth {
+            name: d.clone(),
+            netns: dut_ns.name().to_string(),
+            mac: dut_ns.mac(&d)?,
+            ifname: d,
+        };
+        let vnf_end = PortEnd::Veth {
+            name: v.clone(),
+            netns: ns.name().to_string(),
+            mac: ns.mac(&v)?,
+            ifname: v,
+        };
+        ends.push((dut_end, vnf_end));
+    }
+    for (d, v) in &ends {
+        crate::wait_for(
+            &format!("veth {}/{} carrier", d.name(), v.name()),
+            std::time::Duration::from_secs(5),
+            || dut_ns.oper_up(d.name()) && ns.oper_up(v.name()),
+        )?;
+    }
+    Ok((ns, ends))
+}
+
+/// A running kernel VNF: configuration inside its namespace, no process of its own.
+#[derive(Debug)]
+pub(crate) struct KernelVnf {
+    kind: VnfKind,
+    netns: String,
+    ifnames: Vec<String>,
+}
+
+impl KernelVnf {
+    /// Configures kernel VNF `kind` in `netns` over its two veth `ends` (already up).
+    pub(crate) fn start(kind: &VnfKind, netns: &str, ends: &[PortEnd]) -> Result<KernelVnf> {
+        let ifnames: Vec<String> = ends
+            .iter()
+            .filter_map(|e| match e {
+                PortEnd::Veth { ifname, .. } => Some(ifname.clone()),
+                _ => None,
+            })
+            .collect();
+        if ifnames.len() != 2 {
+            return Err(Error::Invalid {
+                field: "kernel VNF ports",
+                value: format!("{ends:?}"),
+                expected: "two veth ends".into(),
+            });
+        }
+        let ip = |args: &[&str]| {
+            let mut a = vec!["-n", netns];
+            a.extend_from_slice(args);
+            crate::cmd::run("ip", &a)
+        };
+        let sysctl =
+            |kv: &str| crate::cmd::run("ip", &["netns", "exec", netns, "sysctl", "-q", "-w", kv]);
+        match kind {
+            VnfKind::KernelBridge => {
+                // As the linux-bridge DUT: no br_netfilter in the path (it drops frames with a
+                // bad IPv4 checksum and sends every frame through iptables).
+                for key in [
+                    "net.bridge.bridge-nf-call-iptables=0",
+                    "net.bridge.bridge-nf-call-ip6tables=0",
+                    "net.bridge.bridge-nf-call-arptables=0",
+                ] {
+                    let _ = sysctl(key);
+                }
+                ip(&[
+                    "link",
+                    "add",
+                    "br0",
+                    "type",
+                    "bridge",
+                    "stp_state",
+                    "0",
+                    "forward_delay",
+                    "0",
+                ])?;
+                for i in &ifnames {
+                    ip(&["link", "set", i, "master", "br0"])?;
+                }
+                ip(&["link", "set", "br0", "up"])?;
+            }
+            VnfKind::KernelRouter => {
+                sysctl("net.ipv4.ip_forward=1")?;
+                sysctl("net.ipv6.conf.all.forwarding=1")?;
+                for (i, addrs) in ifnames.iter().zip([ROUTER_LEFT, ROUTER_RIGHT]) {
+                    sysctl(&format!("net.ipv6.conf.{i}.disable_ipv6=0"))?;
+                    for a in addrs {
+                        if a.contains(':') {
+                            ip(&["addr", "add", a, "dev", i, "nodad"])?;
+                        } else {
+                            ip(&["addr", "add", a, "dev", i])?;
+                        }
+                    }
+                }
+            }
+            other => {
+                return Err(Error::Invalid {
+                    field: "kernel VNF",
+                    value: other.name().into(),
+                    expected: "kernel-bridge or kernel-router".into(),
+                })
+            }
+        }
+        Ok(KernelVnf {
+            kind: kind.clone(),
+            netns: netns.to_string(),
+            ifnames,
+        })
+    }
+
+    /// Its placement record: no process (pid 0), the CPUs its receive work is steered to.
+    pub(crate) fn placed(&self) -> PlacedProcess {
+        let mut cpus = Vec::new();
+        let mut notes = Vec::new();
+        for i in &self.ifnames {
+            let mask = crate::netns::rps_cpus_in(&self.netns, i).unwrap_or_else(|| "?".into());
+            let list = u64::from_str_radix(&mask, 16)
+                .ok()
+                .filter(|m| *m != 0)
+                .map(|m| {
+                    (0..64)
+                        .filter(|c| m & (1 << c) != 0)
+                        .map(|c: u32| c.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                });
+            if let Some(l) = &list {
+                if !cpus.contains(l) {
+                    cpus.push(l.clone());
+                }
+            }
+            notes.push(format!("{i}: rps_cpus {mask}"));
+        }
+        PlacedProcess {
+            role: "vnf".into(),
+            name: self.kind.name().to_string(),
+            pid: 0,
+            cpus,
+            note: format!(
+                "kernel code in namespace {} (receive softirq, no process); {}",
+                self.netns,
+                notes.join(", ")
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chains_parse_round_trip_and_say_what_is_accepted() {
+        let t: Topology = "chain-memif:testpmd-io+vecswitch+kernel-bridge"
+            .parse()
+            .unwrap();
+        let Topology::Chain { link, vnfs } = &t else {
+            panic!("{t:?}")
+        };
+        assert_eq!(*link, Link::Memif);
+        assert_eq!(vnfs.len(), 3);
+        assert_eq!(vnfs[0], VnfKind::TestpmdIo);
+        assert!(is_kernel(&vnfs[2]));
+        assert_eq!(
+            t.to_string(),
+            "chain-memif:testpmd-io+vecswitch-xconnect+kernel-bridge"
+        );
+        assert_eq!(t.to_string().parse::<Topology>().unwrap(), t);
+        assert_eq!(t.chain().len(), 3);
+        let t: Topology = "chain-veth:kernel-router".parse().unwrap();
+        assert_eq!(t.link(), Link::Veth);
+        for bad in [
+            "chain",
+            "chain-memif",
+            "chain-tap:testpmd-io",
+            "chain-memif:",
+            "chain-memif:testpmd-io+frobnicator",
+            "chain-veth:kernel-router+kernel-router",
+        ] {
+            let e = bad.parse::<Topology>().unwrap_err().to_string();
+            assert!(e.contains("expected"), "{bad}: {e}");
+        }
+        let e = "chain-memif:testpmd-io+frob"
+            .parse::<Topology>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("frob") && e.contains("kernel-bridge"), "{e}");
+    }
+
+    #[test]
+    fn pvp_and_pvvp_are_chains_of_one_kind() {
+        let t: Topology = "pvvp-memif".parse().unwrap();
+        assert_eq!(t.chain(), vec![VnfKind::TestpmdMacswap; 2]);
+        let t: Topology = "pvp-veth".parse().unwrap();
+        assert_eq!(t.chain(), vec![VnfKind::TestpmdMacswap]);
+        assert!("phy2phy-memif"
+            .parse::<Topology>()
+            .unwrap()
+            .chain()
+            .is_empty());
+    }
+}
