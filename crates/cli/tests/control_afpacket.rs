@@ -2,64 +2,36 @@
 //! the guard deletes them whatever happens. No traffic is sent: these tests are about building
 //! ports from config, re-creating them on reload, and refusing a missing interface.
 
-use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use serde_json::Value;
+use vecswitch_testsupport::{unique_name, RunningSwitch, TempDir, Veth};
 
 const BIN: &str = env!("CARGO_BIN_EXE_vecswitch");
 
-fn ip(args: &[&str]) {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .expect("`ip` (iproute2) must be installed");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Two veth pairs (`a`–`pa`, `b`–`pb`; the switch opens `a` and `b`, so bridging them makes no
-/// loop) with IPv6 off so the kernel stays quiet, and a temporary directory; removed on drop.
+/// Two veth pairs (`a`–`ap`, `b`–`bp`; the switch opens `a` and `b`, so bridging them makes no
+/// loop) with IPv6 off so the kernel stays quiet, and a temporary directory; the guards
+/// (crates/testsupport) remove them on drop.
 struct Lab {
+    _veths: [Veth; 2],
     a: String,
     b: String,
-    dir: PathBuf,
+    dir: TempDir,
 }
 
 impl Lab {
     fn new(tag: &str) -> Lab {
-        let id = std::process::id() % 100_000;
-        let lab = Lab {
-            a: format!("vsc{id}{tag}a"),
-            b: format!("vsc{id}{tag}b"),
-            dir: std::env::temp_dir().join(format!("vsw-ctl-afp-{tag}-{id}")),
-        };
-        let _ = std::fs::remove_dir_all(&lab.dir);
-        std::fs::create_dir_all(&lab.dir).unwrap();
-        for end in [&lab.a, &lab.b] {
-            let peer = format!("{end}p");
-            ip(&["link", "add", end, "type", "veth", "peer", "name", &peer]);
-            for dev in [end.as_str(), peer.as_str()] {
-                let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6"), "1");
-                ip(&["link", "set", dev, "up"]);
-            }
+        let (a, b) = (
+            unique_name(&format!("vsc{tag}a")),
+            unique_name(&format!("vsc{tag}b")),
+        );
+        let _veths = [&a, &b].map(|end| Veth::new(end, &format!("{end}p")));
+        Lab {
+            _veths,
+            a,
+            b,
+            dir: TempDir::new(&format!("ctl-afp-{tag}")),
         }
-        lab
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        for end in [&self.a, &self.b] {
-            let _ = Command::new("ip").args(["link", "del", end]).output();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -69,63 +41,6 @@ fn without_stats(mut v: Value) -> Value {
         p.as_object_mut().unwrap().remove("stats");
     }
     v
-}
-
-struct Running(Option<Child>);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn start(config: &Path, socket: &Path) -> Running {
-    let child = Command::new(BIN)
-        .args(["run", "--config"])
-        .arg(config)
-        .arg("--socket")
-        .arg(socket)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut r = Running(Some(child));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while UnixStream::connect(socket).is_err() {
-        if let Some(st) = r.0.as_mut().unwrap().try_wait().unwrap() {
-            let out = r.0.take().unwrap().wait_with_output().unwrap();
-            panic!(
-                "vecswitch run exited with {st}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        assert!(Instant::now() < deadline, "control socket did not appear");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    r
-}
-
-fn ctl(socket: &Path, words: &str) -> Output {
-    Command::new(BIN)
-        .arg("ctl")
-        .arg("--socket")
-        .arg(socket)
-        .args(words.split_whitespace())
-        .output()
-        .unwrap()
-}
-
-fn json(socket: &Path, words: &str) -> Value {
-    let out = ctl(socket, &format!("--json {words}"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice::<Value>(&out.stdout).unwrap()["data"].clone()
 }
 
 fn config(lab: &Lab, extra_a: &str) -> String {
@@ -140,11 +55,11 @@ fn config(lab: &Lab, extra_a: &str) -> String {
 #[test]
 fn af_packet_ports_are_built_and_recreated_on_reload() {
     let lab = Lab::new("r");
-    let cfg = lab.dir.join("s.toml");
-    let sock = lab.dir.join("ctl.sock");
+    let cfg = lab.dir.path("s.toml");
+    let sock = lab.dir.path("ctl.sock");
     std::fs::write(&cfg, config(&lab, "")).unwrap();
-    let _sw = start(&cfg, &sock);
-    let ports = json(&sock, "show ports");
+    let sw = RunningSwitch::start(BIN, &cfg, &sock);
+    let ports = sw.json("show ports");
     assert_eq!(ports[0]["name"], "eth0");
     assert!(
         ports[0]["describe"].as_str().unwrap().contains(&lab.a),
@@ -155,7 +70,7 @@ fn af_packet_ports_are_built_and_recreated_on_reload() {
 
     // A backend key changes: eth0 is re-created and re-attached, eth1 is left alone.
     std::fs::write(&cfg, config(&lab, "block_count = 4\nqdisc_bypass = true")).unwrap();
-    let out = ctl(&sock, "reload");
+    let out = sw.ctl("reload");
     assert!(
         out.status.success(),
         "{}",
@@ -173,13 +88,13 @@ fn af_packet_ports_are_built_and_recreated_on_reload() {
         "{text}"
     );
     assert_eq!(
-        json(&sock, "show bridge bd1")[0]["members"],
+        sw.json("show bridge bd1")[0]["members"],
         serde_json::json!(["eth1", "eth0"])
     );
 
     // An AF_PACKET tuning value the backend refuses is a validation error with the path.
     std::fs::write(&cfg, config(&lab, "block_size = 5000")).unwrap();
-    let out = ctl(&sock, "reload");
+    let out = sw.ctl("reload");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("port[0].block_size = 5000"));
 }
@@ -187,8 +102,8 @@ fn af_packet_ports_are_built_and_recreated_on_reload() {
 #[test]
 fn missing_interface_fails_the_start_and_a_reload_without_change() {
     let lab = Lab::new("m");
-    let cfg = lab.dir.join("s.toml");
-    let sock = lab.dir.join("ctl.sock");
+    let cfg = lab.dir.path("s.toml");
+    let sock = lab.dir.path("ctl.sock");
     std::fs::write(&cfg, config(&lab, "").replace(&lab.b, "vscnosuch0")).unwrap();
     let out = Command::new(BIN)
         .args(["run", "--config"])
@@ -203,21 +118,21 @@ fn missing_interface_fails_the_start_and_a_reload_without_change() {
     assert!(!sock.exists(), "socket left behind");
 
     std::fs::write(&cfg, config(&lab, "")).unwrap();
-    let _sw = start(&cfg, &sock);
-    let before = without_stats(json(&sock, "show ports"));
-    let bad = lab.dir.join("bad.toml");
+    let sw = RunningSwitch::start(BIN, &cfg, &sock);
+    let before = without_stats(sw.json("show ports"));
+    let bad = lab.dir.path("bad.toml");
     std::fs::write(
         &bad,
         config(&lab, "")
             + "[[port]]\nname = \"eth9\"\ntype = \"af_packet\"\ninterface = \"vscnosuch9\"\n",
     )
     .unwrap();
-    let out = ctl(&sock, &format!("reload {}", bad.display()));
+    let out = sw.ctl(&format!("reload {}", bad.display()));
     assert!(!out.status.success());
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(
         e.contains("vscnosuch9") && e.contains("nothing was changed"),
         "{e}"
     );
-    assert_eq!(without_stats(json(&sock, "show ports")), before);
+    assert_eq!(without_stats(sw.json("show ports")), before);
 }

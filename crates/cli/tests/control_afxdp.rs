@@ -3,152 +3,45 @@
 //! one namespace arrive, counted exactly, in the other, both ways, and `show ports` shows the
 //! XDP statistics. The guard deletes the namespaces and veth pairs whatever happens.
 
-use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use vecswitch_buffer::Pool;
 use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort, RxMode};
 use vecswitch_ports::loopback::packet_from_bytes;
 use vecswitch_ports::Port;
+use vecswitch_testsupport::{RunningSwitch, TempDir, VethLab};
 
 const BIN: &str = env!("CARGO_BIN_EXE_vecswitch");
 /// IEEE 802 "local experimental" EtherType: nothing in the kernel answers it.
 const ETHERTYPE: u16 = 0x88b5;
 
-fn ip(args: &[&str]) {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .expect("`ip` (iproute2) must be installed");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Namespaces `ns[i]` holding veth end `peer[i]`, whose other end `host[i]` the switch opens.
+/// Namespaces `ns[i]` holding veth end `peer[i]`, whose other end `host[i]` the switch opens, and
+/// a temporary directory; the guards (crates/testsupport) remove them on drop.
 struct Lab {
-    ns: [String; 2],
+    labs: [VethLab; 2],
     host: [String; 2],
-    peer: [String; 2],
-    dir: PathBuf,
+    dir: TempDir,
 }
 
 impl Lab {
     fn new() -> Lab {
-        let id = std::process::id() % 100_000;
-        let lab = Lab {
-            ns: [format!("vsxc{id}a"), format!("vsxc{id}b")],
-            host: [format!("vsxc{id}ha"), format!("vsxc{id}hb")],
-            peer: [format!("vsxc{id}pa"), format!("vsxc{id}pb")],
-            dir: std::env::temp_dir().join(format!("vsw-ctl-afxdp-{id}")),
-        };
-        let _ = std::fs::remove_dir_all(&lab.dir);
-        std::fs::create_dir_all(&lab.dir).unwrap();
-        for i in 0..2 {
-            let (ns, host, peer) = (&lab.ns[i], &lab.host[i], &lab.peer[i]);
-            ip(&["netns", "add", ns]);
-            ip(&["link", "add", host, "type", "veth", "peer", "name", peer]);
-            let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{host}/disable_ipv6"), "1");
-            ip(&["link", "set", peer, "netns", ns]);
-            let st = Command::new("ip")
-                .args(["netns", "exec", ns, "sh", "-c"])
-                .arg(format!(
-                    "echo 1 > /proc/sys/net/ipv6/conf/{peer}/disable_ipv6"
-                ))
-                .status()
-                .expect("ip netns exec");
-            assert!(st.success());
-            ip(&["link", "set", host, "up"]);
-            ip(&["-n", ns, "link", "set", peer, "up"]);
+        let labs = [VethLab::new("vsxc"), VethLab::new("vsxc")];
+        let host = [labs[0].host().to_string(), labs[1].host().to_string()];
+        Lab {
+            labs,
+            host,
+            dir: TempDir::new("ctl-afxdp"),
         }
-        lab
     }
 
     fn peer_port(&self, i: usize) -> AfPacketPort {
         let c = AfPacketConfig {
             rx_mode: RxMode::Frame,
-            ..AfPacketConfig::new(&format!("peer{i}"), &self.peer[i])
+            ..AfPacketConfig::new(&format!("peer{i}"), self.labs[i].peer())
         };
-        AfPacketPort::open_in_netns(c, &format!("/run/netns/{}", self.ns[i]))
+        AfPacketPort::open_in_netns(c, &self.labs[i].netns_path())
             .expect("open AF_PACKET port in the namespace")
     }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        for i in 0..2 {
-            let _ = Command::new("ip")
-                .args(["link", "del", &self.host[i]])
-                .output();
-            let _ = Command::new("ip")
-                .args(["netns", "del", &self.ns[i]])
-                .output();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-struct Running(Option<Child>);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn start(config: &Path, socket: &Path) -> Running {
-    let child = Command::new(BIN)
-        .args(["run", "--config"])
-        .arg(config)
-        .arg("--socket")
-        .arg(socket)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut r = Running(Some(child));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while UnixStream::connect(socket).is_err() {
-        if let Some(st) = r.0.as_mut().unwrap().try_wait().unwrap() {
-            let out = r.0.take().unwrap().wait_with_output().unwrap();
-            panic!(
-                "vecswitch run exited with {st}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        assert!(Instant::now() < deadline, "control socket did not appear");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    r
-}
-
-fn ctl(socket: &Path, words: &str) -> Output {
-    Command::new(BIN)
-        .arg("ctl")
-        .arg("--socket")
-        .arg(socket)
-        .args(words.split_whitespace())
-        .output()
-        .unwrap()
-}
-
-fn json(socket: &Path, words: &str) -> Value {
-    let out = ctl(socket, &format!("--json {words}"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice::<Value>(&out.stdout).unwrap()["data"].clone()
 }
 
 fn frame(dir: u8, seq: u32, len: usize) -> Vec<u8> {
@@ -207,11 +100,11 @@ fn send_and_count(
 #[test]
 fn af_xdp_ports_cross_connected_between_namespaces_count_every_frame() {
     let lab = Lab::new();
-    let cfg = lab.dir.join("s.toml");
-    let sock = lab.dir.join("ctl.sock");
+    let cfg = lab.dir.path("s.toml");
+    let sock = lab.dir.path("ctl.sock");
     std::fs::write(&cfg, config(&lab, "")).unwrap();
-    let _sw = start(&cfg, &sock);
-    let ports = json(&sock, "show ports");
+    let sw = RunningSwitch::start(BIN, &cfg, &sock);
+    let ports = sw.json("show ports");
     for (i, p) in ports.as_array().unwrap().iter().enumerate() {
         let d = p["describe"].as_str().unwrap();
         assert!(
@@ -235,7 +128,7 @@ fn af_xdp_ports_cross_connected_between_namespaces_count_every_frame() {
     }
 
     // The switch's counters: each port received and sent exactly what crossed, nothing lost.
-    let ports = json(&sock, "show ports");
+    let ports = sw.json("show ports");
     for p in ports.as_array().unwrap() {
         let s = &p["stats"];
         assert_eq!(s["rx_packets"], 2 * count, "{p}");
@@ -245,19 +138,19 @@ fn af_xdp_ports_cross_connected_between_namespaces_count_every_frame() {
         assert_eq!(s["rx_dropped"], 0, "{p}");
         assert_eq!(s["tx_dropped"], 0, "{p}");
     }
-    let text = String::from_utf8_lossy(&ctl(&sock, "show ports").stdout).to_string();
+    let text = String::from_utf8_lossy(&sw.ctl("show ports").stdout).to_string();
     assert!(text.contains("xdp rx_dropped 0 rx_ring_full 0"), "{text}");
 
     // A backend key changes: x0 is re-created at once on the same interface and queue (the
     // kernel releases the old socket's queue in deferred work) and forwarding goes on.
     std::fs::write(&cfg, config(&lab, "rx_size = 1024\n")).unwrap();
-    let out = ctl(&sock, "reload");
+    let out = sw.ctl("reload");
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let ports = json(&sock, "show ports");
+    let ports = sw.json("show ports");
     assert!(
         ports[0]["describe"].as_str().unwrap().contains("rx 1024"),
         "{}",

@@ -1,5 +1,6 @@
 //! [`ShmRegion`]: memory shared with another party — the kernel's packet socket rings (AF_PACKET),
-//! and the same way a memif peer's regions or an AF_XDP UMEM — with every access in one place.
+//! a memif peer's regions (rings and packet buffers, memif/ring.rs), an AF_XDP UMEM — with every
+//! access in one place.
 //!
 //! Memory that someone else can write at any time is never a `&[u8]` here (rust-vmm's
 //! `vm-memory` rule): the region hands out no references, only copies. Every accessor checks the
@@ -17,7 +18,7 @@
 use std::io;
 use std::os::fd::RawFd;
 use std::ptr;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU32, Ordering};
 
 /// A shared memory region; see the module doc.
 #[derive(Debug)]
@@ -128,6 +129,41 @@ impl ShmRegion {
         true
     }
 
+    /// Writes the native-endian `u16` `v` at `off` (2-aligned); false (nothing written) if outside.
+    #[inline]
+    pub fn write_u16(&self, off: usize, v: u16) -> bool {
+        let Some(p) = self.at(off, 2, 2) else {
+            return false;
+        };
+        // SAFETY: 2 bytes inside the region, 2-aligned (checked by `at`); volatile because the
+        // peer reads it.
+        unsafe { ptr::write_volatile(p.cast::<u16>(), v) };
+        true
+    }
+
+    /// Loads the ring index at `off` atomically with `order` (memif's `head`/`tail`: acquire
+    /// before reading what the peer published, relaxed for our own index). `None` if outside or
+    /// unaligned.
+    #[inline]
+    pub fn load_u16(&self, off: usize, order: Ordering) -> Option<u16> {
+        let p = self.at(off, 2, 2)?;
+        // SAFETY: an aligned u16 inside the live mapping (checked by `at`); ring indexes are only
+        // ever accessed atomically, by the peer and by us.
+        Some(unsafe { AtomicU16::from_ptr(p.cast()) }.load(order))
+    }
+
+    /// Stores the ring index `v` at `off` atomically with `order` (release to publish descriptors
+    /// written before it). False (nothing written) if outside or unaligned.
+    #[inline]
+    pub fn store_u16(&self, off: usize, v: u16, order: Ordering) -> bool {
+        let Some(p) = self.at(off, 2, 2) else {
+            return false;
+        };
+        // SAFETY: as in `load_u16`.
+        unsafe { AtomicU16::from_ptr(p.cast()) }.store(v, order);
+        true
+    }
+
     /// Loads the status word at `off` with acquire ordering: what the peer wrote before handing
     /// a block or slot over is visible after it. `None` if outside or unaligned.
     #[inline]
@@ -221,6 +257,13 @@ mod tests {
         assert_eq!(r.load_acquire_u32(3), None);
         assert!(!r.write_from(8190, b"abc"));
         assert!(!r.read_into(usize::MAX, &mut b));
+        assert!(r.write_u16(8190, 0x1234));
+        assert_eq!(r.read_u16(8190), Some(0x1234));
+        assert!(r.store_u16(6, 9, Ordering::Release));
+        assert_eq!(r.load_u16(6, Ordering::Acquire), Some(9));
+        assert!(!r.write_u16(8191, 1));
+        assert!(!r.store_u16(8192, 1, Ordering::Relaxed));
+        assert_eq!(r.load_u16(5, Ordering::Relaxed), None);
         assert!(ShmRegion::anonymous(0).is_err());
     }
 }

@@ -24,83 +24,49 @@ use std::time::{Duration, Instant};
 use vecswitch_buffer::Pool;
 use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort, RxMode};
 use vecswitch_ports::{LinkState, Port};
+use vecswitch_testsupport::{unique_name, Netns, Veth};
 
 const BYTES: usize = 4 << 20;
 
-fn run(program: &str, args: &[&str]) -> String {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{program} must be installed (scripts/setup.sh): {e}"));
-    assert!(
-        out.status.success(),
-        "{program} {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Namespaces A and B, each with one veth end; the other ends (`sa`, `sb`) in namespace S.
+/// Namespaces A and B, each with one veth end; the other ends (`sa`, `sb`) in namespace S. The
+/// guards (crates/testsupport) delete the pairs, then the namespaces.
 struct Lab {
-    a: String,
-    b: String,
-    s: String,
+    _veths: [Veth; 2],
     sa: String,
     sb: String,
+    a: Netns,
+    b: Netns,
+    s: Netns,
 }
 
 impl Lab {
     fn new() -> Lab {
-        let id = std::process::id() % 100_000;
-        let lab = Lab {
-            a: format!("vstcpa{id}"),
-            b: format!("vstcpb{id}"),
-            s: format!("vstcps{id}"),
-            sa: format!("vstsa{id}"),
-            sb: format!("vstsb{id}"),
-        };
-        run("ip", &["netns", "add", &lab.s]);
-        for (ns, sw, addr) in [
-            (&lab.a, &lab.sa, "192.0.2.1/24"),
-            (&lab.b, &lab.sb, "192.0.2.2/24"),
-        ] {
-            run("ip", &["netns", "add", ns]);
-            run(
-                "ip",
-                &[
-                    "link", "add", sw, "netns", &lab.s, "type", "veth", "peer", "name", "eth0",
-                    "netns", ns,
-                ],
-            );
-            run("ip", &["-n", ns, "addr", "add", addr, "dev", "eth0"]);
-            run("ip", &["-n", ns, "link", "set", "lo", "up"]);
-            run("ip", &["-n", ns, "link", "set", "eth0", "up"]);
-            run("ip", &["-n", &lab.s, "link", "set", sw, "up"]);
-            run(
-                "ip",
-                &[
-                    "netns", "exec", ns, "ethtool", "-K", "eth0", "tso", "off", "gso", "off",
-                    "gro", "off",
-                ],
-            );
+        let s = Netns::new("vstcs");
+        let (a, b) = (Netns::new("vstca"), Netns::new("vstcb"));
+        let (sa, sb) = (unique_name("vstsa"), unique_name("vstsb"));
+        let mut veths = Vec::new();
+        for (ns, sw, addr) in [(&a, &sa, "192.0.2.1/24"), (&b, &sb, "192.0.2.2/24")] {
+            veths.push(Veth::create(sw, Some(&s), "eth0", Some(ns), None));
+            ns.ip(&["addr", "add", addr, "dev", "eth0"]);
+            ns.exec(&[
+                "ethtool", "-K", "eth0", "tso", "off", "gso", "off", "gro", "off",
+            ]);
         }
-        lab
+        let _veths = veths.try_into().expect("two pairs");
+        Lab {
+            _veths,
+            sa,
+            sb,
+            a,
+            b,
+            s,
+        }
     }
 
     fn exec(&self, ns: &str, program: &str) -> Command {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", ns, program]);
         c
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        // Deleting the namespaces deletes the veth pairs.
-        for ns in [&self.a, &self.b, &self.s] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
-        }
     }
 }
 
@@ -144,8 +110,8 @@ print(len(data), hashlib.sha256(data).hexdigest(), flush=True)
 #[test]
 fn kernel_tcp_flow_crosses_two_afpacket_ports_with_correct_checksums() {
     let lab = Lab::new();
-    let mut sa = open("sa", &lab.sa, &lab.s);
-    let mut sb = open("sb", &lab.sb, &lab.s);
+    let mut sa = open("sa", &lab.sa, lab.s.name());
+    let mut sb = open("sb", &lab.sb, lab.s.name());
 
     // The cross-connect: everything from one port to the other, until told to stop.
     let stop = Arc::new(AtomicBool::new(false));
@@ -169,9 +135,9 @@ fn kernel_tcp_flow_crosses_two_afpacket_ports_with_correct_checksums() {
         (sa, sb, unsent)
     });
 
-    let before = nstat_csum_errors(&lab, &lab.b);
+    let before = nstat_csum_errors(&lab, lab.b.name());
     let mut server = lab
-        .exec(&lab.b, "python3")
+        .exec(lab.b.name(), "python3")
         .args(["-c", SERVER])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -182,7 +148,7 @@ fn kernel_tcp_flow_crosses_two_afpacket_ports_with_correct_checksums() {
     let mut first = [0u8; 10];
     std::io::Read::read_exact(&mut out, &mut first).expect("server started");
     let client = lab
-        .exec(&lab.a, "python3")
+        .exec(lab.a.name(), "python3")
         .args(["-c", CLIENT, &BYTES.to_string()])
         .output()
         .expect("python3");
@@ -191,7 +157,7 @@ fn kernel_tcp_flow_crosses_two_afpacket_ports_with_correct_checksums() {
     let _ = server.wait();
     stop.store(true, Ordering::Relaxed);
     let (sa, sb, unsent) = fwd.join().expect("forwarding thread");
-    let after = nstat_csum_errors(&lab, &lab.b);
+    let after = nstat_csum_errors(&lab, lab.b.name());
 
     let sent = String::from_utf8_lossy(&client.stdout).trim().to_string();
     assert!(

@@ -1,16 +1,18 @@
 //! AF_PACKET port over a veth pair whose far end sits in a network namespace the test creates.
-//! Needs root (CAP_NET_ADMIN for `ip`, CAP_NET_RAW for the sockets); the [`VethLab`] guard deletes
-//! the namespace and the veth pair when the test ends, panics included. Each test runs in both
-//! receive modes ([`MODES`]): TPACKET_V3 blocks and TPACKET_V2 frames.
+//! Needs root (CAP_NET_ADMIN for `ip`, CAP_NET_RAW for the sockets); the [`VethLab`] guard
+//! (crates/testsupport) deletes the namespace and the veth pair when the test ends, panics
+//! included. Each test runs in both receive modes ([`MODES`]): TPACKET_V3 blocks and TPACKET_V2
+//! frames.
 
 use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use vecswitch_buffer::Pool;
 use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketError, AfPacketPort, RxMode};
 use vecswitch_ports::loopback::packet_from_bytes;
 use vecswitch_ports::{LinkState, Port};
+use vecswitch_testsupport::tool::ip;
+use vecswitch_testsupport::VethLab;
 
 /// IEEE 802 "local experimental" EtherType: no kernel protocol will answer or forward it.
 const ETHERTYPE: u16 = 0x88b5;
@@ -26,94 +28,17 @@ fn cfg(name: &str, interface: &str, mode: RxMode) -> AfPacketConfig {
     }
 }
 
-fn ip(args: &[&str]) {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .expect("`ip` (iproute2) must be installed");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A namespace `ns` holding veth end `peer`, whose other end `host` stays in our namespace.
-struct VethLab {
-    ns: String,
-    host: String,
-    peer: String,
-}
-
-impl VethLab {
-    fn new(mtu: u32) -> VethLab {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let id = format!(
-            "{}{}",
-            std::process::id() % 100_000,
-            N.fetch_add(1, Ordering::Relaxed)
-        );
-        // Built before any command runs so that Drop cleans up whatever got created.
-        let lab = VethLab {
-            ns: format!("vsafp{id}"),
-            host: format!("vsah{id}"),
-            peer: format!("vsap{id}"),
-        };
-        let mtu = mtu.to_string();
-        ip(&["netns", "add", &lab.ns]);
-        ip(&[
-            "link", "add", &lab.host, "mtu", &mtu, "type", "veth", "peer", "name", &lab.peer,
-            "mtu", &mtu,
-        ]);
-        // No IPv6 on either end: no router solicitations or MLD reports in the counts.
-        std::fs::write(
-            format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", lab.host),
-            "1",
-        )
-        .ok();
-        ip(&["link", "set", &lab.peer, "netns", &lab.ns]);
-        let st = Command::new("ip")
-            .args(["netns", "exec", &lab.ns, "sh", "-c"])
-            .arg(format!(
-                "echo 1 > /proc/sys/net/ipv6/conf/{}/disable_ipv6",
-                lab.peer
-            ))
-            .status()
-            .expect("ip netns exec");
-        assert!(st.success());
-        ip(&["link", "set", &lab.host, "up"]);
-        ip(&["-n", &lab.ns, "link", "set", &lab.peer, "up"]);
-        lab
-    }
-
-    fn netns_path(&self) -> String {
-        format!("/run/netns/{}", self.ns)
-    }
-
-    /// Our port on the host end and a second one on the far end, inside the namespace.
-    fn ports(&self, frame_size: u32, mode: RxMode) -> (AfPacketPort, AfPacketPort) {
-        let mut hc = cfg("host", &self.host, mode);
-        hc.frame_size = frame_size;
-        let mut pc = cfg("peer", &self.peer, mode);
-        pc.frame_size = frame_size;
-        let host = AfPacketPort::open(hc).expect("open host end");
-        let peer =
-            AfPacketPort::open_in_netns(pc, &self.netns_path()).expect("open far end in netns");
-        wait_up(&host);
-        wait_up(&peer);
-        (host, peer)
-    }
-}
-
-impl Drop for VethLab {
-    fn drop(&mut self) {
-        // Deleting one end deletes the pair; deleting the namespace would too, but be explicit.
-        let _ = Command::new("ip")
-            .args(["link", "del", &self.host])
-            .output();
-        let _ = Command::new("ip").args(["netns", "del", &self.ns]).output();
-    }
+/// Our port on the host end and a second one on the far end, inside the namespace.
+fn ports(lab: &VethLab, frame_size: u32, mode: RxMode) -> (AfPacketPort, AfPacketPort) {
+    let mut hc = cfg("host", lab.host(), mode);
+    hc.frame_size = frame_size;
+    let mut pc = cfg("peer", lab.peer(), mode);
+    pc.frame_size = frame_size;
+    let host = AfPacketPort::open(hc).expect("open host end");
+    let peer = AfPacketPort::open_in_netns(pc, &lab.netns_path()).expect("open far end in netns");
+    wait_up(&host);
+    wait_up(&peer);
+    (host, peer)
 }
 
 fn wait_up(p: &AfPacketPort) {
@@ -253,9 +178,9 @@ fn exchange(
 fn afpacket_veth_exact_counts_both_directions_60_1514_9000() {
     for mode in MODES {
         eprintln!("rx_mode {mode:?}");
-        let lab = VethLab::new(9000);
+        let lab = VethLab::with_mtu("vsafp", Some(9000));
         // 16 KiB slots carry 9000-byte frames (TX, and RX in frame mode).
-        let (mut host, mut peer) = lab.ports(16384, mode);
+        let (mut host, mut peer) = ports(&lab, 16384, mode);
         assert_eq!(host.mtu(), 9000);
         let mut pool = Pool::new(8192);
         for (len, count) in [(60usize, 1000u32), (1514, 300), (9000, 100)] {
@@ -264,7 +189,7 @@ fn afpacket_veth_exact_counts_both_directions_60_1514_9000() {
         }
         assert_eq!(pool.in_use(), 0);
         let d = host.describe();
-        assert!(d.contains(&lab.host), "{d}");
+        assert!(d.contains(lab.host()), "{d}");
         let version = match mode {
             RxMode::Block => "tpacket_v3",
             RxMode::Frame => "tpacket_v2",
@@ -275,12 +200,12 @@ fn afpacket_veth_exact_counts_both_directions_60_1514_9000() {
 
 #[test]
 fn afpacket_frame_mode_frames_longer_than_the_rx_slot_are_counted_truncated() {
-    let lab = VethLab::new(1500);
-    let mut host = AfPacketPort::open(cfg("host", &lab.host, RxMode::Frame)).unwrap();
+    let lab = VethLab::with_mtu("vsafp", Some(1500));
+    let mut host = AfPacketPort::open(cfg("host", lab.host(), RxMode::Frame)).unwrap();
     // 1024-byte RX slots hold frames up to 1024 - 66 bytes.
     let pc = AfPacketConfig {
         frame_size: 1024,
-        ..cfg("peer", &lab.peer, RxMode::Frame)
+        ..cfg("peer", lab.peer(), RxMode::Frame)
     };
     let mut peer = AfPacketPort::open_in_netns(pc, &lab.netns_path()).unwrap();
     wait_up(&host);
@@ -316,10 +241,10 @@ fn afpacket_frame_mode_frames_longer_than_the_rx_slot_are_counted_truncated() {
 fn afpacket_frames_too_long_for_slot_or_mtu_are_counted_not_sent() {
     for mode in MODES {
         eprintln!("rx_mode {mode:?}");
-        let lab = VethLab::new(1500);
+        let lab = VethLab::with_mtu("vsafp", Some(1500));
         // Default 2048-byte TX slots: 2000 bytes at most (2016 in frame mode); MTU 1500 allows 1514 bytes, 1518 with an
         // 802.1Q tag.
-        let (mut host, mut peer) = lab.ports(2048, mode);
+        let (mut host, mut peer) = ports(&lab, 2048, mode);
         let mut pool = Pool::new(64);
         let mut q_tagged = test_frame(1, 3, 1518);
         q_tagged[12..14].copy_from_slice(&[0x81, 0x00]);
@@ -367,11 +292,11 @@ fn afpacket_tx_slot_limit_is_frame_size_minus_the_mode_header() {
     for mode in MODES {
         eprintln!("rx_mode {mode:?}");
         // MTU 9000: only the 2048-byte slot limits what is sent.
-        let lab = VethLab::new(9000);
-        let mut host = AfPacketPort::open(cfg("host", &lab.host, mode)).unwrap();
+        let lab = VethLab::with_mtu("vsafp", Some(9000));
+        let mut host = AfPacketPort::open(cfg("host", lab.host(), mode)).unwrap();
         // The receiver in block mode takes any length up to its block.
         let mut peer =
-            AfPacketPort::open_in_netns(cfg("peer", &lab.peer, RxMode::Block), &lab.netns_path())
+            AfPacketPort::open_in_netns(cfg("peer", lab.peer(), RxMode::Block), &lab.netns_path())
                 .unwrap();
         wait_up(&host);
         wait_up(&peer);
@@ -422,8 +347,8 @@ fn tagged_frame(seq: u32, len: usize, tags: &[(u16, u16)]) -> Vec<u8> {
 fn afpacket_vlan_tags_arrive_as_sent_both_directions() {
     for mode in MODES {
         eprintln!("rx_mode {mode:?}");
-        let lab = VethLab::new(1500);
-        let (mut host, mut peer) = lab.ports(2048, mode);
+        let lab = VethLab::with_mtu("vsafp", Some(1500));
+        let (mut host, mut peer) = ports(&lab, 2048, mode);
         let mut pool = Pool::new(256);
         let frames = vec![
             tagged_frame(0, 64, &[(0x8100, 100)]),
@@ -469,14 +394,14 @@ fn afpacket_vlan_tags_arrive_as_sent_both_directions() {
 fn afpacket_kernel_ring_overflow_is_counted_in_rx_dropped() {
     for mode in MODES {
         eprintln!("rx_mode {mode:?}");
-        let lab = VethLab::new(1500);
-        let mut pc = cfg("peer", &lab.peer, mode);
+        let lab = VethLab::with_mtu("vsafp", Some(1500));
+        let mut pc = cfg("peer", lab.peer(), mode);
         // One page-sized block per ring: a few dozen small frames fill the RX ring.
         pc.block_size = 4096;
         pc.block_count = 2;
         pc.frame_size = 2048;
         let mut peer = AfPacketPort::open_in_netns(pc, &lab.netns_path()).unwrap();
-        let mut host = AfPacketPort::open(cfg("host", &lab.host, mode)).unwrap();
+        let mut host = AfPacketPort::open(cfg("host", lab.host(), mode)).unwrap();
         wait_up(&host);
         wait_up(&peer);
         let mut pool = Pool::new(1024);
@@ -550,8 +475,8 @@ fn afpacket_missing_netns_error_names_it() {
 fn afpacket_wait_readable_wakes_when_a_frame_arrives() {
     for mode in MODES {
         eprintln!("rx_mode {mode:?}");
-        let lab = VethLab::new(1500);
-        let (mut host, mut peer) = lab.ports(2048, mode);
+        let lab = VethLab::with_mtu("vsafp", Some(1500));
+        let (mut host, mut peer) = ports(&lab, 2048, mode);
         let mut pool = Pool::new(64);
         // Nothing sent yet: the wait times out.
         assert!(!peer.wait_readable(Duration::from_millis(20)).unwrap());
@@ -574,15 +499,15 @@ fn afpacket_wait_readable_wakes_when_a_frame_arrives() {
 fn afpacket_fanout_group_delivers_each_frame_to_exactly_one_member() {
     for mode in MODES {
         eprintln!("rx_mode {mode:?}");
-        let lab = VethLab::new(1500);
+        let lab = VethLab::with_mtu("vsafp", Some(1500));
         let mut members: Vec<AfPacketPort> = (0..2)
             .map(|i| {
-                let mut c = cfg(&format!("peer{i}"), &lab.peer, mode);
+                let mut c = cfg(&format!("peer{i}"), lab.peer(), mode);
                 c.fanout = Some(4242);
                 AfPacketPort::open_in_netns(c, &lab.netns_path()).unwrap()
             })
             .collect();
-        let mut hc = cfg("host", &lab.host, mode);
+        let mut hc = cfg("host", lab.host(), mode);
         hc.qdisc_bypass = true;
         let mut host = AfPacketPort::open(hc).unwrap();
         wait_up(&host);
@@ -639,8 +564,8 @@ fn afpacket_fanout_group_delivers_each_frame_to_exactly_one_member() {
 fn afpacket_clear_stats_zeroes_counters() {
     for mode in MODES {
         eprintln!("rx_mode {mode:?}");
-        let lab = VethLab::new(1500);
-        let (mut host, mut peer) = lab.ports(2048, mode);
+        let lab = VethLab::with_mtu("vsafp", Some(1500));
+        let (mut host, mut peer) = ports(&lab, 2048, mode);
         let mut pool = Pool::new(64);
         exchange(&mut host, &mut peer, &mut pool, 2, 100, 10);
         assert_eq!(host.stats().tx_packets, 10);
@@ -715,17 +640,17 @@ fn idle_flush_until_empty(
 fn afpacket_frames_refused_by_send_are_flushed_later_and_counted_exactly() {
     for mode in MODES {
         eprintln!("rx_mode {mode:?}");
-        let lab = VethLab::new(1500);
-        let mut hc = cfg("host", &lab.host, mode);
+        let lab = VethLab::with_mtu("vsafp", Some(1500));
+        let mut hc = cfg("host", lab.host(), mode);
         // The qdisc is what refuses frames here: do not bypass it.
         hc.qdisc_bypass = false;
         let mut host = AfPacketPort::open(hc).unwrap();
         let mut peer =
-            AfPacketPort::open_in_netns(cfg("peer", &lab.peer, mode), &lab.netns_path()).unwrap();
+            AfPacketPort::open_in_netns(cfg("peer", lab.peer(), mode), &lab.netns_path()).unwrap();
         wait_up(&host);
         wait_up(&peer);
         // One frame through, five queued (300 bytes), the rest refused until the queue drains.
-        slow_qdisc(&lab.host, 300);
+        slow_qdisc(lab.host(), 300);
         let mut pool = Pool::new(256);
         let total = 48u32;
         let pkts: Vec<u32> = (0..total)
@@ -775,8 +700,8 @@ fn afpacket_frames_refused_by_send_are_flushed_later_and_counted_exactly() {
 fn afpacket_full_tx_ring_is_counted_and_drains() {
     for mode in MODES {
         eprintln!("rx_mode {mode:?}");
-        let lab = VethLab::new(1500);
-        let mut hc = cfg("host", &lab.host, mode);
+        let lab = VethLab::with_mtu("vsafp", Some(1500));
+        let mut hc = cfg("host", lab.host(), mode);
         // One page per ring: two 2048-byte TX slots.
         hc.block_size = 4096;
         hc.block_count = 1;
@@ -784,11 +709,11 @@ fn afpacket_full_tx_ring_is_counted_and_drains() {
         hc.qdisc_bypass = false;
         let mut host = AfPacketPort::open(hc).unwrap();
         let mut peer =
-            AfPacketPort::open_in_netns(cfg("peer", &lab.peer, mode), &lab.netns_path()).unwrap();
+            AfPacketPort::open_in_netns(cfg("peer", lab.peer(), mode), &lab.netns_path()).unwrap();
         wait_up(&host);
         wait_up(&peer);
         // Frames wait in the qdisc, so their slots stay in flight and the ring fills.
-        slow_qdisc(&lab.host, 10_000);
+        slow_qdisc(lab.host(), 10_000);
         let mut pool = Pool::new(64);
         let pkts: Vec<u32> = (0..10)
             .map(|s| packet_from_bytes(&mut pool, &test_frame(1, s, 60)).unwrap())
@@ -814,7 +739,7 @@ fn afpacket_full_tx_ring_is_counted_and_drains() {
         );
         // Without the qdisc a full ring is kicked and reused within the burst: nothing dropped.
         let out = Command::new("tc")
-            .args(["qdisc", "del", "dev", &lab.host, "root"])
+            .args(["qdisc", "del", "dev", lab.host(), "root"])
             .output()
             .expect("tc");
         assert!(out.status.success());
@@ -841,10 +766,10 @@ fn afpacket_full_tx_ring_is_counted_and_drains() {
 fn afpacket_interface_deleted_under_the_port_is_link_down_not_a_panic() {
     for mode in MODES {
         eprintln!("rx_mode {mode:?}");
-        let lab = VethLab::new(1500);
-        let (mut host, _peer) = lab.ports(2048, mode);
+        let lab = VethLab::with_mtu("vsafp", Some(1500));
+        let (mut host, _peer) = ports(&lab, 2048, mode);
         assert_eq!(host.link(), LinkState::Up);
-        ip(&["link", "del", &lab.host]);
+        ip(&["link", "del", lab.host()]);
         assert_eq!(host.link(), LinkState::Down);
         let mut pool = Pool::new(64);
         let pkts: Vec<u32> = (0..5)
@@ -868,19 +793,19 @@ fn afpacket_interface_deleted_under_the_port_is_link_down_not_a_panic() {
 fn afpacket_frames_sent_while_link_is_down_are_dropped_and_the_ring_recovers() {
     for mode in MODES {
         eprintln!("rx_mode {mode:?}");
-        let lab = VethLab::new(1500);
-        let (mut host, mut peer) = lab.ports(2048, mode);
+        let lab = VethLab::with_mtu("vsafp", Some(1500));
+        let (mut host, mut peer) = ports(&lab, 2048, mode);
         let mut pool = Pool::new(256);
         let burst = |pool: &mut Pool, seqs: std::ops::Range<u32>| -> Vec<u32> {
             seqs.map(|s| packet_from_bytes(pool, &test_frame(1, s, 60)).unwrap())
                 .collect()
         };
-        ip(&["link", "set", &lab.host, "down"]);
+        ip(&["link", "set", lab.host(), "down"]);
         let down = burst(&mut pool, 0..5);
         assert_eq!(host.tx_burst(&mut pool, &down), 0);
         pool.free_bulk(&down);
         assert_eq!(host.stats().tx_dropped, 5);
-        ip(&["link", "set", &lab.host, "up"]);
+        ip(&["link", "set", lab.host(), "up"]);
         wait_up(&host);
         let up = burst(&mut pool, 100..110);
         let mut next = 0;
@@ -917,8 +842,8 @@ fn afpacket_frames_sent_while_link_is_down_are_dropped_and_the_ring_recovers() {
 fn afpacket_receiver_paused_20ms_at_20kfps_has_no_freeze_and_no_drop() {
     for mode in MODES {
         eprintln!("rx_mode {mode:?}");
-        let lab = VethLab::new(1500);
-        let (mut host, peer) = lab.ports(2048, mode);
+        let lab = VethLab::with_mtu("vsafp", Some(1500));
+        let (mut host, peer) = ports(&lab, 2048, mode);
         let total: u32 = 20_000;
         let sender = std::thread::spawn(move || {
             let mut peer = peer;
@@ -991,31 +916,31 @@ fn afpacket_checksum_left_to_offload_by_the_veth_peer_is_completed() {
     use vecswitch_wire::checksum::{pseudo_header_v4, sum};
     for mode in MODES {
         eprintln!("rx_mode {mode:?}");
-        let lab = VethLab::new(1500);
-        let (mut host, _peer) = lab.ports(2048, mode);
+        let lab = VethLab::with_mtu("vsafp", Some(1500));
+        let (mut host, _peer) = ports(&lab, 2048, mode);
         ip(&[
             "-n",
-            &lab.ns,
+            lab.ns().name(),
             "addr",
             "add",
             "10.77.0.1/24",
             "dev",
-            &lab.peer,
+            lab.peer(),
         ]);
         ip(&[
             "-n",
-            &lab.ns,
+            lab.ns().name(),
             "neigh",
             "add",
             "10.77.0.2",
             "lladdr",
             "02:00:00:00:00:77",
             "dev",
-            &lab.peer,
+            lab.peer(),
         ]);
         // bash opens a UDP socket for /dev/udp and printf writes one 1000-byte datagram.
         let st = Command::new("ip")
-            .args(["netns", "exec", &lab.ns, "bash", "-c"])
+            .args(["netns", "exec", lab.ns().name(), "bash", "-c"])
             .arg("printf '%1000s' x > /dev/udp/10.77.0.2/9")
             .status()
             .expect("`bash` must be installed");

@@ -1,11 +1,10 @@
 //! AF_XDP port over a veth pair whose far end sits in a network namespace the test creates, with
 //! an AF_PACKET port (frame mode) on the far end as the independent peer. Needs root
-//! (CAP_NET_ADMIN, CAP_BPF); the [`VethLab`] guard deletes the namespace and the veth pair when
-//! the test ends, panics included, and dropping the port detaches its XDP program.
+//! (CAP_NET_ADMIN, CAP_BPF); the [`VethLab`] guard (crates/testsupport) deletes the namespace and
+//! the veth pair when the test ends, panics included, and dropping the port detaches its XDP
+//! program.
 
 use std::path::PathBuf;
-use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use vecswitch_buffer::Pool;
@@ -14,100 +13,28 @@ use vecswitch_ports::af_xdp::{AfXdpConfig, AfXdpError, AfXdpPort, XdpMode};
 use vecswitch_ports::loopback::packet_from_bytes;
 use vecswitch_ports::pcap::Capture;
 use vecswitch_ports::{LinkState, Port};
+use vecswitch_testsupport::tool::ip;
+use vecswitch_testsupport::VethLab;
 
 /// IEEE 802 "local experimental" EtherType: no kernel protocol will answer or forward it.
 const ETHERTYPE: u16 = 0x88b5;
 const MAGIC: u32 = 0x7846_5350; // "xFSP"
 
-fn ip(args: &[&str]) {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .expect("`ip` (iproute2) must be installed");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A namespace `ns` holding veth end `peer`, whose other end `host` stays in our namespace.
-struct VethLab {
-    ns: String,
-    host: String,
-    peer: String,
-}
-
-impl VethLab {
-    fn new() -> VethLab {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let id = format!(
-            "{}{}",
-            std::process::id() % 100_000,
-            N.fetch_add(1, Ordering::Relaxed)
-        );
-        // Built before any command runs so that Drop cleans up whatever got created.
-        let lab = VethLab {
-            ns: format!("vsxdn{id}"),
-            host: format!("vsxh{id}"),
-            peer: format!("vsxp{id}"),
-        };
-        ip(&["netns", "add", &lab.ns]);
-        ip(&[
-            "link", "add", &lab.host, "type", "veth", "peer", "name", &lab.peer,
-        ]);
-        // No IPv6 on either end: no router solicitations or MLD reports in the counts.
-        std::fs::write(
-            format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", lab.host),
-            "1",
-        )
-        .ok();
-        ip(&["link", "set", &lab.peer, "netns", &lab.ns]);
-        let st = Command::new("ip")
-            .args(["netns", "exec", &lab.ns, "sh", "-c"])
-            .arg(format!(
-                "echo 1 > /proc/sys/net/ipv6/conf/{}/disable_ipv6",
-                lab.peer
-            ))
-            .status()
-            .expect("ip netns exec");
-        assert!(st.success());
-        ip(&["link", "set", &lab.host, "up"]);
-        ip(&["-n", &lab.ns, "link", "set", &lab.peer, "up"]);
-        lab
-    }
-
-    fn netns_path(&self) -> String {
-        format!("/run/netns/{}", self.ns)
-    }
-
-    /// An AF_XDP port on the host end (in `mode`) and an AF_PACKET port on the far end.
-    fn ports(&self, mode: XdpMode) -> (AfXdpPort, AfPacketPort) {
-        let xdp = AfXdpPort::open(AfXdpConfig {
-            mode,
-            ..AfXdpConfig::new("xdp", &self.host)
-        })
-        .expect("open AF_XDP port on the host end");
-        let pc = AfPacketConfig {
-            rx_mode: RxMode::Frame,
-            ..AfPacketConfig::new("peer", &self.peer)
-        };
-        let peer =
-            AfPacketPort::open_in_netns(pc, &self.netns_path()).expect("open far end in netns");
-        wait_up(&xdp);
-        wait_up(&peer);
-        (xdp, peer)
-    }
-}
-
-impl Drop for VethLab {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["link", "del", &self.host])
-            .output();
-        let _ = Command::new("ip").args(["netns", "del", &self.ns]).output();
-    }
+/// An AF_XDP port on the host end (in `mode`) and an AF_PACKET port on the far end.
+fn ports(lab: &VethLab, mode: XdpMode) -> (AfXdpPort, AfPacketPort) {
+    let xdp = AfXdpPort::open(AfXdpConfig {
+        mode,
+        ..AfXdpConfig::new("xdp", lab.host())
+    })
+    .expect("open AF_XDP port on the host end");
+    let pc = AfPacketConfig {
+        rx_mode: RxMode::Frame,
+        ..AfPacketConfig::new("peer", lab.peer())
+    };
+    let peer = AfPacketPort::open_in_netns(pc, &lab.netns_path()).expect("open far end in netns");
+    wait_up(&xdp);
+    wait_up(&peer);
+    (xdp, peer)
 }
 
 fn wait_up(p: &dyn Port) {
@@ -196,8 +123,8 @@ fn check_in_order(frames: &[Vec<u8>], dir: u8, len: usize) {
 #[test]
 fn af_xdp_exchanges_exact_counts_with_af_packet_both_ways() {
     for mode in [XdpMode::Native, XdpMode::Skb] {
-        let lab = VethLab::new();
-        let (mut xdp, mut peer) = lab.ports(mode);
+        let lab = VethLab::new("vsxd");
+        let (mut xdp, mut peer) = ports(&lab, mode);
         assert_eq!(xdp.mode(), mode);
         let mut pool = Pool::new(4096);
         let count = 2000;
@@ -223,13 +150,7 @@ fn af_xdp_exchanges_exact_counts_with_af_packet_both_ways() {
             assert_eq!(xdp.af_xdp_stats().tx_pending, 0);
         }
         assert_eq!(pool.in_use(), 0, "every buffer back in the pool");
-        let shown = |lab: &VethLab| {
-            let out = Command::new("ip")
-                .args(["link", "show", "dev", &lab.host])
-                .output()
-                .expect("ip link show");
-            String::from_utf8_lossy(&out.stdout).to_string()
-        };
+        let shown = |lab: &VethLab| ip(&["link", "show", "dev", lab.host()]);
         assert!(shown(&lab).contains("prog/xdp"), "{}", shown(&lab));
         drop(xdp);
         assert!(
@@ -252,12 +173,12 @@ impl Drop for TempFile {
 /// frames sent (60 and 1514 bytes) then the frames received, with their lengths and EtherType.
 #[test]
 fn af_xdp_traffic_captured_to_pcap_is_read_by_tshark() {
-    let lab = VethLab::new();
-    let (xdp, mut peer) = lab.ports(XdpMode::Auto);
+    let lab = VethLab::new("vsxd");
+    let (xdp, mut peer) = ports(&lab, XdpMode::Auto);
     let file = TempFile(std::env::temp_dir().join(format!(
         "vecswitch-afxdp-{}-{}.pcap",
         std::process::id(),
-        lab.ns
+        lab.ns().name()
     )));
     let mut cap = Capture::create(xdp, &file.0).expect("create pcap");
     let mut pool = Pool::new(1024);
@@ -269,26 +190,11 @@ fn af_xdp_traffic_captured_to_pcap_is_read_by_tshark() {
     assert_eq!(got.len(), 5);
     cap.finish().expect("flush pcap");
 
-    let out = match Command::new("tshark")
-        .arg("-r")
-        .arg(&file.0)
-        .args(["-T", "fields", "-E", "separator=,"])
-        .args(["-e", "frame.len", "-e", "eth.src", "-e", "eth.type"])
-        .output()
-    {
-        Ok(o) => o,
-        Err(e) => panic!("tshark is needed for this test (apt-get install tshark): {e}"),
-    };
-    assert!(
-        out.status.success(),
-        "tshark failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<String> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect();
+    let lines: Vec<String> =
+        vecswitch_testsupport::tshark::fields(&file.0, &[], &["frame.len", "eth.src", "eth.type"])
+            .into_iter()
+            .map(|row| row.join(","))
+            .collect();
     let mut expected = Vec::new();
     expected.extend(std::iter::repeat_n("60,02:00:00:00:00:21,0x88b5", 5));
     expected.extend(std::iter::repeat_n("1514,02:00:00:00:00:21,0x88b5", 5));
@@ -334,10 +240,18 @@ fn af_xdp_bad_config_names_the_field() {
 /// and `mode = auto` falls back to SKB mode.
 #[test]
 fn af_xdp_native_mode_without_driver_support_fails_and_auto_falls_back_to_skb() {
-    let lab = VethLab::new();
-    let nodrv = format!("{}b", lab.peer);
-    ip(&["-n", &lab.ns, "link", "add", &nodrv, "type", "bridge"]);
-    ip(&["-n", &lab.ns, "link", "set", &nodrv, "up"]);
+    let lab = VethLab::new("vsxd");
+    let nodrv = format!("{}b", lab.peer());
+    ip(&[
+        "-n",
+        lab.ns().name(),
+        "link",
+        "add",
+        &nodrv,
+        "type",
+        "bridge",
+    ]);
+    ip(&["-n", lab.ns().name(), "link", "set", &nodrv, "up"]);
     let cfg = |mode| AfXdpConfig {
         mode,
         ..AfXdpConfig::new("d", &nodrv)
@@ -363,8 +277,8 @@ fn af_xdp_native_mode_without_driver_support_fails_and_auto_falls_back_to_skb() 
 #[test]
 fn af_xdp_keeps_vlan_tags_both_ways() {
     for mode in [XdpMode::Native, XdpMode::Skb] {
-        let lab = VethLab::new();
-        let (mut xdp, mut peer) = lab.ports(mode);
+        let lab = VethLab::new("vsxd");
+        let (mut xdp, mut peer) = ports(&lab, mode);
         let mut pool = Pool::new(1024);
         let tagged = |dir: u8, seq: u32, outer: u16| {
             let mut f = test_frame(dir, seq, 64);
@@ -416,11 +330,11 @@ fn af_xdp_keeps_vlan_tags_both_ways() {
 /// says so, and frames cross both ways, counted exactly.
 #[test]
 fn af_xdp_with_busy_polling_exchanges_frames() {
-    let lab = VethLab::new();
+    let lab = VethLab::new("vsxd");
     let mut xdp = AfXdpPort::open(AfXdpConfig {
         busy_poll_us: 20,
         busy_poll_budget: 16,
-        ..AfXdpConfig::new("xdp", &lab.host)
+        ..AfXdpConfig::new("xdp", lab.host())
     })
     .expect("open with busy polling");
     assert!(
@@ -431,7 +345,7 @@ fn af_xdp_with_busy_polling_exchanges_frames() {
     let mut peer = AfPacketPort::open_in_netns(
         AfPacketConfig {
             rx_mode: RxMode::Frame,
-            ..AfPacketConfig::new("peer", &lab.peer)
+            ..AfPacketConfig::new("peer", lab.peer())
         },
         &lab.netns_path(),
     )

@@ -11,20 +11,17 @@
 //! package).
 
 mod memif_common;
-mod testpmd_common;
 
 use memif_common::*;
 use std::time::{Duration, Instant};
-use testpmd_common::{serial, TestPmd};
 use vecswitch_buffer::Pool;
 use vecswitch_ports::memif::{MemifConfig, MemifPort, Role};
 use vecswitch_ports::{LinkState, Port};
+use vecswitch_testsupport::{serial, TestPmd};
 
-/// testpmd with this file's `--file-prefix` tag.
-impl TestPmd {
-    fn spawn(vdev: &str, fwd: &str, extra: &[&str]) -> TestPmd {
-        TestPmd::spawn_tagged("vsmemif", &[], vdev, fwd, extra)
-    }
+/// testpmd (crates/testsupport) with this file's `--file-prefix` tag.
+fn testpmd(vdev: &str, fwd: &str, extra: &[&str]) -> TestPmd {
+    TestPmd::memif("vsmemif", vdev, fwd, extra)
 }
 
 /// Polls our port until testpmd has connected to it (or we to testpmd).
@@ -116,7 +113,7 @@ fn server_to_testpmd_client_rxonly_exact() {
     let dir = TempDir::new("pmd-rx");
     let sock = dir.sock("pmd.sock");
     let mut srv = MemifPort::new(MemifConfig::new("vs0", &sock, 0, Role::Server)).unwrap();
-    let mut pmd = TestPmd::spawn(&vdev("client", &sock), "rxonly", &[]);
+    let mut pmd = testpmd(&vdev("client", &sock), "rxonly", &[]);
     wait_up(&mut srv, &mut pmd);
     pmd.cmd("start");
     let mut pool = Pool::new(4096);
@@ -145,7 +142,7 @@ fn testpmd_client_txonly_to_server_exact() {
     let dir = TempDir::new("pmd-tx");
     let sock = dir.sock("pmd.sock");
     let mut srv = MemifPort::new(MemifConfig::new("vs0", &sock, 0, Role::Server)).unwrap();
-    let mut pmd = TestPmd::spawn(&vdev("client", &sock), "txonly", &["--txpkts=60"]);
+    let mut pmd = testpmd(&vdev("client", &sock), "txonly", &["--txpkts=60"]);
     wait_up(&mut srv, &mut pmd);
     let mut pool = Pool::new(4096);
     pmd.cmd("start");
@@ -182,7 +179,7 @@ fn echo(role_of_us: Role, n: u64, ring_size_log2: u8) {
     };
     // --no-flush-rx: testpmd otherwise drops what is waiting in its receive queue when `start` runs,
     // and our first frames may be there already.
-    let mut pmd = TestPmd::spawn(&vdev(pmd_role, &sock), "io", &["--no-flush-rx"]);
+    let mut pmd = testpmd(&vdev(pmd_role, &sock), "io", &["--no-flush-rx"]);
     if role_of_us == Role::Client {
         // testpmd must be listening first; our client retries until it is.
         let t0 = Instant::now();
@@ -290,7 +287,7 @@ fn testpmd_server_txonly_to_client_exact() {
     let _g = serial();
     let dir = TempDir::new("pmd-ctx");
     let sock = dir.sock("pmd.sock");
-    let mut pmd = TestPmd::spawn(&vdev("server", &sock), "txonly", &["--txpkts=60"]);
+    let mut pmd = testpmd(&vdev("server", &sock), "txonly", &["--txpkts=60"]);
     let mut cli = MemifPort::new(MemifConfig::new("vs0", &sock, 0, Role::Client)).unwrap();
     wait_up(&mut cli, &mut pmd);
     let mut pool = Pool::new(4096);
@@ -316,7 +313,7 @@ fn client_to_testpmd_server_rxonly_exact() {
     let _g = serial();
     let dir = TempDir::new("pmd-crx");
     let sock = dir.sock("pmd.sock");
-    let mut pmd = TestPmd::spawn(&vdev("server", &sock), "rxonly", &[]);
+    let mut pmd = testpmd(&vdev("server", &sock), "rxonly", &[]);
     let mut cli = MemifPort::new(MemifConfig::new("vs0", &sock, 0, Role::Client)).unwrap();
     wait_up(&mut cli, &mut pmd);
     pmd.cmd("start");
@@ -348,7 +345,7 @@ fn server_survives_testpmd_restart() {
     let mut srv = MemifPort::new(MemifConfig::new("vs0", &sock, 0, Role::Server)).unwrap();
     let mut pool = Pool::new(1024);
     for round in 1..=2u64 {
-        let mut pmd = TestPmd::spawn(&vdev("client", &sock), "rxonly", &[]);
+        let mut pmd = testpmd(&vdev("client", &sock), "rxonly", &[]);
         wait_up(&mut srv, &mut pmd);
         assert_eq!(srv.connects(), round);
         pmd.cmd("start");
@@ -383,7 +380,7 @@ fn interrupt_mode_wakes_on_testpmd_traffic() {
     let mut cfg = MemifConfig::new("vs0", &sock, 0, Role::Server);
     cfg.mode = vecswitch_ports::memif::Mode::Interrupt;
     let mut srv = MemifPort::new(cfg).unwrap();
-    let mut pmd = TestPmd::spawn(&vdev("client", &sock), "txonly", &["--txpkts=60"]);
+    let mut pmd = testpmd(&vdev("client", &sock), "txonly", &["--txpkts=60"]);
     wait_up(&mut srv, &mut pmd);
     let fd = srv.rx_event_fd().expect("eventfd while connected");
     let mut pool = Pool::new(4096);
@@ -422,7 +419,7 @@ fn abstract_socket_interop_both_roles() {
             Role::Server => ("client", "rxonly"),
             Role::Client => ("server", "rxonly"),
         };
-        let mut pmd = TestPmd::spawn(
+        let mut pmd = testpmd(
             &format!("net_memif0,role={pmd_role},socket={name},id=0"),
             fwd,
             &[],

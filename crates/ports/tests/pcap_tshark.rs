@@ -2,7 +2,6 @@
 //! tshark the tests fail, saying to install it (`make setup` does); they never skip.
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use vecswitch_buffer::Pool;
 use vecswitch_ports::loopback::{packet_from_bytes, pair};
@@ -32,39 +31,13 @@ fn frame(ethertype: u16, len: usize, tag: u8) -> Vec<u8> {
 }
 
 /// (frame.len, eth.type) per frame, as tshark reads the file.
-fn tshark_fields(path: &PathBuf) -> Vec<(usize, u16)> {
-    let out = match Command::new("tshark")
-        .arg("-r")
-        .arg(path)
-        .args([
-            "-T",
-            "fields",
-            "-E",
-            "separator=,",
-            "-e",
-            "frame.len",
-            "-e",
-            "eth.type",
-        ])
-        .output()
-    {
-        Ok(o) => o,
-        Err(e) => {
-            panic!("tshark not found ({e}): install tshark: make setup (apt-get install tshark)")
-        }
-    };
-    assert!(
-        out.status.success(),
-        "tshark failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let (len, ty) = l
-                .split_once(',')
-                .unwrap_or_else(|| panic!("unexpected tshark line {l:?}"));
+fn tshark_fields(path: &std::path::Path) -> Vec<(usize, u16)> {
+    vecswitch_testsupport::tshark::fields(path, &[], &["frame.len", "eth.type"])
+        .into_iter()
+        .map(|row| {
+            let [len, ty] = &row[..] else {
+                panic!("unexpected tshark row {row:?}")
+            };
             // A tagged frame lists every EtherType on the stack; the first is the outer one.
             let ty = ty.split(',').next().unwrap().trim_start_matches("0x");
             (len.parse().unwrap(), u16::from_str_radix(ty, 16).unwrap())

@@ -13,21 +13,17 @@
 //! `librte-net-virtio23`).
 
 mod memif_common;
-mod testpmd_common;
 
 use memif_common::{frame_bytes, make_packet, TempDir};
 use std::time::{Duration, Instant};
-use testpmd_common::{serial, TestPmd};
 use vecswitch_buffer::Pool;
 use vecswitch_ports::vhost_user::{Role, VhostUserConfig, VhostUserPort};
 use vecswitch_ports::{LinkState, Port};
+use vecswitch_testsupport::{serial, TestPmd};
 
-/// testpmd with this file's `--file-prefix` tag and one memfd for all memory.
-impl TestPmd {
-    fn spawn(vdev: &str, fwd: &str, extra: &[&str]) -> TestPmd {
-        // --no-huge memory must reach the backend as a file descriptor: one memfd.
-        TestPmd::spawn_tagged("vsvhost", &["--single-file-segments"], vdev, fwd, extra)
-    }
+/// testpmd (crates/testsupport) with this file's `--file-prefix` tag and one memfd for all memory.
+fn testpmd(vdev: &str, fwd: &str, extra: &[&str]) -> TestPmd {
+    TestPmd::virtio_user("vsvhost", vdev, fwd, extra)
 }
 
 /// Polls our port until it and testpmd have negotiated both queues.
@@ -80,7 +76,7 @@ fn setup(dir: &TempDir, our_role: Role, fwd: &str, extra: &[&str]) -> (VhostUser
     let pmd_listens = our_role == Role::Client;
     let cfg = VhostUserConfig::new("vu0", &sock, our_role);
     if pmd_listens {
-        let mut pmd = TestPmd::spawn(&vdev(&sock, true), fwd, extra);
+        let mut pmd = testpmd(&vdev(&sock, true), fwd, extra);
         wait_socket(&sock, &mut pmd);
         let mut port = VhostUserPort::new(cfg).unwrap();
         wait_up(&mut port, &mut pmd);
@@ -88,7 +84,7 @@ fn setup(dir: &TempDir, our_role: Role, fwd: &str, extra: &[&str]) -> (VhostUser
         (port, pmd)
     } else {
         let mut port = VhostUserPort::new(cfg).unwrap();
-        let mut pmd = TestPmd::spawn(&vdev(&sock, false), fwd, extra);
+        let mut pmd = testpmd(&vdev(&sock, false), fwd, extra);
         wait_up(&mut port, &mut pmd);
         ports_started(&mut pmd);
         (port, pmd)
@@ -325,7 +321,7 @@ fn restart(our_role: Role) {
             // A killed testpmd leaves its socket file behind, and DPDK 22.11 will not bind over it.
             let _ = std::fs::remove_file(&sock);
         }
-        let mut pmd = TestPmd::spawn(&vdev(&sock, pmd_listens), "rxonly", &["--no-flush-rx"]);
+        let mut pmd = testpmd(&vdev(&sock, pmd_listens), "rxonly", &["--no-flush-rx"]);
         if pmd_listens {
             wait_socket(&sock, &mut pmd);
         }

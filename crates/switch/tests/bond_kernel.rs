@@ -26,151 +26,85 @@
 //! the test ends, panics included.
 
 use std::collections::BTreeSet;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use vecswitch_buffer::Pool;
 use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort};
-use vecswitch_ports::loopback::packet_from_bytes;
-use vecswitch_ports::Port;
 use vecswitch_switch::bond::{BondMode, BondSettings, HashPolicy, LacpRate};
 use vecswitch_switch::{Switch, SwitchConfig, SwitchHandle};
+use vecswitch_testsupport::{unique_name, Netns, Veth};
 
-const ETHERTYPE: u16 = 0x88b5;
+mod bond_probe;
+use bond_probe::Probe;
+
 const MAGIC: u32 = 0x6c61_6730; // "lag0"
 /// Added to the sequence numbers of frames sent from h, so the two directions never mix.
 const H_OFF: u32 = 1 << 24;
 
-fn run(program: &str, args: &[&str]) -> Result<String, String> {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .map_err(|e| format!("`{program}` could not run ({e}): install iproute2"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(format!(
-            "{program} {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-fn ip(args: &[&str]) {
-    run("ip", args).unwrap_or_else(|e| panic!("{e}"));
-}
-
-fn in_ns(ns: &str, args: &[&str]) -> String {
-    let mut all = vec!["netns", "exec", ns];
-    all.extend_from_slice(args);
-    run("ip", &all).unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// The namespaces and veths of one test; deleted on drop (deleting a namespace deletes the veth
-/// ends and the bond in it, and so their peers).
+/// The namespaces and veths of one test; the guards (crates/testsupport) delete the pairs, then
+/// the namespaces (and the bond in K with them).
 struct Lab {
-    k: String,
-    v: String,
-    h: String,
+    _veths: Vec<Veth>,
+    k: Netns,
+    v: Netns,
+    h: Netns,
     /// Interface names: k0, k1, v0, v1, h, hv.
     ifs: [String; 6],
 }
 
-impl Drop for Lab {
-    fn drop(&mut self) {
-        for ns in [&self.k, &self.v, &self.h] {
-            let _ = run("ip", &["netns", "del", ns]);
-        }
-        for i in &self.ifs {
-            let _ = run("ip", &["link", "del", i]);
-        }
-    }
-}
-
 impl Lab {
     fn new() -> Lab {
-        let id = std::process::id() % 100_000;
-        let lab = Lab {
-            k: format!("vsbk{id}"),
-            v: format!("vsbv{id}"),
-            h: format!("vsbh{id}"),
-            ifs: [
-                format!("vbk0-{id}"),
-                format!("vbk1-{id}"),
-                format!("vbv0-{id}"),
-                format!("vbv1-{id}"),
-                format!("vbh-{id}"),
-                format!("vbhv-{id}"),
-            ],
-        };
-        for ns in [&lab.k, &lab.v, &lab.h] {
-            ip(&["netns", "add", ns]);
-            // No IPv6: no router solicitations or MLD reports among the frames.
-            in_ns(ns, &["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"]);
-            in_ns(
-                ns,
-                &["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"],
-            );
-        }
-        let [k0, k1, v0, v1, h, hv] = &lab.ifs;
-        for (a, ans, b, bns) in [
-            (k0, &lab.k, v0, &lab.v),
-            (k1, &lab.k, v1, &lab.v),
-            (h, &lab.h, hv, &lab.v),
-        ] {
-            ip(&["link", "add", a, "type", "veth", "peer", "name", b]);
-            ip(&["link", "set", a, "netns", ans]);
-            ip(&["link", "set", b, "netns", bns]);
-        }
-        if let Err(e) = run(
+        let (k, v, h) = (Netns::new("vsbk"), Netns::new("vsbv"), Netns::new("vsbh"));
+        let ifs = ["vbk0", "vbk1", "vbv0", "vbv1", "vbh", "vbhv"].map(unique_name);
+        let [k0, k1, v0, v1, hh, hv] = &ifs;
+        let _veths = [(k0, &k, v0, &v), (k1, &k, v1, &v), (hh, &h, hv, &v)]
+            .into_iter()
+            .map(|(a, ans, b, bns)| Veth::create(a, Some(ans), b, Some(bns), None))
+            .collect();
+        if let Err(e) = k.try_exec(&[
             "ip",
-            &[
-                "netns",
-                "exec",
-                &lab.k,
-                "ip",
-                "link",
-                "add",
-                "bond0",
-                "type",
-                "bond",
-                "mode",
-                "802.3ad",
-                "lacp_rate",
-                "fast",
-                "miimon",
-                "100",
-                "xmit_hash_policy",
-                "layer2",
-            ],
-        ) {
+            "link",
+            "add",
+            "bond0",
+            "type",
+            "bond",
+            "mode",
+            "802.3ad",
+            "lacp_rate",
+            "fast",
+            "miimon",
+            "100",
+            "xmit_hash_policy",
+            "layer2",
+        ]) {
             panic!(
                 "cannot create a kernel bond ({e}): this test needs the Linux bonding driver \
                  (CONFIG_BONDING=m or y, `modprobe bonding`)"
             );
         }
-        for k in [k0, k1] {
-            in_ns(&lab.k, &["ip", "link", "set", k, "master", "bond0"]);
+        for kx in [k0, k1] {
+            // A slave is enslaved down, then brought up with the bond.
+            k.ip(&["link", "set", kx, "down"]);
+            k.ip(&["link", "set", kx, "master", "bond0"]);
         }
-        in_ns(&lab.k, &["ip", "link", "set", "bond0", "up"]);
-        for k in [k0, k1] {
-            in_ns(&lab.k, &["ip", "link", "set", k, "up"]);
+        k.ip(&["link", "set", "bond0", "up"]);
+        for kx in [k0, k1] {
+            k.ip(&["link", "set", kx, "up"]);
         }
-        for v in [v0, v1, hv] {
-            in_ns(&lab.v, &["ip", "link", "set", v, "up"]);
+        Lab {
+            _veths,
+            k,
+            v,
+            h,
+            ifs,
         }
-        in_ns(&lab.h, &["ip", "link", "set", h, "up"]);
-        lab
     }
 
     fn bonding(&self) -> String {
-        in_ns(&self.k, &["cat", "/proc/net/bonding/bond0"])
+        self.k.exec(&["cat", "/proc/net/bonding/bond0"])
     }
 
     fn tx_packets(&self, ifname: &str) -> u64 {
-        let path = format!("/sys/class/net/{ifname}/statistics/tx_packets");
-        in_ns(&self.k, &["cat", &path]).trim().parse().unwrap()
+        self.k.counter(ifname, "tx_packets")
     }
 }
 
@@ -230,80 +164,6 @@ fn parse_bonding(text: &str) -> Report {
     r
 }
 
-/// A frame with sequence number `seq` from a source MAC among 64 (so the kernel's layer2 hash
-/// spreads them over both slaves).
-fn frame(seq: u32) -> Vec<u8> {
-    let mut f = vec![0u8; 64];
-    f[0..6].copy_from_slice(&[0x02, 0xaa, 0, 0, 0, 0x02]);
-    f[6..12].copy_from_slice(&[0x02, 0xbb, 0, 0, 0, (seq % 64) as u8]);
-    f[12..14].copy_from_slice(&ETHERTYPE.to_be_bytes());
-    f[14..18].copy_from_slice(&MAGIC.to_be_bytes());
-    f[18..22].copy_from_slice(&seq.to_be_bytes());
-    f
-}
-
-/// The test's own AF_PACKET socket in a namespace, with a pool.
-struct Probe {
-    port: AfPacketPort,
-    pool: Pool,
-}
-
-impl Probe {
-    fn open(ns: &str, ifname: &str) -> Probe {
-        let port = AfPacketPort::open_in_netns(
-            AfPacketConfig::new(&format!("probe-{ifname}"), ifname),
-            &format!("/run/netns/{ns}"),
-        )
-        .unwrap_or_else(|e| panic!("AF_PACKET on {ifname} in {ns}: {e}"));
-        Probe {
-            port,
-            pool: Pool::new(1024),
-        }
-    }
-
-    fn send(&mut self, seqs: impl IntoIterator<Item = u32>) {
-        for s in seqs {
-            let h = packet_from_bytes(&mut self.pool, &frame(s)).unwrap();
-            for _ in 0..100 {
-                if self.port.tx_burst(&mut self.pool, &[h]) == 1 {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            self.pool.free(h);
-        }
-        self.port.poll_control();
-    }
-
-    /// Receives what is waiting; adds the sequence numbers of our frames to `got`.
-    fn recv(&mut self, got: &mut BTreeSet<u32>) {
-        let mut hs = Vec::new();
-        let mut v = Vec::new();
-        while self.port.rx_burst(&mut self.pool, &mut hs, 256) > 0 {
-            for &h in &hs {
-                self.pool.copy_out(h, &mut v);
-                if v.len() >= 22
-                    && v[12..14] == ETHERTYPE.to_be_bytes()
-                    && v[14..18] == MAGIC.to_be_bytes()
-                {
-                    got.insert(u32::from_be_bytes([v[18], v[19], v[20], v[21]]));
-                }
-            }
-            self.pool.free_bulk(&hs);
-            hs.clear();
-        }
-    }
-
-    /// Receives until `want` frames arrived or `timeout` passed.
-    fn recv_until(&mut self, got: &mut BTreeSet<u32>, want: usize, timeout: Duration) {
-        let t0 = Instant::now();
-        while got.len() < want && t0.elapsed() < timeout {
-            self.recv(got);
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    }
-}
-
 fn vecswitch(lab: &Lab) -> SwitchHandle {
     let mut sw = Switch::new(SwitchConfig {
         buffers: 8192,
@@ -312,11 +172,8 @@ fn vecswitch(lab: &Lab) -> SwitchHandle {
     });
     let [_, _, v0, v1, _, hv] = &lab.ifs;
     for (name, ifname) in [("v0", v0), ("v1", v1), ("host", hv)] {
-        let port = AfPacketPort::open_in_netns(
-            AfPacketConfig::new(name, ifname),
-            &format!("/run/netns/{}", lab.v),
-        )
-        .unwrap_or_else(|e| panic!("AF_PACKET on {ifname}: {e}"));
+        let port = AfPacketPort::open_in_netns(AfPacketConfig::new(name, ifname), &lab.v.path())
+            .unwrap_or_else(|e| panic!("AF_PACKET on {ifname}: {e}"));
         sw.add_port(name, Box::new(port)).unwrap();
     }
     let settings = BondSettings {
@@ -365,8 +222,8 @@ fn the_kernel_bond_aggregates_with_vecswitch_and_fails_over_within_one_fast_time
     }
 
     // 2. Traffic both ways, exact counts, over both members.
-    let mut kprobe = Probe::open(&lab.k, "bond0");
-    let mut hprobe = Probe::open(&lab.h, &lab.ifs[4]);
+    let mut kprobe = Probe::open(lab.k.name(), "bond0", MAGIC);
+    let mut hprobe = Probe::open(lab.h.name(), &lab.ifs[4], MAGIC);
     let (k0_before, k1_before) = (lab.tx_packets(&k0), lab.tx_packets(&k1));
     let mut got = BTreeSet::new();
     kprobe.send(0..256);
@@ -409,7 +266,7 @@ fn the_kernel_bond_aggregates_with_vecswitch_and_fails_over_within_one_fast_time
     let mut seq = 10_000u32;
     while start.elapsed() < Duration::from_secs(6) {
         if cut.is_none() && start.elapsed() >= Duration::from_secs(1) {
-            in_ns(&lab.k, &["ip", "link", "set", &k0, "down"]);
+            lab.k.ip(&["link", "set", &k0, "down"]);
             cut = Some(start.elapsed());
         }
         sent_at.push(start.elapsed());

@@ -10,160 +10,44 @@
 //!                                    a1 ══ b1
 //! ```
 //! Names carry the pid; the [`Lab`] guard deletes the namespace (and so every veth) on drop.
+//! Namespace guard from crates/testsupport, the probe from bond_probe/ (shared with bond_kernel.rs).
 
 use std::collections::BTreeSet;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use vecswitch_buffer::Pool;
 use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort};
-use vecswitch_ports::loopback::packet_from_bytes;
-use vecswitch_ports::Port;
 use vecswitch_switch::bond::lacp::MuxState;
 use vecswitch_switch::bond::{BondMode, BondSettings, HashPolicy, LacpRate};
 use vecswitch_switch::{Switch, SwitchConfig, SwitchHandle};
+use vecswitch_testsupport::{Netns, Veth};
 
-const ETHERTYPE: u16 = 0x88b5;
+mod bond_probe;
+use bond_probe::Probe;
+
 const MAGIC: u32 = 0x6c61_6731; // "lag1"
 /// Added to the sequence numbers of frames sent from B's host, so the directions never mix.
 const H_OFF: u32 = 1 << 24;
 
-fn run(program: &str, args: &[&str]) -> Result<String, String> {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .map_err(|e| format!("`{program}` could not run ({e}): install iproute2"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(format!(
-            "{program} {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-fn ip(args: &[&str]) {
-    run("ip", args).unwrap_or_else(|e| panic!("{e}"));
-}
-
-fn in_ns(ns: &str, args: &[&str]) -> String {
-    let mut all = vec!["netns", "exec", ns];
-    all.extend_from_slice(args);
-    run("ip", &all).unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// A frame with sequence number `seq` from a source MAC among 64 (so the kernel's layer2 hash
-/// spreads them over both slaves).
-fn frame(seq: u32) -> Vec<u8> {
-    let mut f = vec![0u8; 64];
-    f[0..6].copy_from_slice(&[0x02, 0xaa, 0, 0, 0, 0x02]);
-    f[6..12].copy_from_slice(&[0x02, 0xbb, 0, 0, 0, (seq % 64) as u8]);
-    f[12..14].copy_from_slice(&ETHERTYPE.to_be_bytes());
-    f[14..18].copy_from_slice(&MAGIC.to_be_bytes());
-    f[18..22].copy_from_slice(&seq.to_be_bytes());
-    f
-}
-
-/// The test's own AF_PACKET socket in a namespace, with a pool.
-struct Probe {
-    port: AfPacketPort,
-    pool: Pool,
-}
-
-impl Probe {
-    fn open(ns: &str, ifname: &str) -> Probe {
-        let port = AfPacketPort::open_in_netns(
-            AfPacketConfig::new(&format!("probe-{ifname}"), ifname),
-            &format!("/run/netns/{ns}"),
-        )
-        .unwrap_or_else(|e| panic!("AF_PACKET on {ifname} in {ns}: {e}"));
-        Probe {
-            port,
-            pool: Pool::new(1024),
-        }
-    }
-
-    fn send(&mut self, seqs: impl IntoIterator<Item = u32>) {
-        for s in seqs {
-            let h = packet_from_bytes(&mut self.pool, &frame(s)).unwrap();
-            for _ in 0..100 {
-                if self.port.tx_burst(&mut self.pool, &[h]) == 1 {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            self.pool.free(h);
-        }
-        self.port.poll_control();
-    }
-
-    /// Receives what is waiting; adds the sequence numbers of our frames to `got`.
-    fn recv(&mut self, got: &mut BTreeSet<u32>) {
-        let mut hs = Vec::new();
-        let mut v = Vec::new();
-        while self.port.rx_burst(&mut self.pool, &mut hs, 256) > 0 {
-            for &h in &hs {
-                self.pool.copy_out(h, &mut v);
-                if v.len() >= 22
-                    && v[12..14] == ETHERTYPE.to_be_bytes()
-                    && v[14..18] == MAGIC.to_be_bytes()
-                {
-                    got.insert(u32::from_be_bytes([v[18], v[19], v[20], v[21]]));
-                }
-            }
-            self.pool.free_bulk(&hs);
-            hs.clear();
-        }
-    }
-
-    /// Receives until `want` frames arrived or `timeout` passed.
-    fn recv_until(&mut self, got: &mut BTreeSet<u32>, want: usize, timeout: Duration) {
-        let t0 = Instant::now();
-        while got.len() < want && t0.elapsed() < timeout {
-            self.recv(got);
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    }
-}
-
+/// One namespace holding every veth pair; the guards (crates/testsupport) delete the pairs, then
+/// the namespace.
 struct Lab {
-    ns: String,
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let _ = run("ip", &["netns", "del", &self.ns]);
-    }
+    _veths: Vec<Veth>,
+    ns: Netns,
 }
 
 impl Lab {
     fn new() -> Lab {
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let lab = Lab {
-            ns: format!("vsbw{}-{n}", std::process::id() % 100_000),
-        };
-        ip(&["netns", "add", &lab.ns]);
-        in_ns(
-            &lab.ns,
-            &["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
-        );
-        in_ns(
-            &lab.ns,
-            &["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"],
-        );
-        for (a, b) in [("a0", "b0"), ("a1", "b1"), ("ha", "pa"), ("hb", "pb")] {
-            in_ns(
-                &lab.ns,
-                &["ip", "link", "add", a, "type", "veth", "peer", "name", b],
-            );
-            in_ns(&lab.ns, &["ip", "link", "set", a, "up"]);
-            in_ns(&lab.ns, &["ip", "link", "set", b, "up"]);
-        }
-        lab
+        let ns = Netns::new("vsbw");
+        let _veths = [("a0", "b0"), ("a1", "b1"), ("ha", "pa"), ("hb", "pb")]
+            .into_iter()
+            .map(|(a, b)| Veth::create(a, Some(&ns), b, Some(&ns), None))
+            .collect();
+        Lab { _veths, ns }
     }
+}
+
+fn probe(lab: &Lab, ifname: &str) -> Probe {
+    Probe::open(lab.ns.name(), ifname, MAGIC)
 }
 
 fn switch(lab: &Lab, host: &str, members: [&str; 2]) -> SwitchHandle {
@@ -173,11 +57,8 @@ fn switch(lab: &Lab, host: &str, members: [&str; 2]) -> SwitchHandle {
         ..Default::default()
     });
     for ifname in [host, members[0], members[1]] {
-        let port = AfPacketPort::open_in_netns(
-            AfPacketConfig::new(ifname, ifname),
-            &format!("/run/netns/{}", lab.ns),
-        )
-        .unwrap_or_else(|e| panic!("AF_PACKET on {ifname}: {e}"));
+        let port = AfPacketPort::open_in_netns(AfPacketConfig::new(ifname, ifname), &lab.ns.path())
+            .unwrap_or_else(|e| panic!("AF_PACKET on {ifname}: {e}"));
         sw.add_port(ifname, Box::new(port)).unwrap();
     }
     let settings = BondSettings {
@@ -232,8 +113,8 @@ fn a_partner_that_stops_lacp_is_timed_out_within_3_s_and_every_lost_frame_is_cou
     let a = switch(&lab, "ha", ["a0", "a1"]);
     let b = switch(&lab, "hb", ["b0", "b1"]);
     wait_aggregated(&a, &b);
-    let mut pa = Probe::open(&lab.ns, "pa");
-    let mut pb = Probe::open(&lab.ns, "pb");
+    let mut pa = probe(&lab, "pa");
+    let mut pb = probe(&lab, "pb");
     let mut got = BTreeSet::new();
     let start = Instant::now();
     let mut cut = None;
@@ -297,8 +178,8 @@ fn two_vecswitch_lacp_bonds_over_veths_aggregate_carry_traffic_and_fail_over() {
     }
 
     // Traffic both ways, exact counts, over both members.
-    let mut pa = Probe::open(&lab.ns, "pa");
-    let mut pb = Probe::open(&lab.ns, "pb");
+    let mut pa = probe(&lab, "pa");
+    let mut pb = probe(&lab, "pb");
     let mut got = BTreeSet::new();
     pa.send(0..256);
     pb.recv_until(&mut got, 256, Duration::from_secs(5));
@@ -327,7 +208,7 @@ fn two_vecswitch_lacp_bonds_over_veths_aggregate_carry_traffic_and_fail_over() {
     let mut seq = 10_000u32;
     while start.elapsed() < Duration::from_secs(4) {
         if cut.is_none() && start.elapsed() >= Duration::from_secs(1) {
-            in_ns(&lab.ns, &["ip", "link", "set", "a0", "down"]);
+            lab.ns.ip(&["link", "set", "a0", "down"]);
             cut = Some(start.elapsed());
         }
         sent_at.push(start.elapsed());

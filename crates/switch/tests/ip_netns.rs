@@ -11,82 +11,49 @@
 //! the veths) when the test ends, panics included.
 
 use std::net::Ipv4Addr;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort};
 use vecswitch_ports::{LinkState, Port};
 use vecswitch_switch::{spawn, Switch, SwitchConfig};
+use vecswitch_testsupport::tool::require;
+use vecswitch_testsupport::{unique_name, Netns, Veth};
 
-fn run(cmd: &str, args: &[&str]) -> (bool, String) {
-    let out = Command::new(cmd)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("`{cmd}` must be installed (scripts/setup.sh): {e}"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
-
-fn must(cmd: &str, args: &[&str]) -> String {
-    let (ok, text) = run(cmd, args);
-    assert!(ok, "{cmd} {}: {text}", args.join(" "));
-    text
-}
-
-/// The two namespaces (hosts) and their veths; deleted on drop.
+/// The two namespaces (hosts) and their veths; the guards (crates/testsupport) delete the pairs,
+/// then the namespaces.
 struct Lab {
-    ns: [String; 2],
+    _veths: Vec<Veth>,
+    ns: [Netns; 2],
     host_if: [String; 2],
 }
 
 impl Lab {
     fn new() -> Lab {
-        let id = std::process::id() % 1_000_000;
-        let lab = Lab {
-            ns: [format!("vsip{id}a"), format!("vsip{id}b")],
-            host_if: [format!("vsir{id}a"), format!("vsir{id}b")],
-        };
+        require("busybox");
+        let ns = [Netns::new("vsipa"), Netns::new("vsipb")];
+        let host_if = [unique_name("vsira"), unique_name("vsirb")];
+        let mut _veths = Vec::new();
         for i in 0..2 {
-            let (ns, hif) = (&lab.ns[i], &lab.host_if[i]);
-            let peer = format!("{hif}p");
-            must("ip", &["netns", "add", ns]);
-            must(
-                "ip",
-                &["link", "add", hif, "type", "veth", "peer", "name", &peer],
-            );
-            let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{hif}/disable_ipv6"), "1");
-            must("ip", &["link", "set", &peer, "netns", ns]);
-            must(
-                "ip",
-                &[
-                    "netns",
-                    "exec",
-                    ns,
-                    "sysctl",
-                    "-qw",
-                    "net.ipv6.conf.all.disable_ipv6=1",
-                ],
-            );
-            must("ip", &["-n", ns, "link", "set", &peer, "name", "eth0"]);
+            let (ns, hif) = (&ns[i], &host_if[i]);
+            _veths.push(Veth::create(hif, None, "eth0", Some(ns), None));
             let addr = format!("10.77.{}.2/24", i + 1);
             let gw = format!("10.77.{}.1", i + 1);
-            must("ip", &["-n", ns, "addr", "add", &addr, "dev", "eth0"]);
-            must("ip", &["-n", ns, "link", "set", "eth0", "up"]);
-            must("ip", &["-n", ns, "link", "set", "lo", "up"]);
-            must("ip", &["-n", ns, "route", "add", "default", "via", &gw]);
-            must("ip", &["link", "set", hif, "up"]);
+            ns.ip(&["addr", "add", &addr, "dev", "eth0"]);
+            ns.ip(&["route", "add", "default", "via", &gw]);
         }
-        lab
+        Lab {
+            _veths,
+            ns,
+            host_if,
+        }
     }
 
+    /// Runs `args` in host `i`'s namespace: (success, output or error).
     fn ns(&self, i: usize, args: &[&str]) -> (bool, String) {
-        let mut a = vec!["netns", "exec", &self.ns[i]];
-        a.extend_from_slice(args);
-        run("ip", &a)
+        match self.ns[i].try_exec(args) {
+            Ok(out) => (true, out),
+            Err(e) => (false, e),
+        }
     }
 
     /// `Icmp: InTimeExcds` of host `i`'s kernel.
@@ -97,19 +64,6 @@ impl Lab {
         let values: Vec<&str> = rows[1].split_whitespace().collect();
         let col = names.iter().position(|n| *n == "InTimeExcds").unwrap();
         values[col].parse().unwrap()
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        for i in 0..2 {
-            let _ = Command::new("ip")
-                .args(["link", "del", &self.host_if[i]])
-                .output();
-            let _ = Command::new("ip")
-                .args(["netns", "del", &self.ns[i]])
-                .output();
-        }
     }
 }
 

@@ -1,5 +1,6 @@
-//! Shared-memory rings: the layout ([`RingRef`], [`ring_bytes`]), the accessors (volatile and
-//! atomic, never a `&[u8]` into memory the peer writes) and the copy-mode data path: [`RxQueue`]
+//! Shared-memory rings: the layout ([`RingRef`], [`ring_bytes`]), the accessors (over the region's
+//! [`ShmRegion`]: volatile and atomic, bounds-checked, never a `&[u8]` into memory the peer writes;
+//! no `unsafe` in this file) and the copy-mode data path: [`RxQueue`]
 //! fills [`Pool`] packets from descriptors, [`TxQueue`] copies Pool packets into descriptors.
 //! Descriptors are untrusted: one naming a missing region or bytes outside its region is dropped and
 //! counted in [`MemifErrors`], never followed.
@@ -17,9 +18,9 @@
 //! descriptors and loads the peer's with Acquire before reading them.
 
 use super::sys::Region;
+use crate::shm::ShmRegion;
 use serde::Serialize;
-use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::Ordering;
 use vecswitch_buffer::{Pool, BUFFER_SIZE};
 
 /// `MEMIF_COOKIE`, written by the client in every ring header.
@@ -176,14 +177,12 @@ impl RingRef {
     /// Accessor over the mapped ring. `regions` must be the list the ref was validated against
     /// (regions are only ever appended to, never removed, during a connection).
     pub fn ring<'a>(&self, regions: &'a [Region]) -> Ring<'a> {
-        let r = &regions[self.region as usize];
-        debug_assert!(self.offset + ring_bytes(self.log2) <= r.len());
-        // SAFETY: RingRef::new checked offset + ring_bytes(log2) <= region length.
-        let base = unsafe { r.base().add(self.offset) };
+        let shm = regions[self.region as usize].shm();
+        debug_assert!(self.offset + ring_bytes(self.log2) <= shm.len());
         Ring {
-            base,
+            shm,
+            base: self.offset,
             mask: self.size() - 1,
-            _regions: PhantomData,
         }
     }
 }
@@ -197,103 +196,126 @@ pub struct Desc {
     pub offset: u32,
 }
 
-/// Accessor for one ring in a mapped region. Every access is volatile or atomic: the peer process
-/// writes this memory concurrently.
+/// Accessor for one ring in a mapped region. Every access goes through the region's
+/// [`ShmRegion`](crate::shm::ShmRegion) accessors — volatile words, atomic indexes, bounded copies —
+/// because the peer process writes this memory concurrently. [`RingRef::new`] placed the whole
+/// ring inside the region, so no accessor here is refused; were one refused, a read yields 0 and a
+/// write does nothing (debug builds assert), never an access outside the mapping.
 #[derive(Debug)]
 pub struct Ring<'a> {
-    base: *mut u8,
+    shm: &'a ShmRegion,
+    /// Offset of the ring header in the region (8-aligned).
+    base: usize,
     mask: u16,
-    _regions: PhantomData<&'a Region>,
 }
 
 impl Ring<'_> {
     fn size(&self) -> u16 {
         self.mask.wrapping_add(1)
     }
-    fn atomic(&self, at: usize) -> &AtomicU16 {
-        // SAFETY: `at` is HEAD or TAIL, inside the ring header that RingRef::new placed inside the
-        // mapping, 2-byte aligned (the ring offset is 8-aligned, the mapping page-aligned). Atomic
-        // access is the right model for memory another process writes concurrently.
-        unsafe { AtomicU16::from_ptr(self.base.add(at) as *mut u16) }
+    fn read_u16(&self, at: usize) -> u16 {
+        let v = self.shm.read_u16(self.base + at);
+        debug_assert!(
+            v.is_some(),
+            "ring field at {} outside the region",
+            self.base + at
+        );
+        v.unwrap_or(0)
+    }
+    fn read_u32(&self, at: usize) -> u32 {
+        let v = self.shm.read_u32(self.base + at);
+        debug_assert!(
+            v.is_some(),
+            "ring field at {} outside the region",
+            self.base + at
+        );
+        v.unwrap_or(0)
+    }
+    fn write_u16(&self, at: usize, v: u16) {
+        let ok = self.shm.write_u16(self.base + at, v);
+        debug_assert!(ok, "ring field at {} outside the region", self.base + at);
+    }
+    fn write_u32(&self, at: usize, v: u32) {
+        let ok = self.shm.write_u32(self.base + at, v);
+        debug_assert!(ok, "ring field at {} outside the region", self.base + at);
+    }
+    fn load_index(&self, at: usize, o: Ordering) -> u16 {
+        let v = self.shm.load_u16(self.base + at, o);
+        debug_assert!(
+            v.is_some(),
+            "ring index at {} outside the region",
+            self.base + at
+        );
+        v.unwrap_or(0)
+    }
+    fn store_index(&self, at: usize, v: u16, o: Ordering) {
+        let ok = self.shm.store_u16(self.base + at, v, o);
+        debug_assert!(ok, "ring index at {} outside the region", self.base + at);
     }
     pub fn head(&self, o: Ordering) -> u16 {
-        self.atomic(field::HEAD).load(o)
+        self.load_index(field::HEAD, o)
     }
     pub fn tail(&self, o: Ordering) -> u16 {
-        self.atomic(field::TAIL).load(o)
+        self.load_index(field::TAIL, o)
     }
     pub fn set_head(&self, v: u16, o: Ordering) {
-        self.atomic(field::HEAD).store(v, o)
+        self.store_index(field::HEAD, v, o)
     }
     pub fn set_tail(&self, v: u16, o: Ordering) {
-        self.atomic(field::TAIL).store(v, o)
+        self.store_index(field::TAIL, v, o)
     }
     pub fn cookie(&self) -> u32 {
-        // SAFETY: COOKIE is inside the checked ring header, 4-aligned.
-        unsafe { std::ptr::read_volatile(self.base.add(field::COOKIE) as *const u32) }
+        self.read_u32(field::COOKIE)
     }
     pub fn set_cookie(&self, v: u32) {
-        // SAFETY: as in `cookie`.
-        unsafe { std::ptr::write_volatile(self.base.add(field::COOKIE) as *mut u32, v) }
+        self.write_u32(field::COOKIE, v)
     }
     pub fn flags(&self) -> u16 {
-        // SAFETY: FLAGS is inside the checked ring header, 2-aligned.
-        unsafe { std::ptr::read_volatile(self.base.add(field::FLAGS) as *const u16) }
+        self.read_u16(field::FLAGS)
     }
     pub fn set_flags(&self, v: u16) {
-        // SAFETY: as in `flags`.
-        unsafe { std::ptr::write_volatile(self.base.add(field::FLAGS) as *mut u16, v) }
+        self.write_u16(field::FLAGS, v)
     }
-    fn desc_ptr(&self, slot: u16) -> *mut u8 {
-        let i = (slot & self.mask) as usize;
-        // SAFETY: i < ring size, so the 16-byte descriptor lies within ring_bytes(log2) of base.
-        unsafe { self.base.add(RING_HEADER_SIZE + i * DESC_SIZE) }
+    /// Offset (from the ring header) of descriptor `slot`, taken modulo the ring size: inside
+    /// ring_bytes(log2), 8-aligned.
+    fn desc_at(&self, slot: u16) -> usize {
+        RING_HEADER_SIZE + (slot & self.mask) as usize * DESC_SIZE
     }
     /// Reads descriptor `slot` (taken modulo the ring size).
     pub fn desc(&self, slot: u16) -> Desc {
-        let p = self.desc_ptr(slot);
-        // SAFETY: p is a descriptor inside the ring (desc_ptr), 8-aligned; fields at their offsets.
-        unsafe {
-            Desc {
-                flags: std::ptr::read_volatile(p.add(field::D_FLAGS) as *const u16),
-                region: std::ptr::read_volatile(p.add(field::D_REGION) as *const u16),
-                length: std::ptr::read_volatile(p.add(field::D_LENGTH) as *const u32),
-                offset: std::ptr::read_volatile(p.add(field::D_OFFSET) as *const u32),
-            }
+        let d = self.desc_at(slot);
+        Desc {
+            flags: self.read_u16(d + field::D_FLAGS),
+            region: self.read_u16(d + field::D_REGION),
+            length: self.read_u32(d + field::D_LENGTH),
+            offset: self.read_u32(d + field::D_OFFSET),
         }
     }
     /// Writes descriptor `slot` (metadata is left alone).
-    pub fn set_desc(&self, slot: u16, d: Desc) {
-        let p = self.desc_ptr(slot);
-        // SAFETY: as in `desc`.
-        unsafe {
-            std::ptr::write_volatile(p.add(field::D_FLAGS) as *mut u16, d.flags);
-            std::ptr::write_volatile(p.add(field::D_REGION) as *mut u16, d.region);
-            std::ptr::write_volatile(p.add(field::D_LENGTH) as *mut u32, d.length);
-            std::ptr::write_volatile(p.add(field::D_OFFSET) as *mut u32, d.offset);
-        }
+    pub fn set_desc(&self, slot: u16, v: Desc) {
+        let d = self.desc_at(slot);
+        self.write_u16(d + field::D_FLAGS, v.flags);
+        self.write_u16(d + field::D_REGION, v.region);
+        self.write_u32(d + field::D_LENGTH, v.length);
+        self.write_u32(d + field::D_OFFSET, v.offset);
     }
     /// Zeroes the flags of descriptor `slot`.
     pub fn clear_desc_flags(&self, slot: u16) {
-        let p = self.desc_ptr(slot);
-        // SAFETY: as in `desc`.
-        unsafe { std::ptr::write_volatile(p.add(field::D_FLAGS) as *mut u16, 0) }
+        self.write_u16(self.desc_at(slot) + field::D_FLAGS, 0)
     }
     /// Writes only `flags` and `length` of descriptor `slot`.
     pub fn set_desc_len_flags(&self, slot: u16, length: u32, flags: u16) {
-        let p = self.desc_ptr(slot);
-        // SAFETY: as in `desc`.
-        unsafe {
-            std::ptr::write_volatile(p.add(field::D_FLAGS) as *mut u16, flags);
-            std::ptr::write_volatile(p.add(field::D_LENGTH) as *mut u32, length);
-        }
+        let d = self.desc_at(slot);
+        self.write_u16(d + field::D_FLAGS, flags);
+        self.write_u32(d + field::D_LENGTH, length);
     }
 }
 
 /// A descriptor's buffer, checked to lie inside its region.
 #[derive(Debug, Clone, Copy)]
-struct Buf {
-    ptr: *mut u8,
+struct Buf<'a> {
+    shm: &'a ShmRegion,
+    off: usize,
     len: usize,
 }
 
@@ -303,35 +325,32 @@ enum DescFault {
     OutOfBounds,
 }
 
-fn buffer(regions: &[Region], region: u16, offset: u32, len: u32) -> Result<Buf, DescFault> {
+fn buffer(regions: &[Region], region: u16, offset: u32, len: u32) -> Result<Buf<'_>, DescFault> {
     let r = regions.get(region as usize).ok_or(DescFault::BadRegion)?;
     if offset as u64 + len as u64 > r.len() as u64 {
         return Err(DescFault::OutOfBounds);
     }
-    // SAFETY: offset + len <= region length, checked just above.
-    let ptr = unsafe { r.base().add(offset as usize) };
     Ok(Buf {
-        ptr,
+        shm: r.shm(),
+        off: offset as usize,
         len: len as usize,
     })
 }
 
-impl Buf {
+impl Buf<'_> {
     /// Copies `dst.len()` bytes starting `at` bytes into the buffer. Caller: at + dst.len() <= len.
+    /// The peer may write the source concurrently; the copy then yields some mix of bytes, which is
+    /// what a copy-mode port delivers anyway (the bytes are never trusted).
     fn read(&self, at: usize, dst: &mut [u8]) {
         assert!(at + dst.len() <= self.len);
-        // SAFETY: the source range lies inside the mapped region (checked by `buffer` and the assert
-        // above); dst is our own memory and cannot overlap a shared mapping. The peer may write the
-        // source concurrently; the copy then yields some mix of bytes, which is what a copy-mode
-        // port delivers anyway (the bytes are never trusted).
-        unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(at), dst.as_mut_ptr(), dst.len()) }
+        let ok = self.shm.read_into(self.off + at, dst);
+        debug_assert!(ok, "descriptor buffer checked inside its region");
     }
     /// Copies `src` into the buffer at `at`. Caller: at + src.len() <= len.
     fn write(&self, at: usize, src: &[u8]) {
         assert!(at + src.len() <= self.len);
-        // SAFETY: destination inside the mapped region (checked by `buffer` and the assert above);
-        // src is our own memory.
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(at), src.len()) }
+        let ok = self.shm.write_from(self.off + at, src);
+        debug_assert!(ok, "descriptor buffer checked inside its region");
     }
 }
 
@@ -553,7 +572,7 @@ fn rx_one(
 
 /// Appends the bytes of `src` to packet `head`, filling its last segment `*tail` and chaining new
 /// ones with [`Pool::append_segment`]. False if the pool ran out (the caller frees the packet).
-fn copy_to_pool(pool: &mut Pool, head: u32, tail: &mut u32, src: Buf) -> bool {
+fn copy_to_pool(pool: &mut Pool, head: u32, tail: &mut u32, src: Buf<'_>) -> bool {
     let mut done = 0;
     while done < src.len {
         let hdr = pool.header(*tail);
@@ -663,7 +682,12 @@ impl TxQueue {
     }
 
     /// The buffer behind descriptor `slot`: ours (client) or as the peer posted it (server).
-    fn dst(&self, ring: &Ring<'_>, regions: &[Region], slot: u16) -> Result<Buf, DescFault> {
+    fn dst<'a>(
+        &self,
+        ring: &Ring<'_>,
+        regions: &'a [Region],
+        slot: u16,
+    ) -> Result<Buf<'a>, DescFault> {
         match self.bufs {
             Some(b) => {
                 let d = b.desc(slot, ring.mask);
@@ -753,11 +777,7 @@ pub fn fuzz_rings(data: &[u8]) {
     };
     let regions = vec![region];
     let n = data.len().min(len);
-    Buf {
-        ptr: regions[0].base(),
-        len,
-    }
-    .write(0, &data[..n]);
+    regions[0].shm().write_from(0, &data[..n]);
     let Ok(rr) = RingRef::new(&regions, 0, 0, LOG2) else {
         return;
     };

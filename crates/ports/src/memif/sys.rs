@@ -1,7 +1,7 @@
-//! The operating-system side of memif, and the only `unsafe` in it besides ring access:
-//! SOCK_SEQPACKET Unix sockets ([`SockAddr`], [`listen`], [`connect`], [`accept`]), messages with
-//! a file descriptor attached ([`send_msg`], [`recv_msg`], SCM_RIGHTS), [`memfd`] and [`eventfd`],
-//! and [`Region`], a shared mapping that unmaps itself on drop.
+//! The operating-system side of memif, and the only `unsafe` in it: SOCK_SEQPACKET Unix sockets
+//! ([`SockAddr`], [`listen`], [`connect`], [`accept`]), messages with a file descriptor attached
+//! ([`send_msg`], [`recv_msg`], SCM_RIGHTS), [`memfd`] and [`eventfd`], and [`Region`], a memory
+//! file mapped as a [`ShmRegion`] (crates/ports/src/shm.rs holds the mapping's unsafe).
 //!
 //! Everything is non-blocking and close-on-exec; every descriptor is an [`OwnedFd`], so nothing
 //! leaks when a connection is torn down.
@@ -9,6 +9,8 @@
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+use crate::shm::ShmRegion;
 
 /// A control-socket address: a filesystem path, or an abstract name (written `@name`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -322,20 +324,18 @@ pub fn eventfd_drain(fd: BorrowedFd<'_>) -> u64 {
     }
 }
 
-/// A shared memory mapping of a whole file; unmapped (and the file closed) on drop.
+/// A memif region: the peer's (or our own) memory file mapped as a [`ShmRegion`], which unmaps it
+/// on drop, and the file, closed after it.
 ///
 /// The bytes may be written at any time by another process, so this type never hands out `&[u8]`:
-/// access goes through raw pointers with volatile or atomic operations (see `ring.rs`).
+/// every access goes through the region's bounds-checked volatile/atomic accessors
+/// ([`Region::shm`], used by `ring.rs`).
 #[derive(Debug)]
 pub struct Region {
-    ptr: *mut u8,
-    len: usize,
+    // Field order is drop order: unmap, then close the file.
+    shm: ShmRegion,
     fd: Option<OwnedFd>,
 }
-
-// SAFETY: Region is a raw pointer to a process-wide shared mapping with no thread affinity; all
-// access through it is volatile/atomic and bounds-checked, so moving it across threads is sound.
-unsafe impl Send for Region {}
 
 impl Region {
     /// Maps `len` bytes of `fd` shared, read-write. Fails if the file is shorter than `len`
@@ -359,59 +359,26 @@ impl Region {
                 format!("region size {len} does not fit the shared file of {size} bytes"),
             ));
         }
-        // SAFETY: maps a file we hold open; the kernel picks the address; the length was checked
-        // against the file size above.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len as usize,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(Region {
-            ptr: p as *mut u8,
-            len: len as usize,
-            fd: Some(fd),
-        })
+        let shm = ShmRegion::map(fd.as_raw_fd(), len as usize)?;
+        Ok(Region { shm, fd: Some(fd) })
     }
 
-    /// Anonymous private memory (zeroed) of `len` bytes, for tests and fuzzing of ring handling.
+    /// Anonymous zeroed memory of `len` bytes (at least 1), for tests and fuzzing of ring handling.
     pub fn anonymous(len: usize) -> io::Result<Region> {
-        // SAFETY: anonymous mapping, no file; the kernel picks the address.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len.max(1),
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
         Ok(Region {
-            ptr: p as *mut u8,
-            len,
+            shm: ShmRegion::anonymous(len)?,
             fd: None,
         })
     }
 
     /// Bytes mapped.
     pub fn len(&self) -> usize {
-        self.len
+        self.shm.len()
     }
 
     /// Whether the mapping is empty (never, for a mapped region).
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.shm.is_empty()
     }
 
     /// The memory file, for passing it to the peer.
@@ -419,18 +386,8 @@ impl Region {
         self.fd.as_ref().map(|f| f.as_fd())
     }
 
-    /// Base address. Callers bounds-check every offset against [`Region::len`] before using it.
-    pub fn base(&self) -> *mut u8 {
-        self.ptr
-    }
-}
-
-impl Drop for Region {
-    fn drop(&mut self) {
-        // SAFETY: ptr/len are exactly what mmap returned; no reference into the mapping outlives
-        // the Region (none is ever handed out).
-        unsafe {
-            libc::munmap(self.ptr as *mut libc::c_void, self.len.max(1));
-        }
+    /// The mapping, reached only through its bounds-checked accessors.
+    pub fn shm(&self) -> &ShmRegion {
+        &self.shm
     }
 }

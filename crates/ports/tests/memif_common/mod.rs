@@ -1,38 +1,14 @@
-//! Helpers shared by the memif integration tests: a temp directory that removes itself, driving
-//! ports until they connect, frames that carry their own sequence number, and exact-count transfer.
+//! Helpers shared by the memif integration tests: a temp directory that removes itself (from
+//! crates/testsupport), driving ports until they connect, frames that carry their own sequence
+//! number, and exact-count transfer.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 use vecswitch_buffer::{Pool, DATA_SIZE, HEADROOM};
 use vecswitch_ports::memif::MemifPort;
 use vecswitch_ports::{LinkState, Port};
 
-/// A unique directory under the system temp dir, removed on drop (also when a test fails).
-pub struct TempDir(pub PathBuf);
-
-impl TempDir {
-    pub fn new(tag: &str) -> TempDir {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "vecswitch-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-    pub fn sock(&self, name: &str) -> String {
-        self.0.join(name).to_str().unwrap().to_string()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+pub use vecswitch_testsupport::TempDir;
 
 /// Polls the control side of `ports` until all are up; panics with their descriptions after 10 s
 /// (a hang guard, not a performance assertion).
