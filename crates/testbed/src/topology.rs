@@ -923,7 +923,12 @@ impl Testbed {
         let busy_polls = dut.processes().iter().any(|p| p.pid != 0);
         crate::netns::steer_dut_kernel_rx(&self.wiring, busy_polls);
         *lock(&self.dut) = Some(dut);
-        for (k, kind) in self.wiring.topology.chain().iter().enumerate() {
+        // The VNFs to start: the chain behind the DUT, or v2v-vm's two guests (outside it).
+        let kinds = match (&self.wiring.topology, self.wiring.topology.vnfs()) {
+            (Topology::V2v, Some((kind, n))) => vec![kind; n],
+            _ => self.wiring.topology.chain(),
+        };
+        for (k, kind) in kinds.iter().enumerate() {
             let v = start_vnf(kind, k, &self.wiring, self.run_dir.path())?;
             lock(&self.vnf).push(v);
         }
