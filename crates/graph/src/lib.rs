@@ -990,7 +990,7 @@ impl<S> Graph<S> {
 /// start that the TSC is invariant and otherwise reads CLOCK_MONOTONIC itself, so the clock is
 /// always correct. Readings of [`GraphClock::now_ns`] never go backwards (a read on another CPU
 /// that is behind the last one returns the last one), as the generator's clock does.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct GraphClock {
     clock: quanta::Clock,
     origin: u64,
