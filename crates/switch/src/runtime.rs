@@ -74,6 +74,10 @@ pub struct LoopStats {
     pub idle_polls: u64,
     /// Times the worker thread slept because it was idle (see `worker`).
     pub idle_sleeps: u64,
+    /// Short breaks a real-time worker took so that the kernel's RT throttling never stops it
+    /// for tens of milliseconds at once (see `worker`, "Real-time breaks").
+    #[serde(default)]
+    pub rt_breaks: u64,
     /// Packets received from all ports.
     pub rx_packets: u64,
     /// Nanoseconds spent in iterations that received something, from the first `rx_burst` to
@@ -712,6 +716,11 @@ impl Switch {
     /// Adds to the worker's idle-sleep counter (called by the worker thread).
     pub(crate) fn note_idle_sleep(&mut self) {
         self.stats.idle_sleeps += 1;
+    }
+
+    /// Adds to the worker's real-time break counter (called by the worker thread).
+    pub(crate) fn note_rt_break(&mut self) {
+        self.stats.rt_breaks += 1;
     }
 
     /// One port's counters.

@@ -15,6 +15,18 @@
 //! traffic within at most 100 µs (a 10 Gb/s port receives about 1,500 minimum-size frames in that
 //! time, which port rings absorb). The first received packet resets the back-off.
 //!
+//! Real-time breaks: the kernel's RT throttling lets real-time tasks run at most
+//! `sched_rt_runtime_us` of every `sched_rt_period_us` on a CPU (950 ms of 1 s by default) and then
+//! stops them until the period ends — a busy-polling real-time worker was stopped for ≈ 50 ms once
+//! a second, which was the 40–50 ms maximum latency of every vecswitch cell of the veth comparison
+//! (docs/BENCHMARKS.md §5; a `chrt -f 10` busy loop on CPU 1 showed gaps of 41–52 ms). So a worker
+//! under SCHED_FIFO/SCHED_RR that has run for [`RT_RUN_SLICE`] without sleeping takes a break
+//! long enough to keep it under the budget ([`rt_break_for`]: 66 µs per ms with the default
+//! settings), answering a control call if one arrives meanwhile. A 66 µs gap every millisecond costs
+//! 6 % of the core and a ring of a few hundred frames; 50 ms once a second cost thousands of frames
+//! at any rate and the maximum latency. With throttling off (`sched_rt_runtime_us = -1`) or under
+//! SCHED_OTHER there are no breaks. Counted in `show runtime` (`real-time breaks`).
+//!
 //! Scheduling ([`WorkerSched`], [`SwitchHandle::set_scheduling`]): the worker can run under a
 //! real-time policy (`fifo:10` is SCHED_FIFO priority 10, `rr:N` SCHED_RR, `other` the default
 //! time-sharing policy), as FD.io VPP's `cpu { scheduler-policy fifo scheduler-priority N }` does.
@@ -44,6 +56,45 @@ use crate::runtime::Switch;
 pub const IDLE_BEFORE_SLEEP: Duration = Duration::from_micros(500);
 /// First idle wait.
 pub const IDLE_SLEEP_MIN: Duration = Duration::from_micros(10);
+/// A real-time worker takes a break after running this long without sleeping (module doc).
+pub const RT_RUN_SLICE: Duration = Duration::from_millis(1);
+
+/// The break a real-time worker takes after [`RT_RUN_SLICE`] of running so that it stays inside
+/// the kernel's RT budget of `runtime_us` per `period_us` (`/proc/sys/kernel/sched_rt_*`), with a
+/// quarter of margin; `None` when the budget does not limit it (runtime -1, or ≥ the period).
+pub fn rt_break_for(runtime_us: i64, period_us: i64) -> Option<Duration> {
+    if runtime_us < 0 || period_us <= 0 || runtime_us >= period_us {
+        return None;
+    }
+    let off = (period_us - runtime_us) as f64 / period_us as f64;
+    let slice = RT_RUN_SLICE.as_secs_f64();
+    // Running `slice` then sleeping `b` keeps the share asleep at b / (slice + b) ≥ off.
+    let b = slice * off / (1.0 - off) * 1.25;
+    Some(Duration::from_secs_f64(b.max(20e-6)))
+}
+
+/// The break for this host's settings, if the worker's policy is real-time.
+fn rt_break(sched: Option<WorkerSched>) -> Option<Duration> {
+    let rt = matches!(
+        sched,
+        Some(WorkerSched {
+            policy: SchedPolicy::Fifo | SchedPolicy::RoundRobin,
+            ..
+        })
+    );
+    if !rt {
+        return None;
+    }
+    let read = |f: &str| -> Option<i64> {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{f}"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    rt_break_for(read("sched_rt_runtime_us")?, read("sched_rt_period_us")?)
+}
+
 /// Longest idle wait.
 pub const IDLE_SLEEP_MAX: Duration = Duration::from_micros(100);
 
@@ -251,12 +302,36 @@ fn handle(sw: &mut Switch, msg: Msg) -> bool {
 
 fn run(mut sw: Switch, rx: Receiver<Msg>) -> Switch {
     let idle_before_sleep_ns = IDLE_BEFORE_SLEEP.as_nanos() as u64;
+    let rt_slice_ns = RT_RUN_SLICE.as_nanos() as u64;
     // When the current run of empty polls began (the switch's clock, ns).
     let mut idle_since: Option<u64> = None;
     let mut sleep = IDLE_SLEEP_MIN;
+    // The real-time break (module doc), re-read after every control call (one may change the
+    // policy), and when the worker last woke from a sleep or a break.
+    let mut rt = rt_break(WorkerSched::of_current_thread().ok());
+    let mut awake_since = sw.now_ns();
     loop {
         let received = sw.poll_once();
         sw.run_timers(); // the features' timers (e.g. LACP), see `Feature::timers`
+        if let Some(pause) = rt {
+            let now = sw.now_ns();
+            if now.saturating_sub(awake_since) >= rt_slice_ns {
+                sw.note_rt_break();
+                let msg = match rx.recv_timeout(pause) {
+                    Ok(m) => Some(m),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => return sw,
+                };
+                awake_since = sw.now_ns();
+                if let Some(m) = msg {
+                    if !handle(&mut sw, m) {
+                        return sw;
+                    }
+                    rt = rt_break(WorkerSched::of_current_thread().ok());
+                }
+                continue;
+            }
+        }
         let sleepy = if received > 0 {
             idle_since = None;
             sleep = IDLE_SLEEP_MIN;
@@ -288,10 +363,14 @@ fn run(mut sw: Switch, rx: Receiver<Msg>) -> Switch {
                 Err(RecvTimeoutError::Disconnected) => return sw,
             }
         };
+        if sleepy {
+            awake_since = sw.now_ns();
+        }
         if let Some(m) = msg {
             if !handle(&mut sw, m) {
                 return sw;
             }
+            rt = rt_break(WorkerSched::of_current_thread().ok());
         }
     }
 }
@@ -362,6 +441,19 @@ impl Drop for SwitchHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The default budget (950 ms of 1 s) gives a 66 µs break per ms of running; no budget, or a
+    /// budget of the whole period, no break; half the period, a break longer than the slice.
+    #[test]
+    fn rt_breaks_keep_a_worker_inside_the_kernel_budget() {
+        let b = rt_break_for(950_000, 1_000_000).unwrap();
+        assert!((65..=67).contains(&b.as_micros()), "{b:?}");
+        let share = b.as_secs_f64() / (b.as_secs_f64() + RT_RUN_SLICE.as_secs_f64());
+        assert!(share > 0.05, "asleep {share}");
+        assert_eq!(rt_break_for(-1, 1_000_000), None);
+        assert_eq!(rt_break_for(1_000_000, 1_000_000), None);
+        assert!(rt_break_for(500_000, 1_000_000).unwrap() > RT_RUN_SLICE);
+    }
 
     #[test]
     fn sched_text_round_trips_and_bad_values_name_what_is_accepted() {

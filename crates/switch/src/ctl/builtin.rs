@@ -329,8 +329,8 @@ fn xconnects(xs: &[XconnectInfo]) -> String {
 fn runtime(r: &RuntimeInfo) -> String {
     let l = &r.loop_stats;
     let mut out = format!(
-        "Poll loop: {} polls, {} idle, {} idle sleeps, {} packets received, {:.2} packets/s, longest gap between polls {} ns\n",
-        l.polls, l.idle_polls, l.idle_sleeps, l.rx_packets, l.packets_per_s, l.max_poll_gap_ns,
+        "Poll loop: {} polls, {} idle, {} idle sleeps, {} real-time breaks, {} packets received, {:.2} packets/s, longest gap between polls {} ns\n",
+        l.polls, l.idle_polls, l.idle_sleeps, l.rt_breaks, l.rx_packets, l.packets_per_s, l.max_poll_gap_ns,
     );
     out.push_str(&format!("Clock: {:.3} GHz\n", r.clock_hz / 1e9));
     let mut t = Table::new(&[
