@@ -141,22 +141,33 @@ fn assert_forwarded(runs: &[PointRun]) {
 
 /// OVS: `point` rules whose match contains `pattern` in the first bridge, each of which matched
 /// frames — the traffic was spread over all of them. (`ovs-ofctl` reaches the bridge through its
-/// management socket in the driver's run directory.)
+/// management socket in the driver's run directory. OVS moves the datapath's statistics to the
+/// OpenFlow rules in its revalidator rounds, every 500 ms or so: polled for up to 5 s.)
 fn assert_every_rule_hit(tb: &Testbed, pattern: &str, point: u64) {
     let mgmt = tb.wiring().run_dir.join("ovs/br0.mgmt");
-    let out = std::process::Command::new("ovs-ofctl")
-        .args(["dump-flows", &format!("unix:{}", mgmt.display())])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "ovs-ofctl dump-flows: {out:?}");
-    let rules: Vec<&str> = text.lines().filter(|l| l.contains(pattern)).collect();
-    assert_eq!(rules.len() as u64, point, "{text}");
-    let idle: Vec<&&str> = rules
-        .iter()
-        .filter(|l| l.contains("n_packets=0,"))
-        .collect();
-    assert!(idle.is_empty(), "rules no frame matched: {idle:?}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let out = std::process::Command::new("ovs-ofctl")
+            .args(["dump-flows", &format!("unix:{}", mgmt.display())])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(out.status.success(), "ovs-ofctl dump-flows: {out:?}");
+        let rules: Vec<&str> = text.lines().filter(|l| l.contains(pattern)).collect();
+        assert_eq!(rules.len() as u64, point, "{text}");
+        let idle: Vec<&&str> = rules
+            .iter()
+            .filter(|l| l.contains("n_packets=0,"))
+            .collect();
+        if idle.is_empty() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "rules no frame matched: {idle:?}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
 }
 
 fn require(program: &str, package: &str) {

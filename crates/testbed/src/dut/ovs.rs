@@ -26,7 +26,8 @@
 //!
 //! Scale: [`Scale::Flows`] adds that many extra rules that never match the test traffic (distinct
 //! destination MACs), so the classifier holds them while forwarding. [`Scale::MacEntries`] adds
-//! that many `dl_dst` rules on the first pair (`priority=100,in_port=A,dl_dst=MAC,actions=output:B`:
+//! that many `dl_dst` rules on the first pair (`priority=40000,in_port=A,dl_dst=MAC,actions=output:B`,
+//! above the port rules' default priority 32768:
 //! OVS's MAC table as an OpenFlow switch programs it — NORMAL-mode learning has a 2,048-entry
 //! default table and cannot be filled but by traffic) and the traffic's destination MACs are
 //! spread over them ([`Dut::shape_streams`]).
@@ -274,7 +275,7 @@ impl OvsDut {
         let mut rules = String::with_capacity(n as usize * 72);
         for i in 0..n {
             rules.push_str(&format!(
-                "priority=100,in_port={a},dl_dst={},actions=output:{b}\n",
+                "priority=40000,in_port={a},dl_dst={},actions=output:{b}\n",
                 crate::dut::linux_bridge::scale_mac(i)
             ));
         }
