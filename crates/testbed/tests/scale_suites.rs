@@ -170,6 +170,34 @@ fn assert_every_rule_hit(tb: &Testbed, pattern: &str, point: u64) {
     }
 }
 
+/// vecswitch: no frame took `l2-flood` — every destination was a known entry. (In a two-port
+/// bridge an unknown destination is flooded to the other port and arrives anyway, so arriving
+/// frames alone do not show that the table was used.)
+fn assert_nothing_flooded(tb: &Testbed) {
+    let ctl = tb.wiring().run_dir.join("dut.ctl");
+    let out = std::process::Command::new(vecswitch_bin())
+        .args(["ctl", "--socket"])
+        .arg(&ctl)
+        .args(["--json", "show", "runtime"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("show runtime: {e}: {out:?}"));
+    let nodes = v["data"]["nodes"].as_array().expect("runtime nodes");
+    let flooded = nodes
+        .iter()
+        .find(|n| n["name"] == "l2-flood")
+        .and_then(|n| n["packets"].as_u64())
+        .unwrap_or(0);
+    let forwarded = nodes
+        .iter()
+        .find(|n| n["name"] == "l2-fwd")
+        .and_then(|n| n["packets"].as_u64())
+        .unwrap_or(0);
+    assert_eq!(flooded, 0, "frames flooded: {nodes:?}");
+    assert!(forwarded > 0, "no frame took l2-fwd: {nodes:?}");
+}
+
 fn require(program: &str, package: &str) {
     assert!(
         std::process::Command::new(program)
@@ -228,6 +256,9 @@ fn mac_scale_suite_devices_switch_traffic_spread_over_their_tables() {
     let runs = run_suite(&s, [2, 300], |tb, name, point| {
         if name == "ovs" {
             assert_every_rule_hit(tb, "dl_dst=02:5c:", point);
+        }
+        if name == "vecswitch-bridge" {
+            assert_nothing_flooded(tb);
         }
         if name == "linux-bridge" {
             let fdb = tb
