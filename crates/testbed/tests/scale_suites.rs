@@ -275,3 +275,30 @@ fn mac_scale_suite_devices_switch_traffic_spread_over_their_tables() {
     assert_eq!(runs.len(), 4 * 2, "{runs:?}");
     assert_forwarded(&runs);
 }
+
+/// The full tables of the suites load (docs/BENCHMARKS.md §11 "Route loads"): each router takes
+/// 200,000 and then 1,000,000 routes (each driver verifies the count: `show ip fib`, the kernel's
+/// `ip -batch` status, OVS's `flow_count`), and forwards a short trial spread over the first
+/// million destinations. Minutes and gigabytes (OVS), so not in `make test`:
+/// `cargo test -p vecswitch-testbed --test scale_suites -- --ignored --nocapture`.
+#[test]
+#[ignore = "loads 1M routes three ways: minutes, ~2 GB"]
+fn fib_scale_full_tables_load() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    vecswitch_built();
+    let s = suite("fib-scale.toml");
+    let runs = run_suite(&s, [200_000, 1_000_000], |tb, name, _| {
+        let note = tb
+            .placement(vecswitch_testbed::generator_placement())
+            .processes
+            .iter()
+            .filter(|p| p.role == "dut")
+            .map(|p| p.note.clone())
+            .collect::<Vec<_>>()
+            .join("; ");
+        eprintln!("{name}: {note}");
+    });
+    for r in &runs {
+        assert!(r.received > 0, "{r:?}");
+    }
+}

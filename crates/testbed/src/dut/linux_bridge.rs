@@ -188,27 +188,10 @@ impl Dut for LinuxBridgeDut {
     }
 
     fn counters(&mut self) -> Result<Option<DeviceCounters>> {
-        let Some(w) = &self.wiring else {
-            return Ok(None);
-        };
-        let ports = crate::dut::kernel_if::read(Some(&w.dut_netns))?;
-        let facing = crate::dut::vecswitch::facing_names(w);
-        let ifnames: Vec<String> = w
-            .dut_ports
-            .iter()
-            .take(facing.len())
-            .filter_map(|p| match p {
-                PortEnd::Veth { ifname, .. } => Some(ifname.clone()),
-                PortEnd::Memif { .. } | PortEnd::VhostUser { .. } => None,
-            })
-            .collect();
-        // Only the bridge's ports: the namespace's other interfaces (lo, the bridges) are not
-        // on the generator's links.
-        let ports: Vec<_> = ports
-            .into_iter()
-            .filter(|(n, _)| ifnames.contains(n))
-            .collect();
-        Ok(crate::dut::counters::sum_ports(&ports, &ifnames, None))
+        match &self.wiring {
+            Some(w) => crate::dut::kernel_if::facing_veth_counters(w),
+            None => Ok(None),
+        }
     }
 }
 

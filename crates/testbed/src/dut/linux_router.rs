@@ -248,15 +248,10 @@ impl Dut for LinuxRouterDut {
     }
 
     fn counters(&mut self) -> Result<Option<DeviceCounters>> {
-        let (Some(w), Some((i, e))) = (&self.wiring, &self.ifnames) else {
-            return Ok(None);
-        };
-        let ifnames = vec![i.clone(), e.clone()];
-        let ports: Vec<_> = crate::dut::kernel_if::read(Some(&w.dut_netns))?
-            .into_iter()
-            .filter(|(n, _)| ifnames.contains(n))
-            .collect();
-        Ok(crate::dut::counters::sum_ports(&ports, &ifnames, None))
+        match &self.wiring {
+            Some(w) => crate::dut::kernel_if::facing_veth_counters(w),
+            None => Ok(None),
+        }
     }
 }
 

@@ -322,6 +322,35 @@ pub(crate) fn unsupported_wiring(dut: &str, w: &Wiring, why: &str) -> Error {
     }
 }
 
+/// A phy2phy-memif wiring for unit tests: generator ports `g0`, `g1`, DUT ports `phy0`, `phy1`
+/// (servers) in one pair, generator on CPU 0, DUT and VNF on CPU 1.
+#[cfg(test)]
+pub(crate) fn test_wiring() -> Wiring {
+    use crate::topology::{Link, MemifRole, PortEnd, Topology};
+    let memif = |n: &str| PortEnd::Memif {
+        name: n.into(),
+        socket: format!("/r/{n}.sock").into(),
+        id: 0,
+        role: MemifRole::Server,
+    };
+    Wiring {
+        topology: Topology::Phy2Phy { link: Link::Memif },
+        run_id: "r".into(),
+        run_dir: "/r".into(),
+        dut_netns: "ns".into(),
+        gen_netns: None,
+        gen_ports: vec![memif("g0"), memif("g1")],
+        dut_ports: vec![memif("phy0"), memif("phy1")],
+        pairs: vec![(0, 1)],
+        vnf_ports: vec![],
+        cores: crate::placement::CorePlan {
+            generator: 0,
+            dut: 1,
+            vnf: 1,
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

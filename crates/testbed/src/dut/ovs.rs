@@ -195,6 +195,19 @@ impl OvsDut {
         self.tool("ovs-ofctl", args)
     }
 
+    /// Writes `rules` (one flow a line) to `file` in the run directory and loads them into `br`
+    /// with one `ovs-ofctl add-flows`.
+    pub(crate) fn add_flows(&self, br: &str, file: &str, rules: &str) -> Result<()> {
+        let path = self.dir()?.join(file);
+        std::fs::write(&path, rules).map_err(|source| Error::Io {
+            what: "writing",
+            path: path.clone(),
+            source,
+        })?;
+        self.ofctl(&["add-flows", br, &path.display().to_string()])
+            .map(|_| ())
+    }
+
     /// `ovs-appctl` to this instance's vswitchd.
     fn appctl(&self, args: &[&str]) -> Result<String> {
         let t = self.dir()?.join("ovs-vswitchd.ctl").display().to_string();
@@ -279,13 +292,7 @@ impl OvsDut {
                 crate::dut::linux_bridge::scale_mac(i)
             ));
         }
-        let path = self.dir()?.join("mac.flows");
-        std::fs::write(&path, rules).map_err(|source| Error::Io {
-            what: "writing",
-            path: path.clone(),
-            source,
-        })?;
-        self.ofctl(&["add-flows", &br, &path.display().to_string()])?;
+        self.add_flows(&br, "mac.flows", &rules)?;
         self.mac_entries = n;
         Ok(())
     }
@@ -496,14 +503,7 @@ impl Dut for OvsDut {
                 crate::dut::linux_bridge::scale_mac(i)
             ));
         }
-        let path = self.dir()?.join("scale.flows");
-        std::fs::write(&path, rules).map_err(|source| Error::Io {
-            what: "writing",
-            path: path.clone(),
-            source,
-        })?;
-        self.ofctl(&["add-flows", &br, &path.display().to_string()])?;
-        Ok(())
+        self.add_flows(&br, "scale.flows", &rules)
     }
 
     fn shape_streams(&self, streams: &mut [StreamSpec]) -> Result<()> {

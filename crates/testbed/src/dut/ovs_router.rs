@@ -28,7 +28,7 @@ use vecswitch_gen::StreamSpec;
 
 use crate::dut::counters::DeviceCounters;
 use crate::dut::ovs::OvsDut;
-use crate::dut::router::{self, mac_text, route_dst};
+use crate::dut::router::{self, mac_text, route_dst, TableLoad};
 use crate::dut::{Dut, Scale};
 use crate::error::{Error, Result};
 use crate::placement::PlacedProcess;
@@ -82,14 +82,6 @@ pub fn parse_flow_count(text: &str) -> Option<u64> {
         .ok()
 }
 
-/// One rule load: the table's size after it, rules added, seconds.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RuleLoad {
-    pub routes: u32,
-    pub added: u32,
-    pub seconds: f64,
-}
-
 /// The OVS router DUT.
 #[derive(Debug, Default)]
 pub struct OvsRouterDut {
@@ -97,7 +89,7 @@ pub struct OvsRouterDut {
     wiring: Option<Wiring>,
     ports: Option<RouterPorts>,
     routes: u32,
-    loads: Vec<RuleLoad>,
+    loads: Vec<TableLoad>,
 }
 
 impl OvsRouterDut {
@@ -106,7 +98,7 @@ impl OvsRouterDut {
     }
 
     /// Every rule load so far, in order.
-    pub fn loads(&self) -> &[RuleLoad] {
+    pub fn loads(&self) -> &[TableLoad] {
         &self.loads
     }
 
@@ -125,7 +117,6 @@ impl OvsRouterDut {
         if n == self.routes {
             return Ok(());
         }
-        let path = self.ovs.dir()?.join("routes.flows");
         let t0 = Instant::now();
         let from = if n < self.routes {
             self.ovs
@@ -134,13 +125,8 @@ impl OvsRouterDut {
         } else {
             self.routes
         };
-        std::fs::write(&path, add_rules(&p, from, n)).map_err(|source| Error::Io {
-            what: "writing",
-            path: path.clone(),
-            source,
-        })?;
         self.ovs
-            .ofctl(&["add-flows", &p.bridge, &path.display().to_string()])?;
+            .add_flows(&p.bridge, "routes.flows", &add_rules(&p, from, n))?;
         let agg = self.ovs.ofctl(&["dump-aggregate", &p.bridge])?;
         // The routes and the drop rule.
         let want = u64::from(n) + 1;
@@ -151,16 +137,8 @@ impl OvsRouterDut {
                 expected: format!("flow_count={want} ({n} routes and the drop rule)"),
             });
         }
-        let l = RuleLoad {
-            routes: n,
-            added: n - from,
-            seconds: t0.elapsed().as_secs_f64(),
-        };
-        eprintln!(
-            "ovs-router: {} routes ({} rules added) in {:.2} s",
-            l.routes, l.added, l.seconds
-        );
-        self.loads.push(l);
+        self.loads
+            .push(TableLoad::done(self.name(), (self.routes, n), t0, None));
         self.routes = n;
         Ok(())
     }
@@ -238,11 +216,6 @@ impl Dut for OvsRouterDut {
     }
 
     fn processes(&self) -> Vec<PlacedProcess> {
-        let loads: Vec<String> = self
-            .loads
-            .iter()
-            .map(|l| format!("{} routes (+{}) in {:.2} s", l.routes, l.added, l.seconds))
-            .collect();
         self.ovs
             .processes()
             .into_iter()
@@ -251,7 +224,7 @@ impl Dut for OvsRouterDut {
                     p.note = format!(
                         "{}; rule loads (ovs-ofctl add-flows): {}",
                         p.note,
-                        loads.join(", ")
+                        TableLoad::list(&self.loads)
                     );
                 }
                 p

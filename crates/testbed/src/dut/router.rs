@@ -45,6 +45,60 @@ pub const FALLBACK_NEXT_HOP_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
 /// Most routes a sweep point may ask for: the base plus this stays below 224.0.0.0.
 pub const MAX_ROUTES: u32 = 100_000_000;
 
+/// One route set loaded into a router: its size after the load, routes added or removed on the
+/// way, how long it took (start of the load to the count verified), and the table's memory where
+/// the device reports it. Shown in the placement note and printed as each point loads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TableLoad {
+    pub routes: u32,
+    pub changed: u32,
+    pub seconds: f64,
+    pub memory_bytes: Option<u64>,
+}
+
+impl TableLoad {
+    /// A load of `routes` (from `before`) that started at `t0`, the table then taking
+    /// `memory_bytes`; printed to stderr with `dut`.
+    pub fn done(
+        dut: &str,
+        (before, routes): (u32, u32),
+        t0: std::time::Instant,
+        memory_bytes: Option<u64>,
+    ) -> TableLoad {
+        let l = TableLoad {
+            routes,
+            changed: routes.abs_diff(before),
+            seconds: t0.elapsed().as_secs_f64(),
+            memory_bytes,
+        };
+        eprintln!("{dut}: {l}");
+        l
+    }
+
+    /// The loads as a placement note's list.
+    pub fn list(loads: &[TableLoad]) -> String {
+        loads
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl std::fmt::Display for TableLoad {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} routes ({} changed) in {:.2} s",
+            self.routes, self.changed, self.seconds
+        )?;
+        if let Some(b) = self.memory_bytes {
+            write!(f, ", FIB {:.1} MiB", b as f64 / (1u64 << 20) as f64)?;
+        }
+        Ok(())
+    }
+}
+
 /// Route `i`'s destination (its /32 prefix).
 pub fn route_dst(i: u32) -> Ipv4Addr {
     Ipv4Addr::from(u32::from(ROUTE_BASE) + i)
@@ -175,6 +229,18 @@ mod tests {
         assert_eq!(mac_text([2, 0, 0, 0, 0xab, 11]), "02:00:00:00:ab:0b");
         assert_eq!(parse_mac("02:00:00:00:00"), None);
         assert!(check_routes("r", 0).is_err());
+        let mut l = TableLoad {
+            routes: 2000,
+            changed: 1999,
+            seconds: 0.5,
+            memory_bytes: None,
+        };
+        assert_eq!(l.to_string(), "2000 routes (1999 changed) in 0.50 s");
+        l.memory_bytes = Some(1 << 20);
+        assert_eq!(
+            TableLoad::list(&[l, l]),
+            "2000 routes (1999 changed) in 0.50 s, FIB 1.0 MiB, 2000 routes (1999 changed) in 0.50 s, FIB 1.0 MiB"
+        );
     }
 
     /// Every frame of the shaped stream goes to the ingress MAC and to the destination of one

@@ -29,7 +29,8 @@ use std::time::Duration;
 use vecswitch_gen::StreamSpec;
 
 use crate::dut::counters::{sum_ports, DeviceCounters, PortCounts};
-use crate::dut::vecswitch_router::{self as vr, RouteLoad};
+use crate::dut::router::TableLoad;
+use crate::dut::vecswitch_router as vr;
 use crate::dut::{placed, router, version_line, Dut, Scale};
 use crate::error::{Error, Result};
 use crate::placement::PlacedProcess;
@@ -356,7 +357,7 @@ pub struct VecswitchDut {
     /// Router: the ingress interface's MAC, read back after start.
     ingress_mac: Option<[u8; 6]>,
     /// Router: every route set loaded, in order.
-    route_loads: Vec<RouteLoad>,
+    route_loads: Vec<TableLoad>,
 }
 
 /// MAC table entries of a bridge DUT: room for the 1M-entry scale point and the stations
@@ -444,16 +445,18 @@ impl VecswitchDut {
                 ),
             });
         }
-        let load = RouteLoad {
-            routes: n,
-            seconds: t0.elapsed().as_secs_f64(),
-            fib_bytes,
-        };
-        tracing::info!(%load, "vecswitch-router: routes loaded");
-        eprintln!("vecswitch-router: {load}");
+        let load = TableLoad::done(self.name(), (self.current_routes(), n), t0, fib_bytes);
         self.route_loads.push(load);
         self.scale = Some(Scale::Routes(n));
         Ok(())
+    }
+
+    /// Routes loaded now (router).
+    fn current_routes(&self) -> u32 {
+        match self.scale {
+            Some(Scale::Routes(n)) => n,
+            _ => 0,
+        }
     }
 
     /// The wiring and config path of a set-up driver.
@@ -687,9 +690,11 @@ impl Dut for VecswitchDut {
                     self.veth.type_name()
                 );
                 if !self.route_loads.is_empty() {
-                    let loads: Vec<String> =
-                        self.route_loads.iter().map(ToString::to_string).collect();
-                    let _ = write!(note, "; routes loaded (ctl reload): {}", loads.join(", "));
+                    let _ = write!(
+                        note,
+                        "; routes loaded (ctl reload): {}",
+                        TableLoad::list(&self.route_loads)
+                    );
                 }
                 placed(c, &note)
             })
@@ -794,24 +799,7 @@ ports = [\"phy0\", \"dut1\"]
             id: 0,
             role: MemifRole::Server,
         };
-        let mut w = Wiring {
-            topology: crate::topology::Topology::Phy2Phy {
-                link: crate::topology::Link::Memif,
-            },
-            run_id: "r".into(),
-            run_dir: "/r".into(),
-            dut_netns: "ns".into(),
-            gen_netns: None,
-            gen_ports: vec![],
-            dut_ports: vec![memif("phy0"), memif("phy1")],
-            pairs: vec![(0, 1)],
-            vnf_ports: vec![],
-            cores: crate::placement::CorePlan {
-                generator: 0,
-                dut: 1,
-                vnf: 1,
-            },
-        };
+        let mut w = crate::dut::test_wiring();
         assert_eq!(worker_priority_for(&w).unwrap(), ("fifo:10".into(), None));
         w.vnf_ports = vec![memif("vnf0"), memif("vnf1")];
         let (p, why) = worker_priority_for(&w).unwrap();

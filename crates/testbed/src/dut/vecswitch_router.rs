@@ -14,7 +14,7 @@
 //! do that once per route. It then checks `ctl show ip fib` for the count
 //! ([`fib_routes`], the table's own routes included) and records the time from the start of
 //! the reload to the verified count, with the FIB's memory, in the placement note
-//! ([`RouteLoad`]). The switch starts with one route, so a test without a scale sweep forwards
+//! ([`crate::dut::router::TableLoad`]). The switch starts with one route, so a test without a scale sweep forwards
 //! too.
 //!
 //! The ingress MAC the generator must send to is the interface's own, read from
@@ -29,25 +29,6 @@ use crate::topology::Wiring;
 /// How long one `ctl reload` of a route set may take (1M routes in a debug build on a loaded
 /// machine take minutes).
 pub const RELOAD_TIMEOUT: Duration = Duration::from_secs(1800);
-
-/// One route set loaded: how many, how long (reload start to the count verified), the FIB's
-/// memory as `show ip fib` reports it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RouteLoad {
-    pub routes: u32,
-    pub seconds: f64,
-    pub fib_bytes: Option<u64>,
-}
-
-impl std::fmt::Display for RouteLoad {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} routes in {:.2} s", self.routes, self.seconds)?;
-        if let Some(b) = self.fib_bytes {
-            write!(f, " (FIB {:.1} MiB)", b as f64 / (1 << 20) as f64)?;
-        }
-        Ok(())
-    }
-}
 
 /// The `[ip]` section for `routes` routes on `w`'s routed pair `(ingress, egress)`.
 pub fn ip_section(w: &Wiring, (ingress, egress): (usize, usize), routes: u32) -> String {
@@ -108,38 +89,10 @@ pub const OWN_ROUTES: u64 = 4;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::{MemifRole, PortEnd, Topology};
-
-    fn wiring() -> Wiring {
-        let memif = |n: &str| PortEnd::Memif {
-            name: n.into(),
-            socket: format!("/r/{n}.sock").into(),
-            id: 0,
-            role: MemifRole::Server,
-        };
-        Wiring {
-            topology: Topology::Phy2Phy {
-                link: crate::topology::Link::Memif,
-            },
-            run_id: "r".into(),
-            run_dir: "/r".into(),
-            dut_netns: "ns".into(),
-            gen_netns: None,
-            gen_ports: vec![memif("g0"), memif("g1")],
-            dut_ports: vec![memif("phy0"), memif("phy1")],
-            pairs: vec![(0, 1)],
-            vnf_ports: vec![],
-            cores: crate::placement::CorePlan {
-                generator: 0,
-                dut: 1,
-                vnf: 1,
-            },
-        }
-    }
 
     #[test]
     fn ip_section_is_a_valid_ip_config() {
-        let w = wiring();
+        let w = crate::dut::test_wiring();
         let s = ip_section(&w, (0, 1), 3);
         let expected_head = "
 [ip]
@@ -178,11 +131,5 @@ via = [\"198.19.0.1\"]
         let fib = r#"{"ok":true,"data":{"table":0,"routes":2004,"matched":2004,"offset":0,"entries":[],"adjacencies":3,"fib_memory_bytes":1048576}}"#;
         assert_eq!(fib_routes(fib), Some((2004, Some(1 << 20))));
         assert_eq!(fib_routes("{}"), None);
-        let l = RouteLoad {
-            routes: 2000,
-            seconds: 0.5,
-            fib_bytes: Some(1 << 20),
-        };
-        assert_eq!(l.to_string(), "2000 routes in 0.50 s (FIB 1.0 MiB)");
     }
 }
