@@ -280,13 +280,21 @@ fn mac_scale_suite_devices_switch_traffic_spread_over_their_tables() {
 /// 200,000 and then 1,000,000 routes (each driver verifies the count: `show ip fib`, the kernel's
 /// `ip -batch` status, OVS's `flow_count`), and forwards a short trial spread over the first
 /// million destinations. Minutes and gigabytes (OVS), so not in `make test`:
-/// `cargo test -p vecswitch-testbed --test scale_suites -- --ignored --nocapture`.
+/// `cargo test -p vecswitch-testbed --test scale_suites -- --ignored --nocapture`
+/// (`SCALE_DUTS=linux-router,ovs-router`: only those devices of the suite).
 #[test]
 #[ignore = "loads 1M routes three ways: minutes, ~2 GB"]
 fn fib_scale_full_tables_load() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     vecswitch_built();
-    let s = suite("fib-scale.toml");
+    let mut s = suite("fib-scale.toml");
+    if let Ok(only) = std::env::var("SCALE_DUTS") {
+        s.duts.retain(|d| only.split(',').any(|n| n == d.name));
+        assert!(
+            !s.duts.is_empty(),
+            "SCALE_DUTS={only}: no such device in the suite"
+        );
+    }
     let runs = run_suite(&s, [200_000, 1_000_000], |tb, name, _| {
         let note = tb
             .placement(vecswitch_testbed::generator_placement())

@@ -25,7 +25,9 @@ use std::time::Instant;
 use vecswitch_gen::StreamSpec;
 
 use crate::dut::counters::DeviceCounters;
-use crate::dut::router::{self, cidr, mac_text, route_dst, EGRESS_ADDR, INGRESS_ADDR, NEXT_HOP};
+use crate::dut::router::{
+    self, cidr, mac_text, route_dst, TableLoad, EGRESS_ADDR, INGRESS_ADDR, NEXT_HOP,
+};
 use crate::dut::{kernel, Dut, Scale};
 use crate::error::{Error, Result};
 use crate::placement::PlacedProcess;
@@ -35,14 +37,6 @@ use crate::topology::{PortEnd, Wiring};
 /// assigned in `/etc/iproute2/rt_protos`).
 pub const RT_PROTO: u32 = 200;
 
-/// One `ip -batch` of route changes: the table's size after it and how long it took.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RouteBatch {
-    pub routes: u32,
-    pub changed: u32,
-    pub seconds: f64,
-}
-
 /// The kernel router DUT.
 #[derive(Debug, Default)]
 pub struct LinuxRouterDut {
@@ -50,7 +44,7 @@ pub struct LinuxRouterDut {
     /// Veth names of the routed pair (ingress, egress).
     ifnames: Option<(String, String)>,
     routes: u32,
-    loads: Vec<RouteBatch>,
+    loads: Vec<TableLoad>,
 }
 
 /// The `ip -batch` lines that take the scale routes from `from` to `to` on `egress`.
@@ -75,7 +69,7 @@ impl LinuxRouterDut {
     }
 
     /// Every route batch so far, in order.
-    pub fn loads(&self) -> &[RouteBatch] {
+    pub fn loads(&self) -> &[TableLoad] {
         &self.loads
     }
 
@@ -120,16 +114,8 @@ impl LinuxRouterDut {
         })?;
         let t0 = Instant::now();
         self.ip(&w, &["-batch", &path.display().to_string()])?;
-        let b = RouteBatch {
-            routes: n,
-            changed: n.abs_diff(self.routes),
-            seconds: t0.elapsed().as_secs_f64(),
-        };
-        eprintln!(
-            "linux-router: {} routes ({} changed) in {:.2} s",
-            b.routes, b.changed, b.seconds
-        );
-        self.loads.push(b);
+        self.loads
+            .push(TableLoad::done(self.name(), (self.routes, n), t0, None));
         self.routes = n;
         Ok(())
     }
@@ -221,28 +207,16 @@ impl Dut for LinuxRouterDut {
     fn processes(&self) -> Vec<PlacedProcess> {
         self.wiring
             .iter()
-            .map(|w| {
-                let loads: Vec<String> = self
-                    .loads
-                    .iter()
-                    .map(|l| {
-                        format!(
-                            "{} routes (+/-{}) in {:.2} s",
-                            l.routes, l.changed, l.seconds
-                        )
-                    })
-                    .collect();
-                PlacedProcess {
-                    role: "dut".into(),
-                    name: "kernel-router".into(),
-                    pid: 0,
-                    cpus: vec![w.cores.dut.to_string()],
-                    note: format!(
-                        "softirq on the CPU that RPS assigns to the DUT's veth ends; route \
+            .map(|w| PlacedProcess {
+                role: "dut".into(),
+                name: "kernel-router".into(),
+                pid: 0,
+                cpus: vec![w.cores.dut.to_string()],
+                note: format!(
+                    "softirq on the CPU that RPS assigns to the DUT's veth ends; route \
                          batches (ip -batch): {}",
-                        loads.join(", ")
-                    ),
-                }
+                    TableLoad::list(&self.loads)
+                ),
             })
             .collect()
     }
