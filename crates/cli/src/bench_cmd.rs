@@ -428,14 +428,9 @@ fn run_block(
             limit,
             &mut pm,
             &mut |_, sc, point| {
-                let n = u32::try_from(point).map_err(|_| {
-                    LabError::invalid("test.scale.points", point, "at most 4294967295")
+                let scale = testbed::Scale::parse(&sc.kind, point).map_err(|e| {
+                    LabError::invalid("test.scale", e, "a kind and point the testbed accepts")
                 })?;
-                let scale = if sc.kind == "flows" {
-                    testbed::Scale::Flows(n)
-                } else {
-                    testbed::Scale::MacEntries(n)
-                };
                 tbr.configure_scale(scale)
                     .map_err(|e| LabError::Dut(e.to_string()))
             },

@@ -34,12 +34,17 @@
 //! [`run_for_dut_observed`] runs one device and frame size, tells a [`SuiteObserver`] which test
 //! starts, and keeps the records measured before an error (a stop on Ctrl-C loses nothing).
 //!
+//! A throughput test with `scale = { kind, points }` runs once per table size ([`ScaleSpec`]: MAC
+//! entries, routes or rules); the bench fills the device's table before each point and spreads
+//! the traffic over it, and each record's `flows` says over how many destinations.
+//!
 //! `docs/METHODOLOGY.md` documents every key. Unknown keys are errors (a typo must not silently
 //! fall back to a default).
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use vecswitch_gen::flow::MAX_FLOWS;
 use vecswitch_gen::SizeSpec;
 
 use crate::measurer::Measurer;
@@ -495,12 +500,63 @@ fn d21() -> f64 {
 }
 
 /// A scale sweep's points and what they mean.
+///
+/// | kind | the device holds | the generator's traffic |
+/// |---|---|---|
+/// | `mac-entries` | N static MAC entries on the egress port | destination MACs spread over the N entries |
+/// | `routes` | N IPv4 /32 routes toward the egress side | destination addresses spread over the N routes |
+/// | `flows` | N rules the traffic does not match | one flow |
+///
+/// "Spread" is one destination per entry, each in turn, up to the generator's
+/// [`MAX_FLOWS`] distinct destinations ([`ScaleSpec::destinations`]; a bigger table gets traffic
+/// to its first `MAX_FLOWS` entries). The record of each point says how many it sent to (`flows`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScaleSpec {
-    /// `mac-entries` or `flows`.
+    /// `mac-entries`, `routes` or `flows`.
     pub kind: String,
     pub points: Vec<u64>,
+}
+
+/// The scale kinds a suite may name.
+pub const SCALE_KINDS: &[&str] = &["mac-entries", "routes", "flows"];
+
+impl ScaleSpec {
+    /// Distinct destinations the generator sends to at `point`: one per MAC entry or route, at
+    /// most [`MAX_FLOWS`]; `None` for `flows` (the rules are not in the traffic's path).
+    pub fn destinations(&self, point: u64) -> Option<u64> {
+        match self.kind.as_str() {
+            "mac-entries" | "routes" => Some(point.clamp(1, u64::from(MAX_FLOWS))),
+            _ => None,
+        }
+    }
+
+    fn validate(&self) -> Result<(), LabError> {
+        if !SCALE_KINDS.contains(&self.kind.as_str()) {
+            return Err(LabError::invalid(
+                "test.scale.kind",
+                &self.kind,
+                "mac-entries, routes or flows",
+            ));
+        }
+        if self.points.is_empty() {
+            return Err(LabError::invalid(
+                "test.scale.points",
+                "[]",
+                "at least one point",
+            ));
+        }
+        for &p in &self.points {
+            if p > u64::from(u32::MAX) || (self.kind == "routes" && p == 0) {
+                return Err(LabError::invalid(
+                    "test.scale.points",
+                    p,
+                    "1..=4294967295 (routes), 0..=4294967295 (mac-entries, flows)",
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 fn d10() -> f64 {
@@ -793,20 +849,7 @@ impl Suite {
                     }
                 }
                 if let Some(s) = scale {
-                    if s.kind != "mac-entries" && s.kind != "flows" {
-                        return Err(LabError::invalid(
-                            "test.scale.kind",
-                            &s.kind,
-                            "mac-entries or flows",
-                        ));
-                    }
-                    if s.points.is_empty() {
-                        return Err(LabError::invalid(
-                            "test.scale.points",
-                            "[]",
-                            "at least one point",
-                        ));
-                    }
+                    s.validate()?;
                 }
             }
         }
@@ -1030,6 +1073,7 @@ pub fn run_for_dut_observed(
     let line = suite.line(size)?;
     let mut records = Vec::new();
     let mut thr = None;
+    // A scale point's traffic goes to as many destinations as the table has entries (capped).
     let record = |spec: &TestSpec, outcome: Outcome, scale: Option<u64>| TestRecord {
         id: spec.id(dut.deployment()),
         description: format!("{} ({})", spec.procedure(), dut.topology),
@@ -1039,7 +1083,11 @@ pub fn run_for_dut_observed(
         frame_size: line.frame_size,
         line,
         bidirectional: suite.bidirectional,
-        flows: suite.flows,
+        flows: spec
+            .scale()
+            .zip(scale)
+            .and_then(|(sc, p)| sc.destinations(p))
+            .or(suite.flows),
         scale,
         setup: None,
         frame_mix: size.mix().map(str::to_string),
@@ -1198,11 +1246,21 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
         let bad = "name = \"x\"\n[[dut]]\nname = \"ovs\"\ntopology = \"phy2phy-veth\"\n[[test]]\nprocedure = \"latency\"\n";
         let e = Suite::parse(bad).unwrap_err().to_string();
         assert!(e.contains("latency") && e.contains("throughput"), "{e}");
-        let bad = EXAMPLE.replace("kind = \"mac-entries\"", "kind = \"routes\"");
+        let bad = EXAMPLE.replace("kind = \"mac-entries\"", "kind = \"vlans\"");
         assert!(Suite::parse(&bad)
             .unwrap_err()
             .to_string()
             .contains("test.scale.kind"));
+        let routes = EXAMPLE.replace("kind = \"mac-entries\"", "kind = \"routes\"");
+        assert!(Suite::parse(&routes).is_ok());
+        let bad = routes.replace("points = [2, 2000, 20000]", "points = [0, 2000]");
+        let e = Suite::parse(&bad).unwrap_err().to_string();
+        assert!(e.contains("test.scale.points") && e.contains("1..="), "{e}");
+        let bad = EXAMPLE.replace("points = [2, 2000, 20000]", "points = [5000000000]");
+        assert!(Suite::parse(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("5000000000"));
     }
 
     #[test]
@@ -1232,6 +1290,29 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
             .all(|r| r.vswitch == "ovs" && r.frame_size == 1518 && r.deployment == "phy2phy"));
         assert_eq!(recs.iter().filter(|r| r.scale.is_some()).count(), 3);
         assert_eq!(recs[2].outcome.name(), "back-to-back");
+        // Each scale point's traffic went to one destination per entry.
+        let flows: Vec<_> = recs
+            .iter()
+            .filter(|r| r.scale.is_some())
+            .map(|r| r.flows)
+            .collect();
+        assert_eq!(flows, vec![Some(2), Some(2000), Some(20000)]);
+    }
+
+    #[test]
+    fn scale_destinations_are_capped_at_the_generators_flows() {
+        let sc = |kind: &str| ScaleSpec {
+            kind: kind.into(),
+            points: vec![],
+        };
+        assert_eq!(sc("routes").destinations(1), Some(1));
+        assert_eq!(sc("routes").destinations(1_000_000), Some(1_000_000));
+        assert_eq!(
+            sc("routes").destinations(2_000_000),
+            Some(u64::from(MAX_FLOWS))
+        );
+        assert_eq!(sc("mac-entries").destinations(0), Some(1));
+        assert_eq!(sc("flows").destinations(100), None);
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //!   records which process runs on which CPU and says when processes share one.
 //! - [`Dut`] drivers in [`dut`]: `vecswitch` (cross-connect or bridge), `linux-bridge`, `ovs`
 //!   (userspace datapath, started by hand under the run directory), `testpmd-io` (the
-//!   speed-of-light reference over memif) and `ovs-dpdk` (which explains why it cannot run here).
+//!   speed-of-light reference over memif), `ovs-dpdk` (which explains why it cannot run here) and
+//!   the IPv4 routers `vecswitch-router`, `linux-router`, `ovs-router` (FIB scale sweeps).
 //! - [`GenMeasurer`]: the lab's `Measurer` on the generator ports of a [`Testbed`] (crates/gen's
 //!   `Generator`), mapping each `TrialReport` onto the lab's `TrialResult`.
 //! - [`devcost`]: device cost side by side — each device's busy time per packet around trials at

@@ -23,6 +23,9 @@
 //! | `latency` | the streams' latency combined with [`LatencyStats::combine`] (merged histograms) |
 //! | `actual_duration` | `tx_seconds + drain_seconds` |
 //!
+//! Before every trial the streams pass through the DUT's [`crate::Dut::shape_streams`] (a
+//! router's ingress MAC; destinations spread over the table of a scale point).
+//!
 //! The device counters are the difference of two readings of [`crate::Dut::counters`] taken right
 //! before and right after the trial ([`DeviceCounters::delta`]); `None` fields stay `None` (the loss
 //! they would explain stays unexplained). Loss is counted against offered frames (RFC 2544 §26.3,
@@ -394,6 +397,23 @@ impl<'a> GenMeasurer<'a> {
         self.testbed
     }
 
+    /// The streams of the next trial: the measurer's, as the DUT needs them now
+    /// ([`crate::Dut::shape_streams`]: a router's ingress MAC, destinations spread over the
+    /// table of a scale point).
+    fn shaped_streams(&self, load_fps: f64) -> Result<Vec<StreamSpec>, LabError> {
+        let mut s = self.streams.clone();
+        if let Some(r) = self
+            .testbed
+            .and_then(|tb| tb.with_dut(|d| d.shape_streams(&mut s)))
+        {
+            r.map_err(|e| LabError::Trial {
+                load_fps,
+                reason: e.to_string(),
+            })?;
+        }
+        Ok(s)
+    }
+
     fn tx_ports(&self) -> usize {
         self.streams
             .iter()
@@ -450,7 +470,7 @@ impl Measurer for GenMeasurer<'_> {
         }
         let per_port = load.fps / self.tx_ports() as f64;
         let mut spec = TrialSpec::new(
-            self.streams.clone(),
+            self.shaped_streams(load.fps)?,
             Rate::Pps(per_port),
             TrialLength::Duration(duration),
         );
@@ -497,7 +517,7 @@ impl Measurer for GenMeasurer<'_> {
         }
         let per_port = load.fps / self.tx_ports() as f64;
         let mut spec = TrialSpec::new(
-            self.streams.clone(),
+            self.shaped_streams(load.fps)?,
             Rate::Pps(per_port),
             TrialLength::Duration(interval * intervals),
         );
@@ -549,7 +569,8 @@ impl Measurer for GenMeasurer<'_> {
         let n = self.tx_ports() as u64;
         let per_port = (frames / n).max(1);
         let mut spec = TrialSpec::new(
-            self.streams.clone(),
+            self.shaped_streams(0.0)
+                .map_err(|e| burst_error(frames, e))?,
             Rate::Max,
             TrialLength::Count(per_port),
         );

@@ -7,8 +7,9 @@
 //! refused (the peer's backlog was full) and `rx.dropped` frames dropped on receive
 //! (`netif_receive` backlog, XDP drops).
 
-use crate::dut::counters::PortCounts;
+use crate::dut::counters::{DeviceCounters, PortCounts};
 use crate::error::{Error, Result};
+use crate::topology::{PortEnd, Wiring};
 
 /// Per-interface counters of an `ip -s -j link show` answer.
 pub fn parse_ip_link(json: &str) -> Option<Vec<(String, PortCounts)>> {
@@ -29,6 +30,28 @@ pub fn parse_ip_link(json: &str) -> Option<Vec<(String, PortCounts)>> {
             ))
         })
         .collect()
+}
+
+/// The counters of a kernel DUT (bridge, router) on `w`: its veth ends on the generator's links,
+/// read in the DUT namespace. The namespace's other interfaces (lo, bridges) are not on those
+/// links; the kernel's own drops are not read (`internal_dropped` unknown).
+pub fn facing_veth_counters(w: &Wiring) -> Result<Option<DeviceCounters>> {
+    let ports = read(Some(&w.dut_netns))?;
+    let facing = crate::dut::vecswitch::facing_names(w);
+    let ifnames: Vec<String> = w
+        .dut_ports
+        .iter()
+        .take(facing.len())
+        .filter_map(|p| match p {
+            PortEnd::Veth { ifname, .. } => Some(ifname.clone()),
+            PortEnd::Memif { .. } | PortEnd::VhostUser { .. } => None,
+        })
+        .collect();
+    let ports: Vec<_> = ports
+        .into_iter()
+        .filter(|(n, _)| ifnames.contains(n))
+        .collect();
+    Ok(crate::dut::counters::sum_ports(&ports, &ifnames, None))
 }
 
 /// Reads the counters of every interface of namespace `netns` (`None`: the caller's own).

@@ -7,7 +7,10 @@
 //! being measured. There is no process: the bridge is kernel code running on the CPUs that RPS
 //! assigns to the receiving veth ends (the DUT CPU, see [`crate::topology`]).
 //!
-//! Scale: [`Scale::MacEntries`] installs static FDB entries (`bridge -batch`) on the second port.
+//! Scale: [`Scale::MacEntries`] installs static FDB entries (`bridge -batch`) on the second port
+//! of the first pair — incrementally: entries `0..n` are the same at every point, only the
+//! difference is added or deleted — and the traffic's destination MACs are spread over them
+//! ([`Dut::shape_streams`]).
 //!
 //! Counters ([`Dut::counters`]): the kernel counters of the DUT-side veth ends
 //! ([`crate::dut::kernel_if`]); the bridge has no drop counter of its own, so `internal_dropped`
@@ -18,12 +21,15 @@ use crate::dut::{kernel, unsupported_wiring, Dut, Scale};
 use crate::error::{Error, Result};
 use crate::placement::PlacedProcess;
 use crate::topology::{PortEnd, Wiring};
+use vecswitch_gen::StreamSpec;
 
 /// The kernel bridge DUT.
 #[derive(Debug, Default)]
 pub struct LinuxBridgeDut {
     wiring: Option<Wiring>,
     bridges: Vec<String>,
+    /// Static scale entries installed.
+    mac_entries: u32,
 }
 
 impl LinuxBridgeDut {
@@ -108,6 +114,7 @@ impl Dut for LinuxBridgeDut {
             }
         }
         self.wiring = None;
+        self.mac_entries = 0;
         Ok(())
     }
 
@@ -127,20 +134,42 @@ impl Dut for LinuxBridgeDut {
         let Some(PortEnd::Veth { ifname, .. }) = w.pairs.first().map(|p| &w.dut_ports[p.1]) else {
             return Err(unsupported_wiring(self.name(), &w, "no veth port pair"));
         };
-        let mut batch = String::with_capacity(n as usize * 48);
-        for i in 0..n {
+        let mut batch = String::with_capacity(n.abs_diff(self.mac_entries) as usize * 48);
+        for i in n..self.mac_entries {
+            batch.push_str(&format!("fdb del {} dev {ifname} master\n", scale_mac(i)));
+        }
+        for i in self.mac_entries..n {
             batch.push_str(&format!(
-                "fdb add {} dev {ifname} master static\n",
+                "fdb replace {} dev {ifname} master static\n",
                 scale_mac(i)
             ));
         }
         let path = w.run_dir.join("fdb.batch");
-        std::fs::write(&path, batch).map_err(|source| Error::Io {
+        std::fs::write(&path, &batch).map_err(|source| Error::Io {
             what: "writing",
             path: path.clone(),
             source,
         })?;
-        self.ns_exec(&w, "bridge", &["-batch", &path.display().to_string()])?;
+        if !batch.is_empty() {
+            self.ns_exec(&w, "bridge", &["-batch", &path.display().to_string()])?;
+        }
+        self.mac_entries = n;
+        Ok(())
+    }
+
+    fn shape_streams(&self, streams: &mut [StreamSpec]) -> Result<()> {
+        let Some(w) = &self.wiring else {
+            return Ok(());
+        };
+        let pair = w
+            .pairs
+            .first()
+            .copied()
+            .filter(|(a, b)| *a < w.gen_ports.len() && *b < w.gen_ports.len());
+        if let (Some(pair), n @ 1..) = (pair, self.mac_entries) {
+            let macs = Scale::MacEntries(n).destinations().unwrap_or(1);
+            crate::dut::spread_dst_macs(streams, pair, crate::dut::SCALE_MAC_BASE, macs);
+        }
         Ok(())
     }
 
@@ -159,27 +188,10 @@ impl Dut for LinuxBridgeDut {
     }
 
     fn counters(&mut self) -> Result<Option<DeviceCounters>> {
-        let Some(w) = &self.wiring else {
-            return Ok(None);
-        };
-        let ports = crate::dut::kernel_if::read(Some(&w.dut_netns))?;
-        let facing = crate::dut::vecswitch::facing_names(w);
-        let ifnames: Vec<String> = w
-            .dut_ports
-            .iter()
-            .take(facing.len())
-            .filter_map(|p| match p {
-                PortEnd::Veth { ifname, .. } => Some(ifname.clone()),
-                PortEnd::Memif { .. } | PortEnd::VhostUser { .. } => None,
-            })
-            .collect();
-        // Only the bridge's ports: the namespace's other interfaces (lo, the bridges) are not
-        // on the generator's links.
-        let ports: Vec<_> = ports
-            .into_iter()
-            .filter(|(n, _)| ifnames.contains(n))
-            .collect();
-        Ok(crate::dut::counters::sum_ports(&ports, &ifnames, None))
+        match &self.wiring {
+            Some(w) => crate::dut::kernel_if::facing_veth_counters(w),
+            None => Ok(None),
+        }
     }
 }
 

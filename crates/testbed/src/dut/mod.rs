@@ -10,6 +10,9 @@
 //! | [`testpmd::TestpmdDut`] | `testpmd-io` | memif | `dpdk-testpmd --forward-mode=io`, the speed-of-light reference |
 //! | [`ovs_dpdk::OvsDpdkDut`] | `ovs-dpdk` | memif | refuses with the reason (see its module doc) |
 //! | [`external::ExternalDut`] | `external` | any (topology `external`) | starts nothing; optional counter command |
+//! | [`vecswitch::VecswitchDut`] | `vecswitch-router` | memif, veth (AF_PACKET) | `[ip]`: two routed interfaces, N /32 routes to a static neighbour ([`vecswitch_router`]) |
+//! | [`linux_router::LinuxRouterDut`] | `linux-router` | veth | kernel forwarding in the DUT namespace, routes loaded with `ip -batch` |
+//! | [`ovs_router::OvsRouterDut`] | `ovs-router` | veth | OVS as `ovs`, one OpenFlow rule per route (`nw_dst`, MAC rewrite, `dec_ttl`) |
 //!
 //! Every driver reads the device's own counters ([`Dut::counters`], [`counters::DeviceCounters`])
 //! where it has them: vecswitch `ctl show ports/errors/runtime`, testpmd `show fwd stats all`,
@@ -19,34 +22,48 @@
 //! A driver gets the [`Wiring`] (which ports it must hold and which it must connect), starts its
 //! processes inside the DUT namespace on the DUT's CPU, and waits until it is ready (sockets exist,
 //! bridges are up). Drivers install nothing; a missing program is an error naming the package.
+//!
+//! Scale sweeps ([`Scale`]): [`Dut::configure_scale`] fills the device's table and
+//! [`Dut::shape_streams`] makes the generator's traffic use it — destination MACs or IPv4
+//! addresses spread over the entries, one per entry up to the generator's
+//! [`vecswitch_gen::flow::MAX_FLOWS`] ([`router`] has the routed address plan).
 
 pub mod counters;
 pub mod external;
 pub mod kernel_if;
 pub mod linux_bridge;
+pub mod linux_router;
 pub mod ovs;
 pub mod ovs_dpdk;
+pub mod ovs_router;
+pub mod router;
 pub mod testpmd;
 pub mod vecswitch;
+pub mod vecswitch_router;
 
 use std::fmt;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+use vecswitch_gen::StreamSpec;
 
 use crate::error::{Error, Result};
 use crate::placement::PlacedProcess;
 use crate::process::ChildGuard;
 use crate::topology::Wiring;
 
-/// A scale setting for scale sweeps (the reports' MAC-table and flow-count tests).
+/// A scale setting for scale sweeps (the reports' MAC-table, flow-count and FIB tests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Scale {
-    /// Pre-populate this many MAC entries (static entries pointing away from the test ports).
+    /// Pre-populate this many MAC entries (static, on the egress port of the port pair), and
+    /// spread the traffic's destination MACs over them ([`Dut::shape_streams`]).
     MacEntries(u32),
-    /// Install this many flows / rules.
+    /// Install this many flows / rules (that the test traffic does not match).
     Flows(u32),
+    /// This many IPv4 /32 routes toward the egress side ([`router`]), with the traffic's
+    /// destination addresses spread over them, one per route.
+    Routes(u32),
 }
 
 /// A device under test.
@@ -86,10 +103,17 @@ pub trait Dut: fmt::Debug + Send {
     fn counters(&mut self) -> Result<Option<counters::DeviceCounters>> {
         Ok(None)
     }
+
+    /// Adapts the generator's streams to the device as it is now configured (the measurer calls
+    /// it before every trial): a router's ingress MAC as the destination, destinations spread
+    /// over the table of the last [`Dut::configure_scale`]. Default: the streams as they are.
+    fn shape_streams(&self, _streams: &mut [StreamSpec]) -> Result<()> {
+        Ok(())
+    }
 }
 
 impl Scale {
-    /// From a suite's scale kind (`mac-entries`, `flows`) and point.
+    /// From a suite's scale kind (`mac-entries`, `flows`, `routes`) and point.
     pub fn parse(kind: &str, n: u64) -> Result<Scale> {
         let n32 = u32::try_from(n).map_err(|_| Error::Invalid {
             field: "scale point",
@@ -99,12 +123,58 @@ impl Scale {
         match kind {
             "mac-entries" => Ok(Scale::MacEntries(n32)),
             "flows" => Ok(Scale::Flows(n32)),
+            "routes" if n32 >= 1 => Ok(Scale::Routes(n32)),
+            "routes" => Err(Error::Invalid {
+                field: "scale point",
+                value: n.to_string(),
+                expected: "at least 1 route".into(),
+            }),
             _ => Err(Error::Invalid {
                 field: "scale kind",
                 value: kind.to_string(),
-                expected: "mac-entries or flows".into(),
+                expected: "mac-entries, flows or routes".into(),
             }),
         }
+    }
+
+    /// Distinct destinations the generator's traffic is spread over at this setting: one per MAC
+    /// entry or route, at most [`vecswitch_gen::flow::MAX_FLOWS`]; `None` for [`Scale::Flows`]
+    /// (rules the traffic does not match: one flow).
+    pub fn destinations(self) -> Option<u32> {
+        match self {
+            Scale::MacEntries(n) | Scale::Routes(n) => {
+                Some(n.clamp(1, vecswitch_gen::flow::MAX_FLOWS))
+            }
+            Scale::Flows(_) => None,
+        }
+    }
+}
+
+/// The first MAC of the scale entries ([`linux_bridge::scale_mac`]`(0)`): entry `i` is this
+/// plus `i` in the low 32 bits, as the generator's MAC ranges count.
+pub const SCALE_MAC_BASE: [u8; 6] = [0x02, 0x5c, 0, 0, 0, 0];
+
+/// Spreads the destination MACs of the streams from DUT port `from` to DUT port `to` over
+/// `macs` addresses from `first` upward (low 32 bits incrementing, one flow per address) — the
+/// shaping of [`Scale::MacEntries`] for the bridges.
+pub(crate) fn spread_dst_macs(
+    streams: &mut [StreamSpec],
+    (from, to): (usize, usize),
+    first: [u8; 6],
+    macs: u32,
+) {
+    for s in streams
+        .iter_mut()
+        .filter(|s| s.tx_port == from && s.rx_port == to)
+    {
+        s.dst_mac = first;
+        s.ranges.retain(|r| r.field != vecswitch_gen::Field::DstMac);
+        s.ranges.push(vecswitch_gen::FieldRange {
+            field: vecswitch_gen::Field::DstMac,
+            count: macs,
+            mode: vecswitch_gen::FieldMode::Increment,
+        });
+        s.flows = macs;
     }
 }
 
@@ -132,11 +202,20 @@ pub enum DutKind {
     External {
         counters_command: Option<String>,
     },
+    /// vecswitch routing between two `[ip]` interfaces (scale: [`Scale::Routes`]).
+    VecswitchRouter {
+        bin: PathBuf,
+    },
+    /// Kernel IPv4 forwarding in the DUT namespace.
+    LinuxRouter,
+    /// OVS with one OpenFlow rule per route.
+    OvsRouter,
 }
 
 /// Names accepted by [`DutKind::parse`].
 pub const DUT_NAMES: &str = "vecswitch-xconnect, vecswitch-bridge, vecswitch-xconnect-afxdp, \
-     linux-bridge, ovs, ovs-afxdp, testpmd-io, ovs-dpdk, external";
+     linux-bridge, ovs, ovs-afxdp, testpmd-io, ovs-dpdk, external, vecswitch-router, linux-router, \
+     ovs-router";
 
 impl DutKind {
     /// Parses a driver name; `vecswitch_bin` is the `vecswitch` binary for the vecswitch drivers
@@ -154,6 +233,9 @@ impl DutKind {
             "external" => DutKind::External {
                 counters_command: None,
             },
+            "vecswitch-router" => DutKind::VecswitchRouter { bin: vecswitch_bin },
+            "linux-router" => DutKind::LinuxRouter,
+            "ovs-router" => DutKind::OvsRouter,
             _ => {
                 return Err(Error::Invalid {
                     field: "dut",
@@ -190,6 +272,12 @@ impl DutKind {
             DutKind::External { counters_command } => {
                 Box::new(external::ExternalDut::new(counters_command.clone()))
             }
+            DutKind::VecswitchRouter { bin } => Box::new(vecswitch::VecswitchDut::new(
+                bin.clone(),
+                vecswitch::Mode::Router,
+            )),
+            DutKind::LinuxRouter => Box::new(linux_router::LinuxRouterDut::new()),
+            DutKind::OvsRouter => Box::new(ovs_router::OvsRouterDut::new()),
         }
     }
 }
@@ -234,6 +322,35 @@ pub(crate) fn unsupported_wiring(dut: &str, w: &Wiring, why: &str) -> Error {
     }
 }
 
+/// A phy2phy-memif wiring for unit tests: generator ports `g0`, `g1`, DUT ports `phy0`, `phy1`
+/// (servers) in one pair, generator on CPU 0, DUT and VNF on CPU 1.
+#[cfg(test)]
+pub(crate) fn test_wiring() -> Wiring {
+    use crate::topology::{Link, MemifRole, PortEnd, Topology};
+    let memif = |n: &str| PortEnd::Memif {
+        name: n.into(),
+        socket: format!("/r/{n}.sock").into(),
+        id: 0,
+        role: MemifRole::Server,
+    };
+    Wiring {
+        topology: Topology::Phy2Phy { link: Link::Memif },
+        run_id: "r".into(),
+        run_dir: "/r".into(),
+        dut_netns: "ns".into(),
+        gen_netns: None,
+        gen_ports: vec![memif("g0"), memif("g1")],
+        dut_ports: vec![memif("phy0"), memif("phy1")],
+        pairs: vec![(0, 1)],
+        vnf_ports: vec![],
+        cores: crate::placement::CorePlan {
+            generator: 0,
+            dut: 1,
+            vnf: 1,
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,6 +367,9 @@ mod tests {
             "testpmd-io",
             "ovs-dpdk",
             "external",
+            "vecswitch-router",
+            "linux-router",
+            "ovs-router",
         ] {
             let k = DutKind::parse(n, "/bin/vecswitch".into()).unwrap();
             assert_eq!(k.build().name(), n);
@@ -259,8 +379,18 @@ mod tests {
             Scale::parse("mac-entries", 7).unwrap(),
             Scale::MacEntries(7)
         );
+        assert_eq!(Scale::parse("routes", 2000).unwrap(), Scale::Routes(2000));
+        let e = Scale::parse("routes", 0).unwrap_err().to_string();
+        assert!(e.contains("at least 1 route"), "{e}");
         let e = Scale::parse("vlans", 1).unwrap_err().to_string();
-        assert!(e.contains("vlans") && e.contains("mac-entries"), "{e}");
+        assert!(e.contains("vlans") && e.contains("routes"), "{e}");
+        assert_eq!(Scale::Routes(2_000_000).destinations(), Some(1_000_000));
+        assert_eq!(Scale::MacEntries(2).destinations(), Some(2));
+        assert_eq!(Scale::Flows(9).destinations(), None);
+        assert_eq!(
+            router::parse_mac(&linux_bridge::scale_mac(0)),
+            Some(SCALE_MAC_BASE)
+        );
         let e = DutKind::parse("vpp", "/x".into()).unwrap_err().to_string();
         assert!(e.contains("vpp") && e.contains("linux-bridge"), "{e}");
     }

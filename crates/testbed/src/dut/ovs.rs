@@ -25,7 +25,12 @@
 //! statistics are not used: vswitchd refreshes them only every 5 s.
 //!
 //! Scale: [`Scale::Flows`] adds that many extra rules that never match the test traffic (distinct
-//! destination MACs), so the classifier holds them while forwarding.
+//! destination MACs), so the classifier holds them while forwarding. [`Scale::MacEntries`] adds
+//! that many `dl_dst` rules on the first pair (`priority=40000,in_port=A,dl_dst=MAC,actions=output:B`,
+//! above the port rules' default priority 32768:
+//! OVS's MAC table as an OpenFlow switch programs it — NORMAL-mode learning has a 2,048-entry
+//! default table and cannot be filled but by traffic) and the traffic's destination MACs are
+//! spread over them ([`Dut::shape_streams`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -37,6 +42,7 @@ use crate::error::{Error, Result};
 use crate::placement::{CorePlan, PlacedProcess};
 use crate::process::{ChildGuard, ProcessSpec};
 use crate::topology::{PortEnd, Wiring};
+use vecswitch_gen::StreamSpec;
 
 /// The OVS database schema shipped by `openvswitch-common`.
 pub const SCHEMA: &str = "/usr/share/openvswitch/vswitch.ovsschema";
@@ -121,6 +127,10 @@ pub struct OvsDut {
     no_afxdp: bool,
     /// afxdp or fail, no system-port fallback (`ovs-afxdp`).
     afxdp_only: bool,
+    /// The first port pair when both ends face the generator (for [`Scale::MacEntries`]).
+    first_pair: Option<(usize, usize)>,
+    /// `dl_dst` rules of the last [`Scale::MacEntries`].
+    mac_entries: u32,
 }
 
 impl OvsDut {
@@ -141,12 +151,17 @@ impl OvsDut {
         self
     }
 
+    /// The bridges made by `setup` (`br0`, … one per port pair).
+    pub fn bridges(&self) -> &[String] {
+        &self.bridges
+    }
+
     /// `(interface, type)` of each port added: `afxdp` or `system`.
     pub fn port_types(&self) -> &[(String, String)] {
         &self.port_types
     }
 
-    fn dir(&self) -> Result<&Path> {
+    pub(crate) fn dir(&self) -> Result<&Path> {
         self.dir.as_deref().ok_or_else(|| Error::Invalid {
             field: "ovs state",
             value: "not set up".into(),
@@ -172,12 +187,25 @@ impl OvsDut {
         )
     }
 
-    fn vsctl(&self, args: &[&str]) -> Result<String> {
+    pub(crate) fn vsctl(&self, args: &[&str]) -> Result<String> {
         self.tool("ovs-vsctl", args)
     }
 
-    fn ofctl(&self, args: &[&str]) -> Result<String> {
+    pub(crate) fn ofctl(&self, args: &[&str]) -> Result<String> {
         self.tool("ovs-ofctl", args)
+    }
+
+    /// Writes `rules` (one flow a line) to `file` in the run directory and loads them into `br`
+    /// with one `ovs-ofctl add-flows`.
+    pub(crate) fn add_flows(&self, br: &str, file: &str, rules: &str) -> Result<()> {
+        let path = self.dir()?.join(file);
+        std::fs::write(&path, rules).map_err(|source| Error::Io {
+            what: "writing",
+            path: path.clone(),
+            source,
+        })?;
+        self.ofctl(&["add-flows", br, &path.display().to_string()])
+            .map(|_| ())
     }
 
     /// `ovs-appctl` to this instance's vswitchd.
@@ -232,6 +260,41 @@ impl OvsDut {
         }
         self.vsctl(&["add-port", br, ifname])?;
         Ok("system".into())
+    }
+}
+
+impl OvsDut {
+    /// [`Scale::MacEntries`]: replaces the `dl_dst` rules with `n` (see the module doc).
+    fn set_mac_entries(&mut self, n: u32) -> Result<()> {
+        let (Some(br), Some([(a, _), (b, _)])) = (
+            self.bridges.first().cloned(),
+            self.port_types
+                .get(..2)
+                .and_then(|p| <&[_; 2]>::try_from(p).ok()),
+        ) else {
+            return Err(Error::Invalid {
+                field: "ovs state",
+                value: "no bridge".into(),
+                expected: "configure_scale after setup".into(),
+            });
+        };
+        let (a, b) = (a.clone(), b.clone());
+        // Every rule on a scale MAC (02:5c:…), of this kind or of `Flows`.
+        self.ofctl(&[
+            "del-flows",
+            &br,
+            "dl_dst=02:5c:00:00:00:00/ff:ff:00:00:00:00",
+        ])?;
+        let mut rules = String::with_capacity(n as usize * 72);
+        for i in 0..n {
+            rules.push_str(&format!(
+                "priority=40000,in_port={a},dl_dst={},actions=output:{b}\n",
+                crate::dut::linux_bridge::scale_mac(i)
+            ));
+        }
+        self.add_flows(&br, "mac.flows", &rules)?;
+        self.mac_entries = n;
+        Ok(())
     }
 }
 
@@ -341,6 +404,11 @@ impl Dut for OvsDut {
         let r = sw.wait_for_path(&dir.join("ovs-vswitchd.ctl"), Duration::from_secs(30));
         self.vswitchd = Some(sw);
         r?;
+        self.first_pair = w
+            .pairs
+            .first()
+            .copied()
+            .filter(|(a, b)| *a < w.gen_ports.len() && *b < w.gen_ports.len());
         for (n, (a, b)) in w.pairs.iter().enumerate() {
             let br = format!("br{n}");
             self.vsctl(&[
@@ -401,16 +469,22 @@ impl Dut for OvsDut {
         }
         self.bridges.clear();
         self.dir = None;
+        self.mac_entries = 0;
+        self.first_pair = None;
         Ok(())
     }
 
     fn configure_scale(&mut self, scale: Scale) -> Result<()> {
-        let Scale::Flows(n) = scale else {
-            return Err(Error::Unsupported {
-                dut: self.name().into(),
-                what: format!("{scale:?}"),
-                why: "the ovs driver programs port-to-port flows; scale it with Flows(n)".into(),
-            });
+        let n = match scale {
+            Scale::Flows(n) => n,
+            Scale::MacEntries(n) => return self.set_mac_entries(n),
+            Scale::Routes(_) => {
+                return Err(Error::Unsupported {
+                    dut: self.name().into(),
+                    what: format!("{scale:?}"),
+                    why: "the ovs driver switches port to port; routes are ovs-router's".into(),
+                })
+            }
         };
         let br = self
             .bridges
@@ -429,13 +503,14 @@ impl Dut for OvsDut {
                 crate::dut::linux_bridge::scale_mac(i)
             ));
         }
-        let path = self.dir()?.join("scale.flows");
-        std::fs::write(&path, rules).map_err(|source| Error::Io {
-            what: "writing",
-            path: path.clone(),
-            source,
-        })?;
-        self.ofctl(&["add-flows", &br, &path.display().to_string()])?;
+        self.add_flows(&br, "scale.flows", &rules)
+    }
+
+    fn shape_streams(&self, streams: &mut [StreamSpec]) -> Result<()> {
+        if let (Some(pair), n @ 1..) = (self.first_pair, self.mac_entries) {
+            let macs = Scale::MacEntries(n).destinations().unwrap_or(1);
+            crate::dut::spread_dst_macs(streams, pair, crate::dut::SCALE_MAC_BASE, macs);
+        }
         Ok(())
     }
 

@@ -8,7 +8,8 @@
 //! comes from the caller (`current_exe()` in the CLI, `CARGO_BIN_EXE_vecswitch` in the CLI crate's
 //! tests).
 //!
-//! Variants: `vecswitch-xconnect` and `vecswitch-bridge` open veth ends as `af_packet` ports,
+//! Variants: `vecswitch-xconnect`, `vecswitch-bridge` and `vecswitch-router` (no service: `[ip]`
+//! routing between the pair, see [`crate::dut::vecswitch_router`]) open veth ends as `af_packet` ports,
 //! `vecswitch-xconnect-afxdp` as `af_xdp` ports (XDP mode `auto`: native on veth, so the DUT's
 //! receive work runs in the sender's NAPI context). memif ends are the same in every variant.
 //!
@@ -25,8 +26,12 @@ use std::path::{Path, PathBuf};
 
 use std::time::Duration;
 
+use vecswitch_gen::StreamSpec;
+
 use crate::dut::counters::{sum_ports, DeviceCounters, PortCounts};
-use crate::dut::{placed, version_line, Dut, Scale};
+use crate::dut::router::TableLoad;
+use crate::dut::vecswitch_router as vr;
+use crate::dut::{placed, router, version_line, Dut, Scale};
 use crate::error::{Error, Result};
 use crate::placement::PlacedProcess;
 use crate::process::{ChildGuard, ProcessSpec};
@@ -99,6 +104,8 @@ pub enum Mode {
     Xconnect,
     /// `[[bridge]] ports = [a, b]` (learning bridge-domain per pair).
     Bridge,
+    /// No service: `[ip]` routes the one pair ([`crate::dut::vecswitch_router`]).
+    Router,
 }
 
 fn toml_str(s: &str) -> String {
@@ -188,6 +195,7 @@ pub fn config_toml_with(
             Mode::Bridge => {
                 let _ = write!(s, "\n[[bridge]]\nname = \"br{n}\"\nports = [{a}, {b}]\n");
             }
+            Mode::Router => {}
         }
     }
     s
@@ -344,7 +352,17 @@ pub struct VecswitchDut {
     child: Option<ChildGuard>,
     config: Option<PathBuf>,
     wiring: Option<Wiring>,
+    /// The last scale applied (a router starts with [`Scale::Routes`]`(1)`).
+    scale: Option<Scale>,
+    /// Router: the ingress interface's MAC, read back after start.
+    ingress_mac: Option<[u8; 6]>,
+    /// Router: every route set loaded, in order.
+    route_loads: Vec<TableLoad>,
 }
+
+/// MAC table entries of a bridge DUT: room for the 1M-entry scale point and the stations
+/// learned beside it (the table's default is 2^20).
+pub const BRIDGE_MAC_TABLE_ENTRIES: u32 = 1 << 21;
 
 impl VecswitchDut {
     /// veth ends as `af_packet` ports.
@@ -362,19 +380,95 @@ impl VecswitchDut {
             child: None,
             config: None,
             wiring: None,
+            scale: None,
+            ingress_mac: None,
+            route_loads: Vec::new(),
         }
     }
 
-    /// The `vecswitch run` config of this driver on `w`.
-    fn config_for(&self, w: &Wiring, ctl: &Path) -> String {
-        config_toml_with(
+    /// The `vecswitch run` config of this driver on `w` (a router with `routes` routes).
+    fn config_for(&self, w: &Wiring, ctl: &Path, routes: u32) -> Result<String> {
+        let mut s = config_toml_with(
             &w.dut_ports,
             &w.pairs,
             self.mode,
             ctl,
             Some(w.cores.dut),
             self.veth,
-        )
+        );
+        match self.mode {
+            Mode::Xconnect => {}
+            Mode::Bridge => {
+                s = s.replacen(
+                    "[switch]\n",
+                    &format!("[switch]\nmac_table_entries = {BRIDGE_MAC_TABLE_ENTRIES}\n"),
+                    1,
+                );
+            }
+            Mode::Router => {
+                let pair = router::routed_pair(self.name(), w)?;
+                s.push_str(&vr::ip_section(w, pair, routes));
+            }
+        }
+        Ok(s)
+    }
+
+    /// Router: loads `n` routes (see [`crate::dut::vecswitch_router`]).
+    fn load_routes(&mut self, n: u32) -> Result<()> {
+        let n = router::check_routes(self.name(), n)?;
+        let (w, path) = self.state()?;
+        let ctl = w.run_dir.join("dut.ctl");
+        let toml = self.config_for(&w, &ctl, n)?;
+        write_file(&path, &toml)?;
+        let t0 = std::time::Instant::now();
+        crate::cmd::run(
+            &self.bin.display().to_string(),
+            &[
+                "ctl",
+                "--socket",
+                &ctl.display().to_string(),
+                "--timeout",
+                &vr::RELOAD_TIMEOUT.as_secs().to_string(),
+                "reload",
+                &path.display().to_string(),
+            ],
+        )?;
+        let fib = self.show(&w, "ip fib 0 1")?;
+        let (routes, fib_bytes) = vr::fib_routes(&fib).ok_or_else(|| unreadable("ip fib", &fib))?;
+        if routes < u64::from(n) + vr::OWN_ROUTES {
+            return Err(Error::Invalid {
+                field: "vecswitch routes after reload",
+                value: routes.to_string(),
+                expected: format!(
+                    "{n} routes + {} of the interfaces' own (show ip fib)",
+                    vr::OWN_ROUTES
+                ),
+            });
+        }
+        let load = TableLoad::done(self.name(), (self.current_routes(), n), t0, fib_bytes);
+        self.route_loads.push(load);
+        self.scale = Some(Scale::Routes(n));
+        Ok(())
+    }
+
+    /// Routes loaded now (router).
+    fn current_routes(&self) -> u32 {
+        match self.scale {
+            Some(Scale::Routes(n)) => n,
+            _ => 0,
+        }
+    }
+
+    /// The wiring and config path of a set-up driver.
+    fn state(&self) -> Result<(Wiring, PathBuf)> {
+        match (self.wiring.clone(), self.config.clone()) {
+            (Some(w), Some(p)) => Ok((w, p)),
+            _ => Err(Error::Invalid {
+                field: "vecswitch state",
+                value: "not set up".into(),
+                expected: "configure_scale after setup".into(),
+            }),
+        }
     }
 
     /// The config file written by `setup`.
@@ -382,23 +476,21 @@ impl VecswitchDut {
         self.config.as_deref()
     }
 
-    /// `vecswitch ctl --json show <what>` on the running switch.
+    /// `vecswitch ctl --json show <what>` on the running switch (`what` may be several words).
     fn show(&self, w: &Wiring, what: &str) -> Result<String> {
         let ctl = w.run_dir.join("dut.ctl").display().to_string();
-        crate::cmd::run(
-            &self.bin.display().to_string(),
-            &[
-                "ctl",
-                "--socket",
-                &ctl,
-                "--json",
-                "--timeout",
-                "5",
-                "show",
-                what,
-            ],
-        )
+        let mut args = vec!["ctl", "--socket", &ctl, "--json", "--timeout", "5", "show"];
+        args.extend(what.split_whitespace());
+        crate::cmd::run(&self.bin.display().to_string(), &args)
     }
+}
+
+fn write_file(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).map_err(|source| Error::Io {
+        what: "writing",
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// An answer of `show <what>` the driver could not read.
@@ -421,6 +513,8 @@ impl Dut for VecswitchDut {
             (Mode::Xconnect, VethPort::AfXdp) => "vecswitch-xconnect-afxdp",
             (Mode::Bridge, VethPort::AfPacket) => "vecswitch-bridge",
             (Mode::Bridge, VethPort::AfXdp) => "vecswitch-bridge-afxdp",
+            (Mode::Router, VethPort::AfPacket) => "vecswitch-router",
+            (Mode::Router, VethPort::AfXdp) => "vecswitch-router-afxdp",
         }
     }
 
@@ -445,13 +539,9 @@ impl Dut for VecswitchDut {
         }
         let (prio, why) = worker_priority_for(w)?;
         let ctl = w.run_dir.join("dut.ctl");
-        let toml = self.config_for(w, &ctl);
+        let toml = self.config_for(w, &ctl, 1)?;
         let path = w.run_dir.join("dut.toml");
-        std::fs::write(&path, toml).map_err(|source| Error::Io {
-            what: "writing",
-            path: path.clone(),
-            source,
-        })?;
+        write_file(&path, &toml)?;
         self.config = Some(path.clone());
         self.wiring = Some(w.clone());
         let spec = ProcessSpec::new("dut-vecswitch", &self.bin.display().to_string())
@@ -468,7 +558,16 @@ impl Dut for VecswitchDut {
         let r = wait_ready(&self.bin, &mut child, &ctl, &w.dut_ports);
         self.child = Some(child);
         self.worker_priority = Some((prio, why));
-        r
+        r?;
+        if self.mode == Mode::Router {
+            let (ingress, _) = router::routed_pair(self.name(), w)?;
+            let ifs = self.show(w, "interfaces")?;
+            let name = w.dut_ports[ingress].name();
+            self.ingress_mac =
+                Some(vr::interface_mac(&ifs, name).ok_or_else(|| unreadable("interfaces", &ifs))?);
+            self.scale = Some(Scale::Routes(1));
+        }
+        Ok(())
     }
 
     fn teardown(&mut self) -> Result<()> {
@@ -480,30 +579,33 @@ impl Dut for VecswitchDut {
 
     /// [`Scale::MacEntries`] (bridge mode): rewrites the config with that many static MAC entries
     /// in the last bridge-domain, on its second port, and applies it with `vecswitch ctl reload`
-    /// (one reload instead of one `mac add` per entry). The addresses never occur in test traffic.
+    /// (one reload instead of one `mac add` per entry); the traffic's destinations are then
+    /// spread over them ([`Dut::shape_streams`]). [`Scale::Routes`] (router mode): the same with
+    /// that many routes ([`crate::dut::vecswitch_router`]).
     fn configure_scale(&mut self, scale: Scale) -> Result<()> {
         let unsupported = |why: &str| Error::Unsupported {
             dut: self.name().to_string(),
             what: format!("{scale:?}"),
             why: why.to_string(),
         };
-        let Scale::MacEntries(n) = scale else {
-            return Err(unsupported("vecswitch has MAC tables, not flow tables"));
+        let n = match (scale, self.mode) {
+            (Scale::Routes(n), Mode::Router) => return self.load_routes(n),
+            (Scale::Routes(_), _) => {
+                return Err(unsupported("only vecswitch-router has routes"));
+            }
+            (Scale::MacEntries(n), Mode::Bridge) => n,
+            (Scale::MacEntries(_), _) => {
+                return Err(unsupported(
+                    "a cross-connect or router has no MAC table; use vecswitch-bridge",
+                ));
+            }
+            (Scale::Flows(_), _) => {
+                return Err(unsupported("vecswitch has MAC tables, not flow tables"));
+            }
         };
-        if self.mode != Mode::Bridge {
-            return Err(unsupported(
-                "a cross-connect has no MAC table; use vecswitch-bridge",
-            ));
-        }
-        let (Some(w), Some(path)) = (self.wiring.clone(), self.config.clone()) else {
-            return Err(Error::Invalid {
-                field: "vecswitch state",
-                value: "not set up".into(),
-                expected: "configure_scale after setup".into(),
-            });
-        };
+        let (w, path) = self.state()?;
         let ctl = w.run_dir.join("dut.ctl");
-        let mut toml = self.config_for(&w, &ctl);
+        let mut toml = self.config_for(&w, &ctl, 1)?;
         let port = w
             .pairs
             .last()
@@ -517,11 +619,7 @@ impl Dut for VecswitchDut {
                 toml_str(&port)
             );
         }
-        std::fs::write(&path, toml).map_err(|source| Error::Io {
-            what: "writing",
-            path: path.clone(),
-            source,
-        })?;
+        write_file(&path, &toml)?;
         crate::cmd::run(
             &self.bin.display().to_string(),
             &[
@@ -533,8 +631,45 @@ impl Dut for VecswitchDut {
                 "reload",
                 &path.display().to_string(),
             ],
-        )
-        .map(|_| ())
+        )?;
+        self.scale = Some(scale);
+        Ok(())
+    }
+
+    /// Bridge at [`Scale::MacEntries`]: destination MACs spread over the static entries (on the
+    /// last pair, when both its ends face the generator). Router: to the ingress MAC, over the
+    /// routes ([`router::shape`]).
+    fn shape_streams(&self, streams: &mut [StreamSpec]) -> Result<()> {
+        let Some(w) = &self.wiring else {
+            return Ok(());
+        };
+        match (self.mode, self.scale) {
+            (Mode::Bridge, Some(s @ Scale::MacEntries(n))) if n > 0 => {
+                if let Some(&(a, b)) = w
+                    .pairs
+                    .last()
+                    .filter(|(a, b)| *a < w.gen_ports.len() && *b < w.gen_ports.len())
+                {
+                    crate::dut::spread_dst_macs(
+                        streams,
+                        (a, b),
+                        crate::dut::SCALE_MAC_BASE,
+                        s.destinations().unwrap_or(1),
+                    );
+                }
+                Ok(())
+            }
+            (Mode::Router, Some(Scale::Routes(n))) => {
+                let pair = router::routed_pair(self.name(), w)?;
+                let mac = self.ingress_mac.ok_or_else(|| Error::Invalid {
+                    field: "vecswitch-router ingress MAC",
+                    value: "unknown".into(),
+                    expected: "setup to have read it from show interfaces".into(),
+                })?;
+                router::shape(streams, pair, mac, n)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The note says which scheduling the worker thread has, read back from `/proc` (not the
@@ -550,13 +685,18 @@ impl Dut for VecswitchDut {
                     Some((p, Some(why))) => format!("{p}: {why}"),
                     None => "-".into(),
                 };
-                placed(
-                    c,
-                    &format!(
-                        "worker {sched} (asked {asked}); veth ports {}",
-                        self.veth.type_name()
-                    ),
-                )
+                let mut note = format!(
+                    "worker {sched} (asked {asked}); veth ports {}",
+                    self.veth.type_name()
+                );
+                if !self.route_loads.is_empty() {
+                    let _ = write!(
+                        note,
+                        "; routes loaded (ctl reload): {}",
+                        TableLoad::list(&self.route_loads)
+                    );
+                }
+                placed(c, &note)
             })
             .collect()
     }
@@ -659,24 +799,7 @@ ports = [\"phy0\", \"dut1\"]
             id: 0,
             role: MemifRole::Server,
         };
-        let mut w = Wiring {
-            topology: crate::topology::Topology::Phy2Phy {
-                link: crate::topology::Link::Memif,
-            },
-            run_id: "r".into(),
-            run_dir: "/r".into(),
-            dut_netns: "ns".into(),
-            gen_netns: None,
-            gen_ports: vec![],
-            dut_ports: vec![memif("phy0"), memif("phy1")],
-            pairs: vec![(0, 1)],
-            vnf_ports: vec![],
-            cores: crate::placement::CorePlan {
-                generator: 0,
-                dut: 1,
-                vnf: 1,
-            },
-        };
+        let mut w = crate::dut::test_wiring();
         assert_eq!(worker_priority_for(&w).unwrap(), ("fifo:10".into(), None));
         w.vnf_ports = vec![memif("vnf0"), memif("vnf1")];
         let (p, why) = worker_priority_for(&w).unwrap();
