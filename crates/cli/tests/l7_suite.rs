@@ -25,7 +25,7 @@ fn chain_l7_suite_prints_the_seed_004_table_with_no_failed_transaction() {
     let _ = std::fs::remove_file(&out_path);
     assert!(out.status.success(), "{}\n{stdout}\n{stderr}", out.status);
     assert!(
-        stdout.contains("| L7 throughput (Mbit/s) | L1 line rate (%) | avg TTFB http-small (ms)"),
+        stdout.contains("| L7 throughput (Mbit/s) | L1 line rate (%) | avg TTFB (ms) | avg TTFB http-small (ms)"),
         "{stdout}"
     );
     let rows: Vec<&str> = stdout.lines().filter(|l| l.contains(" | ipv")).collect();
