@@ -197,15 +197,17 @@ pub fn markdown(t: &L7Table) -> String {
     s
 }
 
+/// A table with a first column `#` (the row's number, which the charts use as bar labels).
 fn html_table(s: &mut String, cols: &[&str], rows: impl Iterator<Item = (Vec<String>, bool)>) {
-    s.push_str("<div class=\"scroll\"><table><tr>");
+    s.push_str("<div class=\"scroll\"><table><tr><th>#</th>");
     for (i, c) in cols.iter().enumerate() {
         let class = if i < 2 { " class=\"t\"" } else { "" };
         let _ = write!(s, "<th{class}>{}</th>", esc(c));
     }
     s.push_str("</tr>");
-    for (cells, bad) in rows {
+    for (n, (cells, bad)) in rows.enumerate() {
         s.push_str(if bad { "<tr class=\"tl\">" } else { "<tr>" });
+        let _ = write!(s, "<td>{}</td>", n + 1);
         for (i, c) in cells.iter().enumerate() {
             let class = if i < 2 { " class=\"t\"" } else { "" };
             let _ = write!(s, "<td{class}>{}</td>", esc(c));
@@ -230,7 +232,8 @@ pub fn html(t: &L7Table) -> String {
         s,
         "<h1>{}</h1><p class=\"note\">Seed 004's table: L7 throughput (payload), L1 line rate \
          toward the client as a share of {} Gbit/s, average time to first byte over every \
-         completed transaction. Red rows: a transaction failed or an illegal flow got through.</p>",
+         completed transaction. Red rows: a transaction failed or an illegal flow got through. \
+         The charts' bars are labelled with the table's row numbers.</p>",
         esc(&t.title),
         t.line_rate_gbps
     );
@@ -240,7 +243,6 @@ pub fn html(t: &L7Table) -> String {
         &COLUMNS,
         t.rows.iter().map(|r| (r.cells(), !r.clean())),
     );
-    let label = |r: &L7Row| format!("{} ({})", r.scenario, r.family);
     for (title, y, value) in [
         (
             "L7 throughput per scenario",
@@ -259,12 +261,14 @@ pub fn html(t: &L7Table) -> String {
             bars: t
                 .rows
                 .iter()
-                .filter_map(|r| {
+                .enumerate()
+                .filter_map(|(n, r)| {
+                    // Labelled by the table's row number: the bars are too narrow for names.
                     Some(Bar {
-                        label: label(r),
+                        label: format!("#{}", n + 1),
                         value: value(r)?,
                         range: None,
-                        flag: !r.clean(),
+                        flag: false,
                     })
                 })
                 .collect(),
