@@ -10,25 +10,14 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use common::vecswitch_bin;
+use common::built_vecswitch as vecswitch;
 use vecswitch_testbed::chain;
 use vecswitch_testbed::l7::illegal::IllegalKind;
 use vecswitch_testbed::l7::suite::{run_suite, L7Suite};
 use vecswitch_testbed::l7::{Class, L7Bed, L7Report, Profile};
 use vecswitch_testbed::{DutKind, Link, MemifRole, PortEnd, Topology, VnfKind};
-
-fn vecswitch() -> PathBuf {
-    let bin = vecswitch_bin();
-    assert!(
-        bin.is_file(),
-        "build the binary first: cargo build -p vecswitch-cli ({})",
-        bin.display()
-    );
-    bin
-}
 
 /// 4 s at 20 transactions/s (80), with 5 illegal flows per 100 (4: each kind at least once).
 fn profile(ipv6: bool, illegal: u32) -> Profile {
