@@ -17,48 +17,24 @@
 //! clock, by the same fraction). Readings never go backwards: a TSC read on another CPU that is
 //! behind the last reading returns the last reading.
 
-use std::cell::Cell;
-
 use crate::rate::Clock;
 
-/// Nanoseconds since the clock was created, from the TSC (see the module doc).
-#[derive(Debug, Clone)]
-pub struct TscClock {
-    clock: quanta::Clock,
-    origin: u64,
-    last: Cell<u64>,
-}
+/// Nanoseconds since the clock was created, from the TSC (see the module doc). The mechanism is
+/// the switch graph's [`vecswitch_graph::GraphClock`] (one TSC clock for the whole project).
+#[derive(Debug, Clone, Default)]
+pub struct TscClock(vecswitch_graph::GraphClock);
 
 impl TscClock {
     /// Creates the clock (the first one in a process calibrates the TSC, a few milliseconds).
     pub fn new() -> TscClock {
-        let clock = quanta::Clock::new();
-        let origin = clock.raw();
-        TscClock {
-            clock,
-            origin,
-            last: Cell::new(0),
-        }
-    }
-}
-
-impl Default for TscClock {
-    fn default() -> Self {
-        TscClock::new()
+        TscClock(vecswitch_graph::GraphClock::new())
     }
 }
 
 impl Clock for TscClock {
     #[inline]
     fn now_ns(&self) -> u64 {
-        let t = self.clock.delta_as_nanos(self.origin, self.clock.raw());
-        let last = self.last.get();
-        if t > last {
-            self.last.set(t);
-            t
-        } else {
-            last
-        }
+        self.0.now_ns()
     }
 }
 

@@ -33,8 +33,6 @@
 //! visit, with each node's own description of the packet.
 #![forbid(unsafe_code)]
 
-use std::time::Instant;
-
 use serde::{Deserialize, Serialize};
 use vecswitch_buffer::{flags, BufferHeader, Pool, FRAME_SIZE};
 
@@ -395,7 +393,7 @@ pub struct Graph<S> {
     trace_count: u32,
     trace: Vec<TraceStep>,
     trace_limit: usize,
-    epoch: Instant,
+    clock: GraphClock,
 }
 
 impl<S> std::fmt::Debug for Graph<S> {
@@ -426,7 +424,7 @@ impl<S> Graph<S> {
             trace_count: 0,
             trace: Vec::new(),
             trace_limit: 10_000,
-            epoch: Instant::now(),
+            clock: GraphClock::new(),
         }
     }
 
@@ -643,9 +641,9 @@ impl<S> Graph<S> {
             .collect()
     }
 
-    /// Nanoseconds since the graph was created (the clock every dispatch uses).
+    /// Nanoseconds since the graph was created (the clock every dispatch uses; [`GraphClock`]).
     pub fn now_ns(&self) -> u64 {
-        self.epoch.elapsed().as_nanos() as u64
+        self.clock.now_ns()
     }
 
     /// Queues packets for `node`; they are processed by the next [`Graph::dispatch`]. Packets are
@@ -700,7 +698,7 @@ impl<S> Graph<S> {
         let mut nexts = std::mem::take(&mut self.nexts);
         let mut emitted = std::mem::take(&mut self.emitted);
         nexts[..n].fill(Next::CONSUMED);
-        let t0 = Instant::now();
+        let t0 = self.clock.raw();
         {
             let slot = &mut self.slots[i];
             let mut cx = Cx {
@@ -713,7 +711,7 @@ impl<S> Graph<S> {
             slot.node.process(&mut cx, pkts, &mut nexts[..n]);
             slot.calls += 1;
             slot.packets += n as u64;
-            slot.time_ns += t0.elapsed().as_nanos() as u64;
+            slot.time_ns += self.clock.since_ns(t0);
         }
         let tracing = self.trace_count > 0;
         let first = nexts.first().copied().unwrap_or(Next::CONSUMED);
@@ -980,6 +978,70 @@ impl<S> Graph<S> {
     /// Direct access to a node, e.g. to reconfigure it between dispatches.
     pub fn node_mut(&mut self, id: NodeId) -> &mut dyn Node<S> {
         &mut *self.slots[id as usize].node
+    }
+}
+
+/// The graph's clock: the CPU's time-stamp counter through `quanta`, scaled to nanoseconds.
+///
+/// Why not `std::time::Instant`: every dispatch reads the clock once and every node call twice
+/// (its time for `show runtime`), and on this VM `clock_gettime` through the vDSO took 10 % of a
+/// busy worker's samples at 200 kfps over memif, where vectors are a packet or two long
+/// (docs/BENCHMARKS.md §7). A TSC read is one instruction and a multiply-shift. `quanta` checks at
+/// start that the TSC is invariant and otherwise reads CLOCK_MONOTONIC itself, so the clock is
+/// always correct. Readings of [`GraphClock::now_ns`] never go backwards (a read on another CPU
+/// that is behind the last one returns the last one), as the generator's clock does.
+#[derive(Debug, Clone)]
+pub struct GraphClock {
+    clock: quanta::Clock,
+    origin: u64,
+    last: std::cell::Cell<u64>,
+}
+
+impl GraphClock {
+    /// A clock whose zero is now (the first one in a process calibrates the TSC, a few ms).
+    pub fn new() -> GraphClock {
+        let clock = quanta::Clock::new();
+        let origin = clock.raw();
+        GraphClock {
+            clock,
+            origin,
+            last: std::cell::Cell::new(0),
+        }
+    }
+
+    /// Nanoseconds since the clock was created, never decreasing.
+    #[inline]
+    pub fn now_ns(&self) -> u64 {
+        let t = self.clock.delta_as_nanos(self.origin, self.clock.raw());
+        let last = self.last.get();
+        if t > last {
+            self.last.set(t);
+            t
+        } else {
+            last
+        }
+    }
+
+    /// A raw reading, for [`GraphClock::since_ns`].
+    #[inline]
+    pub fn raw(&self) -> u64 {
+        self.clock.raw()
+    }
+
+    /// Nanoseconds from the raw reading `t0` until now (0 if the counter went back).
+    #[inline]
+    pub fn since_ns(&self, t0: u64) -> u64 {
+        let t1 = self.clock.raw();
+        if t1 <= t0 {
+            return 0;
+        }
+        self.clock.delta_as_nanos(t0, t1)
+    }
+}
+
+impl Default for GraphClock {
+    fn default() -> Self {
+        GraphClock::new()
     }
 }
 

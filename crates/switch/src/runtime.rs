@@ -45,10 +45,16 @@ impl Default for SwitchConfig {
     }
 }
 
-/// Ports' `poll_control` is called once every this many poll iterations, and on every idle one:
-/// that is the worker's idle flush (an AF_PACKET port hands the kernel any TX frame still waiting
-/// in its ring, so no frame waits there because traffic stopped).
+/// Ports' `poll_control` is called once every this many poll iterations while traffic flows, and
+/// on an idle poll when [`CONTROL_IDLE_INTERVAL_NS`] has passed since the last call: that is the
+/// worker's idle flush (an AF_PACKET port hands the kernel any TX frame still waiting in its ring,
+/// so no frame waits there because traffic stopped) and its check of the ports' control channels.
 pub const CONTROL_EVERY_POLLS: u64 = 1024;
+/// Least time between two idle-poll `poll_control` rounds. Calling it on *every* idle poll cost a
+/// `recvmsg` system call per memif port per poll: 55 % of a busy-polling worker's samples at 200
+/// kfps over memif (perf, 2026-11-24, docs/BENCHMARKS.md §7), time in which no port was polled.
+/// 50 µs keeps the idle flush and link changes prompt and the syscalls under 5 % of an idle core.
+pub const CONTROL_IDLE_INTERVAL_NS: u64 = 50_000;
 const _: () = assert!(CONTROL_EVERY_POLLS.is_power_of_two());
 /// MAC table slots examined per aging step.
 pub const AGE_SLOTS_PER_STEP: usize = 512;
@@ -137,6 +143,8 @@ pub struct Switch {
     rate_mark: (u64, u64),
     /// Monotonic time of the last poll iteration's start (0: none since the counters were cleared).
     last_poll_ns: u64,
+    /// When the ports' `poll_control` last ran (graph clock, ns).
+    last_control_ns: u64,
 }
 
 impl Default for Switch {
@@ -170,6 +178,7 @@ impl Switch {
             stats: LoopStats::default(),
             rate_mark: (0, 0),
             last_poll_ns: 0,
+            last_control_ns: 0,
         }
     }
 
@@ -239,7 +248,13 @@ impl Switch {
         if received == 0 {
             self.stats.idle_polls += 1;
         }
-        if received == 0 || self.stats.polls & (CONTROL_EVERY_POLLS - 1) == 0 {
+        let control_due = if received == 0 {
+            mono.saturating_sub(self.last_control_ns) >= CONTROL_IDLE_INTERVAL_NS
+        } else {
+            self.stats.polls & (CONTROL_EVERY_POLLS - 1) == 0
+        };
+        if control_due {
+            self.last_control_ns = mono;
             for p in self.state.ports.iter_mut().flatten() {
                 p.port.poll_control();
             }
@@ -724,5 +739,63 @@ mod tests {
         assert_eq!(sw.show_runtime().loop_stats.max_poll_gap_ns, 0);
         sw.poll_once();
         assert_eq!(sw.show_runtime().loop_stats.max_poll_gap_ns, 0);
+    }
+
+    /// A port that receives nothing and counts its `poll_control` calls.
+    struct ControlCounter(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+    impl Port for ControlCounter {
+        fn name(&self) -> &str {
+            "cc"
+        }
+        fn rx_burst(&mut self, _: &mut Pool, _: &mut Vec<u32>, _: usize) -> usize {
+            0
+        }
+        fn tx_burst(&mut self, _: &mut Pool, pkts: &[u32]) -> usize {
+            pkts.len()
+        }
+        fn poll_control(&mut self) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        fn stats(&self) -> PortStats {
+            PortStats::default()
+        }
+        fn clear_stats(&mut self) {}
+        fn link(&self) -> LinkState {
+            LinkState::Up
+        }
+    }
+
+    /// Idle polls call the ports' `poll_control` (a system call per memif port) at most once per
+    /// [`CONTROL_IDLE_INTERVAL_NS`], not on every poll, and again once that time has passed.
+    #[test]
+    fn idle_polls_run_port_control_at_most_once_per_interval() {
+        let calls = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let mut sw = Switch::default();
+        sw.add_port("cc", Box::new(ControlCounter(calls.clone())))
+            .unwrap();
+        let n = || calls.load(std::sync::atomic::Ordering::Relaxed);
+        sw.poll_once();
+        assert_eq!(n(), 1, "the first idle poll runs the control round");
+        // 1,000 idle polls as fast as they go: at most one more round per interval elapsed.
+        let t0 = std::time::Instant::now();
+        for _ in 0..1000 {
+            sw.poll_once();
+        }
+        let elapsed = t0.elapsed().as_nanos() as u64;
+        let most = 1 + elapsed / CONTROL_IDLE_INTERVAL_NS + 1;
+        assert!(
+            n() <= most,
+            "{} control rounds in {elapsed} ns (at most {most})",
+            n()
+        );
+        let before = n();
+        std::thread::sleep(Duration::from_nanos(2 * CONTROL_IDLE_INTERVAL_NS));
+        sw.poll_once();
+        assert_eq!(
+            n(),
+            before + 1,
+            "an idle poll after the interval runs the control round"
+        );
     }
 }
