@@ -3,7 +3,7 @@ SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 
-.PHONY: setup build test demo bench fuzz soak clean
+.PHONY: setup build test demo bench fuzz soak burn-in clean
 
 setup:
 	@scripts/setup.sh
@@ -36,6 +36,13 @@ fuzz:
 # long run). Not part of `make test` (its 5 s version is: crates/cli/tests/soak.rs).
 soak: build
 	target/release/vecswitch soak --duration 60s --interval 10s --strict -o soak.json $(SOAK_ARGS)
+
+# Issue 12 item 3 (seed 004's overnight test): the L7 mix with illegal flows through vecswitch's
+# firewall + router (NAT) chain for 60 s, throughput and TTFB per 10 s interval; fails on any
+# failed transaction or illegal flow through. Root (namespaces). Longer: edit duration_s in
+# docs/suites/burn-in.toml.
+burn-in: build
+	target/release/vecswitch bench docs/suites/burn-in.toml -o burn-in.json
 
 clean:
 	$(CARGO) clean

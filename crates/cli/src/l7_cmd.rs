@@ -1,8 +1,9 @@
 //! `vecswitch bench SUITE.toml` for a suite with an `[l7]` table (application traffic, issue 12):
 //! runs it with `vecswitch_testbed::l7::suite`, prints seed 004's table (Markdown) to stdout and
-//! writes every run as JSON (schema `vecswitch.l7-results/1`, with the run's provenance) to the
-//! output path. Fails (exit status 1, after writing) when a device could not be measured or a
-//! transaction failed: the profile expects none.
+//! writes every run as JSON (schema `vecswitch.l7-results/1`, with the run's provenance and the
+//! table, which `vecswitch report md|html` renders) to the output path. Fails (exit status 1,
+//! after writing) when a device could not be measured, a transaction failed or an illegal flow
+//! got through: the profile expects none.
 
 use std::path::Path;
 
@@ -27,6 +28,7 @@ pub fn main(path: &Path, output: &Path, command: Vec<String>) -> anyhow::Result<
     let results = run_suite(&suite, bin, &mut |line| eprintln!("l7: {line}"));
     let doc = serde_json::json!({
         "provenance": Provenance::collect(command, Some(config)),
+        "table": results.table(),
         "results": results,
     });
     let json = serde_json::to_string_pretty(&doc).context("results as JSON")?;

@@ -52,7 +52,7 @@ struct AgreeArgs {
 
 #[derive(Debug, clap::Args)]
 struct RenderArgs {
-    /// Results document (schema vecswitch.results/1).
+    /// Results document (schema vecswitch.results/1, or an L7 suite's vecswitch.l7-results/1).
     results: PathBuf,
     /// Write here instead of stdout.
     #[arg(short, long)]
@@ -72,9 +72,9 @@ struct CompareArgs {
 
 pub fn main(args: Args) -> anyhow::Result<()> {
     match args.cmd {
-        Cmd::Html(a) => render(&a, report::html::render),
-        Cmd::Md(a) => render(&a, report::markdown::render),
-        Cmd::Csv(a) => render(&a, report::csv::render),
+        Cmd::Html(a) => render(&a, report::html::render, Some(report::l7::html)),
+        Cmd::Md(a) => render(&a, report::markdown::render, Some(report::l7::markdown)),
+        Cmd::Csv(a) => render(&a, report::csv::render, None),
         Cmd::Compare(a) => compare(&a),
         Cmd::Agree(a) => agree(&a),
     }
@@ -114,9 +114,41 @@ fn load(path: &Path) -> anyhow::Result<RunResults> {
     RunResults::load(path).with_context(|| format!("reading results {}", path.display()))
 }
 
-fn render(a: &RenderArgs, f: fn(&RunResults) -> String) -> anyhow::Result<()> {
-    let run = load(&a.results)?;
-    let text = f(&run);
+/// The seed-004 table of an L7 results document (`vecswitch bench` on a suite with `[l7]`,
+/// schema `vecswitch.l7-results/1`), or None for any other document.
+fn load_l7(path: &Path) -> anyhow::Result<Option<report::l7::L7Table>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading results {}", path.display()))?;
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Ok(None);
+    };
+    if v["results"]["schema"] != "vecswitch.l7-results/1" {
+        return Ok(None);
+    }
+    let table = serde_json::from_value(v["table"].clone()).with_context(|| {
+        format!(
+            "{}: an L7 results document without a readable `table` (written by an older vecswitch? run the suite again)",
+            path.display()
+        )
+    })?;
+    Ok(Some(table))
+}
+
+fn render(
+    a: &RenderArgs,
+    f: fn(&RunResults) -> String,
+    l7: Option<fn(&report::l7::L7Table) -> String>,
+) -> anyhow::Result<()> {
+    let text = match load_l7(&a.results)? {
+        Some(t) => match l7 {
+            Some(l7) => l7(&t),
+            None => bail!(
+                "{} is an L7 results document: render it with `report md` or `report html`",
+                a.results.display()
+            ),
+        },
+        None => f(&load(&a.results)?),
+    };
     match &a.output {
         Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?,
         None => out!("{text}"),

@@ -1,7 +1,7 @@
 //! `vecswitch bench docs/suites/chain-l7.toml` (issue 12): the L7 mix through every device of
 //! the suite, IPv4 and IPv6, at the suite's small scale (about a minute). Asserted: the seed-004
-//! table has a row per device and family, the results file holds every run, and no transaction
-//! failed. Root (namespaces); needs nginx, vsftpd, dnsmasq-base, ethtool (scripts/setup.sh).
+//! table has a row per device and family, the results file holds every run, no transaction
+//! failed, and `vecswitch report md|html` render the document's table. Root (namespaces); needs nginx, vsftpd, dnsmasq-base, ethtool (scripts/setup.sh).
 
 use std::process::Command;
 
@@ -22,10 +22,19 @@ fn chain_l7_suite_prints_the_seed_004_table_with_no_failed_transaction() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let doc = std::fs::read_to_string(&out_path);
+    // `vecswitch report md|html` render the document's table (csv: not an L7 renderer).
+    let report = |fmt: &str| {
+        Command::new(BIN)
+            .args(["report", fmt])
+            .arg(&out_path)
+            .output()
+            .expect("running vecswitch report")
+    };
+    let (md, html, csv) = (report("md"), report("html"), report("csv"));
     let _ = std::fs::remove_file(&out_path);
     assert!(out.status.success(), "{}\n{stdout}\n{stderr}", out.status);
     assert!(
-        stdout.contains("| L7 throughput (Mbit/s) | L1 line rate (%) | avg TTFB http-small (ms)"),
+        stdout.contains("| L7 throughput (Mbit/s) | L1 line rate (%) | avg TTFB (ms) | avg TTFB http-small (ms)"),
         "{stdout}"
     );
     let rows: Vec<&str> = stdout.lines().filter(|l| l.contains(" | ipv")).collect();
@@ -43,6 +52,18 @@ fn chain_l7_suite_prints_the_seed_004_table_with_no_failed_transaction() {
             "{device}: {stdout}"
         );
     }
+    let md_out = String::from_utf8_lossy(&md.stdout);
+    assert!(md.status.success(), "{md:?}");
+    assert_eq!(
+        md_out.lines().filter(|l| l.contains(" | ipv")).count(),
+        10,
+        "{md_out}"
+    );
+    let html_out = String::from_utf8_lossy(&html.stdout);
+    assert!(html.status.success() && html_out.starts_with("<!DOCTYPE html>"));
+    assert_eq!(html_out.matches("<svg").count(), 2);
+    assert!(!csv.status.success());
+    assert!(String::from_utf8_lossy(&csv.stderr).contains("L7 results document"));
     let v: serde_json::Value = serde_json::from_str(&doc.expect("results file")).unwrap();
     let r = &v["results"];
     assert_eq!(r["schema"], "vecswitch.l7-results/1");

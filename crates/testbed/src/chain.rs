@@ -10,7 +10,11 @@
 //! | `testpmd-macswap`, `testpmd-io` | memif (DUT = server) | `dpdk-testpmd --forward-mode=macswap` / `io` |
 //! | `vecswitch` (`vecswitch-xconnect`) | memif (DUT = server) | `vecswitch run` with the two ports cross-connected |
 //! | `kernel-bridge` | a veth pair per side; the VNF's ends in its own namespace `<run>-vnfK` | a Linux bridge over its two ends (STP off) |
-//! | `kernel-router` | as `kernel-bridge` | the kernel's IPv4/IPv6 forwarding between [`ROUTER_LEFT`] and [`ROUTER_RIGHT`] |
+//! | `kernel-router` | as `kernel-bridge` | the kernel's IPv4/IPv6 forwarding, one hop of the chain's IP plan ([`routed`]) |
+//! | `kernel-router-nat` | as `kernel-bridge` | as `kernel-router`, with nftables `masquerade` (IPv4) out of its right port |
+//! | `kernel-firewall` | as `kernel-bridge` | as `kernel-router`, with nftables filtering by the seed-004 policy ([`policy`], both families) |
+//! | `vecswitch-router-nat` | memif (DUT = server) | `vecswitch run` routing (`[ip]`) with NAT44 masquerade (`[nat44]`: left inside, right outside) |
+//! | `vecswitch-firewall` | memif (DUT = server) | `vecswitch run` routing with `[[firewall]]` ACLs of the seed-004 policy (IPv4; IPv6 passes unfiltered) |
 //!
 //! Traffic goes gen0 → DUT phy0 → VNF 0 → DUT → VNF 1 → … → VNF N-1 → DUT phy1 → gen1 and back:
 //! the DUT connects `phy0–vnf0`, `vnf(2k+1)–vnf(2k+2)` and `vnf(2N-1)–phy1`. VNF k holds the
@@ -28,9 +32,17 @@
 //! record lists each VNF — a kernel VNF as pid 0 with its RPS CPUs — and says which CPUs more than
 //! one role shared.
 //!
+//! Routed VNFs (the last five) each make one IP hop: [`routed`] numbers the subnets and gives
+//! each hop its addresses and routes, the L7 client and server their gateways. A vecswitch VNF's
+//! memif ports get fixed MACs `02:12:00:00:00:II` (port `vII`): memif's default MAC is the same
+//! for every interface id 0, and two routed VNFs share a segment.
+//!
 //! [`noisy`]: the noisy-neighbour stressor (seed 003) and the L7 profile run once per level.
+//! [`policy`]: the seed-004 firewall rules (100), rendered for vecswitch and for nftables.
 
 pub mod noisy;
+pub mod policy;
+pub mod routed;
 
 use std::path::PathBuf;
 
@@ -40,12 +52,14 @@ use crate::placement::{CorePlan, PlacedProcess};
 use crate::topology::{Link, PortEnd, Topology, VnfKind};
 
 /// Names of the VNF kinds a chain accepts (for error messages).
-pub const VNF_NAMES: &str =
-    "testpmd-macswap, testpmd-io, vecswitch (vecswitch-xconnect), kernel-bridge, kernel-router";
+pub const VNF_NAMES: &str = "testpmd-macswap, testpmd-io, vecswitch (vecswitch-xconnect), \
+     vecswitch-router-nat, vecswitch-firewall, kernel-bridge, kernel-router, kernel-router-nat, \
+     kernel-firewall";
 
-/// The kernel router's address on its left side (toward `gen0`, the L7 client) — IPv4 and IPv6.
+/// A single routed VNF's address on its left side (toward `gen0`, the L7 client) — IPv4 and
+/// IPv6 ([`routed::hop`] gives every hop's).
 pub const ROUTER_LEFT: [&str; 2] = ["10.12.1.254/24", "fd12:1::fe/64"];
-/// The kernel router's address on its right side (toward `gen1`, the L7 server).
+/// A single routed VNF's address on its right side (toward `gen1`, the L7 server).
 pub const ROUTER_RIGHT: [&str; 2] = ["10.12.2.254/24", "fd12:2::fe/64"];
 
 /// Parses one VNF name of a chain (see [`VNF_NAMES`]).
@@ -58,6 +72,14 @@ pub fn parse_vnf(s: &str) -> Result<VnfKind> {
         },
         "kernel-bridge" => VnfKind::KernelBridge,
         "kernel-router" => VnfKind::KernelRouter,
+        "kernel-router-nat" => VnfKind::KernelRouterNat,
+        "kernel-firewall" => VnfKind::KernelFirewall,
+        "vecswitch-router-nat" => VnfKind::VecswitchRouterNat {
+            bin: PathBuf::new(),
+        },
+        "vecswitch-firewall" => VnfKind::VecswitchFirewall {
+            bin: PathBuf::new(),
+        },
         _ => {
             return Err(Error::Invalid {
                 field: "chain VNF",
@@ -90,8 +112,7 @@ pub fn parse_chain(s: &str) -> Option<Result<Topology>> {
     Some(vnfs.and_then(|vnfs| Topology::new_chain(link, vnfs)))
 }
 
-/// Checks a chain's VNF list: at least one VNF, no VMs (they have their own topologies), at most
-/// one kernel router (its addresses are fixed: [`ROUTER_LEFT`], [`ROUTER_RIGHT`]).
+/// Checks a chain's VNF list: one to eight VNFs, no VMs (they have their own topologies).
 pub fn validate(vnfs: &[VnfKind]) -> Result<()> {
     let names = || vnfs.iter().map(VnfKind::name).collect::<Vec<_>>().join("+");
     if vnfs.is_empty() || vnfs.len() > 8 {
@@ -108,18 +129,6 @@ pub fn validate(vnfs: &[VnfKind]) -> Result<()> {
             expected: format!(
                 "{VNF_NAMES} (VM and virtio VNFs: the pvp-vm, pvvp-vm, pvp-virtio topologies)"
             ),
-        });
-    }
-    if vnfs
-        .iter()
-        .filter(|v| matches!(v, VnfKind::KernelRouter))
-        .count()
-        > 1
-    {
-        return Err(Error::Invalid {
-            field: "chain VNFs",
-            value: names(),
-            expected: "at most one kernel-router (its two subnets are fixed)".into(),
         });
     }
     Ok(())
@@ -140,7 +149,110 @@ pub fn vecswitch_bin(bin: &std::path::Path) -> Result<PathBuf> {
 
 /// Whether VNF `kind` is kernel code in a namespace of its own, attached by veth.
 pub fn is_kernel(kind: &VnfKind) -> bool {
-    matches!(kind, VnfKind::KernelBridge | VnfKind::KernelRouter)
+    matches!(
+        kind,
+        VnfKind::KernelBridge
+            | VnfKind::KernelRouter
+            | VnfKind::KernelRouterNat
+            | VnfKind::KernelFirewall
+    )
+}
+
+impl VnfKind {
+    /// The `vecswitch` binary of a vecswitch VNF (empty: the running executable).
+    pub fn vecswitch_path(&self) -> Option<&std::path::Path> {
+        match self {
+            VnfKind::VecswitchXconnect { bin }
+            | VnfKind::VecswitchRouterNat { bin }
+            | VnfKind::VecswitchFirewall { bin } => Some(bin),
+            _ => None,
+        }
+    }
+
+    /// This kind with the `vecswitch` binary `bin` where none was given (a VNF parsed from a
+    /// topology name).
+    pub fn with_vecswitch_bin(self, bin: &std::path::Path) -> VnfKind {
+        let fill = |b: PathBuf| {
+            if b.as_os_str().is_empty() {
+                bin.to_path_buf()
+            } else {
+                b
+            }
+        };
+        match self {
+            VnfKind::VecswitchXconnect { bin } => VnfKind::VecswitchXconnect { bin: fill(bin) },
+            VnfKind::VecswitchRouterNat { bin } => VnfKind::VecswitchRouterNat { bin: fill(bin) },
+            VnfKind::VecswitchFirewall { bin } => VnfKind::VecswitchFirewall { bin: fill(bin) },
+            v => v,
+        }
+    }
+}
+
+/// The control socket of vecswitch VNF `k` in `run_dir` (the first as before chains existed).
+pub fn vnf_ctl(run_dir: &std::path::Path, k: usize) -> PathBuf {
+    if k == 0 {
+        run_dir.join("vnf.ctl")
+    } else {
+        run_dir.join(format!("vnf-{}.ctl", k + 1))
+    }
+}
+
+/// The MAC of a vecswitch VNF's memif port `vII` (see the module doc).
+pub fn vnf_mac(port: usize) -> String {
+    format!("02:12:00:00:00:{:02x}", port & 0xff)
+}
+
+/// The config of vecswitch VNF `k` of `chain` on its memif `ends` (`vII`, memif clients):
+/// a cross-connect, or (router-nat, firewall) its hop of the IP plan with NAT44 or the
+/// seed-004 firewall.
+pub fn vecswitch_vnf_toml(
+    kind: &VnfKind,
+    chain: &[VnfKind],
+    k: usize,
+    ends: &[PortEnd],
+    ctl: &std::path::Path,
+    cpu: usize,
+) -> String {
+    use crate::dut::vecswitch::{config_toml, Mode};
+    let Some(j) = routed::hop_index(chain, k).filter(|_| routed::is_routed(kind)) else {
+        return config_toml(ends, &[(0, 1)], Mode::Xconnect, ctl, Some(cpu));
+    };
+    let mut s = config_toml(ends, &[], Mode::Xconnect, ctl, Some(cpu));
+    for i in [2 * k, 2 * k + 1] {
+        let name = format!("name = \"v{i}\"\n");
+        s = s.replace(&name, &format!("{name}mac = \"{}\"\n", vnf_mac(i)));
+    }
+    let (left, right) = (ends[0].name(), ends[1].name());
+    let n = routed::hops(chain);
+    let hop = routed::hop(j, n);
+    s.push_str("\n[ip]\n");
+    for (iface, addrs) in [(left, &hop.left), (right, &hop.right)] {
+        for a in addrs {
+            let _ = std::fmt::Write::write_fmt(
+                &mut s,
+                format_args!("\n[[ip.address]]\ninterface = {iface:?}\naddress = {a:?}\n"),
+            );
+        }
+    }
+    for (prefix, via) in &hop.routes {
+        let _ = std::fmt::Write::write_fmt(
+            &mut s,
+            format_args!("\n[[ip.route]]\nprefix = {prefix:?}\nvia = [{via:?}]\n"),
+        );
+    }
+    match kind {
+        VnfKind::VecswitchRouterNat { .. } => {
+            let _ = std::fmt::Write::write_fmt(
+                &mut s,
+                format_args!("\n[nat44]\ninside = [{left:?}]\noutside = [{right:?}]\n"),
+            );
+        }
+        VnfKind::VecswitchFirewall { .. } => {
+            s.push_str(&policy::seed004(n).vecswitch_toml(left, right));
+        }
+        _ => {}
+    }
+    s
 }
 
 /// The namespace of kernel VNF `k` of run `run_id`.
@@ -203,6 +315,50 @@ pub(crate) fn build_kernel_links(
     Ok((ns, ends))
 }
 
+/// Loads an nftables script into namespace `netns` (`nft -f`), saying what to install when
+/// `nft` is missing.
+fn nft_load(netns: &str, script: &str) -> Result<()> {
+    if !crate::cmd::have("nft") {
+        return Err(Error::Unsupported {
+            dut: "kernel-router-nat / kernel-firewall VNF".into(),
+            what: "this machine".into(),
+            why: "nft not found; install the Debian package nftables (make setup)".into(),
+        });
+    }
+    let path =
+        std::env::temp_dir().join(format!("vecswitch-nft-{netns}-{}.nft", std::process::id()));
+    std::fs::write(&path, script).map_err(|source| Error::Io {
+        what: "writing",
+        path: path.clone(),
+        source,
+    })?;
+    let r = crate::cmd::run(
+        "ip",
+        &[
+            "netns",
+            "exec",
+            netns,
+            "nft",
+            "-f",
+            &path.display().to_string(),
+        ],
+    );
+    let _ = std::fs::remove_file(&path);
+    r.map(|_| ())
+}
+
+/// Packets kernel firewall VNFs dropped in namespace `netns` (the counters of [`policy`]'s
+/// nftables script).
+pub fn kernel_firewall_drops(netns: &str) -> Result<u64> {
+    let out = crate::cmd::run(
+        "ip",
+        &[
+            "netns", "exec", netns, "nft", "list", "table", "inet", "l7fw",
+        ],
+    )?;
+    Ok(policy::nft_drops(&out))
+}
+
 /// A running kernel VNF: configuration inside its namespace, no process of its own.
 #[derive(Debug)]
 pub(crate) struct KernelVnf {
@@ -212,8 +368,15 @@ pub(crate) struct KernelVnf {
 }
 
 impl KernelVnf {
-    /// Configures kernel VNF `kind` in `netns` over its two veth `ends` (already up).
-    pub(crate) fn start(kind: &VnfKind, netns: &str, ends: &[PortEnd]) -> Result<KernelVnf> {
+    /// Configures kernel VNF `kind` (VNF `k` of `chain`) in `netns` over its two veth `ends`
+    /// (already up).
+    pub(crate) fn start(
+        kind: &VnfKind,
+        netns: &str,
+        ends: &[PortEnd],
+        chain: &[VnfKind],
+        k: usize,
+    ) -> Result<KernelVnf> {
         let ifnames: Vec<String> = ends
             .iter()
             .filter_map(|e| match e {
@@ -262,10 +425,13 @@ impl KernelVnf {
                 }
                 ip(&["link", "set", "br0", "up"])?;
             }
-            VnfKind::KernelRouter => {
+            VnfKind::KernelRouter | VnfKind::KernelRouterNat | VnfKind::KernelFirewall => {
+                let j = routed::hop_index(chain, k).expect("a kernel router is routed");
+                let n = routed::hops(chain);
+                let hop = routed::hop(j, n);
                 sysctl("net.ipv4.ip_forward=1")?;
                 sysctl("net.ipv6.conf.all.forwarding=1")?;
-                for (i, addrs) in ifnames.iter().zip([ROUTER_LEFT, ROUTER_RIGHT]) {
+                for (i, addrs) in ifnames.iter().zip([&hop.left, &hop.right]) {
                     sysctl(&format!("net.ipv6.conf.{i}.disable_ipv6=0"))?;
                     for a in addrs {
                         if a.contains(':') {
@@ -275,12 +441,29 @@ impl KernelVnf {
                         }
                     }
                 }
+                for (prefix, via) in &hop.routes {
+                    ip(&["route", "add", prefix, "via", via])?;
+                }
+                let script = match kind {
+                    VnfKind::KernelRouterNat => Some(format!(
+                        "table ip l7nat {{\n  chain postrouting {{\n    type nat hook postrouting priority srcnat;\n    oifname {:?} masquerade\n  }}\n}}\n",
+                        ifnames[1]
+                    )),
+                    VnfKind::KernelFirewall => {
+                        Some(policy::seed004(n).nft(&ifnames[0], &ifnames[1]))
+                    }
+                    _ => None,
+                };
+                if let Some(script) = script {
+                    nft_load(netns, &script)?;
+                }
             }
             other => {
                 return Err(Error::Invalid {
                     field: "kernel VNF",
                     value: other.name().into(),
-                    expected: "kernel-bridge or kernel-router".into(),
+                    expected: "kernel-bridge, kernel-router, kernel-router-nat or kernel-firewall"
+                        .into(),
                 })
             }
         }
@@ -358,7 +541,6 @@ mod tests {
             "chain-tap:testpmd-io",
             "chain-memif:",
             "chain-memif:testpmd-io+frobnicator",
-            "chain-veth:kernel-router+kernel-router",
         ] {
             let e = bad.parse::<Topology>().unwrap_err().to_string();
             assert!(e.contains("expected"), "{bad}: {e}");
@@ -368,6 +550,147 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("frob") && e.contains("kernel-bridge"), "{e}");
+    }
+
+    #[test]
+    fn routed_kinds_parse_and_fill_the_binary() {
+        let t: Topology =
+            "chain-veth:vecswitch-firewall+vecswitch-router-nat+kernel-firewall+kernel-router-nat"
+                .parse()
+                .unwrap();
+        assert_eq!(t.to_string().parse::<Topology>().unwrap(), t);
+        let v = t.chain();
+        assert_eq!(routed::hops(&v), 4);
+        assert_eq!(
+            v.iter().filter(|k| routed::is_firewall(k)).count(),
+            2,
+            "{v:?}"
+        );
+        assert!(is_kernel(&v[2]) && !is_kernel(&v[1]));
+        let bin = std::path::Path::new("/x/vecswitch");
+        let filled = v[1].clone().with_vecswitch_bin(bin);
+        assert_eq!(filled.vecswitch_path(), Some(bin));
+        assert_eq!(v[3].vecswitch_path(), None);
+        // Two kernel routers are fine now: each is its own hop.
+        assert!("chain-veth:kernel-router+kernel-router"
+            .parse::<Topology>()
+            .is_ok());
+        assert_eq!(
+            vnf_ctl(std::path::Path::new("/r"), 0),
+            PathBuf::from("/r/vnf.ctl")
+        );
+        assert_eq!(
+            vnf_ctl(std::path::Path::new("/r"), 2),
+            PathBuf::from("/r/vnf-3.ctl")
+        );
+    }
+
+    #[test]
+    fn vecswitch_vnf_configs_hold_their_hop_nat_and_policy() {
+        let chain = vec![
+            VnfKind::VecswitchFirewall {
+                bin: PathBuf::new(),
+            },
+            VnfKind::VecswitchRouterNat {
+                bin: PathBuf::new(),
+            },
+        ];
+        let ends = |k: usize| -> Vec<PortEnd> {
+            (0..2)
+                .map(|s| PortEnd::Memif {
+                    name: format!("v{}", 2 * k + s),
+                    socket: PathBuf::from(format!("/r/vnf{}.sock", 2 * k + s)),
+                    id: 0,
+                    role: crate::topology::MemifRole::Client,
+                })
+                .collect()
+        };
+        let ctl = std::path::Path::new("/r/vnf.ctl");
+        let fw: toml::Table = vecswitch_vnf_toml(&chain[0], &chain, 0, &ends(0), ctl, 1)
+            .parse()
+            .unwrap();
+        let nat: toml::Table = vecswitch_vnf_toml(&chain[1], &chain, 1, &ends(1), ctl, 1)
+            .parse()
+            .unwrap();
+        let addrs = |t: &toml::Table| -> Vec<String> {
+            t["ip"]["address"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| {
+                    format!(
+                        "{} {}",
+                        a["interface"].as_str().unwrap(),
+                        a["address"].as_str().unwrap()
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(
+            addrs(&fw),
+            [
+                "v0 10.12.1.254/24",
+                "v0 fd12:1::fe/64",
+                "v1 10.12.2.253/24",
+                "v1 fd12:2::fd/64"
+            ]
+        );
+        assert_eq!(
+            addrs(&nat),
+            [
+                "v2 10.12.2.254/24",
+                "v2 fd12:2::fe/64",
+                "v3 10.12.3.254/24",
+                "v3 fd12:3::fe/64"
+            ]
+        );
+        // The firewall reaches the server's subnet through the router; the router the client's
+        // through the firewall.
+        assert_eq!(
+            fw["ip"]["route"][0]["prefix"].as_str(),
+            Some("10.12.3.0/24")
+        );
+        assert_eq!(fw["ip"]["route"][0]["via"][0].as_str(), Some("10.12.2.254"));
+        assert_eq!(
+            nat["ip"]["route"][0]["via"][0].as_str(),
+            Some("10.12.2.253")
+        );
+        assert_eq!(nat["nat44"]["outside"][0].as_str(), Some("v3"));
+        assert!(nat.get("firewall").is_none() && fw.get("nat44").is_none());
+        assert_eq!(fw["firewall"][0]["rules"].as_array().unwrap().len(), 100);
+        assert_eq!(
+            fw["firewall"][0]["rules"][0]["dst"].as_str(),
+            Some("10.12.3.160/27")
+        );
+        // Fixed, distinct MACs; no cross-connect in a routed VNF.
+        let macs: Vec<&str> = fw["port"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(nat["port"].as_array().unwrap())
+            .map(|p| p["mac"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            macs,
+            [
+                "02:12:00:00:00:00",
+                "02:12:00:00:00:01",
+                "02:12:00:00:00:02",
+                "02:12:00:00:00:03"
+            ]
+        );
+        assert!(fw.get("xconnect").is_none());
+        let x = vecswitch_vnf_toml(
+            &VnfKind::VecswitchXconnect {
+                bin: PathBuf::new(),
+            },
+            &chain,
+            0,
+            &ends(0),
+            ctl,
+            1,
+        );
+        assert!(x.contains("[[xconnect]]") && !x.contains("[ip]"), "{x}");
     }
 
     #[test]

@@ -79,9 +79,19 @@ pub enum VnfKind {
     TestpmdIo,
     /// A Linux bridge in a namespace of its own, attached by veth ([`crate::chain`]).
     KernelBridge,
-    /// The kernel's IP forwarding in a namespace of its own, attached by veth, between
-    /// [`crate::chain::ROUTER_LEFT`] and [`crate::chain::ROUTER_RIGHT`] ([`crate::chain`]).
+    /// The kernel's IP forwarding in a namespace of its own, attached by veth, between two
+    /// subnets of the chain ([`crate::chain::routed`]).
     KernelRouter,
+    /// A kernel router with nftables masquerade on its right (outside) side ([`crate::chain`]).
+    KernelRouterNat,
+    /// A kernel router with nftables filtering by the seed-004 policy ([`crate::chain::policy`]).
+    KernelFirewall,
+    /// `vecswitch run` routing between two subnets with NAT44 masquerade (`[ip]`, `[nat44]`) on
+    /// two memif clients ([`crate::chain::routed`]).
+    VecswitchRouterNat { bin: PathBuf },
+    /// `vecswitch run` routing with `[[firewall]]` ACLs of the seed-004 policy
+    /// ([`crate::chain::policy`]) on two memif clients.
+    VecswitchFirewall { bin: PathBuf },
 }
 
 impl VnfKind {
@@ -94,6 +104,10 @@ impl VnfKind {
             VnfKind::TestpmdIo => "testpmd-io",
             VnfKind::KernelBridge => "kernel-bridge",
             VnfKind::KernelRouter => "kernel-router",
+            VnfKind::KernelRouterNat => "kernel-router-nat",
+            VnfKind::KernelFirewall => "kernel-firewall",
+            VnfKind::VecswitchRouterNat { .. } => "vecswitch-router-nat",
+            VnfKind::VecswitchFirewall { .. } => "vecswitch-firewall",
         }
     }
 
@@ -1058,7 +1072,8 @@ fn start_vnf(kind: &VnfKind, k: usize, w: &Wiring, run_dir: &Path) -> Result<Vnf
     }
     if crate::chain::is_kernel(kind) {
         let netns = crate::chain::vnf_netns_name(&w.run_id, k);
-        return crate::chain::KernelVnf::start(kind, &netns, ends).map(Vnf::Kernel);
+        return crate::chain::KernelVnf::start(kind, &netns, ends, &w.topology.chain(), k)
+            .map(Vnf::Kernel);
     }
     let socks: Vec<PathBuf> = ends
         .iter()
@@ -1076,7 +1091,7 @@ fn start_vnf(kind: &VnfKind, k: usize, w: &Wiring, run_dir: &Path) -> Result<Vnf
             || s.exists(),
         )?;
     }
-    let ctl = run_dir.join(format!("vnf{sfx}.ctl"));
+    let ctl = crate::chain::vnf_ctl(run_dir, k);
     let spec = match kind {
         VnfKind::TestpmdMacswap | VnfKind::TestpmdIo => {
             if !crate::cmd::have(crate::dut::testpmd::TESTPMD) {
@@ -1141,14 +1156,17 @@ fn start_vnf(kind: &VnfKind, k: usize, w: &Wiring, run_dir: &Path) -> Result<Vnf
                 .args(args)
                 .stdin_pipe(true)
         }
-        VnfKind::VecswitchXconnect { bin } => {
+        VnfKind::VecswitchXconnect { bin }
+        | VnfKind::VecswitchRouterNat { bin }
+        | VnfKind::VecswitchFirewall { bin } => {
             let bin = crate::chain::vecswitch_bin(bin)?;
-            let toml = crate::dut::vecswitch::config_toml(
+            let toml = crate::chain::vecswitch_vnf_toml(
+                kind,
+                &w.topology.chain(),
+                k,
                 ends,
-                &[(0, 1)],
-                crate::dut::vecswitch::Mode::Xconnect,
                 &ctl,
-                Some(w.cores.vnf),
+                w.cores.vnf,
             );
             let path = run_dir.join(format!("vnf{sfx}.toml"));
             std::fs::write(&path, toml).map_err(|source| Error::Io {
@@ -1163,7 +1181,10 @@ fn start_vnf(kind: &VnfKind, k: usize, w: &Wiring, run_dir: &Path) -> Result<Vnf
             ])
         }
         VnfKind::Vm { .. } => return start_vm_vnf(k, ends, w, run_dir),
-        VnfKind::KernelBridge | VnfKind::KernelRouter => unreachable!("started above"),
+        VnfKind::KernelBridge
+        | VnfKind::KernelRouter
+        | VnfKind::KernelRouterNat
+        | VnfKind::KernelFirewall => unreachable!("started above"),
     };
     let spec = spec.netns(Some(&w.dut_netns)).cpus(Some(vec![w.cores.vnf]));
     let mut child = ChildGuard::spawn(&spec, run_dir)?;
@@ -1171,7 +1192,9 @@ fn start_vnf(kind: &VnfKind, k: usize, w: &Wiring, run_dir: &Path) -> Result<Vnf
         VnfKind::TestpmdMacswap | VnfKind::TestpmdVirtio | VnfKind::TestpmdIo => {
             child.wait_for_log("Press enter to exit", Duration::from_secs(30))?
         }
-        VnfKind::VecswitchXconnect { bin } => {
+        VnfKind::VecswitchXconnect { bin }
+        | VnfKind::VecswitchRouterNat { bin }
+        | VnfKind::VecswitchFirewall { bin } => {
             let bin = crate::chain::vecswitch_bin(bin)?;
             crate::dut::vecswitch::wait_ready(&bin, &mut child, &ctl, ends)?
         }

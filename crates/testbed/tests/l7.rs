@@ -10,7 +10,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::vecswitch_bin;
+use common::built_vecswitch as vecswitch;
 use vecswitch_testbed::chain::noisy;
 use vecswitch_testbed::l7::{Class, L7Bed, L7Report, Profile};
 use vecswitch_testbed::{DutKind, Link, Topology, VnfKind};
@@ -53,16 +53,6 @@ fn check(r: &L7Report) {
     // Everything the client received crossed its link: more bytes than the payload.
     assert!(r.l1_to_client.bytes > body, "{:?}", r.l1_to_client);
     assert!(r.l1_to_client.line_rate_percent > 0.0);
-}
-
-fn vecswitch() -> std::path::PathBuf {
-    let bin = vecswitch_bin();
-    assert!(
-        bin.is_file(),
-        "build the binary first: cargo build -p vecswitch-cli ({})",
-        bin.display()
-    );
-    bin
 }
 
 #[test]

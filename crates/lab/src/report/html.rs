@@ -13,7 +13,7 @@ use crate::procedures::throughput::{StepPurpose, Verdict};
 use crate::report::svg::{esc, human, Bar, BarChart, LineChart, Point, Series};
 use crate::results::{Cell, Outcome, Row, RunResults, TestRecord, COLUMNS};
 
-const CSS: &str = "body{font-family:sans-serif;margin:2em auto;max-width:1200px;color:#222}
+pub(crate) const CSS: &str = "body{font-family:sans-serif;margin:2em auto;max-width:1200px;color:#222}
 .scroll{overflow-x:auto}
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:13px}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}
 th{background:#f3f3f3}td.t,th.t{text-align:left}tr.tl td{background:#fde8e8}

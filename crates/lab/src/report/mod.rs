@@ -9,12 +9,15 @@
 //!   latency, the generator's limit) that Markdown and HTML put first;
 //! - [`compare`](mod@compare): what regressed between two runs beyond a threshold;
 //! - [`agree`](mod@agree): whether two runs give the same headline figures (ratio per cell,
-//!   ±tolerance, overlapping intervals, rankings that flipped).
+//!   ±tolerance, overlapping intervals, rankings that flipped);
+//! - [`l7`]: seed 004's application-traffic table (an L7 results document's `table`), as
+//!   Markdown and as its own HTML page.
 
 pub mod agree;
 pub mod compare;
 pub mod csv;
 pub mod html;
+pub mod l7;
 pub mod markdown;
 pub mod summary;
 pub mod svg;

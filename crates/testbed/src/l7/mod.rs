@@ -18,14 +18,20 @@
 //!   client's link (kernel byte counters + 24 bytes per frame of preamble, FCS and gap, as a
 //!   share of the configured line rate, seed 004's "L1 line rate %").
 //!
+//! - [`illegal`]: a configured share of illegal flows ([`Profile::illegal_per_100`]: from
+//!   outside, to a denied port, to a denied range) sent beside the mix; each one that got
+//!   through is an error of the run, the firewall VNFs' drop counters are read around it.
+//!
 //! Addresses: one subnet (client 10.12.1.1, server 10.12.1.2; fd12:1::1, fd12:1::2), or, when
-//! the chain holds a `kernel-router`, the client in 10.12.1.0/24 / fd12:1::/64 and the server in
-//! 10.12.2.0/24 / fd12:2::/64 with the router's addresses ([`crate::chain::ROUTER_LEFT`],
-//! [`crate::chain::ROUTER_RIGHT`]) as their gateways. TSO, GSO, GRO and transmit checksum
-//! offload are off on the endpoints' veth ends (and the router's): a user-space device reading
-//! them by AF_PACKET sees the frames a NIC would put on the wire.
+//! the chain holds routed VNFs (routers, firewalls), the chain's IP plan
+//! ([`crate::chain::routed`]): the client in 10.12.1.0/24 / fd12:1::/64, the server in the last
+//! subnet, each with its hop's address as gateway. The server also holds the denied-range
+//! address ([`crate::chain::routed::denied_target`]). TSO, GSO, GRO and transmit checksum
+//! offload are off on the endpoints' veth ends (and the kernel VNFs'): a user-space device
+//! reading them by AF_PACKET sees the frames a NIC would put on the wire.
 
 pub mod client;
+pub mod illegal;
 pub mod servers;
 pub mod suite;
 
@@ -41,7 +47,7 @@ use crate::error::{Error, Result};
 use crate::netns::{veth_pair, Netns};
 use crate::placement::{CorePlan, Placement};
 use crate::rundir::RunDir;
-use crate::topology::{Link, PortEnd, Testbed, Topology, VnfKind};
+use crate::topology::{Link, PortEnd, Testbed, Topology};
 
 /// The small HTTP object (a web page element).
 pub const HTTP_SMALL: &str = "small.bin";
@@ -117,6 +123,9 @@ pub struct Profile {
     pub workers: usize,
     /// Line rate for the L1 percentage, Gbit/s (the seeds' 10GE).
     pub line_rate_gbps: f64,
+    /// Illegal flows per 100 transactions ([`illegal`]), 0 for none.
+    #[serde(default)]
+    pub illegal_per_100: u32,
 }
 
 impl Default for Profile {
@@ -130,6 +139,7 @@ impl Default for Profile {
             timeout: Duration::from_secs(10),
             workers: 32,
             line_rate_gbps: 10.0,
+            illegal_per_100: 0,
         }
     }
 }
@@ -182,6 +192,13 @@ impl Profile {
         {
             return bad("l7 sizes", format!("{s:?}"), "1 byte to 1 GiB per object");
         }
+        if self.illegal_per_100 > 100 {
+            return bad(
+                "l7 illegal_per_100",
+                self.illegal_per_100.to_string(),
+                "0 to 100 illegal flows per 100 transactions",
+            );
+        }
         if !(self.line_rate_gbps.is_finite() && self.line_rate_gbps > 0.0) {
             return bad(
                 "l7 line_rate_gbps",
@@ -195,6 +212,16 @@ impl Profile {
     /// How many transactions the schedule holds.
     pub fn transactions(&self) -> usize {
         ((self.rate_tps * self.duration.as_secs_f64()).round() as usize).max(1)
+    }
+
+    /// How many illegal flows a run sends (at least one when the share is not 0).
+    pub fn illegal_flows(&self) -> usize {
+        if self.illegal_per_100 == 0 {
+            return 0;
+        }
+        (self.transactions() * self.illegal_per_100 as usize)
+            .div_ceil(100)
+            .max(1)
     }
 }
 
@@ -300,12 +327,38 @@ pub struct L7Report {
     /// lag (the client's own limit: more workers or a lower rate).
     pub late_starts: u64,
     pub max_start_lag_ns: u64,
+    /// The illegal flows (None when the profile sent none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub illegal: Option<illegal::IllegalReport>,
     pub placement: Placement,
 }
 
 impl L7Report {
     pub fn class(&self, c: Class) -> Option<&ClassReport> {
         self.classes.iter().find(|r| r.class == c)
+    }
+
+    /// Mean TTFB over every completed transaction of every class (seed 004's "weighted
+    /// average time to first byte"); None if none completed.
+    pub fn mean_ttfb_ns(&self) -> Option<f64> {
+        let (sum, n) = self
+            .classes
+            .iter()
+            .filter_map(|c| c.ttfb.as_ref())
+            .fold((0.0, 0usize), |(s, n), t| {
+                (s + t.mean_ns as f64 * t.samples as f64, n + t.samples)
+            });
+        (n > 0).then(|| sum / n as f64)
+    }
+
+    /// Illegal flows that got through (0 without illegal flows).
+    pub fn illegal_passed(&self) -> u64 {
+        self.illegal.as_ref().map_or(0, |i| i.passed)
+    }
+
+    /// No failed transaction and no illegal flow through.
+    pub fn clean(&self) -> bool {
+        self.failed == 0 && self.illegal_passed() == 0
     }
 
     /// The seed-004 table row: L7 throughput, L1 line rate %, mean TTFB (all classes), failures.
@@ -324,8 +377,17 @@ impl L7Report {
                 })
             })
             .collect();
+        let illegal = self.illegal.as_ref().map_or(String::new(), |i| {
+            format!(
+                ", illegal {} sent / {} denied / {} through (firewall drops {})",
+                i.sent,
+                i.denied,
+                i.passed,
+                i.device_drops.map_or("-".into(), |d| d.to_string())
+            )
+        });
         format!(
-            "{} {}: {} transactions, {} failed, L7 {:.1} Mbit/s, L1 {:.3} % of {} Gbit/s toward the client, TTFB mean/p99 {}",
+            "{} {}: {} transactions, {} failed, L7 {:.1} Mbit/s, L1 {:.3} % of {} Gbit/s toward the client, TTFB mean/p99 {}{illegal}",
             self.device,
             self.family,
             self.transactions,
@@ -348,31 +410,59 @@ pub struct L7Bed {
     client_ns: Option<Netns>,
     run_dir: Option<RunDir>,
     device: String,
-    routed: bool,
+    /// Routed VNFs in the chain ([`crate::chain::routed`]).
+    hops: usize,
+    /// The chain's firewall VNFs: how to read their drop counters.
+    firewalls: Vec<FirewallCounter>,
 }
 
-/// Addresses of the client and the server: ((client v4, client v6), (server v4, server v6)).
-fn plan(routed: bool) -> [[&'static str; 2]; 2] {
-    if routed {
-        [
-            ["10.12.1.1/24", "fd12:1::1/64"],
-            ["10.12.2.1/24", "fd12:2::1/64"],
-        ]
-    } else {
-        [
-            ["10.12.1.1/24", "fd12:1::1/64"],
-            ["10.12.1.2/24", "fd12:1::2/64"],
-        ]
+/// Where a firewall VNF's drop counter is read.
+#[derive(Debug, Clone)]
+enum FirewallCounter {
+    /// nftables in a kernel VNF's namespace.
+    Kernel { netns: String },
+    /// `ctl show errors` of a vecswitch VNF.
+    Vecswitch {
+        bin: std::path::PathBuf,
+        ctl: std::path::PathBuf,
+    },
+}
+
+impl FirewallCounter {
+    fn read(&self) -> Result<u64> {
+        match self {
+            FirewallCounter::Kernel { netns } => crate::chain::kernel_firewall_drops(netns),
+            FirewallCounter::Vecswitch { bin, ctl } => {
+                let out = crate::cmd::run(
+                    &bin.display().to_string(),
+                    &[
+                        "ctl",
+                        "--socket",
+                        &ctl.display().to_string(),
+                        "--json",
+                        "--timeout",
+                        "5",
+                        "show",
+                        "errors",
+                    ],
+                )?;
+                crate::chain::policy::vecswitch_drops(&out).ok_or_else(|| Error::Invalid {
+                    field: "vecswitch firewall VNF `show errors`",
+                    value: out.chars().take(200).collect(),
+                    expected: "a JSON answer with data[].node/reason/count".into(),
+                })
+            }
+        }
     }
 }
 
-/// Configures an endpoint: IPv6 on, offloads off, RPS to `cpu`, both addresses, and the routes
-/// via the router's side `gw` when routed.
+/// Configures an endpoint: IPv6 on, offloads off, RPS to `cpu`, both addresses, and the default
+/// routes via `gw` when the chain routes.
 fn endpoint(
     ns: &Netns,
     ifname: &str,
-    addrs: [&str; 2],
-    gw: Option<[&str; 2]>,
+    addrs: &[String; 2],
+    gw: Option<&[String; 2]>,
     cpu: usize,
 ) -> Result<()> {
     for key in [
@@ -389,15 +479,23 @@ fn endpoint(
     if let Err(e) = ns.set_rps(ifname, CorePlan::mask(cpu)) {
         tracing::warn!("RPS not set on {ifname}: {e}");
     }
-    ns.ip(&["addr", "add", addrs[0], "dev", ifname])?;
-    ns.ip(&["addr", "add", addrs[1], "dev", ifname, "nodad"])?;
+    ns.ip(&["addr", "add", &addrs[0], "dev", ifname])?;
+    ns.ip(&["addr", "add", &addrs[1], "dev", ifname, "nodad"])?;
     ns.link_up(ifname)?;
     if let Some(gw) = gw {
         for g in gw {
-            let via = g.split('/').next().unwrap_or(g);
+            let via = crate::chain::routed::bare(g);
             ns.ip(&["route", "add", "default", "via", via, "dev", ifname])?;
         }
     }
+    Ok(())
+}
+
+/// The server's address in the denied range (illegal flows, [`illegal`]), both families.
+fn denied_address(ns: &Netns, ifname: &str, hops: usize) -> Result<()> {
+    let [v4, v6] = crate::chain::routed::denied_target(hops);
+    ns.ip(&["addr", "add", &v4, "dev", ifname])?;
+    ns.ip(&["addr", "add", &v6, "dev", ifname, "nodad"])?;
     Ok(())
 }
 
@@ -428,14 +526,15 @@ impl L7Bed {
         let client = Netns::create(&format!("{id}-cli"))?;
         let server = Netns::create(&format!("{id}-srv"))?;
         veth_pair(&client, CLIENT_IF, &server, SERVER_IF)?;
-        let a = plan(false);
-        endpoint(&client, CLIENT_IF, a[0], None, cores.generator)?;
-        endpoint(&server, SERVER_IF, a[1], None, cores.generator)?;
+        let (c, srv, _, _) = crate::chain::routed::endpoints(0);
+        endpoint(&client, CLIENT_IF, &c, None, cores.generator)?;
+        endpoint(&server, SERVER_IF, &srv, None, cores.generator)?;
+        denied_address(&server, SERVER_IF, 0)?;
         let dir = run_dir.file("l7");
         let servers = servers::Servers::start(
             &server,
             &dir,
-            &server_ips(false),
+            &server_ips(0),
             &profile.sizes,
             cores.generator,
         )?;
@@ -446,7 +545,8 @@ impl L7Bed {
             client_ns: Some(client),
             run_dir: Some(run_dir),
             device: "direct".into(),
-            routed: false,
+            hops: 0,
+            firewalls: Vec::new(),
         })
     }
 
@@ -462,7 +562,8 @@ impl L7Bed {
                         .into(),
             });
         }
-        let routed = topology.chain().contains(&VnfKind::KernelRouter);
+        let chain = topology.chain();
+        let hops = crate::chain::routed::hops(&chain);
         let device = format!("{} on {topology}", dut.name());
         let mut tb = Testbed::build(topology)?;
         let cores = tb.wiring().cores;
@@ -473,10 +574,10 @@ impl L7Bed {
             value: device.clone(),
             expected: "a generator namespace (veth topology)".into(),
         })?;
-        let a = plan(routed);
-        let gws = routed.then_some((crate::chain::ROUTER_LEFT, crate::chain::ROUTER_RIGHT));
-        endpoint(client, CLIENT_IF, a[0], gws.map(|g| g.0), cores.generator)?;
-        endpoint(&server, SERVER_IF, a[1], gws.map(|g| g.1), cores.generator)?;
+        let (c, srv, cgw, sgw) = crate::chain::routed::endpoints(hops);
+        endpoint(client, CLIENT_IF, &c, cgw.as_ref(), cores.generator)?;
+        endpoint(&server, SERVER_IF, &srv, sgw.as_ref(), cores.generator)?;
+        denied_address(&server, SERVER_IF, hops)?;
         // The kernel router forwards what the endpoints send: its ends need the same offloads.
         for ns in tb.vnf_netns() {
             for e in &tb.wiring().vnf_ports {
@@ -488,11 +589,27 @@ impl L7Bed {
             }
         }
         tb.start(dut)?;
+        let firewalls = chain
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| crate::chain::routed::is_firewall(v))
+            .map(|(k, v)| -> Result<FirewallCounter> {
+                Ok(match v.vecswitch_path() {
+                    Some(bin) => FirewallCounter::Vecswitch {
+                        bin: crate::chain::vecswitch_bin(bin)?,
+                        ctl: crate::chain::vnf_ctl(tb.run_dir().path(), k),
+                    },
+                    None => FirewallCounter::Kernel {
+                        netns: crate::chain::vnf_netns_name(&tb.wiring().run_id, k),
+                    },
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
         let dir = tb.run_dir().file("l7");
         let servers = servers::Servers::start(
             &server,
             &dir,
-            &server_ips(routed),
+            &server_ips(hops),
             &profile.sizes,
             cores.generator,
         )?;
@@ -503,7 +620,8 @@ impl L7Bed {
             client_ns: None,
             run_dir: None,
             device,
-            routed,
+            hops,
+            firewalls,
         })
     }
 
@@ -536,17 +654,90 @@ impl L7Bed {
         }
     }
 
+    /// Packets the chain's firewall VNFs dropped so far (None without a firewall VNF).
+    fn firewall_drops(&self) -> Result<Option<u64>> {
+        if self.firewalls.is_empty() {
+            return Ok(None);
+        }
+        let mut sum = 0;
+        for f in &self.firewalls {
+            sum += f.read()?;
+        }
+        Ok(Some(sum))
+    }
+
     /// Runs `profile` once and reports.
     pub fn run(&mut self, profile: &Profile) -> Result<L7Report> {
         profile.validate()?;
         let family_v6 = profile.ipv6;
-        let server = server_ips(self.routed)[usize::from(family_v6)];
+        let fam = usize::from(family_v6);
+        let server = server_ips(self.hops)[fam];
         let classes = schedule(profile.weights, profile.transactions());
         let client = self.client().name().to_string();
+        // Illegal flows: listeners that must stay unreached, the firewalls' counters, then the
+        // attempts beside the mix (open loop too: spread over the run).
+        let n_illegal = profile.illegal_flows();
+        let mut illegal_run = None;
+        if n_illegal > 0 {
+            let (c, _, _, _) = crate::chain::routed::endpoints(self.hops);
+            let ip = |a: &str| -> IpAddr {
+                crate::chain::routed::bare(a)
+                    .parse()
+                    .expect("addresses of the IP plan")
+            };
+            let targets = illegal::Targets {
+                client: ip(&c[fam]),
+                server,
+                denied: ip(&crate::chain::routed::denied_target(self.hops)[fam]),
+            };
+            let listeners = illegal::Listeners::start(
+                self.client(),
+                &[targets.client],
+                &self.server_ns,
+                &[server],
+            )?;
+            let drops_before = self.firewall_drops()?;
+            let launched = illegal::launch(
+                n_illegal,
+                Instant::now() + Duration::from_millis(20),
+                profile.duration,
+                targets,
+                self.client(),
+                &self.server_ns,
+            )?;
+            illegal_run = Some((listeners, drops_before, launched));
+        }
         let before = link_bytes(&client, CLIENT_IF)?;
         let p = profile.clone();
         let (outcomes, elapsed) = self.client().run_in(move || drive(&p, server, classes))?;
         let after = link_bytes(&client, CLIENT_IF)?;
+        let illegal = match illegal_run {
+            None => None,
+            Some((listeners, drops_before, launched)) => {
+                let attempts: Vec<illegal::Attempt> = launched
+                    .into_iter()
+                    .filter_map(|h| h.join().ok())
+                    .flatten()
+                    .collect();
+                let mut r = illegal::summarize(&attempts);
+                // A connection the kernel completed may wait a poll (20 ms) for its accept.
+                let through = attempts
+                    .iter()
+                    .filter(|a| a.result.is_ok() && a.kind != illegal::IllegalKind::DeniedRange)
+                    .count() as u64;
+                let _ = crate::wait_for(
+                    "illegal-flow listeners to accept what got through",
+                    Duration::from_secs(1),
+                    || listeners.accepted() >= through,
+                );
+                r.listener_accepts = listeners.accepted();
+                r.device_drops = match (drops_before, self.firewall_drops()?) {
+                    (Some(b), Some(a)) => Some(a.saturating_sub(b)),
+                    _ => None,
+                };
+                Some(r)
+            }
+        };
         self.servers.check_alive()?;
         if let Some(tb) = &self.testbed {
             tb.check_alive()?;
@@ -626,22 +817,21 @@ impl L7Bed {
             l1_to_server: l1(after.2 - before.2, after.3 - before.3),
             late_starts: late,
             max_start_lag_ns: max_lag,
+            illegal,
             placement,
         })
     }
 }
 
-/// The server's (IPv4, IPv6) addresses.
-fn server_ips(routed: bool) -> [IpAddr; 2] {
-    let a = plan(routed)[1];
+/// The server's (IPv4, IPv6) addresses in a chain of `hops` routed VNFs.
+fn server_ips(hops: usize) -> [IpAddr; 2] {
+    let (_, a, _, _) = crate::chain::routed::endpoints(hops);
     let ip = |s: &str| {
-        s.split('/')
-            .next()
-            .unwrap_or(s)
+        crate::chain::routed::bare(s)
             .parse()
-            .expect("literal address")
+            .expect("addresses of the IP plan")
     };
-    [ip(a[0]), ip(a[1])]
+    [ip(&a[0]), ip(&a[1])]
 }
 
 /// (rx frames, rx bytes, tx frames, tx bytes) of `ifname` in `netns`.

@@ -17,6 +17,11 @@
 //! [[dut]]
 //! name = "vecswitch-xconnect"
 //! topology = "chain-veth:kernel-router+vecswitch"
+//! [[dut]]
+//! label = "full chain"     # optional: the table's scenario column
+//! name = "vecswitch-xconnect"
+//! topology = "chain-veth:vecswitch-firewall+vecswitch-router-nat"
+//! illegal_per_100 = 2      # optional: illegal flows per 100 transactions (super::illegal)
 //! ```
 //!
 //! Every device is built, measured (every family, `repeats` times, interleaved) and torn down in
@@ -27,10 +32,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use vecswitch_lab::report::l7 as table;
+
 use super::{Class, L7Bed, L7Report, Profile, Sizes};
 use crate::dut::DutKind;
 use crate::error::{Error, Result};
-use crate::topology::{Topology, VnfKind};
+use crate::topology::Topology;
 
 /// The class weights as a suite writes them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,6 +67,10 @@ pub struct L7Table {
     pub line_rate_gbps: Option<f64>,
     #[serde(default)]
     pub workers: Option<usize>,
+    /// Burn-in: run each device and family for `duration_s` as consecutive intervals of this
+    /// many seconds, one result (and table row) per interval; `repeats` must be 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burn_in_interval_s: Option<f64>,
 }
 
 fn default_families() -> Vec<String> {
@@ -79,6 +90,26 @@ pub struct L7Dut {
     /// A `*-veth` topology (not for `direct`).
     #[serde(default)]
     pub topology: Option<String>,
+    /// The scenario's name in the table (default: the device and topology).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Illegal flows per 100 transactions through this device ([`super::illegal`]).
+    #[serde(default)]
+    pub illegal_per_100: u32,
+    /// The families the illegal flows are sent in (default: every family of the suite).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub illegal_families: Option<Vec<String>>,
+}
+
+impl L7Dut {
+    /// The table's name of this device.
+    pub fn label(&self) -> String {
+        match (&self.label, &self.topology) {
+            (Some(l), _) => l.clone(),
+            (None, Some(t)) => format!("{} on {t}", self.name),
+            (None, None) => self.name.clone(),
+        }
+    }
 }
 
 /// A whole L7 suite file.
@@ -129,6 +160,22 @@ impl L7Suite {
                 expected: "a positive number of seconds".into(),
             });
         }
+        if let Some(i) = s.l7.burn_in_interval_s {
+            if !(i.is_finite() && i > 0.0 && i <= s.l7.duration_s) {
+                return Err(Error::Invalid {
+                    field: "l7.burn_in_interval_s",
+                    value: i.to_string(),
+                    expected: format!("more than 0 s, at most duration_s ({})", s.l7.duration_s),
+                });
+            }
+            if s.l7.repeats != 1 {
+                return Err(Error::Invalid {
+                    field: "l7.repeats",
+                    value: s.l7.repeats.to_string(),
+                    expected: "1 with burn_in_interval_s (the intervals are the repeats)".into(),
+                });
+            }
+        }
         if s.duts.is_empty() {
             return Err(Error::Invalid {
                 field: "dut",
@@ -160,10 +207,35 @@ impl L7Suite {
             }
         }
         s.profile(false).validate()?;
+        for d in &s.duts {
+            for f in d.illegal_families.iter().flatten() {
+                if !s.l7.families.contains(f) {
+                    return Err(Error::Invalid {
+                        field: "dut.illegal_families",
+                        value: f.clone(),
+                        expected: format!("families of the suite ({:?})", s.l7.families),
+                    });
+                }
+            }
+            s.profile_for(false, d).validate()?;
+        }
         Ok(s)
     }
 
-    /// The profile for one family.
+    /// The profile for one family through device `d` (its illegal flows, if sent in that family).
+    pub fn profile_for(&self, ipv6: bool, d: &L7Dut) -> Profile {
+        let fam = if ipv6 { "ipv6" } else { "ipv4" };
+        let sent = d
+            .illegal_families
+            .as_ref()
+            .is_none_or(|f| f.iter().any(|x| x == fam));
+        Profile {
+            illegal_per_100: if sent { d.illegal_per_100 } else { 0 },
+            ..self.profile(ipv6)
+        }
+    }
+
+    /// The profile for one family, without illegal flows.
     pub fn profile(&self, ipv6: bool) -> Profile {
         let d = Profile::default();
         let t = &self.l7;
@@ -179,6 +251,7 @@ impl L7Suite {
             timeout: d.timeout,
             workers: t.workers.unwrap_or(d.workers),
             line_rate_gbps: t.line_rate_gbps.unwrap_or(d.line_rate_gbps),
+            illegal_per_100: 0,
         }
     }
 }
@@ -188,6 +261,9 @@ impl L7Suite {
 pub struct L7DeviceResults {
     pub dut: String,
     pub topology: Option<String>,
+    /// The scenario's name ([`L7Dut::label`]).
+    #[serde(default)]
+    pub label: String,
     /// Every run, in the order made (families interleaved per repeat).
     pub runs: Vec<L7Report>,
 }
@@ -224,11 +300,11 @@ pub fn run_suite(
         let mut res = L7DeviceResults {
             dut: d.name.clone(),
             topology: d.topology.clone(),
+            label: d.label(),
             runs: Vec::new(),
         };
         if let Err(e) = run_device(suite, d, &vecswitch_bin, &mut res, progress) {
-            let label = format!("{} on {}", d.name, d.topology.as_deref().unwrap_or("-"));
-            out.failures.push(format!("{label}: {e}"));
+            out.failures.push(format!("{}: {e}", d.label()));
         }
         if !res.runs.is_empty() {
             out.devices.push(res);
@@ -244,7 +320,7 @@ fn run_device(
     res: &mut L7DeviceResults,
     progress: &mut dyn FnMut(&str),
 ) -> Result<()> {
-    let first = suite.profile(false);
+    let first = suite.profile_for(false, d);
     let mut bed = match &d.topology {
         None => L7Bed::direct(&first),
         Some(t) => {
@@ -253,9 +329,32 @@ fn run_device(
             L7Bed::through(topo, kind.build(), &first)
         }
     }?;
+    if let Some(interval) = suite.l7.burn_in_interval_s {
+        // Burn-in: one family after the other, each as back-to-back intervals.
+        let n = (suite.l7.duration_s / interval).ceil().max(1.0) as usize;
+        for f in &suite.l7.families {
+            let p = Profile {
+                duration: Duration::from_secs_f64(interval),
+                ..suite.profile_for(f == "ipv6", d)
+            };
+            for i in 0..n {
+                if crate::signal::stop_requested() {
+                    return Err(Error::Invalid {
+                        field: "burn-in",
+                        value: format!("stopped after {i} of {n} intervals"),
+                        expected: "no stop request (Ctrl-C, SIGTERM)".into(),
+                    });
+                }
+                let r = bed.run(&p)?;
+                progress(&format!("interval {}/{n}: {}", i + 1, r.summary_line()));
+                res.runs.push(r);
+            }
+        }
+        return Ok(());
+    }
     for rep in 0..suite.l7.repeats {
         for f in &suite.l7.families {
-            let p = suite.profile(f == "ipv6");
+            let p = suite.profile_for(f == "ipv6", d);
             let r = bed.run(&p)?;
             progress(&format!(
                 "run {}/{}: {}",
@@ -276,18 +375,29 @@ fn with_vecswitch_bin(t: Topology, bin: &std::path::Path) -> Topology {
             link,
             vnfs: vnfs
                 .into_iter()
-                .map(|v| match v {
-                    VnfKind::VecswitchXconnect { bin: b } if b.as_os_str().is_empty() => {
-                        VnfKind::VecswitchXconnect {
-                            bin: bin.to_path_buf(),
-                        }
-                    }
-                    v => v,
-                })
+                .map(|v| v.with_vecswitch_bin(bin))
                 .collect(),
         },
         t => t,
     }
+}
+
+/// The illegal flows of `runs` summed (None if none sent any).
+fn illegal_cell<'a>(runs: impl Iterator<Item = &'a L7Report>) -> Option<table::IllegalCell> {
+    let mut cell: Option<table::IllegalCell> = None;
+    for i in runs.filter_map(|r| r.illegal.as_ref()) {
+        let c = cell.get_or_insert(table::IllegalCell {
+            sent: 0,
+            denied: 0,
+            passed: 0,
+            device_drops: Some(0),
+        });
+        c.sent += i.sent;
+        c.denied += i.denied;
+        c.passed += i.passed;
+        c.device_drops = c.device_drops.zip(i.device_drops).map(|(a, b)| a + b);
+    }
+    cell
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -304,66 +414,100 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 }
 
 impl L7SuiteResults {
-    /// Seed 004's table, one row per device and family: L7 throughput, L1 line rate %, average
-    /// TTFB per class (median over the repeats; p99 beside it), transactions and failures
-    /// (summed over the repeats).
-    pub fn table_markdown(&self) -> String {
-        let mut s = String::from(
-            "| device | family | runs | L7 throughput (Mbit/s) | L1 line rate (%) | avg TTFB http-small (ms) | avg TTFB http-large (ms) | avg TTFB ftp (ms) | avg TTFB dns (ms) | p99 TTFB http-small (ms) | transactions | failed |\n\
-             |---|---|---|---|---|---|---|---|---|---|---|---|\n",
-        );
-        let ms = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{:.2}", x / 1e6));
+    /// Seed 004's table ([`vecswitch_lab::report::l7`]), one row per device and family: L7
+    /// throughput, L1 line rate %, average TTFB (weighted over every completed transaction, as
+    /// seed 004's; then per class) and p99, the median over the runs; transactions, failures and
+    /// illegal flows (sent / denied / through, and the firewalls' drops) summed over the runs.
+    /// A burn-in adds one row per interval.
+    pub fn table(&self) -> table::L7Table {
+        let mut t = table::L7Table {
+            title: self.suite.name.clone(),
+            line_rate_gbps: self.suite.profile(false).line_rate_gbps,
+            rows: Vec::new(),
+            intervals: Vec::new(),
+            not_measured: self.failures.clone(),
+        };
         for d in &self.devices {
-            let device = match &d.topology {
-                Some(t) => format!("{} on {t}", d.dut),
-                None => d.dut.clone(),
+            let device = if d.label.is_empty() {
+                match &d.topology {
+                    Some(t) => format!("{} on {t}", d.dut),
+                    None => d.dut.clone(),
+                }
+            } else {
+                d.label.clone()
             };
             for fam in &self.suite.l7.families {
                 let runs: Vec<&L7Report> = d.runs.iter().filter(|r| &r.family == fam).collect();
                 if runs.is_empty() {
                     continue;
                 }
+                let ms = |v: Vec<f64>| median(v).map(|x| x / 1e6);
                 let ttfb = |c: Class, p99: bool| {
-                    median(
+                    ms(runs
+                        .iter()
+                        .filter_map(|r| r.class(c)?.ttfb.as_ref())
+                        .map(|t| if p99 { t.p99_ns } else { t.mean_ns } as f64)
+                        .collect())
+                };
+                t.rows.push(table::L7Row {
+                    scenario: device.clone(),
+                    family: fam.clone(),
+                    runs: runs.len(),
+                    l7_mbps: median(runs.iter().map(|r| r.l7_bps / 1e6).collect()).unwrap_or(0.0),
+                    l1_percent: median(
                         runs.iter()
-                            .filter_map(|r| r.class(c)?.ttfb.as_ref())
-                            .map(|t| if p99 { t.p99_ns } else { t.mean_ns } as f64)
+                            .map(|r| r.l1_to_client.line_rate_percent)
                             .collect(),
                     )
-                };
-                let l7 = median(runs.iter().map(|r| r.l7_bps / 1e6).collect()).unwrap_or(0.0);
-                let l1 = median(
-                    runs.iter()
-                        .map(|r| r.l1_to_client.line_rate_percent)
-                        .collect(),
-                )
-                .unwrap_or(0.0);
-                s.push_str(&format!(
-                    "| {device} | {fam} | {} | {l7:.1} | {l1:.3} | {} | {} | {} | {} | {} | {} | {} |\n",
-                    runs.len(),
-                    ms(ttfb(Class::HttpSmall, false)),
-                    ms(ttfb(Class::HttpLarge, false)),
-                    ms(ttfb(Class::Ftp, false)),
-                    ms(ttfb(Class::Dns, false)),
-                    ms(ttfb(Class::HttpSmall, true)),
-                    runs.iter().map(|r| r.transactions).sum::<u64>(),
-                    runs.iter().map(|r| r.failed).sum::<u64>(),
-                ));
+                    .unwrap_or(0.0),
+                    avg_ttfb_ms: ms(runs.iter().filter_map(|r| r.mean_ttfb_ns()).collect()),
+                    ttfb_ms: table::ClassTtfb {
+                        http_small: ttfb(Class::HttpSmall, false),
+                        http_large: ttfb(Class::HttpLarge, false),
+                        ftp: ttfb(Class::Ftp, false),
+                        dns: ttfb(Class::Dns, false),
+                    },
+                    p99_http_small_ms: ttfb(Class::HttpSmall, true),
+                    transactions: runs.iter().map(|r| r.transactions).sum(),
+                    failed: runs.iter().map(|r| r.failed).sum(),
+                    illegal: illegal_cell(runs.iter().copied()),
+                });
+                if self.suite.l7.burn_in_interval_s.is_some() {
+                    for (i, r) in runs.iter().enumerate() {
+                        t.intervals.push(table::L7Interval {
+                            scenario: device.clone(),
+                            family: fam.clone(),
+                            index: i + 1,
+                            l7_mbps: r.l7_bps / 1e6,
+                            avg_ttfb_ms: r.mean_ttfb_ns().map(|x| x / 1e6),
+                            p99_http_small_ms: r
+                                .class(Class::HttpSmall)
+                                .and_then(|c| c.ttfb.as_ref())
+                                .map(|t| t.p99_ns as f64 / 1e6),
+                            transactions: r.transactions,
+                            failed: r.failed,
+                            illegal: illegal_cell(std::iter::once(*r)),
+                        });
+                    }
+                }
             }
         }
-        for f in &self.failures {
-            s.push_str(&format!("\nnot measured: {f}\n"));
-        }
-        s
+        t
     }
 
-    /// Whether every device ran every run without a failed transaction.
+    /// [`L7SuiteResults::table`] as Markdown.
+    pub fn table_markdown(&self) -> String {
+        vecswitch_lab::report::l7::markdown(&self.table())
+    }
+
+    /// Whether every device ran every run without a failed transaction or an illegal flow
+    /// that got through.
     pub fn all_clean(&self) -> bool {
         self.failures.is_empty()
             && self
                 .devices
                 .iter()
-                .all(|d| d.runs.iter().all(|r| r.failed == 0))
+                .all(|d| d.runs.iter().all(L7Report::clean))
     }
 }
 
@@ -386,6 +530,76 @@ mod tests {
         assert_eq!(s.profile(true).weights, [60, 35, 4, 1]);
         assert!(s.profile(true).ipv6);
         assert!(!is_l7_suite("name = \"x\"\n[[dut]]\nname = \"ovs\"\n"));
+    }
+
+    #[test]
+    fn the_edge_chain_suite_has_seed_004s_scenarios_side_by_side() {
+        let s = L7Suite::parse(include_str!("../../../../docs/suites/edge-chain.toml")).unwrap();
+        assert_eq!(s.l7.families, ["ipv4", "ipv6"]);
+        assert_eq!(s.duts.len(), 8);
+        for (side, dut) in [
+            ("vecswitch", "vecswitch-xconnect"),
+            ("kernel", "linux-bridge"),
+        ] {
+            let mine: Vec<&L7Dut> = s.duts.iter().filter(|d| d.name == dut).collect();
+            assert_eq!(mine.len(), 4, "{side}");
+            let chains: Vec<String> = mine
+                .iter()
+                .map(|d| {
+                    let t: Topology = d.topology.as_deref().unwrap().parse().unwrap();
+                    t.chain()
+                        .iter()
+                        .map(|v| v.name())
+                        .collect::<Vec<_>>()
+                        .join("+")
+                })
+                .collect();
+            let want: Vec<String> = ["", "firewall", "router-nat", "firewall+router-nat"]
+                .iter()
+                .map(|c| {
+                    c.split('+')
+                        .filter(|x| !x.is_empty())
+                        .map(|x| format!("{side}-{x}"))
+                        .collect::<Vec<_>>()
+                        .join("+")
+                })
+                .collect();
+            assert_eq!(chains, want, "{side}");
+            // Illegal flows exactly through the scenarios with a firewall.
+            for (d, c) in mine.iter().zip(&chains) {
+                assert_eq!(d.illegal_per_100 > 0, c.contains("firewall"), "{c}");
+            }
+        }
+        let fw = &s.duts[1];
+        assert_eq!(s.profile_for(false, fw).illegal_per_100, 5);
+        assert_eq!(s.profile_for(true, fw).illegal_per_100, 0);
+        assert_eq!(s.profile_for(true, &s.duts[5]).illegal_per_100, 5);
+        assert_eq!(s.duts[3].label(), "vecswitch, firewall, router (NAT)");
+        let e = L7Suite::parse(
+            "name = \"x\"\n[l7]\nrate_tps = 10\nduration_s = 1\n[[dut]]\nname = \"direct\"\nillegal_per_100 = 1\nillegal_families = [\"ipv6\"]\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("illegal_families") && e.contains("ipv6"), "{e}");
+    }
+
+    #[test]
+    fn the_burn_in_suite_runs_intervals_of_the_full_chain() {
+        let s = L7Suite::parse(include_str!("../../../../docs/suites/burn-in.toml")).unwrap();
+        assert_eq!(s.l7.burn_in_interval_s, Some(10.0));
+        assert_eq!(s.l7.duration_s, 60.0);
+        assert!(s.duts[0].illegal_per_100 > 0);
+        let base = "name = \"x\"\n[l7]\nrate_tps = 10\nduration_s = 5\n";
+        for (extra, field) in [
+            ("burn_in_interval_s = 6\n", "burn_in_interval_s"),
+            ("burn_in_interval_s = 0\n", "burn_in_interval_s"),
+            ("burn_in_interval_s = 1\nrepeats = 2\n", "repeats"),
+        ] {
+            let e = L7Suite::parse(&format!("{base}{extra}[[dut]]\nname = \"direct\"\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(field), "{extra}: {e}");
+        }
     }
 
     #[test]

@@ -125,6 +125,17 @@ pub fn vecswitch_bin() -> std::path::PathBuf {
         .expect("target directory")
 }
 
+/// [`vecswitch_bin`], failing the test with what to build when it is missing.
+pub fn built_vecswitch() -> std::path::PathBuf {
+    let bin = vecswitch_bin();
+    assert!(
+        bin.is_file(),
+        "build the binary first: cargo build -p vecswitch-cli ({})",
+        bin.display()
+    );
+    bin
+}
+
 /// Fails a test that hangs instead of letting it hang CI: if the returned guard is still alive
 /// after `limit`, prints every thread's stack of this process (with `gdb`, when installed) and
 /// `ps`, tears down the registered child processes and namespaces, then aborts the test binary. Dropping the guard (end of the test, also

@@ -1,0 +1,306 @@
+//! The seed-004 firewall policy, written once and rendered for both firewalls of the chain:
+//! vecswitch's `[[firewall]]` ACLs (`vecswitch-firewall`) and nftables (`kernel-firewall`).
+//!
+//! Seed 004: "rules to deny access to certain IP ranges; and to only allow access to the
+//! Internet for a number of ports, while blocking any connection attempts from the outside …
+//! a set of 100 rules". Here, on the firewall's left (inside, client) port, in order, first match
+//! wins, default deny:
+//!
+//! | rules | what |
+//! |---|---|
+//! | 0 | deny the range around the server's extra address ([`super::routed::denied_range`]: an illegal destination the lab can reach) |
+//! | 1–3 | deny three /28 source ranges of the client subnet (hosts not allowed out) |
+//! | 4–91 | deny 88 destination /24s of 198.18.0.0/15 (RFC 2544 §C.2.2's benchmark range: "certain IP ranges") |
+//! | 92–99 | permit (tracked, replies pass) TCP 80, 443, 21, the FTP passive range [`crate::l7::servers::PASV_PORTS`], TCP and UDP 53, UDP 123, ICMP echo request |
+//!
+//! On the right (outside) port: no rules, default deny — replies of tracked connections pass
+//! before the rules (conntrack), every connection attempt from outside is dropped.
+//!
+//! Each range rule names an IPv4 and an IPv6 prefix. The nftables rendering (table `inet`)
+//! filters both families; vecswitch's firewall filters IPv4 only on main (its rules hold IPv4
+//! prefixes, docs/NAT.md "Not done: IPv6"), so [`Policy::vecswitch_toml`] renders the IPv4
+//! prefixes and IPv6 passes it unfiltered — the L7 results show that as illegal flows that got
+//! through.
+
+use std::fmt::Write;
+
+/// What a rule does with the packets it matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Deny,
+    /// Let the packet through and track its connection (vecswitch `permit-reflect`, nftables
+    /// `accept` behind `ct state established,related accept`).
+    Permit,
+}
+
+/// One rule: every field given must match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyRule {
+    /// Source prefix, `[IPv4, IPv6]`.
+    pub src: Option<[String; 2]>,
+    /// Destination prefix, `[IPv4, IPv6]`.
+    pub dst: Option<[String; 2]>,
+    /// `tcp`, `udp` or `icmp` (echo request, both families).
+    pub proto: Option<&'static str>,
+    /// Destination port range (TCP, UDP).
+    pub dport: Option<(u16, u16)>,
+    pub verdict: Verdict,
+}
+
+impl PolicyRule {
+    fn deny_dst(p: [String; 2]) -> PolicyRule {
+        PolicyRule {
+            src: None,
+            dst: Some(p),
+            proto: None,
+            dport: None,
+            verdict: Verdict::Deny,
+        }
+    }
+
+    fn permit(proto: &'static str, dport: Option<(u16, u16)>) -> PolicyRule {
+        PolicyRule {
+            src: None,
+            dst: None,
+            proto: Some(proto),
+            dport,
+            verdict: Verdict::Permit,
+        }
+    }
+}
+
+/// The inside rules (the outside has none: default deny).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    pub inside: Vec<PolicyRule>,
+}
+
+/// A TCP port of the server that the policy does not open (an illegal destination port).
+pub const DENIED_PORT: u16 = 23;
+
+/// The seed-004 policy for a chain of `hops` routed VNFs ([`super::routed`]).
+pub fn seed004(hops: usize) -> Policy {
+    let mut inside = vec![PolicyRule::deny_dst(super::routed::denied_range(hops))];
+    for host in [208u8, 224, 240] {
+        inside.push(PolicyRule {
+            src: Some([
+                format!("10.12.1.{host}/28"),
+                format!("fd12:1::{host:x}/124"),
+            ]),
+            dst: None,
+            proto: None,
+            dport: None,
+            verdict: Verdict::Deny,
+        });
+    }
+    for i in 0..88u32 {
+        inside.push(PolicyRule::deny_dst([
+            format!("198.18.{i}.0/24"),
+            format!("2001:2:0:{i:x}::/64"),
+        ]));
+    }
+    let pasv = crate::l7::servers::PASV_PORTS;
+    for (proto, port) in [
+        ("tcp", Some((80, 80))),
+        ("tcp", Some((443, 443))),
+        ("tcp", Some((21, 21))),
+        ("tcp", Some(pasv)),
+        ("tcp", Some((53, 53))),
+        ("udp", Some((53, 53))),
+        ("udp", Some((123, 123))),
+        ("icmp", None),
+    ] {
+        inside.push(PolicyRule::permit(proto, port));
+    }
+    Policy { inside }
+}
+
+fn ports(p: (u16, u16)) -> String {
+    if p.0 == p.1 {
+        p.0.to_string()
+    } else {
+        format!("{}-{}", p.0, p.1)
+    }
+}
+
+impl Policy {
+    /// `[[firewall]]` sections for vecswitch: the rules on `left`, default deny on both ports
+    /// (IPv4 prefixes only, see the module doc).
+    pub fn vecswitch_toml(&self, left: &str, right: &str) -> String {
+        let mut s =
+            format!("\n[[firewall]]\ninterface = {left:?}\ndefault-action = \"deny\"\nrules = [\n");
+        for r in &self.inside {
+            let mut f = Vec::new();
+            if let Some(p) = &r.src {
+                f.push(format!("src = {:?}", p[0]));
+            }
+            if let Some(p) = &r.dst {
+                f.push(format!("dst = {:?}", p[0]));
+            }
+            if let Some(p) = r.proto {
+                f.push(format!("proto = {p:?}"));
+                if p == "icmp" {
+                    f.push("icmp-type = 8".into());
+                }
+            }
+            if let Some(d) = r.dport {
+                f.push(format!("dport = {:?}", ports(d)));
+            }
+            let action = match r.verdict {
+                Verdict::Deny => "deny",
+                Verdict::Permit => "permit-reflect",
+            };
+            f.push(format!("action = {action:?}"));
+            let _ = writeln!(s, "  {{ {} }},", f.join(", "));
+        }
+        s.push_str("]\n");
+        let _ = write!(
+            s,
+            "\n[[firewall]]\ninterface = {right:?}\ndefault-action = \"deny\"\n"
+        );
+        s
+    }
+
+    /// An `nft -f` script: table `inet l7fw` filtering forwarded packets, the rules on `left`,
+    /// every connection attempt from `right` dropped; every drop counted.
+    pub fn nft(&self, left: &str, right: &str) -> String {
+        let mut s = String::from(
+            "table inet l7fw {\n  chain forward {\n    type filter hook forward priority filter; policy drop;\n    ct state established,related accept\n",
+        );
+        let _ = writeln!(s, "    iifname {left:?} jump inside");
+        let _ = writeln!(s, "    iifname {right:?} counter drop");
+        s.push_str("    counter drop\n  }\n  chain inside {\n");
+        for r in &self.inside {
+            let verdict = match r.verdict {
+                Verdict::Deny => "counter drop",
+                Verdict::Permit => "accept",
+            };
+            let l4 = match (r.proto, r.dport) {
+                (Some("icmp"), _) => {
+                    let _ = writeln!(s, "    icmp type echo-request {verdict}");
+                    let _ = writeln!(s, "    icmpv6 type echo-request {verdict}");
+                    continue;
+                }
+                (Some(p), Some(d)) => Some(format!("{p} dport {}", ports(d))),
+                (Some(p), None) => Some(format!("meta l4proto {p}")),
+                (None, _) => None,
+            };
+            // One line per family when the rule names addresses, else one for both.
+            let families: &[(usize, &str)] = if r.src.is_some() || r.dst.is_some() {
+                &[(0, "ip"), (1, "ip6")]
+            } else {
+                &[(0, "")]
+            };
+            for (fam, ip) in families {
+                let mut m: Vec<String> = Vec::new();
+                if let Some(p) = &r.src {
+                    m.push(format!("{ip} saddr {}", p[*fam]));
+                }
+                if let Some(p) = &r.dst {
+                    m.push(format!("{ip} daddr {}", p[*fam]));
+                }
+                m.extend(l4.clone());
+                m.push(verdict.into());
+                let _ = writeln!(s, "    {}", m.join(" "));
+            }
+        }
+        s.push_str("    counter drop\n  }\n}\n");
+        s
+    }
+}
+
+/// Packets the nftables firewall dropped: the sum of the `counter packets N … drop` lines of
+/// `nft list table inet l7fw`.
+pub fn nft_drops(listing: &str) -> u64 {
+    listing
+        .lines()
+        .filter(|l| l.trim_end().ends_with("drop"))
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            w.by_ref().find(|x| *x == "packets")?;
+            w.next()?.parse::<u64>().ok()
+        })
+        .sum()
+}
+
+/// Packets vecswitch's firewall denied: the `firewall-input` drop reasons ending in `deny`
+/// (`rule-deny`, `default-deny`) of a `ctl --json show errors` answer.
+pub fn vecswitch_drops(json: &str) -> Option<u64> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    let mut sum = 0;
+    for e in v.get("data")?.as_array()? {
+        if e.get("node")?.as_str()? == "firewall-input"
+            && e.get("reason")?.as_str()?.ends_with("deny")
+        {
+            sum += e.get("count")?.as_u64()?;
+        }
+    }
+    Some(sum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_policy_has_100_rules_of_the_seed_004_shape() {
+        let p = seed004(2);
+        assert_eq!(p.inside.len(), 100);
+        assert_eq!(p.inside[0].dst.as_ref().unwrap()[0], "10.12.3.160/27");
+        let permits = p
+            .inside
+            .iter()
+            .filter(|r| r.verdict == Verdict::Permit)
+            .count();
+        assert_eq!(permits, 8);
+        // Denies come first: nothing permitted can reach a denied range.
+        assert!(p.inside[..92].iter().all(|r| r.verdict == Verdict::Deny));
+        assert!(!p.inside.iter().any(|r| r
+            .dport
+            .is_some_and(|d| d.0 <= DENIED_PORT && DENIED_PORT <= d.1)));
+    }
+
+    #[test]
+    fn vecswitch_rendering_is_valid_firewall_config() {
+        let t = seed004(1).vecswitch_toml("v0", "v1");
+        let v: toml::Table = t.parse().unwrap();
+        let fw = v["firewall"].as_array().unwrap();
+        assert_eq!(fw.len(), 2);
+        assert_eq!(fw[0]["rules"].as_array().unwrap().len(), 100);
+        assert_eq!(fw[1]["interface"].as_str(), Some("v1"));
+        assert!(fw[1].get("rules").is_none());
+        assert!(
+            t.contains("{ proto = \"tcp\", dport = \"30000-30099\", action = \"permit-reflect\" }"),
+            "{t}"
+        );
+        assert!(
+            t.contains("{ proto = \"icmp\", icmp-type = 8, action = \"permit-reflect\" }"),
+            "{t}"
+        );
+        assert!(
+            t.contains("{ dst = \"10.12.2.160/27\", action = \"deny\" }"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn nft_rendering_covers_both_families_and_counts_drops() {
+        let t = seed004(1).nft("v0", "v1");
+        assert!(t.contains("ip daddr 10.12.2.160/27 counter drop\n"), "{t}");
+        assert!(t.contains("ip6 daddr fd12:2::a0/123 counter drop\n"), "{t}");
+        assert!(t.contains("ip saddr 10.12.1.208/28 counter drop\n"), "{t}");
+        assert!(t.contains("tcp dport 30000-30099 accept\n"), "{t}");
+        assert!(t.contains("icmpv6 type echo-request accept\n"), "{t}");
+        assert!(t.contains("iifname \"v1\" counter drop\n"), "{t}");
+        // 92 deny rules × 2 families + 7 port permits + 2 echo permits.
+        let rules = t
+            .lines()
+            .filter(|l| l.ends_with(" drop") || l.ends_with(" accept"))
+            .count();
+        assert_eq!(rules, 92 * 2 + 7 + 2 + 1 + 1 + 1 + 1, "{t}");
+        let listing = "  ip daddr 10.12.2.160/27 counter packets 3 bytes 180 drop\n  tcp dport 80 accept\n  counter packets 4 bytes 240 drop\n";
+        assert_eq!(nft_drops(listing), 7);
+        let json = r#"{"data":[{"node":"firewall-input","reason":"default-deny","count":5},{"node":"firewall-input","reason":"rule-deny","count":2},{"node":"ip4-input","reason":"bad-checksum","count":9},{"node":"firewall-input","reason":"fragment","count":1}]}"#;
+        assert_eq!(vecswitch_drops(json), Some(7));
+    }
+}
