@@ -99,6 +99,37 @@ pub fn estimate_block_secs(tests: &[TestSpec], dut: &str, size: &FrameSize, setu
                 trial_s * (1.0 + TRIAL_OVERHEAD_S)
             }
             TestSpec::Soak { duration_s, .. } => *duration_s,
+            // Each address trial sends N learning and N test frames at the learning rate, plus
+            // about a second of flush and drain.
+            TestSpec::Rfc2889Caching {
+                min_addresses,
+                max_addresses,
+                resolution,
+                learn_rate_fps,
+                ..
+            } => {
+                let steps = (f64::from(max_addresses.saturating_sub(*min_addresses))
+                    / f64::from((*resolution).max(1)))
+                .max(1.0)
+                .log2()
+                .ceil()
+                    + 2.0;
+                steps * (2.0 * f64::from(*max_addresses) / learn_rate_fps.max(1.0) + 1.0)
+            }
+            TestSpec::Rfc2889Learning {
+                addresses,
+                min_fps,
+                max_fps,
+                resolution_fps,
+                ..
+            } => {
+                let steps = ((max_fps - min_fps) / resolution_fps.max(1e-6))
+                    .max(1.0)
+                    .log2()
+                    .ceil()
+                    + 2.0;
+                steps * (2.0 * f64::from(*addresses) / min_fps.max(1.0) + 1.0)
+            }
         };
     }
     total
@@ -302,6 +333,11 @@ impl Measurer for ProgressMeasurer<'_> {
             interval.as_secs_f64()
         ));
         self.inner.soak(load, interval, intervals)
+    }
+
+    /// The inner device (its address trials print no progress line of their own).
+    fn address_device(&mut self) -> Option<&mut dyn crate::procedures::rfc2889::AddressDevice> {
+        self.inner.address_device()
     }
 }
 
