@@ -128,9 +128,10 @@ impl Dut for LinuxBridgeDut {
             return Err(unsupported_wiring(self.name(), &w, "no veth port pair"));
         };
         let mut batch = String::with_capacity(n as usize * 48);
+        // `replace`, not `add`: a sweep's next point re-installs the entries of the one before.
         for i in 0..n {
             batch.push_str(&format!(
-                "fdb add {} dev {ifname} master static\n",
+                "fdb replace {} dev {ifname} master static\n",
                 scale_mac(i)
             ));
         }
