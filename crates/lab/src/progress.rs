@@ -101,34 +101,26 @@ pub fn estimate_block_secs(tests: &[TestSpec], dut: &str, size: &FrameSize, setu
             TestSpec::Soak { duration_s, .. } => *duration_s,
             // Each address trial sends N learning and N test frames at the learning rate, plus
             // about a second of flush and drain.
-            TestSpec::Rfc2889Caching {
-                min_addresses,
-                max_addresses,
-                resolution,
-                learn_rate_fps,
-                ..
-            } => {
-                let steps = (f64::from(max_addresses.saturating_sub(*min_addresses))
-                    / f64::from((*resolution).max(1)))
-                .max(1.0)
-                .log2()
-                .ceil()
-                    + 2.0;
-                steps * (2.0 * f64::from(*max_addresses) / learn_rate_fps.max(1.0) + 1.0)
-            }
-            TestSpec::Rfc2889Learning {
-                addresses,
-                min_fps,
-                max_fps,
-                resolution_fps,
-                ..
-            } => {
-                let steps = ((max_fps - min_fps) / resolution_fps.max(1e-6))
-                    .max(1.0)
-                    .log2()
-                    .ceil()
-                    + 2.0;
-                steps * (2.0 * f64::from(*addresses) / min_fps.max(1.0) + 1.0)
+            TestSpec::Rfc2889Caching { .. } | TestSpec::Rfc2889Learning { .. } => {
+                // Bisection steps plus the two bounds; each trial sends N learning and N test
+                // frames at about the learning rate, plus about a second of flush and drain.
+                let (span, resolution, n, fps) = match (t.caching_config(), t.learning_config()) {
+                    (Some(c), _) => (
+                        f64::from(c.max_addresses.saturating_sub(c.min_addresses)),
+                        f64::from(c.resolution.max(1)),
+                        f64::from(c.max_addresses),
+                        c.learn_rate_fps,
+                    ),
+                    (_, Some(c)) => (
+                        c.max_fps - c.min_fps,
+                        c.resolution_fps.max(1e-6),
+                        f64::from(c.addresses),
+                        c.min_fps,
+                    ),
+                    (None, None) => (1.0, 1.0, 0.0, 1.0),
+                };
+                let steps = (span / resolution).max(1.0).log2().ceil() + 2.0;
+                steps * (2.0 * n / fps.max(1.0) + 1.0)
             }
         };
     }

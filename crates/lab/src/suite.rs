@@ -658,6 +658,44 @@ impl TestSpec {
         )
     }
 
+    /// An `rfc2889-caching` test's search (RFC 2889 §5.7).
+    pub fn caching_config(&self) -> Option<CachingConfig> {
+        match *self {
+            TestSpec::Rfc2889Caching {
+                min_addresses,
+                max_addresses,
+                resolution,
+                learn_rate_fps,
+                ..
+            } => Some(CachingConfig {
+                min_addresses,
+                max_addresses,
+                resolution,
+                learn_rate_fps,
+            }),
+            _ => None,
+        }
+    }
+
+    /// An `rfc2889-learning` test's search (RFC 2889 §5.8).
+    pub fn learning_config(&self) -> Option<LearningRateConfig> {
+        match *self {
+            TestSpec::Rfc2889Learning {
+                addresses,
+                min_fps,
+                max_fps,
+                resolution_fps,
+                ..
+            } => Some(LearningRateConfig {
+                addresses,
+                min_fps,
+                max_fps,
+                resolution_fps,
+            }),
+            _ => None,
+        }
+    }
+
     pub fn scale(&self) -> Option<&ScaleSpec> {
         match self {
             TestSpec::Throughput { scale, .. } => scale.as_ref(),
@@ -1081,35 +1119,16 @@ pub fn run_test_with_limit<M: Measurer + ?Sized>(
             };
             Outcome::Soak(soak(m, &c)?)
         }
-        TestSpec::Rfc2889Caching {
-            min_addresses,
-            max_addresses,
-            resolution,
-            learn_rate_fps,
-            ..
-        } => {
-            let c = CachingConfig {
-                min_addresses: *min_addresses,
-                max_addresses: *max_addresses,
-                resolution: *resolution,
-                learn_rate_fps: *learn_rate_fps,
-            };
-            Outcome::AddressCaching(address_caching_capacity(address_device(m)?, &c)?)
-        }
-        TestSpec::Rfc2889Learning {
-            addresses,
-            min_fps,
-            max_fps,
-            resolution_fps,
-            ..
-        } => {
-            let c = LearningRateConfig {
-                addresses: *addresses,
-                min_fps: *min_fps,
-                max_fps: *max_fps,
-                resolution_fps: *resolution_fps,
-            };
-            Outcome::AddressLearning(address_learning_rate(address_device(m)?, &c)?)
+        TestSpec::Rfc2889Caching { .. } | TestSpec::Rfc2889Learning { .. } => {
+            match (spec.caching_config(), spec.learning_config()) {
+                (Some(c), _) => {
+                    Outcome::AddressCaching(address_caching_capacity(address_device(m)?, &c)?)
+                }
+                (_, Some(c)) => {
+                    Outcome::AddressLearning(address_learning_rate(address_device(m)?, &c)?)
+                }
+                (None, None) => unreachable!("an RFC 2889 test has one of the two configs"),
+            }
         }
     })
 }
