@@ -15,7 +15,9 @@ mod common;
 use std::time::Duration;
 
 use common::vecswitch_bin;
-use vecswitch_lab::procedures::rfc2889::{address_caching_capacity, AddressMethod, CachingConfig};
+use vecswitch_lab::procedures::rfc2889::{
+    address_caching_capacity, AddressMethod, AddressResult, CachingConfig,
+};
 use vecswitch_lab::results::Outcome;
 use vecswitch_lab::suite::{run_for_dut_observed, FrameSize, Suite, TestSpec};
 use vecswitch_lab::{LabError, Measurer};
@@ -208,6 +210,23 @@ fn evpl_classified_both_ways(tb: &Testbed) {
     }
 }
 
+/// RFC 2889 §5.7 between 10 and 300 addresses at 2 kframes/s on a table of 100 entries: the
+/// capacity found must be 100.
+fn capacity_of_a_100_entry_table(m: &mut GenMeasurer<'_>) -> AddressResult {
+    let r = address_caching_capacity(
+        m,
+        &CachingConfig {
+            min_addresses: 10,
+            max_addresses: 300,
+            resolution: 1,
+            learn_rate_fps: 2_000.0,
+        },
+    )
+    .unwrap();
+    assert_eq!(r.value, Some(100.0), "{:#?}", r.trials);
+    r
+}
+
 #[test]
 fn vecswitch_mac_limit_is_the_caching_capacity_found() {
     require_tools();
@@ -236,17 +255,7 @@ fn vecswitch_mac_limit_is_the_caching_capacity_found() {
         .unwrap();
     assert!(out.status.success(), "reload: {out:?}");
     let mut m = GenMeasurer::for_testbed(&tb, ports, default_streams(64, false)).unwrap();
-    let r = address_caching_capacity(
-        &mut m,
-        &CachingConfig {
-            min_addresses: 10,
-            max_addresses: 300,
-            resolution: 1,
-            learn_rate_fps: 2_000.0,
-        },
-    )
-    .unwrap();
-    assert_eq!(r.value, Some(100.0), "{:#?}", r.trials);
+    let r = capacity_of_a_100_entry_table(&mut m);
     for t in &r.trials {
         assert_eq!(t.learning_received, Some(u64::from(t.addresses)), "{t:?}");
         // The test frames to the addresses beyond the limit, and only those, were flooded.
@@ -303,17 +312,7 @@ fn ovs_mac_table_size_is_the_caching_capacity_found() {
         settled,
         "OVS did not forward a lossless trial in 10 attempts"
     );
-    let r = address_caching_capacity(
-        &mut m,
-        &CachingConfig {
-            min_addresses: 10,
-            max_addresses: 300,
-            resolution: 1,
-            learn_rate_fps: 2_000.0,
-        },
-    )
-    .unwrap();
-    assert_eq!(r.value, Some(100.0), "{:#?}", r.trials);
+    let r = capacity_of_a_100_entry_table(&mut m);
     for t in r.trials.iter().filter(|t| !t.passed) {
         assert!(t.counts.flooded > 0, "{t:?}");
     }
