@@ -396,10 +396,11 @@ fn run_block(
     let describe = tb.describe_dut();
     let result = {
         let tbr = &tb;
+        // Tagged as the DUT's service expects (an EVPL's UNI and ENNI), untagged otherwise.
         let mut m = testbed::GenMeasurer::for_testbed(
             tbr,
             ports,
-            testbed::streams_for(&spec, suite.bidirectional),
+            testbed::dut::evpl::dut_streams(tbr, &spec, suite.bidirectional),
         )
         .context("generator")?;
         if let Some(t) = suite.tester_tolerance_percent {

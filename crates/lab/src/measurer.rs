@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::procedures::rfc2889::AddressDevice;
 use crate::{LabError, Load};
 pub use vecswitch_gen::{LatencyHistogram, Lateness};
 
@@ -78,6 +79,12 @@ pub trait Measurer {
             reason: "this measurer cannot run a continuous soak stream (Measurer::soak)".into(),
         })
     }
+
+    /// The same ports and device driven by per-address learning and test frames, for the RFC 2889
+    /// address tests ([`crate::procedures::rfc2889`]); `None` (the default) when it cannot.
+    fn address_device(&mut self) -> Option<&mut dyn AddressDevice> {
+        None
+    }
 }
 
 impl<M: Measurer + ?Sized> Measurer for &mut M {
@@ -94,6 +101,9 @@ impl<M: Measurer + ?Sized> Measurer for &mut M {
         intervals: u32,
     ) -> Result<Vec<TrialResult>, LabError> {
         (**self).soak(load, interval, intervals)
+    }
+    fn address_device(&mut self) -> Option<&mut dyn AddressDevice> {
+        (**self).address_device()
     }
 }
 

@@ -99,6 +99,29 @@ pub fn estimate_block_secs(tests: &[TestSpec], dut: &str, size: &FrameSize, setu
                 trial_s * (1.0 + TRIAL_OVERHEAD_S)
             }
             TestSpec::Soak { duration_s, .. } => *duration_s,
+            // Each address trial sends N learning and N test frames at the learning rate, plus
+            // about a second of flush and drain.
+            TestSpec::Rfc2889Caching { .. } | TestSpec::Rfc2889Learning { .. } => {
+                // Bisection steps plus the two bounds; each trial sends N learning and N test
+                // frames at about the learning rate, plus about a second of flush and drain.
+                let (span, resolution, n, fps) = match (t.caching_config(), t.learning_config()) {
+                    (Some(c), _) => (
+                        f64::from(c.max_addresses.saturating_sub(c.min_addresses)),
+                        f64::from(c.resolution.max(1)),
+                        f64::from(c.max_addresses),
+                        c.learn_rate_fps,
+                    ),
+                    (_, Some(c)) => (
+                        c.max_fps - c.min_fps,
+                        c.resolution_fps.max(1e-6),
+                        f64::from(c.addresses),
+                        c.min_fps,
+                    ),
+                    (None, None) => (1.0, 1.0, 0.0, 1.0),
+                };
+                let steps = (span / resolution).max(1.0).log2().ceil() + 2.0;
+                steps * (2.0 * n / fps.max(1.0) + 1.0)
+            }
         };
     }
     total
@@ -302,6 +325,11 @@ impl Measurer for ProgressMeasurer<'_> {
             interval.as_secs_f64()
         ));
         self.inner.soak(load, interval, intervals)
+    }
+
+    /// The inner device (its address trials print no progress line of their own).
+    fn address_device(&mut self) -> Option<&mut dyn crate::procedures::rfc2889::AddressDevice> {
+        self.inner.address_device()
     }
 }
 

@@ -19,6 +19,7 @@ use crate::procedures::back_to_back::BackToBackResult;
 use crate::procedures::latency::LatencyPoint;
 use crate::procedures::linear::SweepPoint;
 use crate::procedures::mlrsearch::MlrResult;
+use crate::procedures::rfc2889::AddressResult;
 use crate::procedures::soak::SoakResult;
 use crate::procedures::throughput::ThroughputResult;
 use crate::{LabError, LatencyStats, LineRate, TrialResult};
@@ -353,6 +354,12 @@ pub enum Outcome {
     BackToBack(BackToBackResult),
     Mlrsearch(MlrResult),
     Soak(SoakResult),
+    /// RFC 2889 §5.7: `value` is the largest address count without flooding.
+    #[serde(rename = "rfc2889-caching")]
+    AddressCaching(AddressResult),
+    /// RFC 2889 §5.8: `value` is the highest learning rate (frames/s) without flooding.
+    #[serde(rename = "rfc2889-learning")]
+    AddressLearning(AddressResult),
 }
 
 impl Outcome {
@@ -364,6 +371,8 @@ impl Outcome {
             Outcome::BackToBack(_) => "back-to-back",
             Outcome::Mlrsearch(_) => "mlrsearch",
             Outcome::Soak(_) => "soak",
+            Outcome::AddressCaching(_) => "rfc2889-caching",
+            Outcome::AddressLearning(_) => "rfc2889-learning",
         }
     }
 }
@@ -413,6 +422,9 @@ pub const COLUMNS: &[&str] = &[
     "dropped_at_tester_rx_frames",
     "unexplained_lost_frames",
     "generator_limit_fps",
+    "address_capacity",
+    "learn_rate_fps",
+    "flooded_frames",
     "note",
 ];
 
@@ -711,6 +723,35 @@ impl TestRecord {
                         s.intervals.len()
                     )),
                 );
+                vec![r]
+            }
+            Outcome::AddressCaching(a) | Outcome::AddressLearning(a) => {
+                let caching = matches!(self.outcome, Outcome::AddressCaching(_));
+                let mut r = base(name);
+                let last_pass = a.trials.iter().rev().find(|t| t.passed);
+                match (caching, a.value) {
+                    (true, Some(v)) => {
+                        r.insert("address_capacity", Cell::Num(v));
+                        if let Some(t) = last_pass {
+                            r.insert("learn_rate_fps", Cell::Num(t.learn_rate_fps));
+                        }
+                    }
+                    (false, Some(v)) => {
+                        r.insert("learn_rate_fps", Cell::Num(v));
+                        if let Some(t) = last_pass {
+                            r.insert("address_capacity", Cell::Num(f64::from(t.addresses)));
+                        }
+                    }
+                    (_, None) => {
+                        r.insert("note", Cell::Text("no trial passed".into()));
+                    }
+                }
+                // The flooding of the first failing trial above the result: how far off it was.
+                if let Some(f) = a.trials.iter().find(|t| !t.passed) {
+                    r.insert("flooded_frames", Cell::Num(f.counts.flooded as f64));
+                }
+                r.insert("trials", Cell::Num(a.trials.len() as f64));
+                append_note(&mut r, a.method.describe());
                 vec![r]
             }
         }

@@ -52,6 +52,10 @@ use crate::procedures::back_to_back::{back_to_back, BackToBackConfig};
 use crate::procedures::latency::{latency_at, LatencyConfig};
 use crate::procedures::linear::{linear_sweep, LinearSweepConfig};
 use crate::procedures::mlrsearch::{mlrsearch, mlrsearch_repeated, MlrConfig, SearchGoal};
+use crate::procedures::rfc2889::{
+    address_caching_capacity, address_learning_rate, AddressDevice, CachingConfig,
+    LearningRateConfig,
+};
 use crate::procedures::soak::{soak, SoakConfig};
 use crate::procedures::throughput::{throughput, ThroughputConfig, TrialPolicy};
 use crate::results::{Outcome, TestRecord};
@@ -451,6 +455,37 @@ pub enum TestSpec {
         #[serde(default = "d10")]
         interval_s: f64,
     },
+    /// RFC 2889 §5.7 address caching capacity of a learning bridge ([`crate::procedures::rfc2889`]);
+    /// needs a measurer that drives an address device ([`Measurer::address_device`]).
+    Rfc2889Caching {
+        #[serde(default)]
+        id: Option<String>,
+        #[serde(default = "one_u32")]
+        min_addresses: u32,
+        max_addresses: u32,
+        #[serde(default = "one_u32")]
+        resolution: u32,
+        /// Learning rate, frames/s: below the device's learning rate (§5.7.2).
+        #[serde(default = "learn_fps")]
+        learn_rate_fps: f64,
+        /// Run only on these of the suite's drivers (`[[dut]] name`; default: all).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duts: Option<Vec<String>>,
+    },
+    /// RFC 2889 §5.8 address learning rate at `addresses` (at most the caching capacity).
+    Rfc2889Learning {
+        #[serde(default)]
+        id: Option<String>,
+        addresses: u32,
+        #[serde(default = "hundred")]
+        min_fps: f64,
+        max_fps: f64,
+        #[serde(default = "thousand")]
+        resolution_fps: f64,
+        /// Run only on these of the suite's drivers (`[[dut]] name`; default: all).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duts: Option<Vec<String>>,
+    },
 }
 
 /// An MLRsearch goal in a suite; omitted keys take the NDR defaults of [`SearchGoal::ndr`].
@@ -604,6 +639,12 @@ fn two() -> f64 {
 fn ninety() -> f64 {
     90.0
 }
+fn learn_fps() -> f64 {
+    1_000.0
+}
+fn thousand() -> f64 {
+    1_000.0
+}
 
 /// Parses `best-of-5`, `worst-of-3`, `single`.
 pub fn parse_policy(s: &str) -> Result<TrialPolicy, LabError> {
@@ -643,6 +684,8 @@ impl TestSpec {
             TestSpec::Back2back { .. } => "back2back",
             TestSpec::Mlrsearch { .. } => "mlrsearch",
             TestSpec::Soak { .. } => "soak",
+            TestSpec::Rfc2889Caching { .. } => "rfc2889-caching",
+            TestSpec::Rfc2889Learning { .. } => "rfc2889-learning",
         }
     }
 
@@ -655,6 +698,8 @@ impl TestSpec {
             TestSpec::Back2back { id, .. } => (id, "back2back"),
             TestSpec::Mlrsearch { id, .. } => (id, "ndrpdr"),
             TestSpec::Soak { id, .. } => (id, "soak"),
+            TestSpec::Rfc2889Caching { id, .. } => (id, "rfc2889_caching"),
+            TestSpec::Rfc2889Learning { id, .. } => (id, "rfc2889_learning"),
         };
         given
             .clone()
@@ -667,6 +712,44 @@ impl TestSpec {
             self,
             TestSpec::Latency { .. } | TestSpec::Back2back { .. } | TestSpec::Soak { .. }
         )
+    }
+
+    /// An `rfc2889-caching` test's search (RFC 2889 §5.7).
+    pub fn caching_config(&self) -> Option<CachingConfig> {
+        match *self {
+            TestSpec::Rfc2889Caching {
+                min_addresses,
+                max_addresses,
+                resolution,
+                learn_rate_fps,
+                ..
+            } => Some(CachingConfig {
+                min_addresses,
+                max_addresses,
+                resolution,
+                learn_rate_fps,
+            }),
+            _ => None,
+        }
+    }
+
+    /// An `rfc2889-learning` test's search (RFC 2889 §5.8).
+    pub fn learning_config(&self) -> Option<LearningRateConfig> {
+        match *self {
+            TestSpec::Rfc2889Learning {
+                addresses,
+                min_fps,
+                max_fps,
+                resolution_fps,
+                ..
+            } => Some(LearningRateConfig {
+                addresses,
+                min_fps,
+                max_fps,
+                resolution_fps,
+            }),
+            _ => None,
+        }
     }
 
     pub fn scale(&self) -> Option<&ScaleSpec> {
@@ -687,6 +770,9 @@ impl TestSpec {
             }
             TestSpec::Mlrsearch { frame_sizes, .. } => {
                 frame_sizes.as_ref().is_none_or(|f| f.contains(size))
+            }
+            TestSpec::Rfc2889Caching { duts, .. } | TestSpec::Rfc2889Learning { duts, .. } => {
+                duts.as_ref().is_none_or(|d| d.iter().any(|n| n == dut))
             }
             _ => true,
         }
@@ -813,6 +899,7 @@ impl Suite {
                     ..
                 }
             ) || self.frame_sizes.iter().all(|f| searched_sizes.contains(f));
+            validate_address_test(t, &self.duts)?;
             if let TestSpec::Throughput {
                 policy,
                 scale,
@@ -868,6 +955,70 @@ impl Suite {
             ),
         }
     }
+}
+
+/// Checks an RFC 2889 test's keys (the procedures check them again, naming `rfc2889.*`): a bad
+/// range must fail before anything starts.
+fn validate_address_test(t: &TestSpec, suite_duts: &[DutSpec]) -> Result<(), LabError> {
+    let duts = match t {
+        TestSpec::Rfc2889Caching {
+            min_addresses,
+            max_addresses,
+            learn_rate_fps,
+            duts,
+            ..
+        } => {
+            if *min_addresses == 0 || min_addresses > max_addresses {
+                return Err(LabError::invalid(
+                    "test.min_addresses",
+                    format!("{min_addresses} (max_addresses {max_addresses})"),
+                    "1 <= min_addresses <= max_addresses",
+                ));
+            }
+            if !(learn_rate_fps.is_finite() && *learn_rate_fps > 0.0) {
+                return Err(LabError::invalid(
+                    "test.learn_rate_fps",
+                    learn_rate_fps,
+                    "a positive rate in frames/s",
+                ));
+            }
+            duts
+        }
+        TestSpec::Rfc2889Learning {
+            addresses,
+            min_fps,
+            max_fps,
+            duts,
+            ..
+        } => {
+            if *addresses == 0 {
+                return Err(LabError::invalid(
+                    "test.addresses",
+                    0,
+                    "at least 1 (and at most the caching capacity)",
+                ));
+            }
+            if !(*min_fps > 0.0 && min_fps <= max_fps && max_fps.is_finite()) {
+                return Err(LabError::invalid(
+                    "test.min_fps",
+                    format!("{min_fps} (max_fps {max_fps})"),
+                    "0 < min_fps <= max_fps, finite",
+                ));
+            }
+            duts
+        }
+        _ => return Ok(()),
+    };
+    for d in duts.iter().flatten() {
+        if !suite_duts.iter().any(|x| &x.name == d) {
+            return Err(LabError::invalid(
+                "test.duts",
+                d,
+                "the name of one of the suite's [[dut]] tables",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Runs one test on `m`. `throughput_fps` is the throughput measured earlier for the same DUT and
@@ -1011,6 +1162,29 @@ pub fn run_test_with_limit<M: Measurer + ?Sized>(
             };
             Outcome::Soak(soak(m, &c)?)
         }
+        TestSpec::Rfc2889Caching { .. } | TestSpec::Rfc2889Learning { .. } => {
+            match (spec.caching_config(), spec.learning_config()) {
+                (Some(c), _) => {
+                    Outcome::AddressCaching(address_caching_capacity(address_device(m)?, &c)?)
+                }
+                (_, Some(c)) => {
+                    Outcome::AddressLearning(address_learning_rate(address_device(m)?, &c)?)
+                }
+                (None, None) => unreachable!("an RFC 2889 test has one of the two configs"),
+            }
+        }
+    })
+}
+
+/// The measurer's address device, or an error saying the RFC 2889 tests need one.
+fn address_device<M: Measurer + ?Sized>(m: &mut M) -> Result<&mut dyn AddressDevice, LabError> {
+    m.address_device().ok_or_else(|| {
+        LabError::invalid(
+            "test.procedure",
+            "rfc2889-caching / rfc2889-learning",
+            "a device the measurer can drive with per-address learning and test frames (a real \
+             bridge DUT on a two-port topology; simulated devices have none)",
+        )
     })
 }
 
@@ -1625,6 +1799,153 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
         // Neither tests nor a device-cost table: nothing to run.
         let e = Suite::parse(base).unwrap_err().to_string();
         assert!(e.contains("[[test]]") && e.contains("[device_cost]"), "{e}");
+    }
+
+    #[test]
+    fn rfc2889_tests_parse_check_their_keys_and_need_an_address_device() {
+        let path = format!(
+            "{}/../../docs/suites/l2-services.toml",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let s = Suite::parse(&std::fs::read_to_string(&path).unwrap())
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        let TestSpec::Rfc2889Caching {
+            max_addresses,
+            learn_rate_fps,
+            ..
+        } = &s.tests[0]
+        else {
+            panic!("{:?}", s.tests[0])
+        };
+        assert_eq!((*max_addresses, *learn_rate_fps), (4096, 2000.0));
+        assert_eq!(s.tests[0].procedure(), "rfc2889-caching");
+        assert_eq!(s.tests[1].procedure(), "rfc2889-learning");
+        assert_eq!(s.tests[0].id("phy2phy"), "phy2phy_rfc2889_caching");
+        assert_eq!(s.tests[1].id("phy2phy"), "phy2phy_rfc2889_learning");
+        // Defaults.
+        let base = "name = \"x\"\n[[dut]]\nname = \"linux-bridge\"\ntopology = \"phy2phy-veth\"\n[[test]]\n";
+        let s = Suite::parse(&format!(
+            "{base}procedure = \"rfc2889-caching\"\nmax_addresses = 10\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            s.tests[0],
+            TestSpec::Rfc2889Caching {
+                id: None,
+                min_addresses: 1,
+                max_addresses: 10,
+                resolution: 1,
+                learn_rate_fps: 1_000.0,
+                duts: None,
+            }
+        );
+        // Bad ranges and unknown devices name the key.
+        for (extra, key) in [
+            (
+                "procedure = \"rfc2889-caching\"\nmax_addresses = 0",
+                "test.min_addresses",
+            ),
+            (
+                "procedure = \"rfc2889-caching\"\nmax_addresses = 9\nlearn_rate_fps = -1",
+                "test.learn_rate_fps",
+            ),
+            (
+                "procedure = \"rfc2889-caching\"\nmax_addresses = 9\nduts = [\"ovs\"]",
+                "test.duts",
+            ),
+            (
+                "procedure = \"rfc2889-learning\"\naddresses = 0\nmax_fps = 10",
+                "test.addresses",
+            ),
+            (
+                "procedure = \"rfc2889-learning\"\naddresses = 5\nmin_fps = 100\nmax_fps = 10",
+                "test.min_fps",
+            ),
+            ("procedure = \"rfc2889-learning\"\naddresses = 5", "max_fps"),
+        ] {
+            let e = Suite::parse(&format!("{base}{extra}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(key), "{extra}: {e}");
+        }
+        // The duts filter applies.
+        let s = Suite::parse(&format!(
+            "{base}procedure = \"rfc2889-caching\"\nmax_addresses = 9\nduts = [\"linux-bridge\"]\n"
+        ))
+        .unwrap();
+        assert!(s.tests[0].applies_to("linux-bridge", &FrameSize::Bytes(64)));
+        assert!(!s.tests[0].applies_to("ovs", &FrameSize::Bytes(64)));
+        // A simulated device has no address device: the test says what it needs.
+        let mut m = SimDut::new(SimModel::Fixed { capacity_fps: 1e6 }, 1);
+        let e = run_test(&mut m, &s.tests[0], &LineRate::ten_gig(64), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("rfc2889-caching") && e.contains("bridge DUT"),
+            "{e}"
+        );
+    }
+
+    /// A measurer whose address device is a simulated bridge of 700 entries.
+    struct SimAddresses(crate::procedures::rfc2889::SimBridge);
+    impl Measurer for SimAddresses {
+        fn trial(&mut self, _: Load, _: Duration) -> Result<crate::TrialResult, LabError> {
+            unreachable!("address tests run no RFC 2544 trial")
+        }
+        fn burst(&mut self, _: u64) -> Result<crate::BurstResult, LabError> {
+            unreachable!("address tests run no burst")
+        }
+        fn address_device(&mut self) -> Option<&mut dyn AddressDevice> {
+            Some(&mut self.0)
+        }
+    }
+
+    #[test]
+    fn rfc2889_tests_run_on_the_measurers_address_device_and_make_rows() {
+        let text = "name = \"x\"\nframe_sizes = [64]\n[[dut]]\nname = \"vecswitch-bridge\"\ntopology = \"phy2phy-veth\"\n\
+            [[test]]\nprocedure = \"rfc2889-caching\"\nmax_addresses = 4096\n\
+            [[test]]\nprocedure = \"rfc2889-learning\"\naddresses = 500\nmin_fps = 100\nmax_fps = 100000\nresolution_fps = 100\n";
+        let s = Suite::parse(text).unwrap();
+        let mut m = SimAddresses(crate::procedures::rfc2889::SimBridge {
+            capacity: 700,
+            max_learn_fps: 30_000.0,
+        });
+        let mut pm = crate::progress::Progress::new(vec![]).measurer(&mut m, 1e6);
+        let r = run_for_dut_observed(
+            &s,
+            &s.duts[0],
+            &64.into(),
+            None,
+            &mut pm,
+            &mut |_, _, _| Ok(()),
+            &mut (),
+        )
+        .unwrap();
+        assert!(r.error.is_none(), "{:?}", r.error);
+        assert_eq!(r.records.len(), 2);
+        let Outcome::AddressCaching(c) = &r.records[0].outcome else {
+            panic!("{:?}", r.records[0].outcome)
+        };
+        assert_eq!(c.value, Some(700.0));
+        let row = &r.records[0].rows()[0];
+        assert_eq!(
+            row["procedure"],
+            crate::results::Cell::Text("rfc2889-caching".into())
+        );
+        assert_eq!(row["address_capacity"].num(), Some(700.0));
+        assert!(row["flooded_frames"].num().unwrap() > 0.0);
+        assert!(r.records[0].rows()[0]
+            .keys()
+            .all(|k| crate::results::COLUMNS.contains(k)));
+        let row = &r.records[1].rows()[0];
+        let rate = row["learn_rate_fps"].num().unwrap();
+        assert!((29_900.0..=30_000.0).contains(&rate), "{rate}");
+        assert_eq!(row["address_capacity"].num(), Some(500.0));
+        // Results keep the outcome under its procedure name and read it back.
+        let v = serde_json::to_value(&r.records[1].outcome).unwrap();
+        assert_eq!(v["procedure"], "rfc2889-learning");
+        let back: Outcome = serde_json::from_value(v).unwrap();
+        assert_eq!(back, r.records[1].outcome);
     }
 
     #[test]

@@ -414,6 +414,11 @@ impl<'a> GenMeasurer<'a> {
         Ok(s)
     }
 
+    /// The streams each trial sends (the address trials take their frame size).
+    pub(crate) fn streams(&self) -> &[StreamSpec] {
+        &self.streams
+    }
+
     fn tx_ports(&self) -> usize {
         self.streams
             .iter()
@@ -423,7 +428,7 @@ impl<'a> GenMeasurer<'a> {
             .max(1)
     }
 
-    fn before_trial(&mut self, load_fps: f64) -> Result<(), LabError> {
+    pub(crate) fn before_trial(&mut self, load_fps: f64) -> Result<(), LabError> {
         if crate::signal::stop_requested() {
             return Err(LabError::Trial {
                 load_fps,
@@ -441,7 +446,7 @@ impl<'a> GenMeasurer<'a> {
 
     /// Runs one trial between two readings of the device's counters; returns the report and the
     /// counters' delta.
-    fn run(
+    pub(crate) fn run(
         &mut self,
         spec: &TrialSpec,
         load_fps: f64,
@@ -462,6 +467,13 @@ impl<'a> GenMeasurer<'a> {
 }
 
 impl Measurer for GenMeasurer<'_> {
+    /// RFC 2889 address trials on the same ports ([`crate::dut::l2_address`]).
+    fn address_device(
+        &mut self,
+    ) -> Option<&mut dyn vecswitch_lab::procedures::rfc2889::AddressDevice> {
+        Some(self)
+    }
+
     fn trial(&mut self, load: Load, duration: Duration) -> Result<TrialResult, LabError> {
         self.before_trial(load.fps)?;
         if load.fps <= 0.0 || !load.fps.is_finite() || duration.is_zero() {

@@ -18,6 +18,17 @@
 //! port (§5.7.3: "the number of frames received on the monitor port … indicates flooding").
 //! Every trial is kept in the result. [`SimBridge`] is a simulated device with a known table size
 //! and learning rate, so the searches are tested without a packet.
+//!
+//! A device may see flooding in one of two ways ([`AddressMethod`]): the RFC's three ports, or
+//! two ports where the learning port is also the test port ([`AddressMethod::TwoPortFiltering`],
+//! what `vecswitch bench` does on the lab's two-port topologies, crates/testbed/src/dut/
+//! l2_address.rs). There the test frames go *to addresses learned on the port they enter by*: a
+//! bridge that learned the destination filters the frame (IEEE 802.1Q-2018 §8.6.3, a frame is
+//! never sent back out of the port it came in by), one that did not floods it to the other port,
+//! which is the monitor port. That port then counts exactly what §5.7.3 counts. A bridge that
+//! drops everything would pass that test, so such a device also reports the learning frames it
+//! forwarded ([`AddressObservation::learning_received`]) and a trial passes only if every one of
+//! them came out.
 
 use serde::{Deserialize, Serialize};
 
@@ -43,11 +54,63 @@ impl AddressCounts {
     }
 }
 
-/// A bridge driven by the three-port address test.
+/// How a device tells a flooded test frame from a forwarded one (module doc).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AddressMethod {
+    /// RFC 2889 §5.7.2: learning, test and monitor ports; `test_received` counts the test frames
+    /// that reached the learning port.
+    #[default]
+    ThreePort,
+    /// Two ports: the test frames enter by the learning port, toward addresses learned there; a
+    /// learned one is filtered, an unknown one flooded to the other port (the monitor).
+    /// `test_received` is then `test_sent − flooded`: the frames the bridge kept off the monitor
+    /// port, as it must for a destination behind the port they came in by.
+    TwoPortFiltering,
+}
+
+impl AddressMethod {
+    /// How results describe it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            AddressMethod::ThreePort => "three ports (RFC 2889 §5.7.2)",
+            AddressMethod::TwoPortFiltering => {
+                "two ports: test frames to addresses learned on their own port; flooded ones counted on the other"
+            }
+        }
+    }
+}
+
+/// What one trial observed: the counts, and the learning frames that came out of the bridge
+/// (`None`: the device does not count them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AddressObservation {
+    pub counts: AddressCounts,
+    pub learning_received: Option<u64>,
+}
+
+/// A bridge driven by the address test.
 pub trait AddressDevice {
     /// Starts from an empty address table, learns `addresses` source addresses on the learning
     /// port at `learn_rate_fps`, then sends one test frame to each from the test port.
     fn trial(&mut self, addresses: u32, learn_rate_fps: f64) -> Result<AddressCounts, LabError>;
+
+    /// [`AddressDevice::trial`] with what else the device counted; by default nothing else.
+    fn observe(
+        &mut self,
+        addresses: u32,
+        learn_rate_fps: f64,
+    ) -> Result<AddressObservation, LabError> {
+        Ok(AddressObservation {
+            counts: self.trial(addresses, learn_rate_fps)?,
+            learning_received: None,
+        })
+    }
+
+    /// How this device sees flooding.
+    fn method(&self) -> AddressMethod {
+        AddressMethod::ThreePort
+    }
 }
 
 /// One trial as the results keep it.
@@ -56,6 +119,10 @@ pub struct AddressTrial {
     pub addresses: u32,
     pub learn_rate_fps: f64,
     pub counts: AddressCounts,
+    /// Learning frames the bridge forwarded (when the device counts them): fewer than sent fails
+    /// the trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learning_received: Option<u64>,
     pub passed: bool,
 }
 
@@ -89,6 +156,9 @@ pub struct AddressResult {
     /// §5.7: addresses; §5.8: frames/s.
     pub value: Option<f64>,
     pub trials: Vec<AddressTrial>,
+    /// How the device saw flooding.
+    #[serde(default)]
+    pub method: AddressMethod,
 }
 
 /// At most this many trials per search (2^40 steps of resolution would never end otherwise).
@@ -100,12 +170,16 @@ fn run(
     addresses: u32,
     rate: f64,
 ) -> Result<bool, LabError> {
-    let counts = dev.trial(addresses, rate)?;
-    let passed = counts.passed();
+    let AddressObservation {
+        counts,
+        learning_received,
+    } = dev.observe(addresses, rate)?;
+    let passed = counts.passed() && learning_received.is_none_or(|r| r >= counts.learning_sent);
     trials.push(AddressTrial {
         addresses,
         learn_rate_fps: rate,
         counts,
+        learning_received,
         passed,
     });
     Ok(passed)
@@ -136,12 +210,14 @@ pub fn address_caching_capacity(
         return Ok(AddressResult {
             value: None,
             trials,
+            method: dev.method(),
         });
     }
     if run(dev, &mut trials, cfg.max_addresses, cfg.learn_rate_fps)? {
         return Ok(AddressResult {
             value: Some(cfg.max_addresses as f64),
             trials,
+            method: dev.method(),
         });
     }
     // Invariant: `pass` passed, `fail` failed.
@@ -163,6 +239,7 @@ pub fn address_caching_capacity(
     Ok(AddressResult {
         value: Some(pass as f64),
         trials,
+        method: dev.method(),
     })
 }
 
@@ -195,12 +272,14 @@ pub fn address_learning_rate(
         return Ok(AddressResult {
             value: None,
             trials,
+            method: dev.method(),
         });
     }
     if run(dev, &mut trials, cfg.addresses, cfg.max_fps)? {
         return Ok(AddressResult {
             value: Some(cfg.max_fps),
             trials,
+            method: dev.method(),
         });
     }
     let (mut pass, mut fail) = (cfg.min_fps, cfg.max_fps);
@@ -221,6 +300,7 @@ pub fn address_learning_rate(
     Ok(AddressResult {
         value: Some(pass),
         trials,
+        method: dev.method(),
     })
 }
 
@@ -351,6 +431,57 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("rfc2889.min_fps"), "{e}");
+    }
+
+    /// A two-port device that drops every frame: nothing is flooded, and nothing came out.
+    struct BlackHole;
+
+    impl AddressDevice for BlackHole {
+        fn trial(&mut self, n: u32, _rate: f64) -> Result<AddressCounts, LabError> {
+            let n = u64::from(n);
+            Ok(AddressCounts {
+                learning_sent: n,
+                test_sent: n,
+                test_received: n,
+                flooded: 0,
+            })
+        }
+
+        fn observe(&mut self, n: u32, rate: f64) -> Result<AddressObservation, LabError> {
+            Ok(AddressObservation {
+                counts: self.trial(n, rate)?,
+                learning_received: Some(0),
+            })
+        }
+
+        fn method(&self) -> AddressMethod {
+            AddressMethod::TwoPortFiltering
+        }
+    }
+
+    #[test]
+    fn a_device_that_forwards_no_learning_frame_passes_nothing() {
+        let cfg = CachingConfig {
+            min_addresses: 1,
+            max_addresses: 100,
+            resolution: 1,
+            learn_rate_fps: 100.0,
+        };
+        let r = address_caching_capacity(&mut BlackHole, &cfg).unwrap();
+        assert_eq!(r.value, None);
+        assert_eq!(r.method, AddressMethod::TwoPortFiltering);
+        assert_eq!(r.trials.len(), 1);
+        assert!(r.trials[0].counts.passed(), "the counts alone would pass");
+        assert_eq!(r.trials[0].learning_received, Some(0));
+        assert!(!r.trials[0].passed);
+        // The simulated bridge counts three ports and no learning frames.
+        let mut sim = SimBridge {
+            capacity: 10,
+            max_learn_fps: 1e6,
+        };
+        let r = address_caching_capacity(&mut sim, &cfg).unwrap();
+        assert_eq!(r.method, AddressMethod::ThreePort);
+        assert!(r.trials.iter().all(|t| t.learning_received.is_none()));
     }
 
     #[test]

@@ -673,7 +673,9 @@ fn trials_of(t: &TestRecord) -> Vec<(&TrialResult, String)> {
             .enumerate()
             .map(|(i, tr)| (tr, format!("interval {}", i + 1)))
             .collect(),
-        Outcome::BackToBack(_) => Vec::new(),
+        Outcome::BackToBack(_) | Outcome::AddressCaching(_) | Outcome::AddressLearning(_) => {
+            Vec::new()
+        }
     }
 }
 

@@ -193,6 +193,31 @@ impl Dut for LinuxBridgeDut {
             None => Ok(None),
         }
     }
+
+    /// `ip link set brN type bridge fdb_flush`: the dynamic entries go, static ones stay.
+    fn flush_mac_table(&mut self) -> Result<()> {
+        let w = self.wiring.clone().ok_or_else(|| Error::Invalid {
+            field: "linux-bridge state",
+            value: "not set up".into(),
+            expected: "flush_mac_table after setup".into(),
+        })?;
+        for br in &self.bridges {
+            crate::cmd::run(
+                "ip",
+                &[
+                    "-n",
+                    &w.dut_netns,
+                    "link",
+                    "set",
+                    br,
+                    "type",
+                    "bridge",
+                    "fdb_flush",
+                ],
+            )?;
+        }
+        Ok(())
+    }
 }
 
 impl Drop for LinuxBridgeDut {

@@ -7,12 +7,15 @@
 //! | [`linux_bridge::LinuxBridgeDut`] | `linux-bridge` | veth | one kernel bridge per port pair in the DUT namespace |
 //! | [`ovs::OvsDut`] | `ovs` | veth | `ovsdb-server` + `ovs-vswitchd` (userspace `netdev` datapath) under the run dir; afxdp ports, else system |
 //! | [`ovs::OvsDut`] | `ovs-afxdp` | veth | the same with afxdp ports only (no fallback) |
+//! | [`ovs::OvsDut`] | `ovs-bridge` | veth | the same, each bridge a learning switch (`actions=NORMAL`) instead of port-to-port flows |
 //! | [`testpmd::TestpmdDut`] | `testpmd-io` | memif | `dpdk-testpmd --forward-mode=io`, the speed-of-light reference |
 //! | [`ovs_dpdk::OvsDpdkDut`] | `ovs-dpdk` | memif | refuses with the reason (see its module doc) |
 //! | [`external::ExternalDut`] | `external` | any (topology `external`) | starts nothing; optional counter command |
 //! | [`vecswitch::VecswitchDut`] | `vecswitch-router` | memif, veth (AF_PACKET) | `[ip]`: two routed interfaces, N /32 routes to a static neighbour ([`vecswitch_router`]) |
 //! | [`linux_router::LinuxRouterDut`] | `linux-router` | veth | kernel forwarding in the DUT namespace, routes loaded with `ip -batch` |
 //! | [`ovs_router::OvsRouterDut`] | `ovs-router` | veth | OVS as `ovs`, one OpenFlow rule per route (`nw_dst`, MAC rewrite, `dec_ttl`) |
+//! | [`evpl::VecswitchEvplDut`] | `vecswitch-evpl` | memif, veth | an EVPL from an 802.1Q UNI to an 802.1ad ENNI (seed 001's tagged case, [`evpl`]) |
+//! | [`evpl::OvsEvplDut`] | `ovs-evpl` | veth | the same with OVS's Q-in-Q (`dot1q-tunnel`) on a learning bridge |
 //!
 //! Every driver reads the device's own counters ([`Dut::counters`], [`counters::DeviceCounters`])
 //! where it has them: vecswitch `ctl show ports/errors/runtime`, testpmd `show fwd stats all`,
@@ -29,8 +32,10 @@
 //! [`vecswitch_gen::flow::MAX_FLOWS`] ([`router`] has the routed address plan).
 
 pub mod counters;
+pub mod evpl;
 pub mod external;
 pub mod kernel_if;
+pub mod l2_address;
 pub mod linux_bridge;
 pub mod linux_router;
 pub mod ovs;
@@ -109,6 +114,24 @@ pub trait Dut: fmt::Debug + Send {
     /// over the table of the last [`Dut::configure_scale`]. Default: the streams as they are.
     fn shape_streams(&self, _streams: &mut [StreamSpec]) -> Result<()> {
         Ok(())
+    }
+
+    /// The VLAN tags the frames on each generator port must carry for this device's service
+    /// (port 0's, port 1's; [`evpl::dut_streams`]); `None`: untagged.
+    fn traffic_tags(&self) -> Option<[Vec<vecswitch_gen::VlanSpec>; 2]> {
+        None
+    }
+
+    /// Forgets the addresses its bridges learned (static entries stay): the empty table an
+    /// RFC 2889 address trial starts from ([`l2_address`]). Drivers without a MAC table say so.
+    fn flush_mac_table(&mut self) -> Result<()> {
+        Err(Error::Unsupported {
+            dut: self.name().to_string(),
+            what: "flushing learned MAC addresses".into(),
+            why: "this driver runs no learning bridge (RFC 2889 tests need vecswitch-bridge, \
+                  linux-bridge or ovs-bridge)"
+                .into(),
+        })
     }
 }
 
@@ -196,8 +219,16 @@ pub enum DutKind {
     Ovs,
     /// OVS with afxdp ports only.
     OvsAfxdp,
+    /// OVS as a learning bridge (`actions=NORMAL`).
+    OvsBridge,
     TestpmdIo,
     OvsDpdk,
+    /// An EVPL from an 802.1Q UNI to an 802.1ad ENNI ([`evpl`]).
+    VecswitchEvpl {
+        bin: PathBuf,
+    },
+    /// OVS's Q-in-Q EVPL ([`evpl`]).
+    OvsEvpl,
     /// A device the lab does not start (topology `external`), with an optional counter command.
     External {
         counters_command: Option<String>,
@@ -214,8 +245,8 @@ pub enum DutKind {
 
 /// Names accepted by [`DutKind::parse`].
 pub const DUT_NAMES: &str = "vecswitch-xconnect, vecswitch-bridge, vecswitch-xconnect-afxdp, \
-     linux-bridge, ovs, ovs-afxdp, testpmd-io, ovs-dpdk, external, vecswitch-router, linux-router, \
-     ovs-router";
+     vecswitch-evpl, linux-bridge, ovs, ovs-afxdp, ovs-bridge, ovs-evpl, testpmd-io, ovs-dpdk, \
+     external, vecswitch-router, linux-router, ovs-router";
 
 impl DutKind {
     /// Parses a driver name; `vecswitch_bin` is the `vecswitch` binary for the vecswitch drivers
@@ -228,6 +259,9 @@ impl DutKind {
             "linux-bridge" => DutKind::LinuxBridge,
             "ovs" => DutKind::Ovs,
             "ovs-afxdp" => DutKind::OvsAfxdp,
+            "ovs-bridge" => DutKind::OvsBridge,
+            "vecswitch-evpl" => DutKind::VecswitchEvpl { bin: vecswitch_bin },
+            "ovs-evpl" => DutKind::OvsEvpl,
             "testpmd-io" => DutKind::TestpmdIo,
             "ovs-dpdk" => DutKind::OvsDpdk,
             "external" => DutKind::External {
@@ -267,6 +301,9 @@ impl DutKind {
             DutKind::LinuxBridge => Box::new(linux_bridge::LinuxBridgeDut::new()),
             DutKind::Ovs => Box::new(ovs::OvsDut::new()),
             DutKind::OvsAfxdp => Box::new(ovs::OvsDut::new().afxdp_only()),
+            DutKind::OvsBridge => Box::new(ovs::OvsDut::new().learning()),
+            DutKind::VecswitchEvpl { bin } => Box::new(evpl::VecswitchEvplDut::new(bin.clone())),
+            DutKind::OvsEvpl => Box::new(evpl::OvsEvplDut::new()),
             DutKind::TestpmdIo => Box::new(testpmd::TestpmdDut::new()),
             DutKind::OvsDpdk => Box::new(ovs_dpdk::OvsDpdkDut::new()),
             DutKind::External { counters_command } => {
@@ -364,6 +401,9 @@ mod tests {
             "linux-bridge",
             "ovs",
             "ovs-afxdp",
+            "ovs-bridge",
+            "vecswitch-evpl",
+            "ovs-evpl",
             "testpmd-io",
             "ovs-dpdk",
             "external",

@@ -131,6 +131,9 @@ pub struct OvsDut {
     first_pair: Option<(usize, usize)>,
     /// `dl_dst` rules of the last [`Scale::MacEntries`].
     mac_entries: u32,
+    /// Each bridge a learning switch (`actions=NORMAL`) instead of port-to-port flows
+    /// (`ovs-bridge`).
+    learning: bool,
 }
 
 impl OvsDut {
@@ -154,6 +157,13 @@ impl OvsDut {
     /// The bridges made by `setup` (`br0`, … one per port pair).
     pub fn bridges(&self) -> &[String] {
         &self.bridges
+    }
+
+    /// A MAC-learning bridge: one `actions=NORMAL` flow per bridge (`ovs-bridge`, the E-LAN of
+    /// seed 001 and the RFC 2889 address tests).
+    pub fn learning(mut self) -> OvsDut {
+        self.learning = true;
+        self
     }
 
     /// `(interface, type)` of each port added: `afxdp` or `system`.
@@ -300,7 +310,9 @@ impl OvsDut {
 
 impl Dut for OvsDut {
     fn name(&self) -> &str {
-        if self.afxdp_only {
+        if self.learning {
+            "ovs-bridge"
+        } else if self.afxdp_only {
             "ovs-afxdp"
         } else {
             "ovs"
@@ -431,6 +443,10 @@ impl Dut for OvsDut {
                 names.push(ifname.clone());
             }
             self.ofctl(&["del-flows", &br])?;
+            if self.learning {
+                self.ofctl(&["add-flow", &br, "actions=NORMAL"])?;
+                continue;
+            }
             self.ofctl(&[
                 "add-flow",
                 &br,
@@ -561,6 +577,22 @@ impl Dut for OvsDut {
             .ok()
             .and_then(|t| parse_processing_cycles(&t));
         Ok(Some(c))
+    }
+
+    /// `ovs-appctl fdb/flush` on every bridge (`ovs-bridge` only: the port-to-port flows of `ovs`
+    /// learn nothing).
+    fn flush_mac_table(&mut self) -> Result<()> {
+        if !self.learning {
+            return Err(Error::Unsupported {
+                dut: self.name().into(),
+                what: "flushing learned MAC addresses".into(),
+                why: "this driver forwards by port-to-port flows, without a MAC table; use ovs-bridge".into(),
+            });
+        }
+        for br in self.bridges.clone() {
+            self.appctl(&["fdb/flush", &br])?;
+        }
+        Ok(())
     }
 }
 

@@ -201,6 +201,35 @@ pub fn config_toml_with(
     s
 }
 
+/// Writes `toml` to `path` and applies it to the switch serving `ctl` (`vecswitch ctl reload`,
+/// waiting up to `timeout_s` for the answer).
+pub(crate) fn write_and_reload(
+    bin: &Path,
+    ctl: &Path,
+    path: &Path,
+    toml: &str,
+    timeout_s: u32,
+) -> Result<()> {
+    std::fs::write(path, toml).map_err(|source| Error::Io {
+        what: "writing",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    crate::cmd::run(
+        &bin.display().to_string(),
+        &[
+            "ctl",
+            "--socket",
+            &ctl.display().to_string(),
+            "--timeout",
+            &timeout_s.to_string(),
+            "reload",
+            &path.display().to_string(),
+        ],
+    )
+    .map(|_| ())
+}
+
 /// Waits until the switch serves its control socket and reports every port of `ports`, with the
 /// kernel-interface (af_packet) ones link-up. The socket file alone is not enough: `vecswitch run`
 /// binds it *before* it applies the config, and frames sent to a veth end before the switch's
@@ -731,6 +760,34 @@ impl Dut for VecswitchDut {
         c.idle_polls = Some(idle);
         c.total_polls = Some(polls);
         Ok(Some(c))
+    }
+
+    /// `vecswitch ctl mac flush brN` for each bridge-domain (bridge mode only).
+    fn flush_mac_table(&mut self) -> Result<()> {
+        let Some(w) = self.wiring.clone().filter(|_| self.mode == Mode::Bridge) else {
+            return Err(Error::Unsupported {
+                dut: self.name().to_string(),
+                what: "flushing learned MAC addresses".into(),
+                why: "a cross-connect (or a switch not set up) has no MAC table; use vecswitch-bridge".into(),
+            });
+        };
+        let ctl = w.run_dir.join("dut.ctl").display().to_string();
+        for n in 0..w.pairs.len() {
+            crate::cmd::run(
+                &self.bin.display().to_string(),
+                &[
+                    "ctl",
+                    "--socket",
+                    &ctl,
+                    "--timeout",
+                    "5",
+                    "mac",
+                    "flush",
+                    &format!("br{n}"),
+                ],
+            )?;
+        }
+        Ok(())
     }
 }
 
