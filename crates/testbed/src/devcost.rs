@@ -485,6 +485,7 @@ mod tests {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let to = usize::from(cpus > 1);
         let c = core_to_core(0, to, 2_000, Duration::from_secs(20)).unwrap();
+        eprintln!("core to core: {c:?}");
         assert_eq!((c.from_cpu, c.to_cpu, c.round_trips), (0, to, 2_000));
         assert!(c.min_ns > 10.0 && c.min_ns < 1e6, "{c:?}");
         assert!(c.p50_ns >= c.min_ns, "{c:?}");
