@@ -431,7 +431,6 @@ fn run_block(
     let mut ports = tb
         .open_generator_ports()
         .context("opening the generator ports")?;
-    // (v2v-vm: the guests' outer NICs are the generator's ports, polled while they boot.)
     // How long a cache line takes between the generator's CPU and the device's right now: the
     // host decides it, memif throughput follows it (docs/METHODOLOGY.md, "memif's two modes").
     let cores = tb.wiring().cores;
@@ -445,6 +444,7 @@ fn run_block(
         |e| serde_json::json!({ "error": e.to_string() }),
         |c| serde_json::to_value(c).unwrap_or_default(),
     );
+    // (v2v-vm: the guests' outer NICs are the generator's ports, polled while they boot.)
     tb.start_with_generator(kind.build(), &mut ports)
         .with_context(|| format!("starting {}", dut.name))?;
     let describe = tb.describe_dut();
