@@ -363,8 +363,8 @@ pub fn measure_device_cost<M: Measurer + ?Sized>(
 /// indices, descriptors, the copied buffer). Inside this VM both CPUs look the same at every
 /// start (`lscpu`: one socket, one shared L3), but the host decides where our two vCPUs run,
 /// and the figure changes under us: 123–127 ns on an idle machine at 04:20 UTC on 2026-11-24,
-/// 450–532 ns in 25 of 27 samples over the next 27 minutes and 123–125 ns in the other two
-/// (docs/METHODOLOGY.md, "memif's two modes"). The bench records it with every block (`setup.core_to_core`) so that a result can be
+/// 433–532 ns in 66 of 70 samples over the next hour (others' builds running), 123–125 ns in
+/// two of them (docs/METHODOLOGY.md, "memif's two modes"). The bench records it with every block (`setup.core_to_core`) so that a result can be
 /// read against it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct CoreToCore {

@@ -292,10 +292,20 @@ pub fn settings(run: &RunResults) -> Vec<String> {
                     )
                 });
                 if let Some(n) = num(t, "searches").filter(|n| *n > 1.0) {
-                    parts.push(format!(
-                        "{n} searches, each on a freshly started device, interleaved with the \
-                         other devices (rounds): median and [min, max]"
-                    ));
+                    // A real bench records its rounds; a simulated run (or one from before
+                    // rounds) repeated the searches in one measurer.
+                    let rounds = run
+                        .tests
+                        .iter()
+                        .any(|t| t.setup.as_ref().is_some_and(|s| s.get("rounds").is_some()));
+                    parts.push(if rounds {
+                        format!(
+                            "{n} searches, each on a freshly started device, interleaved with \
+                             the other devices (rounds): median and [min, max]"
+                        )
+                    } else {
+                        format!("{n} searches in one device process: median and [min, max]")
+                    });
                 }
             }
             other => parts.push(other.to_string()),
@@ -482,6 +492,24 @@ mod tests {
         assert!(
             s[2].contains("less than 99 % of the intended frames"),
             "{s:?}"
+        );
+        // Repeated searches: in rounds when the run recorded them, else in one process.
+        let suite = crate::suite::Suite::parse(
+            "name = \"x\"\n[[dut]]\nname = \"a\"\ntopology = \"phy2phy-memif\"\n\
+             [[test]]\nprocedure = \"mlrsearch\"\nsearches = 3\n",
+        )
+        .unwrap();
+        run.provenance.config = Some(serde_json::to_value(&suite).unwrap());
+        assert!(
+            settings(&run)[0].contains("3 searches in one device process"),
+            "{:?}",
+            settings(&run)
+        );
+        run.tests[0].setup = Some(serde_json::json!({ "round": 1, "rounds": 3 }));
+        assert!(
+            settings(&run)[0].contains("3 searches, each on a freshly started device"),
+            "{:?}",
+            settings(&run)
         );
     }
 }
