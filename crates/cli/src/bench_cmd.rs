@@ -13,7 +13,14 @@
 //! `topology = "external"` names a device the lab does not start: its `ports` are opened as the
 //! generator's, and its optional `counters_command` gives the device's counters. A suite's
 //! `[device_cost]` table runs trials at fixed loads after each device's tests and records each
-//! device's busy time per packet (`device_cost` in the results, a table in the report).
+//! device's busy time per packet (`device_cost` in the results, a table in the report), at its
+//! fixed loads and at a load chosen per cell (`load_percent`, kept for the cell's later rounds).
+//!
+//! A test that asks for repeated searches (`searches = N`) is run in N **rounds**
+//! (`Suite::blocks`): every device and size of a round, each on a freshly built topology and a
+//! freshly started device, before the next round — so that the repeats sample what varies
+//! between process starts, interleaved across devices (A B C A B C). Each record says its round
+//! (`setup.round`); the report merges a cell's rounds into a median and an interval.
 //!
 //! Before the first DUT of each topology and frame size it calibrates the generator on that kind
 //! of link without a DUT (`testbed::calibrate_testbed`) and records the limit in
@@ -138,14 +145,10 @@ const SETUP_ESTIMATE_S: f64 = 3.0;
 /// Length of the generator's calibration trial per topology and frame size.
 const CALIBRATION_TRIAL: std::time::Duration = std::time::Duration::from_millis(1500);
 
-/// One block of a real run: a DUT (index into the suite's `dut`) at one frame size.
-fn blocks(suite: &Suite) -> Vec<(usize, FrameSize)> {
-    suite
-        .duts
-        .iter()
-        .enumerate()
-        .flat_map(|(i, _)| suite.frame_sizes.iter().map(move |f| (i, f.clone())))
-        .collect()
+/// The blocks of a real run: (round, DUT index into the suite's `dut`, frame size), round by
+/// round (`Suite::blocks`).
+fn blocks(suite: &Suite) -> Vec<(u32, usize, FrameSize)> {
+    suite.blocks()
 }
 
 /// The calibrated limit as the results record it.
@@ -202,24 +205,32 @@ fn real_suite(path: &PathBuf, command: Vec<String>, output: &Path) -> anyhow::Re
     let mut to_calibrate = std::collections::BTreeSet::new();
     let estimates = blocks
         .iter()
-        .map(|(i, f)| {
+        .map(|(r, i, f)| {
             let d = &suite.duts[*i];
             let calib = if to_calibrate.insert((d.topology.clone(), f.clone())) {
                 CALIBRATION_TRIAL.as_secs_f64() + 1.0
             } else {
                 0.0
             };
-            let label = format!("{} on {} at {}", d.name, d.topology, f.label());
+            let label = format!(
+                "{} on {} at {}{}",
+                d.name,
+                d.topology,
+                f.label(),
+                round_label(&suite, *r, d, f)
+            );
             (
                 label,
-                estimate_block_secs(&suite.tests, &d.name, f, SETUP_ESTIMATE_S + calib),
+                estimate_block_secs(&suite.round(*r).tests, &d.name, f, SETUP_ESTIMATE_S + calib),
             )
         })
         .collect();
     let progress = Progress::new(estimates);
     let mut limits: BTreeMap<(String, FrameSize), Option<f64>> = BTreeMap::new();
     let mut failed_duts = std::collections::BTreeSet::new();
-    for (b, (i, size)) in blocks.iter().enumerate() {
+    // The device-cost load chosen per cell in its first round, kept for its later rounds.
+    let mut cell_loads: BTreeMap<(usize, FrameSize), (f64, String)> = BTreeMap::new();
+    for (b, (round, i, size)) in blocks.iter().enumerate() {
         let dut = &suite.duts[*i];
         if testbed::signal::stop_requested() {
             save_partial(
@@ -244,7 +255,15 @@ fn real_suite(path: &PathBuf, command: Vec<String>, output: &Path) -> anyhow::Re
             progress.finish_block();
             continue;
         }
-        let outcome = run_block(&suite, *i, size, &bin, &progress, &mut limits, &mut run);
+        let outcome = run_block(
+            &suite,
+            (*round, *i),
+            size,
+            &bin,
+            &progress,
+            (&mut limits, &mut cell_loads),
+            &mut run,
+        );
         progress.finish_block();
         match outcome {
             Ok(None) => {}
@@ -301,19 +320,41 @@ fn real_suite(path: &PathBuf, command: Vec<String>, output: &Path) -> anyhow::Re
     Ok(run)
 }
 
-/// Runs one DUT at one frame size: build the topology, calibrate the generator (once per
-/// topology and size), start the DUT, run the tests, tear down. Records (also those finished
-/// before a failing test) go into `run`. `Err` = set-up failed; `Ok(Some(e))` = a test failed.
+/// ` (round 2 of 3)` for a cell measured in several rounds, empty otherwise.
+fn round_label(
+    suite: &Suite,
+    round: u32,
+    dut: &vecswitch_lab::suite::DutSpec,
+    size: &FrameSize,
+) -> String {
+    match suite.rounds(&dut.name, size) {
+        1 => String::new(),
+        n => format!(" (round {} of {n})", round + 1),
+    }
+}
+
+/// Calibrated limits per (topology, size) and the device-cost load chosen per (DUT, size).
+type BlockMemory<'a> = (
+    &'a mut BTreeMap<(String, FrameSize), Option<f64>>,
+    &'a mut BTreeMap<(usize, FrameSize), (f64, String)>,
+);
+
+/// Runs one DUT at one frame size in one round: build the topology, calibrate the generator
+/// (once per topology and size), start the DUT, run the round's tests, tear down. Records (also
+/// those finished before a failing test) go into `run`. `Err` = set-up failed; `Ok(Some(e))` = a
+/// test failed.
 fn run_block(
     suite: &Suite,
-    i: usize,
+    (round, i): (u32, usize),
     size: &FrameSize,
     bin: &Path,
     progress: &Progress,
-    limits: &mut BTreeMap<(String, FrameSize), Option<f64>>,
+    (limits, cell_loads): BlockMemory<'_>,
     run: &mut RunResults,
 ) -> anyhow::Result<Option<anyhow::Error>> {
     let dut = &suite.duts[i];
+    let rounds = suite.rounds(&dut.name, size);
+    let this_round = suite.round(round);
     let topology: testbed::Topology = match &dut.ports {
         // A device the lab does not start, between the ports the suite names.
         Some(ports) => {
@@ -390,6 +431,19 @@ fn run_block(
     let mut ports = tb
         .open_generator_ports()
         .context("opening the generator ports")?;
+    // How long a cache line takes between the generator's CPU and the device's right now: the
+    // host decides it, memif throughput follows it (docs/METHODOLOGY.md, "memif's two modes").
+    let cores = tb.wiring().cores;
+    let core_to_core = testbed::devcost::core_to_core(
+        cores.generator,
+        cores.dut,
+        20_000,
+        std::time::Duration::from_secs(2),
+    )
+    .map_or_else(
+        |e| serde_json::json!({ "error": e.to_string() }),
+        |c| serde_json::to_value(c).unwrap_or_default(),
+    );
     // (v2v-vm: the guests' outer NICs are the generator's ports, polled while they boot.)
     tb.start_with_generator(kind.build(), &mut ports)
         .with_context(|| format!("starting {}", dut.name))?;
@@ -423,7 +477,7 @@ fn run_block(
             own,
         );
         let r = run_for_dut_observed(
-            suite,
+            &this_round,
             dut,
             size,
             limit,
@@ -438,13 +492,36 @@ fn run_block(
             &mut observer,
         );
         // Device cost after the tests, on the same running device (docs/TESTBED.md).
-        if let (Some(dc), Ok(DutRun { error: None, .. })) = (&suite.device_cost, &r) {
+        if let (
+            Some(dc),
+            Ok(DutRun {
+                error: None,
+                records,
+            }),
+        ) = (&suite.device_cost, &r)
+        {
             {
+                // The per-cell load: from this cell's first round that found a throughput.
+                let cell_key = (i, size.clone());
+                if let (Some(p), None) = (dc.load_percent, cell_loads.get(&cell_key)) {
+                    let thr = records
+                        .iter()
+                        .find_map(|t| vecswitch_lab::suite::found_throughput(&t.outcome));
+                    if let Some(l) = vecswitch_lab::device_cost::cell_load(p, limit, thr) {
+                        cell_loads.insert(cell_key.clone(), l);
+                    }
+                }
+                let cell = cell_loads.get(&cell_key).cloned();
+                let mut loads = dc.loads_fps.clone();
+                loads.extend(cell.as_ref().map(|c| c.0));
                 eprintln!(
-                    "bench: device cost of {} at {}: loads {:?} frames/s",
+                    "bench: device cost of {} at {}: loads {:?} frames/s{}",
                     dut.name,
                     size.label(),
-                    dc.loads_fps
+                    loads,
+                    cell.as_ref()
+                        .map(|c| format!(" ({})", c.1))
+                        .unwrap_or_default()
                 );
                 let rows = dc.trial_duration().and_then(|d| {
                     testbed::devcost::measure_device_cost(
@@ -452,14 +529,20 @@ fn run_block(
                         &mut pm,
                         &dut.topology,
                         &size.label(),
-                        &dc.loads_fps,
+                        &loads,
                         d,
                         dc.repetitions,
                     )
                 });
                 match rows {
-                    Ok(rows) => {
-                        for row in &rows {
+                    Ok(mut rows) => {
+                        for row in &mut rows {
+                            row.round = (rounds > 1).then_some(round + 1);
+                            if let Some((l, why)) = &cell {
+                                if (row.intended_fps - l).abs() <= l * 1e-9 {
+                                    row.load_basis = Some(why.clone());
+                                }
+                            }
                             eprintln!("bench: device cost: {}", row.summary());
                         }
                         run.device_cost.extend(rows)
@@ -480,8 +563,14 @@ fn run_block(
     let stopped = tb.stop();
     let DutRun { mut records, error } =
         result.with_context(|| format!("{} at {}", dut.name, size.label()))?;
-    let setup =
+    let mut setup =
         serde_json::json!({ "topology": dut.topology, "dut": describe, "placement": placement });
+    setup["core_to_core"] = core_to_core;
+    if rounds > 1 {
+        // Each round on a freshly started device; the report merges the rounds of a cell.
+        setup["round"] = serde_json::json!(round + 1);
+        setup["rounds"] = serde_json::json!(rounds);
+    }
     // The k-th check ran before the k-th record's test (CpuWatch).
     for (i, r) in records.iter_mut().enumerate() {
         let mut s = setup.clone();
@@ -499,6 +588,9 @@ fn run_block(
             s["cpu_check"] = serde_json::to_value(c).unwrap_or_default();
         }
         r.setup = Some(s);
+        if rounds > 1 {
+            r.description = format!("{}, round {} of {rounds}", r.description, round + 1);
+        }
     }
     run.tests.extend(records);
     if let Err(e) = stopped {
@@ -626,8 +718,8 @@ mod tests {
         .unwrap();
         let b = blocks(&suite);
         assert_eq!(b.len(), suite.duts.len() * suite.frame_sizes.len());
-        assert_eq!(b[0], (0, FrameSize::Bytes(64)));
-        assert_eq!(b.last().unwrap(), &(1, FrameSize::Bytes(1518)));
+        assert_eq!(b[0], (0, 0, FrameSize::Bytes(64)));
+        assert_eq!(b.last().unwrap(), &(0, 1, FrameSize::Bytes(1518)));
     }
 
     #[test]

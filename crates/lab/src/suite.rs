@@ -95,8 +95,14 @@ pub struct Suite {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeviceCostSpec {
-    /// Offered loads, frames/s (per direction when bidirectional).
+    /// Fixed offered loads, frames/s (per direction when bidirectional).
+    #[serde(default)]
     pub loads_fps: Vec<f64>,
+    /// A load chosen per cell: this percent of the lower of the generator's calibrated limit and
+    /// the cell's throughput (NDR), rounded down to the 1-2-5 series
+    /// ([`crate::device_cost::cell_load`]); kept for the cell's later rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_percent: Option<f64>,
     #[serde(default = "d5")]
     pub trial_duration_s: f64,
     /// Trials per load; the table shows their medians.
@@ -110,11 +116,21 @@ impl DeviceCostSpec {
     }
 
     fn validate(&self) -> Result<(), LabError> {
-        if self.loads_fps.is_empty() {
+        if self.loads_fps.is_empty() && self.load_percent.is_none() {
             return Err(LabError::invalid(
                 "device_cost.loads_fps",
                 "[]",
-                "at least one load in frames/s",
+                "at least one load in frames/s, or load_percent",
+            ));
+        }
+        if let Some(p) = self
+            .load_percent
+            .filter(|p| !(p.is_finite() && *p > 0.0 && *p <= 100.0))
+        {
+            return Err(LabError::invalid(
+                "device_cost.load_percent",
+                p,
+                "a percent in (0, 100] of the lower of the generator's limit and the throughput",
             ));
         }
         for &l in &self.loads_fps {
@@ -941,6 +957,60 @@ impl Suite {
             }
         }
         Ok(())
+    }
+
+    /// Rounds of `dut` at `size`: the most `searches` an MLRsearch test asks of it (1 without
+    /// one). A real run measures each round on a freshly started device, interleaved with the
+    /// other devices ([`Suite::blocks`]; docs/METHODOLOGY.md, "Repeats that sample what varies").
+    pub fn rounds(&self, dut: &str, size: &FrameSize) -> u32 {
+        self.tests
+            .iter()
+            .filter(|t| t.applies_to(dut, size))
+            .filter_map(|t| match t {
+                TestSpec::Mlrsearch { searches, .. } => Some(*searches),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(1)
+            .max(1)
+    }
+
+    /// What round `round` (0-based) of a real run measures: round 0 every test, later rounds only
+    /// the MLRsearch tests that asked for more searches than `round`; each search once (the
+    /// rounds are the repeats; the report merges them).
+    pub fn round(&self, round: u32) -> Suite {
+        let mut s = self.clone();
+        s.tests.retain(|t| {
+            round == 0 || matches!(t, TestSpec::Mlrsearch { searches, .. } if *searches > round)
+        });
+        for t in &mut s.tests {
+            if let TestSpec::Mlrsearch { searches, .. } = t {
+                *searches = 1;
+            }
+        }
+        s
+    }
+
+    /// The blocks of a real run in order, `(round, index of the [[dut]], frame size)`: round by
+    /// round, every device and size of a round before the next round, so that each device's
+    /// repeats are interleaved with the others' (A B C A B C) and each starts the device afresh.
+    pub fn blocks(&self) -> Vec<(u32, usize, FrameSize)> {
+        let last = self
+            .duts
+            .iter()
+            .flat_map(|d| self.frame_sizes.iter().map(|f| self.rounds(&d.name, f)))
+            .max()
+            .unwrap_or(1);
+        (0..last)
+            .flat_map(|r| {
+                self.duts.iter().enumerate().flat_map(move |(i, d)| {
+                    self.frame_sizes
+                        .iter()
+                        .filter(move |f| r < self.rounds(&d.name, f))
+                        .map(move |f| (r, i, f.clone()))
+                })
+            })
+            .collect()
     }
 
     /// The line rate for one frame size (2 ports when bidirectional); a mix uses its mean size.

@@ -349,14 +349,150 @@ pub fn measure_device_cost<M: Measurer + ?Sized>(
             repetitions,
             tester_limited: limited,
             note: (!notes.is_empty()).then(|| notes.join("; ")),
+            round: None,
+            load_basis: None,
         });
     }
     Ok(rows)
 }
 
+/// How long it takes to move one cache line from one CPU to another and back, measured by two
+/// threads bouncing a counter ([`core_to_core`]).
+///
+/// Every memif frame moves cache lines between the generator's CPU and the device's (ring
+/// indices, descriptors, the copied buffer). Inside this VM both CPUs look the same at every
+/// start (`lscpu`: one socket, one shared L3), but the host decides where our two vCPUs run,
+/// and the figure changes under us: 123–127 ns on an idle machine at 04:20 UTC on 2026-11-24,
+/// 433–532 ns in 66 of 70 samples over the next hour (others' builds running), 123–125 ns in
+/// two of them (docs/METHODOLOGY.md, "memif's two modes"). The bench records it with every block (`setup.core_to_core`) so that a result can be
+/// read against it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CoreToCore {
+    pub from_cpu: usize,
+    pub to_cpu: usize,
+    /// Fastest batch's mean round trip, ns: the hardware's figure (a batch in which neither
+    /// thread was preempted).
+    pub min_ns: f64,
+    /// Median batch, ns.
+    pub p50_ns: f64,
+    /// Round trips timed (batches of [`C2C_BATCH`]).
+    pub round_trips: u64,
+}
+
+/// Round trips per timed batch of [`core_to_core`].
+pub const C2C_BATCH: u64 = 100;
+
+/// A cache line of its own for one counter (no false sharing between ping and pong).
+#[repr(align(64))]
+#[derive(Default)]
+struct Line(std::sync::atomic::AtomicU64);
+
+/// Measures [`CoreToCore`] between `from` and `to` over `round_trips` round trips (rounded up to
+/// whole batches), each side on its own thread pinned to its CPU (the caller's thread and its
+/// affinity are untouched). Gives up with an error after `limit`: a CPU that never ran our thread
+/// (both busy with real-time work) must not hang the bench.
+pub fn core_to_core(
+    from: usize,
+    to: usize,
+    round_trips: u64,
+    limit: Duration,
+) -> Result<CoreToCore> {
+    use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+    use std::sync::Arc;
+    let batches = round_trips.div_ceil(C2C_BATCH).max(1);
+    let n = batches * C2C_BATCH;
+    let lines = Arc::new((Line::default(), Line::default(), Line::default()));
+    let deadline = Instant::now() + limit;
+    let l2 = Arc::clone(&lines);
+    let echo = std::thread::spawn(move || -> Result<()> {
+        crate::measurer::pin_current_thread(to)?;
+        let (ping, pong, stop) = (&l2.0 .0, &l2.1 .0, &l2.2 .0);
+        for i in 1..=n {
+            while ping.load(Acquire) != i {
+                if stop.load(Relaxed) != 0 {
+                    return Ok(());
+                }
+                std::hint::spin_loop();
+            }
+            pong.store(i, Release);
+        }
+        Ok(())
+    });
+    let main = std::thread::spawn({
+        let lines = Arc::clone(&lines);
+        move || -> Result<Vec<f64>> {
+            crate::measurer::pin_current_thread(from)?;
+            let (ping, pong, stop) = (&lines.0 .0, &lines.1 .0, &lines.2 .0);
+            let mut per_batch = Vec::with_capacity(batches as usize);
+            let mut i = 0;
+            for _ in 0..batches {
+                let t0 = Instant::now();
+                for _ in 0..C2C_BATCH {
+                    i += 1;
+                    ping.store(i, Release);
+                    let mut spins = 0u32;
+                    while pong.load(Acquire) != i {
+                        spins = spins.wrapping_add(1);
+                        if spins.is_multiple_of(4096) && Instant::now() > deadline {
+                            stop.store(1, Relaxed);
+                            return Err(Error::Invalid {
+                                field: "core-to-core probe",
+                                value: format!("no answer from CPU {to} within {limit:?}"),
+                                expected: "both CPUs free to run the probe's threads".into(),
+                            });
+                        }
+                        std::hint::spin_loop();
+                    }
+                }
+                per_batch.push(t0.elapsed().as_secs_f64() * 1e9 / C2C_BATCH as f64);
+            }
+            Ok(per_batch)
+        }
+    });
+    fn joined<T>(h: std::thread::JoinHandle<Result<T>>) -> Result<T> {
+        h.join().unwrap_or_else(|_| {
+            Err(Error::Invalid {
+                field: "core-to-core probe",
+                value: "a probe thread panicked".into(),
+                expected: "a finished probe".into(),
+            })
+        })
+    }
+    let timed = joined(main);
+    lines.2 .0.store(1, Relaxed);
+    let echoed = joined(echo);
+    let mut per_batch = timed?;
+    echoed?;
+    per_batch.sort_by(f64::total_cmp);
+    Ok(CoreToCore {
+        from_cpu: from,
+        to_cpu: to,
+        min_ns: per_batch[0],
+        p50_ns: per_batch[per_batch.len() / 2],
+        round_trips: n,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn core_to_core_round_trip_is_measured_between_two_cpus() {
+        // Between the two CPUs of the lab (or CPU 0 with itself on a one-CPU machine): a round
+        // trip is at least two cache-line transfers, so more than 10 ns, and on any machine the
+        // lab runs on well under a millisecond for the fastest batch.
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let to = usize::from(cpus > 1);
+        let c = core_to_core(0, to, 2_000, Duration::from_secs(20)).unwrap();
+        eprintln!("core to core: {c:?}");
+        assert_eq!((c.from_cpu, c.to_cpu, c.round_trips), (0, to, 2_000));
+        assert!(c.min_ns > 10.0 && c.min_ns < 1e6, "{c:?}");
+        assert!(c.p50_ns >= c.min_ns, "{c:?}");
+        // Rounded up to whole batches.
+        let c = core_to_core(0, to, 1, Duration::from_secs(20)).unwrap();
+        assert_eq!(c.round_trips, C2C_BATCH);
+    }
 
     /// The first lines of `/proc/stat` on this machine (2 CPUs), 2026-11-23.
     const STAT: &str = "cpu  188489 0 42134 74244 3178 0 6341 2900 0 0

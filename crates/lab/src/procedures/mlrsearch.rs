@@ -222,6 +222,19 @@ impl GoalSpread {
     }
 }
 
+/// The index of the lower median of `values` (a missing value counts as the lowest; ties keep
+/// their order), `None` when empty: the search, or the round, whose figure a report quotes for
+/// several of them ([`mlrsearch_repeated`], and the report's merge of rounds).
+pub fn lower_median_index(values: &[Option<f64>]) -> Option<usize> {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&a, &b| {
+        values[a]
+            .unwrap_or(f64::NEG_INFINITY)
+            .total_cmp(&values[b].unwrap_or(f64::NEG_INFINITY))
+    });
+    order.get(values.len().checked_sub(1)? / 2).copied()
+}
+
 /// Classifies a load for `goal` from the trials measured at it (draft §5, Appendix A.1).
 /// Tester-limited trials are ignored.
 pub fn classify(goal: &SearchGoal, trials: &[&TrialResult]) -> LoadClass {
@@ -399,14 +412,7 @@ pub fn mlrsearch_repeated<M: Measurer + ?Sized>(
             .iter()
             .map(|r| r.goals[i].relevant_lower_bound_fps)
             .collect();
-        // Order the searches by lower bound (none = lowest) and take the lower median.
-        let mut order: Vec<usize> = (0..runs.len()).collect();
-        order.sort_by(|&a, &b| {
-            lbs[a]
-                .unwrap_or(f64::NEG_INFINITY)
-                .total_cmp(&lbs[b].unwrap_or(f64::NEG_INFINITY))
-        });
-        let median_run = order[(runs.len() - 1) / 2];
+        let median_run = lower_median_index(&lbs).unwrap_or(0);
         goals.push(runs[median_run].goals[i].clone());
         let found = || lbs.iter().flatten().copied();
         spreads.push(GoalSpread {
@@ -974,6 +980,98 @@ search_max = "generator-limit"
             .unwrap_err()
             .to_string()
             .contains("test.searches"));
+    }
+
+    #[test]
+    fn repeated_searches_are_rounds_interleaved_across_devices() {
+        use crate::suite::{FrameSize, Suite, TestSpec};
+        // Three searches at 64 B, two at 1518 B, one latency test: a real run measures round by
+        // round, every device before the next round (A B A B A), each round's search once.
+        let suite = Suite::parse(
+            r#"
+name = "rounds"
+frame_sizes = [64, 1518]
+[[dut]]
+name = "a"
+topology = "phy2phy-memif"
+[[dut]]
+name = "b"
+topology = "phy2phy-veth"
+[[test]]
+procedure = "mlrsearch"
+searches = 3
+frame_sizes = [64]
+[[test]]
+procedure = "mlrsearch"
+searches = 2
+frame_sizes = [1518]
+[[test]]
+procedure = "latency"
+"#,
+        )
+        .unwrap();
+        let (b64, b1518) = (FrameSize::Bytes(64), FrameSize::Bytes(1518));
+        assert_eq!(suite.rounds("a", &b64), 3);
+        assert_eq!(suite.rounds("a", &b1518), 2);
+        assert_eq!(
+            suite.blocks(),
+            vec![
+                (0, 0, b64.clone()),
+                (0, 0, b1518.clone()),
+                (0, 1, b64.clone()),
+                (0, 1, b1518.clone()),
+                (1, 0, b64.clone()),
+                (1, 0, b1518.clone()),
+                (1, 1, b64.clone()),
+                (1, 1, b1518.clone()),
+                (2, 0, b64.clone()),
+                (2, 1, b64.clone()),
+            ]
+        );
+        let searches = |s: &Suite| -> Vec<(&'static str, u32)> {
+            s.tests
+                .iter()
+                .map(|t| match t {
+                    TestSpec::Mlrsearch { searches, .. } => ("mlrsearch", *searches),
+                    t => (t.procedure(), 0),
+                })
+                .collect()
+        };
+        // Round 0: every test, each search once; then only the searches still to repeat.
+        assert_eq!(
+            searches(&suite.round(0)),
+            vec![("mlrsearch", 1), ("mlrsearch", 1), ("latency", 0)]
+        );
+        assert_eq!(
+            searches(&suite.round(1)),
+            vec![("mlrsearch", 1), ("mlrsearch", 1)]
+        );
+        assert_eq!(searches(&suite.round(2)), vec![("mlrsearch", 1)]);
+        assert!(suite.round(2).tests[0].applies_to("a", &b64));
+        assert!(!suite.round(2).tests[0].applies_to("a", &b1518));
+        // A suite without repeats: one round, the blocks of old (device by device, size by size).
+        let once = Suite::parse(
+            "name = \"x\"\nframe_sizes = [64, 1518]\n[[dut]]\nname = \"a\"\ntopology = \"phy2phy-memif\"\n\
+             [[test]]\nprocedure = \"throughput\"\n",
+        )
+        .unwrap();
+        assert_eq!(once.rounds("a", &b64), 1);
+        assert_eq!(once.blocks(), vec![(0, 0, b64), (0, 0, b1518)]);
+    }
+
+    #[test]
+    fn the_lower_median_counts_a_missing_bound_as_lowest() {
+        assert_eq!(lower_median_index(&[]), None);
+        assert_eq!(lower_median_index(&[Some(5.0)]), Some(0));
+        // 3, none, 1 → order none, 1, 3: the median is 1 (index 2).
+        assert_eq!(lower_median_index(&[Some(3.0), None, Some(1.0)]), Some(2));
+        // Even count: the lower of the two middle values (2 of 1, 2, 3, 4).
+        assert_eq!(
+            lower_median_index(&[Some(4.0), Some(1.0), Some(3.0), Some(2.0)]),
+            Some(3)
+        );
+        // Two of three missing: the median has none.
+        assert_eq!(lower_median_index(&[None, Some(2.0), None]), Some(2));
     }
 
     fn suite_text_with_zero_searches() -> String {

@@ -3,22 +3,34 @@
 //! the report shows a confidence interval that says why not").
 //!
 //! A **headline cell** is one figure a reader quotes: each MLRsearch goal's Relevant Lower Bound
-//! (NDR, PDR; the median search's when the search was repeated, with the [min, max] interval of
-//! the repeated searches) and each RFC 2544 throughput, per test id, device, topology, frame size,
-//! flows and scale point. Cells are matched by that key. For each matched cell the comparison
-//! gives the ratio B / A and flags it when
+//! (NDR, PDR) and each RFC 2544 throughput, per test id, device, topology, frame size, flows and
+//! scale point ([`headlines`]). A run can measure a cell several times: repeated searches in one
+//! record, and **rounds** — the same test of the same device on a freshly started device
+//! (`Suite::blocks`), which are separate records. All of a cell's searches are merged: its
+//! figure is their lower median (a search without a lower bound counting as the lowest), its
+//! interval their [min, max], its tester-limited flag that of the median search. Cells are
+//! matched by key. For each matched cell the comparison gives the ratio B / A and a [`Verdict`]:
 //!
-//! - the ratio is outside `1 ± tolerance` (the figures disagree), or
-//! - both runs have intervals (repeated searches) and the intervals do not overlap (the
-//!   disagreement is beyond the spread each run saw in itself).
+//! - **agrees**: the ratio is within `1 ± tolerance` and, where both runs have intervals, they
+//!   overlap;
+//! - **within the intervals**: the ratio is outside `1 ± tolerance`, but the runs' own repeats
+//!   spread that far: one run's interval overlaps the other's (or holds its figure). The figure
+//!   does not repeat to the tolerance inside one run either, and the interval says so and by how
+//!   much (issue 7: "or the report shows a confidence interval that says why not");
+//! - **disagrees**: otherwise (including intervals that do not overlap although the figures are
+//!   within tolerance: the difference is beyond the spread each run saw in itself).
 //!
 //! A cell where either run was tester-limited is marked: its figure is the tester's ceiling, not
 //! the device's. Such a cell is compared by the **device's cost** instead when both runs measured
-//! it (`device_cost` rows of the same device, topology and frame size at a load both runs
-//! offered): busy cycles per packet, the ratio B / A judged against the same tolerance, with
-//! each run's idle fraction beside it (BENCHMARKS.md §7). A tester-limited cell without cost rows
-//! is still compared by its figure, and says so. Rankings are compared only between cells that
-//! were not tester-limited in either run (a tester's ceiling ranks nothing). The summary says how many cells agree, the median and worst disagreement
+//! it at an **equal load** (`device_cost` rows of the same device, topology, frame size and
+//! intended load, merged over rounds by [`crate::device_cost::merge_rows`]): busy cycles per
+//! packet, the ratio B / A of the medians judged as above with the rows' [min, max] as the
+//! intervals, each run's idle fraction beside it (BENCHMARKS.md §7). Cost per packet depends on
+//! the load (batching), so costs at different loads are never compared: the cell says the
+//! loads differed and is compared by its figure. A tester-limited cell without cost rows is
+//! compared by its figure too, and says so. Rankings are compared only between cells that were
+//! not tester-limited in either run (a tester's ceiling ranks nothing). The summary says how
+//! many cells agree, how many differ within their intervals, the median and worst disagreement
 //! (max(B/A, A/B)), and whether any device ranking flipped (at one topology, frame size and goal,
 //! device X beat Y in A and lost to it in B).
 
@@ -27,22 +39,92 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use crate::device_cost::DeviceCostRow;
+use crate::device_cost::{merge_rows, size_key, MergedCost};
+use crate::procedures::mlrsearch::lower_median_index;
 use crate::results::{Outcome, RunResults, TestRecord};
 
-/// One headline figure of one run.
+/// One headline figure of one run: the median of every search the run made of the cell.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Figure {
     pub fps: f64,
-    /// [min, max] over repeated searches (MLRsearch with `searches` > 1).
+    /// [min, max] of the lower bounds over the searches (repeated searches and rounds), when
+    /// there was more than one.
     pub interval: Option<(f64, f64)>,
     pub tester_limited: bool,
+    /// Searches merged (1: a single search or throughput test).
+    pub searches: usize,
+}
+
+impl Figure {
+    /// The interval, or the figure itself as a zero-width one.
+    fn span(&self) -> (f64, f64) {
+        self.interval.unwrap_or((self.fps, self.fps))
+    }
+}
+
+/// A headline cell of one run ([`headlines`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Headline {
+    pub device: String,
+    /// `id topology size goal` (plus flows and scale when set): the cell without the device.
+    pub group: String,
+    pub id: String,
+    /// `NDR`, `PDR`, `throughput`.
+    pub goal: String,
+    pub topology: String,
+    /// `64B`, `imix`.
+    pub size: String,
+    pub scale: Option<u64>,
+    /// The record's line rate in frames/s (for "% of line").
+    pub line_fps: f64,
+    pub figure: Figure,
+}
+
+/// How two runs' figures (or costs) of one cell compare (module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Agrees,
+    WithinIntervals,
+    Disagrees,
+}
+
+/// The verdict for two figures with optional intervals, from their ratio.
+fn verdict(
+    ratio: f64,
+    tolerance: f64,
+    a: (f64, f64),
+    b: (f64, f64),
+    a_interval: bool,
+    b_interval: bool,
+) -> Verdict {
+    let overlap = a.0 <= b.1 && b.0 <= a.1;
+    let within = (ratio - 1.0).abs() <= tolerance;
+    match (within, a_interval && b_interval) {
+        (true, true) if !overlap => Verdict::Disagrees,
+        (true, _) => Verdict::Agrees,
+        (false, _) if (a_interval || b_interval) && overlap => Verdict::WithinIntervals,
+        (false, _) => Verdict::Disagrees,
+    }
+}
+
+/// b / a (infinite when a is 0 and b is not, 1 when both are 0).
+fn ratio(a: f64, b: f64) -> f64 {
+    if a == 0.0 {
+        if b == 0.0 {
+            1.0
+        } else {
+            f64::INFINITY
+        }
+    } else {
+        b / a
+    }
 }
 
 /// One headline cell in both runs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CellAgreement {
-    /// `id device topology size goal` (plus flows and scale when set).
+    /// `device id topology size goal` (plus flows and scale when set).
     pub key: String,
     pub a: Figure,
     pub b: Figure,
@@ -51,25 +133,36 @@ pub struct CellAgreement {
     pub outside_tolerance: bool,
     /// Both runs have intervals and they do not overlap.
     pub intervals_disjoint: bool,
-    /// For a cell tester-limited in either run: the device's cost in both runs, which decides
-    /// the cell instead of the figure (module doc).
+    /// The figures' verdict (the cost's decides a cell that has [`CellAgreement::cost`]).
+    pub figure_verdict: Verdict,
+    /// For a cell tester-limited in either run: the device's cost in both runs at an equal
+    /// load, which decides the cell instead of the figure (module doc).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostAgreement>,
+    /// A tester-limited cell whose runs measured the device's cost only at different loads
+    /// (A's loads, B's loads): not compared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_loads_differ: Option<(Vec<f64>, Vec<f64>)>,
 }
 
 /// A tester-limited cell compared by the device's cost at one offered load both runs measured.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CostAgreement {
     pub load_fps: f64,
-    /// Busy cycles per packet of the device's core, A and B (medians of the repetitions).
+    /// Busy cycles per packet of the device's core, A and B (medians over rounds and
+    /// repetitions).
     pub a_cycles_per_packet: f64,
     pub b_cycles_per_packet: f64,
+    /// [min, max] of the rows merged, when more than one.
+    pub a_range: Option<(f64, f64)>,
+    pub b_range: Option<(f64, f64)>,
     /// Idle share of the device's core (1 − busy fraction), A and B, when known.
     pub a_idle: Option<f64>,
     pub b_idle: Option<f64>,
     /// b / a of the cycles per packet.
     pub ratio: f64,
     pub outside_tolerance: bool,
+    pub verdict: Verdict,
 }
 
 impl CellAgreement {
@@ -78,11 +171,15 @@ impl CellAgreement {
         self.a.tester_limited || self.b.tester_limited
     }
 
+    /// What decides the cell: its cost where compared, else its figures.
+    pub fn verdict(&self) -> Verdict {
+        self.cost
+            .as_ref()
+            .map_or(self.figure_verdict, |c| c.verdict)
+    }
+
     pub fn agrees(&self) -> bool {
-        match &self.cost {
-            Some(c) => !c.outside_tolerance,
-            None => !self.outside_tolerance && !self.intervals_disjoint,
-        }
+        self.verdict() == Verdict::Agrees
     }
 
     /// max(b/a, a/b) of what decides the cell (the cost for a tester-limited cell that has
@@ -97,59 +194,86 @@ impl CellAgreement {
     }
 }
 
-/// The frame size of a cost row (`64 B`, `64`, `imix`) as a headline group spells it (`64B`,
-/// `imix`).
-fn cost_size(label: &str) -> String {
-    let l = label.trim();
-    match l.trim_end_matches('B').trim().parse::<u32>() {
-        Ok(n) => format!("{n}B"),
-        Err(_) => l.to_string(),
-    }
+/// The merged cost rows of one device, topology and size that have a cost per packet.
+fn costs_of<'r>(
+    rows: &'r [MergedCost],
+    device: &str,
+    topology: &str,
+    size: &str,
+) -> Vec<&'r MergedCost> {
+    rows.iter()
+        .filter(|r| {
+            r.device == device
+                && r.topology == topology
+                && size_key(&r.frame_size) == size
+                && r.cycles_per_packet.is_some_and(|c| c > 0.0)
+        })
+        .collect()
 }
 
-/// The cost comparison of one device, topology and size: the highest load both runs measured
-/// with cycles per packet, preferring loads neither run's generator fell short of.
+/// The cost comparison of one device, topology and size at the highest load both runs
+/// measured, preferring loads neither run's generator fell short of; `Err((A's loads, B's
+/// loads))` when both measured the cell but at no equal load.
 fn compare_cost(
-    a: &[DeviceCostRow],
-    b: &[DeviceCostRow],
+    a: &[MergedCost],
+    b: &[MergedCost],
     device: &str,
     topology: &str,
     size: &str,
     tolerance: f64,
-) -> Option<CostAgreement> {
-    let pick = |rows: &[DeviceCostRow], load: f64| {
-        rows.iter()
-            .find(|r| {
-                r.device == device
-                    && r.topology == topology
-                    && cost_size(&r.frame_size) == size
-                    && (r.intended_fps - load).abs() <= load * 1e-9
-                    && r.cycles_per_packet.is_some_and(|c| c > 0.0)
-            })
-            .cloned()
-    };
-    let mut pairs: Vec<(DeviceCostRow, DeviceCostRow)> = a
+) -> Result<Option<CostAgreement>, (Vec<f64>, Vec<f64>)> {
+    let (ca, cb) = (
+        costs_of(a, device, topology, size),
+        costs_of(b, device, topology, size),
+    );
+    let equal = |x: f64, y: f64| (x - y).abs() <= x.abs() * 1e-9;
+    let mut pairs: Vec<(&MergedCost, &MergedCost)> = ca
         .iter()
-        .filter_map(|r| Some((pick(a, r.intended_fps)?, pick(b, r.intended_fps)?)))
+        .filter_map(|ra| {
+            cb.iter()
+                .find(|rb| equal(ra.intended_fps, rb.intended_fps))
+                .map(|rb| (*ra, *rb))
+        })
         .collect();
+    if pairs.is_empty() {
+        if ca.is_empty() || cb.is_empty() {
+            return Ok(None);
+        }
+        let loads = |v: &[&MergedCost]| v.iter().map(|r| r.intended_fps).collect();
+        return Err((loads(&ca), loads(&cb)));
+    }
     pairs.sort_by(|x, y| {
-        let clean = |p: &(DeviceCostRow, DeviceCostRow)| !p.0.tester_limited && !p.1.tester_limited;
+        let clean = |p: &(&MergedCost, &MergedCost)| !p.0.tester_limited && !p.1.tester_limited;
         clean(x)
             .cmp(&clean(y))
             .then(x.0.intended_fps.total_cmp(&y.0.intended_fps))
     });
-    let (ra, rb) = pairs.pop()?;
-    let (ca, cb) = (ra.cycles_per_packet?, rb.cycles_per_packet?);
-    let ratio = cb / ca;
-    Some(CostAgreement {
+    let Some((ra, rb)) = pairs.pop() else {
+        return Ok(None);
+    };
+    let (Some(pa), Some(pb)) = (ra.cycles_per_packet, rb.cycles_per_packet) else {
+        return Ok(None);
+    };
+    let r = ratio(pa, pb);
+    Ok(Some(CostAgreement {
         load_fps: ra.intended_fps,
-        a_cycles_per_packet: ca,
-        b_cycles_per_packet: cb,
-        a_idle: ra.busy_fraction.map(|f| (1.0 - f).max(0.0)),
-        b_idle: rb.busy_fraction.map(|f| (1.0 - f).max(0.0)),
-        ratio,
-        outside_tolerance: (ratio - 1.0).abs() > tolerance,
-    })
+        a_cycles_per_packet: pa,
+        b_cycles_per_packet: pb,
+        a_range: ra.range,
+        b_range: rb.range,
+        a_idle: ra.idle_fraction(),
+        b_idle: rb.idle_fraction(),
+        ratio: r,
+        outside_tolerance: (r - 1.0).abs() > tolerance,
+        verdict: verdict(
+            r,
+            tolerance,
+            ra.range.unwrap_or((pa, pa)),
+            rb.range.unwrap_or((pb, pb)),
+            ra.range.is_some(),
+            rb.range.is_some(),
+        ),
+    }))
 }
 
 /// A ranking that flipped: at one cell group, `winner_a` beat `winner_b` in A, the reverse in B.
@@ -171,124 +295,175 @@ pub struct Agreement {
     pub flips: Vec<Flip>,
 }
 
-/// Cell key → (device, group, figure, (topology, size)).
-type Headlines = BTreeMap<String, (String, String, Figure, (String, String))>;
-
-fn headlines(run: &RunResults) -> Headlines {
-    let mut out = BTreeMap::new();
-    for t in &run.tests {
-        for (goal, fig) in figures(t) {
-            let topo = t.topology.clone().unwrap_or_else(|| t.deployment.clone());
-            let size = t
-                .frame_mix
-                .clone()
-                .unwrap_or_else(|| format!("{}B", t.frame_size));
-            let mut group = format!("{} {topo} {size} {goal}", t.id);
-            if let Some(f) = t.flows.filter(|&f| f != 1) {
-                let _ = write!(group, " flows={f}");
-            }
-            if let Some(s) = t.scale {
-                let _ = write!(group, " scale={s}");
-            }
-            let key = format!("{} {}", t.vswitch, group);
-            out.insert(
-                key,
-                (t.vswitch.clone(), group, fig, (topo.clone(), size.clone())),
-            );
-        }
+/// The cell of `t` for `goal`: (key, group, topology, size).
+fn cell_of(t: &TestRecord, goal: &str) -> (String, String, String, String) {
+    let topo = t.topology.clone().unwrap_or_else(|| t.deployment.clone());
+    let size = t
+        .frame_mix
+        .clone()
+        .unwrap_or_else(|| format!("{}B", t.frame_size));
+    let mut group = format!("{} {topo} {size} {goal}", t.id);
+    if let Some(f) = t.flows.filter(|&f| f != 1) {
+        let _ = write!(group, " flows={f}");
     }
-    out
+    if let Some(s) = t.scale {
+        let _ = write!(group, " scale={s}");
+    }
+    (format!("{} {group}", t.vswitch), group, topo, size)
 }
 
-/// The headline figures of one test record: (goal name, figure).
-fn figures(t: &TestRecord) -> Vec<(String, Figure)> {
+/// The key of `t`'s cell for `goal` in [`headlines`] (`device id topology size goal`).
+pub fn headline_key(t: &TestRecord, goal: &str) -> String {
+    cell_of(t, goal).0
+}
+
+/// One search of a cell: its lower bound (none when even the min load failed) and whether it
+/// was tester-limited.
+type Search = (Option<f64>, bool);
+
+/// Every search of one record per goal: (goal, its searches).
+fn searches(t: &TestRecord) -> Vec<(String, Vec<Search>)> {
     match &t.outcome {
         Outcome::Mlrsearch(r) => r
             .goals
             .iter()
-            .filter_map(|g| {
-                let spread = r
+            .map(|g| {
+                let lbs = r
                     .repeated
                     .as_ref()
-                    .and_then(|rep| rep.goals.iter().find(|s| s.name == g.goal.name));
-                let fps = spread
-                    .and_then(|s| s.median_fps)
-                    .or(g.relevant_lower_bound_fps)?;
-                let interval = spread.and_then(|s| Some((s.min_fps?, s.max_fps?)));
-                Some((
-                    g.goal.name.clone(),
-                    Figure {
-                        fps,
-                        interval,
-                        tester_limited: g.tester_limited,
-                    },
-                ))
+                    .and_then(|rep| rep.goals.iter().find(|s| s.name == g.goal.name))
+                    .map_or_else(
+                        || vec![g.relevant_lower_bound_fps],
+                        |s| s.lower_bounds_fps.clone(),
+                    );
+                // A repeated record keeps the median search's flag (mlrsearch_repeated).
+                let flagged = lbs.into_iter().map(|l| (l, g.tester_limited)).collect();
+                (g.goal.name.clone(), flagged)
             })
             .collect(),
-        Outcome::Throughput(r) => r
-            .throughput_fps
-            .map(|fps| {
-                vec![(
-                    "throughput".to_string(),
-                    Figure {
-                        fps,
-                        interval: None,
-                        tester_limited: r.tester_limited,
-                    },
-                )]
-            })
-            .unwrap_or_default(),
+        Outcome::Throughput(r) => vec![(
+            "throughput".to_string(),
+            vec![(r.throughput_fps, r.tester_limited)],
+        )],
         _ => Vec::new(),
     }
+}
+
+/// The headline cells of one run by key, each merged over the records of the cell (rounds) and
+/// their repeated searches (module doc). A cell whose median search found nothing is left out.
+pub fn headlines(run: &RunResults) -> BTreeMap<String, Headline> {
+    let mut acc: BTreeMap<String, (Headline, Vec<Search>)> = BTreeMap::new();
+    for t in &run.tests {
+        for (goal, found) in searches(t) {
+            let (key, group, topology, size) = cell_of(t, &goal);
+            acc.entry(key)
+                .or_insert_with(|| {
+                    let h = Headline {
+                        device: t.vswitch.clone(),
+                        group,
+                        id: t.id.clone(),
+                        goal: goal.clone(),
+                        topology,
+                        size,
+                        scale: t.scale,
+                        line_fps: t.line.max_fps(),
+                        figure: Figure {
+                            fps: 0.0,
+                            interval: None,
+                            tester_limited: false,
+                            searches: 0,
+                        },
+                    };
+                    (h, Vec::new())
+                })
+                .1
+                .extend(found);
+        }
+    }
+    acc.into_iter()
+        .filter_map(|(key, (mut h, found))| {
+            let lbs: Vec<Option<f64>> = found.iter().map(|f| f.0).collect();
+            let m = lower_median_index(&lbs)?;
+            let fps = lbs[m]?;
+            let got = || lbs.iter().flatten().copied();
+            h.figure = Figure {
+                fps,
+                interval: (found.len() > 1).then(|| {
+                    (
+                        got().fold(f64::INFINITY, f64::min),
+                        got().fold(f64::NEG_INFINITY, f64::max),
+                    )
+                }),
+                tester_limited: found[m].1,
+                searches: found.len(),
+            };
+            Some((key, h))
+        })
+        .collect()
 }
 
 /// Compares the headline cells of `a` and `b` at relative `tolerance` (0.10 = ±10 %).
 pub fn agree(a: &RunResults, b: &RunResults, tolerance: f64) -> Agreement {
     let (ha, hb) = (headlines(a), headlines(b));
+    let (costs_a, costs_b) = (merge_rows(&a.device_cost), merge_rows(&b.device_cost));
     let mut cells = Vec::new();
-    for (key, (dev, _, fa, (topo, size))) in &ha {
-        let Some((_, _, fb, _)) = hb.get(key) else {
+    for (key, x) in &ha {
+        let Some(y) = hb.get(key) else {
             continue;
         };
-        let ratio = if fa.fps == 0.0 {
-            if fb.fps == 0.0 {
-                1.0
-            } else {
-                f64::INFINITY
-            }
-        } else {
-            fb.fps / fa.fps
-        };
+        let (fa, fb) = (&x.figure, &y.figure);
+        let r = ratio(fa.fps, fb.fps);
         let intervals_disjoint = match (fa.interval, fb.interval) {
             (Some((amin, amax)), Some((bmin, bmax))) => amax < bmin || bmax < amin,
             _ => false,
+        };
+        let (cost, cost_loads_differ) = if fa.tester_limited || fb.tester_limited {
+            match compare_cost(
+                &costs_a,
+                &costs_b,
+                &x.device,
+                &x.topology,
+                &x.size,
+                tolerance,
+            ) {
+                Ok(c) => (c, None),
+                Err(loads) => (None, Some(loads)),
+            }
+        } else {
+            (None, None)
         };
         cells.push(CellAgreement {
             key: key.clone(),
             a: fa.clone(),
             b: fb.clone(),
-            ratio,
-            outside_tolerance: (ratio - 1.0).abs() > tolerance,
+            ratio: r,
+            outside_tolerance: (r - 1.0).abs() > tolerance,
             intervals_disjoint,
-            cost: if fa.tester_limited || fb.tester_limited {
-                compare_cost(&a.device_cost, &b.device_cost, dev, topo, size, tolerance)
-            } else {
-                None
-            },
+            figure_verdict: verdict(
+                r,
+                tolerance,
+                fa.span(),
+                fb.span(),
+                fa.interval.is_some(),
+                fb.interval.is_some(),
+            ),
+            cost,
+            cost_loads_differ,
         });
     }
     // Rankings: per group, every pair of devices present in both runs and not tester-limited.
     let mut flips = Vec::new();
     let mut groups: BTreeMap<&str, Vec<(&str, f64, f64)>> = BTreeMap::new();
-    for (key, (dev, group, fa, _)) in &ha {
-        if let Some((_, _, fb, _)) = hb.get(key) {
-            if fa.tester_limited || fb.tester_limited {
+    for (key, x) in &ha {
+        if let Some(y) = hb.get(key) {
+            if x.figure.tester_limited || y.figure.tester_limited {
                 continue;
             }
-            groups
-                .entry(group.as_str())
-                .or_default()
-                .push((dev.as_str(), fa.fps, fb.fps));
+            groups.entry(x.group.as_str()).or_default().push((
+                x.device.as_str(),
+                x.figure.fps,
+                y.figure.fps,
+            ));
         }
     }
     for (group, devs) in groups {
@@ -328,8 +503,22 @@ impl Agreement {
         self.cells.iter().filter(|c| c.agrees()).count()
     }
 
+    /// Cells outside the tolerance whose runs' own intervals say why ([`Verdict`]).
+    pub fn within_intervals(&self) -> usize {
+        self.cells
+            .iter()
+            .filter(|c| c.verdict() == Verdict::WithinIntervals)
+            .count()
+    }
+
     pub fn all_agree(&self) -> bool {
         self.agreeing() == self.cells.len() && self.flips.is_empty()
+    }
+
+    /// Every cell agrees or differs only within the intervals of the runs' own repeats, and no
+    /// ranking flipped: issue 7's "agree within 10 %, or the intervals say why not".
+    pub fn all_agree_or_explained(&self) -> bool {
+        self.agreeing() + self.within_intervals() == self.cells.len() && self.flips.is_empty()
     }
 
     /// Median of the cells' disagreement (max(B/A, A/B)); `None` without cells.
@@ -356,6 +545,20 @@ impl Agreement {
              the search, with overlapping intervals).",
             self.agreeing(),
             self.cells.len()
+        );
+        let within = self.within_intervals();
+        if within > 0 {
+            let _ = writeln!(
+                s,
+                "{within} more differ by more than ±{pct:.0} %, within the intervals of the runs' \
+                 own repeated searches: the figure does not repeat to ±{pct:.0} % inside one run \
+                 either, and its interval says by how much."
+            );
+        }
+        let _ = writeln!(
+            s,
+            "{} disagree beyond their intervals.",
+            self.cells.len() - self.agreeing() - within
         );
         if let (Some(m), Some(w)) = (self.median_disagreement(), self.worst()) {
             let _ = writeln!(
@@ -385,10 +588,19 @@ impl Agreement {
             if let Some((lo, hi)) = f.interval {
                 let _ = write!(t, " [{:.4}, {:.4}]", lo / 1e6, hi / 1e6);
             }
+            if f.searches > 1 {
+                let _ = write!(t, " ({} searches)", f.searches);
+            }
             if f.tester_limited {
                 t.push_str(" (tester-limited)");
             }
             t
+        };
+        let cpp = |c: f64, r: Option<(f64, f64)>| {
+            r.map_or_else(
+                || format!("{c:.0}"),
+                |(lo, hi)| format!("{c:.0} [{lo:.0}, {hi:.0}]"),
+            )
         };
         for c in &self.cells {
             let mut flags = Vec::new();
@@ -400,30 +612,51 @@ impl Agreement {
             }
             let idle =
                 |i: Option<f64>| i.map_or("—".to_string(), |i| format!("{:.0} %", i * 100.0));
+            let judged = |v: Verdict, what: &str| match v {
+                Verdict::Agrees => "ok".to_string(),
+                Verdict::WithinIntervals => {
+                    format!("{what}outside ±{pct:.0} %, within the runs' intervals")
+                }
+                Verdict::Disagrees => format!("**{what}outside ±{pct:.0} %**"),
+            };
             let flag = match (&c.cost, c.tester_limited()) {
                 (Some(k), _) => format!(
-                    "{}: tester-limited, compared by device cost at {:.0} fps: {:.0} → {:.0} \
+                    "{}: tester-limited, compared by device cost at {:.0} fps: {} → {} \
                      cycles/packet (B/A {:.3}), idle {} → {}",
-                    if k.outside_tolerance {
-                        format!("**cost outside ±{pct:.0} %**")
-                    } else {
-                        "ok".to_string()
-                    },
+                    judged(k.verdict, "cost "),
                     k.load_fps,
-                    k.a_cycles_per_packet,
-                    k.b_cycles_per_packet,
+                    cpp(k.a_cycles_per_packet, k.a_range),
+                    cpp(k.b_cycles_per_packet, k.b_range),
                     k.ratio,
                     idle(k.a_idle),
                     idle(k.b_idle)
                 ),
                 (None, tl) => {
-                    let mut f = if flags.is_empty() {
-                        "ok".to_string()
-                    } else {
-                        format!("**{}**", flags.join(", "))
+                    let mut f = match c.figure_verdict {
+                        Verdict::Agrees => "ok".to_string(),
+                        Verdict::WithinIntervals => {
+                            flags.join(", ") + ", within the runs' intervals"
+                        }
+                        Verdict::Disagrees => format!("**{}**", flags.join(", ")),
                     };
-                    if tl {
-                        f.push_str(" (tester-limited, no device cost to compare)");
+                    match (&c.cost_loads_differ, tl) {
+                        (Some((la, lb)), _) => {
+                            let l = |v: &[f64]| {
+                                v.iter()
+                                    .map(|x| format!("{x:.0}"))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            };
+                            let _ = write!(
+                                f,
+                                " (tester-limited; device cost measured at different loads, A {} \
+                                 fps, B {} fps: not compared)",
+                                l(la),
+                                l(lb)
+                            );
+                        }
+                        (None, true) => f.push_str(" (tester-limited, no device cost to compare)"),
+                        (None, false) => {}
                     }
                     f
                 }
@@ -455,6 +688,7 @@ impl Agreement {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::device_cost::DeviceCostRow;
     use crate::procedures::mlrsearch::{GoalResult, GoalSpread, MlrResult, Repeated, SearchGoal};
     use crate::results::{Provenance, TestRecord};
     use crate::LineRate;
@@ -473,11 +707,11 @@ mod tests {
             trial_seconds: 0.0,
             tester_ceiling_fps: None,
             repeated: Some(Repeated {
-                searches: 2,
+                searches: 3,
                 goals: vec![GoalSpread {
                     name: "NDR".into(),
-                    lower_bounds_fps: vec![Some(ndr.0), Some(ndr.2)],
-                    conditional_throughputs_fps: vec![Some(ndr.0), Some(ndr.2)],
+                    lower_bounds_fps: vec![Some(ndr.0), Some(ndr.1), Some(ndr.2)],
+                    conditional_throughputs_fps: vec![Some(ndr.0), Some(ndr.1), Some(ndr.2)],
                     median_fps: Some(ndr.1),
                     min_fps: Some(ndr.0),
                     max_fps: Some(ndr.2),
@@ -576,6 +810,8 @@ mod tests {
             repetitions: 3,
             tester_limited: false,
             note: None,
+            round: None,
+            load_basis: None,
         }
     }
 
@@ -644,9 +880,185 @@ mod tests {
             .unwrap();
         assert!(lb.cost.is_none() && !lb.agrees());
         assert!(g.render().contains("no device cost to compare"));
-        // Rows of another size or topology never stand in.
-        assert_eq!(cost_size("64 B"), "64B");
-        assert_eq!(cost_size("64"), "64B");
-        assert_eq!(cost_size("imix"), "imix");
+        // Rows at another load never stand in: B measured OVS only at 100 kfps.
+        b.device_cost = vec![cost_row("ovs", "phy2phy-veth", 100e3, 12_000.0, 0.80)];
+        let g = agree(&a, &b, 0.10);
+        let o = g
+            .cells
+            .iter()
+            .find(|c| c.key == "ovs phy2phy_ndrpdr phy2phy-veth 64B NDR")
+            .unwrap();
+        assert!(o.cost.is_none(), "{o:?}");
+        assert_eq!(o.cost_loads_differ, Some((vec![50e3], vec![100e3])));
+        assert!(
+            g.render().contains(
+                "device cost measured at different loads, A 50000 fps, B 100000 fps: not compared"
+            ),
+            "{}",
+            g.render()
+        );
+    }
+
+    /// One round of `dev`'s 64 B memif NDR search: a single search (no `repeated`).
+    fn round(dev: &str, ndr: Option<f64>, tester_limited: bool) -> TestRecord {
+        let mut r = record(dev, (1.0, 1.0, 1.0), 2.0e6);
+        if let Outcome::Mlrsearch(m) = &mut r.outcome {
+            m.repeated = None;
+            m.goals[0].relevant_lower_bound_fps = ndr;
+            m.goals[0].tester_limited = tester_limited;
+        }
+        r
+    }
+
+    #[test]
+    fn rounds_of_one_cell_merge_into_a_median_and_an_interval() {
+        // Three rounds of testpmd, each a freshly started device: NDR 0.94, 5.75, 5.04 Mfps
+        // (memif's two modes, BENCHMARKS §4). One cell: median 5.04, interval [0.94, 5.75].
+        let a = run(vec![
+            round("testpmd", Some(0.94e6), false),
+            round("vecswitch", Some(2.0e6), false),
+            round("testpmd", Some(5.75e6), true),
+            round("vecswitch", None, false),
+            round("testpmd", Some(5.04e6), false),
+            round("vecswitch", Some(2.2e6), false),
+        ]);
+        let h = headlines(&a);
+        let t = &h["testpmd phy2phy_ndrpdr phy2phy-memif 64B NDR"];
+        assert_eq!(
+            t.figure,
+            Figure {
+                fps: 5.04e6,
+                interval: Some((0.94e6, 5.75e6)),
+                tester_limited: false,
+                searches: 3,
+            }
+        );
+        assert_eq!((t.device.as_str(), t.size.as_str()), ("testpmd", "64B"));
+        assert!((t.line_fps - 14_880_952.38).abs() < 1.0, "{}", t.line_fps);
+        // A round without a lower bound counts as the lowest: median 2.0 of (none, 2.0, 2.2).
+        let v = &h["vecswitch phy2phy_ndrpdr phy2phy-memif 64B NDR"].figure;
+        assert_eq!(
+            (v.fps, v.interval, v.searches),
+            (2.0e6, Some((2.0e6, 2.2e6)), 3)
+        );
+        // The PDR of each round (2.0 Mfps, no spread) merges too: three equal searches.
+        let p = &h["testpmd phy2phy_ndrpdr phy2phy-memif 64B PDR"].figure;
+        assert_eq!((p.fps, p.interval), (2.0e6, Some((2.0e6, 2.0e6))));
+        // The median search's tester-limited flag is the cell's: 5.75 was, 5.04 was not.
+        let b = run(vec![
+            round("testpmd", Some(5.75e6), true),
+            round("testpmd", Some(6.2e6), true),
+            round("testpmd", Some(1.0e6), false),
+        ]);
+        assert!(
+            headlines(&b)["testpmd phy2phy_ndrpdr phy2phy-memif 64B NDR"]
+                .figure
+                .tester_limited
+        );
+        // A cell whose median round found nothing is left out.
+        let none = run(vec![round("x", None, false), round("x", None, false)]);
+        assert!(!headlines(&none).contains_key("x phy2phy_ndrpdr phy2phy-memif 64B NDR"));
+    }
+
+    #[test]
+    fn a_difference_inside_the_runs_own_intervals_says_why_instead_of_agreeing() {
+        // A: 5.04 [0.94, 5.75]; B: 1.1 [0.9, 5.6]: 4.6× apart, but each run saw both modes.
+        let a = run(vec![
+            round("testpmd", Some(0.94e6), false),
+            round("testpmd", Some(5.75e6), false),
+            round("testpmd", Some(5.04e6), false),
+        ]);
+        let b = run(vec![
+            round("testpmd", Some(0.9e6), false),
+            round("testpmd", Some(1.1e6), false),
+            round("testpmd", Some(5.6e6), false),
+        ]);
+        let g = agree(&a, &b, 0.10);
+        let c = g
+            .cells
+            .iter()
+            .find(|c| c.key == "testpmd phy2phy_ndrpdr phy2phy-memif 64B NDR")
+            .unwrap();
+        assert!(c.outside_tolerance && !c.intervals_disjoint);
+        assert_eq!(c.verdict(), Verdict::WithinIntervals);
+        assert!(!c.agrees());
+        // NDR within intervals; PDR (2.0 in all rounds) agrees.
+        assert_eq!((g.agreeing(), g.within_intervals()), (1, 1));
+        assert!(!g.all_agree() && g.all_agree_or_explained());
+        let text = g.render();
+        assert!(
+            text.contains("1 more differ by more than ±10 %, within the intervals")
+                && text.contains("0 disagree beyond their intervals")
+                && text.contains("(3 searches)")
+                && text.contains("outside ±10 %, within the runs' intervals"),
+            "{text}"
+        );
+        // Tight intervals that do not reach each other: disagrees.
+        let b = run(vec![
+            round("testpmd", Some(0.9e6), false),
+            round("testpmd", Some(0.91e6), false),
+            round("testpmd", Some(0.92e6), false),
+        ]);
+        let g = agree(&a, &b, 0.10);
+        assert_eq!(g.cells[0].verdict(), Verdict::Disagrees);
+        assert!(!g.all_agree_or_explained());
+        // One run without an interval: its figure inside the other's interval is within it.
+        assert_eq!(
+            verdict(2.0, 0.1, (1.0, 3.0), (2.0, 2.0), true, false),
+            Verdict::WithinIntervals
+        );
+        assert_eq!(
+            verdict(2.0, 0.1, (1.0, 1.0), (2.0, 2.0), false, false),
+            Verdict::Disagrees
+        );
+        assert_eq!(
+            verdict(1.05, 0.1, (1.0, 1.0), (1.05, 1.05), false, false),
+            Verdict::Agrees
+        );
+    }
+
+    #[test]
+    fn device_cost_of_rounds_merges_and_compares_at_an_equal_load() {
+        // Three rounds of OVS over veth, tester-limited, cost at 100 kfps in each: A 12000 [11000,
+        // 12500], B 12600 [12000, 13000] → B/A 1.05, agrees.
+        let mut a = run(vec![limited("ovs", 200e3)]);
+        let mut b = run(vec![limited("ovs", 150e3)]);
+        let rows = |v: &[f64]| -> Vec<DeviceCostRow> {
+            v.iter()
+                .enumerate()
+                .map(|(i, &c)| {
+                    let mut r = cost_row("ovs", "phy2phy-veth", 100e3, c, 0.4);
+                    r.round = Some(i as u32 + 1);
+                    r
+                })
+                .collect()
+        };
+        a.device_cost = rows(&[12_000.0, 11_000.0, 12_500.0]);
+        b.device_cost = rows(&[13_000.0, 12_600.0, 12_000.0]);
+        let g = agree(&a, &b, 0.10);
+        let k = g.cells[0].cost.as_ref().expect("compared by cost");
+        assert_eq!(
+            (k.a_cycles_per_packet, k.b_cycles_per_packet),
+            (12_000.0, 12_600.0)
+        );
+        assert_eq!(
+            (k.a_range, k.b_range),
+            (Some((11_000.0, 12_500.0)), Some((12_000.0, 13_000.0)))
+        );
+        assert_eq!(k.verdict, Verdict::Agrees);
+        assert!(
+            g.render()
+                .contains("12000 [11000, 12500] → 12600 [12000, 13000] cycles/packet"),
+            "{}",
+            g.render()
+        );
+        // B 1.5× dearer, ranges apart: disagrees; ranges that meet: within them.
+        b.device_cost = rows(&[18_000.0, 19_000.0, 17_500.0]);
+        assert_eq!(agree(&a, &b, 0.10).cells[0].verdict(), Verdict::Disagrees);
+        b.device_cost = rows(&[12_400.0, 19_000.0, 17_500.0]);
+        assert_eq!(
+            agree(&a, &b, 0.10).cells[0].verdict(),
+            Verdict::WithinIntervals
+        );
     }
 }

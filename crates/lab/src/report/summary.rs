@@ -1,8 +1,13 @@
 //! The side-by-side summary of a run: one line per topology × device × frame size, one column per
-//! throughput test (plain RFC 2544, best-of-N, worst-of-N …), latency at the throughput, and the
+//! throughput test (plain RFC 2544, best-of-N, worst-of-N …) and per MLRsearch goal (NDR, PDR:
+//! the median of the cell's searches and rounds with their [min, max],
+//! [`crate::report::agree::headlines`]), the device's cost, latency at the throughput, and the
 //! generator's calibrated limit beside them. Markdown and HTML render the same [`Summary`].
 
-use crate::results::{Cell, RunResults};
+use std::fmt::Write as _;
+
+use crate::report::agree::{headline_key, headlines, Headline};
+use crate::results::{Cell, Outcome, RunResults};
 
 /// Marker appended to a figure that is at, or limited by, the generator.
 pub const TESTER_MARK: &str = " †";
@@ -26,9 +31,18 @@ fn mfps(x: f64) -> String {
 /// Builds the summary of `run` (tests in their order; scale-sweep points are left out).
 pub fn summary(run: &RunResults) -> Summary {
     let mut tput_ids: Vec<String> = Vec::new();
+    // (MLRsearch test id, goal) in the order the run measured them.
+    let mut goal_cols: Vec<(String, String)> = Vec::new();
     let mut keys: Vec<(String, String, String)> = Vec::new();
     for t in run.tests.iter().filter(|t| t.scale.is_none()) {
-        if t.outcome.name() == "throughput" && !tput_ids.contains(&t.id) {
+        if let Outcome::Mlrsearch(m) = &t.outcome {
+            for g in &m.goals {
+                let c = (t.id.clone(), g.goal.name.clone());
+                if !goal_cols.contains(&c) {
+                    goal_cols.push(c);
+                }
+            }
+        } else if t.outcome.name() == "throughput" && !tput_ids.contains(&t.id) {
             tput_ids.push(t.id.clone());
         }
         let k = (
@@ -42,6 +56,12 @@ pub fn summary(run: &RunResults) -> Summary {
     }
     let mut header = vec!["topology".to_string(), "device".into(), "frame size".into()];
     header.extend(tput_ids.iter().map(|id| format!("{id} Mfps (% of line)")));
+    header.extend(
+        goal_cols
+            .iter()
+            .map(|(id, g)| format!("{id} {g} Mfps (% of line) [min, max]")),
+    );
+    let heads = headlines(run);
     // The device's cost beside its figures (issue 7 item 6): where the figures are the tester's
     // ceiling (†), this is the comparison the run can make.
     let with_cost = !run.device_cost.is_empty();
@@ -79,6 +99,20 @@ pub fn summary(run: &RunResults) -> Summary {
                 });
             row.push(cell.unwrap_or_else(|| "—".into()));
         }
+        for (id, goal) in &goal_cols {
+            let t = tests.iter().find(|t| {
+                &t.id == id && matches!(&t.outcome, Outcome::Mlrsearch(m) if m.goals.iter().any(|g| &g.goal.name == goal))
+            });
+            let cell = match t.map(|t| heads.get(&headline_key(t, goal))) {
+                None => "—".to_string(),
+                Some(None) => "none passed".to_string(),
+                Some(Some(h)) => {
+                    any_limited |= h.figure.tester_limited;
+                    goal_cell(h)
+                }
+            };
+            row.push(cell);
+        }
         if with_cost {
             row.push(cost_cell(run, topo, dev, size));
         }
@@ -106,23 +140,44 @@ pub fn summary(run: &RunResults) -> Summary {
     }
 }
 
-/// The device-cost rows of one device, topology and size: `6500 (75 % idle) at 30 kfps`, one per
-/// load, `—` when none.
+/// One MLRsearch goal of one cell: `2.348 (15.8 %) [1.805, 3.710] †` (the interval over the
+/// cell's searches and rounds when there was more than one).
+fn goal_cell(h: &Headline) -> String {
+    let f = &h.figure;
+    let mut c = mfps(f.fps);
+    if h.line_fps > 0.0 {
+        let _ = write!(c, " ({:.1} %)", f.fps / h.line_fps * 100.0);
+    }
+    if let Some((lo, hi)) = f.interval {
+        let _ = write!(c, " [{}, {}]", mfps(lo), mfps(hi));
+    }
+    if f.tester_limited {
+        c.push_str(TESTER_MARK);
+    }
+    c
+}
+
+/// The device-cost rows of one device, topology and size, merged over rounds:
+/// `6500 [6100, 7000] (75 % idle) at 30 kfps`, one per load, `—` when none.
 fn cost_cell(run: &RunResults, topo: &str, dev: &str, size: &str) -> String {
     let norm = |l: &str| l.replace(' ', "");
-    let cells: Vec<String> = run
-        .device_cost
+    let merged = crate::device_cost::merge_rows(&run.device_cost);
+    let cells: Vec<String> = merged
         .iter()
         .filter(|r| r.device == dev && r.topology == topo && norm(&r.frame_size) == norm(size))
         .map(|r| {
             let cpp = r
                 .cycles_per_packet
                 .map_or_else(|| "—".to_string(), |c| format!("{c:.0}"));
+            let range = r
+                .range
+                .map(|(lo, hi)| format!(" [{lo:.0}, {hi:.0}]"))
+                .unwrap_or_default();
             let idle = r
                 .idle_fraction()
                 .map(|i| format!(" ({:.0} % idle)", i * 100.0))
                 .unwrap_or_default();
-            format!("{cpp}{idle} at {:.0} kfps", r.intended_fps / 1e3)
+            format!("{cpp}{range}{idle} at {:.0} kfps", r.intended_fps / 1e3)
         })
         .collect();
     if cells.is_empty() {
@@ -198,6 +253,59 @@ pub fn settings(run: &RunResults) -> Vec<String> {
                 }
                 if let (Some(d), Some(n)) = (num(t, "trial_duration_s"), num(t, "repetitions")) {
                     parts.push(format!("{n} × {d} s"));
+                }
+            }
+            "mlrsearch" => {
+                let goals: Vec<String> = t
+                    .get("goals")
+                    .and_then(serde_json::Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .map(|g| {
+                        let name = text(g, "name").unwrap_or_default();
+                        let mut d = format!(
+                            "{name} at {} % loss, exceed ratio {}",
+                            num(g, "loss_percent").unwrap_or(0.0),
+                            num(g, "exceed_ratio").unwrap_or(0.5)
+                        );
+                        if let (Some(i), Some(f), Some(sum), Some(w)) = (
+                            num(g, "initial_trial_duration_s"),
+                            num(g, "final_trial_duration_s"),
+                            num(g, "duration_sum_s"),
+                            num(g, "relative_width"),
+                        ) {
+                            let _ = write!(
+                                d,
+                                ", {i}–{f} s trials summing to {sum} s, width {} %",
+                                w * 100.0
+                            );
+                        }
+                        d
+                    })
+                    .collect();
+                parts.push(if goals.is_empty() {
+                    "MLRsearch NDR and PDR (draft-ietf-bmwg-mlrsearch)".to_string()
+                } else {
+                    format!(
+                        "MLRsearch (draft-ietf-bmwg-mlrsearch): {}",
+                        goals.join("; ")
+                    )
+                });
+                if let Some(n) = num(t, "searches").filter(|n| *n > 1.0) {
+                    // A real bench records its rounds; a simulated run (or one from before
+                    // rounds) repeated the searches in one measurer.
+                    let rounds = run
+                        .tests
+                        .iter()
+                        .any(|t| t.setup.as_ref().is_some_and(|s| s.get("rounds").is_some()));
+                    parts.push(if rounds {
+                        format!(
+                            "{n} searches, each on a freshly started device, interleaved with \
+                             the other devices (rounds): median and [min, max]"
+                        )
+                    } else {
+                        format!("{n} searches in one device process: median and [min, max]")
+                    });
                 }
             }
             other => parts.push(other.to_string()),
@@ -276,6 +384,8 @@ mod tests {
             repetitions: 3,
             tester_limited: false,
             note: None,
+            round: None,
+            load_basis: None,
         });
         let s = summary(&run);
         let col = s
@@ -293,6 +403,65 @@ mod tests {
         assert!(s.rows.iter().filter(|r| r[col] == "—").count() == s.rows.len() - 1);
         assert!(s.rows.iter().all(|r| r.len() == s.header.len()));
         assert_eq!(s.header.last().unwrap(), "generator limit Mfps");
+    }
+
+    #[test]
+    fn mlrsearch_goals_are_columns_merged_over_rounds() {
+        // Three rounds of one device's NDR/PDR search (three records of the same cell) and one
+        // record of another device: one line each, NDR and PDR columns with the rounds' median
+        // and [min, max].
+        use crate::procedures::mlrsearch::{GoalResult, MlrResult, SearchGoal};
+        let rec = |dev: &str, ndr: f64, limited: bool| {
+            let goal = |g: SearchGoal, l: f64, tl: bool| GoalResult {
+                goal: g,
+                relevant_lower_bound_fps: Some(l),
+                relevant_upper_bound_fps: None,
+                conditional_throughput_fps: Some(l),
+                tester_limited: tl,
+            };
+            let mut t = sample_run().tests[0].clone();
+            t.id = "phy2phy_ndrpdr".into();
+            t.vswitch = dev.into();
+            t.frame_size = 64;
+            t.line = crate::LineRate::ten_gig(64);
+            t.frame_mix = None;
+            t.scale = None;
+            t.outcome = Outcome::Mlrsearch(MlrResult {
+                goals: vec![
+                    goal(SearchGoal::ndr(), ndr, false),
+                    goal(SearchGoal::pdr(), 2.0 * ndr, limited),
+                ],
+                trials: Vec::new(),
+                trial_seconds: 0.0,
+                tester_ceiling_fps: None,
+                repeated: None,
+            });
+            t
+        };
+        let mut run = sample_run();
+        run.tests = vec![
+            rec("testpmd-io", 0.94e6, false),
+            rec("vecswitch", 1.0e6, true),
+            rec("testpmd-io", 5.75e6, true),
+            rec("testpmd-io", 5.04e6, true),
+        ];
+        let s = summary(&run);
+        let col = |name: &str| s.header.iter().position(|h| h == name).unwrap();
+        let (ndr, pdr) = (
+            col("phy2phy_ndrpdr NDR Mfps (% of line) [min, max]"),
+            col("phy2phy_ndrpdr PDR Mfps (% of line) [min, max]"),
+        );
+        assert_eq!(s.rows.len(), 2, "{:?}", s.rows);
+        let t = s.rows.iter().find(|r| r[1] == "testpmd-io").unwrap();
+        assert_eq!(t[ndr], "5.040 (33.9 %) [0.940, 5.750]");
+        assert_eq!(
+            t[pdr],
+            format!("10.080 (67.7 %) [1.880, 11.500]{TESTER_MARK}")
+        );
+        let v = s.rows.iter().find(|r| r[1] == "vecswitch").unwrap();
+        assert_eq!(v[ndr], "1.000 (6.7 %)");
+        assert!(s.tester_limited);
+        assert!(s.rows.iter().all(|r| r.len() == s.header.len()));
     }
 
     #[test]
@@ -323,6 +492,24 @@ mod tests {
         assert!(
             s[2].contains("less than 99 % of the intended frames"),
             "{s:?}"
+        );
+        // Repeated searches: in rounds when the run recorded them, else in one process.
+        let suite = crate::suite::Suite::parse(
+            "name = \"x\"\n[[dut]]\nname = \"a\"\ntopology = \"phy2phy-memif\"\n\
+             [[test]]\nprocedure = \"mlrsearch\"\nsearches = 3\n",
+        )
+        .unwrap();
+        run.provenance.config = Some(serde_json::to_value(&suite).unwrap());
+        assert!(
+            settings(&run)[0].contains("3 searches in one device process"),
+            "{:?}",
+            settings(&run)
+        );
+        run.tests[0].setup = Some(serde_json::json!({ "round": 1, "rounds": 3 }));
+        assert!(
+            settings(&run)[0].contains("3 searches, each on a freshly started device"),
+            "{:?}",
+            settings(&run)
         );
     }
 }
