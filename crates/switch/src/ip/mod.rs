@@ -97,7 +97,14 @@ pub use nd_input::NdInput;
 /// `nat44-out2in` and the firewall sit on it.
 pub const IP4_UNICAST_ARC: ArcId = 2;
 
-/// The IP feature as registered in the graph: its ten forwarding nodes and the `ip4-unicast` arc.
+/// The `ip6-unicast` arc: features on checked IPv6 packets of a routed interface that are to be
+/// routed, between `ip6-input` and `ip6-lookup` (per receive interface; VPP's `ip6-unicast`
+/// feature arc), declared like [`IP4_UNICAST_ARC`]. Packets `ip6-input` sends to `ip6-local`
+/// (multicast, the receive interface's link-local address) do not take it.
+pub const IP6_UNICAST_ARC: ArcId = 3;
+
+/// The IP feature as registered in the graph: its ten forwarding nodes and the `ip4-unicast` and
+/// `ip6-unicast` arcs.
 #[derive(Debug, Clone, Copy)]
 pub struct IpFeature;
 
@@ -112,6 +119,12 @@ impl Feature for IpFeature {
             if a != IP4_UNICAST_ARC {
                 return Err(GraphError::UnknownArc(format!(
                     "ip4-unicast must be arc #{IP4_UNICAST_ARC}, got #{a}"
+                )));
+            }
+            let a = graph.add_arc("ip6-unicast", ip6_lookup::NAME, ArcKey::Rx);
+            if a != IP6_UNICAST_ARC {
+                return Err(GraphError::UnknownArc(format!(
+                    "ip6-unicast must be arc #{IP6_UNICAST_ARC}, got #{a}"
                 )));
             }
         }
