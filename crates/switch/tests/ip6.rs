@@ -454,7 +454,10 @@ fn packets_to_route_take_the_ip6_unicast_arc() {
 
     let g = vecswitch_switch::feature::build_graph(vecswitch_switch::feature::FEATURES).unwrap();
     assert_eq!(g.arc_id("ip6-unicast"), Some(IP6_UNICAST_ARC));
-    assert_eq!(g.arc_id("ip4-unicast"), Some(vecswitch_switch::ip::IP4_UNICAST_ARC));
+    assert_eq!(
+        g.arc_id("ip4-unicast"),
+        Some(vecswitch_switch::ip::IP4_UNICAST_ARC)
+    );
 }
 
 #[test]
