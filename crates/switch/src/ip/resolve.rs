@@ -103,9 +103,8 @@ pub fn forward<F: Resolve>(
     (c, d): (HoldCounters, HoldDrops),
 ) -> Next {
     let sent = |ok: bool| if ok { TO_OUTPUT } else { d.no_room };
-    let limit = cx.state.ip.settings.neighbor_limit;
-    let pending_max = cx.state.ip.settings.arp_pending as usize;
-    let t = F::tables_mut(&mut cx.state.ip);
+    let ip = &mut cx.state.ip;
+    let t = F::tables_mut(ip);
     let hint = t.adjs.nbr_hint(adj);
     // Fast path: the adjacency's remembered neighbour slot still holds the next hop, resolved.
     if let Some(n) = t.neighbors.get(hint) {
@@ -122,13 +121,16 @@ pub fn forward<F: Resolve>(
         }
         None => {
             let n = Neighbor::new(iface, nh, None, false, cx.state.now_s);
+            let limit = cx.state.ip.settings.neighbor_limit;
+            let t = F::tables_mut(&mut cx.state.ip);
             match t.neighbors.insert(n, limit) {
                 Ok(i) => i,
                 Err(_) => return d.neighbor_limit,
             }
         }
     };
-    let Some(n) = t.neighbors.get_mut(slot) else {
+    let pending_max = cx.state.ip.settings.arp_pending as usize;
+    let Some(n) = F::tables_mut(&mut cx.state.ip).neighbors.get_mut(slot) else {
         return d.bad_slot;
     };
     if let Some(mac) = n.mac {
