@@ -281,7 +281,7 @@ fn ip4_input_drops_each_bad_header_with_its_reason() {
             ),
         ),
     );
-    st.ip.ifaces = vec![IpInterface {
+    st.ip.v4.ifaces = vec![IpInterface {
         addrs: vec![p("10.0.0.1/24")],
     }];
     let good = ipv4(A, FAR, 64, 17, &udp(12));
@@ -621,6 +621,66 @@ fn frames_for_another_mac_or_tagged_are_not_routed() {
     assert_eq!(lab.count("ethernet-input", "l3-mac-mismatch"), 1);
     assert_eq!(lab.count("ethernet-input", "no-service"), 1);
     assert_eq!(lab.sw.show_buffers().in_use, 0);
+}
+
+/// `ip4-lookup` computes the flow hash (and stores it in the buffer header) only while the table
+/// has a route with more than one path: with single-path routes it would pick nothing, and the
+/// header's `flow_hash` stays 0 ("not computed").
+#[test]
+fn the_flow_hash_is_computed_only_while_a_route_has_several_paths() {
+    use vecswitch_switch::ip::{ip4_lookup, Adjacency, Ip4Lookup, Route, RouteSource};
+
+    let mut st = SwitchState::new(16);
+    let mut pool = Pool::new(64);
+    let bytes = ipv4(A, FAR, 64, 17, &udp(12));
+    let pkt = |pool: &mut Pool| {
+        let h = packet(pool, &eth(MAC_R0, MAC_A, 0x0800, &bytes));
+        pool.header_mut(h).l3_offset = 14;
+        h
+    };
+    let t = &mut st.ip.v4;
+    let b = t.adjs.acquire(Adjacency::Neighbor {
+        iface: 1,
+        nh: B.into(),
+    });
+    let single = Route {
+        source: RouteSource::Static,
+        paths: vec![b],
+    };
+    t.set_route((0, 0), single).unwrap();
+    assert_eq!(t.multipath_routes(), 0);
+    let h = pkt(&mut pool);
+    let r = run(&mut Ip4Lookup::default(), &mut pool, &mut st, &[h]);
+    assert_eq!(r.nexts, vec![ip4_lookup::Edge::Ip4Rewrite.next()]);
+    assert_eq!(pool.header(h).flow_hash, 0, "not computed");
+
+    let t = &mut st.ip.v4;
+    let c = t.adjs.acquire(Adjacency::Neighbor {
+        iface: 1,
+        nh: Ipv4Addr::new(10, 1, 0, 3),
+    });
+    t.adjs.acquire(Adjacency::Neighbor {
+        iface: 1,
+        nh: B.into(),
+    });
+    let ecmp = Route {
+        source: RouteSource::Static,
+        paths: vec![b, c],
+    };
+    t.set_route((0, 0), ecmp).unwrap();
+    assert_eq!(t.multipath_routes(), 1);
+    let h2 = pkt(&mut pool);
+    let r = run(&mut Ip4Lookup::default(), &mut pool, &mut st, &[h2]);
+    assert_eq!(r.nexts, vec![ip4_lookup::Edge::Ip4Rewrite.next()]);
+    let want = ip4_lookup::flow_hash(&bytes[..20], Some(&bytes[20..24]));
+    assert_ne!(want, 0);
+    assert_eq!(pool.header(h2).flow_hash, want);
+    // Back to one path: no hash again.
+    let t = &mut st.ip.v4;
+    t.remove_route((0, 0)).unwrap();
+    assert_eq!(t.multipath_routes(), 0);
+    pool.free(h);
+    pool.free(h2);
 }
 
 #[test]

@@ -417,6 +417,49 @@ fn ip6_input_drops_each_bad_header_with_its_reason() {
     assert_eq!(lab.sw.show_buffers().in_use, 0);
 }
 
+/// `ip6-input` sends a packet to route along the `ip6-unicast` arc (features such as an IPv6
+/// firewall sit there, then `ip6-lookup`), and what is for the switch itself straight to
+/// `ip6-local`; the arc is declared under its name and ends at `ip6-lookup`.
+#[test]
+fn packets_to_route_take_the_ip6_unicast_arc() {
+    use vecswitch_graph::testing::run;
+    use vecswitch_switch::ip::{ip6_input, Ip6Input, IP6_UNICAST_ARC};
+    use vecswitch_switch::state::SwitchState;
+
+    let mut st = SwitchState::new(16);
+    let mut pool = Pool::new(64);
+    let cases = [
+        (ipv6(ha(), far(), 64, 17, &udp(12)), true),
+        (ipv6(ha(), hb(), 2, 17, &udp(12)), true),
+        (icmp6_pkt(ha(), a6("ff02::1"), 255, 128, [0; 4], &[]), false),
+    ];
+    let pkts: Vec<u32> = cases
+        .iter()
+        .map(|(b, _)| {
+            let h = packet(&mut pool, &eth(MAC_R0, MAC_A, b));
+            pool.header_mut(h).l3_offset = 14;
+            h
+        })
+        .collect();
+    let r = run(&mut Ip6Input, &mut pool, &mut st, &pkts);
+    for ((_, routed), got) in cases.iter().zip(&r.nexts) {
+        let want = if *routed {
+            vecswitch_graph::Next::arc(IP6_UNICAST_ARC)
+        } else {
+            ip6_input::Edge::Ip6Local.next()
+        };
+        assert_eq!(*got, want);
+    }
+    assert!(r.emitted.is_empty());
+
+    let g = vecswitch_switch::feature::build_graph(vecswitch_switch::feature::FEATURES).unwrap();
+    assert_eq!(g.arc_id("ip6-unicast"), Some(IP6_UNICAST_ARC));
+    assert_eq!(
+        g.arc_id("ip4-unicast"),
+        Some(vecswitch_switch::ip::IP4_UNICAST_ARC)
+    );
+}
+
 #[test]
 fn hop_limit_expiry_and_no_route_send_the_exact_icmpv6_errors() {
     let mut lab = Lab::new(true);

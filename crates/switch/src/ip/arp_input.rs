@@ -20,9 +20,9 @@ use vecswitch_buffer::Pool;
 use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
 use vecswitch_wire::{ArpOperation, ArpPacket, ArpRepr, EthernetAddress};
 
-use super::ip4_rewrite::write_l2;
-use super::neighbor::Neighbor;
-use crate::interface::{SwIfIdx, TO_OUTPUT};
+use super::resolve::{self, MergeCounters};
+use super::V4;
+use crate::interface::TO_OUTPUT;
 use crate::state::SwitchState;
 
 /// The node's name.
@@ -80,67 +80,15 @@ pub fn arp_frame(
     f
 }
 
-/// Learns, refreshes or updates the sender `(ip, mac)` on `iface` (RFC 826's merge); `create`
-/// when the message was for us. Sends the packets that waited for it.
-fn merge(
-    cx: &mut Cx<'_, SwitchState>,
-    iface: SwIfIdx,
-    ip: Ipv4Addr,
-    mac: EthernetAddress,
-    create: bool,
-) {
-    let now = cx.state.now_s;
-    let t = &mut cx.state.ip.neighbors;
-    let pending = match t.find(iface, ip) {
-        Some(i) => {
-            let Some(n) = t.get_mut(i) else { return };
-            if n.is_static {
-                return;
-            }
-            if n.mac != Some(mac) {
-                cx.counters.add(Counter::Updated.index(), 1);
-            }
-            n.mac = Some(mac);
-            n.updated_s = now;
-            std::mem::take(&mut n.pending)
-        }
-        None if create => {
-            let n = Neighbor {
-                iface,
-                ip,
-                mac: Some(mac),
-                is_static: false,
-                updated_s: now,
-                requests: 0,
-                last_request_s: now,
-                pending: Vec::new(),
-            };
-            let limit = cx.state.ip.settings.neighbor_limit;
-            let c = match t.insert(n, limit) {
-                Ok(_) => Counter::Learned,
-                Err(_) => Counter::NeighborLimit,
-            };
-            cx.counters.add(c.index(), 1);
-            return;
-        }
-        None => return,
-    };
-    let Some(src) = cx.state.interface(iface).map(|i| i.mac) else {
-        for p in pending {
-            cx.pool.free(p);
-        }
-        return;
-    };
-    for p in pending {
-        if write_l2(cx.pool, p, mac, src, iface, 0x0800) {
-            cx.counters.add(Counter::PendingSent.index(), 1);
-            cx.emit.push(p, TO_OUTPUT);
-        } else {
-            cx.counters.add(Counter::PendingNoRoom.index(), 1);
-            cx.pool.free(p);
-        }
-    }
-}
+/// The counters the shared merge adds to (every change of the MAC is an update, RFC 826).
+const MERGE: MergeCounters = MergeCounters {
+    resolve_is_update: true,
+    learned: Counter::Learned.index(),
+    updated: Counter::Updated.index(),
+    neighbor_limit: Counter::NeighborLimit.index(),
+    pending_sent: Counter::PendingSent.index(),
+    pending_no_room: Counter::PendingNoRoom.index(),
+};
 
 #[inline]
 fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
@@ -176,7 +124,8 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
     }
     // RFC 826: an ARP probe (sender 0.0.0.0, RFC 5227 §2.1.1) teaches nothing.
     if in_subnet && !sip.is_unspecified() {
-        merge(cx, rx, sip, smac, for_us && !gratuitous);
+        // RFC 826's merge: the sender's MAC replaces what the entry held.
+        resolve::merge::<V4>(cx, rx, sip, smac, for_us && !gratuitous, true, MERGE);
     }
     match arp.operation {
         ArpOperation::REQUEST if for_us => {

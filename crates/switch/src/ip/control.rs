@@ -3,12 +3,17 @@
 //! `show ip fib` and `show ip neighbors` (both paged: a count and one page of entries, never a
 //! million lines). Every mutating call checks everything first and changes nothing when it
 //! returns an error. Table 0 is the only table: a `table` argument other than 0 is refused.
+//!
+//! The logic is written once, generic over the address family ([`IpFamily`]: the private
+//! `*_family` methods below); the public IPv4 calls here and the IPv6 ones in
+//! [`super::control6`] are thin instances of it.
 
 use std::net::Ipv4Addr;
 
 use serde::{Deserialize, Serialize};
 use vecswitch_wire::EthernetAddress;
 
+use super::family::{IfaceOps, IpFamily, PrefixOps, V4, V6};
 use super::neighbor::Neighbor;
 use super::{AdjIdx, Adjacency, IpSettings, Ipv4Prefix, Route, RouteSource, MAX_PATHS};
 use crate::error::SwitchError;
@@ -27,17 +32,17 @@ pub struct PathInfo<A = Ipv4Addr> {
     pub interface: Option<String>,
 }
 
-/// One route of `show ip fib`.
+/// One route of `show ip fib` (`show ip6 fib`: [`super::control6::Fib6Entry`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FibEntry {
-    pub prefix: Ipv4Prefix,
+pub struct FibEntry<P = Ipv4Prefix, A = Ipv4Addr> {
+    pub prefix: P,
     pub source: RouteSource,
-    pub paths: Vec<PathInfo>,
+    pub paths: Vec<PathInfo<A>>,
 }
 
 /// `show ip fib`: how many routes match, and one page of them in prefix order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FibInfo {
+pub struct FibInfo<P = Ipv4Prefix, A = Ipv4Addr> {
     pub table: u32,
     /// Routes in the table.
     pub routes: usize,
@@ -45,18 +50,18 @@ pub struct FibInfo {
     pub matched: usize,
     /// Index of the first entry shown among the matches.
     pub offset: usize,
-    pub entries: Vec<FibEntry>,
+    pub entries: Vec<FibEntry<P, A>>,
     /// Adjacencies in use.
     pub adjacencies: usize,
     /// Bytes of the data-plane FIB.
     pub fib_memory_bytes: usize,
 }
 
-/// One neighbour of `show ip neighbors`.
+/// One neighbour of `show ip neighbors` (`show ip6 neighbors`: `A` is `Ipv6Addr`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NeighborInfo {
+pub struct NeighborInfo<A = Ipv4Addr> {
     pub interface: String,
-    pub ip: Ipv4Addr,
+    pub ip: A,
     /// `None` while incomplete.
     pub mac: Option<String>,
     #[serde(rename = "static")]
@@ -69,17 +74,19 @@ pub struct NeighborInfo {
 
 /// `show ip neighbors`: counts, and one page of entries.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NeighborsInfo {
+pub struct NeighborsInfo<A = Ipv4Addr> {
     pub total: usize,
     pub statics: usize,
     pub learned: usize,
     pub incomplete: usize,
     pub pending: usize,
     pub limit: u32,
-    /// Waiting packets freed by control calls (a neighbour removed or made static).
-    pub pending_discarded: u64,
+    /// Waiting packets freed by control calls (a neighbour removed or made static), both
+    /// families; shown by `show ip neighbors` only (`None` in `show ip6 neighbors`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_discarded: Option<u64>,
     pub offset: usize,
-    pub entries: Vec<NeighborInfo>,
+    pub entries: Vec<NeighborInfo<A>>,
 }
 
 /// One interface's addresses in `show ip interfaces`.
@@ -122,43 +129,37 @@ pub(super) fn bad(
     }
 }
 
+/// The logic of both families (see the module doc).
 impl Switch {
-    // ----- addresses -----------------------------------------------------------------------------
-
-    /// Adds IPv4 address `addr/len` to interface `iface`, which becomes routed: its local route
-    /// (/32 to the switch) and its connected route (the subnet, glean) are added. The interface
-    /// must have no L2 service.
-    pub fn ip_add_address(&mut self, iface: &str, prefix: Ipv4Prefix) -> Result<(), SwitchError> {
+    /// Adds address `prefix` of family `F` to interface `iface` (see [`Switch::ip_add_address`],
+    /// [`Switch::ip6_add_address`]).
+    pub(super) fn add_address_family<F: IpFamily>(
+        &mut self,
+        iface: &str,
+        prefix: F::Prefix,
+    ) -> Result<(), SwitchError> {
         let idx = self.iface_idx(iface)?;
-        let a = prefix.addr;
-        if a.is_unspecified() || a.is_multicast() || a.is_broadcast() || a.is_loopback() {
-            return Err(bad(
-                "address",
-                prefix,
-                "a unicast address (not 0.0.0.0, 127/8, multicast or broadcast)",
-            ));
-        }
-        if prefix.len == 0 || prefix.len > 32 {
-            return Err(bad("prefix length", prefix.len, "1 to 32"));
-        }
+        F::check_address(prefix)?;
         if self.iface(idx).service != Service::None {
             return Err(SwitchError::PortHasService {
                 port: iface.to_string(),
                 service: self.describe_service(self.iface(idx).service),
             });
         }
-        let net = prefix.network();
-        for (i, f) in self.state.ip.ifaces.iter().enumerate() {
-            for p in &f.addrs {
-                if p.addr == a {
+        let a = prefix.addr();
+        let net = prefix.net();
+        let t = F::tables(&self.state.ip);
+        for (i, f) in t.ifaces.iter().enumerate() {
+            for p in f.addrs() {
+                if p.addr() == a {
                     return Err(bad(
                         "address",
                         prefix,
                         "an address not already on an interface",
                     ));
                 }
-                let other = p.network();
-                let overlap = other.contains(net.addr) || net.contains(other.addr);
+                let other = p.net();
+                let overlap = other.holds(net.addr()) || net.holds(other.addr());
                 if i != idx as usize && overlap {
                     return Err(bad(
                         "address",
@@ -168,68 +169,66 @@ impl Switch {
                 }
             }
         }
-        let key_local = (u32::from(a), 32u8);
-        let key_net = (u32::from(net.addr), net.len);
+        let key_local = (F::int(a), F::MAX_LEN);
+        let key_net = net.route_key();
         for k in [key_local, key_net] {
-            if matches!(self.state.ip.routes.get(&k), Some(r) if r.source == RouteSource::Static) {
-                return Err(bad(
-                    "address",
-                    prefix,
-                    "an address whose subnet or /32 is not a static route (remove the route first)",
-                ));
+            if matches!(t.routes.get(&k), Some(r) if r.source == RouteSource::Static) {
+                return Err(bad("address", prefix, F::TEXTS.address_is_static));
             }
         }
-        let ip = &mut self.state.ip;
-        if ip.ifaces.len() <= idx as usize {
-            ip.ifaces.resize_with(idx as usize + 1, Default::default);
+        let mac = self.iface(idx).mac;
+        let t = F::tables_mut(&mut self.state.ip);
+        if t.ifaces.len() <= idx as usize {
+            t.ifaces.resize_with(idx as usize + 1, Default::default);
         }
-        ip.ifaces[idx as usize].addrs.push(prefix);
-        if !ip.routes.contains_key(&key_net) && net.len < 32 {
-            let adj = ip.adjs.acquire(Adjacency::Glean { iface: idx });
+        if t.ifaces[idx as usize].addrs().is_empty() {
+            F::first_address(t, idx, mac);
+        }
+        t.ifaces[idx as usize].addrs_mut().push(prefix);
+        if !t.routes.contains_key(&key_net) && net.plen() < F::MAX_LEN {
+            let adj = t.adjs.acquire(Adjacency::Glean { iface: idx });
             let r = Route {
                 source: RouteSource::Connected,
                 paths: vec![adj],
             };
-            ip.set_route(key_net, r).map_err(fib_error)?;
+            t.set_route(key_net, r).map_err(fib_error)?;
         }
-        let adj = ip.adjs.acquire(Adjacency::Local);
+        let adj = t.adjs.acquire(Adjacency::Local);
         let r = Route {
             source: RouteSource::Local,
             paths: vec![adj],
         };
-        ip.set_route(key_local, r).map_err(fib_error)?;
+        t.set_route(key_local, r).map_err(fib_error)?;
         Ok(())
     }
 
-    /// Removes address `addr/len` from interface `iface` with its local route, and its connected
-    /// route if no other address of the interface is in that subnet (refused while a static route
-    /// goes through a next hop there). Neighbours no longer in a subnet of the interface go, their
-    /// pending packets freed.
-    pub fn ip_del_address(&mut self, iface: &str, prefix: Ipv4Prefix) -> Result<(), SwitchError> {
+    /// Removes address `prefix` of family `F` from interface `iface` (see
+    /// [`Switch::ip_del_address`], [`Switch::ip6_del_address`]).
+    pub(super) fn del_address_family<F: IpFamily>(
+        &mut self,
+        iface: &str,
+        prefix: F::Prefix,
+    ) -> Result<(), SwitchError> {
         let idx = self.iface_idx(iface)?;
-        let ip = &self.state.ip;
-        let Some(pos) = ip
+        let t = F::tables(&self.state.ip);
+        let Some(pos) = t
             .ifaces
             .get(idx as usize)
-            .and_then(|f| f.addrs.iter().position(|&p| p == prefix))
+            .and_then(|f| f.addrs().iter().position(|&p| p == prefix))
         else {
-            return Err(bad(
-                "address",
-                prefix,
-                "an address of the interface (see show ip interfaces)",
-            ));
+            return Err(bad("address", prefix, F::TEXTS.not_an_address));
         };
-        let net = prefix.network();
-        let shared = ip.ifaces[idx as usize]
-            .addrs
+        let net = prefix.net();
+        let shared = t.ifaces[idx as usize]
+            .addrs()
             .iter()
             .enumerate()
-            .any(|(i, p)| i != pos && p.network() == net);
+            .any(|(i, p)| i != pos && p.net() == net);
         if !shared {
-            let used = ip.routes.iter().any(|(_, r)| {
+            let used = t.routes.values().any(|r| {
                 r.source == RouteSource::Static
                     && r.paths.iter().any(|&a| {
-                        matches!(ip.adjs.get(a), Some(Adjacency::Neighbor { iface, nh }) if iface == idx && net.contains(nh))
+                        matches!(t.adjs.get(a), Some(Adjacency::Neighbor { iface, nh }) if iface == idx && net.holds(nh))
                     })
             });
             if used {
@@ -240,88 +239,80 @@ impl Switch {
                 ));
             }
         }
-        let ip = &mut self.state.ip;
-        ip.ifaces[idx as usize].addrs.remove(pos);
-        ip.remove_route((u32::from(prefix.addr), 32));
-        if !shared && net.len < 32 {
-            ip.remove_route((u32::from(net.addr), net.len));
+        let t = F::tables_mut(&mut self.state.ip);
+        t.ifaces[idx as usize].addrs_mut().remove(pos);
+        t.remove_route((F::int(prefix.addr()), F::MAX_LEN));
+        if !shared && net.plen() < F::MAX_LEN {
+            t.remove_route(net.route_key());
         }
-        let still: Vec<u32> = ip
+        let last = t.ifaces[idx as usize].addrs().is_empty();
+        if last {
+            F::last_address(t, idx);
+        }
+        // Neighbours no longer on-link go (IPv6's link-local ones while an address is left).
+        let f = &t.ifaces[idx as usize];
+        let gone: Vec<u32> = t
             .neighbors
             .iter()
-            .filter(|n| n.iface == idx && ip.ifaces[idx as usize].addr_for(n.ip).is_none())
-            .filter_map(|n| ip.neighbors.find(n.iface, n.ip))
+            .filter(|n| {
+                n.iface == idx && (last || (!F::is_link_local(n.ip) && f.addr_in(n.ip).is_none()))
+            })
+            .filter_map(|n| t.neighbors.find(n.iface, n.ip))
             .collect();
-        for i in still {
-            if let Some(n) = ip.neighbors.remove(i) {
-                ip.pending_discarded += n.pending.len() as u64;
+        for i in gone {
+            let t = F::tables_mut(&mut self.state.ip);
+            if let Some(n) = t.neighbors.remove(i) {
+                self.state.ip.pending_discarded += n.pending.len() as u64;
                 self.pool.free_bulk(&n.pending);
             }
         }
         Ok(())
     }
 
-    /// Removes every address (IPv4 and IPv6), and so every connected route and neighbour, of
-    /// interface `iface`; refused while a static route goes through it.
-    pub fn ip_clear_interface(&mut self, iface: &str) -> Result<(), SwitchError> {
-        let idx = self.iface_idx(iface)?;
-        let addrs = self
-            .state
-            .ip
+    /// Removes every address of family `F` of interface `iface`.
+    fn clear_family<F: IpFamily>(&mut self, iface: &str, idx: SwIfIdx) -> Result<(), SwitchError> {
+        let addrs = F::tables(&self.state.ip)
             .ifaces
             .get(idx as usize)
-            .map(|f| f.addrs.clone())
+            .map(|f| f.addrs().to_vec())
             .unwrap_or_default();
         for p in addrs.into_iter().rev() {
-            self.ip_del_address(iface, p)?;
-        }
-        let addrs6 = self
-            .state
-            .ip
-            .v6
-            .ifaces
-            .get(idx as usize)
-            .map(|f| f.addrs.clone())
-            .unwrap_or_default();
-        for p in addrs6.into_iter().rev() {
-            self.ip6_del_address(iface, p)?;
+            self.del_address_family::<F>(iface, p)?;
         }
         Ok(())
     }
 
-    /// Forgets everything the IP feature holds about interface `idx` (called by `delete_port`
-    /// before the interface goes): static routes lose their paths through it (a route left with
-    /// none is removed), then its IPv4 and IPv6 addresses go with their connected and local
-    /// routes, its neighbours and their waiting packets. Returns the static routes removed.
-    pub(crate) fn ip_forget_interface(&mut self, idx: SwIfIdx) -> usize {
-        let mut removed = 0;
-        let ip = &mut self.state.ip;
-        let on4 = |a: Option<Adjacency>| matches!(a, Some(Adjacency::Neighbor { iface, .. }) if iface == idx);
-        let keys: Vec<(u32, u8)> = ip
+    /// Static routes of family `F` lose their paths through interface `idx` (a route left with
+    /// none is removed). Returns the routes removed.
+    fn forget_routes_via<F: IpFamily>(&mut self, idx: SwIfIdx) -> usize {
+        let t = F::tables_mut(&mut self.state.ip);
+        let on = |a: Option<Adjacency<F::Ip>>| matches!(a, Some(Adjacency::Neighbor { iface, .. }) if iface == idx);
+        let keys: Vec<(F::Int, u8)> = t
             .routes
             .iter()
             .filter(|(_, r)| r.source == RouteSource::Static)
-            .filter(|(_, r)| r.paths.iter().any(|&a| on4(ip.adjs.get(a))))
+            .filter(|(_, r)| r.paths.iter().any(|&a| on(t.adjs.get(a))))
             .map(|(&k, _)| k)
             .collect();
+        let mut removed = 0;
         for k in keys {
-            let Some(old) = ip.routes.get(&k).cloned() else {
+            let Some(old) = t.routes.get(&k).cloned() else {
                 continue;
             };
             let keep: Vec<AdjIdx> = old
                 .paths
                 .iter()
                 .copied()
-                .filter(|&a| !on4(ip.adjs.get(a)))
+                .filter(|&a| !on(t.adjs.get(a)))
                 .collect();
             if keep.is_empty() {
-                ip.remove_route(k);
+                t.remove_route(k);
                 removed += 1;
                 continue;
             }
             for &a in &keep {
-                if let Some(adj) = ip.adjs.get(a) {
-                    ip.adjs.acquire(adj);
+                if let Some(adj) = t.adjs.get(a) {
+                    t.adjs.acquire(adj);
                 }
             }
             let r = Route {
@@ -329,86 +320,27 @@ impl Switch {
                 paths: keep,
             };
             // Fewer paths of a route the FIB holds: it accepts them.
-            let _ = ip.set_route(k, r);
+            let _ = t.set_route(k, r);
         }
-        let v6 = &mut ip.v6;
-        let on6 = |a: Option<Adjacency<std::net::Ipv6Addr>>| matches!(a, Some(Adjacency::Neighbor { iface, .. }) if iface == idx);
-        let keys: Vec<(u128, u8)> = v6
-            .routes
-            .iter()
-            .filter(|(_, r)| r.source == RouteSource::Static)
-            .filter(|(_, r)| r.paths.iter().any(|&a| on6(v6.adjs.get(a))))
-            .map(|(&k, _)| k)
-            .collect();
-        for k in keys {
-            let Some(old) = v6.routes.get(&k).cloned() else {
-                continue;
-            };
-            let keep: Vec<AdjIdx> = old
-                .paths
-                .iter()
-                .copied()
-                .filter(|&a| !on6(v6.adjs.get(a)))
-                .collect();
-            if keep.is_empty() {
-                v6.remove_route(k);
-                removed += 1;
-                continue;
-            }
-            for &a in &keep {
-                if let Some(adj) = v6.adjs.get(a) {
-                    v6.adjs.acquire(adj);
-                }
-            }
-            let r = Route {
-                source: RouteSource::Static,
-                paths: keep,
-            };
-            let _ = v6.set_route(k, r);
-        }
-        let name = self.iface_name(idx);
-        // No static route goes through the interface any more: nothing refuses the removal.
-        let _ = self.ip_clear_interface(&name);
         removed
     }
 
-    /// `show ip interfaces`: the addresses of every routed interface.
-    pub fn show_ip_interfaces(&self) -> Vec<IpInterfaceInfo> {
-        self.state
-            .ip
-            .ifaces
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.routed())
-            .map(|(i, f)| IpInterfaceInfo {
-                interface: self.iface_name(i as SwIfIdx),
-                addresses: f.addrs.clone(),
-            })
-            .collect()
-    }
-
-    // ----- routes --------------------------------------------------------------------------------
-
     /// The adjacencies of static route `prefix` over `next_hops`, checked (no change made).
-    fn static_route(
+    fn static_route<F: IpFamily>(
         &self,
         table: u32,
-        prefix: Ipv4Prefix,
-        next_hops: &[Ipv4Addr],
-    ) -> Result<Vec<Adjacency>, SwitchError> {
+        prefix: F::Prefix,
+        next_hops: &[F::Ip],
+    ) -> Result<Vec<Adjacency<F::Ip>>, SwitchError> {
         check_table(table)?;
-        if !prefix.is_network() {
-            return Err(bad(
-                "prefix",
-                prefix,
-                "a prefix with its host bits zero (e.g. 10.1.0.0/16)",
-            ));
+        if !prefix.is_net() {
+            return Err(bad("prefix", prefix, F::TEXTS.not_a_network));
         }
         if next_hops.is_empty() || next_hops.len() > MAX_PATHS {
             return Err(bad("next hops", next_hops.len(), "1 to 8 next hops (ECMP)"));
         }
-        let key = (u32::from(prefix.addr), prefix.len);
-        if matches!(self.state.ip.routes.get(&key), Some(r) if r.source != RouteSource::Static) {
+        let t = F::tables(&self.state.ip);
+        if matches!(t.routes.get(&prefix.route_key()), Some(r) if r.source != RouteSource::Static) {
             return Err(bad(
                 "prefix",
                 prefix,
@@ -418,116 +350,101 @@ impl Switch {
         next_hops
             .iter()
             .map(|&nh| {
-                let iface = self
-                    .state
-                    .ip
+                let iface = t
                     .ifaces
                     .iter()
-                    .position(|f| f.addr_for(nh).is_some() && !f.has_addr(nh));
+                    .position(|f| f.addr_in(nh).is_some() && !f.is_mine(nh));
                 match iface {
                     Some(i) => Ok(Adjacency::Neighbor {
                         iface: i as SwIfIdx,
                         nh,
                     }),
-                    None => Err(bad(
-                        "next hop",
-                        nh,
-                        "an address in a connected subnet of an interface, not the switch's own",
-                    )),
+                    None => Err(bad("next hop", nh, F::TEXTS.bad_next_hop)),
                 }
             })
             .collect()
     }
 
-    /// Adds (or replaces) static route `prefix` in `table` over `next_hops` (1 to 8, ECMP), each in
-    /// a connected subnet of some interface. The FIB changes in place.
-    pub fn ip_add_route(
+    /// Adds (or replaces) one static route of family `F`.
+    pub(super) fn add_route_family<F: IpFamily>(
         &mut self,
         table: u32,
-        prefix: Ipv4Prefix,
-        next_hops: &[Ipv4Addr],
+        prefix: F::Prefix,
+        next_hops: &[F::Ip],
     ) -> Result<(), SwitchError> {
-        let adjs = self.static_route(table, prefix, next_hops)?;
-        let ip = &mut self.state.ip;
-        let paths: Vec<AdjIdx> = adjs.into_iter().map(|a| ip.adjs.acquire(a)).collect();
+        let adjs = self.static_route::<F>(table, prefix, next_hops)?;
+        let t = F::tables_mut(&mut self.state.ip);
+        let paths: Vec<AdjIdx> = adjs.into_iter().map(|a| t.adjs.acquire(a)).collect();
         let r = Route {
             source: RouteSource::Static,
             paths,
         };
-        ip.set_route((u32::from(prefix.addr), prefix.len), r)
-            .map_err(fib_error)
+        t.set_route(prefix.route_key(), r).map_err(fib_error)
     }
 
-    /// Adds (or replaces) many static routes at once: all are checked first (nothing changes on
-    /// an error), then the FIB is compiled once — the way to load a large table.
-    pub fn ip_add_routes(
+    /// Adds (or replaces) many static routes of family `F`, all checked first, the FIB compiled
+    /// once.
+    pub(super) fn add_routes_family<F: IpFamily>(
         &mut self,
         table: u32,
-        routes: &[(Ipv4Prefix, Vec<Ipv4Addr>)],
+        routes: &[(F::Prefix, Vec<F::Ip>)],
     ) -> Result<(), SwitchError> {
         let mut checked = Vec::with_capacity(routes.len());
         for (prefix, nhs) in routes {
-            checked.push((*prefix, self.static_route(table, *prefix, nhs)?));
+            checked.push((*prefix, self.static_route::<F>(table, *prefix, nhs)?));
         }
-        let ip = &mut self.state.ip;
+        let t = F::tables_mut(&mut self.state.ip);
         for (prefix, adjs) in checked {
-            let paths: Vec<AdjIdx> = adjs.into_iter().map(|a| ip.adjs.acquire(a)).collect();
+            let paths: Vec<AdjIdx> = adjs.into_iter().map(|a| t.adjs.acquire(a)).collect();
             let r = Route {
                 source: RouteSource::Static,
                 paths,
             };
-            if let Some(old) = ip.routes.insert((u32::from(prefix.addr), prefix.len), r) {
-                old.paths.iter().for_each(|&a| ip.adjs.release(a));
+            if let Some(old) = t.routes.insert(prefix.route_key(), r) {
+                old.paths.iter().for_each(|&a| t.adjs.release(a));
             }
         }
-        ip.rebuild_fib();
+        t.rebuild_fib();
         Ok(())
     }
 
-    /// Removes static route `prefix` from `table`.
-    pub fn ip_del_route(&mut self, table: u32, prefix: Ipv4Prefix) -> Result<(), SwitchError> {
+    /// Removes static route `prefix` of family `F`.
+    pub(super) fn del_route_family<F: IpFamily>(
+        &mut self,
+        table: u32,
+        prefix: F::Prefix,
+    ) -> Result<(), SwitchError> {
         check_table(table)?;
-        let key = (u32::from(prefix.addr), prefix.len);
-        let ip = &mut self.state.ip;
-        match ip.routes.get(&key) {
-            Some(r) if r.source == RouteSource::Static => {}
-            _ => {
-                return Err(bad(
-                    "prefix",
-                    prefix,
-                    "a static route of the table (see show ip fib)",
-                ))
-            }
+        let key = prefix.route_key();
+        let t = F::tables_mut(&mut self.state.ip);
+        match t.routes.get(&key) {
+            Some(r) if r.source == RouteSource::Static && prefix.is_net() => {}
+            _ => return Err(bad("prefix", prefix, F::TEXTS.not_a_static_route)),
         }
-        ip.remove_route(key);
+        t.remove_route(key);
         Ok(())
     }
 
-    /// `show ip fib [prefix]`: routes of `table` in prefix order, `limit` (≤ 10,000) from `offset`.
-    /// With a filter `a.b.c.d/len`, the routes inside that prefix; with `a.b.c.d/32` that is not a
-    /// route, the route a packet to that address takes (longest match).
-    pub fn show_ip_fib(
+    /// `show ip fib` / `show ip6 fib` (see [`Switch::show_ip_fib`]).
+    pub(super) fn show_fib_family<F: IpFamily>(
         &self,
         table: u32,
-        filter: Option<Ipv4Prefix>,
+        filter: Option<F::Prefix>,
         offset: usize,
         limit: usize,
-    ) -> Result<FibInfo, SwitchError> {
+    ) -> Result<FibInfo<F::Prefix, F::Ip>, SwitchError> {
         check_table(table)?;
         if limit > MAX_PAGE {
             return Err(bad("limit", limit, "at most 10000 entries per page"));
         }
-        let ip = &self.state.ip;
-        let entry = |(&(net, len), r): (&(u32, u8), &Route)| FibEntry {
-            prefix: Ipv4Prefix {
-                addr: Ipv4Addr::from(net),
-                len,
-            },
+        let t = F::tables(&self.state.ip);
+        let entry = |(&(net, len), r): (&(F::Int, u8), &Route)| FibEntry {
+            prefix: <F::Prefix as PrefixOps<F>>::of(F::ip(net), len),
             source: r.source,
             paths: r
                 .paths
                 .iter()
-                .filter_map(|&a| ip.adjs.get(a))
+                .filter_map(|&a| t.adjs.get(a))
                 .map(|a| PathInfo {
                     adjacency: a,
                     interface: match a {
@@ -541,30 +458,30 @@ impl Switch {
         };
         let (matched, entries) = match filter {
             None => (
-                ip.routes.len(),
-                ip.routes
+                t.routes.len(),
+                t.routes
                     .iter()
                     .skip(offset)
                     .take(limit)
                     .map(entry)
                     .collect(),
             ),
-            Some(p) if p.len == 32 && !ip.routes.contains_key(&(u32::from(p.addr), 32)) => {
-                let best = (0..=32u8).rev().find_map(|l| {
-                    let k = (u32::from(p.addr) & Ipv4Prefix::mask(l), l);
-                    ip.routes.get_key_value(&k)
-                });
-                let v: Vec<FibEntry> = best.into_iter().map(entry).collect();
+            Some(p) if p.plen() == F::MAX_LEN && !t.routes.contains_key(&p.route_key()) => {
+                let a = F::int(p.addr());
+                let best = (0..=F::MAX_LEN)
+                    .rev()
+                    .find_map(|l| t.routes.get_key_value(&(F::network_of(a, l), l)));
+                let v: Vec<FibEntry<F::Prefix, F::Ip>> = best.into_iter().map(entry).collect();
                 (v.len(), v.into_iter().skip(offset).take(limit).collect())
             }
             Some(p) => {
-                let net = p.network();
-                let lo = u32::from(net.addr);
-                let hi = lo | !Ipv4Prefix::mask(net.len);
-                let inside = ip
+                let net = p.net();
+                let lo = F::int(net.addr());
+                let hi = F::broadcast_of(lo, net.plen());
+                let inside = t
                     .routes
-                    .range((lo, 0)..=(hi, 32))
-                    .filter(|(&(_, l), _)| l >= net.len);
+                    .range((lo, 0)..=(hi, F::MAX_LEN))
+                    .filter(|(&(_, l), _)| l >= net.plen());
                 let matched = inside.clone().count();
                 (
                     matched,
@@ -574,24 +491,20 @@ impl Switch {
         };
         Ok(FibInfo {
             table,
-            routes: ip.routes.len(),
+            routes: t.routes.len(),
             matched,
             offset,
             entries,
-            adjacencies: ip.adjs.len(),
-            fib_memory_bytes: ip.fib.memory_bytes(),
+            adjacencies: t.adjs.len(),
+            fib_memory_bytes: t.fib.memory_bytes(),
         })
     }
 
-    // ----- neighbours ----------------------------------------------------------------------------
-
-    /// Adds (or makes static) neighbour `ip` at `mac` on `iface`; `ip` must be in one of the
-    /// interface's subnets. Packets that were waiting for an incomplete entry are freed and
-    /// counted (`pending_discarded` in `show ip neighbors`).
-    pub fn ip_add_neighbor(
+    /// Adds (or makes static) neighbour `ip` of family `F` (see [`Switch::ip_add_neighbor`]).
+    pub(super) fn add_neighbor_family<F: IpFamily>(
         &mut self,
         iface: &str,
-        ip: Ipv4Addr,
+        ip: F::Ip,
         mac: EthernetAddress,
     ) -> Result<(), SwitchError> {
         let idx = self.iface_idx(iface)?;
@@ -600,79 +513,69 @@ impl Switch {
                 mac: mac.to_string(),
             });
         }
-        let st = &self.state.ip;
-        let in_subnet = st.iface(idx).is_some_and(|f| f.addr_for(ip).is_some());
-        if !in_subnet || st.is_local(ip) {
-            return Err(bad(
-                "neighbor address",
-                ip,
-                "an address in a subnet of the interface, not the switch's own",
-            ));
+        let t = F::tables(&self.state.ip);
+        let on_link = t.iface(idx).is_some_and(|f| F::on_link(f, ip));
+        if !on_link || t.is_local(ip) || F::never_neighbor(ip) {
+            return Err(bad("neighbor address", ip, F::TEXTS.bad_neighbor));
         }
         let now = self.state.now_s;
-        let st = &mut self.state.ip;
-        match st.neighbors.find(idx, ip) {
+        let limit = self.state.ip.settings.neighbor_limit;
+        let t = F::tables_mut(&mut self.state.ip);
+        let waiting = match t.neighbors.find(idx, ip) {
             Some(i) => {
-                let Some(n) = st.neighbors.get_mut(i) else {
+                let Some(n) = t.neighbors.get_mut(i) else {
                     return Ok(());
                 };
                 n.mac = Some(mac);
                 n.is_static = true;
                 n.updated_s = now;
-                let p = std::mem::take(&mut n.pending);
-                st.pending_discarded += p.len() as u64;
-                self.pool.free_bulk(&p);
+                std::mem::take(&mut n.pending)
             }
             None => {
-                let n = Neighbor {
-                    iface: idx,
-                    ip,
-                    mac: Some(mac),
-                    is_static: true,
-                    updated_s: now,
-                    requests: 0,
-                    last_request_s: now,
-                    pending: Vec::new(),
-                };
-                st.neighbors
-                    .insert(n, st.settings.neighbor_limit)
+                let n = Neighbor::new(idx, ip, Some(mac), true, now);
+                t.neighbors
+                    .insert(n, limit)
                     .map_err(|_| SwitchError::TooMany {
-                        what: "neighbors",
-                        max: st.settings.neighbor_limit as usize,
+                        what: F::TEXTS.neighbors,
+                        max: limit as usize,
                     })?;
+                Vec::new()
             }
-        }
+        };
+        self.state.ip.pending_discarded += waiting.len() as u64;
+        self.pool.free_bulk(&waiting);
         Ok(())
     }
 
-    /// Removes neighbour `ip` on `iface` (static or learned).
-    pub fn ip_del_neighbor(&mut self, iface: &str, ip: Ipv4Addr) -> Result<(), SwitchError> {
+    /// Removes neighbour `ip` of family `F` on `iface` (static or learned).
+    pub(super) fn del_neighbor_family<F: IpFamily>(
+        &mut self,
+        iface: &str,
+        ip: F::Ip,
+    ) -> Result<(), SwitchError> {
         let idx = self.iface_idx(iface)?;
-        let st = &mut self.state.ip;
-        let Some(i) = st.neighbors.find(idx, ip) else {
-            return Err(bad(
-                "neighbor address",
-                ip,
-                "a neighbour of the interface (see show ip neighbors)",
-            ));
+        let t = F::tables_mut(&mut self.state.ip);
+        let Some(i) = t.neighbors.find(idx, ip) else {
+            return Err(bad("neighbor address", ip, F::TEXTS.not_a_neighbor));
         };
-        if let Some(n) = st.neighbors.remove(i) {
-            st.pending_discarded += n.pending.len() as u64;
+        if let Some(n) = t.neighbors.remove(i) {
+            self.state.ip.pending_discarded += n.pending.len() as u64;
             self.pool.free_bulk(&n.pending);
         }
         Ok(())
     }
 
-    /// `show ip neighbors`: counts, then `limit` (≤ 10,000) entries from `offset`.
-    pub fn show_ip_neighbors(
+    /// `show ip neighbors` / `show ip6 neighbors`: counts, then `limit` (≤ 10,000) entries from
+    /// `offset`.
+    pub(super) fn show_neighbors_family<F: IpFamily>(
         &self,
         offset: usize,
         limit: usize,
-    ) -> Result<NeighborsInfo, SwitchError> {
+    ) -> Result<NeighborsInfo<F::Ip>, SwitchError> {
         if limit > MAX_PAGE {
             return Err(bad("limit", limit, "at most 10000 entries per page"));
         }
-        let t = &self.state.ip.neighbors;
+        let t = &F::tables(&self.state.ip).neighbors;
         let now = self.state.now_s;
         let (mut statics, mut learned, mut incomplete, mut pending) = (0, 0, 0, 0);
         for n in t.iter() {
@@ -690,7 +593,7 @@ impl Switch {
             incomplete,
             pending,
             limit: self.state.ip.settings.neighbor_limit,
-            pending_discarded: self.state.ip.pending_discarded,
+            pending_discarded: Some(self.state.ip.pending_discarded),
             offset,
             entries: t
                 .iter()
@@ -706,6 +609,130 @@ impl Switch {
                 })
                 .collect(),
         })
+    }
+}
+
+impl Switch {
+    // ----- addresses -----------------------------------------------------------------------------
+
+    /// Adds IPv4 address `addr/len` to interface `iface`, which becomes routed: its local route
+    /// (/32 to the switch) and its connected route (the subnet, glean) are added. The interface
+    /// must have no L2 service.
+    pub fn ip_add_address(&mut self, iface: &str, prefix: Ipv4Prefix) -> Result<(), SwitchError> {
+        self.add_address_family::<V4>(iface, prefix)
+    }
+
+    /// Removes address `addr/len` from interface `iface` with its local route, and its connected
+    /// route if no other address of the interface is in that subnet (refused while a static route
+    /// goes through a next hop there). Neighbours no longer in a subnet of the interface go, their
+    /// pending packets freed.
+    pub fn ip_del_address(&mut self, iface: &str, prefix: Ipv4Prefix) -> Result<(), SwitchError> {
+        self.del_address_family::<V4>(iface, prefix)
+    }
+
+    /// Removes every address (IPv4 and IPv6), and so every connected route and neighbour, of
+    /// interface `iface`; refused while a static route goes through it.
+    pub fn ip_clear_interface(&mut self, iface: &str) -> Result<(), SwitchError> {
+        let idx = self.iface_idx(iface)?;
+        self.clear_family::<V4>(iface, idx)?;
+        self.clear_family::<V6>(iface, idx)
+    }
+
+    /// Forgets everything the IP feature holds about interface `idx` (called by `delete_port`
+    /// before the interface goes): static routes lose their paths through it (a route left with
+    /// none is removed), then its IPv4 and IPv6 addresses go with their connected and local
+    /// routes, its neighbours and their waiting packets. Returns the static routes removed.
+    pub(crate) fn ip_forget_interface(&mut self, idx: SwIfIdx) -> usize {
+        let removed = self.forget_routes_via::<V4>(idx) + self.forget_routes_via::<V6>(idx);
+        let name = self.iface_name(idx);
+        // No static route goes through the interface any more: nothing refuses the removal.
+        let _ = self.ip_clear_interface(&name);
+        removed
+    }
+
+    /// `show ip interfaces`: the addresses of every routed interface.
+    pub fn show_ip_interfaces(&self) -> Vec<IpInterfaceInfo> {
+        self.state
+            .ip
+            .v4
+            .ifaces
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.routed())
+            .map(|(i, f)| IpInterfaceInfo {
+                interface: self.iface_name(i as SwIfIdx),
+                addresses: f.addrs.clone(),
+            })
+            .collect()
+    }
+
+    // ----- routes --------------------------------------------------------------------------------
+
+    /// Adds (or replaces) static route `prefix` in `table` over `next_hops` (1 to 8, ECMP), each in
+    /// a connected subnet of some interface. The FIB changes in place.
+    pub fn ip_add_route(
+        &mut self,
+        table: u32,
+        prefix: Ipv4Prefix,
+        next_hops: &[Ipv4Addr],
+    ) -> Result<(), SwitchError> {
+        self.add_route_family::<V4>(table, prefix, next_hops)
+    }
+
+    /// Adds (or replaces) many static routes at once: all are checked first (nothing changes on
+    /// an error), then the FIB is compiled once — the way to load a large table.
+    pub fn ip_add_routes(
+        &mut self,
+        table: u32,
+        routes: &[(Ipv4Prefix, Vec<Ipv4Addr>)],
+    ) -> Result<(), SwitchError> {
+        self.add_routes_family::<V4>(table, routes)
+    }
+
+    /// Removes static route `prefix` from `table`.
+    pub fn ip_del_route(&mut self, table: u32, prefix: Ipv4Prefix) -> Result<(), SwitchError> {
+        self.del_route_family::<V4>(table, prefix)
+    }
+
+    /// `show ip fib [prefix]`: routes of `table` in prefix order, `limit` (≤ 10,000) from `offset`.
+    /// With a filter `a.b.c.d/len`, the routes inside that prefix; with `a.b.c.d/32` that is not a
+    /// route, the route a packet to that address takes (longest match).
+    pub fn show_ip_fib(
+        &self,
+        table: u32,
+        filter: Option<Ipv4Prefix>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<FibInfo, SwitchError> {
+        self.show_fib_family::<V4>(table, filter, offset, limit)
+    }
+
+    // ----- neighbours ----------------------------------------------------------------------------
+
+    /// Adds (or makes static) neighbour `ip` at `mac` on `iface`; `ip` must be in one of the
+    /// interface's subnets. Packets that were waiting for an incomplete entry are freed and
+    /// counted (`pending_discarded` in `show ip neighbors`).
+    pub fn ip_add_neighbor(
+        &mut self,
+        iface: &str,
+        ip: Ipv4Addr,
+        mac: EthernetAddress,
+    ) -> Result<(), SwitchError> {
+        self.add_neighbor_family::<V4>(iface, ip, mac)
+    }
+
+    /// Removes neighbour `ip` on `iface` (static or learned).
+    pub fn ip_del_neighbor(&mut self, iface: &str, ip: Ipv4Addr) -> Result<(), SwitchError> {
+        self.del_neighbor_family::<V4>(iface, ip)
+    }
+
+    /// `show ip neighbors`: counts, then `limit` (≤ 10,000) entries from `offset`.
+    pub fn show_ip_neighbors(
+        &self,
+        offset: usize,
+        limit: usize,
+    ) -> Result<NeighborsInfo, SwitchError> {
+        self.show_neighbors_family::<V4>(offset, limit)
     }
 
     // ----- settings ------------------------------------------------------------------------------

@@ -17,8 +17,8 @@ use std::net::IpAddr;
 use super::config::{
     ip_objects, validate_ip, AddressConfig, IpConfig, IpPrefix, NeighborConfig, RouteConfig,
 };
-use super::control::{FibEntry, FibInfo, IpInterfaceInfo, NeighborsInfo, PathInfo};
-use super::control6::{Fib6Entry, Fib6Info, Ip6InterfaceInfo, Neighbors6Info};
+use super::control::{FibInfo, IpInterfaceInfo, NeighborsInfo, PathInfo};
+use super::control6::{Fib6Info, Ip6InterfaceInfo, Neighbors6Info};
 use super::{Adjacency, Ipv4Prefix, Ipv6Prefix};
 use crate::ctl::{json, typed, Align, Section, Show, ShowError, Table, Verb};
 use crate::error::SwitchError;
@@ -119,15 +119,27 @@ fn address_add(c: &mut IpConfig, w: &[String]) -> Result<(), EditError> {
 fn address_del(c: &mut IpConfig, w: &[String]) -> Result<(), EditError> {
     let [iface, a] = words::<2>(w, "INTERFACE ADDRESS/LEN", "an interface and an address")?;
     let a = prefix(a)?;
-    let before = c.address.len();
-    c.address
-        .retain(|x| !(x.interface == *iface && x.address == a));
-    if c.address.len() == before {
-        return Err(EditError {
+    remove_matching(
+        &mut c.address,
+        |x| x.interface == *iface && x.address == a,
+        EditError {
             field: "ADDRESS",
             value: format!("{iface} {a}"),
             accepted: "an address of the running config (show config)",
-        });
+        },
+    )
+}
+
+/// Removes the entries of `v` that `hit` selects; `none` if there is none.
+fn remove_matching<T>(
+    v: &mut Vec<T>,
+    hit: impl Fn(&T) -> bool,
+    none: EditError,
+) -> Result<(), EditError> {
+    let before = v.len();
+    v.retain(|x| !hit(x));
+    if v.len() == before {
+        return Err(none);
     }
     Ok(())
 }
@@ -158,16 +170,15 @@ fn route_add(c: &mut IpConfig, w: &[String]) -> Result<(), EditError> {
 fn route_del(c: &mut IpConfig, w: &[String]) -> Result<(), EditError> {
     let [p] = words::<1>(w, "PREFIX", "the prefix of a static route")?;
     let p = prefix(p)?;
-    let before = c.route.len();
-    c.route.retain(|r| !(r.prefix == p && r.table == 0));
-    if c.route.len() == before {
-        return Err(EditError {
+    remove_matching(
+        &mut c.route,
+        |r| r.prefix == p && r.table == 0,
+        EditError {
             field: "PREFIX",
             value: p.to_string(),
             accepted: "a static route of the running config (show config)",
-        });
-    }
-    Ok(())
+        },
+    )
 }
 
 fn neighbor_add(c: &mut IpConfig, w: &[String]) -> Result<(), EditError> {
@@ -191,17 +202,15 @@ fn neighbor_add(c: &mut IpConfig, w: &[String]) -> Result<(), EditError> {
 fn neighbor_del(c: &mut IpConfig, w: &[String]) -> Result<(), EditError> {
     let [iface, a] = words::<2>(w, "INTERFACE IP", "an interface and an address")?;
     let ip = ip(a)?;
-    let before = c.neighbor.len();
-    c.neighbor
-        .retain(|n| !(n.interface == *iface && n.ip == ip));
-    if c.neighbor.len() == before {
-        return Err(EditError {
+    remove_matching(
+        &mut c.neighbor,
+        |n| n.interface == *iface && n.ip == ip,
+        EditError {
             field: "IP",
             value: format!("{iface} {ip}"),
             accepted: "a static neighbour of the running config (show config)",
-        });
-    }
-    Ok(())
+        },
+    )
 }
 
 fn set(c: &mut IpConfig, w: &[String]) -> Result<(), EditError> {
@@ -253,7 +262,7 @@ pub const SHOWS: &[Show] = &[
         render: |v| {
             typed::<FibInfo>(v)
                 .map(|f| fib(&f))
-                .or_else(|| typed::<NeighborsInfo>(v).map(|n| neighbors4(&n)))
+                .or_else(|| typed::<NeighborsInfo>(v).map(|n| neighbors(&n)))
                 .or_else(|| typed::<Vec<IpInterfaceInfo>>(v).map(|i| interfaces4(&i)))
         },
     },
@@ -265,8 +274,8 @@ pub const SHOWS: &[Show] = &[
         run: |sw, a| run(sw, a, true),
         render: |v| {
             typed::<Fib6Info>(v)
-                .map(|f| fib6(&f))
-                .or_else(|| typed::<Neighbors6Info>(v).map(|n| neighbors6(&n)))
+                .map(|f| fib(&f))
+                .or_else(|| typed::<Neighbors6Info>(v).map(|n| neighbors(&n)))
                 .or_else(|| typed::<Vec<Ip6InterfaceInfo>>(v).map(|i| interfaces6(&i)))
         },
     },
@@ -388,24 +397,17 @@ fn summary(
     )
 }
 
-fn fib_table<'a, P: std::fmt::Display + 'a, A: std::fmt::Display + 'a>(
-    rows: impl Iterator<Item = (&'a P, super::RouteSource, &'a [PathInfo<A>])>,
-) -> Table {
+fn fib<P: std::fmt::Display, A: std::fmt::Display>(f: &FibInfo<P, A>) -> String {
     use Align::Left as L;
     let mut t = Table::new(&[("Prefix", L), ("Source", L), ("Paths", L)]);
-    for (p, s, paths) in rows {
-        let ps: Vec<String> = paths.iter().map(path_text).collect();
-        t.row(vec![p.to_string(), source(s).into(), ps.join(", ")]);
+    for e in &f.entries {
+        let ps: Vec<String> = e.paths.iter().map(path_text).collect();
+        t.row(vec![
+            e.prefix.to_string(),
+            source(e.source).into(),
+            ps.join(", "),
+        ]);
     }
-    t
-}
-
-fn fib(f: &FibInfo) -> String {
-    let t = fib_table(
-        f.entries
-            .iter()
-            .map(|e: &FibEntry| (&e.prefix, e.source, e.paths.as_slice())),
-    );
     summary(
         f.routes,
         f.matched,
@@ -416,26 +418,17 @@ fn fib(f: &FibInfo) -> String {
     ) + &t.render()
 }
 
-fn fib6(f: &Fib6Info) -> String {
-    let t = fib_table(
-        f.entries
-            .iter()
-            .map(|e: &Fib6Entry| (&e.prefix, e.source, e.paths.as_slice())),
-    );
-    summary(
-        f.routes,
-        f.matched,
-        f.offset,
-        f.entries.len(),
-        f.adjacencies,
-        f.fib_memory_bytes,
-    ) + &t.render()
-}
-
-fn neighbor_table<'a, A: std::fmt::Display + 'a>(
-    rows: impl Iterator<Item = (&'a str, &'a A, Option<&'a str>, bool, u32, usize)>,
-) -> Table {
+/// `show ip neighbors` / `show ip6 neighbors` (the count of waiting packets freed by control
+/// calls only where the show carries it: IPv4's).
+fn neighbors<A: std::fmt::Display>(n: &NeighborsInfo<A>) -> String {
     use Align::{Left as L, Right as R};
+    let discarded = n
+        .pending_discarded
+        .map_or(String::new(), |d| format!(", {d} discarded by control"));
+    let head = format!(
+        "{} neighbors ({} static, {} learned, {} incomplete; limit {}), {} packets waiting{discarded}; showing {} from {}\n",
+        n.total, n.statics, n.learned, n.incomplete, n.limit, n.pending, n.entries.len(), n.offset
+    );
     let mut t = Table::new(&[
         ("Interface", L),
         ("IP", L),
@@ -444,57 +437,21 @@ fn neighbor_table<'a, A: std::fmt::Display + 'a>(
         ("Age s", R),
         ("Pending", R),
     ]);
-    for (i, ip, mac, st, age, pending) in rows {
-        let kind = match (st, mac) {
+    for e in &n.entries {
+        let kind = match (e.is_static, &e.mac) {
             (true, _) => "static",
             (false, Some(_)) => "learned",
             (false, None) => "incomplete",
         };
         t.row(vec![
-            i.to_string(),
-            ip.to_string(),
-            mac.unwrap_or("-").to_string(),
+            e.interface.clone(),
+            e.ip.to_string(),
+            e.mac.as_deref().unwrap_or("-").to_string(),
             kind.into(),
-            age.to_string(),
-            pending.to_string(),
+            e.age_s.to_string(),
+            e.pending.to_string(),
         ]);
     }
-    t
-}
-
-fn neighbors4(n: &NeighborsInfo) -> String {
-    let head = format!(
-        "{} neighbors ({} static, {} learned, {} incomplete; limit {}), {} packets waiting, {} discarded by control; showing {} from {}\n",
-        n.total, n.statics, n.learned, n.incomplete, n.limit, n.pending, n.pending_discarded, n.entries.len(), n.offset
-    );
-    let t = neighbor_table(n.entries.iter().map(|e| {
-        (
-            e.interface.as_str(),
-            &e.ip,
-            e.mac.as_deref(),
-            e.is_static,
-            e.age_s,
-            e.pending,
-        )
-    }));
-    head + &t.render()
-}
-
-fn neighbors6(n: &Neighbors6Info) -> String {
-    let head = format!(
-        "{} neighbors ({} static, {} learned, {} incomplete; limit {}), {} packets waiting; showing {} from {}\n",
-        n.total, n.statics, n.learned, n.incomplete, n.limit, n.pending, n.entries.len(), n.offset
-    );
-    let t = neighbor_table(n.entries.iter().map(|e| {
-        (
-            e.interface.as_str(),
-            &e.ip,
-            e.mac.as_deref(),
-            e.is_static,
-            e.age_s,
-            e.pending,
-        )
-    }));
     head + &t.render()
 }
 

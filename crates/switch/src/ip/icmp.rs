@@ -70,7 +70,22 @@ fn unicast_host(a: Ipv4Addr) -> bool {
 /// Builds the error about packet `h` (still owned by the caller) and emits it to `to` (the
 /// caller's edge to `ip4-lookup`).
 pub fn send_error(cx: &mut Cx<'_, SwitchState>, h: u32, err: IcmpError, to: Next) -> Sent {
-    let Some(bytes) = error_bytes(cx.pool, cx.state, h, err) else {
+    let bytes = error_bytes(cx.pool, cx.state, h, err);
+    emit_error(cx, h, bytes, 0x0800, to)
+}
+
+/// Sends the error frame `bytes` (`None`: not allowed, [`Sent::Suppressed`]) about packet `h` of
+/// EtherType `ethertype` to `to`, if the shared token bucket has a token and the pool a buffer:
+/// received on `h`'s interface, made by the switch (no TTL decrement, no adjacency yet). Both
+/// families' errors go out this way.
+pub(crate) fn emit_error(
+    cx: &mut Cx<'_, SwitchState>,
+    h: u32,
+    bytes: Option<Vec<u8>>,
+    ethertype: u16,
+    to: Next,
+) -> Sent {
+    let Some(bytes) = bytes else {
         return Sent::Suppressed;
     };
     if !cx.state.ip.icmp_token(cx.now_ns) {
@@ -83,7 +98,7 @@ pub fn send_error(cx: &mut Cx<'_, SwitchState>, h: u32, err: IcmpError, to: Next
     let rx = cx.pool.header(h).rx_port;
     let hdr = cx.pool.header_mut(e);
     hdr.l3_offset = 14;
-    hdr.ethertype = 0x0800;
+    hdr.ethertype = ethertype;
     hdr.rx_port = rx;
     *cx.state.ip.meta_mut(e) = super::PktMeta {
         adj: super::ADJ_DROP,

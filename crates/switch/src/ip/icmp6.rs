@@ -65,29 +65,10 @@ fn unicast(a: Ipv6Addr) -> bool {
 }
 
 /// Builds the error about packet `h` (still owned by the caller) and emits it to `to` (the
-/// caller's edge to `ip6-lookup`).
+/// caller's edge to `ip6-lookup`), as IPv4's errors go ([`super::icmp::emit_error`]).
 pub fn send_error(cx: &mut Cx<'_, SwitchState>, h: u32, err: Icmp6Error, to: Next) -> Sent {
-    let Some(bytes) = error_bytes(cx.pool, cx.state, h, err) else {
-        return Sent::Suppressed;
-    };
-    if !cx.state.ip.icmp_token(cx.now_ns) {
-        return Sent::RateLimited;
-    }
-    let Some(e) = cx.pool.alloc() else {
-        return Sent::NoBuffer;
-    };
-    cx.pool.write_packet(e, &bytes);
-    let rx = cx.pool.header(h).rx_port;
-    let hdr = cx.pool.header_mut(e);
-    hdr.l3_offset = 14;
-    hdr.ethertype = 0x86dd;
-    hdr.rx_port = rx;
-    *cx.state.ip.meta_mut(e) = super::PktMeta {
-        adj: super::ADJ_DROP,
-        local: true,
-    };
-    cx.emit.push(e, to);
-    Sent::Sent
+    let bytes = error_bytes(cx.pool, cx.state, h, err);
+    super::icmp::emit_error(cx, h, bytes, 0x86dd, to)
 }
 
 /// The whole error frame (a blank Ethernet header that `ip6-rewrite` fills, IPv6, ICMPv6), or

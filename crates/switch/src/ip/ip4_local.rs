@@ -115,13 +115,7 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
     if !echo_reply_in_place(ip, ihl, total) {
         return DropReason::BadIcmpChecksum.next();
     }
-    // Drop any Ethernet padding after the IP packet.
-    cx.pool.set_len(h, off + total);
-    *cx.state.ip.meta_mut(h) = super::PktMeta {
-        adj: super::ADJ_DROP,
-        local: true,
-    };
-    cx.counters.add(Counter::EchoReplies.index(), 1);
+    super::replied_in_place(cx, h, off + total, Counter::EchoReplies.index());
     Edge::Ip4Lookup.next()
 }
 

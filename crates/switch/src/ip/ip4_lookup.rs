@@ -1,11 +1,14 @@
 //! `ip4-lookup`: longest-prefix match of every packet's destination in table 0's FIB, a vector at
 //! a time: first the keys (destination, flow hash) of all packets, then one
-//! [`super::fib::Fib4::lookup_batch`] call (the FIB stages its own memory accesses over the
-//! batch), then the decisions — as VPP's `ip4-lookup` node does with its mtrie.
+//! [`super::fib::Fib::lookup_batch`] call (the FIB stages its own memory accesses over the
+//! batch) — both in [`LookupBatch`], shared with `ip6-lookup` — then the decisions, as VPP's
+//! `ip4-lookup` node does with its mtrie.
 //!
 //! The flow hash (source, destination, protocol and, for unfragmented TCP/UDP, the ports) picks
 //! one of a route's equal-cost paths, so that a flow stays on one path; it is also stored in the
-//! buffer header (`flow_hash`) for link aggregation.
+//! buffer header (`flow_hash`) for link aggregation. It is computed only while the table has a
+//! route with more than one path (otherwise it would pick nothing, and `flow_hash` stays 0, "not
+//! computed").
 //!
 //! Next: `ip4-rewrite` (the adjacency is kept in the packet's [`super::PktMeta`]), `ip4-local`
 //! (the switch's own address), and `ip4-lookup` itself for the ICMP errors it sends.
@@ -13,12 +16,13 @@
 //! the drop adjacency), `bad-adjacency` (a bug guard). Counters: the ICMP ones
 //! (`icmp-sent`, …). Trace: `src S dst D ttl T len L`.
 
-use vecswitch_buffer::{Pool, FRAME_SIZE};
+use vecswitch_buffer::Pool;
 use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
 
+use super::fib::LookupBatch;
 use super::icmp::{self, IcmpError};
 use super::ip4_input::{count_icmp, IcmpCounter};
-use super::{AdjIdx, Adjacency};
+use super::{Adjacency, V4};
 use crate::state::SwitchState;
 
 /// The node's name.
@@ -38,21 +42,9 @@ named_enum! {
 }
 
 /// The `ip4-lookup` node, with its per-vector key arrays.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Ip4Lookup {
-    dst: Vec<u32>,
-    hash: Vec<u32>,
-    adj: Vec<Option<AdjIdx>>,
-}
-
-impl Default for Ip4Lookup {
-    fn default() -> Self {
-        Ip4Lookup {
-            dst: vec![0; FRAME_SIZE],
-            hash: vec![0; FRAME_SIZE],
-            adj: vec![None; FRAME_SIZE],
-        }
-    }
+    batch: LookupBatch<V4>,
 }
 
 /// The flow hash of an IPv4 header `ip` (at least 20 bytes; the ports if they follow).
@@ -77,7 +69,7 @@ pub fn flow_hash(ip: &[u8], l4: Option<&[u8]>) -> u32 {
 /// Destination and flow hash of packet `h` (checked by `ip4-input` or made by the switch): one
 /// read of the first segment.
 #[inline]
-fn keys(pool: &Pool, h: u32) -> (u32, u32) {
+pub(crate) fn keys(pool: &Pool, h: u32) -> (u32, u32) {
     let off = pool.header(h).l3_offset as usize;
     let Some(ip) = pool.data(h).get(off..) else {
         return (0, 0);
@@ -98,6 +90,15 @@ fn keys(pool: &Pool, h: u32) -> (u32, u32) {
     )
 }
 
+/// Destination of packet `h` alone (when no flow hash is needed).
+#[inline]
+pub(crate) fn dst(pool: &Pool, h: u32) -> u32 {
+    let off = pool.header(h).l3_offset as usize;
+    pool.data(h)
+        .get(off + 16..off + 20)
+        .map_or(0, |d| u32::from_be_bytes([d[0], d[1], d[2], d[3]]))
+}
+
 impl Node<SwitchState> for Ip4Lookup {
     fn info(&self) -> NodeInfo {
         NodeInfo {
@@ -109,29 +110,18 @@ impl Node<SwitchState> for Ip4Lookup {
     }
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
-        let n = pkts.len();
-        // Stage 1: the keys of the whole vector.
-        for (i, &h) in pkts.iter().enumerate() {
-            let (d, fh) = keys(cx.pool, h);
-            self.dst[i] = d;
-            self.hash[i] = fh;
-            cx.pool.header_mut(h).flow_hash = fh;
-        }
-        // Stage 2: the FIB's batched lookup.
-        cx.state
-            .ip
-            .fib
-            .lookup_batch(&self.dst[..n], &self.hash[..n], &mut self.adj[..n]);
+        // Stages 1 and 2: the keys of the whole vector, the FIB's batched lookup.
+        self.batch.run(cx, pkts);
         // Stage 3: the decisions.
         for (i, (&h, next)) in pkts.iter().zip(nexts.iter_mut()).enumerate() {
-            *next = match self.adj[i] {
+            *next = match self.batch.adj[i] {
                 None => {
                     let s =
                         icmp::send_error(cx, h, IcmpError::NetUnreachable, Edge::Ip4Lookup.next());
                     count_icmp(cx, s);
                     DropReason::NoRoute.next()
                 }
-                Some(a) => match cx.state.ip.adjs.get(a) {
+                Some(a) => match cx.state.ip.v4.adjs.get(a) {
                     Some(Adjacency::Local) => Edge::Ip4Local.next(),
                     Some(Adjacency::Glean { .. } | Adjacency::Neighbor { .. }) => {
                         cx.state.ip.meta_mut(h).adj = a;

@@ -25,8 +25,8 @@ use vecswitch_wire::{checksum, EthernetAddress};
 
 use super::icmp::{self, IcmpError};
 use super::ip4_input::count_icmp;
-use super::neighbor::Neighbor;
-use super::Adjacency;
+use super::resolve::{self, HoldCounters, HoldDrops};
+use super::{Adjacency, V4};
 use crate::interface::{SwIfIdx, TO_OUTPUT};
 use crate::state::SwitchState;
 
@@ -62,9 +62,6 @@ named_enum! {
         NeighborsAgedOut = "neighbors-aged-out",
     }
 }
-
-/// Neighbour slots looked at per aging step (one step a second at most).
-pub const AGE_SLOTS_PER_STEP: usize = 1024;
 
 /// The `ip4-rewrite` node.
 #[derive(Debug, Default)]
@@ -198,46 +195,22 @@ pub(crate) fn send_arp_request(
     true
 }
 
-/// One aging step of the neighbour table, at most once per switch second: removes what aged
-/// out (freeing and counting pending packets) and asks again for incomplete entries.
-fn age_step(cx: &mut Cx<'_, SwitchState>) {
-    let now = cx.state.now_s;
-    if now == cx.state.ip.last_age_s {
-        return;
-    }
-    cx.state.ip.last_age_s = now;
-    let s = cx.state.ip.settings;
-    let mut retry = Vec::new();
-    let gone = cx.state.ip.neighbors.age(
-        now,
-        s.neighbor_age_s,
-        s.arp_max_requests,
-        AGE_SLOTS_PER_STEP,
-        &mut retry,
-    );
-    for n in gone {
-        cx.counters.add(Counter::NeighborsAgedOut.index(), 1);
-        cx.counters
-            .add(Counter::PendingTimedOut.index(), n.pending.len() as u64);
-        for p in n.pending {
-            cx.pool.free(p);
-        }
-    }
-    for i in retry {
-        let Some((iface, ip)) = cx.state.ip.neighbors.get(i).map(|n| (n.iface, n.ip)) else {
-            continue;
-        };
-        if send_arp_request(cx, iface, ip) {
-            cx.counters.add(Counter::ArpRequestsSent.index(), 1);
-        } else {
-            cx.counters.add(Counter::ArpNoBuffer.index(), 1);
-        }
-        if let Some(n) = cx.state.ip.neighbors.get_mut(i) {
-            n.requests += 1;
-            n.last_request_s = now;
-        }
-    }
-}
+/// The counters the shared neighbour resolution adds to, and its drop reasons.
+const HOLD: (HoldCounters, HoldDrops) = (
+    HoldCounters {
+        held: Counter::HeldForArp.index(),
+        asked: Counter::ArpRequestsSent.index(),
+        no_buffer: Counter::ArpNoBuffer.index(),
+        timed_out: Counter::PendingTimedOut.index(),
+        aged_out: Counter::NeighborsAgedOut.index(),
+    },
+    HoldDrops {
+        pending_full: DropReason::PendingFull.next(),
+        neighbor_limit: DropReason::NeighborLimit.next(),
+        no_room: DropReason::NoInterface.next(),
+        bad_slot: DropReason::BadAdjacency.next(),
+    },
+);
 
 #[inline]
 fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
@@ -249,7 +222,7 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
     let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
     let total = u16::from_be_bytes([ip[2], ip[3]]);
     let df = ip[6] & 0x40 != 0;
-    let (iface, nh) = match cx.state.ip.adjs.get(meta.adj) {
+    let (iface, nh) = match cx.state.ip.v4.adjs.get(meta.adj) {
         Some(Adjacency::Glean { iface }) => (iface, dst),
         Some(Adjacency::Neighbor { iface, nh }) => (iface, nh),
         _ => return DropReason::BadAdjacency.next(),
@@ -270,77 +243,7 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
         count_icmp(cx, s);
         return DropReason::MtuExceeded.next();
     }
-    let ip = &mut cx.state.ip;
-    let hint = ip.adjs.nbr_hint(meta.adj);
-    // Fast path: the adjacency's remembered neighbour slot still holds the next hop, resolved.
-    if let Some(n) = ip.neighbors.get(hint) {
-        if let (true, Some(mac)) = (n.iface == iface && n.ip == nh, n.mac) {
-            return if rewrite(cx.pool, h, mac, src_mac, iface, !meta.local) {
-                TO_OUTPUT
-            } else {
-                DropReason::NoInterface.next()
-            };
-        }
-    }
-    let slot = match ip.neighbors.find_hinted(hint, iface, nh) {
-        Some(i) => {
-            if i != hint {
-                ip.adjs.set_nbr_hint(meta.adj, i);
-            }
-            i
-        }
-        None => {
-            let n = Neighbor {
-                iface,
-                ip: nh,
-                mac: None,
-                is_static: false,
-                updated_s: cx.state.now_s,
-                requests: 0,
-                last_request_s: cx.state.now_s,
-                pending: Vec::new(),
-            };
-            match ip.neighbors.insert(n, ip.settings.neighbor_limit) {
-                Ok(i) => i,
-                Err(_) => return DropReason::NeighborLimit.next(),
-            }
-        }
-    };
-    let limit = ip.settings.arp_pending as usize;
-    let Some(n) = ip.neighbors.get_mut(slot) else {
-        return DropReason::BadAdjacency.next();
-    };
-    if let Some(mac) = n.mac {
-        return if rewrite(cx.pool, h, mac, src_mac, iface, !meta.local) {
-            TO_OUTPUT
-        } else {
-            DropReason::NoInterface.next()
-        };
-    }
-    if !meta.local {
-        decrement_ttl(cx.pool, h);
-    }
-    // Glean: hold the packet, ask for the MAC if nobody asked yet.
-    if n.pending.len() >= limit {
-        return DropReason::PendingFull.next();
-    }
-    n.pending.push(h);
-    cx.pool.header_mut(h).tx_port = iface;
-    let ask = n.requests == 0;
-    if ask {
-        n.requests = 1;
-        n.last_request_s = cx.state.now_s;
-    }
-    cx.counters.add(Counter::HeldForArp.index(), 1);
-    if ask {
-        let c = if send_arp_request(cx, iface, nh) {
-            Counter::ArpRequestsSent
-        } else {
-            Counter::ArpNoBuffer
-        };
-        cx.counters.add(c.index(), 1);
-    }
-    Next::CONSUMED
+    resolve::forward::<V4>(cx, h, meta.adj, iface, nh, src_mac, meta.local, HOLD)
 }
 
 impl Node<SwitchState> for Ip4Rewrite {
@@ -354,7 +257,7 @@ impl Node<SwitchState> for Ip4Rewrite {
     }
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
-        age_step(cx);
+        resolve::age_step::<V4>(cx, HOLD.0);
         for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
             *n = one(cx, h);
         }

@@ -1,27 +1,20 @@
 //! The IPv6 side of the `ip` feature's tables: prefixes ([`Ipv6Prefix`]), the IPv6 addresses of
 //! an interface with its link-local address ([`Ip6Interface`]), table 0's IPv6 routes, FIB,
-//! adjacencies and neighbours ([`Ip6State`], the `v6` field of [`super::IpState`]), and the
+//! adjacencies and neighbours ([`Ip6State`], the family-generic [`super::Tables`] for IPv6), and the
 //! address arithmetic Neighbor Discovery needs: the EUI-64 link-local address (RFC 4291 §2.5.1
 //! and appendix A, RFC 2464 §5), the solicited-node multicast address (RFC 4291 §2.7.1) and its
 //! Ethernet multicast MAC (RFC 2464 §7).
 //!
-//! The same adjacency, neighbour and route types serve both families (generic over the
-//! address); the ICMP error token bucket, the per-packet metadata and the settings are shared
-//! with IPv4 in [`super::IpState`].
+//! The same tables, adjacency, neighbour and route types serve both families (generic over the
+//! family, [`super::family`]); the ICMP error token bucket, the per-packet metadata and the
+//! settings are shared with IPv4 in [`super::IpState`].
 
-use std::collections::BTreeMap;
-use std::fmt;
 use std::net::Ipv6Addr;
-use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
-use vecswitch_fib::FibError;
 use vecswitch_wire::EthernetAddress;
 
-use super::fib::Fib6;
-use super::neighbor::NeighborTable;
-use super::{AdjTable, Route};
-use crate::interface::SwIfIdx;
+use super::family::{PrefixOps, V6};
+use super::prefix_text;
 
 /// An IPv6 prefix `addr/len`. As an interface address the host bits are kept
 /// (`2001:db8::1/64`); as a route they must be zero.
@@ -52,33 +45,23 @@ impl Ipv6Prefix {
 
     /// The prefix with its host bits cleared.
     pub fn network(self) -> Ipv6Prefix {
-        Ipv6Prefix {
-            addr: Ipv6Addr::from(u128::from(self.addr) & Self::mask(self.len)),
-            len: self.len,
-        }
+        PrefixOps::<V6>::net(self)
     }
 
     /// Whether `a` is inside the prefix.
     #[inline]
     pub fn contains(self, a: Ipv6Addr) -> bool {
-        let m = Self::mask(self.len);
-        u128::from(a) & m == u128::from(self.addr) & m
+        PrefixOps::<V6>::holds(self, a)
     }
 
     /// Whether the host bits are zero.
     pub fn is_network(self) -> bool {
-        u128::from(self.addr) & !Self::mask(self.len) == 0
+        PrefixOps::<V6>::is_net(self)
     }
 
     /// The FIB key `(network, length)`.
     pub fn key(self) -> (u128, u8) {
         (u128::from(self.network().addr), self.len)
-    }
-}
-
-impl fmt::Display for Ipv6Prefix {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.addr, self.len)
     }
 }
 
@@ -91,33 +74,7 @@ pub enum Prefix6Error {
     Length(String),
 }
 
-impl FromStr for Ipv6Prefix {
-    type Err = Prefix6Error;
-    /// `addr/len`, or `addr` for a /128.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (a, l) = s.split_once('/').unwrap_or((s, "128"));
-        let addr = a
-            .parse::<Ipv6Addr>()
-            .map_err(|_| Prefix6Error::Address(a.to_string()))?;
-        let len = l
-            .parse::<u8>()
-            .map_err(|_| Prefix6Error::Length(l.to_string()))?;
-        Ipv6Prefix::new(addr, len)
-    }
-}
-
-impl Serialize for Ipv6Prefix {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for Ipv6Prefix {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
-    }
-}
+prefix_text!(Ipv6Prefix, Ipv6Addr, 128, Prefix6Error);
 
 /// Whether `a` is link-local unicast (fe80::/10, RFC 4291 §2.5.6).
 #[inline]
@@ -218,65 +175,8 @@ impl Ip6Interface {
     }
 }
 
-/// Table 0's IPv6 routing state.
-#[derive(Debug, Default)]
-pub struct Ip6State {
-    /// IPv6 side of each interface, by interface index (missing: no address).
-    pub ifaces: Vec<Ip6Interface>,
-    /// Table 0's routes by (network, length).
-    pub routes: BTreeMap<(u128, u8), Route>,
-    /// The data-plane FIB of table 0, changed with `routes` by the control calls.
-    pub fib: Fib6,
-    pub adjs: AdjTable<Ipv6Addr>,
-    pub neighbors: NeighborTable<Ipv6Addr>,
-    /// The switch second of the last neighbour aging step.
-    pub last_age_s: u32,
-}
-
-impl Ip6State {
-    /// The IPv6 side of interface `i` (`None`: no IPv6 address).
-    #[inline]
-    pub fn iface(&self, i: SwIfIdx) -> Option<&Ip6Interface> {
-        self.ifaces.get(i as usize).filter(|f| f.routed())
-    }
-
-    /// Whether `a` is an address of any interface (link-local ones included).
-    pub fn is_local(&self, a: Ipv6Addr) -> bool {
-        self.ifaces.iter().any(|f| f.has_addr(a))
-    }
-
-    /// Adds or replaces route `key` in `routes` and in the FIB (in place), releasing the
-    /// adjacencies of the route it replaces. On an error nothing changes but the new route's
-    /// adjacencies are released.
-    pub fn set_route(&mut self, key: (u128, u8), route: Route) -> Result<(), FibError> {
-        if let Err(e) = self.fib.add(key.0, key.1, &route.paths) {
-            route.paths.iter().for_each(|&a| self.adjs.release(a));
-            return Err(e);
-        }
-        if let Some(old) = self.routes.insert(key, route) {
-            old.paths.iter().for_each(|&a| self.adjs.release(a));
-        }
-        Ok(())
-    }
-
-    /// Removes route `key` from `routes` and the FIB, releasing its adjacencies.
-    pub fn remove_route(&mut self, key: (u128, u8)) -> Option<Route> {
-        let r = self.routes.remove(&key)?;
-        // The FIB holds exactly the routes of `routes`: it has this one.
-        let _ = self.fib.remove(key.0, key.1);
-        r.paths.iter().for_each(|&a| self.adjs.release(a));
-        Some(r)
-    }
-
-    /// Rebuilds the data-plane FIB from `routes` in one go (after a bulk load).
-    pub fn rebuild_fib(&mut self) {
-        self.fib = Fib6::build(
-            self.routes
-                .iter()
-                .map(|(&(net, len), r)| (net, len, r.paths.as_slice())),
-        );
-    }
-}
+/// Table 0's IPv6 routing state (the `v6` field of [`super::IpState`]).
+pub type Ip6State = super::Tables<super::V6>;
 
 #[cfg(test)]
 mod tests {

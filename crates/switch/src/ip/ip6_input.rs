@@ -4,9 +4,10 @@
 //! Neighbor Discovery arrives this way) and the receive interface's own link-local address
 //! (link-local destinations are never routed, RFC 4291 §2.5.6).
 //!
-//! Next: `ip6-lookup`, `ip6-local`, or — for a packet whose hop limit is 1 or 0 and that is not for
-//! the switch — an ICMPv6 time exceeded (RFC 4443 §3.3) sent to `ip6-lookup` while the packet is
-//! dropped as `hop-limit-expired`.
+//! Next: the `ip6-unicast` arc (its features enabled on the receive interface, then `ip6-lookup`)
+//! for a packet to route, `ip6-local`, or — for a packet whose hop limit is 1 or 0 and that is not
+//! for the switch — an ICMPv6 time exceeded (RFC 4443 §3.3) sent to `ip6-lookup` while the packet
+//! is dropped as `hop-limit-expired`.
 //! Drops: `truncated` (less than the 40-byte header), `bad-version` (not 6), `bad-payload-length`
 //! (longer than the frame), `bad-source` (multicast or loopback, RFC 4291 §2.7 and §2.5.3),
 //! `bad-destination` (unspecified or loopback), `hop-by-hop-not-allowed` (a hop-by-hop options
@@ -129,7 +130,8 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
             count_icmp(cx, s);
             DropReason::HopLimitExpired.next()
         }
-        Verdict::Route(..) => Edge::Ip6Lookup.next(),
+        // Along `ip6-unicast` (its features enabled on the receive interface, then `ip6-lookup`).
+        Verdict::Route(..) => Next::arc(super::IP6_UNICAST_ARC),
     }
 }
 

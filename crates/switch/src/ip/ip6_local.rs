@@ -127,12 +127,7 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
     if total < 48 || !echo_reply_in_place(ip) {
         return DropReason::BadIcmpChecksum.next();
     }
-    cx.pool.set_len(h, off + total);
-    *cx.state.ip.meta_mut(h) = super::PktMeta {
-        adj: super::ADJ_DROP,
-        local: true,
-    };
-    cx.counters.add(Counter::EchoReplies.index(), 1);
+    super::replied_in_place(cx, h, off + total, Counter::EchoReplies.index());
     Edge::Ip6Lookup.next()
 }
 

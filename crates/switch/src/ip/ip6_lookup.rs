@@ -1,10 +1,11 @@
 //! `ip6-lookup`: longest-prefix match of every packet's destination in table 0's IPv6 FIB, a
-//! vector at a time, as `ip4-lookup` does: the keys (destination, flow hash) of all packets, one
-//! [`super::fib::Fib6::lookup_batch`] call, then the decisions.
+//! vector at a time, as `ip4-lookup` does (the same [`LookupBatch`]): the keys (destination, flow
+//! hash) of all packets, one [`super::fib::Fib::lookup_batch`] call, then the decisions.
 //!
 //! The flow hash (source, destination, flow label, next header and, for TCP/UDP right after the
 //! fixed header, the ports) picks one of a route's equal-cost paths (RFC 6438 §2 for the flow
-//! label's part); it is stored in the buffer header (`flow_hash`) for link aggregation.
+//! label's part); it is stored in the buffer header (`flow_hash`) for link aggregation. As in
+//! `ip4-lookup`, it is computed only while the table has a route with more than one path.
 //!
 //! Link-local addresses are never routed (RFC 4291 §2.5.6): a packet the switch made for a
 //! link-local destination (an echo reply, an ICMPv6 error) goes out of the interface it answers,
@@ -18,14 +19,15 @@
 //! `link-local-destination` (a switch-made packet to a link-local address of an interface without
 //! IPv6), `bad-adjacency` (a bug guard). Counters: the ICMP ones. Trace: as `ip6-input`'s.
 
-use vecswitch_buffer::{Pool, FRAME_SIZE};
+use vecswitch_buffer::Pool;
 use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
 
+use super::fib::LookupBatch;
 use super::icmp6::{self, Icmp6Error};
 use super::ip4_input::{count_icmp, IcmpCounter};
 use super::ip6::is_link_local;
 use super::ip6_input::addr_at;
-use super::{AdjIdx, Adjacency};
+use super::{AdjIdx, Adjacency, V6};
 use crate::state::SwitchState;
 
 /// The node's name.
@@ -47,21 +49,9 @@ named_enum! {
 }
 
 /// The `ip6-lookup` node, with its per-vector key arrays.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Ip6Lookup {
-    dst: Vec<u128>,
-    hash: Vec<u32>,
-    adj: Vec<Option<AdjIdx>>,
-}
-
-impl Default for Ip6Lookup {
-    fn default() -> Self {
-        Ip6Lookup {
-            dst: vec![0; FRAME_SIZE],
-            hash: vec![0; FRAME_SIZE],
-            adj: vec![None; FRAME_SIZE],
-        }
-    }
+    batch: LookupBatch<V6>,
 }
 
 /// The flow hash of an IPv6 fixed header `ip` (40 bytes; the ports if they follow).
@@ -84,7 +74,7 @@ pub fn flow_hash(ip: &[u8], l4: Option<&[u8]>) -> u32 {
 
 /// Destination and flow hash of packet `h` (checked by `ip6-input` or made by the switch).
 #[inline]
-fn keys(pool: &Pool, h: u32) -> (u128, u32) {
+pub(crate) fn keys(pool: &Pool, h: u32) -> (u128, u32) {
     let off = pool.header(h).l3_offset as usize;
     let Some(ip) = pool.data(h).get(off..) else {
         return (0, 0);
@@ -98,6 +88,16 @@ fn keys(pool: &Pool, h: u32) -> (u128, u32) {
     )
 }
 
+/// Destination of packet `h` alone (when no flow hash is needed).
+#[inline]
+pub(crate) fn dst(pool: &Pool, h: u32) -> u128 {
+    let off = pool.header(h).l3_offset as usize;
+    pool.data(h)
+        .get(off + 24..off + 40)
+        .and_then(|d| <[u8; 16]>::try_from(d).ok())
+        .map_or(0, u128::from_be_bytes)
+}
+
 impl Node<SwitchState> for Ip6Lookup {
     fn info(&self) -> NodeInfo {
         NodeInfo {
@@ -109,20 +109,9 @@ impl Node<SwitchState> for Ip6Lookup {
     }
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
-        let n = pkts.len();
-        for (i, &h) in pkts.iter().enumerate() {
-            let (d, fh) = keys(cx.pool, h);
-            self.dst[i] = d;
-            self.hash[i] = fh;
-            cx.pool.header_mut(h).flow_hash = fh;
-        }
-        cx.state
-            .ip
-            .v6
-            .fib
-            .lookup_batch(&self.dst[..n], &self.hash[..n], &mut self.adj[..n]);
+        self.batch.run(cx, pkts);
         for (i, (&h, next)) in pkts.iter().zip(nexts.iter_mut()).enumerate() {
-            *next = decide(cx, h, self.dst[i], self.adj[i]);
+            *next = decide(cx, h, self.batch.dst[i], self.batch.adj[i]);
         }
     }
 

@@ -16,8 +16,6 @@
 //! `held-for-nd`, `solicitations-sent`, `nd-no-buffer`, `pending-timed-out`,
 //! `neighbors-aged-out`. Trace: `src S dst D hlim H plen L nh N tx-port P`.
 
-use std::net::Ipv6Addr;
-
 use vecswitch_buffer::Pool;
 use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
 use vecswitch_wire::EthernetAddress;
@@ -26,10 +24,9 @@ use super::icmp6::{self, Icmp6Error};
 use super::ip4_input::count_icmp;
 use super::ip4_rewrite::write_l2;
 use super::ip6_input::addr_at;
-use super::nd_input::send_solicitation;
-use super::neighbor::Neighbor;
-use super::Adjacency;
-use crate::interface::{SwIfIdx, TO_OUTPUT};
+use super::resolve::{self, HoldCounters, HoldDrops};
+use super::{Adjacency, V6};
+use crate::interface::SwIfIdx;
 use crate::state::SwitchState;
 
 /// The node's name.
@@ -109,51 +106,22 @@ pub fn rewrite(
     true
 }
 
-/// One aging step of the IPv6 neighbour table, at most once per switch second.
-fn age_step(cx: &mut Cx<'_, SwitchState>) {
-    let now = cx.state.now_s;
-    if now == cx.state.ip.v6.last_age_s {
-        return;
-    }
-    cx.state.ip.v6.last_age_s = now;
-    let s = cx.state.ip.settings;
-    let mut retry = Vec::new();
-    let gone = cx.state.ip.v6.neighbors.age(
-        now,
-        s.neighbor_age_s,
-        s.arp_max_requests,
-        super::ip4_rewrite::AGE_SLOTS_PER_STEP,
-        &mut retry,
-    );
-    for n in gone {
-        cx.counters.add(Counter::NeighborsAgedOut.index(), 1);
-        cx.counters
-            .add(Counter::PendingTimedOut.index(), n.pending.len() as u64);
-        for p in n.pending {
-            cx.pool.free(p);
-        }
-    }
-    for i in retry {
-        let Some((iface, ip)) = cx.state.ip.v6.neighbors.get(i).map(|n| (n.iface, n.ip)) else {
-            continue;
-        };
-        solicit(cx, iface, ip);
-        if let Some(n) = cx.state.ip.v6.neighbors.get_mut(i) {
-            n.requests += 1;
-            n.last_request_s = now;
-        }
-    }
-}
-
-/// Sends a neighbor solicitation for `target` out of `iface`, counted.
-fn solicit(cx: &mut Cx<'_, SwitchState>, iface: SwIfIdx, target: Ipv6Addr) {
-    let c = if send_solicitation(cx, iface, target) {
-        Counter::SolicitationsSent
-    } else {
-        Counter::NdNoBuffer
-    };
-    cx.counters.add(c.index(), 1);
-}
+/// The counters the shared neighbour resolution adds to, and its drop reasons.
+const HOLD: (HoldCounters, HoldDrops) = (
+    HoldCounters {
+        held: Counter::HeldForNd.index(),
+        asked: Counter::SolicitationsSent.index(),
+        no_buffer: Counter::NdNoBuffer.index(),
+        timed_out: Counter::PendingTimedOut.index(),
+        aged_out: Counter::NeighborsAgedOut.index(),
+    },
+    HoldDrops {
+        pending_full: DropReason::PendingFull.next(),
+        neighbor_limit: DropReason::NeighborLimit.next(),
+        no_room: DropReason::NoInterface.next(),
+        bad_slot: DropReason::BadAdjacency.next(),
+    },
+);
 
 #[inline]
 fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
@@ -163,8 +131,7 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
     };
     let dst = addr_at(ip, 24);
     let total = 40 + u16::from_be_bytes([ip[4], ip[5]]);
-    let v6 = &cx.state.ip.v6;
-    let (iface, nh) = match v6.adjs.get(meta.adj) {
+    let (iface, nh) = match cx.state.ip.v6.adjs.get(meta.adj) {
         Some(Adjacency::Glean { iface }) => (iface, dst),
         Some(Adjacency::Neighbor { iface, nh }) => (iface, nh),
         _ => return DropReason::BadAdjacency.next(),
@@ -178,71 +145,7 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
         count_icmp(cx, s);
         return DropReason::MtuExceeded.next();
     }
-    let ip = &mut cx.state.ip;
-    let v6 = &mut ip.v6;
-    let hint = v6.adjs.nbr_hint(meta.adj);
-    if let Some(n) = v6.neighbors.get(hint) {
-        if let (true, Some(mac)) = (n.iface == iface && n.ip == nh, n.mac) {
-            return if rewrite(cx.pool, h, mac, src_mac, iface, !meta.local) {
-                TO_OUTPUT
-            } else {
-                DropReason::NoInterface.next()
-            };
-        }
-    }
-    let slot = match v6.neighbors.find_hinted(hint, iface, nh) {
-        Some(i) => {
-            if i != hint {
-                v6.adjs.set_nbr_hint(meta.adj, i);
-            }
-            i
-        }
-        None => {
-            let n = Neighbor {
-                iface,
-                ip: nh,
-                mac: None,
-                is_static: false,
-                updated_s: cx.state.now_s,
-                requests: 0,
-                last_request_s: cx.state.now_s,
-                pending: Vec::new(),
-            };
-            match v6.neighbors.insert(n, ip.settings.neighbor_limit) {
-                Ok(i) => i,
-                Err(_) => return DropReason::NeighborLimit.next(),
-            }
-        }
-    };
-    let limit = ip.settings.arp_pending as usize;
-    let Some(n) = v6.neighbors.get_mut(slot) else {
-        return DropReason::BadAdjacency.next();
-    };
-    if let Some(mac) = n.mac {
-        return if rewrite(cx.pool, h, mac, src_mac, iface, !meta.local) {
-            TO_OUTPUT
-        } else {
-            DropReason::NoInterface.next()
-        };
-    }
-    if n.pending.len() >= limit {
-        return DropReason::PendingFull.next();
-    }
-    if !meta.local {
-        decrement_hop_limit(cx.pool, h);
-    }
-    n.pending.push(h);
-    cx.pool.header_mut(h).tx_port = iface;
-    let ask = n.requests == 0;
-    if ask {
-        n.requests = 1;
-        n.last_request_s = cx.state.now_s;
-    }
-    cx.counters.add(Counter::HeldForNd.index(), 1);
-    if ask {
-        solicit(cx, iface, nh);
-    }
-    Next::CONSUMED
+    resolve::forward::<V6>(cx, h, meta.adj, iface, nh, src_mac, meta.local, HOLD)
 }
 
 impl Node<SwitchState> for Ip6Rewrite {
@@ -256,7 +159,7 @@ impl Node<SwitchState> for Ip6Rewrite {
     }
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
-        age_step(cx);
+        resolve::age_step::<V6>(cx, HOLD.0);
         for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
             *n = one(cx, h);
         }

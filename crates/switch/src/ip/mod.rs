@@ -28,7 +28,13 @@
 //!   TTL with the RFC 1624 incremental checksum, MAC rewrite, glean), [`ip4_local`] (`ip4-local`:
 //!   ICMP echo for the switch's own addresses), [`arp_input`] (`arp-input`: RFC 826). ICMP errors
 //!   (RFC 792, RFC 1812 §4.3.2) are built by [`icmp`], rate-limited by a token bucket.
-//! - Tables ([`IpState`], the `ip` field of [`SwitchState`]): per-interface addresses
+//! - One core for both families: [`family`] ([`IpFamily`] over the `fib` crate's [`V4`] / [`V6`],
+//!   and [`Tables`], one family's table 0), [`resolve`] (neighbour resolution, glean, aging and
+//!   the merge of ARP / ND answers, shared by the rewrite and ARP / ND nodes), the control logic
+//!   written once in [`control`]; the nodes keep only what their family's headers and wire
+//!   formats make different.
+//! - Tables ([`IpState`], the `ip` field of [`SwitchState`]: a [`Tables`] per family, `v4` and
+//!   `v6`, and what both share): per-interface addresses
 //!   ([`IpInterface`]), the routes ([`Route`], the control-plane copy `show ip fib` reads), the
 //!   data-plane FIB ([`fib::Fib4`], over the `fib` crate), the adjacencies ([`Adjacency`]: what a
 //!   route's next hop means — local, glean on a connected subnet, a neighbour) and the neighbours
@@ -50,6 +56,7 @@ pub mod config;
 pub mod control;
 pub mod control6;
 pub mod ctl;
+pub mod family;
 pub mod fib;
 pub mod icmp;
 pub mod icmp6;
@@ -64,15 +71,13 @@ pub mod ip6_lookup;
 pub mod ip6_rewrite;
 pub mod nd_input;
 pub mod neighbor;
+pub mod resolve;
 pub mod testing;
 
-use std::collections::{BTreeMap, HashMap};
-use std::fmt;
+use std::collections::HashMap;
 use std::net::Ipv4Addr;
-use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
-use vecswitch_fib::FibError;
 use vecswitch_graph::{ArcId, ArcKey, Graph, GraphError};
 use vecswitch_wire::EthernetAddress;
 
@@ -81,6 +86,8 @@ use crate::interface::SwIfIdx;
 use crate::state::SwitchState;
 
 pub use arp_input::ArpInput;
+use family::PrefixOps;
+pub use family::{IpFamily, Tables, V4, V6};
 pub use ip4_input::Ip4Input;
 pub use ip4_local::Ip4Local;
 pub use ip4_lookup::Ip4Lookup;
@@ -97,7 +104,14 @@ pub use nd_input::NdInput;
 /// `nat44-out2in` and the firewall sit on it.
 pub const IP4_UNICAST_ARC: ArcId = 2;
 
-/// The IP feature as registered in the graph: its ten forwarding nodes and the `ip4-unicast` arc.
+/// The `ip6-unicast` arc: features on checked IPv6 packets of a routed interface that are to be
+/// routed, between `ip6-input` and `ip6-lookup` (per receive interface; VPP's `ip6-unicast`
+/// feature arc), declared like [`IP4_UNICAST_ARC`]. Packets `ip6-input` sends to `ip6-local`
+/// (multicast, the receive interface's link-local address) do not take it.
+pub const IP6_UNICAST_ARC: ArcId = 3;
+
+/// The IP feature as registered in the graph: its ten forwarding nodes and the `ip4-unicast` and
+/// `ip6-unicast` arcs.
 #[derive(Debug, Clone, Copy)]
 pub struct IpFeature;
 
@@ -112,6 +126,12 @@ impl Feature for IpFeature {
             if a != IP4_UNICAST_ARC {
                 return Err(GraphError::UnknownArc(format!(
                     "ip4-unicast must be arc #{IP4_UNICAST_ARC}, got #{a}"
+                )));
+            }
+            let a = graph.add_arc("ip6-unicast", ip6_lookup::NAME, ArcKey::Rx);
+            if a != IP6_UNICAST_ARC {
+                return Err(GraphError::UnknownArc(format!(
+                    "ip6-unicast must be arc #{IP6_UNICAST_ARC}, got #{a}"
                 )));
             }
         }
@@ -164,28 +184,18 @@ impl Ipv4Prefix {
 
     /// The prefix with its host bits cleared.
     pub fn network(self) -> Ipv4Prefix {
-        Ipv4Prefix {
-            addr: Ipv4Addr::from(u32::from(self.addr) & Self::mask(self.len)),
-            len: self.len,
-        }
+        PrefixOps::<V4>::net(self)
     }
 
     /// Whether `a` is inside the prefix.
     #[inline]
     pub fn contains(self, a: Ipv4Addr) -> bool {
-        let m = Self::mask(self.len);
-        u32::from(a) & m == u32::from(self.addr) & m
+        PrefixOps::<V4>::holds(self, a)
     }
 
     /// Whether the host bits are zero.
     pub fn is_network(self) -> bool {
-        u32::from(self.addr) & !Self::mask(self.len) == 0
-    }
-}
-
-impl fmt::Display for Ipv4Prefix {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.addr, self.len)
+        PrefixOps::<V4>::is_net(self)
     }
 }
 
@@ -198,33 +208,46 @@ pub enum PrefixError {
     Length(String),
 }
 
-impl FromStr for Ipv4Prefix {
-    type Err = PrefixError;
-    /// `a.b.c.d/len`, or `a.b.c.d` for a /32.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (a, l) = s.split_once('/').unwrap_or((s, "32"));
-        let addr = a
-            .parse::<Ipv4Addr>()
-            .map_err(|_| PrefixError::Address(a.to_string()))?;
-        let len = l
-            .parse::<u8>()
-            .map_err(|_| PrefixError::Length(l.to_string()))?;
-        Ipv4Prefix::new(addr, len)
-    }
-}
+/// The text form of a prefix type `$ty` (fields `addr: $addr`, `len`; a checking `new`; an error
+/// `$err` with `Address` and `Length` variants): `Display` as `addr/len`, `FromStr` from
+/// `addr/len` or `addr` alone for a host prefix (`/$max`), and serde as that string.
+macro_rules! prefix_text {
+    ($ty:ident, $addr:ty, $max:literal, $err:ident) => {
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "{}/{}", self.addr, self.len)
+            }
+        }
 
-impl Serialize for Ipv4Prefix {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
+        impl std::str::FromStr for $ty {
+            type Err = $err;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                let (a, l) = s.split_once('/').unwrap_or((s, stringify!($max)));
+                let addr = a
+                    .parse::<$addr>()
+                    .map_err(|_| $err::Address(a.to_string()))?;
+                let len = l.parse::<u8>().map_err(|_| $err::Length(l.to_string()))?;
+                $ty::new(addr, len)
+            }
+        }
 
-impl<'de> Deserialize<'de> for Ipv4Prefix {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
-    }
+        impl serde::Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = <String as serde::Deserialize>::deserialize(d)?;
+                s.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
 }
+pub(crate) use prefix_text;
+
+prefix_text!(Ipv4Prefix, Ipv4Addr, 32, PrefixError);
 
 /// The IPv4 side of one interface.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -465,23 +488,15 @@ pub struct PktMeta {
 #[derive(Debug)]
 pub struct IpState {
     pub settings: IpSettings,
-    /// IPv4 side of each interface, by interface index (missing: no address).
-    pub ifaces: Vec<IpInterface>,
-    /// Table 0's routes by (network, length).
-    pub routes: BTreeMap<(u32, u8), Route>,
-    /// The data-plane FIB of table 0, rebuilt from `routes` by the control calls.
-    pub fib: fib::Fib4,
-    pub adjs: AdjTable,
-    pub neighbors: neighbor::NeighborTable,
+    /// The IPv4 addresses, routes, FIB, adjacencies and neighbours.
+    pub v4: Tables<V4>,
     /// The IPv6 addresses, routes, FIB, adjacencies and neighbours.
-    pub v6: ip6::Ip6State,
+    pub v6: Tables<V6>,
     /// Per-packet metadata by buffer handle.
     pub meta: Vec<PktMeta>,
     /// ICMP error token bucket: tokens (scaled by 1e9 per token) and last refill.
     icmp_tokens_ns: u64,
     icmp_last_ns: u64,
-    /// The switch second of the last neighbour aging step.
-    pub last_age_s: u32,
     /// Waiting packets freed by control calls (a neighbour removed or made static).
     pub pending_discarded: u64,
 }
@@ -497,16 +512,11 @@ impl IpState {
     pub fn new(settings: IpSettings) -> IpState {
         IpState {
             settings,
-            ifaces: Vec::new(),
-            routes: BTreeMap::new(),
-            fib: fib::Fib4::default(),
-            adjs: AdjTable::default(),
-            neighbors: neighbor::NeighborTable::default(),
-            v6: ip6::Ip6State::default(),
+            v4: Tables::default(),
+            v6: Tables::default(),
             meta: Vec::new(),
             icmp_tokens_ns: settings.icmp_burst as u64 * 1_000_000_000,
             icmp_last_ns: 0,
-            last_age_s: 0,
             pending_discarded: 0,
         }
     }
@@ -514,7 +524,7 @@ impl IpState {
     /// The IPv4 side of interface `i` (`None`: no address).
     #[inline]
     pub fn iface(&self, i: SwIfIdx) -> Option<&IpInterface> {
-        self.ifaces.get(i as usize).filter(|f| f.routed())
+        self.v4.iface(i)
     }
 
     /// Whether interface `i` is routed: it has an IPv4 or an IPv6 address.
@@ -523,9 +533,9 @@ impl IpState {
         self.iface(i).is_some() || self.v6.iface(i).is_some()
     }
 
-    /// Whether `a` is an address of any interface.
+    /// Whether `a` is an IPv4 address of any interface.
     pub fn is_local(&self, a: Ipv4Addr) -> bool {
-        self.ifaces.iter().any(|f| f.has_addr(a))
+        self.v4.is_local(a)
     }
 
     /// The metadata of packet `h`, writable (grown on first use of a handle).
@@ -561,38 +571,6 @@ impl IpState {
         } else {
             false
         }
-    }
-
-    /// Adds or replaces route `key` (network, length) in `routes` and in the FIB (in place),
-    /// releasing the adjacencies of the route it replaces. On an error nothing changes but the
-    /// new route's adjacencies are released.
-    pub fn set_route(&mut self, key: (u32, u8), route: Route) -> Result<(), FibError> {
-        if let Err(e) = self.fib.add(key.0, key.1, &route.paths) {
-            route.paths.iter().for_each(|&a| self.adjs.release(a));
-            return Err(e);
-        }
-        if let Some(old) = self.routes.insert(key, route) {
-            old.paths.iter().for_each(|&a| self.adjs.release(a));
-        }
-        Ok(())
-    }
-
-    /// Removes route `key` from `routes` and the FIB, releasing its adjacencies.
-    pub fn remove_route(&mut self, key: (u32, u8)) -> Option<Route> {
-        let r = self.routes.remove(&key)?;
-        // The FIB holds exactly the routes of `routes`: it has this one.
-        let _ = self.fib.remove(key.0, key.1);
-        r.paths.iter().for_each(|&a| self.adjs.release(a));
-        Some(r)
-    }
-
-    /// Rebuilds the data-plane FIB from `routes` in one go (after a bulk load).
-    pub fn rebuild_fib(&mut self) {
-        self.fib = fib::Fib4::build(
-            self.routes
-                .iter()
-                .map(|(&(net, len), r)| (net, len, r.paths.as_slice())),
-        );
     }
 }
 
@@ -636,6 +614,23 @@ pub fn classify(
         0x86dd if v6 => L3Input::Ip6,
         _ => L3Input::Other,
     })
+}
+
+/// Packet `h`, turned into a reply in place (an echo reply of `ip4-local` or `ip6-local`), is
+/// routed like a packet the switch made: any Ethernet padding after the `len` bytes of the frame
+/// cut, no TTL / hop limit decrement, no adjacency yet; counted on the node's `counter`.
+pub(crate) fn replied_in_place(
+    cx: &mut vecswitch_graph::Cx<'_, SwitchState>,
+    h: u32,
+    len: usize,
+    counter: u16,
+) {
+    cx.pool.set_len(h, len);
+    *cx.state.ip.meta_mut(h) = PktMeta {
+        adj: ADJ_DROP,
+        local: true,
+    };
+    cx.counters.add(counter, 1);
 }
 
 /// The IPv6 fixed header of packet `h` (40 bytes), if the first segment holds it.

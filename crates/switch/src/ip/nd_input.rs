@@ -33,9 +33,9 @@ use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
 use vecswitch_wire::{EthernetAddress, Icmpv6Packet, Icmpv6Repr, IpProtocol, Ipv6Packet, Ipv6Repr};
 
 use super::icmp6::fill_icmp6_checksum;
-use super::ip4_rewrite::write_l2;
 use super::ip6::{is_link_local, multicast_mac, solicited_node, ALL_NODES};
-use super::neighbor::Neighbor;
+use super::resolve::{self, MergeCounters};
+use super::V6;
 use crate::interface::{SwIfIdx, TO_OUTPUT};
 use crate::state::SwitchState;
 
@@ -160,70 +160,16 @@ pub(crate) fn send_solicitation(
     true
 }
 
-/// Learns (`create`), updates or refreshes neighbour `(iface, ip)` at `mac`; a resolved entry
-/// changes its MAC only with `override_flag` (RFC 4861 §7.2.5). Sends the packets that waited.
-fn merge(
-    cx: &mut Cx<'_, SwitchState>,
-    iface: SwIfIdx,
-    ip: Ipv6Addr,
-    mac: EthernetAddress,
-    create: bool,
-    override_flag: bool,
-) {
-    let now = cx.state.now_s;
-    let t = &mut cx.state.ip.v6.neighbors;
-    let pending = match t.find(iface, ip) {
-        Some(i) => {
-            let Some(n) = t.get_mut(i) else { return };
-            if n.is_static {
-                return;
-            }
-            match n.mac {
-                Some(m) if m != mac && !override_flag => return,
-                Some(m) if m != mac => cx.counters.add(Counter::Updated.index(), 1),
-                _ => {}
-            }
-            n.mac = Some(mac);
-            n.updated_s = now;
-            std::mem::take(&mut n.pending)
-        }
-        None if create => {
-            let n = Neighbor {
-                iface,
-                ip,
-                mac: Some(mac),
-                is_static: false,
-                updated_s: now,
-                requests: 0,
-                last_request_s: now,
-                pending: Vec::new(),
-            };
-            let limit = cx.state.ip.settings.neighbor_limit;
-            let c = match t.insert(n, limit) {
-                Ok(_) => Counter::Learned,
-                Err(_) => Counter::NeighborLimit,
-            };
-            cx.counters.add(c.index(), 1);
-            return;
-        }
-        None => return,
-    };
-    let Some(src) = cx.state.interface(iface).map(|i| i.mac) else {
-        for p in pending {
-            cx.pool.free(p);
-        }
-        return;
-    };
-    for p in pending {
-        if write_l2(cx.pool, p, mac, src, iface, 0x86dd) {
-            cx.counters.add(Counter::PendingSent.index(), 1);
-            cx.emit.push(p, TO_OUTPUT);
-        } else {
-            cx.counters.add(Counter::PendingNoRoom.index(), 1);
-            cx.pool.free(p);
-        }
-    }
-}
+/// The counters the shared merge adds to (a MAC learned for an incomplete entry is not an
+/// update: only the change of a known one, RFC 4861 §7.2.5).
+const MERGE: MergeCounters = MergeCounters {
+    resolve_is_update: false,
+    learned: Counter::Learned.index(),
+    updated: Counter::Updated.index(),
+    neighbor_limit: Counter::NeighborLimit.index(),
+    pending_sent: Counter::PendingSent.index(),
+    pending_no_room: Counter::PendingNoRoom.index(),
+};
 
 /// The message of packet `h` with its addresses and the frame's source MAC, validated.
 fn parse(
@@ -288,7 +234,7 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
                 return DropReason::NotForUs.next();
             };
             if let (Some(l), false, true) = (source_lladdr, dad, on_link) {
-                merge(cx, rx, src, l, true, true);
+                resolve::merge::<V6>(cx, rx, src, l, true, true, MERGE);
             }
             let reply = if dad {
                 advertisement_frame(mac, target_addr, multicast_mac(ALL_NODES), ALL_NODES, false)
@@ -331,7 +277,7 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
                 return DropReason::NoLinkLayerAddress.next();
             };
             cx.counters.add(Counter::AdvertisementsReceived.index(), 1);
-            merge(cx, rx, target_addr, l, false, override_flag);
+            resolve::merge::<V6>(cx, rx, target_addr, l, false, override_flag, MERGE);
             cx.pool.free(h);
             Next::CONSUMED
         }

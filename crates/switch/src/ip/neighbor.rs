@@ -62,6 +62,29 @@ pub struct Neighbor<A = Ipv4Addr> {
     pub pending: Vec<u32>,
 }
 
+impl<A> Neighbor<A> {
+    /// An entry made at switch second `now`: static or learned with its MAC, or incomplete
+    /// (`mac` `None`, no request sent yet), no packet waiting.
+    pub fn new(
+        iface: SwIfIdx,
+        ip: A,
+        mac: Option<EthernetAddress>,
+        is_static: bool,
+        now: u32,
+    ) -> Self {
+        Neighbor {
+            iface,
+            ip,
+            mac,
+            is_static,
+            updated_s: now,
+            requests: 0,
+            last_request_s: now,
+            pending: Vec::new(),
+        }
+    }
+}
+
 /// Why an entry could not be made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NeighborError {
