@@ -385,10 +385,7 @@ impl Controller {
         let refused = |reason: &str| ControlError::ReloadPath {
             value: path.display().to_string(),
             reason: reason.to_string(),
-            dir: self.reload_dir.as_ref().map_or_else(
-                || "(none: not started from a file)".into(),
-                |d| d.display().to_string(),
-            ),
+            dir: self.allowed_dir(),
         };
         let Some(dir) = &self.reload_dir else {
             return Err(refused("the switch was not started from a file"));
@@ -407,6 +404,14 @@ impl Controller {
             return Err(refused("not a regular file"));
         }
         Ok(real)
+    }
+
+    /// The directory `reload PATH` reads from and `save PATH` writes to, for messages.
+    fn allowed_dir(&self) -> String {
+        self.reload_dir.as_ref().map_or_else(
+            || "(none: not started from a file)".into(),
+            |d| d.display().to_string(),
+        )
     }
 
     /// The changes a reload of `path` would make, checked like a reload, applied not at all.
@@ -432,10 +437,7 @@ impl Controller {
         let refused = |reason: &str| ControlError::SavePath {
             value: given.display().to_string(),
             reason: reason.to_string(),
-            dir: self.reload_dir.as_ref().map_or_else(
-                || "(none: not started from a file)".into(),
-                |d| d.display().to_string(),
-            ),
+            dir: self.allowed_dir(),
         };
         let Some(dir) = &self.reload_dir else {
             return Err(refused("the switch was not started from a file"));
@@ -808,20 +810,9 @@ mod tests {
 
     mod capture_path {
         use super::super::{create_capture_file, ControlError};
-        use std::path::PathBuf;
+        use super::{scratch_dir as dir, Rm};
 
-        struct Dir(PathBuf);
-        impl Drop for Dir {
-            fn drop(&mut self) {
-                let _ = std::fs::remove_dir_all(&self.0);
-            }
-        }
-        fn dir(tag: &str) -> Dir {
-            let d = std::env::temp_dir().join(format!("vsw-cap-{tag}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&d);
-            Dir(d)
-        }
-        fn refused(d: &Dir, file: &str) -> String {
+        fn refused(d: &Rm, file: &str) -> String {
             match create_capture_file(&d.0.join("cap"), file) {
                 Err(e @ ControlError::CapturePath { .. }) => e.to_string(),
                 other => panic!("{file:?} not refused: {other:?}"),
@@ -1186,18 +1177,25 @@ ports = ["v0"]
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// A fresh directory under the temp dir, removed on drop.
+    struct Rm(std::path::PathBuf);
+    impl Drop for Rm {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    fn scratch_dir(tag: &str) -> Rm {
+        let dir = std::env::temp_dir().join(format!("vecswitch-ctl-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Rm(dir)
+    }
+
     #[test]
     fn save_only_where_the_switch_may_write() {
-        let dir = std::env::temp_dir().join(format!("vecswitch-ctl-sdir-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let rm = scratch_dir("sdir");
+        let dir = rm.0.clone();
         std::fs::create_dir_all(dir.join("etc")).unwrap();
-        struct Rm(std::path::PathBuf);
-        impl Drop for Rm {
-            fn drop(&mut self) {
-                let _ = std::fs::remove_dir_all(&self.0);
-            }
-        }
-        let _rm = Rm(dir.clone());
         let (mut c, _) = start();
         let save = |c: &mut Controller, p: &str| {
             c.handle(Request::Save {
@@ -1266,15 +1264,8 @@ ports = ["v0"]
 
     #[test]
     fn save_writes_the_running_config_atomically() {
-        let dir = std::env::temp_dir().join(format!("vecswitch-ctl-save-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        struct Rm(std::path::PathBuf);
-        impl Drop for Rm {
-            fn drop(&mut self) {
-                let _ = std::fs::remove_dir_all(&self.0);
-            }
-        }
-        let _rm = Rm(dir.clone());
+        let rm = scratch_dir("save");
+        let dir = rm.0.clone();
         let (mut c, _) = start();
         std::fs::create_dir_all(&dir).unwrap();
         c.reload_dir = Some(std::fs::canonicalize(&dir).unwrap());

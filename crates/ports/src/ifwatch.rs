@@ -102,6 +102,27 @@ impl IfWatch {
         }
     }
 
+    /// Takes in one look at the interface: its name now stands for ifindex `now` (`None`: for
+    /// nothing), and the socket is (`bound`) or is not still bound to `ifindex`. Returns the
+    /// ifindex to re-open on when the name stands for another device than the socket's (or the
+    /// socket lost its binding); otherwise marks the port up, or down with the reason.
+    pub(crate) fn look(
+        &mut self,
+        interface: &str,
+        ifindex: i32,
+        now: Option<i32>,
+        bound: bool,
+    ) -> Option<i32> {
+        match now {
+            Some(now) if now == ifindex && bound => self.set_up(),
+            None => self.set_down(format!(
+                "interface {interface} removed (the socket was bound to ifindex {ifindex})"
+            )),
+            Some(now) => return Some(now),
+        }
+        None
+    }
+
     /// The interface is there and the socket bound to it.
     pub(crate) fn set_up(&mut self) {
         self.down = None;
@@ -109,6 +130,38 @@ impl IfWatch {
 
     pub(crate) fn is_down(&self) -> bool {
         self.down.is_some()
+    }
+
+    /// Runs `open` (a new port on `interface`, back as ifindex `now`) in `netns`. On failure the
+    /// port stays down with the error as the reason, and `None` is returned.
+    pub(crate) fn reopen<P: Send, E: std::fmt::Display + Send>(
+        &mut self,
+        netns: &NetnsHandle,
+        interface: &str,
+        now: i32,
+        open: impl FnOnce() -> Result<P, E> + Send,
+    ) -> Option<P> {
+        let opened = netns
+            .run(open)
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()));
+        match opened {
+            Ok(p) => Some(p),
+            Err(e) => {
+                self.set_down(format!(
+                    "interface {interface} is back (ifindex {now}) but re-opening it failed: {e}"
+                ));
+                None
+            }
+        }
+    }
+
+    /// The watch of the port that took this one's place: up, one re-open more.
+    pub(crate) fn reopened(&self) -> IfWatch {
+        let mut w = self.clone();
+        w.set_up();
+        w.reopened += 1;
+        w
     }
 
     /// `"; down: REASON (for N.N s)"`, or nothing while the interface is there, plus
@@ -154,6 +207,25 @@ mod tests {
             w.describe(),
             "; re-opened 2 times on a re-created interface"
         );
+    }
+
+    #[test]
+    fn a_look_says_up_gone_or_where_to_reopen() {
+        let mut w = IfWatch::default();
+        assert_eq!(w.look("x", 7, Some(7), true), None);
+        assert!(!w.is_down());
+        assert_eq!(w.look("x", 7, None, false), None);
+        assert!(w
+            .describe()
+            .contains("interface x removed (the socket was bound to ifindex 7)"));
+        assert_eq!(w.look("x", 7, Some(9), false), Some(9), "a new device");
+        assert_eq!(
+            w.look("x", 7, Some(7), false),
+            Some(7),
+            "same index, socket unbound"
+        );
+        assert_eq!(w.look("x", 7, Some(7), true), None);
+        assert!(!w.is_down());
     }
 
     #[test]

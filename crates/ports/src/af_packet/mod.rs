@@ -522,14 +522,13 @@ impl AfPacketPort {
     /// removed" in the module doc): gone → down with the reason; there under a new ifindex (or the
     /// socket unbound) → re-opened on it.
     fn check_interface(&mut self) {
-        let bound = self.bound_ifindex();
-        match self.ifreq(libc::SIOCGIFINDEX as libc::c_ulong) {
-            Some(now) if now == self.ifindex && bound == Some(self.ifindex) => self.watch.set_up(),
-            None => self.watch.set_down(format!(
-                "interface {} removed (the socket was bound to ifindex {})",
-                self.config.interface, self.ifindex
-            )),
-            Some(now) => self.reopen(now),
+        let bound = self.bound_ifindex() == Some(self.ifindex);
+        let now = self.ifreq(libc::SIOCGIFINDEX as libc::c_ulong);
+        if let Some(now) = self
+            .watch
+            .look(&self.config.interface, self.ifindex, now, bound)
+        {
+            self.reopen(now);
         }
     }
 
@@ -539,20 +538,13 @@ impl AfPacketPort {
     /// ([`AfPacketStats::tx_unsent_dropped`]). On failure the port stays down with the reason.
     fn reopen(&mut self, now: i32) {
         let config = self.config.clone();
-        let opened = self
-            .netns
-            .run(move || AfPacketPort::open(config))
-            .map_err(|e| e.to_string())
-            .and_then(|r| r.map_err(|e| e.to_string()));
-        let mut new = match opened {
-            Ok(p) => p,
-            Err(e) => {
-                self.watch.set_down(format!(
-                    "interface {} is back (ifindex {now}) but re-opening it failed: {e}",
-                    self.config.interface
-                ));
-                return;
-            }
+        let Some(mut new) =
+            self.watch
+                .reopen(&self.netns, &self.config.interface, now, move || {
+                    AfPacketPort::open(config)
+                })
+        else {
+            return;
         };
         self.poll_kernel_stats();
         self.flush();
@@ -563,9 +555,7 @@ impl AfPacketPort {
         new.extra = self.extra;
         new.kernel_drops.set(self.kernel_drops.get());
         new.kernel_freeze.set(self.kernel_freeze.get());
-        new.watch = self.watch.clone();
-        new.watch.set_up();
-        new.watch.reopened += 1;
+        new.watch = self.watch.reopened();
         std::mem::swap(&mut new.netns, &mut self.netns);
         // The old socket and rings close when `new`, now holding them, goes out of scope.
         std::mem::swap(self, &mut new);

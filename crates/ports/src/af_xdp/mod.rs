@@ -768,17 +768,14 @@ impl AfXdpPort {
     /// re-opened on it. (An XDP socket has no `getsockname`; a device re-created under the same
     /// name gets a new ifindex, as the kernel allocates them cyclically.)
     fn check_interface(&mut self) {
-        match ifreq(
+        let now = ifreq(
             self.ctl.as_raw_fd(),
             &self.config.interface,
             libc::SIOCGIFINDEX as libc::c_ulong,
-        ) {
-            Some(now) if now as u32 == self.ifindex => self.watch.set_up(),
-            None => self.watch.set_down(format!(
-                "interface {} removed (the socket was bound to ifindex {})",
-                self.config.interface, self.ifindex
-            )),
-            Some(now) => self.reopen(now),
+        );
+        let ifindex = self.ifindex as i32;
+        if let Some(now) = self.watch.look(&self.config.interface, ifindex, now, true) {
+            self.reopen(now);
         }
     }
 
@@ -788,20 +785,13 @@ impl AfXdpPort {
     /// ([`AfXdpStats::tx_unsent_dropped`]). On failure the port stays down with the reason.
     fn reopen(&mut self, now: i32) {
         let config = self.config.clone();
-        let opened = self
-            .netns
-            .run(move || AfXdpPort::open(config))
-            .map_err(|e| e.to_string())
-            .and_then(|r| r.map_err(|e| e.to_string()));
-        let mut new = match opened {
-            Ok(p) => p,
-            Err(e) => {
-                self.watch.set_down(format!(
-                    "interface {} is back (ifindex {now}) but re-opening it failed: {e}",
-                    self.config.interface
-                ));
-                return;
-            }
+        let Some(mut new) =
+            self.watch
+                .reopen(&self.netns, &self.config.interface, now, move || {
+                    AfXdpPort::open(config)
+                })
+        else {
+            return;
         };
         self.account_taken();
         let lost = u64::from(self.tx.produced().wrapping_sub(self.tx_seen));
@@ -810,9 +800,7 @@ impl AfXdpPort {
         new.stats = self.stats;
         new.extra = self.extra;
         new.kernel_retired = self.kernel_stats();
-        new.watch = self.watch.clone();
-        new.watch.set_up();
-        new.watch.reopened += 1;
+        new.watch = self.watch.reopened();
         std::mem::swap(&mut new.netns, &mut self.netns);
         // The old program, socket and UMEM go when `new`, now holding them, goes out of scope.
         std::mem::swap(self, &mut new);
