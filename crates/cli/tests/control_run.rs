@@ -7,147 +7,13 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use vecswitch_testsupport::{RunningSwitch, TempDir};
 
 const BIN: &str = env!("CARGO_BIN_EXE_vecswitch");
-
-/// A temporary directory removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let d = std::env::temp_dir().join(format!("vsw-ctl-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        TempDir(d)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A running `vecswitch run`; killed on drop if still running.
-struct Switch {
-    child: Option<Child>,
-    socket: PathBuf,
-}
-
-impl Switch {
-    fn start(config: &Path, socket: &Path) -> Switch {
-        let child = Command::new(BIN)
-            .args(["run", "--config"])
-            .arg(config)
-            .arg("--socket")
-            .arg(socket)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn vecswitch run");
-        let mut sw = Switch {
-            child: Some(child),
-            socket: socket.to_path_buf(),
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if UnixStream::connect(socket).is_ok() {
-                return sw;
-            }
-            if let Some(status) = sw.child.as_mut().unwrap().try_wait().unwrap() {
-                let out = sw.child.take().unwrap().wait_with_output().unwrap();
-                panic!(
-                    "vecswitch run exited with {status}: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "control socket {} did not appear",
-                socket.display()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn ctl(&self, words: &str) -> Output {
-        ctl_at(&self.socket, words)
-    }
-
-    /// Runs a ctl command that must succeed; returns its stdout.
-    fn ok(&self, words: &str) -> String {
-        let out = self.ctl(words);
-        assert!(
-            out.status.success(),
-            "`ctl {words}` failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    /// Runs a ctl command that must fail; returns its stderr.
-    fn fails(&self, words: &str) -> String {
-        let out = self.ctl(words);
-        assert!(
-            !out.status.success(),
-            "`ctl {words}` should fail: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        String::from_utf8(out.stderr).unwrap()
-    }
-
-    /// `ctl --json <words>` → the answer's `data`.
-    fn json(&self, words: &str) -> Value {
-        let out = self.ok(&format!("--json {words}"));
-        let v: Value = serde_json::from_str(out.trim()).unwrap();
-        assert_eq!(v["ok"], true, "{v}");
-        v["data"].clone()
-    }
-
-    /// Sends SIGTERM and waits for the exit.
-    fn terminate(mut self) -> (std::process::ExitStatus, String) {
-        let mut child = self.child.take().unwrap();
-        let st = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(st.success());
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if child.try_wait().unwrap().is_some() {
-                break;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("vecswitch run did not exit on SIGTERM");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let out = child.wait_with_output().unwrap();
-        (
-            out.status,
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-}
-
-impl Drop for Switch {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
 
 fn ctl_at(socket: &Path, words: &str) -> Output {
     Command::new(BIN)
@@ -198,15 +64,15 @@ ports = ["p2"]
   port = "p2"
 "#,
         m = memif.display(),
-        cap = d.0.display()
+        cap = d.dir().display()
     )
 }
 
-fn start(tag: &str) -> (TempDir, Switch, PathBuf) {
+fn start(tag: &str) -> (TempDir, RunningSwitch, PathBuf) {
     let d = TempDir::new(tag);
     let cfg = d.path("switch.toml");
     std::fs::write(&cfg, base_config(&d)).unwrap();
-    let sw = Switch::start(&cfg, &d.path("ctl.sock"));
+    let sw = RunningSwitch::start(BIN, &cfg, &d.path("ctl.sock"));
     (d, sw, cfg)
 }
 
@@ -221,7 +87,7 @@ fn names(v: &Value) -> Vec<String> {
 #[test]
 fn control_socket_is_0660_and_shows_work() {
     let (_d, sw, _) = start("show");
-    let m = std::fs::metadata(&sw.socket).unwrap();
+    let m = std::fs::metadata(sw.socket()).unwrap();
     assert!(m.file_type().is_socket());
     assert_eq!(
         m.permissions().mode() & 0o777,
@@ -468,13 +334,13 @@ fn memif_peer(d: &TempDir, id: u32) -> MemifPort {
 }
 
 /// Sends `n` 64-byte frames from `peer` and waits until port `index` of the switch counts them.
-fn send_frames(sw: &Switch, peer: &mut MemifPort, index: usize, n: u64) {
+fn send_frames(sw: &RunningSwitch, peer: &mut MemifPort, index: usize, n: u64) {
     let mut pool = Pool::new(256);
     let mut frame = vec![0u8; 64];
     frame[..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
     frame[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 3]);
     frame[12..14].copy_from_slice(&[0x08, 0x00]);
-    let rx = |sw: &Switch| {
+    let rx = |sw: &RunningSwitch| {
         sw.json("show ports")[index]["stats"]["rx_packets"]
             .as_u64()
             .unwrap()
@@ -531,7 +397,7 @@ fn reload_keeps_unchanged_ports_connected_with_their_counters() {
 #[test]
 fn malformed_requests_get_errors_and_the_server_lives_on() {
     let (_d, sw, _) = start("garbage");
-    let mut s = UnixStream::connect(&sw.socket).unwrap();
+    let mut s = UnixStream::connect(sw.socket()).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     s.write_all(b"hello\n{\"cmd\":\"trace_add\",\"count\":\"lots\"}\n{\"cmd\":\"show\",\"what\":\"everything\"}\n")
         .unwrap();
@@ -548,7 +414,7 @@ fn malformed_requests_get_errors_and_the_server_lives_on() {
     assert!(answers[1].contains("count = \"lots\""), "{answers:?}");
     assert!(answers[2].contains("what = \"everything\""), "{answers:?}");
     // A client that leaves mid-request.
-    let mut half = UnixStream::connect(&sw.socket).unwrap();
+    let mut half = UnixStream::connect(sw.socket()).unwrap();
     half.write_all(b"{\"cmd\":\"port_del").unwrap();
     drop(half);
     drop(s);
@@ -558,7 +424,7 @@ fn malformed_requests_get_errors_and_the_server_lives_on() {
 #[test]
 fn sigterm_exits_cleanly_and_removes_the_socket() {
     let (_d, sw, _) = start("term");
-    let socket = sw.socket.clone();
+    let socket = sw.socket().to_path_buf();
     let (status, stderr) = sw.terminate();
     assert!(status.success(), "exit {status}: {stderr}");
     assert!(!socket.exists(), "socket file left behind");
@@ -571,7 +437,7 @@ fn second_switch_on_the_same_socket_is_refused() {
         .args(["run", "--config"])
         .arg(&cfg)
         .arg("--socket")
-        .arg(&sw.socket)
+        .arg(sw.socket())
         .output()
         .unwrap();
     assert!(!out.status.success());
@@ -622,7 +488,7 @@ fn worker_cpu_is_pinned_or_refused_by_name() {
         base_config(&d).replace("[switch]\n", "[switch]\nworker_cpu = 0\n"),
     )
     .unwrap();
-    let sw = Switch::start(&cfg, &d.path("ctl.sock"));
+    let sw = RunningSwitch::start(BIN, &cfg, &d.path("ctl.sock"));
     assert_eq!(names(&sw.json("show ports")), ["p0", "p1", "p2"]);
     let (status, stderr) = sw.terminate();
     assert!(status.success(), "{stderr}");
@@ -654,7 +520,7 @@ fn ctl_reads_a_script_from_stdin() {
     let mut child = Command::new(BIN)
         .arg("ctl")
         .arg("--socket")
-        .arg(&sw.socket)
+        .arg(sw.socket())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -771,7 +637,7 @@ fn ctl_finds_the_socket_through_the_environment() {
     let (_d, sw, _) = start("env");
     let out = Command::new(BIN)
         .args(["ctl", "--json", "show", "buffers"])
-        .env("VECSWITCH_SOCKET", &sw.socket)
+        .env("VECSWITCH_SOCKET", sw.socket())
         .output()
         .unwrap();
     assert!(

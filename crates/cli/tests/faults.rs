@@ -5,116 +5,25 @@
 //! - a memif peer process killed with SIGKILL under load and started again: the link is back within
 //!   1 s of the new peer's start, traffic resumes, and the switch's buffers in use return to their
 //!   baseline;
-//! - `kill -9` of the switch itself and a restart with the same config: its memif peer reconnects
-//!   and traffic flows again.
+//! - `kill -9` of the switch itself and a restart with the same config: its memif and AF_PACKET
+//!   peers carry traffic again;
+//! - an AF_PACKET port's interface deleted under the running switch and created again: down with
+//!   the reason shown, then re-opened on the new device, traffic across again.
 //!
-//! Every process is killed by a Drop guard and every temporary directory removed, even when a
-//! test fails.
+//! Every process is killed by a Drop guard and every temporary directory and veth removed, even
+//! when a test fails (`vecswitch-testsupport`: RunningSwitch, TempDir, Veth).
 
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use vecswitch_buffer::Pool;
 use vecswitch_ports::memif::{MemifConfig, MemifPort, Role};
 use vecswitch_ports::{LinkState, Port};
+use vecswitch_testsupport::{unique_name, RunningSwitch, TempDir, Veth};
 
 const BIN: &str = env!("CARGO_BIN_EXE_vecswitch");
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let d = std::env::temp_dir().join(format!("vsw-faults-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        TempDir(d)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A running `vecswitch run`, killed on drop.
-struct Switch {
-    child: Child,
-    socket: PathBuf,
-}
-
-impl Switch {
-    fn start(config: &Path, socket: &Path) -> Switch {
-        let child = Command::new(BIN)
-            .args(["run", "--config"])
-            .arg(config)
-            .arg("--socket")
-            .arg(socket)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn vecswitch run");
-        let mut sw = Switch {
-            child,
-            socket: socket.to_path_buf(),
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while UnixStream::connect(socket).is_err() {
-            if let Some(st) = sw.child.try_wait().unwrap() {
-                panic!("vecswitch run exited with {st} (run it by hand with the test's config)");
-            }
-            assert!(Instant::now() < deadline, "control socket did not appear");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        sw
-    }
-
-    fn ctl(&self, words: &str) -> std::process::Output {
-        Command::new(BIN)
-            .args(["ctl", "--socket"])
-            .arg(&self.socket)
-            .args(words.split_whitespace())
-            .output()
-            .unwrap()
-    }
-
-    fn json(&self, words: &str) -> Value {
-        let out = self.ctl(&format!("--json {words}"));
-        assert!(out.status.success(), "ctl {words}: {out:?}");
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        v["data"].clone()
-    }
-
-    fn port(&self, name: &str) -> Value {
-        self.json("show ports")
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["name"] == name)
-            .unwrap_or_else(|| panic!("no port {name}"))
-            .clone()
-    }
-
-    fn kill9(&mut self) {
-        let _ = self.child.kill(); // SIGKILL
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Switch {
-    fn drop(&mut self) {
-        self.kill9();
-    }
-}
 
 fn memif_client(sock: &Path, id: u32) -> MemifPort {
     MemifPort::new(MemifConfig::new(
@@ -179,7 +88,7 @@ fn drain(peer: &mut MemifPort, pool: &mut Pool) -> usize {
 }
 
 /// `show mac` without the ages (they move with the clock), sorted.
-fn macs(sw: &Switch) -> Vec<(String, String, String, bool)> {
+fn macs(sw: &RunningSwitch) -> Vec<(String, String, String, bool)> {
     let mut v: Vec<_> = sw
         .json("show mac")
         .as_array()
@@ -229,7 +138,7 @@ ports = [\"p0\", \"p1\"]
     );
     let cfg = d.path("switch.toml");
     std::fs::write(&cfg, &base).unwrap();
-    let sw = Switch::start(&cfg, &d.path("ctl.sock"));
+    let sw = RunningSwitch::start(BIN, &cfg, &d.path("ctl.sock"));
     let mut p0 = memif_client(&m, 0);
     let mut p1 = memif_client(&m, 1);
     wait_up(&mut p0, "p0", Duration::from_secs(20));
@@ -357,7 +266,7 @@ fn peer_config(d: &TempDir, m: &Path) -> PathBuf {
     cfg
 }
 
-fn rx_of(sw: &Switch, port: &str) -> u64 {
+fn rx_of(sw: &RunningSwitch, port: &str) -> u64 {
     sw.port(port)["stats"]["rx_packets"].as_u64().unwrap()
 }
 
@@ -387,10 +296,10 @@ fn a_memif_peer_killed_under_load_and_restarted_comes_back_within_1s() {
         ),
     )
     .unwrap();
-    let sw = Switch::start(&cfg, &d.path("ctl.sock"));
+    let sw = RunningSwitch::start(BIN, &cfg, &d.path("ctl.sock"));
     let baseline = sw.json("show buffers")["in_use"].as_u64().unwrap();
     let pcfg = peer_config(&d, &m);
-    let mut peer = Switch::start(&pcfg, &d.path("peer.sock"));
+    let mut peer = RunningSwitch::start(BIN, &pcfg, &d.path("peer.sock"));
     wait_for("p0 up", Duration::from_secs(20), || {
         sw.port("p0")["link"] == "up"
     });
@@ -406,7 +315,7 @@ fn a_memif_peer_killed_under_load_and_restarted_comes_back_within_1s() {
         rx_of(&peer, "c0") > 1000
     });
 
-    peer.kill9();
+    peer.stop();
     wait_for(
         "p0 down after the peer died",
         Duration::from_secs(10),
@@ -416,7 +325,7 @@ fn a_memif_peer_killed_under_load_and_restarted_comes_back_within_1s() {
     std::thread::sleep(Duration::from_millis(300)); // load keeps coming while nobody listens
 
     let restarted = Instant::now();
-    let peer = Switch::start(&pcfg, &d.path("peer.sock"));
+    let peer = RunningSwitch::start(BIN, &pcfg, &d.path("peer.sock"));
     wait_for("p0 up after the restart", Duration::from_secs(20), || {
         sw.port("p0")["link"] == "up"
     });
@@ -468,7 +377,7 @@ fn kill_9_of_the_switch_and_a_restart_with_the_same_config_reconnects_its_memif_
     )
     .unwrap();
     let ctl = d.path("ctl.sock");
-    let mut sw = Switch::start(&cfg, &ctl);
+    let mut sw = RunningSwitch::start(BIN, &cfg, &ctl);
     let mut a = memif_client(&m, 0);
     let mut b = memif_client(&m, 1);
     wait_up(&mut a, "a", Duration::from_secs(20));
@@ -487,7 +396,7 @@ fn kill_9_of_the_switch_and_a_restart_with_the_same_config_reconnects_its_memif_
     };
     cross(&mut a, &mut b, &mut pool, 10);
 
-    sw.kill9();
+    sw.stop();
     let deadline = Instant::now() + Duration::from_secs(10);
     while a.link() == LinkState::Up || b.link() == LinkState::Up {
         assert!(
@@ -499,46 +408,11 @@ fn kill_9_of_the_switch_and_a_restart_with_the_same_config_reconnects_its_memif_
         std::thread::sleep(Duration::from_millis(5));
     }
     // The dead switch left its socket files behind; the new one replaces them.
-    let sw = Switch::start(&cfg, &ctl);
+    let sw = RunningSwitch::start(BIN, &cfg, &ctl);
     wait_up(&mut a, "a after restart", Duration::from_secs(20));
     wait_up(&mut b, "b after restart", Duration::from_secs(20));
     cross(&mut a, &mut b, &mut pool, 10);
     assert_eq!(sw.port("p0")["stats"]["rx_packets"], 10, "a fresh switch");
-}
-
-/// A veth pair `name`–`name`p, up, IPv6 off (the kernel stays quiet on it); deleted on drop.
-struct Veth(String);
-
-impl Veth {
-    fn new(name: &str) -> Veth {
-        let ip = |args: &[&str]| {
-            let out = Command::new("ip")
-                .args(args)
-                .output()
-                .expect("`ip` (iproute2) must be installed: scripts/setup.sh");
-            assert!(
-                out.status.success(),
-                "ip {} (needs root): {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
-        let _ = Command::new("ip").args(["link", "del", name]).output();
-        let peer = format!("{name}p");
-        ip(&["link", "add", name, "type", "veth", "peer", "name", &peer]);
-        let v = Veth(name.to_string());
-        for dev in [name, peer.as_str()] {
-            let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6"), "1");
-            ip(&["link", "set", dev, "up"]);
-        }
-        v
-    }
-}
-
-impl Drop for Veth {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["link", "del", &self.0]).output();
-    }
 }
 
 /// `kill -9` of a switch that cross-connects a memif port (peer: a memif client in this process)
@@ -550,7 +424,8 @@ impl Drop for Veth {
 fn kill_9_and_restart_memif_and_af_packet_peers_carry_traffic_again() {
     use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort};
     let d = TempDir::new("kill9afp");
-    let veth = Veth::new(&format!("vsf{}", std::process::id() % 100_000));
+    let vname = unique_name("vsf");
+    let veth = Veth::new(&vname, &format!("{vname}p"));
     let m = d.path("memif.sock");
     let cfg = d.path("switch.toml");
     std::fs::write(
@@ -558,12 +433,12 @@ fn kill_9_and_restart_memif_and_af_packet_peers_carry_traffic_again() {
         format!(
             "[switch]\nbuffers = 4096\nmac_table_entries = 4096\n{}\n[[port]]\nname = \"e0\"\ntype = \"af_packet\"\ninterface = \"{}\"\n\n[[xconnect]]\nports = [\"m0\", \"e0\"]\n",
             memif_port("m0", &m, 0),
-            veth.0
+            veth.a()
         ),
     )
     .unwrap();
     let ctl = d.path("ctl.sock");
-    let mut wire = AfPacketPort::open(AfPacketConfig::new("wire", &format!("{}p", veth.0)))
+    let mut wire = AfPacketPort::open(AfPacketConfig::new("wire", veth.b()))
         .expect("AF_PACKET on the veth's peer end (needs root)");
     let mut mem = memif_client(&m, 0);
     let mut pool = Pool::new(512);
@@ -604,11 +479,11 @@ fn kill_9_and_restart_memif_and_af_packet_peers_carry_traffic_again() {
         }
     };
 
-    let mut sw = Switch::start(&cfg, &ctl);
+    let mut sw = RunningSwitch::start(BIN, &cfg, &ctl);
     wait_up(&mut mem, "memif before", Duration::from_secs(20));
     both_ways(&mut mem, &mut wire, &mut pool, "before the kill");
 
-    sw.kill9();
+    sw.stop();
     let deadline = Instant::now() + Duration::from_secs(10);
     while mem.link() == LinkState::Up {
         assert!(
@@ -618,7 +493,7 @@ fn kill_9_and_restart_memif_and_af_packet_peers_carry_traffic_again() {
         mem.poll_control();
         std::thread::sleep(Duration::from_millis(5));
     }
-    let _sw = Switch::start(&cfg, &ctl);
+    let _sw = RunningSwitch::start(BIN, &cfg, &ctl);
     wait_up(&mut mem, "memif after the restart", Duration::from_secs(20));
     both_ways(&mut mem, &mut wire, &mut pool, "after the restart");
     assert_eq!(pool.in_use(), 0);
@@ -627,19 +502,18 @@ fn kill_9_and_restart_memif_and_af_packet_peers_carry_traffic_again() {
 /// An interface removed under a running switch: its AF_PACKET port goes down, and when an
 /// interface of the same name comes back the port carries traffic again.
 ///
-/// Ignored: not met yet. Measured 2026-11-24: after `ip link del` the port shows `link down` (no
-/// reason is shown), and after the veth is created again it shows `link up` while its socket is
-/// still bound to the old ifindex, so nothing crosses — a silent black hole. The fix belongs in
-/// `crates/ports/src/af_packet` (notice the ifindex change or ENXIO/ENETDOWN in `poll_control`,
-/// report the reason in `describe`, re-bind when the name resolves again); this test is its
-/// acceptance test (`cargo test -p vecswitch-cli --test faults -- --ignored interface_removed`).
+/// An AF_PACKET port's interface deleted under a running switch and created again (issue 14
+/// item 3): the port goes `down` with the reason in `show ports` (its socket lost its device),
+/// then, once a veth of the same name exists again, re-opens itself on the new device (a new
+/// ifindex) and traffic crosses again; `show errors` counts the re-open. Before the fix the port
+/// said `link up` over a socket still bound to the old ifindex: a silent black hole. Needs root
+/// (the veth pair), as CI runs.
 #[test]
-#[ignore = "AF_PACKET ports do not re-bind to a re-created interface yet (see the doc comment)"]
 fn interface_removed_under_a_running_switch_goes_down_and_comes_back() {
     use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort};
     let d = TempDir::new("ifrm");
-    let name = format!("vsr{}", std::process::id() % 100_000);
-    let mut veth = Some(Veth::new(&name));
+    let name = unique_name("vsr");
+    let mut veth = Some(Veth::new(&name, &format!("{name}p")));
     let m = d.path("memif.sock");
     let cfg = d.path("switch.toml");
     std::fs::write(
@@ -650,7 +524,7 @@ fn interface_removed_under_a_running_switch_goes_down_and_comes_back() {
         ),
     )
     .unwrap();
-    let sw = Switch::start(&cfg, &d.path("ctl.sock"));
+    let sw = RunningSwitch::start(BIN, &cfg, &d.path("ctl.sock"));
     let mut mem = memif_client(&m, 0);
     wait_up(&mut mem, "memif", Duration::from_secs(20));
     let mut pool = Pool::new(512);
@@ -680,18 +554,52 @@ fn interface_removed_under_a_running_switch_goes_down_and_comes_back() {
         }
     };
     crosses(&mut mem, &mut pool, "before");
+    let ifindex = |d: &str| {
+        d.split("ifindex ")
+            .nth(1)
+            .and_then(|t| t.split_whitespace().next())
+            .map(str::to_string)
+    };
+    let ifindex_before = ifindex(sw.port("e0")["describe"].as_str().unwrap());
+    assert!(ifindex_before.is_some());
     veth.take(); // ip link del
     wait_for(
-        "e0 down after its interface went",
+        "e0 down, saying why, after its interface went",
         Duration::from_secs(5),
-        || sw.port("e0")["link"] == "down",
+        || {
+            let p = sw.port("e0");
+            p["link"] == "down"
+                && p["describe"]
+                    .as_str()
+                    .is_some_and(|d| d.contains(&format!("down: interface {name} removed")))
+        },
     );
-    veth = Some(Veth::new(&name));
+    veth = Some(Veth::new(&name, &format!("{name}p")));
     wait_for(
         "e0 up after its interface came back",
         Duration::from_secs(5),
         || sw.port("e0")["link"] == "up",
     );
+    let p = sw.port("e0");
+    let d = p["describe"].as_str().unwrap();
+    assert!(
+        d.contains("re-opened 1 time on a re-created interface") && !d.contains("down:"),
+        "{d}"
+    );
+    assert_ne!(
+        ifindex(d),
+        ifindex_before,
+        "a new device, a new ifindex: {d}"
+    );
     crosses(&mut mem, &mut pool, "after the interface came back");
+    let reopened: Vec<_> = sw
+        .json("show errors")
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["node"] == "port e0" && e["reason"] == "interface-re-opened")
+        .map(|e| e["count"].as_u64().unwrap())
+        .collect();
+    assert_eq!(reopened, [1], "show errors counts the re-open");
     drop(veth);
 }

@@ -7,94 +7,19 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use vecswitch_buffer::Pool;
 use vecswitch_ports::memif::{MemifConfig, MemifPort, Role};
 use vecswitch_ports::{LinkState, Port};
+use vecswitch_testsupport::{RunningSwitch, TempDir};
 
 const BIN: &str = env!("CARGO_BIN_EXE_vecswitch");
 /// Debian's python, where `python3-prometheus-client` installs (a pyenv shim first on PATH would
 /// not see it).
 const PYTHON: &str = "/usr/bin/python3";
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let d = std::env::temp_dir().join(format!("vsw-metrics-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        TempDir(d)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A running `vecswitch run`, killed on drop.
-struct Switch {
-    child: Child,
-    socket: PathBuf,
-}
-
-impl Switch {
-    fn start(config: &Path, socket: &Path) -> Switch {
-        let child = Command::new(BIN)
-            .args(["run", "--config"])
-            .arg(config)
-            .arg("--socket")
-            .arg(socket)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn vecswitch run");
-        let mut sw = Switch {
-            child,
-            socket: socket.to_path_buf(),
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while UnixStream::connect(socket).is_err() {
-            if let Some(st) = sw.child.try_wait().unwrap() {
-                panic!("vecswitch run exited with {st} (run it by hand with the test's config)");
-            }
-            assert!(Instant::now() < deadline, "control socket did not appear");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        sw
-    }
-
-    fn json(&self, words: &str) -> Value {
-        let out = Command::new(BIN)
-            .args(["ctl", "--socket"])
-            .arg(&self.socket)
-            .arg("--json")
-            .args(words.split_whitespace())
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "ctl {words}: {out:?}");
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        v["data"].clone()
-    }
-}
-
-impl Drop for Switch {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A free TCP port on loopback (bound, read, released; the switch binds it right after).
 fn free_port() -> u16 {
@@ -218,7 +143,7 @@ ports = ["p0", "p1"]
         ),
     )
     .unwrap();
-    let sw = Switch::start(&cfg, &d.path("ctl.sock"));
+    let sw = RunningSwitch::start(BIN, &cfg, &d.path("ctl.sock"));
     let mut p0 = memif_peer(&memif, 0);
     let mut p1 = memif_peer(&memif, 1);
 

@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use vecswitch_ports::Port;
+use vecswitch_switch::capture::PortCapture;
 use vecswitch_switch::ctl::ShowError;
 use vecswitch_switch::{Switch, SwitchError, WorkerGone};
 use vecswitch_wire::EthernetAddress;
@@ -74,8 +75,12 @@ where
 /// Resolves `file` inside the capture directory `dir` (relative names inside it; absolute paths
 /// only if inside it; no `..`) and creates it there on the calling (control) thread: exclusively
 /// (`O_CREAT|O_EXCL`, so an existing file, symlink or FIFO in the way is refused and never
-/// followed or opened), mode 0640, in a directory created 0750 if missing. Returns the new path.
-pub(crate) fn create_capture_file(dir: &Path, file: &str) -> Result<PathBuf, ControlError> {
+/// followed or opened), mode 0640, in a directory created 0750 if missing. Returns the new path
+/// and the open file (which the capture's writer thread writes; the worker never opens it).
+pub(crate) fn create_capture_file(
+    dir: &Path,
+    file: &str,
+) -> Result<(PathBuf, std::fs::File), ControlError> {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let err = |reason: String| ControlError::CapturePath {
         value: file.to_string(),
@@ -106,7 +111,7 @@ pub(crate) fn create_capture_file(dir: &Path, file: &str) -> Result<PathBuf, Con
         .mode(0o750)
         .create(parent)
         .map_err(|e| err(format!("cannot create directory {}: {e}", parent.display())))?;
-    std::fs::OpenOptions::new()
+    let f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o640)
@@ -121,7 +126,38 @@ pub(crate) fn create_capture_file(dir: &Path, file: &str) -> Result<PathBuf, Con
             };
             err(format!("cannot create {}: {why}", path.display()))
         })?;
-    Ok(path)
+    Ok((path, f))
+}
+
+/// How long `capture stop` waits for the capture's writer thread to complete the file.
+const CAPTURE_FINISH_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Reads the config file at `path` (resolved through links by [`Controller::reload_path`]) for
+/// `reload`: opened without blocking or following a link (`O_NONBLOCK | O_NOFOLLOW`: a FIFO or a
+/// link swapped in after `reload_path` looked cannot hang the control plane or lead elsewhere)
+/// and read only if it is a regular file.
+fn read_config(path: &Path) -> Result<Config, ControlError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let read_err = |source| ParseError::Read {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(read_err)?;
+    if !f.metadata().map_err(read_err)?.is_file() {
+        return Err(read_err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ))
+        .into());
+    }
+    let mut text = String::new();
+    f.read_to_string(&mut text).map_err(read_err)?;
+    Ok(Config::from_toml(&text, &path.display().to_string())?)
 }
 
 /// A typed answer as JSON.
@@ -205,6 +241,13 @@ pub enum ControlError {
     NoStaticMac { mac: String, bridge: String },
     #[error("save: no path given and the switch was not started from a file")]
     NoSavePath,
+    /// `save PATH` where the switch may not write.
+    #[error("path = {value:?}: {reason}; accepted: no path (the file the switch runs from) or a new or regular file (not a symlink) in {dir}, the directory of the file the switch was started with")]
+    SavePath {
+        value: String,
+        dir: String,
+        reason: String,
+    },
     #[error("cannot save the running config to {path}: {source}")]
     Save {
         path: String,
@@ -325,7 +368,7 @@ impl Controller {
     /// Re-reads a config file (`path`, or the one the switch runs from) and applies it.
     pub fn reload(&mut self, path: Option<PathBuf>) -> Result<Vec<Change>, ControlError> {
         let path = self.reload_path(path)?;
-        let new = Config::from_file(&path)?;
+        let new = read_config(&path)?;
         let changes = self.set_config(new)?;
         self.config_path = Some(path);
         Ok(changes)
@@ -336,15 +379,13 @@ impl Controller {
     /// elsewhere is refused), so a control client cannot make the switch read arbitrary files.
     fn reload_path(&self, path: Option<PathBuf>) -> Result<PathBuf, ControlError> {
         let Some(path) = path else {
-            return self.config_path.clone().ok_or(ControlError::NoReloadPath);
+            let p = self.config_path.clone().ok_or(ControlError::NoReloadPath)?;
+            return Ok(std::fs::canonicalize(&p).unwrap_or(p));
         };
         let refused = |reason: &str| ControlError::ReloadPath {
             value: path.display().to_string(),
             reason: reason.to_string(),
-            dir: self.reload_dir.as_ref().map_or_else(
-                || "(none: not started from a file)".into(),
-                |d| d.display().to_string(),
-            ),
+            dir: self.allowed_dir(),
         };
         let Some(dir) = &self.reload_dir else {
             return Err(refused("the switch was not started from a file"));
@@ -365,42 +406,107 @@ impl Controller {
         Ok(real)
     }
 
+    /// The directory `reload PATH` reads from and `save PATH` writes to, for messages.
+    fn allowed_dir(&self) -> String {
+        self.reload_dir.as_ref().map_or_else(
+            || "(none: not started from a file)".into(),
+            |d| d.display().to_string(),
+        )
+    }
+
     /// The changes a reload of `path` would make, checked like a reload, applied not at all.
     pub fn plan(&self, path: Option<PathBuf>) -> Result<Vec<Change>, ControlError> {
-        let new = Config::from_file(&self.reload_path(path)?)?;
+        let new = read_config(&self.reload_path(path)?)?;
         validate(&new)?;
         check_reloadable(&self.running, &new)?;
         Ok(diff(&self.running, &new))
     }
 
-    /// Writes the running config as TOML to `path`, or to the file the switch runs from, through
-    /// a temporary file in the same directory renamed over it: a reader sees the old file or the
-    /// new one, never half of one. Returns the path and the size written.
+    /// Where `save` may write: the file the switch runs from (resolved through links: the real
+    /// file), or a file directly in the directory of the file the switch was started with — the
+    /// same directory `reload PATH` reads from — that is not a symlink or a special file. Every
+    /// refusal names `path`, the value and what is accepted.
+    fn save_path(&self, path: Option<PathBuf>) -> Result<PathBuf, ControlError> {
+        let given = match path {
+            Some(p) => p,
+            None => {
+                let p = self.config_path.clone().ok_or(ControlError::NoSavePath)?;
+                std::fs::canonicalize(&p).unwrap_or(p)
+            }
+        };
+        let refused = |reason: &str| ControlError::SavePath {
+            value: given.display().to_string(),
+            reason: reason.to_string(),
+            dir: self.allowed_dir(),
+        };
+        let Some(dir) = &self.reload_dir else {
+            return Err(refused("the switch was not started from a file"));
+        };
+        if !given.is_absolute() {
+            return Err(refused(
+                "a relative path (the switch has no directory of yours)",
+            ));
+        }
+        let Some(name) = given.file_name() else {
+            return Err(refused("names no file"));
+        };
+        let parent = given.parent().unwrap_or(Path::new("/"));
+        let real_parent = std::fs::canonicalize(parent)
+            .map_err(|e| refused(&format!("cannot resolve its directory: {e}")))?;
+        if real_parent != *dir {
+            return Err(refused(
+                "not in the directory of the file the switch was started with",
+            ));
+        }
+        let target = dir.join(name);
+        match std::fs::symlink_metadata(&target) {
+            Ok(m) if m.file_type().is_symlink() => Err(refused(
+                "a symbolic link (save never follows or replaces a link)",
+            )),
+            Ok(m) if !m.is_file() => Err(refused("not a regular file")),
+            Ok(_) => Ok(target),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(target),
+            Err(e) => Err(refused(&e.to_string())),
+        }
+    }
+
+    /// Writes the running config as TOML to `path`, or to the file the switch runs from (only
+    /// where [`Controller::save_path`] allows), through a temporary file created exclusively in
+    /// the same directory (never following a link; mode of the file it replaces, else 0640) and
+    /// renamed over it: a reader sees the old file or the new one, never half of one. Returns the
+    /// path and the size written.
     pub fn save(&self, path: Option<PathBuf>) -> Result<Saved, ControlError> {
-        let path = path
-            .or_else(|| self.config_path.clone())
-            .ok_or(ControlError::NoSavePath)?;
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let path = self.save_path(path)?;
         let text = self.running.to_toml();
         let err = |source| ControlError::Save {
             path: path.display().to_string(),
             source,
         };
-        let name = path
-            .file_name()
-            .ok_or_else(|| err(std::io::Error::other("the path names no file")))?;
         let mut tmp_name = std::ffi::OsString::from(".");
-        tmp_name.push(name);
+        tmp_name.push(path.file_name().expect("save_path names a file"));
         tmp_name.push(format!(".tmp.{}", std::process::id()));
         let tmp = path.with_file_name(tmp_name);
-        let write = || -> std::io::Result<()> {
+        let mode = std::fs::metadata(&path).map_or(0o640, |m| m.permissions().mode() & 0o7777);
+        let mut created = false;
+        let mut write = || -> std::io::Result<()> {
             use std::io::Write;
-            let mut f = std::fs::File::create(&tmp)?;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&tmp)?;
+            created = true;
+            f.set_permissions(std::fs::Permissions::from_mode(mode))?;
             f.write_all(text.as_bytes())?;
             f.sync_all()?;
             std::fs::rename(&tmp, &path)
         };
         if let Err(e) = write() {
-            let _ = std::fs::remove_file(&tmp);
+            if created {
+                let _ = std::fs::remove_file(&tmp);
+            }
             return Err(err(e));
         }
         Ok(Saved {
@@ -513,13 +619,30 @@ impl Controller {
                 if file.is_empty() {
                     return Err(ControlError::EmptyCaptureFile);
                 }
-                let file = create_capture_file(Path::new(&self.running.switch.capture_dir), &file)?;
-                exec(w, move |sw| sw.capture(&port, &file, count))??;
+                vecswitch_switch::capture::check_count(count)?;
+                let (path, f) =
+                    create_capture_file(Path::new(&self.running.switch.capture_dir), &file)?;
+                // The writer thread starts here, on the control side; the worker only queues
+                // frames to it (vecswitch_switch::capture).
+                let out = std::io::BufWriter::with_capacity(1 << 16, f);
+                let capture = PortCapture::start(out, &path, count).map_err(|e| {
+                    ControlError::Switch(SwitchError::Capture {
+                        port: port.clone(),
+                        reason: e.to_string(),
+                    })
+                })?;
+                exec(w, move |sw| sw.start_capture(&port, capture))??;
                 Ok(serde_json::Value::Null)
             }
             Request::CaptureStop { port } => {
                 self.port_must_exist(&port)?;
-                let info = exec(w, move |sw| sw.stop_capture(&port))??;
+                let mut capture = exec(w, move |sw| sw.take_capture(&port))??;
+                // Waited for here, off the worker: a slow disk delays this answer, not forwarding.
+                let finished = capture.finish(CAPTURE_FINISH_WITHIN);
+                let mut info = capture.info();
+                if let Err(e) = finished {
+                    info.error.get_or_insert(e.to_string());
+                }
                 json(info)
             }
             Request::MacFlush { bridge, port } => {
@@ -687,20 +810,9 @@ mod tests {
 
     mod capture_path {
         use super::super::{create_capture_file, ControlError};
-        use std::path::PathBuf;
+        use super::{scratch_dir as dir, Rm};
 
-        struct Dir(PathBuf);
-        impl Drop for Dir {
-            fn drop(&mut self) {
-                let _ = std::fs::remove_dir_all(&self.0);
-            }
-        }
-        fn dir(tag: &str) -> Dir {
-            let d = std::env::temp_dir().join(format!("vsw-cap-{tag}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&d);
-            Dir(d)
-        }
-        fn refused(d: &Dir, file: &str) -> String {
+        fn refused(d: &Rm, file: &str) -> String {
             match create_capture_file(&d.0.join("cap"), file) {
                 Err(e @ ControlError::CapturePath { .. }) => e.to_string(),
                 other => panic!("{file:?} not refused: {other:?}"),
@@ -712,12 +824,12 @@ mod tests {
             let d = dir("path");
             let cap = d.0.join("cap");
             // Relative names land inside (directories created); absolute ones inside are accepted.
-            let p = create_capture_file(&cap, "a.pcap").unwrap();
+            let (p, _) = create_capture_file(&cap, "a.pcap").unwrap();
             assert_eq!(p, cap.join("a.pcap"));
             assert!(std::fs::metadata(&p).unwrap().is_file());
             let abs = cap.join("sub/b.pcap");
             assert_eq!(
-                create_capture_file(&cap, abs.to_str().unwrap()).unwrap(),
+                create_capture_file(&cap, abs.to_str().unwrap()).unwrap().0,
                 abs
             );
             // Outside: refused naming field, value and what is accepted.
@@ -1065,17 +1177,95 @@ ports = ["v0"]
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// A fresh directory under the temp dir, removed on drop.
+    struct Rm(std::path::PathBuf);
+    impl Drop for Rm {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    fn scratch_dir(tag: &str) -> Rm {
+        let dir = std::env::temp_dir().join(format!("vecswitch-ctl-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Rm(dir)
+    }
+
+    #[test]
+    fn save_only_where_the_switch_may_write() {
+        let rm = scratch_dir("sdir");
+        let dir = rm.0.clone();
+        std::fs::create_dir_all(dir.join("etc")).unwrap();
+        let (mut c, _) = start();
+        let save = |c: &mut Controller, p: &str| {
+            c.handle(Request::Save {
+                path: Some(p.to_string()),
+            })
+        };
+        // Not started from a file: no path is accepted.
+        let e = save(&mut c, "/tmp/x.toml").error.unwrap();
+        assert!(
+            e.contains("path = \"/tmp/x.toml\"") && e.contains("not started from a file"),
+            "{e}"
+        );
+        c.reload_dir = Some(std::fs::canonicalize(dir.join("etc")).unwrap());
+        let victim = dir.join("victim.toml");
+        std::fs::write(&victim, "victim").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("etc/link.toml")).unwrap();
+        std::fs::create_dir(dir.join("etc/sub")).unwrap();
+        let fifo = dir.join("etc/fifo.toml");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo (coreutils)")
+            .success());
+        let etc = dir.join("etc").display().to_string();
+        for (p, why) in [
+            (victim.display().to_string(), "not in the directory"),
+            (format!("{etc}/../outside.toml"), "not in the directory"),
+            (format!("{etc}/sub/x.toml"), "not in the directory"),
+            (
+                "/etc/vecswitch-never.toml".to_string(),
+                "not in the directory",
+            ),
+            ("relative.toml".to_string(), "a relative path"),
+            (format!("{etc}/link.toml"), "a symbolic link"),
+            (format!("{etc}/fifo.toml"), "not a regular file"),
+            (format!("{etc}/sub"), "not a regular file"),
+            (format!("{etc}/.."), "names no file"),
+        ] {
+            let e = save(&mut c, &p)
+                .error
+                .unwrap_or_else(|| panic!("{p}: saved"));
+            assert!(
+                e.contains(&format!("path = {p:?}")) && e.contains(why) && e.contains("accepted:"),
+                "{p}: {e}"
+            );
+        }
+        assert_eq!(
+            std::fs::read(&victim).unwrap(),
+            b"victim",
+            "link not followed"
+        );
+        assert!(!dir.join("outside.toml").exists());
+        assert!(!std::path::Path::new("/etc/vecswitch-never.toml").exists());
+        // A new file in the directory is written; so is the same name again (replaced).
+        for _ in 0..2 {
+            let r = save(&mut c, &format!("{etc}/new.toml"));
+            assert!(r.ok, "{r:?}");
+        }
+        let mut names: Vec<_> = std::fs::read_dir(dir.join("etc"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["fifo.toml", "link.toml", "new.toml", "sub"]);
+    }
+
     #[test]
     fn save_writes_the_running_config_atomically() {
-        let dir = std::env::temp_dir().join(format!("vecswitch-ctl-save-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        struct Rm(std::path::PathBuf);
-        impl Drop for Rm {
-            fn drop(&mut self) {
-                let _ = std::fs::remove_dir_all(&self.0);
-            }
-        }
-        let _rm = Rm(dir.clone());
+        let rm = scratch_dir("save");
+        let dir = rm.0.clone();
         let (mut c, _) = start();
         std::fs::create_dir_all(&dir).unwrap();
         c.reload_dir = Some(std::fs::canonicalize(&dir).unwrap());

@@ -32,9 +32,15 @@ pub(crate) fn version(v: &VersionInfo) -> String {
 
 fn capture_stopped(c: &CaptureInfo) -> String {
     format!(
-        "{}: {} frames captured{}\n",
+        "{}: {} frames captured, {} written{}{}\n",
         c.path,
         c.captured,
+        c.written,
+        if c.dropped > 0 {
+            format!(", {} not captured (the writer was behind)", c.dropped)
+        } else {
+            String::new()
+        },
         match &c.error {
             Some(e) => format!(" (stopped by an error: {e})"),
             None => String::new(),

@@ -55,6 +55,8 @@ pub enum SocketError {
     },
     #[error("control socket {path} is in use by a running process (another `vecswitch run`?); pass another --socket")]
     InUse { path: String },
+    #[error("control socket path {path} holds something that is not a socket (left as it is); accepted: a free path or a stale socket; pass another --socket")]
+    NotASocket { path: String },
     #[error("cannot {what} control socket {path}: {source}")]
     Io {
         what: &'static str,
@@ -102,7 +104,14 @@ impl ControlSocket {
                 source,
             })?;
         }
-        if std::fs::symlink_metadata(path).is_ok() {
+        if let Ok(m) = std::fs::symlink_metadata(path) {
+            // Only a socket is ever replaced: a regular file, link or directory at the path is
+            // someone else's, not a stale socket of ours.
+            if !std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()) {
+                return Err(SocketError::NotASocket {
+                    path: path.display().to_string(),
+                });
+            }
             // Someone answering there: refuse. Nobody: a stale file from a crashed run; replace it.
             if UnixStream::connect(path).is_ok() {
                 return Err(SocketError::InUse {
@@ -557,6 +566,24 @@ mod tests {
             std::fs::metadata(s.path()).unwrap().permissions().mode() & 0o777,
             0o660
         );
+    }
+
+    #[test]
+    fn anything_but_a_socket_at_the_path_is_refused_and_left_alone() {
+        let d = tmpdir("notsock");
+        std::fs::create_dir_all(&d.0).unwrap();
+        let file = d.0.join("ctl.sock");
+        std::fs::write(&file, "precious").unwrap();
+        let e = ControlSocket::bind(&file).unwrap_err();
+        assert!(matches!(e, SocketError::NotASocket { .. }), "{e}");
+        assert!(e.to_string().contains("not a socket"), "{e}");
+        assert_eq!(std::fs::read(&file).unwrap(), b"precious");
+        std::os::unix::fs::symlink(&file, d.0.join("link.sock")).unwrap();
+        assert!(matches!(
+            ControlSocket::bind(&d.0.join("link.sock")),
+            Err(SocketError::NotASocket { .. })
+        ));
+        assert_eq!(std::fs::read(&file).unwrap(), b"precious");
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod af_packet;
 pub mod af_xdp;
 pub mod fault;
 mod fd;
+mod ifwatch;
 pub mod loopback;
 pub mod memif;
 pub mod pcap;

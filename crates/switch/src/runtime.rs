@@ -18,7 +18,7 @@ use vecswitch_buffer::{Pool, PoolStats, FRAME_SIZE};
 use vecswitch_graph::{ArcId, ErrorCount, Graph, NodeId, NodeRuntime, TraceStep};
 use vecswitch_ports::{LinkState, Port, PortStats};
 
-use crate::capture::{CaptureInfo, PortCapture};
+use crate::capture::{check_count, CaptureInfo, PortCapture};
 use crate::error::{list, SwitchError};
 use crate::feature::{build_graph, FEATURES};
 use crate::interface::{Interface, InterfaceInfo, Service, SwIfIdx, INPUT_ARC, OUTPUT_ARC};
@@ -594,44 +594,57 @@ impl Switch {
     // ----- capture -------------------------------------------------------------------------------
 
     /// Starts writing what `port` receives and is sent to a pcap file at `path` (created or
-    /// truncated), at most `count` frames (`None`: until [`Switch::stop_capture`]). A capture already
-    /// running on the port is finished and replaced.
+    /// truncated, a regular file only), at most `count` frames (`None`: until
+    /// [`Switch::stop_capture`]). The file is opened on the calling thread and written by a
+    /// writer thread spawned here ([`PortCapture::create`]); a switch driven by a worker thread
+    /// should be given a capture started off it ([`Switch::start_capture`]), as the control plane
+    /// does. A capture already running on the port is closed and replaced.
     pub fn capture(
         &mut self,
         port: &str,
         path: impl AsRef<Path>,
         count: Option<u64>,
     ) -> Result<(), SwitchError> {
-        let idx = self.port_idx(port)?;
-        if count == Some(0) {
-            return Err(SwitchError::InvalidValue {
-                field: "count",
-                value: "0".into(),
-                accepted: "at least 1 frame, or no count to capture until stopped",
-            });
-        }
+        self.port_idx(port)?;
+        check_count(count)?;
         let c = PortCapture::create(path.as_ref(), count).map_err(|e| SwitchError::Capture {
             port: port.to_string(),
             reason: e.to_string(),
         })?;
-        if let Some(mut old) = self.slot_mut(idx).capture.replace(c) {
-            // The old file is complete up to its last write; a flush error there cannot be undone.
-            let _ = old.finish();
-        }
+        self.start_capture(port, c)
+    }
+
+    /// Puts `capture` (its file open, its writer running elsewhere) beside `port`: from the next
+    /// burst on, what the port receives and is sent is handed to its writer. Never opens or writes
+    /// a file (see the `capture` module doc). A capture already running on the port is closed (its
+    /// writer completes the file by itself) and replaced.
+    pub fn start_capture(&mut self, port: &str, capture: PortCapture) -> Result<(), SwitchError> {
+        let idx = self.port_idx(port)?;
+        // Dropping the old one closes its queue; its writer flushes the file and ends.
+        drop(self.slot_mut(idx).capture.replace(capture));
         Ok(())
     }
 
-    /// Stops the capture on `port`, flushes the file and says what was captured.
-    pub fn stop_capture(&mut self, port: &str) -> Result<CaptureInfo, SwitchError> {
+    /// Takes the capture off `port` (capturing stops at once) and hands it back, for the caller to
+    /// [`PortCapture::finish`] off the worker.
+    pub fn take_capture(&mut self, port: &str) -> Result<PortCapture, SwitchError> {
         let idx = self.port_idx(port)?;
-        let Some(mut c) = self.slot_mut(idx).capture.take() else {
-            return Err(SwitchError::NoCapture {
+        self.slot_mut(idx)
+            .capture
+            .take()
+            .ok_or_else(|| SwitchError::NoCapture {
                 port: port.to_string(),
-            });
-        };
-        let flushed = c.finish();
+            })
+    }
+
+    /// Stops the capture on `port`, waits (up to 10 s) for its writer to complete the file and
+    /// says what was captured. It waits on the calling thread: a worker-driven switch should
+    /// [`Switch::take_capture`] instead and finish the capture elsewhere, as the control plane does.
+    pub fn stop_capture(&mut self, port: &str) -> Result<CaptureInfo, SwitchError> {
+        let mut c = self.take_capture(port)?;
+        let finished = c.finish(std::time::Duration::from_secs(10));
         let info = c.info();
-        flushed.map_err(|e| SwitchError::Capture {
+        finished.map_err(|e| SwitchError::Capture {
             port: port.to_string(),
             reason: e.to_string(),
         })?;
@@ -684,7 +697,8 @@ impl Switch {
     /// `l2-age` entries aged out (aging runs in the poll loop, not in a node), then each port's
     /// non-zero backend counters ([`Port::error_counters`]: for AF_PACKET the kernel's ring-full
     /// drops and queue freezes, TX ring full, …) under the node name `port NAME`, so that frames
-    /// lost before the graph saw them or after it sent them show here too.
+    /// lost before the graph saw them or after it sent them show here too, with the capture
+    /// records a running capture's writer could not take (`capture-dropped`).
     pub fn show_errors(&self) -> Vec<ErrorCount> {
         let mut out = self.graph.errors();
         if self.state.aged_out > 0 {
@@ -695,7 +709,9 @@ impl Switch {
             });
         }
         for p in self.state.ports.iter().flatten() {
-            for (reason, count) in p.port.error_counters() {
+            // Capture records its writer could not take (never forwarded frames).
+            let capture = p.capture.as_ref().map(|c| ("capture-dropped", c.dropped()));
+            for (reason, count) in p.port.error_counters().into_iter().chain(capture) {
                 if count > 0 {
                     out.push(ErrorCount {
                         node: format!("port {}", p.name),

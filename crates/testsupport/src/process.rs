@@ -3,10 +3,12 @@
 //! panics); `ctl` and `json` run `vecswitch ctl` against it. Its stderr goes to `<socket>.stderr`
 //! (a file, so that a chatty switch never blocks on a full pipe) and is quoted when it exits early. The binary's path comes from the
 //! test (`env!("CARGO_BIN_EXE_vecswitch")`), since only the cli crate's tests know it.
+//! Besides `ctl`/`json`: `ok`/`fails` (a command that must succeed / fail), `port` (one port's
+//! `show ports` entry), `terminate` (SIGTERM, the exit status and stderr) and `stop` (`kill -9`).
 
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -74,6 +76,74 @@ impl RunningSwitch {
             .expect("run vecswitch ctl")
     }
 
+    /// Runs a `ctl` command that must succeed; returns its stdout.
+    pub fn ok(&self, words: &str) -> String {
+        let out = self.ctl(words);
+        assert!(
+            out.status.success(),
+            "`ctl {words}` failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("ctl prints UTF-8")
+    }
+
+    /// Runs a `ctl` command that must fail; returns its stderr.
+    pub fn fails(&self, words: &str) -> String {
+        let out = self.ctl(words);
+        assert!(
+            !out.status.success(),
+            "`ctl {words}` should fail: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8(out.stderr).expect("ctl prints UTF-8")
+    }
+
+    /// The `show ports` entry (JSON) of port `name`; panics if there is none.
+    pub fn port(&self, name: &str) -> Value {
+        self.json("show ports")
+            .as_array()
+            .expect("show ports is a list")
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("no port {name}"))
+            .clone()
+    }
+
+    /// What the switch wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    fn log_path(&self) -> PathBuf {
+        PathBuf::from(format!("{}.stderr", self.socket.display()))
+    }
+
+    /// Sends SIGTERM (with `kill`, procps) and waits up to 20 s for the exit; returns the exit
+    /// status and everything the switch wrote to stderr. Panics (after a SIGKILL) if it does not
+    /// exit.
+    pub fn terminate(mut self) -> (ExitStatus, String) {
+        let mut child = self.child.take().expect("running");
+        let st = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("`kill` (procps) must be installed: scripts/setup.sh");
+        assert!(st.success(), "kill -TERM {}", child.id());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(st) = child.try_wait().expect("try_wait") {
+                break st;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("vecswitch run did not exit on SIGTERM: {}", self.stderr());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        (status, self.stderr())
+    }
+
     /// `ctl --json <words>` → the answer's `data`; panics unless the answer is ok.
     pub fn json(&self, words: &str) -> Value {
         let out = self.ctl(&format!("--json {words}"));
@@ -89,7 +159,7 @@ impl RunningSwitch {
         v["data"].clone()
     }
 
-    /// Stops the switch now (kill and reap).
+    /// Stops the switch now (SIGKILL, `kill -9`, and reap).
     pub fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();

@@ -87,6 +87,29 @@
 //! `tx_dropped` and [`AfPacketStats::tx_unsent_dropped`]. `PACKET_QDISC_BYPASS` (default on)
 //! sends straight to the driver: no qdisc can then drop a frame after the port counted it.
 //!
+//! ## Interface removed under the port
+//!
+//! A socket is bound to a device, not to a name. When the interface is deleted (`ip link del`, a
+//! NIC unplugged, a container's veth gone) the kernel unbinds the socket (its bound ifindex becomes
+//! -1) and the socket receives and sends nothing, even after an interface of the same name is created
+//! again: that is a new device with a new ifindex. So [`Port::poll_control`] looks, at most every
+//! 100 ms (`crate::ifwatch`), at both the socket's binding (`getsockname`) and what the name stands
+//! for now (`SIOCGIFINDEX`, asked through the socket, so in the socket's own namespace):
+//!
+//! - the name resolves to nothing: the port is `down`, and `describe` (`show ports`) says why and
+//!   since when (`down: interface veth0 removed (the socket was bound to ifindex 7) (for 2.3 s)`);
+//! - the name resolves to another device (or the socket lost its binding): the port opens a new
+//!   socket and new rings on it, in the namespace the port was opened in, and takes their place,
+//!   keeping its counters (`interface-re-opened` in `show errors`, `re-opened N times` in
+//!   `describe`). If that open fails, the port stays down with the error as its reason and tries
+//!   again at the next look.
+//!
+//! [`Port::link`] is `down` whenever the socket is not bound to the device the name stands for, so
+//! `show ports` never says `up` over a black hole, even in the 100 ms before the next look. Frames
+//! the switch sends meanwhile fail their kick (`ENXIO`) and are counted (`tx-unsent-dropped`,
+//! `tx-kick-errors`), as are frames still in the old TX ring when it is replaced; frames sent *to*
+//! the missing interface never reach this host and cannot be counted here.
+//!
 //! ## Offloads: partial checksums and GSO from veth/tap
 //!
 //! A frame sent by the stack of a veth or tap peer can leave with its TCP/UDP checksum "offloaded"
@@ -141,6 +164,7 @@ use std::sync::Arc;
 
 use vecswitch_buffer::Pool;
 
+use crate::ifwatch::{IfWatch, NetnsHandle};
 use crate::shm::ShmRegion;
 use crate::{LinkState, Port, PortStats};
 
@@ -187,6 +211,10 @@ pub struct AfPacketPort {
     /// Kernel counters accumulated from `PACKET_STATISTICS` (which resets on each read).
     kernel_drops: Cell<u64>,
     kernel_freeze: Cell<u64>,
+    /// Whether the interface is still the one the socket is bound to (see "Interface removed").
+    watch: IfWatch,
+    /// The namespace the socket lives in, where a re-created interface is re-opened.
+    netns: NetnsHandle,
     /// Last: closed after the rings are unmapped.
     fd: OwnedFd,
 }
@@ -368,6 +396,8 @@ impl AfPacketPort {
             extra: AfPacketStats::default(),
             kernel_drops: Cell::new(0),
             kernel_freeze: Cell::new(0),
+            watch: IfWatch::default(),
+            netns: NetnsHandle::current(),
             config,
         };
         Ok(port)
@@ -438,6 +468,7 @@ impl AfPacketPort {
             kernel_drops: self.kernel_drops.get(),
             kernel_freeze_q: self.kernel_freeze.get(),
             tx_in_flight: self.tx.in_flight() as u64,
+            reopened: self.watch.reopened,
             ..self.extra
         }
     }
@@ -467,6 +498,67 @@ impl AfPacketPort {
     /// `ioctl(SIOCGIF*)` on our interface, returning the first 4 bytes of the union as i32.
     fn ifreq(&self, request: libc::c_ulong) -> Option<i32> {
         ifreq(self.fd.as_raw_fd(), &self.config.interface, request)
+    }
+
+    /// The ifindex the socket is bound to now (`getsockname`): the kernel sets it to -1 when the
+    /// device is unregistered (`packet_notifier`, NETDEV_UNREGISTER), and the socket then receives
+    /// and sends nothing, whatever later takes the device's name.
+    fn bound_ifindex(&self) -> Option<i32> {
+        // SAFETY: sockaddr_ll is plain old data; all-zero is a valid value.
+        let mut sll: libc::sockaddr_ll = unsafe { core::mem::zeroed() };
+        let mut len = core::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        // SAFETY: `sll` is writable for `len` bytes and `len` is a valid in/out length.
+        let rc = unsafe {
+            libc::getsockname(
+                self.fd.as_raw_fd(),
+                (&mut sll as *mut libc::sockaddr_ll).cast(),
+                &mut len,
+            )
+        };
+        (rc == 0).then_some(sll.sll_ifindex)
+    }
+
+    /// Looks whether the interface is still the device the socket is bound to (see "Interface
+    /// removed" in the module doc): gone → down with the reason; there under a new ifindex (or the
+    /// socket unbound) → re-opened on it.
+    fn check_interface(&mut self) {
+        let bound = self.bound_ifindex() == Some(self.ifindex);
+        let now = self.ifreq(libc::SIOCGIFINDEX as libc::c_ulong);
+        if let Some(now) = self
+            .watch
+            .look(&self.config.interface, self.ifindex, now, bound)
+        {
+            self.reopen(now);
+        }
+    }
+
+    /// Opens a new socket and rings on the interface that now has our name (ifindex `now`), in the
+    /// socket's namespace, and takes its place; counters carry over. Frames still in the old TX
+    /// ring are handed over once more, and those not given back are counted as dropped
+    /// ([`AfPacketStats::tx_unsent_dropped`]). On failure the port stays down with the reason.
+    fn reopen(&mut self, now: i32) {
+        let config = self.config.clone();
+        let Some(mut new) =
+            self.watch
+                .reopen(&self.netns, &self.config.interface, now, move || {
+                    AfPacketPort::open(config)
+                })
+        else {
+            return;
+        };
+        self.poll_kernel_stats();
+        self.flush();
+        let lost = self.tx.in_flight() as u64;
+        self.extra.tx_unsent_dropped += lost;
+        self.stats.tx_dropped += lost;
+        new.stats = self.stats;
+        new.extra = self.extra;
+        new.kernel_drops.set(self.kernel_drops.get());
+        new.kernel_freeze.set(self.kernel_freeze.get());
+        new.watch = self.watch.reopened();
+        std::mem::swap(&mut new.netns, &mut self.netns);
+        // The old socket and rings close when `new`, now holding them, goes out of scope.
+        std::mem::swap(self, &mut new);
     }
 
     /// Asks the kernel to send the slots waiting in SEND_REQUEST (`sendto(fd, NULL, 0,
@@ -586,6 +678,9 @@ impl Port for AfPacketPort {
     /// traffic stopped after a kick that could not hand it over.
     fn poll_control(&mut self) {
         self.poll_kernel_stats();
+        if self.watch.due() {
+            self.check_interface();
+        }
         self.flush();
     }
 
@@ -600,11 +695,18 @@ impl Port for AfPacketPort {
         self.poll_kernel_stats();
         self.stats = PortStats::default();
         self.extra = AfPacketStats::default();
+        self.watch.reopened = 0;
         self.kernel_drops.set(0);
         self.kernel_freeze.set(0);
     }
 
+    /// Down while the interface is gone or the socket is no longer bound to the device the name
+    /// now stands for (a re-created interface not re-opened yet), else the interface's
+    /// `IFF_UP | IFF_RUNNING`.
     fn link(&self) -> LinkState {
+        if self.watch.is_down() || self.bound_ifindex() != Some(self.ifindex) {
+            return LinkState::Down;
+        }
         match self.ifreq(libc::SIOCGIFFLAGS as libc::c_ulong) {
             Some(flags) if flags & libc::IFF_UP != 0 && flags & libc::IFF_RUNNING != 0 => {
                 LinkState::Up
@@ -618,7 +720,7 @@ impl Port for AfPacketPort {
     fn describe(&self) -> String {
         let x = self.af_packet_stats();
         format!(
-            "af_packet {} ifindex {} mtu {} {} tx {} slots of {}{}{}; kernel drops {} freezes {}, tx in flight {}",
+            "af_packet {} ifindex {} mtu {} {} tx {} slots of {}{}{}; kernel drops {} freezes {}, tx in flight {}{}",
             self.config.interface,
             self.ifindex,
             self.mtu,
@@ -647,6 +749,7 @@ impl Port for AfPacketPort {
             x.kernel_drops,
             x.kernel_freeze_q,
             x.tx_in_flight,
+            self.watch.describe(),
         )
     }
 

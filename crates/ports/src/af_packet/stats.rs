@@ -44,12 +44,15 @@ pub struct AfPacketStats {
     pub tx_deferred_kicks: u64,
     /// Frames in the TX ring now, not yet given back by the kernel (not yet counted as sent).
     pub tx_in_flight: u64,
+    /// Times the port re-opened itself on its interface deleted and created again (a new
+    /// socket and rings bound to the new device; not a loss).
+    pub reopened: u64,
 }
 
 impl AfPacketStats {
     /// `(reason, count)` of every counter `show errors` lists (losses and events, not the
     /// `tx_in_flight` gauge), in a fixed order.
-    pub fn reasons(&self) -> [(&'static str, u64); 12] {
+    pub fn reasons(&self) -> [(&'static str, u64); 13] {
         [
             ("kernel-ring-full-drops", self.kernel_drops),
             ("kernel-queue-freezes", self.kernel_freeze_q),
@@ -63,6 +66,7 @@ impl AfPacketStats {
             ("tx-unsent-dropped", self.tx_unsent_dropped),
             ("tx-kick-errors", self.tx_kick_errors),
             ("tx-deferred-kicks", self.tx_deferred_kicks),
+            ("interface-re-opened", self.reopened),
         ]
     }
 }

@@ -42,6 +42,18 @@
 //! VLAN tags stay in the frame: XDP (native or generic) sees the frame before the kernel takes a
 //! tag out into the skb (`skb_vlan_untag`), so unlike AF_PACKET nothing needs putting back.
 //!
+//! ## Interface removed under the port
+//!
+//! As for AF_PACKET (see its module doc): an XDP socket is bound to a device, and an interface
+//! deleted and created again under the same name is a new device. [`Port::poll_control`] looks
+//! at most every 100 ms whether the name still stands for the ifindex the socket was bound to:
+//! the name gone → the port is `down` with the reason in `describe`; another device under the
+//! name → the port opens a new socket, UMEM and XDP program on it (in the namespace it was opened
+//! in) and takes their place, keeping its counters (`interface-re-opened` in `show errors`);
+//! frames offered while the interface is gone, and frames still posted on the old TX ring, are
+//! counted in `tx-unsent-dropped`. [`Port::link`] is
+//! `down` as soon as the name no longer stands for the socket's device.
+//!
 //! ## Counters
 //!
 //! `rx_dropped` = kernel drops (`XDP_STATISTICS`: `rx_dropped`, which includes frames that found
@@ -68,6 +80,7 @@ use vecswitch_buffer::{Pool, DATA_SIZE, HEADROOM};
 
 use self::rings::{Ring, Umem};
 use self::sys::XdpDesc;
+use crate::ifwatch::{IfWatch, NetnsHandle};
 use crate::{LinkState, Port, PortStats};
 
 /// How the XDP program is attached (see the module doc).
@@ -319,6 +332,12 @@ pub struct AfXdpStats {
     pub tx_kick_errors: u64,
     /// Frames posted on the TX ring that the kernel has not taken yet.
     pub tx_pending: u64,
+    /// Frames offered while the interface was gone, and frames still posted on the TX ring when
+    /// the port re-opened itself on a re-created interface (the old socket closed with them):
+    /// dropped.
+    pub tx_unsent_dropped: u64,
+    /// Times the port re-opened itself on its interface deleted and created again (not a loss).
+    pub reopened: u64,
 }
 
 fn read_xdp_statistics(fd: RawFd) -> sys::XdpStatistics {
@@ -413,6 +432,13 @@ pub struct AfXdpPort {
     extra: AfXdpStats,
     /// `XDP_STATISTICS` at the last `clear_stats`.
     kernel_base: sys::XdpStatistics,
+    /// `XDP_STATISTICS` of the sockets this port had before it re-opened itself (since the last
+    /// `clear_stats`).
+    kernel_retired: sys::XdpStatistics,
+    /// Whether the interface is still the one the socket is bound to (see "Interface removed").
+    watch: IfWatch,
+    /// The namespace the socket lives in, where a re-created interface is re-opened.
+    netns: NetnsHandle,
 }
 
 fn mode_flags(mode: XdpMode) -> u32 {
@@ -640,6 +666,9 @@ impl AfXdpPort {
             stats: PortStats::default(),
             extra: AfXdpStats::default(),
             kernel_base: sys::XdpStatistics::default(),
+            kernel_retired: sys::XdpStatistics::default(),
+            watch: IfWatch::default(),
+            netns: NetnsHandle::current(),
             config,
         })
     }
@@ -706,24 +735,75 @@ impl AfXdpPort {
             tx_invalid_descs: k.tx_invalid_descs,
             tx_ring_empty_descs: k.tx_ring_empty_descs,
             tx_pending: u64::from(self.tx.produced().wrapping_sub(self.tx_seen)),
+            reopened: self.watch.reopened,
             ..self.extra
         }
     }
 
-    /// `XDP_STATISTICS` since the last `clear_stats`.
+    /// `XDP_STATISTICS` since the last `clear_stats`, over this socket and the ones it replaced.
     fn kernel_stats(&self) -> sys::XdpStatistics {
         let k = read_xdp_statistics(self.fd.as_raw_fd());
-        let b = &self.kernel_base;
+        let (b, r) = (&self.kernel_base, &self.kernel_retired);
+        let since = |now: u64, base: u64, retired: u64| now.saturating_sub(base) + retired;
         sys::XdpStatistics {
-            rx_dropped: k.rx_dropped.saturating_sub(b.rx_dropped),
-            rx_invalid_descs: k.rx_invalid_descs.saturating_sub(b.rx_invalid_descs),
-            tx_invalid_descs: k.tx_invalid_descs.saturating_sub(b.tx_invalid_descs),
-            rx_ring_full: k.rx_ring_full.saturating_sub(b.rx_ring_full),
-            rx_fill_ring_empty_descs: k
-                .rx_fill_ring_empty_descs
-                .saturating_sub(b.rx_fill_ring_empty_descs),
-            tx_ring_empty_descs: k.tx_ring_empty_descs.saturating_sub(b.tx_ring_empty_descs),
+            rx_dropped: since(k.rx_dropped, b.rx_dropped, r.rx_dropped),
+            rx_invalid_descs: since(k.rx_invalid_descs, b.rx_invalid_descs, r.rx_invalid_descs),
+            tx_invalid_descs: since(k.tx_invalid_descs, b.tx_invalid_descs, r.tx_invalid_descs),
+            rx_ring_full: since(k.rx_ring_full, b.rx_ring_full, r.rx_ring_full),
+            rx_fill_ring_empty_descs: since(
+                k.rx_fill_ring_empty_descs,
+                b.rx_fill_ring_empty_descs,
+                r.rx_fill_ring_empty_descs,
+            ),
+            tx_ring_empty_descs: since(
+                k.tx_ring_empty_descs,
+                b.tx_ring_empty_descs,
+                r.tx_ring_empty_descs,
+            ),
         }
+    }
+
+    /// Looks whether the interface still has the ifindex the socket was bound to (see "Interface
+    /// removed" in the module doc): gone → down with the reason; another device under the name →
+    /// re-opened on it. (An XDP socket has no `getsockname`; a device re-created under the same
+    /// name gets a new ifindex, as the kernel allocates them cyclically.)
+    fn check_interface(&mut self) {
+        let now = ifreq(
+            self.ctl.as_raw_fd(),
+            &self.config.interface,
+            libc::SIOCGIFINDEX as libc::c_ulong,
+        );
+        let ifindex = self.ifindex as i32;
+        if let Some(now) = self.watch.look(&self.config.interface, ifindex, now, true) {
+            self.reopen(now);
+        }
+    }
+
+    /// Opens a new socket, UMEM, rings and XDP program on the interface that now has our name
+    /// (ifindex `now`), in the socket's namespace, and takes their place; counters carry over, and
+    /// frames still posted on the old TX ring are counted as dropped
+    /// ([`AfXdpStats::tx_unsent_dropped`]). On failure the port stays down with the reason.
+    fn reopen(&mut self, now: i32) {
+        let config = self.config.clone();
+        let Some(mut new) =
+            self.watch
+                .reopen(&self.netns, &self.config.interface, now, move || {
+                    AfXdpPort::open(config)
+                })
+        else {
+            return;
+        };
+        self.account_taken();
+        let lost = u64::from(self.tx.produced().wrapping_sub(self.tx_seen));
+        self.extra.tx_unsent_dropped += lost;
+        self.stats.tx_dropped += lost;
+        new.stats = self.stats;
+        new.extra = self.extra;
+        new.kernel_retired = self.kernel_stats();
+        new.watch = self.watch.reopened();
+        std::mem::swap(&mut new.netns, &mut self.netns);
+        // The old program, socket and UMEM go when `new`, now holding them, goes out of scope.
+        std::mem::swap(self, &mut new);
     }
 
     /// Takes transmit chunks back from the completion ring.
@@ -905,6 +985,12 @@ impl Port for AfXdpPort {
     }
 
     fn tx_burst(&mut self, pool: &mut Pool, pkts: &[u32]) -> usize {
+        if self.watch.is_down() {
+            // The socket has no device: a posted frame would sit on the ring until the re-open.
+            self.extra.tx_unsent_dropped += pkts.len() as u64;
+            self.stats.tx_dropped += pkts.len() as u64;
+            return 0;
+        }
         self.reap_completions();
         let frame = self.config.frame_size as usize;
         let room = (self.tx.free(pkts.len() as u32) as usize).min(self.tx_free.len());
@@ -953,6 +1039,9 @@ impl Port for AfXdpPort {
     }
 
     fn poll_control(&mut self) {
+        if self.watch.due() {
+            self.check_interface();
+        }
         // Idle flush: frames the peer could not take during the last burst go out now.
         self.flush();
     }
@@ -970,11 +1059,23 @@ impl Port for AfXdpPort {
 
     fn clear_stats(&mut self) {
         self.kernel_base = read_xdp_statistics(self.fd.as_raw_fd());
+        self.kernel_retired = sys::XdpStatistics::default();
         self.stats = PortStats::default();
         self.extra = AfXdpStats::default();
+        self.watch.reopened = 0;
     }
 
+    /// Down while the interface is gone or its name stands for another device than the one the
+    /// socket is bound to (not re-opened yet), else the interface's `IFF_UP | IFF_RUNNING`.
     fn link(&self) -> LinkState {
+        let index = ifreq(
+            self.ctl.as_raw_fd(),
+            &self.config.interface,
+            libc::SIOCGIFINDEX as libc::c_ulong,
+        );
+        if self.watch.is_down() || index != Some(self.ifindex as i32) {
+            return LinkState::Down;
+        }
         match ifreq(
             self.ctl.as_raw_fd(),
             &self.config.interface,
@@ -1000,6 +1101,8 @@ impl Port for AfXdpPort {
             ("tx-ring-full", k.tx_ring_full),
             ("tx-too-long", k.tx_too_long),
             ("tx-kick-errors", k.tx_kick_errors),
+            ("tx-unsent-dropped", k.tx_unsent_dropped),
+            ("interface-re-opened", k.reopened),
         ]
     }
 
@@ -1007,7 +1110,7 @@ impl Port for AfXdpPort {
         let k = self.af_xdp_stats();
         format!(
             "af_xdp {} ifindex {} queue {} xdp {} copy need-wakeup rx {} tx {} chunks of {}{} \
-             | xdp rx_dropped {} rx_ring_full {} rx_fill_ring_empty_descs {} tx_ring_empty_descs {}",
+             | xdp rx_dropped {} rx_ring_full {} rx_fill_ring_empty_descs {} tx_ring_empty_descs {}{}",
             self.config.interface,
             self.ifindex,
             self.config.queue,
@@ -1024,6 +1127,7 @@ impl Port for AfXdpPort {
             k.rx_ring_full,
             k.rx_fill_ring_empty_descs,
             k.tx_ring_empty_descs,
+            self.watch.describe(),
         )
     }
 }

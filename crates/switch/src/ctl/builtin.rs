@@ -148,9 +148,14 @@ fn ports(ps: &[PortInfo]) -> String {
     for p in ps {
         let capture = match &p.capture {
             Some(c) => format!(
-                "{} {}{}",
+                "{} {}{}{}",
                 c.path,
                 c.captured,
+                if c.dropped > 0 {
+                    format!(" ({} dropped: writer behind)", c.dropped)
+                } else {
+                    String::new()
+                },
                 if c.active { "" } else { " (done)" }
             ),
             None => "-".into(),
