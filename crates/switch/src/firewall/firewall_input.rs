@@ -303,12 +303,19 @@ fn judge(
     Ok(None)
 }
 
+/// The per-packet body of both nodes: `parse` the IP packet at the buffer's L3 offset, then
+/// [`decide`] (`on`: the node's arc).
 #[inline]
-fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
+pub(crate) fn one(
+    cx: &mut Cx<'_, SwitchState>,
+    h: u32,
+    parse: fn(&[u8]) -> Result<Parsed, DropReason>,
+    on: Next,
+) -> Next {
     let off = cx.pool.header(h).l3_offset as usize;
     let ip = cx.pool.data(h).get(off..).unwrap_or(&[]);
     match parse(ip) {
-        Ok(p) => decide(cx, h, off, &p, ON),
+        Ok(p) => decide(cx, h, off, &p, on),
         Err(r) => r.next(),
     }
 }
@@ -326,7 +333,7 @@ impl Node<SwitchState> for FirewallInput {
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
         for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
-            *n = one(cx, h);
+            *n = one(cx, h, parse, ON);
         }
     }
 

@@ -25,7 +25,7 @@ use vecswitch_graph::{Cx, Next, Node, NodeInfo};
 
 use super::acl::{PacketKey, ICMPV6, TCP, UDP};
 use super::conntrack::Tuple;
-use super::firewall_input::{be16, decide, payload_at, tcp_may_open, Counter, DropReason, Parsed};
+use super::firewall_input::{be16, one, payload_at, tcp_may_open, Counter, DropReason, Parsed};
 use crate::ip::IP6_UNICAST_ARC;
 use crate::state::SwitchState;
 
@@ -159,16 +159,6 @@ pub fn parse6(ip: &[u8]) -> Result<Parsed, DropReason> {
 #[derive(Debug, Default)]
 pub struct FirewallInput6;
 
-#[inline]
-fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
-    let off = cx.pool.header(h).l3_offset as usize;
-    let ip = cx.pool.data(h).get(off..).unwrap_or(&[]);
-    match parse6(ip) {
-        Ok(p) => decide(cx, h, off, &p, ON),
-        Err(r) => r.next(),
-    }
-}
-
 impl Node<SwitchState> for FirewallInput6 {
     fn info(&self) -> NodeInfo {
         NodeInfo {
@@ -182,7 +172,7 @@ impl Node<SwitchState> for FirewallInput6 {
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
         for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
-            *n = one(cx, h);
+            *n = one(cx, h, parse6, ON);
         }
     }
 

@@ -64,9 +64,11 @@ pub fn firewall_switch(rules: u32, action: Action, flows: u32, limit: Option<u64
 }
 
 /// [`firewall_switch`] over `nat44::testing::flows_switch` (`flows` UDP flows to one
-/// destination, any number of them, spread evenly): CSIT's ACL matrix shape (rules × flows).
+/// destination endpoint, any number of them, spread evenly): CSIT's ACL matrix shape (rules ×
+/// flows).
 pub fn firewall_flows_switch(rules: u32, action: Action, flows: u32, limit: Option<u64>) -> Switch {
-    let mut sw = crate::nat44::testing::flows_switch(flows, limit);
+    // One remote endpoint: the ACL's last rule permits destination port 2000.
+    let mut sw = crate::nat44::testing::flows_switch(flows, 1, limit);
     sw.firewall_set_acl("src", Some(acl(rules, action)))
         .expect("valid ACL");
     sw
