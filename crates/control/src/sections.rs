@@ -19,6 +19,7 @@ use serde_json::Value;
 use vecswitch_switch::ctl::{typed, Show, VerbInfo};
 use vecswitch_switch::l2::config as l2;
 use vecswitch_switch::nat44::config as nat44;
+use vecswitch_switch::nat44::ctl as nat44ctl;
 use vecswitch_switch::object::{EditError, Obj, Validation};
 use vecswitch_switch::{bond, ip, mtu, vlan};
 
@@ -95,8 +96,8 @@ pub const SECTIONS: &[Section] = &[
         key: "nat44",
         validate: |c, v| nat44::validate(&c.nat44, &c.ip, v),
         objects: |c, o| nat44::objects(&c.nat44, &c.ip, o),
-        verbs: no_verbs,
-        edit: no_edit,
+        verbs: || nat44ctl::VERBS.iter().map(|v| v.info()).collect(),
+        edit: |c, i, w| (nat44ctl::VERBS[i].apply)(&mut c.nat44, w),
     },
     section!(firewall, vecswitch_switch::firewall::ctl::SECTION),
 ];
@@ -599,6 +600,26 @@ rules = [
         }
         let e = ctl(&mut c, "show nat44 everything").unwrap_err();
         assert!(e.contains("sessions or summary"), "{e}");
+        // The verbs registered from the feature folders: an accepted edit reaches the switch, a
+        // rejected one (refused by the whole-config validation) leaves it as it was.
+        ctl(&mut c, "firewall rule add p0 proto udp dport 123 permit").unwrap();
+        ctl(&mut c, "nat44 set udp_s 60").unwrap();
+        // (One lock at a time: a guard lives to the end of its statement.)
+        let before_fw = sw.lock().unwrap().show_firewall();
+        let before = (before_fw, sw.lock().unwrap().show_nat44_summary());
+        let p0 = before.0.acls.iter().find(|a| a.interface == "p0").unwrap();
+        assert_eq!(p0.rules.len(), 4);
+        assert_eq!(before.1.settings.udp_s, 60);
+        let e = ctl(&mut c, "firewall rule add p0 dport 22 deny").unwrap_err();
+        assert!(e.contains("firewall[1].rules[4]"), "{e}");
+        let e = ctl(&mut c, "nat44 set max_sessions 0").unwrap_err();
+        assert!(e.contains("nat44.settings.max_sessions"), "{e}");
+        let e = ctl(&mut c, "nat44 interface p9 inside").unwrap_err();
+        assert!(e.contains("p9"), "{e}");
+        // (One lock at a time: a guard lives to the end of its statement.)
+        let after_fw = sw.lock().unwrap().show_firewall();
+        let after = (after_fw, sw.lock().unwrap().show_nat44_summary());
+        assert_eq!(after, before);
         // The round trip through TOML keeps both sections.
         let again = Config::from_toml(&c.running().to_toml(), "t").unwrap();
         assert_eq!(again.nat44, c.running().nat44);

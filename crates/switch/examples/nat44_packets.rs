@@ -12,16 +12,25 @@
 //! `MODE`: `route` (no NAT, no firewall: the baseline), `nat` (masquerade, one session per flow,
 //! `nat44::testing::nat_switch`), `fw-permit` (an ACL of N rules whose last one permits: every
 //! packet walks them all), `fw-reflect` (the same ACL, the last rule permit-reflect: packets after
-//! each flow's first are established). `N`: rules (firewall modes; ignored otherwise). `FLOWS`:
+//! each flow's first are established), `fw-ips` (`fw-reflect` with IPS mode on: every packet's
+//! payload searched for 100 patterns, `firewall::testing::ips_patterns`). With `-flows` (`nat-flows`,
+//! `fw-permit-flows`, `fw-reflect-flows`) the source sends FLOWS distinct UDP flows to one
+//! destination instead (`nat44::testing::flows_switch`: any number of flows, spread evenly, so
+//! that 1M sessions are 1M table entries visited in turn); `nat-new` makes every collected packet
+//! a new session (K + 256 flows: the cost of creating one). `N`: rules (firewall modes; ignored
+//! otherwise). Wall-clock time of the collected packets is printed too (`ns_per_packet`; on a
+//! loaded host only a ratio of interleaved runs means anything). `FLOWS`:
 //! destinations (sessions, connections). `K`: packets collected. The first packets of every flow
 //! (which make the sessions) run before the collection starts.
 
 use std::process::ExitCode;
 
-use vecswitch_switch::firewall::testing::firewall_switch;
+use vecswitch_switch::firewall::testing::{
+    firewall_flows_switch, firewall_ips_switch, firewall_switch,
+};
 use vecswitch_switch::firewall::Action;
 use vecswitch_switch::ip::testing::router_switch;
-use vecswitch_switch::nat44::testing::nat_switch;
+use vecswitch_switch::nat44::testing::{nat_flows_switch, nat_switch};
 use vecswitch_switch::Switch;
 
 /// Polls until the source has handed out all its packets; returns how many were received.
@@ -38,7 +47,9 @@ fn run_packets(sw: &mut Switch) -> u64 {
 }
 
 fn usage(msg: &str) -> ExitCode {
-    eprintln!("{msg}\nusage: nat44_packets route|nat|fw-permit|fw-reflect N FLOWS K");
+    eprintln!(
+        "{msg}\nusage: nat44_packets route|nat|nat-flows|nat-new|fw-permit|fw-reflect|fw-ips|fw-permit-flows|fw-reflect-flows N FLOWS K"
+    );
     ExitCode::from(2)
 }
 
@@ -60,17 +71,28 @@ fn main() -> ExitCode {
         (Ok(n), Ok(f), Ok(k)) => (n as u32, f as u32, k),
         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return e,
     };
-    // Whole vectors of warm-up covering every flow's first packet.
-    let warm = (flows as u64).div_ceil(256).max(1) * 256;
+    // Whole vectors of warm-up covering every flow's first packet (`nat-new`: one vector, then
+    // every packet is a flow's first).
+    let new = args[0] == "nat-new";
+    let warm = if new {
+        256
+    } else {
+        (flows as u64).div_ceil(256).max(1) * 256
+    };
+    let flows = if new { (k + warm) as u32 } else { flows };
     let limit = Some(k + warm);
     let mut sw = match args[0].as_str() {
         "route" => router_switch(flows, limit),
         "nat" => nat_switch(flows, limit),
         "fw-permit" => firewall_switch(n, Action::Permit, flows, limit),
         "fw-reflect" => firewall_switch(n, Action::PermitReflect, flows, limit),
+        "fw-ips" => firewall_ips_switch(n, flows, limit),
+        "nat-flows" | "nat-new" => nat_flows_switch(flows, limit),
+        "fw-permit-flows" => firewall_flows_switch(n, Action::Permit, flows, limit),
+        "fw-reflect-flows" => firewall_flows_switch(n, Action::PermitReflect, flows, limit),
         m => {
             return usage(&format!(
-                "invalid MODE {m:?}: accepted route, nat, fw-permit, fw-reflect"
+                "invalid MODE {m:?}: accepted route, nat, nat-flows, nat-new, fw-permit, fw-reflect, fw-ips, fw-permit-flows, fw-reflect-flows"
             ))
         }
     };
@@ -78,7 +100,9 @@ fn main() -> ExitCode {
     while warmed < warm {
         warmed += sw.poll_once() as u64;
     }
+    let t0 = std::time::Instant::now();
     let got = run_packets(&mut sw);
+    let ns = t0.elapsed().as_nanos() as f64 / got.max(1) as f64;
     let sent: u64 = sw
         .show_ports()
         .iter()
@@ -88,10 +112,11 @@ fn main() -> ExitCode {
     let nat = sw.show_nat44_summary();
     let fw = sw.show_firewall();
     println!(
-        "mode={} n={n} flows={flows} packets={got} sent={sent} sessions={} connections={}",
+        "mode={} n={n} flows={flows} packets={got} sent={sent} sessions={} connections={} ns_per_packet={ns:.1}",
         args[0], nat.sessions, fw.connections
     );
-    if warmed != warm || got != k || sent != k || sw.show_buffers().in_use != 0 {
+    let sessions_ok = !new || nat.sessions as u64 == k + warm;
+    if warmed != warm || got != k || sent != k || sw.show_buffers().in_use != 0 || !sessions_ok {
         eprintln!(
             "expected {k} packets received and sent and no buffer in use; errors: {:?}",
             sw.show_errors()

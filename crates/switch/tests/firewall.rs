@@ -2,20 +2,23 @@
 //! per-rule counters, conntrack (established, related, timeouts on the simulated clock, the
 //! limit), malformed packets, and the firewall behind NAT44 on the same outside interface.
 //!
-//! Topology: `in` 10.0.0.1/24 (host A 10.0.0.2), `out` 198.51.100.1/24 (next hop B
-//! 198.51.100.2), route 203.0.113.0/24 via B; the remote server R is 203.0.113.9. The policy
+//! Topology: `in` 10.0.0.1/24 and fd00:a::1/64 (host A 10.0.0.2, fd00:a::2), `out`
+//! 198.51.100.1/24 and 2001:db8:51::1/64 (next hop B 198.51.100.2, 2001:db8:51::2), routes
+//! 203.0.113.0/24 and 2001:db8:113::/64 via B; the remote server R is 203.0.113.9 and
+//! 2001:db8:113::9. The policy
 //! (seed 004's shape): inside may open TCP 80/443, UDP 53 and pings (permit-reflect), host
 //! 10.0.0.66 may do nothing, everything else from inside is denied; outside denies every
 //! connection attempt (default deny) — only replies and related errors come in.
 
 mod common;
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 use common::*;
 use vecswitch_buffer::Pool;
 use vecswitch_ports::loopback::LoopbackPort;
+use vecswitch_switch::firewall::ips::IpsConfig;
 use vecswitch_switch::firewall::{Acl, Action, FirewallSettings, Proto, Rule};
 use vecswitch_switch::ip::Ipv4Prefix;
 use vecswitch_switch::nat44::Role;
@@ -31,6 +34,51 @@ const BAD: [u8; 4] = [10, 0, 0, 66];
 const OUT: [u8; 4] = [198, 51, 100, 1];
 const B: [u8; 4] = [198, 51, 100, 2];
 const R: [u8; 4] = [203, 0, 113, 9];
+const A6: &str = "fd00:a::2";
+const BAD6: &str = "fd00:a::66";
+const B6: &str = "2001:db8:51::2";
+const R6: &str = "2001:db8:113::9";
+
+fn v6(a: &str) -> Ipv6Addr {
+    a.parse().unwrap()
+}
+
+/// An IPv6 packet with an upper-layer header `l4` of protocol `nh` whose checksum (at `csum`)
+/// is filled in over the pseudo header.
+fn ipv6(src: &str, dst: &str, nh: u8, mut l4: Vec<u8>, csum: usize) -> Vec<u8> {
+    let (s, d) = (v6(src), v6(dst));
+    let ph = checksum::pseudo_header_v6(&s, &d, nh, l4.len() as u32);
+    let c = !checksum::combine(&[ph, checksum::sum(&l4)]);
+    l4[csum..csum + 2].copy_from_slice(&c.to_be_bytes());
+    let mut h = vec![0x60, 0, 0, 0];
+    h.extend_from_slice(&(l4.len() as u16).to_be_bytes());
+    h.extend_from_slice(&[nh, 64]);
+    h.extend_from_slice(&s.octets());
+    h.extend_from_slice(&d.octets());
+    h.extend_from_slice(&l4);
+    h
+}
+
+fn udp6(src: &str, dst: &str, sport: u16, dport: u16) -> Vec<u8> {
+    let mut u = sport.to_be_bytes().to_vec();
+    u.extend_from_slice(&dport.to_be_bytes());
+    u.extend_from_slice(&[0, 12, 0, 0, 1, 2, 3, 4]);
+    ipv6(src, dst, 17, u, 6)
+}
+
+fn tcp6(src: &str, dst: &str, sport: u16, dport: u16, flags: u8) -> Vec<u8> {
+    let mut t = sport.to_be_bytes().to_vec();
+    t.extend_from_slice(&dport.to_be_bytes());
+    t.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
+    ipv6(src, dst, 6, t, 16)
+}
+
+fn icmp6(src: &str, dst: &str, t: u8, rest: [u8; 4], data: &[u8]) -> Vec<u8> {
+    let mut m = vec![t, 0, 0, 0];
+    m.extend_from_slice(&rest);
+    m.extend_from_slice(data);
+    ipv6(src, dst, 58, m, 2)
+}
 
 fn ipv4(src: [u8; 4], dst: [u8; 4], proto: u8, l4: &[u8]) -> Vec<u8> {
     let mut h = vec![0x45, 0, 0, 0, 0x12, 0x34, 0x40, 0, 64, proto, 0, 0];
@@ -45,10 +93,24 @@ fn ipv4(src: [u8; 4], dst: [u8; 4], proto: u8, l4: &[u8]) -> Vec<u8> {
 }
 
 fn udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16) -> Vec<u8> {
+    udp_with(src, dst, sport, dport, &[1, 2, 3, 4])
+}
+
+/// A UDP datagram carrying `payload` (checksum 0: none, RFC 768).
+fn udp_with(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
     let mut u = sport.to_be_bytes().to_vec();
     u.extend_from_slice(&dport.to_be_bytes());
-    u.extend_from_slice(&[0, 12, 0, 0, 1, 2, 3, 4]);
+    u.extend_from_slice(&(8 + payload.len() as u16).to_be_bytes());
+    u.extend_from_slice(&[0, 0]);
+    u.extend_from_slice(payload);
     ipv4(src, dst, 17, &u)
+}
+
+/// A TCP segment (data offset 5) carrying `payload`.
+fn tcp_with(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
+    let mut t = tcp(src, dst, sport, dport, 0x18)[20..].to_vec();
+    t.extend_from_slice(payload);
+    ipv4(src, dst, 6, &t)
 }
 
 fn tcp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, flags: u8) -> Vec<u8> {
@@ -70,7 +132,8 @@ fn icmp(src: [u8; 4], dst: [u8; 4], t: u8, rest: [u8; 4], data: &[u8]) -> Vec<u8
 fn eth(dst: [u8; 6], src: [u8; 6], ip: &[u8]) -> Vec<u8> {
     let mut f = dst.to_vec();
     f.extend_from_slice(&src);
-    f.extend_from_slice(&0x0800u16.to_be_bytes());
+    let ethertype: u16 = if ip[0] >> 4 == 6 { 0x86dd } else { 0x0800 };
+    f.extend_from_slice(&ethertype.to_be_bytes());
     f.extend_from_slice(ip);
     f
 }
@@ -89,7 +152,7 @@ fn rule(proto: Option<&str>, dport: Option<&str>, action: Action) -> Rule {
 
 fn inside_acl() -> Acl {
     let mut deny_bad = Rule::any(Action::Deny);
-    deny_bad.src = p("10.0.0.66/32");
+    deny_bad.src = Some(p("10.0.0.66/32").into());
     let mut ping = rule(Some("icmp"), None, Action::PermitReflect);
     ping.icmp_type = Some(8);
     Acl {
@@ -132,6 +195,18 @@ impl Lab {
         }
         sw.ip_add_neighbor("out", B.into(), EthernetAddress(MAC_B))
             .unwrap();
+        sw.ip6_add_address("in", "fd00:a::1/64".parse().unwrap())
+            .unwrap();
+        sw.ip6_add_address("out", "2001:db8:51::1/64".parse().unwrap())
+            .unwrap();
+        sw.ip6_add_route(0, "2001:db8:113::/64".parse().unwrap(), &[v6(B6)])
+            .unwrap();
+        for h in [A6, BAD6] {
+            sw.ip6_add_neighbor("in", v6(h), EthernetAddress(MAC_A))
+                .unwrap();
+        }
+        sw.ip6_add_neighbor("out", v6(B6), EthernetAddress(MAC_B))
+            .unwrap();
         sw.firewall_set_acl("in", Some(inside_acl())).unwrap();
         sw.firewall_set_acl(
             "out",
@@ -166,12 +241,89 @@ impl Lab {
     }
 
     fn count(&self, reason: &str) -> u64 {
+        self.count_at("firewall-input", reason)
+    }
+
+    fn count_at(&self, node: &str, reason: &str) -> u64 {
         self.sw
             .show_errors()
             .iter()
-            .find(|e| e.node == "firewall-input" && e.reason == reason)
+            .find(|e| e.node == node && e.reason == reason)
             .map_or(0, |e| e.count)
     }
+}
+
+/// The same policy over IPv6: the family-less rules (TCP 80/443, UDP 53) apply to IPv6 too, an
+/// IPv6 deny and an ICMPv6 echo rule are added; `firewall-input6` decides with the same ACL and
+/// conntrack; the IPv4 rules (the denied host, ICMP echo) never match IPv6 packets.
+#[test]
+fn ipv6_inside_opens_what_the_policy_allows_and_outside_only_answers() {
+    let mut lab = Lab::new(false);
+    let mut acl = inside_acl();
+    let mut deny6 = Rule::any(Action::Deny);
+    deny6.src = Some("fd00:a::66/128".parse().unwrap());
+    acl.rules.insert(1, deny6);
+    let mut ping6 = rule(Some("icmpv6"), None, Action::PermitReflect);
+    ping6.icmp_type = Some(128);
+    acl.rules.push(ping6);
+    lab.sw.firewall_set_acl("in", Some(acl)).unwrap();
+    assert_eq!(
+        lab.pass(true, &tcp6(A6, R6, 40000, 443, 0x02)),
+        1,
+        "SYN out"
+    );
+    assert_eq!(
+        lab.pass(false, &tcp6(R6, A6, 443, 40000, 0x12)),
+        1,
+        "SYN-ACK in"
+    );
+    assert_eq!(
+        lab.pass(false, &tcp6(R6, A6, 22, 40000, 0x02)),
+        0,
+        "attempt from outside"
+    );
+    assert_eq!(lab.pass(true, &tcp6(A6, R6, 40001, 22, 0x02)), 0, "ssh out");
+    assert_eq!(lab.pass(true, &udp6(A6, R6, 5000, 53)), 1);
+    assert_eq!(lab.pass(false, &udp6(R6, A6, 53, 5000)), 1);
+    assert_eq!(lab.pass(false, &udp6(R6, A6, 53, 5001)), 0);
+    assert_eq!(
+        lab.pass(true, &icmp6(A6, R6, 128, [0, 9, 0, 1], b"ping")),
+        1
+    );
+    assert_eq!(
+        lab.pass(false, &icmp6(R6, A6, 129, [0, 9, 0, 1], b"ping")),
+        1
+    );
+    assert_eq!(
+        lab.pass(false, &icmp6(R6, A6, 128, [0, 9, 0, 1], b"ping")),
+        0
+    );
+    assert_eq!(
+        lab.pass(true, &udp6(BAD6, R6, 5000, 53)),
+        0,
+        "the denied host"
+    );
+    // Related: an ICMPv6 error about the DNS flow comes in, about an unknown flow it does not.
+    let q = udp6(A6, R6, 5000, 53);
+    assert_eq!(lab.pass(false, &icmp6(B6, A6, 1, [0; 4], &q[..48])), 1);
+    let other = udp6(A6, R6, 5999, 53);
+    assert_eq!(lab.pass(false, &icmp6(B6, A6, 1, [0; 4], &other[..48])), 0);
+
+    let fw = lab.sw.show_firewall();
+    let hits: Vec<u64> = fw.acls[0].rules.iter().map(|r| r.hits).collect();
+    assert_eq!(
+        hits,
+        vec![0, 1, 0, 1, 1, 0, 1],
+        "deny-bad (IPv4), deny-bad6, tcp/80, 443, dns, ping (IPv4), ping6"
+    );
+    assert_eq!(fw.acls[0].default_hits, 1, "ssh");
+    assert_eq!(fw.acls[1].default_hits, 4, "every attempt from outside");
+    assert_eq!((fw.connections, fw.reflected), (3, 3));
+    let c = |r: &str| lab.count_at("firewall-input6", r);
+    assert_eq!((c("rule-deny"), c("default-deny")), (1, 5));
+    assert_eq!((c("established"), c("related")), (3, 1));
+    assert_eq!(lab.count("default-deny"), 0, "nothing went the IPv4 way");
+    assert_eq!(lab.sw.show_buffers().in_use, 0);
 }
 
 #[test]
@@ -323,4 +475,96 @@ fn behind_nat_the_outside_acl_sees_inside_addresses_and_replies_pass() {
     );
     assert_eq!(lab.pass(false, &udp(R, A, 53, 7777)), 0);
     assert_eq!(lab.count("default-deny"), 1);
+}
+
+/// IPS mode: what the ACL lets through on `in` (new and established alike) is searched for the
+/// patterns; a match is dropped as `ips-match` and counted on its pattern. Only the payload is
+/// searched (the ports' bytes as a pattern match nothing); the outside interface, without IPS,
+/// lets a reply with a pattern through; IPv6 payloads are searched too.
+#[test]
+fn ips_drops_permitted_packets_holding_a_pattern() {
+    let mut lab = Lab::new(false);
+    let ips = IpsConfig {
+        patterns: vec![
+            "/etc/passwd".into(),
+            "hex:deadbeef".into(),
+            // UDP ports 5000 → 53: header bytes, never searched.
+            "hex:13880035".into(),
+            "cmd.exe".into(),
+        ],
+        case_insensitive: true,
+    };
+    lab.sw.firewall_set_ips("in", Some(ips.clone())).unwrap();
+    assert_eq!(
+        lab.pass(true, &udp_with(A, R, 5000, 53, b"query example.org")),
+        1
+    );
+    assert_eq!(
+        lab.pass(true, &udp_with(A, R, 5000, 53, b"GET /etc/passwd")),
+        0,
+        "established, but the payload matches"
+    );
+    assert_eq!(
+        lab.pass(true, &udp_with(A, R, 5001, 53, b"\x00\xde\xad\xbe\xef\x00")),
+        0,
+        "a new flow with binary bytes"
+    );
+    assert_eq!(
+        lab.pass(true, &tcp_with(A, R, 40000, 80, b"run CMD.EXE /c")),
+        0
+    );
+    assert_eq!(lab.pass(true, &tcp_with(A, R, 40000, 80, b"run cmd.ex")), 1);
+    assert_eq!(
+        lab.pass(false, &udp_with(R, A, 53, 5000, b"/etc/passwd")),
+        1,
+        "no IPS on the outside interface"
+    );
+    let q6 = {
+        let mut u = 5000u16.to_be_bytes().to_vec();
+        u.extend_from_slice(&53u16.to_be_bytes());
+        u.extend_from_slice(&[0, 19, 0, 0]);
+        u.extend_from_slice(b"/etc/passwd");
+        ipv6(A6, R6, 17, u, 6)
+    };
+    assert_eq!(lab.pass(true, &q6), 0, "IPv6");
+    assert_eq!(lab.count("ips-match"), 3);
+    assert_eq!(lab.count_at("firewall-input6", "ips-match"), 1);
+    assert_eq!(
+        (
+            lab.count("ips-scanned"),
+            lab.count_at("firewall-input6", "ips-scanned")
+        ),
+        (5, 1)
+    );
+    let fw = lab.sw.show_firewall();
+    let info = fw.acls[0].ips.as_ref().unwrap();
+    let hits: Vec<u64> = info.patterns.iter().map(|p| p.1).collect();
+    assert_eq!(hits, vec![2, 1, 0, 1]);
+    assert_eq!(info.scanned, 6);
+    assert!(fw.acls[1].ips.is_none());
+    // A rejected change leaves the IPS as it was; an interface without an ACL has none.
+    let bad = IpsConfig {
+        patterns: vec!["ok".into(), "hex:xyz".into()],
+        case_insensitive: false,
+    };
+    let e = lab.sw.firewall_set_ips("in", Some(bad)).unwrap_err();
+    assert!(e.to_string().contains("ips.patterns[1]"), "{e}");
+    assert_eq!(
+        lab.sw.show_firewall().acls[0]
+            .ips
+            .as_ref()
+            .unwrap()
+            .patterns
+            .len(),
+        4
+    );
+    lab.sw.firewall_set_acl("out", None).unwrap();
+    let e = lab.sw.firewall_set_ips("out", Some(ips)).unwrap_err();
+    assert!(e.to_string().contains("firewall ACL"), "{e}");
+    // Replacing the ACL keeps the IPS; IPS off lets the pattern through.
+    lab.sw.firewall_set_acl("in", Some(inside_acl())).unwrap();
+    assert_eq!(lab.pass(true, &udp_with(A, R, 5002, 53, b"/etc/passwd")), 0);
+    lab.sw.firewall_set_ips("in", None).unwrap();
+    assert_eq!(lab.pass(true, &udp_with(A, R, 5002, 53, b"/etc/passwd")), 1);
+    assert_eq!(lab.sw.show_buffers().in_use, 0);
 }

@@ -1,10 +1,11 @@
 //! The firewall against nftables, differentially: a seeded random rule set (100 rules over two
-//! interfaces, every action, prefixes, protocols, port ranges, ICMP types) is installed in
-//! vecswitch and, translated rule for rule, in a Linux router namespace's nftables; the same
-//! seeded random traffic (new TCP/UDP/ICMP-echo flows from both sides, their replies and
-//! continuations, ICMP errors about them, unsolicited packets) goes through both, round after
-//! round; every packet's verdict (forwarded or not) must be the same. 0 disagreements are
-//! required.
+//! interfaces, every action, IPv4 and IPv6 prefixes and family-less rules, protocols, port ranges,
+//! ICMP and ICMPv6 types) is installed in vecswitch and, translated rule for rule, in a Linux
+//! router namespace's nftables (an `inet` table); the same seeded random traffic of both families
+//! (new TCP/UDP/ICMP-echo flows from both sides, their replies and continuations, ICMP errors
+//! about them, unsolicited packets) goes through both, round after round; every packet's verdict
+//! (forwarded or not) must be the same. 0 disagreements are required, and every kind of packet of
+//! each family must meet both verdicts.
 //!
 //! The kernel's semantics the translation relies on: `ct state established,related ct mark 0
 //! accept` first (a reflected connection's packets pass before the rules), then the interface's
@@ -15,18 +16,20 @@
 //! The traffic keeps to what both define the same way: TCP segments are SYN, SYN-ACK (only as the
 //! answer to a delivered SYN), or ACK; no FIN/RST; no fragments.
 //!
-//! The kernel side: a router namespace (eth0 10.79.1.1/24 inside, eth1 10.79.2.1/24 outside,
-//! default route via 10.79.2.2, static neighbours) whose veths' host ends are AF_PACKET ports of
-//! the test: frames are sent into the router and what it forwards is received. vecswitch: the
-//! same addresses, routes and neighbours, loopback ports. Each round's packets are independent
-//! (no two share a connection), so their order within the round does not matter; a round is
-//! complete when the kernel has forwarded as many packets as vecswitch and nothing more arrives.
+//! The kernel side: a router namespace (eth0 10.79.1.1/24 and fd79:1::1/64 inside, eth1
+//! 10.79.2.1/24 and fd79:2::1/64 outside, default routes via 10.79.2.2 and fd79:2::2, static
+//! neighbours) whose veths' host ends are AF_PACKET ports of the test: frames are sent into the
+//! router and what it forwards is received. vecswitch: the same addresses, routes and neighbours,
+//! loopback ports. Each round's packets are independent (no two share a connection), so their
+//! order within the round does not matter; a packet is known again by its index in the round
+//! (IPv4: the identification; IPv6: the flow label). A round is complete when the kernel has
+//! forwarded as many packets as vecswitch and nothing more arrives.
 //!
 //! Needs root, `ip`, `nft` (nftables), `sysctl`; scripts/setup.sh installs them. Names carry the
 //! pid; the guard deletes the namespace and veths.
 
 use std::collections::{HashMap, HashSet};
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -37,7 +40,7 @@ use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort};
 use vecswitch_ports::loopback::{packet_from_bytes, pair, LoopbackPort};
 use vecswitch_ports::{LinkState, Port};
 use vecswitch_switch::firewall::{Acl, Action, PortRange, Proto, Rule};
-use vecswitch_switch::ip::Ipv4Prefix;
+use vecswitch_switch::ip::config::IpPrefix;
 use vecswitch_switch::{Switch, SwitchConfig};
 use vecswitch_wire::{checksum, EthernetAddress};
 
@@ -50,20 +53,35 @@ const ROUTER_IN_MAC: [u8; 6] = [0x02, 0xfe, 0, 0, 1, 0];
 const ROUTER_OUT_MAC: [u8; 6] = [0x02, 0xfe, 0, 0, 1, 1];
 const HOST_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0x0a];
 const GW_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0x0b];
-const GW: [u8; 4] = [10, 79, 2, 2];
+const GW4: &str = "10.79.2.2";
+const GW6: &str = "fd79:2::2";
 
-fn inside_hosts() -> Vec<[u8; 4]> {
-    (10..18).map(|i| [10, 79, 1, i]).collect()
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
 }
 
-fn remote_hosts() -> Vec<[u8; 4]> {
-    let mut v = Vec::new();
-    for net in [[203, 0, 113], [198, 51, 100], [192, 0, 2]] {
+/// The inside hosts of each family (`[0]` IPv4, `[1]` IPv6).
+fn inside_hosts() -> [Vec<IpAddr>; 2] {
+    [
+        (10..18).map(|i| ip(&format!("10.79.1.{i}"))).collect(),
+        (10..18).map(|i| ip(&format!("fd79:1::{i}"))).collect(),
+    ]
+}
+
+/// The remote hosts of each family.
+fn remote_hosts() -> [Vec<IpAddr>; 2] {
+    let mut v = [Vec::new(), Vec::new()];
+    for (n, net) in ["203.0.113", "198.51.100", "192.0.2"].iter().enumerate() {
         for h in [5, 9, 77, 130, 200] {
-            v.push([net[0], net[1], net[2], h]);
+            v[0].push(ip(&format!("{net}.{h}")));
+            v[1].push(ip(&format!("2001:db8:{}::{h}", n + 1)));
         }
     }
     v
+}
+
+fn is6(a: IpAddr) -> bool {
+    a.is_ipv6()
 }
 
 struct Rng(ChaCha8Rng);
@@ -82,25 +100,44 @@ impl Rng {
 
 // ----- rules ------------------------------------------------------------------------------------
 
-fn prefix(r: &mut Rng, hosts: &[[u8; 4]]) -> Ipv4Prefix {
-    let h = Ipv4Addr::from(r.pick(hosts));
-    let len = r.pick(&[16u8, 24, 24, 25, 30, 32, 32, 32]);
-    Ipv4Prefix::new(h, len).unwrap().network()
+fn prefix(r: &mut Rng, hosts: &[IpAddr]) -> IpPrefix {
+    let h = r.pick(hosts);
+    let len = if is6(h) {
+        r.pick(&[32u8, 48, 64, 64, 120, 128, 128, 128])
+    } else {
+        r.pick(&[16u8, 24, 24, 25, 30, 32, 32, 32])
+    };
+    format!("{h}/{len}").parse::<IpPrefix>().unwrap().network()
 }
 
-fn random_rule(r: &mut Rng, from: &[[u8; 4]], to: &[[u8; 4]]) -> Rule {
+/// A random rule from hosts `from` to hosts `to`: of no family (20 %), IPv4 or IPv6.
+fn random_rule(r: &mut Rng, from: &[Vec<IpAddr>; 2], to: &[Vec<IpAddr>; 2]) -> Rule {
     let action = match r.below(10) {
         0..=3 => Action::Deny,
         4..=5 => Action::Permit,
         _ => Action::PermitReflect,
     };
     let mut rule = Rule::any(action);
-    if r.chance(75) {
-        rule.src = prefix(r, from);
+    // 0: IPv4, 1: IPv6, 2: no prefixes.
+    let family = match r.below(10) {
+        0..=3 => 0,
+        4..=7 => 1,
+        _ => 2,
+    };
+    if family < 2 {
+        if r.chance(75) {
+            rule.src = Some(prefix(r, &from[family]));
+        }
+        if r.chance(75) {
+            rule.dst = Some(prefix(r, &to[family]));
+        }
     }
-    if r.chance(75) {
-        rule.dst = prefix(r, to);
-    }
+    let six = match family {
+        0 => false,
+        1 => true,
+        _ => r.chance(50),
+    };
+    let icmp = if six { 58u8 } else { 1 };
     let ranges = [
         "22",
         "53",
@@ -124,23 +161,29 @@ fn random_rule(r: &mut Rng, from: &[[u8; 4]], to: &[[u8; 4]]) -> Rule {
             }
         }
         3 => {
-            rule.proto = Some(Proto(1));
+            rule.proto = Some(Proto(icmp));
             if r.chance(60) {
-                rule.icmp_type = Some(r.pick(&[0u8, 3, 8, 9, 11]));
+                rule.icmp_type = Some(if six {
+                    r.pick(&[1u8, 3, 128, 129, 200])
+                } else {
+                    r.pick(&[0u8, 3, 8, 9, 11])
+                });
             }
         }
-        _ => rule.proto = Some(Proto(r.pick(&[6u8, 17, 1]))),
+        _ => rule.proto = Some(Proto(r.pick(&[6u8, 17, icmp]))),
     }
+    rule.validate(0).unwrap();
     rule
 }
 
 fn nft_rule(iif: &str, rule: &Rule) -> String {
     let mut s = format!("iifname \"{iif}\"");
-    if rule.src.len > 0 {
-        s += &format!(" ip saddr {}", rule.src);
-    }
-    if rule.dst.len > 0 {
-        s += &format!(" ip daddr {}", rule.dst);
+    for (p, dir) in [(rule.src, "saddr"), (rule.dst, "daddr")] {
+        match p {
+            Some(IpPrefix::V4(p)) => s += &format!(" ip {dir} {p}"),
+            Some(IpPrefix::V6(p)) => s += &format!(" ip6 {dir} {p}"),
+            None => {}
+        }
     }
     if let Some(p) = rule.proto {
         s += &format!(" meta l4proto {}", p.0);
@@ -157,7 +200,12 @@ fn nft_rule(iif: &str, rule: &Rule) -> String {
         }
     }
     if let Some(t) = rule.icmp_type {
-        s += &format!(" icmp type {t}");
+        let name = if rule.proto.map(|p| p.0) == Some(58) {
+            "icmpv6"
+        } else {
+            "icmp"
+        };
+        s += &format!(" {name} type {t}");
     }
     s + " " + verdict(rule.action)
 }
@@ -171,7 +219,7 @@ fn verdict(a: Action) -> &'static str {
 }
 
 fn nft_ruleset(inside: &Acl, outside: &Acl) -> String {
-    let mut s = String::from("table ip vsfw {\n");
+    let mut s = String::from("table inet vsfw {\n");
     for (chain, iif, acl) in [("acl_in", "eth0", inside), ("acl_out", "eth1", outside)] {
         s += &format!("  chain {chain} {{\n");
         for r in &acl.rules {
@@ -187,21 +235,46 @@ fn nft_ruleset(inside: &Acl, outside: &Acl) -> String {
 
 // ----- packets ----------------------------------------------------------------------------------
 
-fn ipv4(id: u16, src: [u8; 4], dst: [u8; 4], proto: u8, l4: &[u8]) -> Vec<u8> {
-    let mut h = vec![0x45, 0, 0, 0, 0, 0, 0, 0, 64, proto, 0, 0];
-    h[4..6].copy_from_slice(&id.to_be_bytes());
-    h.extend_from_slice(&src);
-    h.extend_from_slice(&dst);
-    let tl = (20 + l4.len()) as u16;
-    h[2..4].copy_from_slice(&tl.to_be_bytes());
-    let c = checksum::checksum(&h);
-    h[10..12].copy_from_slice(&c.to_be_bytes());
-    h.extend_from_slice(l4);
-    h
+/// An IPv4 packet (identification `id`) or an IPv6 one (flow label `id`) of protocol `proto`.
+fn ip_packet(id: u16, src: IpAddr, dst: IpAddr, proto: u8, l4: &[u8]) -> Vec<u8> {
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            let mut h = vec![0x45, 0, 0, 0, 0, 0, 0, 0, 64, proto, 0, 0];
+            h[4..6].copy_from_slice(&id.to_be_bytes());
+            h.extend_from_slice(&s.octets());
+            h.extend_from_slice(&d.octets());
+            let tl = (20 + l4.len()) as u16;
+            h[2..4].copy_from_slice(&tl.to_be_bytes());
+            let c = checksum::checksum(&h);
+            h[10..12].copy_from_slice(&c.to_be_bytes());
+            h.extend_from_slice(l4);
+            h
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            let mut h = vec![0x60, 0];
+            h.extend_from_slice(&id.to_be_bytes());
+            h.extend_from_slice(&(l4.len() as u16).to_be_bytes());
+            h.extend_from_slice(&[proto, 64]);
+            h.extend_from_slice(&s.octets());
+            h.extend_from_slice(&d.octets());
+            h.extend_from_slice(l4);
+            h
+        }
+        _ => panic!("{src} and {dst}: one family"),
+    }
 }
 
-fn l4_csum(src: [u8; 4], dst: [u8; 4], proto: u8, l4: &mut [u8], at: usize) {
-    let ph = checksum::pseudo_header_v4(&src.into(), &dst.into(), proto, l4.len() as u32);
+/// The L3 header length, the L4 protocol and the round index of packet `ip`.
+fn l3(ip: &[u8]) -> (usize, u8, usize) {
+    if ip[0] >> 4 == 6 {
+        (40, ip[6], u16::from_be_bytes([ip[2], ip[3]]) as usize)
+    } else {
+        (20, ip[9], u16::from_be_bytes([ip[4], ip[5]]) as usize)
+    }
+}
+
+fn l4_csum(src: IpAddr, dst: IpAddr, proto: u8, l4: &mut [u8], at: usize) {
+    let ph = checksum::pseudo_header(&src, &dst, proto, l4.len() as u32);
     let c = !checksum::combine(&[ph, checksum::sum(l4)]);
     let c = if proto == 17 && c == 0 { 0xffff } else { c };
     l4[at..at + 2].copy_from_slice(&c.to_be_bytes());
@@ -220,9 +293,9 @@ struct Flow {
     kind: Kind,
     /// The initiator and the responder, with their ports (echo: the identifier as the
     /// initiator's port, 0 as the responder's).
-    a: [u8; 4],
+    a: IpAddr,
     ap: u16,
-    b: [u8; 4],
+    b: IpAddr,
     bp: u16,
     /// The initiator is inside.
     a_inside: bool,
@@ -234,19 +307,23 @@ struct Flow {
     last_b: Option<Vec<u8>>,
 }
 
-/// One packet of a round: from inside or outside, its bytes, and the flow it belongs to.
+/// One packet of a round: from inside or outside, its bytes, the flow it belongs to, and whether
+/// it is an ICMP error.
 struct Pkt {
     inside: bool,
     ip: Vec<u8>,
     flow: Option<(usize, bool)>,
+    error: bool,
 }
 
+/// A packet of flow kind `kind`; `flags`: TCP flags, or for an echo 8 (request: identifier =
+/// `sp`) or 0 (reply: identifier = `dp`) — ICMPv6's 128 and 129 for IPv6.
 fn l4_packet(
     id: u16,
     kind: Kind,
-    src: [u8; 4],
+    src: IpAddr,
     sp: u16,
-    dst: [u8; 4],
+    dst: IpAddr,
     dp: u16,
     flags: u8,
 ) -> Vec<u8> {
@@ -257,7 +334,7 @@ fn l4_packet(
             t.extend_from_slice(&[0, 0, 1, 0, 0, 0, 2, 0, 0x50, flags, 0x72, 0x10, 0, 0, 0, 0]);
             t.extend_from_slice(&id.to_be_bytes());
             l4_csum(src, dst, 6, &mut t, 16);
-            ipv4(id, src, dst, 6, &t)
+            ip_packet(id, src, dst, 6, &t)
         }
         Kind::Udp => {
             let mut u = sp.to_be_bytes().to_vec();
@@ -265,16 +342,20 @@ fn l4_packet(
             u.extend_from_slice(&[0, 12, 0, 0]);
             u.extend_from_slice(&(id as u32).to_be_bytes());
             l4_csum(src, dst, 17, &mut u, 6);
-            ipv4(id, src, dst, 17, &u)
+            ip_packet(id, src, dst, 17, &u)
         }
         Kind::Echo => {
-            // flags: the ICMP type (8 request: identifier = sp; 0 reply: identifier = dp).
             let ident = if flags == 8 { sp } else { dp };
+            let t = match (is6(src), flags) {
+                (true, 8) => 128,
+                (true, _) => 129,
+                (false, t) => t,
+            };
             icmp(
                 id,
                 src,
                 dst,
-                flags,
+                t,
                 &[(ident >> 8) as u8, ident as u8, 0, 1],
                 b"echodata",
             )
@@ -282,26 +363,26 @@ fn l4_packet(
     }
 }
 
-fn icmp(id: u16, src: [u8; 4], dst: [u8; 4], t: u8, rest: &[u8; 4], data: &[u8]) -> Vec<u8> {
+/// An ICMP (IPv4) or ICMPv6 (IPv6, checksum over the pseudo header) message.
+fn icmp(id: u16, src: IpAddr, dst: IpAddr, t: u8, rest: &[u8; 4], data: &[u8]) -> Vec<u8> {
     let mut m = vec![t, 0, 0, 0];
     m.extend_from_slice(rest);
     m.extend_from_slice(data);
-    let c = checksum::checksum(&m);
-    m[2..4].copy_from_slice(&c.to_be_bytes());
-    ipv4(id, src, dst, 1, &m)
+    if is6(src) {
+        l4_csum(src, dst, 58, &mut m, 2);
+        ip_packet(id, src, dst, 58, &m)
+    } else {
+        let c = checksum::checksum(&m);
+        m[2..4].copy_from_slice(&c.to_be_bytes());
+        ip_packet(id, src, dst, 1, &m)
+    }
 }
 
 /// A connection: kind, one endpoint, the other.
-type ConnKey = (Kind, [u8; 4], u16, [u8; 4], u16);
+type ConnKey = (Kind, IpAddr, u16, IpAddr, u16);
 
 /// A canonical key of the connection a packet belongs to (both directions the same).
-fn conn_key(
-    kind: Kind,
-    a: [u8; 4],
-    ap: u16,
-    b: [u8; 4],
-    bp: u16,
-) -> (Kind, [u8; 4], u16, [u8; 4], u16) {
+fn conn_key(kind: Kind, a: IpAddr, ap: u16, b: IpAddr, bp: u16) -> ConnKey {
     if (a, ap) <= (b, bp) {
         (kind, a, ap, b, bp)
     } else {
@@ -313,8 +394,8 @@ struct Traffic {
     rng: Rng,
     flows: Vec<Flow>,
     known: HashSet<ConnKey>,
-    inside: Vec<[u8; 4]>,
-    remote: Vec<[u8; 4]>,
+    inside: [Vec<IpAddr>; 2],
+    remote: [Vec<IpAddr>; 2],
 }
 
 impl Traffic {
@@ -336,9 +417,10 @@ impl Traffic {
                 _ => Kind::Echo,
             };
             let a_inside = self.rng.chance(60);
+            let f = self.rng.below(2) as usize;
             let (ins, rem) = (
-                self.rng.pick(&self.inside.clone()),
-                self.rng.pick(&self.remote.clone()),
+                self.rng.pick(&self.inside[f].clone()),
+                self.rng.pick(&self.remote[f].clone()),
             );
             let (a, b) = if a_inside { (ins, rem) } else { (rem, ins) };
             let ap = 1024 + self.rng.below(64000) as u16;
@@ -388,6 +470,7 @@ impl Traffic {
                     inside: fl.a_inside,
                     ip,
                     flow: Some((f, true)),
+                    error: false,
                 });
             } else if roll < 80 {
                 // A later packet of a known flow, either way.
@@ -414,6 +497,7 @@ impl Traffic {
                     inside,
                     ip,
                     flow: Some((f, from_a)),
+                    error: false,
                 });
             } else if roll < 90 {
                 // An ICMP error about a delivered packet, back to its source.
@@ -429,21 +513,28 @@ impl Traffic {
                     _ => continue,
                 };
                 let (from, to) = if to_a { (fl.b, fl.a) } else { (fl.a, fl.b) };
-                let t = self.rng.pick(&[3u8, 11]);
-                let ip = icmp(id, from, to, t, &[0; 4], &about[..28.min(about.len())]);
+                // Destination unreachable or time exceeded, with the header and 8 bytes.
+                let (t, quoted) = if is6(from) {
+                    (self.rng.pick(&[1u8, 3]), 48)
+                } else {
+                    (self.rng.pick(&[3u8, 11]), 28)
+                };
+                let ip = icmp(id, from, to, t, &[0; 4], &about[..quoted.min(about.len())]);
                 // Sent by the side the erroring packet went to.
                 let inside = fl.a_inside != to_a;
                 out.push(Pkt {
                     inside,
                     ip,
                     flow: None,
+                    error: true,
                 });
             } else {
                 // Unsolicited: a random packet with a random tuple, or an ICMP type no one tracks.
                 let inside = self.rng.chance(30);
+                let f = self.rng.below(2) as usize;
                 let (ins, rem) = (
-                    self.rng.pick(&self.inside.clone()),
-                    self.rng.pick(&self.remote.clone()),
+                    self.rng.pick(&self.inside[f].clone()),
+                    self.rng.pick(&self.remote[f].clone()),
                 );
                 let (s, d) = if inside { (ins, rem) } else { (rem, ins) };
                 let (sp, dp) = (self.port(), self.port());
@@ -455,7 +546,9 @@ impl Traffic {
                 let ip = match self.rng.below(4) {
                     0 => l4_packet(id, Kind::Tcp, s, sp, d, dp, 0x02),
                     1 => l4_packet(id, Kind::Udp, s, sp, d, dp, 0),
-                    2 => icmp(id, s, d, 9, &[0; 4], b"advert"),
+                    // A router advertisement (IPv4), a private-experimentation type (ICMPv6
+                    // 200, RFC 4443 §2.1): no one tracks either.
+                    2 => icmp(id, s, d, if f == 1 { 200 } else { 9 }, &[0; 4], b"advert"),
                     _ => {
                         // An echo reply no request asked for (its identifier unused).
                         if self.known.contains(&conn_key(Kind::Echo, d, sp, s, 0)) {
@@ -468,6 +561,7 @@ impl Traffic {
                     inside,
                     ip,
                     flow: None,
+                    error: false,
                 });
             }
         }
@@ -482,7 +576,7 @@ impl Traffic {
             };
             let fl = &mut self.flows[f];
             if fl.kind == Kind::Tcp {
-                let flags = p.ip[33];
+                let flags = p.ip[l3(&p.ip).0 + 13];
                 if flags == 0x02 {
                     fl.syn = true;
                 } else if flags == 0x12 {
@@ -552,7 +646,7 @@ fn af_port(name: &str, ifname: &str) -> AfPacketPort {
 }
 
 /// The kernel router with `ruleset`; returns the guard and the two host-side ports.
-fn kernel_router(ruleset: &str, inside: &[[u8; 4]]) -> (Guard, AfPacketPort, AfPacketPort) {
+fn kernel_router(ruleset: &str, inside: &[IpAddr]) -> (Guard, AfPacketPort, AfPacketPort) {
     let id = std::process::id() % 1_000_000;
     let g = Guard {
         ns: format!("vsf{id}r"),
@@ -581,9 +675,19 @@ fn kernel_router(ruleset: &str, inside: &[[u8; 4]]) -> (Guard, AfPacketPort, AfP
         run("ip", &["link", "set", host, "up"]);
         let a = format!("10.79.{}.1/24", i + 1);
         nsx(&g.ns, &["ip", "addr", "add", &a, "dev", inner]);
+        nsx(
+            &g.ns,
+            &[
+                "sysctl",
+                "-qw",
+                &format!("net.ipv6.conf.{inner}.disable_ipv6=0"),
+            ],
+        );
+        let a6 = format!("fd79:{}::1/64", i + 1);
+        nsx(&g.ns, &["ip", "addr", "add", &a6, "dev", inner, "nodad"]);
     }
     for s in [
-        "net.ipv6.conf.all.disable_ipv6=1",
+        "net.ipv6.conf.all.forwarding=1",
         "net.ipv4.ip_forward=1",
         "net.ipv4.conf.all.rp_filter=0",
         "net.ipv4.conf.default.rp_filter=0",
@@ -595,7 +699,7 @@ fn kernel_router(ruleset: &str, inside: &[[u8; 4]]) -> (Guard, AfPacketPort, AfP
     }
     let host_mac = EthernetAddress(HOST_MAC).to_string();
     for h in inside {
-        let a = Ipv4Addr::from(*h).to_string();
+        let a = h.to_string();
         nsx(
             &g.ns,
             &[
@@ -612,24 +716,26 @@ fn kernel_router(ruleset: &str, inside: &[[u8; 4]]) -> (Guard, AfPacketPort, AfP
             ],
         );
     }
-    let gw = Ipv4Addr::from(GW).to_string();
     let gw_mac = EthernetAddress(GW_MAC).to_string();
-    nsx(
-        &g.ns,
-        &[
-            "ip",
-            "neigh",
-            "add",
-            &gw,
-            "lladdr",
-            &gw_mac,
-            "dev",
-            "eth1",
-            "nud",
-            "permanent",
-        ],
-    );
-    nsx(&g.ns, &["ip", "route", "add", "default", "via", &gw]);
+    for gw in [GW4, GW6] {
+        nsx(
+            &g.ns,
+            &[
+                "ip",
+                "neigh",
+                "add",
+                gw,
+                "lladdr",
+                &gw_mac,
+                "dev",
+                "eth1",
+                "nud",
+                "permanent",
+            ],
+        );
+    }
+    nsx(&g.ns, &["ip", "route", "add", "default", "via", GW4]);
+    nsx(&g.ns, &["ip", "-6", "route", "add", "default", "via", GW6]);
     std::fs::write(&g.file, ruleset).unwrap();
     nsx(&g.ns, &["nft", "-f", &g.file]);
     let pin = af_port("kin", &g.links[0]);
@@ -637,11 +743,7 @@ fn kernel_router(ruleset: &str, inside: &[[u8; 4]]) -> (Guard, AfPacketPort, AfP
     (g, pin, pout)
 }
 
-fn vecswitch(
-    inside: &[[u8; 4]],
-    acl_in: Acl,
-    acl_out: Acl,
-) -> (Switch, LoopbackPort, LoopbackPort) {
+fn vecswitch(inside: &[IpAddr], acl_in: Acl, acl_out: Acl) -> (Switch, LoopbackPort, LoopbackPort) {
     let mut sw = Switch::new(SwitchConfig {
         buffers: 8192,
         mac_table_entries: 1024,
@@ -651,17 +753,27 @@ fn vecswitch(
     let (b, pout) = pair("out", "out-peer");
     sw.add_port("in", Box::new(a)).unwrap();
     sw.add_port("out", Box::new(b)).unwrap();
-    sw.ip_add_address("in", "10.79.1.1/24".parse().unwrap())
-        .unwrap();
-    sw.ip_add_address("out", "10.79.2.1/24".parse().unwrap())
-        .unwrap();
-    for h in inside {
-        sw.ip_add_neighbor("in", (*h).into(), EthernetAddress(HOST_MAC))
+    for (iface, n) in [("in", 1), ("out", 2)] {
+        sw.ip_add_address(iface, format!("10.79.{n}.1/24").parse().unwrap())
+            .unwrap();
+        sw.ip6_add_address(iface, format!("fd79:{n}::1/64").parse().unwrap())
             .unwrap();
     }
-    sw.ip_add_neighbor("out", GW.into(), EthernetAddress(GW_MAC))
+    for h in inside {
+        let added = match *h {
+            IpAddr::V4(a) => sw.ip_add_neighbor("in", a, EthernetAddress(HOST_MAC)),
+            IpAddr::V6(a) => sw.ip6_add_neighbor("in", a, EthernetAddress(HOST_MAC)),
+        };
+        added.unwrap();
+    }
+    let (gw4, gw6): (Ipv4Addr, Ipv6Addr) = (GW4.parse().unwrap(), GW6.parse().unwrap());
+    sw.ip_add_neighbor("out", gw4, EthernetAddress(GW_MAC))
         .unwrap();
-    sw.ip_add_route(0, "0.0.0.0/0".parse().unwrap(), &[GW.into()])
+    sw.ip6_add_neighbor("out", gw6, EthernetAddress(GW_MAC))
+        .unwrap();
+    sw.ip_add_route(0, "0.0.0.0/0".parse().unwrap(), &[gw4])
+        .unwrap();
+    sw.ip6_add_route(0, "::/0".parse().unwrap(), &[gw6])
         .unwrap();
     sw.firewall_set_acl("in", Some(acl_in)).unwrap();
     sw.firewall_set_acl("out", Some(acl_out)).unwrap();
@@ -671,25 +783,31 @@ fn vecswitch(
 fn frame(dst: [u8; 6], src: [u8; 6], ip: &[u8]) -> Vec<u8> {
     let mut f = dst.to_vec();
     f.extend_from_slice(&src);
-    f.extend_from_slice(&0x0800u16.to_be_bytes());
+    let ethertype: u16 = if ip[0] >> 4 == 6 { 0x86dd } else { 0x0800 };
+    f.extend_from_slice(&ethertype.to_be_bytes());
     f.extend_from_slice(ip);
     f
 }
 
-/// The round indices (IP identification) of the IPv4 frames in `hs` that match a packet of
-/// `pkts` (same addresses and protocol), freeing the buffers.
+/// The round indices (IPv4 identification, IPv6 flow label) of the IP frames in `hs` that match
+/// a packet of `pkts` (same addresses and protocol), freeing the buffers.
 fn collect(pool: &mut Pool, hs: &[u32], pkts: &[Pkt], got: &mut HashSet<usize>) {
     let mut v = Vec::new();
     for &h in hs {
         v.clear();
         pool.copy_out(h, &mut v);
-        if v.len() < 34 || v[12..14] != [0x08, 0x00] {
-            continue;
-        }
+        let addrs = match v.get(12..14) {
+            Some([0x08, 0x00]) if v.len() >= 34 => 12..20,
+            Some([0x86, 0xdd]) if v.len() >= 54 => 8..40,
+            _ => continue,
+        };
         let ip = &v[14..];
-        let i = u16::from_be_bytes([ip[4], ip[5]]) as usize;
+        let (_, proto, i) = l3(ip);
         if let Some(p) = pkts.get(i) {
-            if p.ip[9] == ip[9] && p.ip[12..20] == ip[12..20] {
+            if l3(&p.ip).1 == proto
+                && p.ip[..1] == ip[..1]
+                && p.ip[addrs.clone()] == ip[addrs.clone()]
+            {
                 got.insert(i);
             }
         }
@@ -716,8 +834,9 @@ fn verdicts_equal_nftables_on_random_rules_and_traffic() {
         default_action: Action::Deny,
     };
     let ruleset = nft_ruleset(&acl_in, &acl_out);
-    let (_guard, mut kin, mut kout) = kernel_router(&ruleset, &inside);
-    let (mut sw, mut vin, mut vout) = vecswitch(&inside, acl_in, acl_out);
+    let all_inside: Vec<IpAddr> = inside.concat();
+    let (_guard, mut kin, mut kout) = kernel_router(&ruleset, &all_inside);
+    let (mut sw, mut vin, mut vout) = vecswitch(&all_inside, acl_in, acl_out);
     let mut traffic = Traffic {
         rng,
         flows: Vec::new(),
@@ -808,11 +927,16 @@ fn verdicts_equal_nftables_on_random_rules_and_traffic() {
         }
         let passed: Vec<bool> = (0..pkts.len()).map(|i| ours.contains(&i)).collect();
         for (i, p) in pkts.iter().enumerate() {
-            let kind = match (p.ip[9], p.flow) {
-                (1, None) if p.ip[20] == 3 || p.ip[20] == 11 => "icmp-error",
-                (_, None) => "unsolicited",
-                (_, Some((_, true))) => "from-initiator",
-                (_, Some((_, false))) => "from-responder",
+            let v6 = p.ip[0] >> 4 == 6;
+            let kind = match (p.error, p.flow, v6) {
+                (true, _, false) => "icmp-error/v4",
+                (true, _, true) => "icmp-error/v6",
+                (_, None, false) => "unsolicited/v4",
+                (_, None, true) => "unsolicited/v6",
+                (_, Some((_, true)), false) => "from-initiator/v4",
+                (_, Some((_, true)), true) => "from-initiator/v6",
+                (_, Some((_, false)), false) => "from-responder/v4",
+                (_, Some((_, false)), true) => "from-responder/v6",
             };
             let e = by_kind.entry(kind).or_default();
             e.0 += 1;
@@ -823,7 +947,7 @@ fn verdicts_equal_nftables_on_random_rules_and_traffic() {
                     if p.inside { "inside" } else { "outside" },
                     passed[i],
                     theirs.contains(&i),
-                    &p.ip[..p.ip.len().min(48)]
+                    &p.ip[..p.ip.len().min(64)]
                 ));
             }
             if passed[i] != theirs.contains(&i) {
@@ -849,11 +973,24 @@ fn verdicts_equal_nftables_on_random_rules_and_traffic() {
         "icmp-error",
         "unsolicited",
     ] {
-        let (s, p) = by_kind[kind];
+        for family in ["v4", "v6"] {
+            let (s, p) = by_kind[format!("{kind}/{family}").as_str()];
+            assert!(
+                p > 0 && p < s,
+                "{kind}/{family}: {p} of {s} forwarded: both verdicts must occur"
+            );
+        }
+    }
+    for kind in ["v4", "v6"] {
+        let (s, p): (usize, usize) = by_kind
+            .iter()
+            .filter(|(k, _)| k.ends_with(kind))
+            .fold((0, 0), |a, (_, v)| (a.0 + v.0, a.1 + v.1));
         assert!(
             p > 0 && p < s,
             "{kind}: {p} of {s} forwarded: both verdicts must occur"
         );
+        assert!(s > ROUNDS * PER_ROUND / 3, "{kind}: {s} packets");
     }
     let hits: u64 = fw
         .acls

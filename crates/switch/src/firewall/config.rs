@@ -15,6 +15,7 @@
 //!   { proto = "udp", dport = "53", action = "permit-reflect" },
 //!   { proto = "icmp", icmp-type = 8, action = "permit-reflect" },
 //! ]
+//! ips = { patterns = ["/etc/passwd", "hex:4d5a90"] }   # optional: IPS mode (see `ips`)
 //! ```
 //!
 //! | object | key | rank | depends on |
@@ -27,6 +28,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::acl::{Acl, Action, Rule};
+use super::ips::IpsConfig;
 use crate::error::SwitchError;
 use crate::l2::config::KIND_PORT;
 use crate::object::{q, same_as, ApplyCx, ConfigObject, Obj, ObjectKey, Validation};
@@ -43,6 +45,9 @@ pub struct FirewallConfig {
     #[serde(default)]
     pub rules: Vec<Rule>,
     pub default_action: Action,
+    /// IPS mode: byte patterns searched in what the ACL lets through (see [`super::ips`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ips: Option<IpsConfig>,
 }
 
 impl FirewallConfig {
@@ -77,6 +82,13 @@ pub fn validate(items: &[FirewallConfig], v: &mut Validation) {
                     e.to_string(),
                 );
             }
+        }
+        if let Some(Err(e)) = f.ips.as_ref().map(IpsConfig::validate) {
+            v.push(
+                format!("{path}.ips"),
+                q(&format!("{:?}", f.ips)),
+                e.to_string(),
+            );
         }
     }
 }
@@ -119,7 +131,8 @@ impl ConfigObject for FirewallObj {
         format!("remove the firewall from {}", self.0.interface)
     }
     fn add(&self, sw: &mut Switch, _cx: &mut ApplyCx) -> Result<(), SwitchError> {
-        sw.firewall_set_acl(&self.0.interface, Some(self.0.acl()))
+        sw.firewall_set_acl(&self.0.interface, Some(self.0.acl()))?;
+        sw.firewall_set_ips(&self.0.interface, self.0.ips.clone())
     }
     fn remove(&self, sw: &mut Switch, _cx: &mut ApplyCx) -> Result<(), SwitchError> {
         sw.firewall_set_acl(&self.0.interface, None)

@@ -4,10 +4,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::acl::{Acl, Action, Rule};
-use super::{firewall_input, FirewallSettings, InterfaceAcl};
+use super::ips::{Ips, IpsConfig};
+use super::{firewall_input, firewall_input6, FirewallSettings, InterfaceAcl};
 use crate::error::SwitchError;
 use crate::interface::SwIfIdx;
-use crate::ip::IP4_UNICAST_ARC;
+use crate::ip::{IP4_UNICAST_ARC, IP6_UNICAST_ARC};
 use crate::runtime::Switch;
 
 /// How often (switch time) the conntrack sweep runs, and how many slots each step visits.
@@ -29,6 +30,18 @@ pub struct AclInfo {
     pub rules: Vec<RuleInfo>,
     pub default_action: Action,
     pub default_hits: u64,
+    /// IPS mode: each pattern with the packets it dropped, and the packets searched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ips: Option<IpsInfo>,
+}
+
+/// IPS mode of one interface in `show firewall`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IpsInfo {
+    pub case_insensitive: bool,
+    /// (pattern, packets dropped for it).
+    pub patterns: Vec<(String, u64)>,
+    pub scanned: u64,
 }
 
 /// `show firewall`.
@@ -52,23 +65,56 @@ impl Switch {
             a.validate().map_err(|e| SwitchError::InvalidValue {
                 field: "firewall rule",
                 value: e.to_string(),
-                accepted:
-                    "rules whose ports come with proto tcp or udp and icmp-type with proto icmp",
+                accepted: "rules whose ports come with proto tcp or udp, icmp-type with proto icmp or icmpv6, and prefixes of one family",
             })?;
         }
         self.set_interface_feature(iface, IP4_UNICAST_ARC, firewall_input::NAME, acl.is_some())?;
+        self.set_interface_feature(iface, IP6_UNICAST_ARC, firewall_input6::NAME, acl.is_some())?;
         let fw = &mut self.state.firewall;
         let i = idx as usize;
         if fw.acls.len() <= i {
             fw.acls.resize(i + 1, None);
         }
+        let ips = fw.acls[i].take().and_then(|a| a.ips);
         fw.acls[i] = acl.map(|acl| InterfaceAcl {
             hits: vec![0; acl.rules.len()],
             classifier: super::classify::Classifier::new(&acl),
             acl,
             default_hits: 0,
+            ips,
         });
         Ok(())
+    }
+
+    /// Sets the IPS patterns of interface `iface`, which must have an ACL (`None`: IPS off). The
+    /// patterns are checked first; the hit counters start at zero.
+    pub fn firewall_set_ips(
+        &mut self,
+        iface: &str,
+        ips: Option<IpsConfig>,
+    ) -> Result<(), SwitchError> {
+        let idx = self.iface_idx(iface)?;
+        let compiled = ips
+            .map(Ips::new)
+            .transpose()
+            .map_err(|e| SwitchError::InvalidValue {
+                field: "firewall ips",
+                value: e.to_string(),
+                accepted: "1 to 10000 patterns of 1 to 1024 bytes (text, or hex: and hex digits)",
+            })?;
+        match self.state.firewall.acls.get_mut(idx as usize) {
+            Some(Some(a)) => {
+                a.ips = compiled;
+                Ok(())
+            }
+            _ if compiled.is_none() => Ok(()),
+            _ => Err(SwitchError::InvalidValue {
+                field: "firewall ips interface",
+                value: iface.to_string(),
+                accepted:
+                    "an interface with a firewall ACL (IPS searches what the ACL lets through)",
+            }),
+        }
     }
 
     /// The firewall settings.
@@ -140,6 +186,17 @@ impl Switch {
                     .collect(),
                 default_action: a.acl.default_action,
                 default_hits: a.default_hits,
+                ips: a.ips.as_ref().map(|i| IpsInfo {
+                    case_insensitive: i.config.case_insensitive,
+                    patterns: i
+                        .config
+                        .patterns
+                        .iter()
+                        .cloned()
+                        .zip(i.hits.clone())
+                        .collect(),
+                    scanned: i.scanned,
+                }),
             })
             .collect();
         FirewallInfo {

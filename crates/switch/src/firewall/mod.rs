@@ -1,12 +1,16 @@
-//! A stateful IPv4 firewall: per interface, an ordered rule list ([`acl::Acl`]) applied to the
-//! packets the interface receives, with connection tracking ([`conntrack::Conntrack`]).
+//! A stateful IPv4 and IPv6 firewall: per interface, an ordered rule list ([`acl::Acl`], IPv4 and
+//! IPv6 rules together) applied to the packets the interface receives, with connection tracking
+//! ([`conntrack::Conntrack`], one table for both families).
 //!
 //! ```text
 //! ip4-input ─► (ip4-unicast arc: nat44-out2in, firewall-input) ─► ip4-lookup
+//! ip6-input ─► (ip6-unicast arc: firewall-input6) ─────────────► ip6-lookup
 //! ```
 //!
-//! - Node: [`firewall_input`] (`firewall-input`, an `ip4-unicast` arc feature of every interface
-//!   with an ACL, after `nat44-out2in`: on an outside interface it sees the inside addresses).
+//! - Nodes: [`firewall_input`] (`firewall-input`, an `ip4-unicast` arc feature of every interface
+//!   with an ACL, after `nat44-out2in`: on an outside interface it sees the inside addresses) and
+//!   [`firewall_input6`] (`firewall-input6`, its `ip6-unicast` twin: the same decision after an
+//!   IPv6 parse that walks the extension headers).
 //!   A packet of a tracked connection (either direction: *established*) or an ICMP error about
 //!   one (*related*) passes before the rules — nftables' `ct state established,related accept`;
 //!   any other packet meets the rules in order, the first match deciding (`deny`, `permit`,
@@ -24,6 +28,10 @@
 //! idea), the linear walk ([`acl::Acl::classify`]) is kept as the reference. Non-first fragments
 //! carry no ports: they are dropped (`fragment`), as are L4 headers shorter than their fixed
 //! part (`bad-l4-header`).
+//!
+//! IPS mode ([`ips`], optional per interface): the payload of what the firewall lets through is
+//! searched for a set of byte patterns (Aho-Corasick); a match is dropped (`ips-match`) and
+//! counted per pattern.
 
 pub mod acl;
 pub mod classify;
@@ -32,6 +40,8 @@ pub mod conntrack;
 pub mod control;
 pub mod ctl;
 pub mod firewall_input;
+pub mod firewall_input6;
+pub mod ips;
 pub mod testing;
 
 use serde::{Deserialize, Serialize};
@@ -39,13 +49,15 @@ use vecswitch_graph::{Graph, GraphError};
 
 use crate::feature::{Feature, Stage};
 use crate::interface::SwIfIdx;
-use crate::ip::IP4_UNICAST_ARC;
+use crate::ip::{IP4_UNICAST_ARC, IP6_UNICAST_ARC};
 use crate::state::SwitchState;
 
 pub use acl::{Acl, Action, PacketKey, PortRange, Proto, Rule};
 pub use firewall_input::FirewallInput;
+pub use firewall_input6::FirewallInput6;
 
-/// Position of `firewall-input` on the `ip4-unicast` arc (after `nat44-out2in` at 10).
+/// Position of `firewall-input` on the `ip4-unicast` arc (after `nat44-out2in` at 10), and of
+/// `firewall-input6` on `ip6-unicast`.
 pub const ORDER: u16 = 20;
 
 /// The firewall as registered in the graph.
@@ -61,6 +73,8 @@ impl Feature for FirewallFeature {
         if stage == Stage::Forward {
             graph.add(Box::new(FirewallInput));
             graph.add_feature(IP4_UNICAST_ARC, firewall_input::NAME, ORDER)?;
+            graph.add(Box::new(FirewallInput6));
+            graph.add_feature(IP6_UNICAST_ARC, firewall_input6::NAME, ORDER)?;
         }
         Ok(())
     }
@@ -105,7 +119,7 @@ impl Default for FirewallSettings {
 impl FirewallSettings {
     /// The idle timeout of connection `c`, nanoseconds.
     pub fn timeout_ns(&self, c: &conntrack::Conn) -> u64 {
-        let s = match c.proto {
+        let s = match c.tuple.proto {
             6 if c.replied => self.tcp_established_s,
             6 => self.tcp_transitory_s,
             17 => self.udp_s,
@@ -125,6 +139,8 @@ pub struct InterfaceAcl {
     pub hits: Vec<u64>,
     /// Packets the default action decided.
     pub default_hits: u64,
+    /// IPS mode: the patterns searched in what the ACL lets through ([`ips`]).
+    pub ips: Option<ips::Ips>,
 }
 
 /// Everything `firewall-input` reads and writes.

@@ -1,13 +1,94 @@
 //! NAT44's control surface, registered from here (see [`crate::ctl`]): `show nat44
-//! [sessions|summary]` ([`SHOWS`]). The `[nat44]` section is bound in `crates/control`'s
-//! `sections.rs` with [`super::config::validate`] and [`super::config::objects`] (they read
-//! `[ip]` too: an outside interface needs an address).
+//! [sessions|summary]` ([`SHOWS`]) and the `ctl` verbs of `[nat44]` ([`VERBS`]):
+//!
+//! ```text
+//! nat44 interface IFACE inside|outside|off
+//! nat44 set KEY VALUE          # a key of [nat44.settings]: udp_s, max_sessions, …
+//! ```
+//!
+//! The `[nat44]` section is bound in `crates/control`'s `sections.rs` with
+//! [`super::config::validate`] and [`super::config::objects`] (they read `[ip]` too: an outside
+//! interface needs an address) and these verbs; an edit is validated whole and applied all or
+//! nothing (a rejected one leaves the switch as it was).
 
 use serde::{Deserialize, Serialize};
 
+use super::config::Nat44Config;
 use super::control::{Nat44Sessions, Nat44Summary};
-use crate::ctl::{json, typed, Align, Show, ShowError, Table};
+use crate::ctl::{json, typed, Align, Show, ShowError, Table, Verb};
 use crate::error::SwitchError;
+use crate::object::EditError;
+
+/// The `ctl` verbs of `[nat44]`.
+pub const VERBS: &[Verb<Nat44Config>] = &[
+    Verb {
+        names: &["nat44 interface"],
+        usage: "IFACE inside|outside|off",
+        help: "gives IFACE a NAT44 role (an outside one masquerades to its first IPv4 address), or none",
+        apply: interface,
+    },
+    Verb {
+        names: &["nat44 set"],
+        usage: "KEY VALUE",
+        help: "sets a NAT44 setting: tcp_established_s, tcp_transitory_s, udp_s, icmp_s, max_sessions, max_sessions_per_host",
+        apply: set,
+    },
+];
+
+fn interface(nat: &mut Nat44Config, w: &[String]) -> Result<(), EditError> {
+    let bad = || EditError {
+        field: "IFACE ROLE",
+        value: w.join(" "),
+        accepted: "an interface and inside, outside or off",
+    };
+    let [iface, role] = w else {
+        return Err(bad());
+    };
+    if !matches!(role.as_str(), "inside" | "outside" | "off") {
+        return Err(bad());
+    }
+    nat.inside.retain(|i| i != iface);
+    nat.outside.retain(|i| i != iface);
+    match role.as_str() {
+        "inside" => nat.inside.push(iface.clone()),
+        "outside" => nat.outside.push(iface.clone()),
+        _ => {}
+    }
+    Ok(())
+}
+
+fn set(nat: &mut Nat44Config, w: &[String]) -> Result<(), EditError> {
+    let [key, value] = w else {
+        return Err(EditError {
+            field: "KEY VALUE",
+            value: w.join(" "),
+            accepted: "a setting and its value",
+        });
+    };
+    let v: u32 = value.parse().map_err(|_| EditError {
+        field: "VALUE",
+        value: value.clone(),
+        accepted: "a whole number 0..=4294967295 (the validation wants 1 or more)",
+    })?;
+    let s = &mut nat.settings;
+    let field = match key.as_str() {
+        "tcp_established_s" => &mut s.tcp_established_s,
+        "tcp_transitory_s" => &mut s.tcp_transitory_s,
+        "udp_s" => &mut s.udp_s,
+        "icmp_s" => &mut s.icmp_s,
+        "max_sessions" => &mut s.max_sessions,
+        "max_sessions_per_host" => &mut s.max_sessions_per_host,
+        _ => {
+            return Err(EditError {
+                field: "KEY",
+                value: key.clone(),
+                accepted: "tcp_established_s, tcp_transitory_s, udp_s, icmp_s, max_sessions, max_sessions_per_host",
+            })
+        }
+    };
+    *field = v;
+    Ok(())
+}
 
 /// Most sessions `show nat44 sessions` lists.
 pub const SHOW_MAX_SESSIONS: usize = 1000;
@@ -103,5 +184,63 @@ fn render(s: &Nat44Show) -> String {
                 s.settings.max_sessions_per_host,
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ip::config::{AddressConfig, IpConfig};
+    use crate::nat44::config::validate;
+    use crate::object::Validation;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn the_verbs_edit_the_section_and_bad_words_change_nothing() {
+        let mut nat = Nat44Config::default();
+        (VERBS[0].apply)(&mut nat, &words("lan0 inside")).unwrap();
+        (VERBS[0].apply)(&mut nat, &words("wan0 outside")).unwrap();
+        (VERBS[1].apply)(&mut nat, &words("udp_s 120")).unwrap();
+        assert_eq!(
+            (nat.inside.clone(), nat.outside.clone()),
+            (vec!["lan0".to_string()], vec!["wan0".to_string()])
+        );
+        assert_eq!(nat.settings.udp_s, 120);
+        let before = nat.clone();
+        for (i, args, field) in [
+            (0, "lan0 sideways", "IFACE ROLE"),
+            (0, "lan0", "IFACE ROLE"),
+            (1, "udp 5", "KEY"),
+            (1, "udp_s -1", "VALUE"),
+        ] {
+            assert_eq!(
+                (VERBS[i].apply)(&mut nat, &words(args)).unwrap_err().field,
+                field
+            );
+        }
+        assert_eq!(nat, before);
+        // A role change moves the interface; 0 reads but the validation refuses it.
+        (VERBS[0].apply)(&mut nat, &words("wan0 inside")).unwrap();
+        assert_eq!(nat.inside.len(), 2);
+        assert!(nat.outside.is_empty());
+        (VERBS[0].apply)(&mut nat, &words("wan0 off")).unwrap();
+        assert_eq!(nat.inside, vec!["lan0".to_string()]);
+        (VERBS[1].apply)(&mut nat, &words("max_sessions 0")).unwrap();
+        let ip = IpConfig {
+            address: vec![AddressConfig {
+                interface: "wan0".into(),
+                address: "198.51.100.1/24".parse().unwrap(),
+            }],
+            ..Default::default()
+        };
+        let mut v = Validation::default();
+        v.interfaces
+            .extend(["lan0".to_string(), "wan0".to_string()]);
+        validate(&nat, &ip, &mut v);
+        let paths: Vec<&str> = v.errors.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, vec!["nat44.settings.max_sessions"]);
     }
 }
