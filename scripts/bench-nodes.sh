@@ -14,6 +14,10 @@
 #    instructions/packet = collected Ir / K, and the simulated data-cache misses per packet
 #    (D1 = first level, LL = last level). Instruction counts do not depend on the host's load;
 #    one run per case, repeated once (CALLGRIND_REPS, default 2) to show they are stable.
+# 3. Wall clock, interleaved in one process: `l2_packets interleave ROUNDS` (env ROUNDS, default
+#    200; 0 skips): the cross-connect and the bridges of 2, 20k and 1M MACs timed in turn, round
+#    after round, so that a loaded host slows all alike; min and median ns/packet and the rate
+#    relative to the bridge with 2 MACs (median of the per-round ratios).
 # Results: results-bench/nodes-*/ (criterion outputs, callgrind summaries, table.md).
 set -euo pipefail
 source "$(dirname "$0")/bench-lib.sh"
@@ -21,7 +25,9 @@ source "$(dirname "$0")/bench-lib.sh"
 REPS="${1:-3}"
 K="${K:-102400}"
 CALLGRIND_REPS="${CALLGRIND_REPS:-2}"
+ROUNDS="${ROUNDS:-200}"
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "REPS = '$REPS': accepted a whole number >= 1"
+[[ "$ROUNDS" =~ ^[0-9]+$ ]] || die "ROUNDS = '$ROUNDS': accepted a whole number >= 0 (0 skips the interleaved run)"
 [[ "$K" =~ ^[1-9][0-9]*$ ]] || die "K = '$K': accepted a whole number >= 1 (a multiple of 256 is exact)"
 command -v valgrind >/dev/null || die "valgrind not found (apt-get install valgrind)"
 
@@ -76,6 +82,13 @@ for ((rep = 1; rep <= CALLGRIND_REPS; rep++)); do
     done
 done
 
+# ----- interleaved wall clock ------------------------------------------------------------------
+if ((ROUNDS > 0)); then
+    log "l2_packets interleave $ROUNDS"
+    "$EX" interleave "$ROUNDS" >"$RESULTS/interleave.md" 2>"$RESULTS/interleave.err" ||
+        { tail -20 "$RESULTS/interleave.err" >&2; die "l2_packets interleave failed"; }
+fi
+
 # ----- table ---------------------------------------------------------------------------------
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "—" }'; }
 # shellcheck disable=SC2086
@@ -116,6 +129,12 @@ read -r ib2 _ _ < <(stats_line ${IR[bridge/2]})
         [[ "$c" == bridge/* ]] && rb=$(ratio "$med" "$ib2")
         echo "| $c | $med | $(ratio "$med" "$ixc") | $rb | $d1 | $ll | $(echo ${IR[$c]} | tr ' ' '/') |"
     done
+    if ((ROUNDS > 0)); then
+        echo
+        echo "Wall clock, interleaved: \`target/release/examples/l2_packets interleave $ROUNDS\` (one sample = 64 vectors of 256 packets per case per round)."
+        echo
+        cat "$RESULTS/interleave.md"
+    fi
     echo
     machine_info "at the end (the benchmark's own busy pollers included)"
     grep -o 'load average [0-9. ]*' "$RESULTS/machine.md" | sed 's/^/- at start: /'

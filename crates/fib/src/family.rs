@@ -8,6 +8,8 @@ use std::fmt::Debug;
 use std::hash::Hash;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use crate::trie::TOP_BITS;
+
 mod sealed {
     pub trait Sealed {}
 }
@@ -30,7 +32,8 @@ pub trait Family: sealed::Sealed + Debug + Clone + Copy + Send + Sync + 'static 
     fn key_bits(k: Self::Key) -> u128;
     /// Back from the left-aligned form (the host bits beyond the width are dropped).
     fn bits_key(b: u128) -> Self::Key;
-    /// The first 16 bits of the key (index into the direct-pointing top level).
+    /// The first [`TOP_BITS`](crate::trie::TOP_BITS) (18) bits of the key (index into the
+    /// direct-pointing top level).
     fn top(k: Self::Key) -> usize;
     /// The 6 bits of the key starting at bit `off` (from the most significant bit), padded with
     /// zeros past the end of the address. Requires `off < BITS`.
@@ -66,7 +69,7 @@ impl Family for V4 {
     }
     #[inline(always)]
     fn top(k: u32) -> usize {
-        (k >> 16) as usize
+        (k >> (32 - TOP_BITS)) as usize
     }
     #[inline(always)]
     fn chunk(k: u32, off: u32) -> u32 {
@@ -93,16 +96,55 @@ impl Family for V6 {
     }
     #[inline(always)]
     fn top(k: u128) -> usize {
-        (k >> 112) as usize
+        (k >> (128 - TOP_BITS)) as usize
     }
-    /// With a 16-bit top and 6-bit strides the chunks start at 16 + 6i and never straddle bit
-    /// 64, so the chunk comes from one 64-bit half (cheaper than 128-bit shifts).
+    /// From 64-bit halves (cheaper than 128-bit shifts). With an 18-bit top and 6-bit strides
+    /// the chunks start at 18 + 6i: the one at bit 60 straddles the halves and takes its last two
+    /// bits from the low half (`lo >> 1 >> (63 - off)`, zero unless the chunk straddles).
     #[inline(always)]
     fn chunk(k: u128, off: u32) -> u32 {
         if off < 64 {
-            (((k >> 64) as u64) << off >> 58) as u32
+            let (hi, lo) = ((k >> 64) as u64, k as u64);
+            (((hi << off) | (lo >> 1 >> (63 - off))) >> 58) as u32
         } else {
             ((k as u64) << (off - 64) >> 58) as u32
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trie::STRIDE;
+
+    /// The 64-bit-half `chunk` of every level the trie walks equals the plain 128-bit shift,
+    /// including the level that straddles bit 64.
+    #[test]
+    fn chunks_match_128_bit_shifts() {
+        let mut k: u128 = 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210;
+        for _ in 0..1000 {
+            // xorshift128 step: seeded, deterministic.
+            k ^= k << 13;
+            k ^= k >> 7;
+            k ^= k << 17;
+            let mut off = TOP_BITS;
+            while off < 128 {
+                assert_eq!(
+                    V6::chunk(k, off),
+                    ((k << off) >> 122) as u32,
+                    "{k:#x} at {off}"
+                );
+                off += STRIDE;
+            }
+            let k4 = (k >> 64) as u32;
+            let mut off = TOP_BITS;
+            while off < 32 {
+                let expect = ((u64::from(k4) << (32 + off)) >> 58) as u32;
+                assert_eq!(V4::chunk(k4, off), expect, "{k4:#x} at {off}");
+                off += STRIDE;
+            }
+            assert_eq!(V6::top(k), (k >> 110) as usize);
+            assert_eq!(V4::top(k4), (k4 >> 14) as usize);
         }
     }
 }

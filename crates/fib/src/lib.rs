@@ -39,7 +39,7 @@
 //! # The data-plane structure, and why
 //!
 //! A poptrie-style compressed multibit trie (module `trie`; Asai & Ohara, SIGCOMM 2015): a
-//! direct-pointing top level of 2^16 entries (256 KiB, VPP's ip4_mtrie first ply), then nodes of
+//! direct-pointing top level of 2^18 entries (1 MiB; the paper's s = 18), then nodes of
 //! stride 6 whose 64 slots are two 64-bit bitmaps (child / start of a leaf run) plus two base
 //! indices — a child or a leaf is found with one `popcount`. Leaves hold resolved next-hop
 //! groups, so a lookup is one walk with no backtracking. Compared, for 1,000,000 IPv4 routes:
@@ -48,21 +48,21 @@
 //! |---|---|---|---|
 //! | DIR-24-8 (DPDK `rte_lpm`) | 64 MiB fixed `tbl24` + 1 KiB per `tbl8`; the same 64 MiB for 1 route | 1 (2 past /24) | 1 entry (a /8: 65,536) |
 //! | 16-8-8 mtrie (VPP) | 256 KiB + 1 KiB per ply, one ply per /16 holding a longer route: ~64 MiB | 2 (3 past /24) | ≤ 256 entries |
-//! | **this poptrie** | 256 KiB + 24 B per node + 4 B per leaf run: **33 B per route** (measured) | 3 (4 past /28) | rebuild of one /16's subtree (µs) |
+//! | **this poptrie** | 1 MiB + 24 B per node + 4 B per leaf run: **22 B per route** (measured) | 3: top, node, leaf (4 past /24) | rebuild of one /18's subtree (µs) |
 //!
 //! The footprint decides the 1M-route case: every lookup of a spread-out destination misses the
-//! caches whatever the structure, and a 33 MiB trie of which the upper levels stay cached costs
+//! caches whatever the structure, and a 22 MiB trie of which the upper levels stay cached costs
 //! fewer misses and far fewer TLB misses than 64 MiB of `tbl24` touched at random; the extra
 //! dependent loads are partly overlapped by the staged batch lookup ([`Fib::lookup_batch`] walks
 //! one level for a whole vector before the next, so the misses of up to 64 packets are in flight
 //! together; measured 0.85× the time of single lookups at 1M IPv4 routes). The same code
 //! serves IPv6, where DIR-24-8 or 8-bit plies would cost kilobytes per route (rte_lpm6 sizes its
-//! tbl8 pool for that): a /48 is 6 nodes deep but shares its upper nodes with the other routes
-//! of its allocation (measured: 118 B per route for 1M routes, BENCHMARKS.md "FIB").
+//! tbl8 pool for that): a /48 is 5 nodes deep but shares its upper nodes with the other routes
+//! of its allocation (measured: 78 B per route for 1M routes, BENCHMARKS.md "FIB").
 //!
-//! **Updates in place**: a route longer than /16 rebuilds the subtree of one top entry from the
+//! **Updates in place**: a route longer than /18 rebuilds the subtree of one top entry from the
 //! route set kept in the `Fib` (µs for IPv4; the freed blocks are reused by size). A route of
-//! length `l <= 16` recomputes 2^(16-l) top entries and their subtrees: a /8 in a 1M-route
+//! length `l <= 18` recomputes 2^(18-l) top entries and their subtrees: a /8 in a 1M-route
 //! table takes milliseconds, a default route a full rebuild (~2 s). For those, build on the
 //! control side ([`Rib::build`]) and swap, rather than calling [`Fib::add`] on the worker.
 #![forbid(unsafe_code)]
@@ -90,7 +90,7 @@ pub struct FibStats {
     pub trie_nodes: usize,
     /// Live leaves (4 bytes each).
     pub trie_leaves: usize,
-    /// Bytes of the data-plane structure (top level 256 KiB + nodes + leaves, with free blocks).
+    /// Bytes of the data-plane structure (top level 1 MiB + nodes + leaves, with free blocks).
     pub trie_bytes: usize,
     /// Bytes of the route set and next-hop groups kept beside it for incremental updates.
     pub route_set_bytes: usize,

@@ -2,8 +2,10 @@
 //! Compressed Trie with Population Count for Fast and Scalable Software IP Routing Table Lookup",
 //! SIGCOMM 2015), written for this crate from the paper's description.
 //!
-//! - **Top level**: a direct-pointing array of 2^16 `u32` entries indexed by the first 16 bits of
-//!   the address (256 KiB, the same first level as VPP's 16-8-8 ip4_mtrie). An entry is a leaf
+//! - **Top level**: a direct-pointing array of 2^18 `u32` entries indexed by the first 18 bits of
+//!   the address (1 MiB; the paper's "direct pointing" with s = 18, its best setting; VPP's
+//!   16-8-8 ip4_mtrie uses 16). With 18, an IPv4 /19–/24 — most of a BGP table — is the top
+//!   entry, one node and one leaf; with 16 it was two nodes. An entry is a leaf
 //!   (a next-hop group id, 0 = no route) or, with bit 31 set, the index of a node.
 //! - **Nodes**: stride 6 (64 slots), 24 bytes each: `vector` (bit *i* set = slot *i* is a child
 //!   node), `leafvec` (bit *i* set = slot *i* is a leaf whose group differs from the previous leaf
@@ -15,11 +17,11 @@
 //! - Leaves hold the *resolved* group (the longest route covering the slot, inherited from above),
 //!   so a lookup never backtracks.
 //!
-//! **Updates**: a route longer than /16 changes the subtree of one top entry: that subtree is
-//! rebuilt from the route set (the routes under that /16 — a handful in a 1M-route table) and
-//! the old one's blocks go to free lists by size, which later builds reuse. A route of /16 or
-//! shorter changes 2^(16-len) top entries, each rewritten (a leaf) or rebuilt (a node): a /8
-//! costs 256 entries, a default route in a full table is a full rebuild. Costs are measured in
+//! **Updates**: a route longer than /18 changes the subtree of one top entry: that subtree is
+//! rebuilt from the route set (the routes under that /18 — a handful in a 1M-route table) and
+//! the old one's blocks go to free lists by size, which later builds reuse. A route of /18 or
+//! shorter changes 2^(18-len) top entries, each rewritten (a leaf) or rebuilt (a node): a /8
+//! costs 1,024 entries, a default route in a full table is a full rebuild. Costs are measured in
 //! docs/BENCHMARKS.md (FIB).
 
 use std::marker::PhantomData;
@@ -29,7 +31,7 @@ use crate::group::GroupId;
 use crate::routes::Routes;
 
 /// Bits resolved by the top level.
-pub(crate) const TOP_BITS: u32 = 16;
+pub(crate) const TOP_BITS: u32 = 18;
 /// Bits resolved per node.
 pub(crate) const STRIDE: u32 = 6;
 /// Top-level or state flag: "this is a node index", not a leaf.
@@ -50,7 +52,7 @@ type R = (u128, u8, GroupId);
 /// The compiled table.
 #[derive(Debug, Clone)]
 pub(crate) struct Trie<F: Family> {
-    /// A fixed-size array, so that indexing it with 16 bits needs no bounds check.
+    /// A fixed-size array, so that indexing it with [`TOP_BITS`] bits needs no bounds check.
     top: Box<[u32; 1 << TOP_BITS]>,
     nodes: Vec<Node>,
     leaves: Vec<GroupId>,
@@ -66,7 +68,7 @@ impl<F: Family> Trie<F> {
             top: vec![0; 1 << TOP_BITS]
                 .into_boxed_slice()
                 .try_into()
-                .expect("2^16 entries"),
+                .expect("2^TOP_BITS entries"),
             nodes: Vec::new(),
             leaves: Vec::new(),
             free_nodes: vec![Vec::new(); 65],
@@ -82,8 +84,8 @@ impl<F: Family> Trie<F> {
         t
     }
 
-    /// Recompute the top entries (and their subtrees) of the region `start/pl`, `pl <= 16`, from
-    /// the route set: 2^(16-pl) entries.
+    /// Recompute the top entries (and their subtrees) of the region `start/pl`, `pl <=
+    /// TOP_BITS`, from the route set: 2^(TOP_BITS-pl) entries.
     fn rebuild_range(&mut self, routes: &Routes, start: u128, pl: u8) {
         let s0 = (start >> (128 - TOP_BITS)) as usize;
         let s1 = s0 + (1 << (TOP_BITS - pl as u32));
@@ -108,7 +110,7 @@ impl<F: Family> Trie<F> {
             .range((start, pl)..=(end, u8::MAX))
             .map(|(&(b, l), &g)| (b, l, g))
             .collect();
-        // Paint the routes of /16 or shorter. The route set is sorted by address, then by
+        // Paint the routes of /TOP_BITS or shorter. The route set is sorted by address, then by
         // length, so a covering route is painted before the routes it covers.
         for &(bits, len, g) in inside.iter().filter(|r| r.1 as u32 <= TOP_BITS) {
             let s = (bits >> (128 - TOP_BITS)) as usize;
@@ -226,7 +228,7 @@ impl<F: Family> Trie<F> {
     }
 
     /// Bring the trie up to date after the route `bits/len` was added, replaced or removed in
-    /// `routes`: the top entries it covers (one for a route longer than /16) are recomputed.
+    /// `routes`: the top entries it covers (one for a route longer than /TOP_BITS) are recomputed.
     pub(crate) fn update(&mut self, routes: &Routes, bits: u128, len: u8) {
         let pl = len.min(TOP_BITS as u8);
         self.rebuild_range(routes, bits & crate::routes::mask(pl), pl);

@@ -7,11 +7,14 @@
 //! Next: the `interface-output` arc; edge `l2-flood`. Drops: `no-bridge`, `forwarding-disabled`,
 //! `same-port`, `flood-disabled`, `unknown-unicast-disabled`. Trace: `bd B dst MAC -> tx-port N` or
 //! `-> flood`.
+//!
+//! Staged ([`super::staged`]): the destination addresses of a group of packets are hashed and
+//! their table slots prefetched before any is looked up.
 
 use vecswitch_buffer::Pool;
 use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
 
-use super::{format_mac, is_group, macs};
+use super::{format_mac, is_group, macs, Addr, Staged};
 use crate::interface::TO_OUTPUT;
 use crate::state::SwitchState;
 
@@ -34,33 +37,30 @@ named_enum! {
 #[derive(Debug, Default)]
 pub struct L2Fwd;
 
-#[inline]
-fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
-    let (bd, rx) = {
-        let hdr = cx.pool.header(h);
-        (hdr.bd, hdr.rx_port)
-    };
-    let Some(bridge) = cx.state.bridge(bd) else {
+/// The per-packet body (stage 2 of [`super::staged`]).
+#[inline(always)]
+fn one(cx: &mut Cx<'_, SwitchState>, h: u32, p: Staged) -> Next {
+    let Some(bridge) = cx.state.bridge(p.bd) else {
         return DropReason::NoBridge.next();
     };
     let s = bridge.settings;
     if !s.forward {
         return DropReason::ForwardingDisabled.next();
     }
-    let Some((dst, _)) = macs(cx.pool, h) else {
+    let Some(dst) = p.mac else {
         return DropReason::NoBridge.next(); // unreachable: ethernet-input drops runts
     };
-    if is_group(&dst) {
+    if is_group(&dst.mac()) {
         return if s.flood {
             Edge::L2Flood.next()
         } else {
             DropReason::FloodDisabled.next()
         };
     }
-    match cx.state.macs.lookup(bd, &dst) {
-        Some(p) if p == rx => DropReason::SamePort.next(),
-        Some(p) => {
-            cx.pool.header_mut(h).tx_port = p;
+    match cx.state.macs.lookup_hashed(dst) {
+        Some(port) if port == p.rx => DropReason::SamePort.next(),
+        Some(port) => {
+            cx.pool.header_mut(h).tx_port = port;
             TO_OUTPUT
         }
         None if s.uu_flood => Edge::L2Flood.next(),
@@ -79,9 +79,7 @@ impl Node<SwitchState> for L2Fwd {
     }
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
-        for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
-            *n = one(cx, h);
-        }
+        super::staged(cx, pkts, nexts, Addr::Dst, one);
     }
 
     fn trace(&self, pool: &Pool, pkt: u32) -> String {

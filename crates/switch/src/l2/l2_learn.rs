@@ -9,12 +9,15 @@
 //! Next edges: `l2-fwd`. Drops: `no-bridge` (bridge deleted while in flight; a bug guard).
 //! Counters (declared by the node, in `show errors`): `learned`, `station-moves`, `mac-limit-reached`, `mac-table-full`,
 //! `static-mac-seen-elsewhere`. Trace: `bd B src MAC rx-port N`.
+//!
+//! Staged ([`super::staged`]): the source addresses of a group of packets are hashed and their
+//! table slots prefetched before any is learned.
 
 use vecswitch_buffer::Pool;
 use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
 
 use super::mac_table::LearnOutcome;
-use super::{format_mac, is_group, macs};
+use super::{format_mac, is_group, macs, Addr, Staged};
 use crate::state::SwitchState;
 
 named_enum! {
@@ -40,18 +43,17 @@ named_enum! {
 #[derive(Debug, Default)]
 pub struct L2Learn;
 
-#[inline]
-fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
-    let hdr = cx.pool.header(h);
-    let (bd, rx) = (hdr.bd, hdr.rx_port);
+/// The per-packet body (stage 2 of [`super::staged`]).
+#[inline(always)]
+fn one(cx: &mut Cx<'_, SwitchState>, p: Staged) -> Next {
     let st = &mut *cx.state;
-    let Some(bridge) = st.bridges.get(bd as usize).and_then(Option::as_ref) else {
+    let Some(bridge) = st.bridges.get(p.bd as usize).and_then(Option::as_ref) else {
         return DropReason::NoBridge.next();
     };
     let s = bridge.settings;
-    if let (true, Some((_, src))) = (s.learn, macs(cx.pool, h)) {
-        if !is_group(&src) {
-            let counter = match st.macs.learn(bd, &src, rx, st.now_s, s.mac_limit) {
+    if let (true, Some(k)) = (s.learn, p.mac) {
+        if !is_group(&k.mac()) {
+            let counter = match st.macs.learn_hashed(k, p.rx, st.now_s, s.mac_limit) {
                 LearnOutcome::Refreshed => return Edge::L2Fwd.next(),
                 LearnOutcome::Learned => Counter::Learned,
                 LearnOutcome::Moved { .. } => Counter::StationMoves,
@@ -76,9 +78,7 @@ impl Node<SwitchState> for L2Learn {
     }
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
-        for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
-            *n = one(cx, h);
-        }
+        super::staged(cx, pkts, nexts, Addr::Src, |cx, _, p| one(cx, p));
     }
 
     fn trace(&self, pool: &Pool, pkt: u32) -> String {
