@@ -90,11 +90,14 @@ pub fn apply_with_faults(
     // Ports deleted by this apply, held for the undo.
     let mut held: HashMap<String, Box<dyn Port>> = HashMap::new();
     let mut done: Vec<&Change> = Vec::with_capacity(changes.len());
+    // One FIB build for the whole apply, not one trie update per route (`Switch::begin_bulk`).
+    sw.begin_bulk();
     for c in changes {
         match step(sw, c, &mut cx, &mut held, factory, fail) {
             Ok(()) => done.push(c),
             Err(error) => {
                 let undo_failures = undo(sw, &done, &mut cx, &mut held, factory);
+                sw.end_bulk();
                 return Err(ApplyError {
                     what: c.describe(),
                     error: Box::new(error),
@@ -103,6 +106,7 @@ pub fn apply_with_faults(
             }
         }
     }
+    sw.end_bulk();
     Ok(())
 }
 

@@ -162,6 +162,9 @@ pub struct Tables<F: IpFamily> {
     pub last_age_s: u32,
     /// Routes with more than one path (while 0 the lookup computes no flow hash).
     multipath: usize,
+    /// While a bulk change runs ([`Tables::defer_fib`]): the route keys changed in `routes` but
+    /// not yet in `fib`.
+    deferred: Option<Vec<(F::Int, u8)>>,
 }
 
 impl<F: IpFamily> Default for Tables<F> {
@@ -174,6 +177,7 @@ impl<F: IpFamily> Default for Tables<F> {
             neighbors: NeighborTable::default(),
             last_age_s: 0,
             multipath: 0,
+            deferred: None,
         }
     }
 }
@@ -200,7 +204,11 @@ impl<F: IpFamily> Tables<F> {
     /// releasing the adjacencies of the route it replaces. On an error nothing changes but the
     /// new route's adjacencies are released.
     pub fn set_route(&mut self, key: (F::Int, u8), route: Route) -> Result<(), FibError> {
-        if let Err(e) = self.fib.add(key.0, key.1, &route.paths) {
+        if let Some(changed) = self.deferred.as_mut() {
+            // The FIB catches up at the end of the bulk change; the checks it would make here
+            // are the control calls' own (a network prefix, 1–8 paths).
+            changed.push(key);
+        } else if let Err(e) = self.fib.add(key.0, key.1, &route.paths) {
             route.paths.iter().for_each(|&a| self.adjs.release(a));
             return Err(e);
         }
@@ -215,11 +223,48 @@ impl<F: IpFamily> Tables<F> {
     /// Removes route `key` from `routes` and the FIB, releasing its adjacencies.
     pub fn remove_route(&mut self, key: (F::Int, u8)) -> Option<Route> {
         let r = self.routes.remove(&key)?;
-        // The FIB holds exactly the routes of `routes`: it has this one.
-        let _ = self.fib.remove(key.0, key.1);
+        // The FIB holds exactly the routes of `routes` (or will, after a bulk change).
+        match self.deferred.as_mut() {
+            Some(changed) => changed.push(key),
+            None => {
+                let _ = self.fib.remove(key.0, key.1);
+            }
+        }
         self.multipath -= usize::from(r.paths.len() > 1);
         r.paths.iter().for_each(|&a| self.adjs.release(a));
         Some(r)
+    }
+
+    /// Starts a bulk change: route changes go to `routes` only until [`Tables::settle_fib`].
+    /// Adding routes one by one updates the trie each time, and an update rebuilds the part of
+    /// the trie under the route's top-level entry, so N routes there cost O(N²) (a config
+    /// with 20,000 /32 routes took 128 s to load, 200,000 did not finish in 7 minutes;
+    /// docs/BENCHMARKS.md §11). Nothing forwards during a bulk change (it runs as one control call
+    /// on the worker), so the FIB may lag `routes` until it ends.
+    pub fn defer_fib(&mut self) {
+        self.deferred.get_or_insert_with(Vec::new);
+    }
+
+    /// Ends a bulk change: a few changes go into the FIB one by one, many rebuild it once.
+    pub fn settle_fib(&mut self) {
+        let Some(changed) = self.deferred.take() else {
+            return;
+        };
+        if changed.len() <= SETTLE_ONE_BY_ONE {
+            for key in changed {
+                match self.routes.get(&key) {
+                    Some(r) => {
+                        // The route passed the control checks; the FIB's own are the same.
+                        let _ = self.fib.add(key.0, key.1, &r.paths);
+                    }
+                    None => {
+                        let _ = self.fib.remove(key.0, key.1);
+                    }
+                }
+            }
+        } else {
+            self.rebuild_fib();
+        }
     }
 
     /// Rebuilds the data-plane FIB from `routes` in one go (after a bulk load, which may have
@@ -233,6 +278,11 @@ impl<F: IpFamily> Tables<F> {
         self.multipath = self.routes.values().filter(|r| r.paths.len() > 1).count();
     }
 }
+
+/// Route changes in one bulk change up to which [`Tables::settle_fib`] updates the FIB route by
+/// route; above it, one full build is cheaper (an update rebuilds the part of the trie under the
+/// route's top-level entry; a full build of 1M routes takes seconds).
+const SETTLE_ONE_BY_ONE: usize = 64;
 
 fn bad(field: &'static str, value: impl ToString, accepted: &'static str) -> SwitchError {
     SwitchError::InvalidValue {
