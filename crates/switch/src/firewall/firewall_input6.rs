@@ -25,7 +25,7 @@ use vecswitch_graph::{Cx, Next, Node, NodeInfo};
 
 use super::acl::{PacketKey, ICMPV6, TCP, UDP};
 use super::conntrack::Tuple;
-use super::firewall_input::{be16, one, payload_at, tcp_may_open, Counter, DropReason, Parsed};
+use super::firewall_input::{be16, payload_at, tcp_may_open, Counter, DropReason, Parsed};
 use crate::ip::IP6_UNICAST_ARC;
 use crate::state::SwitchState;
 
@@ -172,13 +172,31 @@ impl Node<SwitchState> for FirewallInput6 {
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
         for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
-            *n = one(cx, h, parse6, ON);
+            let off = cx.pool.header(h).l3_offset as usize;
+            let ip = cx.pool.data(h).get(off..).unwrap_or(&[]);
+            *n = match parse6(ip) {
+                Ok(p) if is_neighbor_discovery(&p) => ON,
+                Ok(p) => super::firewall_input::decide(cx, h, off, &p, ON),
+                Err(r) => r.next(),
+            };
         }
     }
 
     fn trace(&self, pool: &Pool, pkt: u32) -> String {
         crate::ip::ip6_input::trace_ip6(pool, pkt)
     }
+}
+
+/// ICMPv6 Neighbor Discovery (router solicitation 133, advertisement 134, neighbour solicitation
+/// 135, advertisement 136, redirect 137) always passes, whatever the rules say: without it an
+/// interface cannot resolve its neighbours (RFC 4890 §4.4.1, traffic that must not be dropped).
+/// A solicitation or advertisement sent to the switch's own unicast address is routed to
+/// `ip6-local` through the `ip6-unicast` arc, so it meets this node; nftables' forward chain, the
+/// firewall's reference, never sees it. (Seen: an outside interface with default deny dropped the
+/// advertisements that answered the switch's solicitations, so no IPv6 packet crossed a firewall
+/// VNF; `crates/testbed/tests/chain_edge.rs`.)
+fn is_neighbor_discovery(p: &Parsed) -> bool {
+    p.key.proto == ICMPV6 && (133..=137).contains(&p.key.icmp_type)
 }
 
 #[cfg(test)]
@@ -204,6 +222,22 @@ mod tests {
 
     const A: &str = "2001:db8:1::2";
     const R: &str = "2001:db8:ff::9";
+
+    /// Neighbour solicitations and advertisements are recognised as Neighbor Discovery (and so
+    /// pass the rules); an echo request is not.
+    #[test]
+    fn neighbor_discovery_is_recognised() {
+        for t in [133u8, 134, 135, 136, 137] {
+            let mut icmp = vec![t, 0, 0, 0, 0, 0, 0, 0];
+            icmp.extend_from_slice(&[0; 16]);
+            let p = parse6(&ip6(58, A, R, &icmp)).unwrap();
+            assert!(is_neighbor_discovery(&p), "type {t}");
+        }
+        let echo = parse6(&ip6(58, A, R, &[128, 0, 0, 0, 0, 1, 0, 1])).unwrap();
+        assert!(!is_neighbor_discovery(&echo));
+        let tcp = parse6(&ip6(6, A, R, &tcp(40000, 135, 0x02))).unwrap();
+        assert!(!is_neighbor_discovery(&tcp));
+    }
 
     #[test]
     fn tcp_udp_and_echo_give_keys_and_tuples() {
