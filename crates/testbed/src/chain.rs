@@ -14,7 +14,7 @@
 //! | `kernel-router-nat` | as `kernel-bridge` | as `kernel-router`, with nftables `masquerade` (IPv4) out of its right port |
 //! | `kernel-firewall` | as `kernel-bridge` | as `kernel-router`, with nftables filtering by the seed-004 policy ([`policy`], both families) |
 //! | `vecswitch-router-nat` | memif (DUT = server) | `vecswitch run` routing (`[ip]`) with NAT44 masquerade (`[nat44]`: left inside, right outside) |
-//! | `vecswitch-firewall` | memif (DUT = server) | `vecswitch run` routing with `[[firewall]]` ACLs of the seed-004 policy (IPv4; IPv6 passes unfiltered) |
+//! | `vecswitch-firewall` | memif (DUT = server) | `vecswitch run` routing with `[[firewall]]` ACLs of the seed-004 policy (IPv4 and IPv6; IPS mode on request, [`policy::ips_patterns`]) |
 //!
 //! Traffic goes gen0 → DUT phy0 → VNF 0 → DUT → VNF 1 → … → VNF N-1 → DUT phy1 → gen1 and back:
 //! the DUT connects `phy0–vnf0`, `vnf(2k+1)–vnf(2k+2)` and `vnf(2N-1)–phy1`. VNF k holds the
@@ -34,8 +34,10 @@
 //!
 //! Routed VNFs (the last five) each make one IP hop: [`routed`] numbers the subnets and gives
 //! each hop its addresses and routes, the L7 client and server their gateways. A vecswitch VNF's
-//! memif ports get fixed MACs `02:12:00:00:00:II` (port `vII`): memif's default MAC is the same
-//! for every interface id 0, and two routed VNFs share a segment.
+//! memif ports are configured with fixed MACs `02:12:00:00:00:II` (port `vII`), but the switch's
+//! routed interfaces answer and check with their own `02:fe:00:00:HH:LL` (from the interface
+//! index; `show interfaces` says so): ARP and ND make that work for the L7 endpoints, and the
+//! built-in tester ([`tester_streams`]) reads the running VNF's MAC.
 //!
 //! [`noisy`]: the noisy-neighbour stressor (seed 003) and the L7 profile run once per level.
 //! [`policy`]: the seed-004 firewall rules (100), rendered for vecswitch and for nftables.
@@ -213,6 +215,21 @@ pub fn vecswitch_vnf_toml(
     ctl: &std::path::Path,
     cpu: usize,
 ) -> String {
+    vecswitch_vnf_toml_with_ips(kind, chain, k, ends, ctl, cpu, None)
+}
+
+/// [`vecswitch_vnf_toml`] with, for a firewall, IPS mode on both ports searching for `ips`
+/// ([`policy::ips_patterns`]; the L7 bed reloads a running firewall VNF with it,
+/// `L7Bed::set_ips`).
+pub fn vecswitch_vnf_toml_with_ips(
+    kind: &VnfKind,
+    chain: &[VnfKind],
+    k: usize,
+    ends: &[PortEnd],
+    ctl: &std::path::Path,
+    cpu: usize,
+    ips: Option<&[String]>,
+) -> String {
     use crate::dut::vecswitch::{config_toml, Mode};
     let Some(j) = routed::hop_index(chain, k).filter(|_| routed::is_routed(kind)) else {
         return config_toml(ends, &[(0, 1)], Mode::Xconnect, ctl, Some(cpu));
@@ -240,6 +257,15 @@ pub fn vecswitch_vnf_toml(
             format_args!("\n[[ip.route]]\nprefix = {prefix:?}\nvia = [{via:?}]\n"),
         );
     }
+    for (iface, ip, mac) in tester_neighbours(j, n) {
+        let iface = [left, right][iface];
+        let _ = std::fmt::Write::write_fmt(
+            &mut s,
+            format_args!(
+                "\n[[ip.neighbor]]\ninterface = {iface:?}\nip = \"{ip}\"\nmac = {mac:?}\n"
+            ),
+        );
+    }
     match kind {
         VnfKind::VecswitchRouterNat { .. } => {
             let _ = std::fmt::Write::write_fmt(
@@ -248,11 +274,131 @@ pub fn vecswitch_vnf_toml(
             );
         }
         VnfKind::VecswitchFirewall { .. } => {
-            s.push_str(&policy::seed004(n).vecswitch_toml(left, right));
+            s.push_str(&policy::seed004(n).vecswitch_toml(left, right, ips));
         }
         _ => {}
     }
     s
+}
+
+/// The MACs the built-in tester's frames carry: `[source side (gen0), sink side (gen1)]`; the
+/// end hops hold them as static neighbours of [`routed::TESTER_SOURCE`] and
+/// [`routed::tester_sink`].
+pub const TESTER_MACS: [[u8; 6]; 2] = [
+    [0x02, 0x12, 0, 0, 0x01, 0x00],
+    [0x02, 0x12, 0, 0, 0x01, 0x01],
+];
+
+fn mac_text(m: [u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// The static neighbours hop `j` of `n` holds for the built-in tester, as (side: 0 left, 1
+/// right; address; MAC): the first hop the source, the last hop the sink.
+fn tester_neighbours(j: usize, n: usize) -> Vec<(usize, std::net::Ipv4Addr, String)> {
+    let mut v = Vec::new();
+    if j == 0 {
+        v.push((0, routed::TESTER_SOURCE, mac_text(TESTER_MACS[0])));
+    }
+    if j + 1 == n {
+        v.push((1, routed::tester_sink(n), mac_text(TESTER_MACS[1])));
+    }
+    v
+}
+
+/// The MAC of side `side` (0 left, 1 right) of VNF `k` in `w`: the veth end's of a kernel VNF;
+/// for a vecswitch VNF, the interface's as the running VNF reports it (`ctl --json show
+/// interfaces`) — not the `mac` its config gives the memif port ([`vnf_mac`]): the switch's
+/// interfaces keep `02:fe:00:00:HH:LL` from their index (`vecswitch_switch::interface`,
+/// "until ports report their own"), and the routed frames must carry the one it checks.
+fn vnf_port_mac(w: &crate::topology::Wiring, k: usize, side: usize) -> Option<[u8; 6]> {
+    let chain = w.topology.chain();
+    let v = chain.get(k)?;
+    let end = w.vnf_ports.get(2 * k + side)?;
+    let text = match end {
+        PortEnd::Veth { mac, .. } if is_kernel(v) => mac.clone(),
+        _ => {
+            let bin = vecswitch_bin(v.vecswitch_path()?).ok()?;
+            let ctl = vnf_ctl(&w.run_dir, k);
+            let out = crate::cmd::run(
+                &bin.display().to_string(),
+                &[
+                    "ctl",
+                    "--socket",
+                    &ctl.display().to_string(),
+                    "--timeout",
+                    "5",
+                    "--json",
+                    "show",
+                    "interfaces",
+                ],
+            )
+            .ok()?;
+            interface_mac(&out, end.name())?
+        }
+    };
+    let b: Vec<u8> = text
+        .split(':')
+        .filter_map(|x| u8::from_str_radix(x, 16).ok())
+        .collect();
+    b.try_into().ok()
+}
+
+/// The MAC of interface `name` in a `ctl --json show interfaces` answer.
+fn interface_mac(json: &str, name: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    v.get("data")?
+        .as_array()?
+        .iter()
+        .find(|i| i.get("name").and_then(|n| n.as_str()) == Some(name))?
+        .get("mac")?
+        .as_str()
+        .map(str::to_string)
+}
+
+/// The built-in tester's streams through a chain with routed VNFs (seed 004's "built-in
+/// performance testing"; `None` for a chain without): the generator, attached to the switch by
+/// memif like any VNF (`chain-memif:…`), sends IPv4/UDP from [`routed::TESTER_SOURCE`] to
+/// [`routed::tester_sink`], port 1024 → 123 (NTP: a port the seed-004 policy permits, so the
+/// firewall tracks it as a connection and NAT44 as a session), to the first hop's MAC; each hop
+/// routes it, the NAT rewrites its source, and the last hop sends it to the sink's static
+/// neighbour, which is the generator's other port. The generator finds its frames by their
+/// signature (UDP payload), so the rewritten headers do not matter. Bidirectional adds the same
+/// stream backwards (sink to source, to the last hop's MAC): a firewall or a NAT drops it as a
+/// connection attempt from outside — the procedure then reports that direction's loss.
+pub fn tester_streams(
+    tb: &crate::topology::Testbed,
+    size: &vecswitch_gen::SizeSpec,
+    bidirectional: bool,
+) -> Option<Vec<vecswitch_gen::StreamSpec>> {
+    let w = tb.wiring();
+    let chain = w.topology.chain();
+    let n = routed::hops(&chain);
+    if n == 0 {
+        return None;
+    }
+    let first = (0..chain.len()).find(|k| routed::hop_index(&chain, *k) == Some(0))?;
+    let last = (0..chain.len()).find(|k| routed::hop_index(&chain, *k) == Some(n - 1))?;
+    let mut s = vecswitch_gen::StreamSpec::ipv4(0, 1);
+    s.name = "tester".into();
+    s.size = size.clone();
+    s.src_mac = TESTER_MACS[0];
+    s.dst_mac = vnf_port_mac(w, first, 0)?;
+    s.src_ip = routed::TESTER_SOURCE.into();
+    s.dst_ip = routed::tester_sink(n).into();
+    s.src_port = 1024;
+    s.dst_port = 123;
+    let mut v = vec![s.clone()];
+    if bidirectional {
+        let mut r = s.reversed();
+        r.src_mac = TESTER_MACS[1];
+        r.dst_mac = vnf_port_mac(w, last, 1)?;
+        v.push(r);
+    }
+    Some(v)
 }
 
 /// The namespace of kernel VNF `k` of run `run_id`.
@@ -443,6 +589,21 @@ impl KernelVnf {
                 }
                 for (prefix, via) in &hop.routes {
                     ip(&["route", "add", prefix, "via", via])?;
+                }
+                for (side, addr, mac) in tester_neighbours(j, n) {
+                    let addr = addr.to_string();
+                    let dev = &ifnames[side];
+                    ip(&[
+                        "neigh",
+                        "replace",
+                        &addr,
+                        "lladdr",
+                        &mac,
+                        "dev",
+                        dev,
+                        "nud",
+                        "permanent",
+                    ])?;
                 }
                 let script = match kind {
                     VnfKind::KernelRouterNat => Some(format!(
@@ -656,8 +817,28 @@ mod tests {
             Some("10.12.2.253")
         );
         assert_eq!(nat["nat44"]["outside"][0].as_str(), Some("v3"));
+        // The built-in tester's static neighbours: its source on the first hop's left, its
+        // sink on the last hop's right.
+        let neigh = |t: &toml::Table| -> Vec<String> {
+            t["ip"]["neighbor"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| {
+                    format!(
+                        "{} {} {}",
+                        n["interface"].as_str().unwrap(),
+                        n["ip"].as_str().unwrap(),
+                        n["mac"].as_str().unwrap()
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(neigh(&fw), ["v0 10.12.1.100 02:12:00:00:01:00"]);
+        assert_eq!(neigh(&nat), ["v3 10.12.3.100 02:12:00:00:01:01"]);
         assert!(nat.get("firewall").is_none() && fw.get("nat44").is_none());
-        assert_eq!(fw["firewall"][0]["rules"].as_array().unwrap().len(), 100);
+        // The 100-rule policy, range rules once per family (chain/policy.rs).
+        assert_eq!(fw["firewall"][0]["rules"].as_array().unwrap().len(), 193);
         assert_eq!(
             fw["firewall"][0]["rules"][0]["dst"].as_str(),
             Some("10.12.3.160/27")
@@ -691,6 +872,17 @@ mod tests {
             1,
         );
         assert!(x.contains("[[xconnect]]") && !x.contains("[ip]"), "{x}");
+    }
+
+    #[test]
+    fn interface_macs_come_from_show_interfaces() {
+        let json = r#"{"ok":true,"data":[{"name":"v0","mac":"02:fe:00:00:00:00"},{"name":"v1","mac":"02:fe:00:00:00:01"}]}"#;
+        assert_eq!(
+            interface_mac(json, "v1").as_deref(),
+            Some("02:fe:00:00:00:01")
+        );
+        assert_eq!(interface_mac(json, "v9"), None);
+        assert_eq!(interface_mac("nonsense", "v0"), None);
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! Seed 004's edge service chain (issue 12): the L7 mix with illegal flows through vecswitch's
 //! firewall and router-with-NAT VNFs, and through the kernel's (nftables) peers; the
 //! `edge-chain.toml` suite whole. Asserted: every transaction completes, every illegal flow is
-//! denied on the client side and counted by the firewall's drops; without a firewall the same
-//! illegal flows get through and the run says so; the VNF configs are accepted by
+//! denied on the client side and counted by the firewall's drops, IPv4 and IPv6; with IPS mode
+//! on the mix still completes and the IPS searched its packets; without a firewall the same
+//! illegal flows get through and the run says so; the VNF configs (IPS on too) are accepted by
 //! `vecswitch run --check`.
 //!
 //! Root (namespaces, veth) except the config check; needs nginx, vsftpd, dnsmasq-base, ethtool,
@@ -13,11 +14,15 @@ mod common;
 use std::time::Duration;
 
 use common::built_vecswitch as vecswitch;
+use vecswitch_lab::procedures::throughput::{throughput, ThroughputConfig};
+use vecswitch_lab::{Load, Measurer};
 use vecswitch_testbed::chain;
 use vecswitch_testbed::l7::illegal::IllegalKind;
 use vecswitch_testbed::l7::suite::{run_suite, L7Suite};
 use vecswitch_testbed::l7::{Class, L7Bed, L7Report, Profile};
-use vecswitch_testbed::{DutKind, Link, MemifRole, PortEnd, Topology, VnfKind};
+use vecswitch_testbed::{
+    DutKind, GenMeasurer, Link, MemifRole, PortEnd, Testbed, Topology, VnfKind,
+};
 
 /// 4 s at 20 transactions/s (80), with 5 illegal flows per 100 (4: each kind at least once).
 fn profile(ipv6: bool, illegal: u32) -> Profile {
@@ -75,7 +80,16 @@ fn vecswitch_vnf_configs_pass_vecswitch_run_check() {
                 role: MemifRole::Client,
             })
             .collect();
-        let toml = chain::vecswitch_vnf_toml(kind, &chain, k, &ends, &dir.join("vnf.ctl"), 0);
+        let ips = chain::policy::ips_patterns();
+        let toml = chain::vecswitch_vnf_toml_with_ips(
+            kind,
+            &chain,
+            k,
+            &ends,
+            &dir.join("vnf.ctl"),
+            0,
+            Some(&ips),
+        );
         let path = dir.join(format!("vnf{k}.toml"));
         std::fs::write(&path, &toml).unwrap();
         let out = std::process::Command::new(&bin)
@@ -134,6 +148,24 @@ fn vecswitch_firewall_and_router_nat_vnfs_complete_the_mix_and_deny_illegal_flow
     let r = bed.run(&p).unwrap();
     complete(&r);
     denied(&r);
+    // Where the time went: the switch and both VNFs each report their own forwarding time,
+    // packets and idle sleeps (the worker sleeps after 500 µs without traffic: at 20
+    // transactions/s every vecswitch of the chain does), beside their CPU time.
+    let cost = r.cost.as_ref().expect("cost read around the run");
+    eprintln!("{cost:#?}\n{:?}", r.placement.shared_cpus);
+    let own: Vec<_> = cost
+        .processes
+        .iter()
+        .filter(|p| p.forwarding.is_some())
+        .collect();
+    assert!(own.len() >= 3, "the DUT and two VNFs: {cost:#?}");
+    for p in own {
+        assert!(p.rx_packets.is_some_and(|n| n > 0), "{p:?}");
+        assert!(p.idle_sleeps.is_some_and(|n| n > 0), "{p:?}");
+        assert!(p.forwarding_ns_per_packet.is_some_and(|n| n > 0.0), "{p:?}");
+        assert!(p.on_cpu.is_some(), "{p:?}");
+    }
+    assert!(!cost.cpus.is_empty(), "{cost:#?}");
     // NAT: the router's sessions are the client's connections, translated to its outside
     // address (10.12.3.254, the server's gateway).
     let run_dir = bed.testbed().unwrap().run_dir().path().to_path_buf();
@@ -149,9 +181,30 @@ fn vecswitch_firewall_and_router_nat_vnfs_complete_the_mix_and_deny_illegal_flow
         out.status.success() && text.contains("10.12.3.254"),
         "{text}"
     );
-    // IPv6 is routed (no NAT66) and, on main, not filtered by vecswitch's firewall: the mix
-    // completes; no illegal flows (see docs/suites/edge-chain.toml).
-    complete(&bed.run(&profile(true, 0)).unwrap());
+    // IPv6 is routed (no NAT66) and filtered by firewall-input6 with the same policy: the mix
+    // completes and the illegal flows are denied and counted as in IPv4.
+    let r6 = bed.run(&profile(true, 5)).unwrap();
+    complete(&r6);
+    denied(&r6);
+    assert_eq!(r.ips_scanned, None);
+    // IPS mode on the running firewall (ctl reload): the mix still completes — none of the
+    // patterns is in it — the illegal flows are still denied, and the IPS searched the packets
+    // the firewall let through, both ways (at least a request and a response per transaction).
+    let patterns = chain::policy::ips_patterns();
+    assert_eq!(bed.set_ips(&patterns).unwrap(), 1);
+    let shown = std::process::Command::new(&bin)
+        .args(["ctl", "--socket"])
+        .arg(chain::vnf_ctl(&run_dir, 0))
+        .args(["show", "firewall"])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("/etc/passwd"), "{shown}");
+    let ri = bed.run(&p).unwrap();
+    complete(&ri);
+    denied(&ri);
+    let scanned = ri.ips_scanned.expect("IPS on");
+    assert!(scanned >= 2 * ri.transactions, "{scanned} packets searched");
 }
 
 #[test]
@@ -187,8 +240,29 @@ fn edge_chain_suite_prints_seed_004s_table_for_both_sides_clean() {
         table.contains("| L7 throughput (Mbit/s) | L1 line rate (%) | avg TTFB (ms) |"),
         "{table}"
     );
-    let rows: Vec<&str> = table.lines().filter(|l| l.contains(" | ipv")).collect();
-    assert_eq!(rows.len(), 16, "{table}");
+    // The cost table: every vecswitch scenario's switch process, with its forwarding share.
+    assert!(table.contains("Where the time went"), "{table}");
+    let t = res.table();
+    assert!(
+        t.costs
+            .iter()
+            .filter(|c| c.scenario.starts_with("vecswitch"))
+            .all(|c| c.process.starts_with("dut ") || c.process.starts_with("vnf ")),
+        "{table}"
+    );
+    assert!(
+        t.costs
+            .iter()
+            .any(|c| c.scenario == "vecswitch" && c.forwarding_percent.is_some()),
+        "{table}"
+    );
+    // The scenario table (the cost table follows it, after its note).
+    let main = table
+        .split("Where the time went")
+        .next()
+        .unwrap_or_default();
+    let rows: Vec<&str> = main.lines().filter(|l| l.contains(" | ipv")).collect();
+    assert_eq!(rows.len(), 18, "{table}");
     for d in &suite.duts {
         let label = format!("| {} |", d.label());
         assert_eq!(
@@ -197,16 +271,124 @@ fn edge_chain_suite_prints_seed_004s_table_for_both_sides_clean() {
             "{label}: {table}"
         );
     }
-    // Illegal flows went through every firewall scenario's IPv4 run and none got through.
-    let fw_rows = rows
-        .iter()
-        .filter(|r| r.contains("firewall") && r.contains("| ipv4 |"))
-        .count();
-    assert_eq!(fw_rows, 4, "{table}");
-    for r in rows
-        .iter()
-        .filter(|r| r.contains("firewall") && r.contains("| ipv4 |"))
-    {
+    // Illegal flows went through every firewall scenario's runs, both families, and none got
+    // through.
+    let fw_rows: Vec<&&str> = rows.iter().filter(|r| r.contains("firewall")).collect();
+    assert_eq!(fw_rows.len(), 10, "{table}");
+    for r in fw_rows {
         assert!(r.contains(" / 0 |"), "{r}");
     }
+    // The IPS scenario searched packets in every run.
+    let ips = res
+        .devices
+        .iter()
+        .find(|d| d.label.contains("IPS"))
+        .expect("the IPS scenario ran");
+    assert_eq!(ips.runs.len(), 2);
+    assert!(ips
+        .runs
+        .iter()
+        .all(|r| r.ips_scanned.is_some_and(|n| n > 0)));
+}
+
+/// Seed 004's built-in tester: the generator attached to vecswitch by memif like the VNFs, its
+/// routed UDP stream through the firewall and the router with NAT (`edge-chain-tester.toml`'s
+/// full chain): every frame of a low fixed load arrives, an RFC 2544 search at a small scale
+/// finds a throughput, and the NAT and the firewall hold the tester's one flow.
+#[test]
+fn built_in_tester_measures_rfc2544_throughput_through_the_vecswitch_chain() {
+    let bin = vecswitch();
+    let suite = vecswitch_lab::suite::Suite::parse(include_str!(
+        "../../../docs/suites/edge-chain-tester.toml"
+    ))
+    .unwrap();
+    assert!(!suite.bidirectional);
+    for d in &suite.duts {
+        d.topology.parse::<Topology>().unwrap();
+    }
+    let topo = Topology::new_chain(
+        Link::Memif,
+        vec![
+            VnfKind::VecswitchFirewall { bin: bin.clone() },
+            VnfKind::VecswitchRouterNat { bin: bin.clone() },
+        ],
+    )
+    .unwrap();
+    assert_eq!(topo.to_string(), suite.duts[3].topology);
+    let mut tb = Testbed::build(topo).unwrap();
+    let mut ports = tb.open_generator_ports().unwrap();
+    tb.start_with_generator(
+        DutKind::VecswitchXconnect { bin: bin.clone() }.build(),
+        &mut ports,
+    )
+    .unwrap();
+    let streams =
+        vecswitch_testbed::dut::evpl::dut_streams(&tb, &vecswitch_gen::SizeSpec::Fixed(64), false);
+    assert_eq!(streams.len(), 1, "{streams:?}");
+    let s = &streams[0];
+    assert_eq!(s.dst_ip.to_string(), "10.12.3.100");
+    assert_eq!(s.dst_port, 123);
+    let dst_mac = s.dst_mac;
+    // A shared, loaded host stalls the generator: a trial that offered 75 % of its load still
+    // judges the device (loss is counted against what was offered either way).
+    let mut m = GenMeasurer::for_testbed(&tb, ports, streams)
+        .unwrap()
+        .tolerance(0.25)
+        .warmup(Duration::from_millis(300))
+        .drain(Duration::from_millis(300));
+    let run_dir = tb.run_dir().path().to_path_buf();
+    let show = |ctl: std::path::PathBuf, what: &[&str]| {
+        let out = std::process::Command::new(&bin)
+            .args(["ctl", "--socket"])
+            .arg(ctl)
+            .arg("show")
+            .args(what)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    // Where frames went, for a failure's message: the switch's and each VNF's drop reasons.
+    let errors = || {
+        [
+            run_dir.join("dut.ctl"),
+            chain::vnf_ctl(&run_dir, 0),
+            chain::vnf_ctl(&run_dir, 1),
+        ]
+        .into_iter()
+        .map(|c| show(c, &["errors"]))
+        .collect::<Vec<_>>()
+        .join("\n")
+    };
+    // Sent to the firewall's left port, by the MAC the running VNF has.
+    let mac: Vec<String> = dst_mac.iter().map(|b| format!("{b:02x}")).collect();
+    let ifs = show(chain::vnf_ctl(&run_dir, 0), &["interfaces"]);
+    assert!(
+        ifs.lines()
+            .any(|l| l.starts_with("v0 ") && l.contains(&mac.join(":"))),
+        "{mac:?}: {ifs}"
+    );
+    let t = m.trial(Load::fps(2_000.0), Duration::from_secs(1)).unwrap();
+    eprintln!("2 kfps: {t:?}\n{}", errors());
+    // (A loaded host may make the generator late: what it offered must all arrive.)
+    assert!(t.offered_frames >= 200, "{t:?}");
+    assert_eq!(t.received_frames, t.offered_frames, "{t:?}");
+    let cfg = ThroughputConfig {
+        resolution_fps: 2_000.0,
+        verify: false,
+        ..ThroughputConfig::new(200.0, 20_000.0, Duration::from_millis(500))
+    };
+    let r = throughput(&mut m, &cfg).unwrap();
+    eprintln!(
+        "throughput {:?} fps after {} trials",
+        r.throughput_fps,
+        r.trials.len()
+    );
+    assert!(r.throughput_fps.is_some_and(|x| x >= 200.0), "{r:?}");
+    // One NAT session, the tester's source translated to the router's outside address.
+    let nat = show(chain::vnf_ctl(&run_dir, 1), &["nat44", "sessions"]);
+    assert!(
+        nat.contains("10.12.1.100") && nat.contains("10.12.3.254"),
+        "{nat}"
+    );
+    tb.check_alive().unwrap();
 }

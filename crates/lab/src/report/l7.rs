@@ -67,6 +67,72 @@ pub struct L7Interval {
     pub illegal: Option<IllegalCell>,
 }
 
+/// Where a scenario's time went (issue 12: TTFB beside the device's own cost): one process of
+/// the device, medians over the runs (counts summed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct L7CostRow {
+    pub scenario: String,
+    pub family: String,
+    pub avg_ttfb_ms: Option<f64>,
+    /// Role and program, e.g. `dut vecswitch`, `vnf vnf-vecswitch-2`.
+    pub process: String,
+    /// Its CPU(s).
+    pub cpus: String,
+    /// Non-idle share of its CPU over the run, %, all processes together.
+    pub cpu_busy_percent: Option<f64>,
+    /// Its CPU time over the run, %.
+    pub on_cpu_percent: Option<f64>,
+    /// Its own forwarding time (a vecswitch's `loop.busy_ns`) over the run, %.
+    pub forwarding_percent: Option<f64>,
+    pub forwarding_us_per_packet: Option<f64>,
+    pub packets: Option<u64>,
+    pub idle_sleeps: Option<u64>,
+    /// The placement record's line for its CPU when several roles shared it.
+    pub shared: String,
+}
+
+/// The cost table's columns.
+pub const COST_COLUMNS: [&str; 12] = [
+    "scenario",
+    "family",
+    "avg TTFB (ms)",
+    "process",
+    "CPU",
+    "CPU busy (%)",
+    "on CPU (%)",
+    "forwarding (%)",
+    "forwarding (µs/packet)",
+    "packets",
+    "idle sleeps",
+    "CPU shared",
+];
+
+impl L7CostRow {
+    fn cells(&self) -> Vec<String> {
+        let pct = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.1}"));
+        let n = |v: Option<u64>| v.map_or("-".into(), |x| x.to_string());
+        vec![
+            self.scenario.clone(),
+            self.family.clone(),
+            ms(self.avg_ttfb_ms),
+            self.process.clone(),
+            self.cpus.clone(),
+            pct(self.cpu_busy_percent),
+            pct(self.on_cpu_percent),
+            pct(self.forwarding_percent),
+            self.forwarding_us_per_packet
+                .map_or("-".into(), |x| format!("{x:.2}")),
+            n(self.packets),
+            n(self.idle_sleeps),
+            if self.shared.is_empty() {
+                "-".into()
+            } else {
+                self.shared.clone()
+            },
+        ]
+    }
+}
+
 /// The whole table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct L7Table {
@@ -75,6 +141,9 @@ pub struct L7Table {
     pub rows: Vec<L7Row>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub intervals: Vec<L7Interval>,
+    /// Where the time went, per scenario, family and device process.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub costs: Vec<L7CostRow>,
     /// Scenarios that could not be measured, with the reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_measured: Vec<String>,
@@ -191,11 +260,22 @@ pub fn markdown(t: &L7Table) -> String {
             t.intervals.iter().map(L7Interval::cells),
         );
     }
+    if !t.costs.is_empty() {
+        s.push_str(COST_NOTE);
+        md_table(&mut s, &COST_COLUMNS, t.costs.iter().map(L7CostRow::cells));
+    }
     for f in &t.not_measured {
         let _ = write!(s, "\nnot measured: {f}\n");
     }
     s
 }
+
+/// What the cost table says, above it.
+const COST_NOTE: &str = "\nWhere the time went (the device's processes over each run: on CPU = \
+the CPU time the kernel charged it; forwarding = a vecswitch's own busy clock, the wall time of \
+its poll iterations that received packets, so time it was descheduled inside one counts too. \
+Forwarding well above on CPU: preempted in the middle of its work, the delay is scheduling; a \
+small forwarding share on a busy, shared CPU: waiting, not processing):\n\n";
 
 /// A table with a first column `#` (the row's number, which the charts use as bar labels).
 fn html_table(s: &mut String, cols: &[&str], rows: impl Iterator<Item = (Vec<String>, bool)>) {
@@ -288,6 +368,18 @@ pub fn html(t: &L7Table) -> String {
             }),
         );
     }
+    if !t.costs.is_empty() {
+        let _ = write!(
+            s,
+            "<h2>Where the time went</h2><p class=\"note\">{}</p>",
+            esc(COST_NOTE.trim())
+        );
+        html_table(
+            &mut s,
+            &COST_COLUMNS,
+            t.costs.iter().map(|c| (c.cells(), false)),
+        );
+    }
     if !t.not_measured.is_empty() {
         s.push_str("<h2>Not measured</h2><ul>");
         for f in &t.not_measured {
@@ -346,6 +438,20 @@ mod tests {
                 failed: 0,
                 illegal: None,
             }],
+            costs: vec![L7CostRow {
+                scenario: "vecswitch, firewall".into(),
+                family: "ipv4".into(),
+                avg_ttfb_ms: Some(4.25),
+                process: "vnf vnf-vecswitch".into(),
+                cpus: "1".into(),
+                cpu_busy_percent: Some(97.5),
+                on_cpu_percent: Some(31.0),
+                forwarding_percent: Some(0.4),
+                forwarding_us_per_packet: Some(2.5),
+                packets: Some(1600),
+                idle_sleeps: Some(4000),
+                shared: "cpu 1 shared by dut (vecswitch) and vnf (vnf-vecswitch)".into(),
+            }],
             not_measured: vec!["x: y".into()],
         }
     }
@@ -366,6 +472,8 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("not measured: x: y"));
+        assert!(md.contains("Where the time went"), "{md}");
+        assert!(md.contains("| vecswitch, firewall | ipv4 | 4.25 | vnf vnf-vecswitch | 1 | 97.5 | 31.0 | 0.4 | 2.50 | 1600 | 4000 | cpu 1 shared by dut (vecswitch) and vnf (vnf-vecswitch) |"), "{md}");
         let t = sample();
         let back: L7Table = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
         assert_eq!(back, t);
@@ -384,6 +492,7 @@ mod tests {
         );
         assert!(h.contains("<th>avg TTFB (ms)</th>"));
         assert!(h.contains("Burn-in, per interval"));
+        assert!(h.contains("<h2>Where the time went</h2>"));
         assert!(!h.contains("<script"));
     }
 }

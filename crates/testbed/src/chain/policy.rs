@@ -16,11 +16,20 @@
 //! On the right (outside) port: no rules, default deny — replies of tracked connections pass
 //! before the rules (conntrack), every connection attempt from outside is dropped.
 //!
-//! Each range rule names an IPv4 and an IPv6 prefix. The nftables rendering (table `inet`)
-//! filters both families; vecswitch's firewall filters IPv4 only on main (its rules hold IPv4
-//! prefixes, docs/NAT.md "Not done: IPv6"), so [`Policy::vecswitch_toml`] renders the IPv4
-//! prefixes and IPv6 passes it unfiltered — the L7 results show that as illegal flows that got
-//! through.
+//! Each range rule names an IPv4 and an IPv6 prefix (the IPv6 ones: the client's and server's
+//! `fd12:…` subnets, and 2001:2::/48, RFC 5180 §5's IPv6 benchmarking range, for the 88 /64s).
+//! Both renderings filter both families and agree rule for rule: a rule with prefixes is written
+//! once per family (nftables `ip …` / `ip6 …` in table `inet`; vecswitch one `[[firewall]]` rule
+//! with the IPv4 prefix and one with the IPv6 prefix, `firewall-input` / `firewall-input6`,
+//! docs/NAT.md), a rule without prefixes once for both, and the echo permit as ICMP type 8 and
+//! ICMPv6 type 128 (RFC 4443 §4.1). 92 × 2 + 7 + 2 = 193 rules on each side.
+//!
+//! IPS mode ([`ips_patterns`], seed 004's "advanced mode"): vecswitch's firewall searches the
+//! payload of what it lets through for byte patterns (docs/NAT.md, "IPS mode");
+//! [`Policy::vecswitch_toml`] turns it on on both ports when given patterns. nftables has no
+//! equivalent — its raw payload expressions (`@th,OFFSET,LEN`) compare bytes at a fixed offset,
+//! they do not search a payload for a set of strings (iptables' `xt_string` did, and is neither
+//! installed nor loadable here) — so the kernel chain has no IPS scenario.
 
 use std::fmt::Write;
 
@@ -115,6 +124,22 @@ pub fn seed004(hops: usize) -> Policy {
     Policy { inside }
 }
 
+/// What the L7 mix itself sends that an IPS pattern of the switch's benchmark set matches: the
+/// FTP class logs in as `USER anonymous` (`crate::l7::client`), which is one of them.
+const SENT_BY_THE_MIX: [&str; 1] = ["USER anonymous"];
+
+/// The IPS patterns of the IPS scenario: the 100 of the switch's IPS benchmark
+/// (`vecswitch_switch::firewall::testing::ips_patterns`: web attacks, shell commands, malware
+/// markers, protocol abuse — the set docs/NAT.md's cost per packet was measured with) but those
+/// the legitimate mix sends itself ([`SENT_BY_THE_MIX`]): 99. None occurs in the mix, so every
+/// transaction must still complete; what IPS mode changes is the cost of searching every packet.
+pub fn ips_patterns() -> Vec<String> {
+    vecswitch_switch::firewall::testing::ips_patterns()
+        .into_iter()
+        .filter(|p| !SENT_BY_THE_MIX.contains(&p.as_str()))
+        .collect()
+}
+
 fn ports(p: (u16, u16)) -> String {
     if p.0 == p.1 {
         p.0.to_string()
@@ -124,40 +149,63 @@ fn ports(p: (u16, u16)) -> String {
 }
 
 impl Policy {
-    /// `[[firewall]]` sections for vecswitch: the rules on `left`, default deny on both ports
-    /// (IPv4 prefixes only, see the module doc).
-    pub fn vecswitch_toml(&self, left: &str, right: &str) -> String {
-        let mut s =
-            format!("\n[[firewall]]\ninterface = {left:?}\ndefault-action = \"deny\"\nrules = [\n");
+    /// `[[firewall]]` sections for vecswitch: the rules on `left`, default deny on both ports,
+    /// each range rule once per family (see the module doc); with `ips`, IPS mode with those
+    /// patterns on both ports (requests and responses are searched).
+    pub fn vecswitch_toml(&self, left: &str, right: &str, ips: Option<&[String]>) -> String {
+        let ips_line = ips.map(|p| {
+            let list =
+                toml::Value::Array(p.iter().map(|x| toml::Value::from(x.as_str())).collect());
+            format!("ips = {{ patterns = {list} }}\n")
+        });
+        let mut s = format!("\n[[firewall]]\ninterface = {left:?}\ndefault-action = \"deny\"\n");
+        s.push_str(ips_line.as_deref().unwrap_or(""));
+        s.push_str("rules = [\n");
         for r in &self.inside {
-            let mut f = Vec::new();
-            if let Some(p) = &r.src {
-                f.push(format!("src = {:?}", p[0]));
-            }
-            if let Some(p) = &r.dst {
-                f.push(format!("dst = {:?}", p[0]));
-            }
-            if let Some(p) = r.proto {
-                f.push(format!("proto = {p:?}"));
-                if p == "icmp" {
-                    f.push("icmp-type = 8".into());
-                }
-            }
-            if let Some(d) = r.dport {
-                f.push(format!("dport = {:?}", ports(d)));
-            }
             let action = match r.verdict {
                 Verdict::Deny => "deny",
                 Verdict::Permit => "permit-reflect",
             };
-            f.push(format!("action = {action:?}"));
-            let _ = writeln!(s, "  {{ {} }},", f.join(", "));
+            // One rule per family when the rule names addresses, else one for both.
+            let families: &[Option<usize>] = if r.src.is_some() || r.dst.is_some() {
+                &[Some(0), Some(1)]
+            } else {
+                &[None]
+            };
+            for fam in families {
+                let mut f = Vec::new();
+                if let (Some(p), Some(i)) = (&r.src, fam) {
+                    f.push(format!("src = {:?}", p[*i]));
+                }
+                if let (Some(p), Some(i)) = (&r.dst, fam) {
+                    f.push(format!("dst = {:?}", p[*i]));
+                }
+                if r.proto == Some("icmp") {
+                    // Echo request of both families (RFC 792; RFC 4443 §4.1).
+                    for (proto, t) in [("icmp", 8), ("icmpv6", 128)] {
+                        let _ = writeln!(
+                            s,
+                            "  {{ proto = {proto:?}, icmp-type = {t}, action = {action:?} }},"
+                        );
+                    }
+                    continue;
+                }
+                if let Some(p) = r.proto {
+                    f.push(format!("proto = {p:?}"));
+                }
+                if let Some(d) = r.dport {
+                    f.push(format!("dport = {:?}", ports(d)));
+                }
+                f.push(format!("action = {action:?}"));
+                let _ = writeln!(s, "  {{ {} }},", f.join(", "));
+            }
         }
         s.push_str("]\n");
         let _ = write!(
             s,
             "\n[[firewall]]\ninterface = {right:?}\ndefault-action = \"deny\"\n"
         );
+        s.push_str(ips_line.as_deref().unwrap_or(""));
         s
     }
 
@@ -223,13 +271,15 @@ pub fn nft_drops(listing: &str) -> u64 {
         .sum()
 }
 
-/// Packets vecswitch's firewall denied: the `firewall-input` drop reasons ending in `deny`
-/// (`rule-deny`, `default-deny`) of a `ctl --json show errors` answer.
+/// Packets vecswitch's firewall denied: the drop reasons ending in `deny` (`rule-deny`,
+/// `default-deny`) of `firewall-input` and `firewall-input6` in a `ctl --json show errors`
+/// answer.
 pub fn vecswitch_drops(json: &str) -> Option<u64> {
     let v: serde_json::Value = serde_json::from_str(json).ok()?;
     let mut sum = 0;
     for e in v.get("data")?.as_array()? {
-        if e.get("node")?.as_str()? == "firewall-input"
+        let node = e.get("node")?.as_str()?;
+        if (node == "firewall-input" || node == "firewall-input6")
             && e.get("reason")?.as_str()?.ends_with("deny")
         {
             sum += e.get("count")?.as_u64()?;
@@ -262,13 +312,31 @@ mod tests {
 
     #[test]
     fn vecswitch_rendering_is_valid_firewall_config() {
-        let t = seed004(1).vecswitch_toml("v0", "v1");
+        let t = seed004(1).vecswitch_toml("v0", "v1", None);
         let v: toml::Table = t.parse().unwrap();
         let fw = v["firewall"].as_array().unwrap();
         assert_eq!(fw.len(), 2);
-        assert_eq!(fw[0]["rules"].as_array().unwrap().len(), 100);
+        // 92 range rules × 2 families + 7 port permits + echo of both families: as nftables.
+        assert_eq!(fw[0]["rules"].as_array().unwrap().len(), 92 * 2 + 7 + 2);
         assert_eq!(fw[1]["interface"].as_str(), Some("v1"));
         assert!(fw[1].get("rules").is_none());
+        assert!(fw[0].get("ips").is_none() && fw[1].get("ips").is_none());
+        assert!(
+            t.contains("{ dst = \"fd12:2::a0/123\", action = \"deny\" }"),
+            "{t}"
+        );
+        assert!(
+            t.contains("{ src = \"fd12:1::d0/124\", action = \"deny\" }"),
+            "{t}"
+        );
+        assert!(
+            t.contains("{ dst = \"2001:2:0:57::/64\", action = \"deny\" }"),
+            "{t}"
+        );
+        assert!(
+            t.contains("{ proto = \"icmpv6\", icmp-type = 128, action = \"permit-reflect\" }"),
+            "{t}"
+        );
         assert!(
             t.contains("{ proto = \"tcp\", dport = \"30000-30099\", action = \"permit-reflect\" }"),
             "{t}"
@@ -302,5 +370,27 @@ mod tests {
         assert_eq!(nft_drops(listing), 7);
         let json = r#"{"data":[{"node":"firewall-input","reason":"default-deny","count":5},{"node":"firewall-input","reason":"rule-deny","count":2},{"node":"ip4-input","reason":"bad-checksum","count":9},{"node":"firewall-input","reason":"fragment","count":1}]}"#;
         assert_eq!(vecswitch_drops(json), Some(7));
+        let json6 = r#"{"data":[{"node":"firewall-input6","reason":"rule-deny","count":3},{"node":"firewall-input","reason":"ips-match","count":4}]}"#;
+        assert_eq!(vecswitch_drops(json6), Some(3));
+    }
+
+    #[test]
+    fn ips_mode_is_on_both_ports_with_patterns_the_mix_does_not_send() {
+        let p = ips_patterns();
+        assert_eq!(p.len(), 99);
+        assert!(!p.iter().any(|x| x == "USER anonymous"));
+        let t = seed004(1).vecswitch_toml("v0", "v1", Some(&p));
+        let v: toml::Table = t.parse().unwrap();
+        for fw in v["firewall"].as_array().unwrap() {
+            let got: Vec<&str> = fw["ips"]["patterns"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_str().unwrap())
+                .collect();
+            assert_eq!(got, p, "{t}");
+        }
+        // Patterns with quotes and backslashes survive the TOML round trip.
+        assert!(p.iter().any(|x| x.contains('\\')) && p.iter().any(|x| x.contains('\'')));
     }
 }

@@ -12,7 +12,8 @@
 //! The client is `.1` of subnet 1 (gateway: hop 0's left address), the server `.1` of subnet
 //! `n + 1` (gateway: the last hop's right address); with one hop this is the plan of the single
 //! kernel router ([`super::ROUTER_LEFT`], [`super::ROUTER_RIGHT`]). The server also holds
-//! [`denied_target`], inside the range the firewall policy denies ([`super::policy`]).
+//! [`denied_target`], inside the range the firewall policy denies ([`super::policy`]). The
+//! built-in tester sends from [`TESTER_SOURCE`] to [`tester_sink`] (`.100` of the end subnets).
 
 use crate::topology::VnfKind;
 
@@ -136,6 +137,18 @@ pub fn denied_range(n: usize) -> [String; 2] {
     [format!("10.12.{s}.160/27"), format!("fd12:{s:x}::a0/123")]
 }
 
+/// The built-in tester's source address (`.100` of the client's subnet), IPv4 (seed 004's
+/// "built-in performance testing": the generator attached to the chain by memif sends RFC 2544
+/// traffic through the hops, [`super::tester_streams`]).
+pub const TESTER_SOURCE: std::net::Ipv4Addr = std::net::Ipv4Addr::new(10, 12, 1, 100);
+
+/// The built-in tester's sink address (`.100` of the server's subnet), IPv4. The last hop holds
+/// a static neighbour for it (the generator does not answer ARP), the first hop one for
+/// [`TESTER_SOURCE`]; the L7 endpoints never use either address.
+pub fn tester_sink(n: usize) -> std::net::Ipv4Addr {
+    std::net::Ipv4Addr::new(10, 12, server_subnet(n) as u8, 100)
+}
+
 /// The server's subnet in a chain of `n` hops.
 pub fn server_subnet(n: usize) -> usize {
     n + 1
@@ -159,6 +172,9 @@ mod tests {
         assert_eq!(denied_target(1)[0], "10.12.2.170/32");
         assert_eq!(denied_range(0)[0], "10.12.1.160/27");
         assert_eq!(denied_target(0)[1], "fd12:1::aa/128");
+        // The tester's addresses: in the end subnets, outside every denied range.
+        assert_eq!(TESTER_SOURCE.to_string(), "10.12.1.100");
+        assert_eq!(tester_sink(2).to_string(), "10.12.3.100");
     }
 
     #[test]

@@ -43,9 +43,11 @@ pub fn evpl_tags() -> [Vec<VlanSpec>; 2] {
 
 /// The streams the bench sends through the testbed's DUT: [`crate::streams_for`], each stream's
 /// frames tagged as the DUT's service expects on the port it leaves from
-/// ([`Dut::traffic_tags`]; untagged when the DUT names none).
+/// ([`Dut::traffic_tags`]; untagged when the DUT names none). Through a chain with routed VNFs:
+/// the built-in tester's routed streams ([`crate::chain::tester_streams`]).
 pub fn dut_streams(tb: &Testbed, size: &SizeSpec, bidirectional: bool) -> Vec<StreamSpec> {
-    let mut streams = crate::streams_for(size, bidirectional);
+    let mut streams = crate::chain::tester_streams(tb, size, bidirectional)
+        .unwrap_or_else(|| crate::streams_for(size, bidirectional));
     if let Some(tags) = tb.with_dut(|d| d.traffic_tags()).flatten() {
         for s in &mut streams {
             if let Some(t) = tags.get(s.tx_port) {

@@ -31,6 +31,7 @@
 //! reading them by AF_PACKET sees the frames a NIC would put on the wire.
 
 pub mod client;
+pub mod cost;
 pub mod illegal;
 pub mod servers;
 pub mod suite;
@@ -47,7 +48,7 @@ use crate::error::{Error, Result};
 use crate::netns::{veth_pair, Netns};
 use crate::placement::{CorePlan, Placement};
 use crate::rundir::RunDir;
-use crate::topology::{Link, PortEnd, Testbed, Topology};
+use crate::topology::{Link, PortEnd, Testbed, Topology, VnfKind};
 
 /// The small HTTP object (a web page element).
 pub const HTTP_SMALL: &str = "small.bin";
@@ -330,6 +331,13 @@ pub struct L7Report {
     /// The illegal flows (None when the profile sent none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub illegal: Option<illegal::IllegalReport>,
+    /// Packets the chain's IPS searched during the run (IPS mode on, [`L7Bed::set_ips`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ips_scanned: Option<u64>,
+    /// Where the run's time went: the device's processes (on CPU, forwarding, per packet, idle
+    /// sleeps) and each CPU's busy share ([`cost`]); beside `placement`'s shared CPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<cost::RunCost>,
     pub placement: Placement,
 }
 
@@ -386,8 +394,11 @@ impl L7Report {
                 i.device_drops.map_or("-".into(), |d| d.to_string())
             )
         });
+        let ips = self
+            .ips_scanned
+            .map_or(String::new(), |n| format!(", IPS searched {n} packets"));
         format!(
-            "{} {}: {} transactions, {} failed, L7 {:.1} Mbit/s, L1 {:.3} % of {} Gbit/s toward the client, TTFB mean/p99 {}{illegal}",
+            "{} {}: {} transactions, {} failed, L7 {:.1} Mbit/s, L1 {:.3} % of {} Gbit/s toward the client, TTFB mean/p99 {}{illegal}{ips}",
             self.device,
             self.family,
             self.transactions,
@@ -414,6 +425,8 @@ pub struct L7Bed {
     hops: usize,
     /// The chain's firewall VNFs: how to read their drop counters.
     firewalls: Vec<FirewallCounter>,
+    /// IPS mode is on in the chain's vecswitch firewalls ([`L7Bed::set_ips`]).
+    ips: bool,
 }
 
 /// Where a firewall VNF's drop counter is read.
@@ -428,24 +441,48 @@ enum FirewallCounter {
     },
 }
 
+/// `vecswitch ctl --socket CTL --timeout 10 ARGS...`: the answer's text.
+fn vecswitch_ctl(bin: &std::path::Path, ctl: &std::path::Path, args: &[&str]) -> Result<String> {
+    let ctl = ctl.display().to_string();
+    let mut a = vec!["ctl", "--socket", &ctl, "--timeout", "10"];
+    a.extend_from_slice(args);
+    crate::cmd::run(&bin.display().to_string(), &a)
+}
+
+/// Packets the IPS of a `ctl --json show firewall` answer searched, over every interface
+/// (`data.acls[].ips.scanned`); None if the answer has no such shape.
+fn ips_scanned(json: &str) -> Option<u64> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    let mut sum = 0;
+    for a in v.get("data")?.get("acls")?.as_array()? {
+        if let Some(i) = a.get("ips") {
+            sum += i.get("scanned")?.as_u64()?;
+        }
+    }
+    Some(sum)
+}
+
 impl FirewallCounter {
+    /// Packets the IPS of a vecswitch firewall searched so far (0 for the kernel's: no IPS).
+    fn ips_scanned(&self) -> Result<u64> {
+        match self {
+            FirewallCounter::Kernel { .. } => Ok(0),
+            FirewallCounter::Vecswitch { bin, ctl } => {
+                let out = vecswitch_ctl(bin, ctl, &["--json", "show", "firewall"])?;
+                ips_scanned(&out).ok_or_else(|| Error::Invalid {
+                    field: "vecswitch firewall VNF `show firewall`",
+                    value: out.chars().take(200).collect(),
+                    expected: "a JSON answer with data.acls[].ips.scanned".into(),
+                })
+            }
+        }
+    }
+
     fn read(&self) -> Result<u64> {
         match self {
             FirewallCounter::Kernel { netns } => crate::chain::kernel_firewall_drops(netns),
             FirewallCounter::Vecswitch { bin, ctl } => {
-                let out = crate::cmd::run(
-                    &bin.display().to_string(),
-                    &[
-                        "ctl",
-                        "--socket",
-                        &ctl.display().to_string(),
-                        "--json",
-                        "--timeout",
-                        "5",
-                        "show",
-                        "errors",
-                    ],
-                )?;
+                let out = vecswitch_ctl(bin, ctl, &["--json", "show", "errors"])?;
                 crate::chain::policy::vecswitch_drops(&out).ok_or_else(|| Error::Invalid {
                     field: "vecswitch firewall VNF `show errors`",
                     value: out.chars().take(200).collect(),
@@ -547,6 +584,7 @@ impl L7Bed {
             device: "direct".into(),
             hops: 0,
             firewalls: Vec::new(),
+            ips: false,
         })
     }
 
@@ -622,6 +660,7 @@ impl L7Bed {
             device,
             hops,
             firewalls,
+            ips: false,
         })
     }
 
@@ -666,6 +705,93 @@ impl L7Bed {
         Ok(Some(sum))
     }
 
+    /// Turns IPS mode on in every vecswitch firewall VNF of the chain, both ports, searching for
+    /// `patterns` ([`crate::chain::policy::ips_patterns`]): writes the VNF's config with `ips`
+    /// beside the one it runs (`vnfK-ips.toml` in the run directory, where `reload` may read)
+    /// and `ctl reload`s it — only the two `[[firewall]]` objects change, the ports stay up.
+    /// Returns how many VNFs; an error if the chain has none (the kernel's nftables firewall has
+    /// no payload pattern search, see `chain::policy`).
+    pub fn set_ips(&mut self, patterns: &[String]) -> Result<usize> {
+        let tb = self.testbed.as_ref().ok_or_else(|| Error::Invalid {
+            field: "l7 ips",
+            value: self.device.clone(),
+            expected: "a chain with a vecswitch-firewall VNF".into(),
+        })?;
+        let w = tb.wiring();
+        let chain = w.topology.chain();
+        let mut n = 0;
+        for (k, kind) in chain.iter().enumerate() {
+            let (VnfKind::VecswitchFirewall { bin }, Some(ends)) =
+                (kind, w.vnf_ports.get(2 * k..2 * k + 2))
+            else {
+                continue;
+            };
+            let bin = crate::chain::vecswitch_bin(bin)?;
+            let ctl = crate::chain::vnf_ctl(tb.run_dir().path(), k);
+            let toml = crate::chain::vecswitch_vnf_toml_with_ips(
+                kind,
+                &chain,
+                k,
+                ends,
+                &ctl,
+                w.cores.vnf,
+                Some(patterns),
+            );
+            let path = tb.run_dir().path().join(format!("vnf{k}-ips.toml"));
+            std::fs::write(&path, toml).map_err(|source| Error::Io {
+                what: "writing",
+                path: path.clone(),
+                source,
+            })?;
+            vecswitch_ctl(&bin, &ctl, &["reload", &path.display().to_string()])?;
+            n += 1;
+        }
+        if n == 0 {
+            return Err(Error::Invalid {
+                field: "l7 ips",
+                value: self.device.clone(),
+                expected:
+                    "a chain with a vecswitch-firewall VNF (nftables has no payload pattern search)"
+                        .into(),
+            });
+        }
+        self.ips = true;
+        Ok(n)
+    }
+
+    /// What [`cost`] reads around a run: the device's processes and the plan's CPUs.
+    fn cost_probe(&self) -> cost::Probe {
+        match &self.testbed {
+            Some(tb) => {
+                let c = tb.wiring().cores;
+                cost::Probe::of(
+                    &tb.placement(crate::measurer::generator_placement()),
+                    tb.run_dir().path(),
+                    vec![c.generator, c.dut, c.vnf],
+                )
+            }
+            None => {
+                let c = CorePlan::default();
+                cost::Probe {
+                    processes: Vec::new(),
+                    cpus: vec![c.generator, c.dut, c.vnf],
+                }
+            }
+        }
+    }
+
+    /// Packets the chain's IPS searched so far (None when IPS mode is off).
+    fn ips_scanned(&self) -> Result<Option<u64>> {
+        if !self.ips {
+            return Ok(None);
+        }
+        let mut sum = 0;
+        for f in &self.firewalls {
+            sum += f.ips_scanned()?;
+        }
+        Ok(Some(sum))
+    }
+
     /// Runs `profile` once and reports.
     pub fn run(&mut self, profile: &Profile) -> Result<L7Report> {
         profile.validate()?;
@@ -676,6 +802,10 @@ impl L7Bed {
         let client = self.client().name().to_string();
         // Illegal flows: listeners that must stay unreached, the firewalls' counters, then the
         // attempts beside the mix (open loop too: spread over the run).
+        // What the device's processes and the IPS did, read around everything the run sends.
+        let ips_before = self.ips_scanned()?;
+        let probe = self.cost_probe();
+        let cost_before = probe.read();
         let n_illegal = profile.illegal_flows();
         let mut illegal_run = None;
         if n_illegal > 0 {
@@ -711,6 +841,13 @@ impl L7Bed {
         let p = profile.clone();
         let (outcomes, elapsed) = self.client().run_in(move || drive(&p, server, classes))?;
         let after = link_bytes(&client, CLIENT_IF)?;
+        let cost_after = probe.read();
+        let cost =
+            cost::RunCost::between(&probe, &cost_before, &cost_after, crate::devcost::user_hz());
+        let ips_scanned = match (ips_before, self.ips_scanned()?) {
+            (Some(b), Some(a)) => Some(a.saturating_sub(b)),
+            _ => None,
+        };
         let illegal = match illegal_run {
             None => None,
             Some((listeners, drops_before, launched)) => {
@@ -818,6 +955,8 @@ impl L7Bed {
             late_starts: late,
             max_start_lag_ns: max_lag,
             illegal,
+            ips_scanned,
+            cost: Some(cost),
             placement,
         })
     }

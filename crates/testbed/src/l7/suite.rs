@@ -34,6 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use vecswitch_lab::report::l7 as table;
 
+use super::cost::ProcessCost;
 use super::{Class, L7Bed, L7Report, Profile, Sizes};
 use crate::dut::DutKind;
 use crate::error::{Error, Result};
@@ -99,6 +100,11 @@ pub struct L7Dut {
     /// The families the illegal flows are sent in (default: every family of the suite).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub illegal_families: Option<Vec<String>>,
+    /// IPS mode on the chain's vecswitch firewalls (seed 004's "advanced mode"; patterns
+    /// [`crate::chain::policy::ips_patterns`], [`super::L7Bed::set_ips`]). Needs a
+    /// `vecswitch-firewall` VNF: nftables has no payload pattern search.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ips: bool,
 }
 
 impl L7Dut {
@@ -202,8 +208,26 @@ impl L7Suite {
                 }
                 (n, Some(t)) => {
                     DutKind::parse(n, PathBuf::new())?;
-                    t.parse::<Topology>()?;
+                    let topo = t.parse::<Topology>()?;
+                    let fw = topo
+                        .chain()
+                        .iter()
+                        .any(|v| matches!(v, crate::topology::VnfKind::VecswitchFirewall { .. }));
+                    if d.ips && !fw {
+                        return Err(Error::Invalid {
+                            field: "dut.ips",
+                            value: format!("true on {t}"),
+                            expected: "a topology with a vecswitch-firewall VNF (the kernel's nftables has no payload pattern search: no IPS scenario for kernel-firewall)".into(),
+                        });
+                    }
                 }
+            }
+            if d.ips && d.topology.is_none() {
+                return Err(Error::Invalid {
+                    field: "dut.ips",
+                    value: format!("true on {}", d.name),
+                    expected: "a topology with a vecswitch-firewall VNF".into(),
+                });
             }
         }
         s.profile(false).validate()?;
@@ -329,6 +353,13 @@ fn run_device(
             L7Bed::through(topo, kind.build(), &first)
         }
     }?;
+    if d.ips {
+        let n = bed.set_ips(&crate::chain::policy::ips_patterns())?;
+        progress(&format!(
+            "{}: IPS mode on in {n} firewall VNF(s)",
+            d.label()
+        ));
+    }
     if let Some(interval) = suite.l7.burn_in_interval_s {
         // Burn-in: one family after the other, each as back-to-back intervals.
         let n = (suite.l7.duration_s / interval).ceil().max(1.0) as usize;
@@ -400,6 +431,84 @@ fn illegal_cell<'a>(runs: impl Iterator<Item = &'a L7Report>) -> Option<table::I
     cell
 }
 
+/// The cost table's rows of one scenario and family ([`super::cost`]): one per device process
+/// (as the first run lists them), medians over the runs, counts summed.
+fn cost_rows(scenario: &str, family: &str, runs: &[&L7Report]) -> Vec<table::L7CostRow> {
+    let Some(first) = runs.first().and_then(|r| r.cost.as_ref()) else {
+        return Vec::new();
+    };
+    let avg_ttfb_ms =
+        median(runs.iter().filter_map(|r| r.mean_ttfb_ns()).collect()).map(|x| x / 1e6);
+    first
+        .processes
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let mine: Vec<(&ProcessCost, &L7Report)> = runs
+                .iter()
+                .filter_map(|r| Some((r.cost.as_ref()?.processes.get(i)?, *r)))
+                .collect();
+            let pct = |f: fn(&ProcessCost) -> Option<f64>| {
+                median(mine.iter().filter_map(|(p, _)| f(p)).collect()).map(|x| x * 100.0)
+            };
+            // The process's CPU, when it has one: its busy share and the placement's line.
+            let cpu: Option<usize> = match p.cpus.as_slice() {
+                [one] => one.parse().ok(),
+                _ => None,
+            };
+            let cpu_busy = cpu.and_then(|c| {
+                median(
+                    mine.iter()
+                        .filter_map(|(_, r)| {
+                            r.cost
+                                .as_ref()?
+                                .cpus
+                                .iter()
+                                .find(|x| x.cpu == c)
+                                .map(|x| x.busy)
+                        })
+                        .collect(),
+                )
+            });
+            let shared = cpu
+                .and_then(|c| first_run_line(runs, &format!("cpu {c} ")))
+                .unwrap_or_default();
+            let sum = |f: fn(&ProcessCost) -> Option<u64>| {
+                mine.iter().map(|(p, _)| f(p)).sum::<Option<u64>>()
+            };
+            table::L7CostRow {
+                scenario: scenario.to_string(),
+                family: family.to_string(),
+                avg_ttfb_ms,
+                process: format!("{} {}", p.role, p.name),
+                cpus: p.cpus.join(","),
+                cpu_busy_percent: cpu_busy.map(|x| x * 100.0),
+                on_cpu_percent: pct(|p| p.on_cpu),
+                forwarding_percent: pct(|p| p.forwarding),
+                forwarding_us_per_packet: median(
+                    mine.iter()
+                        .filter_map(|(p, _)| p.forwarding_ns_per_packet)
+                        .collect(),
+                )
+                .map(|x| x / 1e3),
+                packets: sum(|p| p.rx_packets),
+                idle_sleeps: sum(|p| p.idle_sleeps),
+                shared,
+            }
+        })
+        .collect()
+}
+
+/// The first run's placement line (`shared_cpus`) that starts with `prefix`.
+fn first_run_line(runs: &[&L7Report], prefix: &str) -> Option<String> {
+    runs.first()?
+        .placement
+        .shared_cpus
+        .iter()
+        .find(|l| l.starts_with(prefix))
+        .cloned()
+}
+
 fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
         return None;
@@ -425,6 +534,7 @@ impl L7SuiteResults {
             line_rate_gbps: self.suite.profile(false).line_rate_gbps,
             rows: Vec::new(),
             intervals: Vec::new(),
+            costs: Vec::new(),
             not_measured: self.failures.clone(),
         };
         for d in &self.devices {
@@ -472,6 +582,7 @@ impl L7SuiteResults {
                     failed: runs.iter().map(|r| r.failed).sum(),
                     illegal: illegal_cell(runs.iter().copied()),
                 });
+                t.costs.extend(cost_rows(&device, fam, &runs));
                 if self.suite.l7.burn_in_interval_s.is_some() {
                     for (i, r) in runs.iter().enumerate() {
                         t.intervals.push(table::L7Interval {
@@ -536,12 +647,12 @@ mod tests {
     fn the_edge_chain_suite_has_seed_004s_scenarios_side_by_side() {
         let s = L7Suite::parse(include_str!("../../../../docs/suites/edge-chain.toml")).unwrap();
         assert_eq!(s.l7.families, ["ipv4", "ipv6"]);
-        assert_eq!(s.duts.len(), 8);
+        assert_eq!(s.duts.len(), 9);
         for (side, dut) in [
             ("vecswitch", "vecswitch-xconnect"),
             ("kernel", "linux-bridge"),
         ] {
-            let mine: Vec<&L7Dut> = s.duts.iter().filter(|d| d.name == dut).collect();
+            let mine: Vec<&L7Dut> = s.duts.iter().filter(|d| d.name == dut && !d.ips).collect();
             assert_eq!(mine.len(), 4, "{side}");
             let chains: Vec<String> = mine
                 .iter()
@@ -570,11 +681,31 @@ mod tests {
                 assert_eq!(d.illegal_per_100 > 0, c.contains("firewall"), "{c}");
             }
         }
+        // Illegal flows in both families through both firewalls (IPv6 rules on both sides).
         let fw = &s.duts[1];
         assert_eq!(s.profile_for(false, fw).illegal_per_100, 5);
-        assert_eq!(s.profile_for(true, fw).illegal_per_100, 0);
-        assert_eq!(s.profile_for(true, &s.duts[5]).illegal_per_100, 5);
+        assert_eq!(s.profile_for(true, fw).illegal_per_100, 5);
+        assert_eq!(s.profile_for(true, &s.duts[6]).illegal_per_100, 5);
         assert_eq!(s.duts[3].label(), "vecswitch, firewall, router (NAT)");
+        // IPS mode: the full vecswitch chain once more, with IPS on; no kernel IPS row.
+        let ips: Vec<&L7Dut> = s.duts.iter().filter(|d| d.ips).collect();
+        assert_eq!(ips.len(), 1);
+        assert_eq!(ips[0].topology, s.duts[3].topology);
+        assert_eq!(ips[0].label(), "vecswitch, firewall (IPS), router (NAT)");
+        for (t, field) in [
+            ("chain-veth:kernel-firewall", "dut.ips"),
+            ("phy2phy-veth", "dut.ips"),
+        ] {
+            let e = L7Suite::parse(&format!(
+                "name = \"x\"\n[l7]\nrate_tps = 10\nduration_s = 1\n[[dut]]\nname = \"linux-bridge\"\ntopology = \"{t}\"\nips = true\n"
+            ))
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains(field) && e.contains("vecswitch-firewall"),
+                "{t}: {e}"
+            );
+        }
         let e = L7Suite::parse(
             "name = \"x\"\n[l7]\nrate_tps = 10\nduration_s = 1\n[[dut]]\nname = \"direct\"\nillegal_per_100 = 1\nillegal_families = [\"ipv6\"]\n",
         )
