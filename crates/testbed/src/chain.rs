@@ -323,20 +323,7 @@ fn vnf_port_mac(w: &crate::topology::Wiring, k: usize, side: usize) -> Option<[u
         _ => {
             let bin = vecswitch_bin(v.vecswitch_path()?).ok()?;
             let ctl = vnf_ctl(&w.run_dir, k);
-            let out = crate::cmd::run(
-                &bin.display().to_string(),
-                &[
-                    "ctl",
-                    "--socket",
-                    &ctl.display().to_string(),
-                    "--timeout",
-                    "5",
-                    "--json",
-                    "show",
-                    "interfaces",
-                ],
-            )
-            .ok()?;
+            let out = vecswitch_ctl(&bin, &ctl, &["--json", "show", "interfaces"]).ok()?;
             interface_mac(&out, end.name())?
         }
     };
@@ -345,6 +332,19 @@ fn vnf_port_mac(w: &crate::topology::Wiring, k: usize, side: usize) -> Option<[u
         .filter_map(|x| u8::from_str_radix(x, 16).ok())
         .collect();
     b.try_into().ok()
+}
+
+/// `vecswitch ctl --socket CTL --timeout 10 ARGS...` with the `vecswitch` binary `bin`: the
+/// answer's text.
+pub(crate) fn vecswitch_ctl(
+    bin: &std::path::Path,
+    ctl: &std::path::Path,
+    args: &[&str],
+) -> Result<String> {
+    let ctl = ctl.display().to_string();
+    let mut a = vec!["ctl", "--socket", &ctl, "--timeout", "10"];
+    a.extend_from_slice(args);
+    crate::cmd::run(&bin.display().to_string(), &a)
 }
 
 /// The MAC of interface `name` in a `ctl --json show interfaces` answer.

@@ -151,7 +151,7 @@ impl Probe {
     }
 
     /// Reads everything now; what cannot be read is `None` (a process that exited, a control
-    /// socket that does not answer within 5 s), never an error of the run.
+    /// socket that does not answer within 10 s), never an error of the run.
     pub fn read(&self) -> Reading {
         let processes = self
             .processes
@@ -161,20 +161,8 @@ impl Probe {
                     .ok()
                     .and_then(|s| parse_pid_ticks(&s));
                 let stats = p.ctl.as_ref().and_then(|(bin, ctl)| {
-                    let out = crate::cmd::run(
-                        &bin.display().to_string(),
-                        &[
-                            "ctl",
-                            "--socket",
-                            &ctl.display().to_string(),
-                            "--timeout",
-                            "5",
-                            "--json",
-                            "show",
-                            "runtime",
-                        ],
-                    )
-                    .ok()?;
+                    let out = crate::chain::vecswitch_ctl(bin, ctl, &["--json", "show", "runtime"])
+                        .ok()?;
                     parse_loop(&out)
                 });
                 (ticks, stats)

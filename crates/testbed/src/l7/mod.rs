@@ -441,14 +441,6 @@ enum FirewallCounter {
     },
 }
 
-/// `vecswitch ctl --socket CTL --timeout 10 ARGS...`: the answer's text.
-fn vecswitch_ctl(bin: &std::path::Path, ctl: &std::path::Path, args: &[&str]) -> Result<String> {
-    let ctl = ctl.display().to_string();
-    let mut a = vec!["ctl", "--socket", &ctl, "--timeout", "10"];
-    a.extend_from_slice(args);
-    crate::cmd::run(&bin.display().to_string(), &a)
-}
-
 /// Packets the IPS of a `ctl --json show firewall` answer searched, over every interface
 /// (`data.acls[].ips.scanned`); None if the answer has no such shape.
 fn ips_scanned(json: &str) -> Option<u64> {
@@ -468,7 +460,7 @@ impl FirewallCounter {
         match self {
             FirewallCounter::Kernel { .. } => Ok(0),
             FirewallCounter::Vecswitch { bin, ctl } => {
-                let out = vecswitch_ctl(bin, ctl, &["--json", "show", "firewall"])?;
+                let out = crate::chain::vecswitch_ctl(bin, ctl, &["--json", "show", "firewall"])?;
                 ips_scanned(&out).ok_or_else(|| Error::Invalid {
                     field: "vecswitch firewall VNF `show firewall`",
                     value: out.chars().take(200).collect(),
@@ -482,7 +474,7 @@ impl FirewallCounter {
         match self {
             FirewallCounter::Kernel { netns } => crate::chain::kernel_firewall_drops(netns),
             FirewallCounter::Vecswitch { bin, ctl } => {
-                let out = vecswitch_ctl(bin, ctl, &["--json", "show", "errors"])?;
+                let out = crate::chain::vecswitch_ctl(bin, ctl, &["--json", "show", "errors"])?;
                 crate::chain::policy::vecswitch_drops(&out).ok_or_else(|| Error::Invalid {
                     field: "vecswitch firewall VNF `show errors`",
                     value: out.chars().take(200).collect(),
@@ -743,7 +735,7 @@ impl L7Bed {
                 path: path.clone(),
                 source,
             })?;
-            vecswitch_ctl(&bin, &ctl, &["reload", &path.display().to_string()])?;
+            crate::chain::vecswitch_ctl(&bin, &ctl, &["reload", &path.display().to_string()])?;
             n += 1;
         }
         if n == 0 {
