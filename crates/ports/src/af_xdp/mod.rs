@@ -56,6 +56,15 @@
 //!
 //! ## Counters
 //!
+//! System calls are counted: `tx_kicks` (`sendto`, one per burst, or per 32 frames of a larger
+//! one) and `rx_wakeups` (`recvfrom`, only under need-wakeup or busy polling), shown in
+//! `describe`.
+//!
+//! On veth, busy polling does not keep the receive NAPI on the worker's CPU: the peer's
+//! `veth_xmit` schedules it on the sender's CPU whenever the worker is not inside a busy poll
+//! (counted with the `napi:napi_poll` tracepoint, docs/BENCHMARKS.md §5, "Whose ceiling the veth
+//! NDRs are").
+//!
 //! `rx_dropped` = kernel drops (`XDP_STATISTICS`: `rx_dropped`, which includes frames that found
 //! the fill ring empty, `rx_ring_full` and `rx_invalid_descs`) + descriptors outside the UMEM +
 //! frames that found no pool buffer. `tx_dropped` = frames not posted (TX ring or chunks
