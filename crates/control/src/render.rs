@@ -18,7 +18,7 @@ fn opt<T: ToString>(v: Option<T>) -> String {
 }
 
 pub(crate) fn version(v: &VersionInfo) -> String {
-    format!(
+    let mut s = format!(
         "vecswitch {}\nconfig: {}\nuptime: {} s\nchanges applied: {}\nports: {}, bridges: {}, xconnect directions: {}\n",
         v.version,
         opt(v.config.as_deref()),
@@ -27,7 +27,14 @@ pub(crate) fn version(v: &VersionInfo) -> String {
         v.ports,
         v.bridges,
         v.xconnects,
-    )
+    );
+    if let Some(q) = &v.queued {
+        s.push_str(&format!("queued: {q}\n"));
+    }
+    if let Some(f) = &v.queued_failed {
+        s.push_str(&format!("queued change failed: {f}\n"));
+    }
+    s
 }
 
 fn capture_stopped(c: &CaptureInfo) -> String {
