@@ -409,6 +409,7 @@ impl Partner {
             partner_rx_dropped: p.iter().map(|(_, c)| c.rx_dropped).sum(),
             partner_tx_dropped: p.iter().map(|(_, c)| c.tx_dropped).sum(),
             partner_internal_dropped: internal,
+            partner_errors: error_lines(&errors),
             lacp: match converged(&lacp) {
                 Ok(()) => {
                     "converged: every member collecting and distributing on both sides".into()
@@ -439,6 +440,27 @@ fn ctl_show(bin: &Path, ctl: &Path, what: &str) -> Result<String> {
             what,
         ],
     )
+}
+
+/// `node reason: count` for each entry of a `ctl --json show errors` answer.
+pub fn error_lines(json: &str) -> Vec<String> {
+    let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
+    v.get("data")
+        .and_then(|d| d.as_array())
+        .map(|l| {
+            l.iter()
+                .map(|e| {
+                    let f = |k: &str| e.get(k).map(|x| x.to_string()).unwrap_or_default();
+                    format!(
+                        "{} {}: {}",
+                        f("node").trim_matches('"'),
+                        f("reason").trim_matches('"'),
+                        f("count")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// `(rx_packets, tx_packets)` from `ip -s -j link show dev IF`.
@@ -474,6 +496,8 @@ pub struct LagReport {
     pub partner_tx_dropped: u64,
     /// Frames the partner dropped inside (its `show errors` drop reasons).
     pub partner_internal_dropped: u64,
+    /// The partner's `show errors` lines (`node reason: count`; drop reasons and events).
+    pub partner_errors: Vec<String>,
     /// "converged: …", or which member is not and why.
     pub lacp: String,
 }
@@ -613,8 +637,12 @@ mod tests {
             partner_rx_dropped: 0,
             partner_tx_dropped: 0,
             partner_internal_dropped: 0,
+            partner_errors: error_lines(
+                r#"{"ok":true,"data":[{"count":3,"node":"bond-input","reason":"not-collecting"}]}"#,
+            ),
             lacp: String::new(),
         };
+        assert_eq!(r.partner_errors, ["bond-input not-collecting: 3"]);
         assert_eq!(r.shares(0), (0.3, 0.0));
         assert_eq!(r.shares(3), (0.5, 0.75));
         let d = r.members_since(&r);
