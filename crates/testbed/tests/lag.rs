@@ -10,7 +10,10 @@
 //! - over that trial, every member of each group carried a nonzero share of each direction
 //!   (at least 10 %, from the kernel's counters of the tester's veth ends): the load really was
 //!   shared by the hashes of both sides;
-//! - the tester's LAG dropped nothing in that trial, and the placement record lists it.
+//! - the tester's LAG dropped nothing in that trial, and the placement record lists it;
+//! - docs/suites/lag.toml, scaled down (1 s trials, 10 % resolution, searched up to 20 kframes/s),
+//!   runs on both of its devices through the bench's path (`run_for_dut_observed`) and forwards;
+//! - a member taken down mid-trial costs the frames of a gap shorter than one fast LACP timeout.
 //!
 //! Root: namespaces and veth pairs are created by the testbed and removed by its guards, also
 //! when an assert fails. OVS must be installed (scripts/setup.sh installs openvswitch-switch),
@@ -21,11 +24,16 @@ mod common;
 use std::time::Duration;
 
 use common::vecswitch_bin;
-use vecswitch_lab::{Load, Measurer};
+use vecswitch_lab::results::Outcome;
+use vecswitch_lab::suite::{run_for_dut_observed, FrameSize, Suite, TestSpec};
+use vecswitch_lab::{LabError, Load, Measurer};
+use vecswitch_testbed::dut::evpl::dut_streams;
 use vecswitch_testbed::lag::{LagReport, GROUPS, MEMBERS};
 use vecswitch_testbed::{
     default_streams, generator_placement, wait_links_up, DutKind, GenMeasurer, Testbed, Topology,
 };
+
+const SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/suites/lag.toml");
 
 /// Frames/s of the counted trial, both directions together.
 const LOAD_FPS: f64 = 4_000.0;
@@ -211,6 +219,92 @@ fn a_member_going_down_moves_its_traffic_within_one_lacp_timeout() {
             after.lacp
         );
         drop(m);
+        drop(tb);
+    }
+}
+
+/// docs/suites/lag.toml through the bench's path, scaled down: every device of the suite runs
+/// its throughput search and forwards frames; over the run every member carried frames both
+/// ways and LACP is still converged at the end.
+#[test]
+fn the_lag_suite_runs_on_both_devices() {
+    require_tools();
+    let text = std::fs::read_to_string(SUITE).expect("docs/suites/lag.toml");
+    let mut suite = Suite::parse(&text).expect("the documented suite parses");
+    for t in &mut suite.tests {
+        if let TestSpec::Throughput {
+            trial_duration_s,
+            resolution_percent,
+            ..
+        } = t
+        {
+            *trial_duration_s = 1.0;
+            *resolution_percent = 10.0;
+        }
+    }
+    let size = FrameSize::Bytes(64);
+    assert_eq!(suite.duts.len(), 2, "vecswitch-lag and ovs-lag");
+    for dut in &suite.duts {
+        let mut topology: Topology = dut.topology.parse().unwrap();
+        assert_eq!(topology.to_string(), "phy2phy-lag", "{}", dut.name);
+        // (`vecswitch bench` leaves it empty: the partner is the running vecswitch binary.)
+        if let Topology::Phy2PhyLag { partner_bin } = &mut topology {
+            *partner_bin = vecswitch_bin();
+        }
+        let kind = DutKind::parse(&dut.name, vecswitch_bin()).unwrap();
+        let mut tb = Testbed::build(topology).unwrap();
+        let ports = tb.open_generator_ports().unwrap();
+        tb.start(kind.build())
+            .unwrap_or_else(|e| panic!("{}: {e}", dut.name));
+        let run = {
+            let tbr = &tb;
+            let streams = dut_streams(tbr, &size.spec().unwrap(), suite.bidirectional);
+            let mut m = GenMeasurer::for_testbed(tbr, ports, streams)
+                .unwrap()
+                .tolerance(0.01);
+            run_for_dut_observed(
+                &suite,
+                dut,
+                &size,
+                Some(20_000.0),
+                &mut m,
+                &mut |_, _, _| Err(LabError::Dut("no scale in this suite".into())),
+                &mut (),
+            )
+            .unwrap()
+        };
+        tb.check_alive().unwrap();
+        assert!(run.error.is_none(), "{}: {:?}", dut.name, run.error);
+        assert_eq!(run.records.len(), 1, "{}", dut.name);
+        match &run.records[0].outcome {
+            Outcome::Throughput(t) => {
+                let forwarded: u64 = t.trials.iter().map(|tr| tr.received_frames).sum();
+                assert!(
+                    forwarded > 0,
+                    "{}: nothing forwarded: {:#?}",
+                    dut.name,
+                    t.trials
+                );
+                eprintln!(
+                    "{}: throughput {:?} frames/s (tester-limited: {}) over {} trials",
+                    dut.name,
+                    t.throughput_fps,
+                    t.tester_limited,
+                    t.trials.len()
+                );
+            }
+            o => panic!("{}: unexpected outcome {}", dut.name, o.name()),
+        }
+        let r = report(&tb, &dut.name);
+        assert!(r.lacp.starts_with("converged"), "{}: {}", dut.name, r.lacp);
+        for m in &r.members {
+            assert!(
+                m.frames_to_dut > 0 && m.frames_from_dut > 0,
+                "{}: member {} carried nothing one way: {r:#?}",
+                dut.name,
+                m.tester_end
+            );
+        }
         drop(tb);
     }
 }
