@@ -426,7 +426,7 @@ impl Partner {
 }
 
 /// `vecswitch ctl --json show <what>` on the switch serving `ctl`.
-fn ctl_show(bin: &Path, ctl: &Path, what: &str) -> Result<String> {
+pub(crate) fn ctl_show(bin: &Path, ctl: &Path, what: &str) -> Result<String> {
     crate::cmd::run(
         &bin.display().to_string(),
         &[

@@ -41,21 +41,22 @@ const LOAD_FPS: f64 = 4_000.0;
 const MIN_SHARE: f64 = 0.10;
 
 fn require_tools() {
-    for p in ["ovs-vswitchd", "ovsdb-server", "ovs-vsctl", "ovs-ofctl"] {
-        assert!(
-            std::process::Command::new(p)
-                .arg("--version")
-                .output()
-                .is_ok(),
-            "{p} not found: install openvswitch-switch (scripts/setup.sh)"
-        );
-    }
-    let bin = vecswitch_bin();
-    assert!(
-        bin.is_file(),
-        "build the binary first: cargo build -p vecswitch-cli ({})",
-        bin.display()
-    );
+    common::require_ovs_and_vecswitch();
+}
+
+/// A `phy2phy-lag` testbed with `name` started on it (LACP converged) and the generator's ports
+/// up.
+fn started(name: &str) -> (Testbed, Vec<Box<dyn vecswitch_ports::Port>>) {
+    let kind = DutKind::parse(name, vecswitch_bin()).unwrap();
+    let mut tb = Testbed::build(Topology::Phy2PhyLag {
+        partner_bin: vecswitch_bin(),
+    })
+    .unwrap();
+    let mut ports = tb.open_generator_ports().unwrap();
+    tb.start(kind.build())
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    wait_links_up(&mut ports, Duration::from_secs(20)).unwrap();
+    (tb, ports)
 }
 
 fn report(tb: &Testbed, what: &str) -> LagReport {
@@ -68,15 +69,7 @@ fn report(tb: &Testbed, what: &str) -> LagReport {
 fn both_lag_devices_converge_forward_and_share_every_member() {
     require_tools();
     for name in ["vecswitch-lag", "ovs-lag"] {
-        let kind = DutKind::parse(name, vecswitch_bin()).unwrap();
-        let mut tb = Testbed::build(Topology::Phy2PhyLag {
-            partner_bin: vecswitch_bin(),
-        })
-        .unwrap();
-        let mut ports = tb.open_generator_ports().unwrap();
-        tb.start(kind.build())
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        wait_links_up(&mut ports, Duration::from_secs(20)).unwrap();
+        let (tb, ports) = started(name);
         let converged = report(&tb, name);
         assert!(
             converged.lacp.starts_with("converged"),
@@ -170,15 +163,7 @@ fn both_lag_devices_converge_forward_and_share_every_member() {
 fn a_member_going_down_moves_its_traffic_within_one_lacp_timeout() {
     require_tools();
     for name in ["vecswitch-lag", "ovs-lag"] {
-        let kind = DutKind::parse(name, vecswitch_bin()).unwrap();
-        let mut tb = Testbed::build(Topology::Phy2PhyLag {
-            partner_bin: vecswitch_bin(),
-        })
-        .unwrap();
-        let mut ports = tb.open_generator_ports().unwrap();
-        tb.start(kind.build())
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        wait_links_up(&mut ports, Duration::from_secs(20)).unwrap();
+        let (tb, ports) = started(name);
         let dut_ns = tb.dut_netns().name().to_string();
         let mut m = GenMeasurer::for_testbed(&tb, ports, default_streams(64, true))
             .unwrap()

@@ -17,7 +17,7 @@
 use vecswitch_gen::StreamSpec;
 
 use crate::dut::counters::{sum_ports, DeviceCounters};
-use crate::dut::ovs::{parse_dpctl_show, parse_processing_cycles, OvsDut};
+use crate::dut::ovs::OvsDut;
 use crate::dut::vecswitch::{
     config_toml, parse_internal_drops, parse_ports, parse_runtime, write_and_reload, Mode,
     VecswitchDut,
@@ -82,19 +82,7 @@ impl VecswitchLagDut {
     }
 
     fn show(&self, ctl: &std::path::Path, what: &str) -> Result<String> {
-        crate::cmd::run(
-            &self.bin.display().to_string(),
-            &[
-                "ctl",
-                "--socket",
-                &ctl.display().to_string(),
-                "--json",
-                "--timeout",
-                "5",
-                "show",
-                what,
-            ],
-        )
+        crate::lag::ctl_show(&self.bin, ctl, what)
     }
 }
 
@@ -192,19 +180,6 @@ pub struct OvsLagDut {
 impl OvsLagDut {
     pub fn new() -> OvsLagDut {
         OvsLagDut::default()
-    }
-
-    /// `ovs-appctl` to this instance's vswitchd.
-    fn appctl(&self, args: &[&str]) -> Result<String> {
-        let d = self.inner.dir()?.display().to_string();
-        let t = format!("{d}/ovs-vswitchd.ctl");
-        let mut a = vec!["-t", t.as_str()];
-        a.extend_from_slice(args);
-        crate::cmd::run_env(
-            "ovs-appctl",
-            &a,
-            &[("OVS_RUNDIR", &d), ("OVS_DBDIR", &d), ("OVS_LOGDIR", &d)],
-        )
     }
 
     /// Whether OVS opened `ifname` (no error, an OpenFlow port number).
@@ -315,20 +290,8 @@ impl Dut for OvsLagDut {
         if self.member_types.is_empty() {
             return Ok(None);
         }
-        let show = self.appctl(&["dpctl/show", "-s"])?;
-        let (ports, lost, unknown) = parse_dpctl_show(&show);
         let members: Vec<String> = self.member_types.iter().map(|(i, _)| i.clone()).collect();
-        let mut c = sum_ports(&ports, &members, lost)
-            .ok_or_else(|| unreadable("ovs-appctl dpctl/show -s", &show))?;
-        if members.iter().any(|m| unknown.contains(m)) {
-            c.rx_dropped = None;
-            c.tx_dropped = None;
-        }
-        c.busy_clocks = self
-            .appctl(&["dpif-netdev/pmd-stats-show"])
-            .ok()
-            .and_then(|t| parse_processing_cycles(&t));
-        Ok(Some(c))
+        self.inner.datapath_counters(&members).map(Some)
     }
 
     fn shape_streams(&self, streams: &mut [StreamSpec]) -> Result<()> {
@@ -338,7 +301,7 @@ impl Dut for OvsLagDut {
 
     /// `ovs-appctl fdb/flush br0`.
     fn flush_mac_table(&mut self) -> Result<()> {
-        self.appctl(&["fdb/flush", "br0"]).map(|_| ())
+        self.inner.appctl(&["fdb/flush", "br0"]).map(|_| ())
     }
 }
 
