@@ -392,6 +392,16 @@ impl SwitchHandle {
         rrx.recv().map_err(|_| WorkerGone)
     }
 
+    /// Queues `f` to run on the switch between two poll iterations, like [`SwitchHandle::call`],
+    /// and returns at once without waiting for it (the control plane waits with a deadline:
+    /// `vecswitch_control::controller`).
+    pub fn post<F>(&self, f: F) -> Result<(), WorkerGone>
+    where
+        F: FnOnce(&mut Switch) + Send + 'static,
+    {
+        self.tx.send(Msg::Call(Box::new(f))).map_err(|_| WorkerGone)
+    }
+
     /// Gives the worker thread `sched` (policy and priority), from the worker itself, and returns
     /// what the thread has afterwards (read back, not assumed).
     pub fn set_scheduling(&self, sched: WorkerSched) -> Result<WorkerSched, SchedError> {

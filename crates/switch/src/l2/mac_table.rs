@@ -507,13 +507,17 @@ impl MacTable {
 
     /// Every entry (of bridge `bd` only, if given), in slot order.
     pub fn entries(&self, bd: Option<u16>) -> Vec<Entry> {
+        self.iter(bd).collect()
+    }
+
+    /// [`MacTable::entries`] without collecting them (`show mac` pages a million entries).
+    pub fn iter(&self, bd: Option<u16>) -> impl Iterator<Item = Entry> + '_ {
         self.slots
             .iter()
             .enumerate()
             .filter(|(_, s)| s.key != 0)
             .map(|(i, _)| self.entry_at(i))
-            .filter(|e| bd.is_none() || bd == Some(e.bd))
-            .collect()
+            .filter(move |e| bd.is_none() || bd == Some(e.bd))
     }
 
     /// Slots examined to find `mac` (tests only).

@@ -300,6 +300,9 @@ const NOT_INTERNAL_DROPS: &[(&str, &str)] = &[
     ("l2-learn", "static-mac-seen-elsewhere"),
     ("l2-flood", "no-buffers"),
     ("l2-age", "aged-out"),
+    // LACPDUs consumed by a bond member (crates/switch/src/bond/bond_input.rs): protocol frames,
+    // not the traffic's.
+    ("bond-input", "lacpdus"),
     ("interface-output", "tx-failed"),
 ];
 
