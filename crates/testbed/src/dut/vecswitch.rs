@@ -911,17 +911,21 @@ ports = [\"phy0\", \"dut1\"]
         assert_eq!(t, expected);
     }
 
+    /// A memif server end named `n`.
+    fn memif(n: &str) -> PortEnd {
+        PortEnd::Memif {
+            name: n.into(),
+            socket: format!("/r/{n}.sock").into(),
+            id: 0,
+            role: MemifRole::Server,
+        }
+    }
+
     #[test]
     fn worker_priority_is_real_time_only_on_a_cpu_of_its_own() {
         if std::env::var_os(WORKER_PRIORITY_ENV).is_some() {
             return; // the environment decides; covered by worker_priority_from_env
         }
-        let memif = |n: &str| PortEnd::Memif {
-            name: n.into(),
-            socket: format!("/r/{n}.sock").into(),
-            id: 0,
-            role: MemifRole::Server,
-        };
         let mut w = crate::dut::test_wiring();
         assert_eq!(worker_priority_for(&w).unwrap(), ("fifo:10".into(), None));
         w.vnf_ports = vec![memif("vnf0"), memif("vnf1")];
@@ -939,12 +943,6 @@ ports = [\"phy0\", \"dut1\"]
     /// ports (the note said `veth ports af_packet` for every topology).
     #[test]
     fn port_kinds_name_what_the_config_opens() {
-        let memif = |n: &str| PortEnd::Memif {
-            name: n.into(),
-            socket: format!("/r/{n}.sock").into(),
-            id: 0,
-            role: MemifRole::Server,
-        };
         let vhost = |n: &str| PortEnd::VhostUser {
             name: n.into(),
             socket: format!("/r/{n}.sock").into(),
@@ -975,12 +973,6 @@ ports = [\"phy0\", \"dut1\"]
         if std::env::var_os(WORKER_IDLE_ENV).is_some() {
             return; // the environment decides
         }
-        let memif = |n: &str| PortEnd::Memif {
-            name: n.into(),
-            socket: format!("/r/{n}.sock").into(),
-            id: 0,
-            role: MemifRole::Server,
-        };
         let mut w = crate::dut::test_wiring();
         assert_eq!(worker_idle_for(&w).unwrap(), ("poll".into(), None));
         w.vnf_ports = vec![memif("vnf0"), memif("vnf1")];
