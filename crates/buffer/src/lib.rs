@@ -10,7 +10,13 @@
 //!
 //! The pool needs no `unsafe`: buffers live in one boxed slice and are reached by index, so a handle can
 //! never dangle; a stale handle is a logic error caught by the `free` bookkeeping.
-#![forbid(unsafe_code)]
+//!
+//! [`prefetch::prefetch_read`] is the crate's one `unsafe` block: a safe software prefetch of a
+//! reference for the staged table lookups of the crates that forbid `unsafe` (see its module doc).
+#![deny(unsafe_code)]
+
+#[allow(unsafe_code)]
+pub mod prefetch;
 
 use serde::{Deserialize, Serialize};
 

@@ -560,12 +560,22 @@ fn run_block(
     };
     let (result, cpu_checks) = result;
     let placement = tb.placement(testbed::generator_placement());
+    // phy2phy-lag: the frames each member carried, the tester's LAG's drops, LACP's state.
+    let lag = tb.lag_report().map(|r| {
+        r.map_or_else(
+            |e| serde_json::json!({ "error": e.to_string() }),
+            |l| serde_json::to_value(l).unwrap_or_default(),
+        )
+    });
     let stopped = tb.stop();
     let DutRun { mut records, error } =
         result.with_context(|| format!("{} at {}", dut.name, size.label()))?;
     let mut setup =
         serde_json::json!({ "topology": dut.topology, "dut": describe, "placement": placement });
     setup["core_to_core"] = core_to_core;
+    if let Some(l) = lag {
+        setup["lag"] = l;
+    }
     if rounds > 1 {
         // Each round on a freshly started device; the report merges the rounds of a cell.
         setup["round"] = serde_json::json!(round + 1);

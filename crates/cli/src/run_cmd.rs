@@ -26,6 +26,10 @@ pub struct Args {
     /// Worker scheduling: `fifo:N`/`rr:N` (real-time, root or CAP_SYS_NICE) or `other` (default).
     #[arg(long, value_name = "POLICY[:PRIO]")]
     worker_priority: Option<vecswitch_switch::worker::WorkerSched>,
+    /// Worker idle policy: `poll` (default, a core of its own) or `sleep` (after every empty poll,
+    /// for a core shared with another busy poller such as a PVP VNF).
+    #[arg(long, value_name = "POLICY")]
+    worker_idle: Option<vecswitch_switch::worker::IdlePolicy>,
 }
 
 pub fn main(args: Args) -> anyhow::Result<()> {
@@ -92,6 +96,9 @@ pub fn main(args: Args) -> anyhow::Result<()> {
     };
     if let Some((s, from)) = sched {
         handle.set_scheduling(s).context(from)?;
+    }
+    if let Some(p) = args.worker_idle {
+        handle.set_idle_policy(p).context("--worker-idle")?;
     }
 
     let (nports, nbridges, nxc) = (

@@ -176,11 +176,14 @@ fn runtime_changes_are_validated_like_the_file() {
     let e = sw.fails("mac add br0 01:00:5e:00:00:01 p3");
     assert!(e.contains("static_mac[1].mac"), "{e}");
     sw.ok("mac add br0 02:00:00:00:00:33 p3");
-    assert_eq!(sw.json("show mac br0").as_array().unwrap().len(), 2);
+    assert_eq!(
+        sw.json("show mac br0")["entries"].as_array().unwrap().len(),
+        2
+    );
     sw.ok("mac del br0 02:00:00:00:00:33");
     assert_eq!(sw.ok("mac flush br0").trim(), "0 learned entries flushed");
     assert_eq!(
-        sw.json("show mac br0").as_array().unwrap().len(),
+        sw.json("show mac br0")["entries"].as_array().unwrap().len(),
         1,
         "the static entry stays"
     );
@@ -302,7 +305,7 @@ fn valid_reload_applies_only_the_difference() {
         "{out}"
     );
     assert_eq!(names(&sw.json("show ports")), ["p0", "p1", "p2", "p3"]);
-    let macs = sw.json("show mac br0");
+    let macs = sw.json("show mac br0")["entries"].clone();
     assert_eq!(macs.as_array().unwrap().len(), 1);
     assert_eq!(macs[0]["mac"], "02:00:00:00:00:01");
 }
@@ -564,7 +567,7 @@ fn reload_renaming_a_port_reuses_its_memif_id() {
         "{out}"
     );
     assert_eq!(names(&sw.json("show ports")), ["p0", "p1", "edge2"]);
-    assert_eq!(sw.json("show mac br0")[0]["port"], "edge2");
+    assert_eq!(sw.json("show mac br0")["entries"][0]["port"], "edge2");
     // A real conflict (two ports on one memif id, in one file) is caught by validation instead.
     let text = base_config(&d)
         + &format!(
@@ -608,7 +611,7 @@ fn learned_macs_show_and_flush() {
     let (d, sw, _) = start("learn");
     let mut peer = memif_peer(&d, 2);
     send_frames(&sw, &mut peer, 2, 3);
-    let macs = sw.json("show mac br0");
+    let macs = sw.json("show mac br0")["entries"].clone();
     let learned: Vec<&Value> = macs
         .as_array()
         .unwrap()
@@ -623,7 +626,7 @@ fn learned_macs_show_and_flush() {
         sw.ok("mac flush br0 p2").trim(),
         "1 learned entries flushed"
     );
-    let macs = sw.json("show mac br0");
+    let macs = sw.json("show mac br0")["entries"].clone();
     assert_eq!(
         macs.as_array().unwrap().len(),
         1,

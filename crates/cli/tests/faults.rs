@@ -89,8 +89,7 @@ fn drain(peer: &mut MemifPort, pool: &mut Pool) -> usize {
 
 /// `show mac` without the ages (they move with the clock), sorted.
 fn macs(sw: &RunningSwitch) -> Vec<(String, String, String, bool)> {
-    let mut v: Vec<_> = sw
-        .json("show mac")
+    let mut v: Vec<_> = sw.json("show mac")["entries"]
         .as_array()
         .unwrap()
         .iter()

@@ -471,9 +471,9 @@ mod tests {
         );
         let e = p("show ports extra").unwrap_err();
         assert!(e.contains("takes no argument"), "{e}");
-        assert!(p("show mac br0 extra")
+        assert!(p("show mac br0 0 10 extra")
             .unwrap_err()
-            .contains("at most [BRIDGE]"));
+            .contains("at most [BRIDGE] [OFFSET] [LIMIT]"));
         // No word or an unknown one: the list of registered shows, with what each shows.
         for line in ["show nothing", "show"] {
             let e = p(line).unwrap_err();

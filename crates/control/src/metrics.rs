@@ -308,7 +308,7 @@ pub struct SharedWorker(pub Arc<SwitchHandle>);
 
 impl Worker for SharedWorker {
     fn run(&self, job: Job) -> Result<(), WorkerGone> {
-        self.0.call(move |sw: &mut Switch| job(sw))
+        self.0.post(job)
     }
     fn is_alive(&self) -> bool {
         self.0.is_running()

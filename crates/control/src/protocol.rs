@@ -178,6 +178,13 @@ pub struct VersionInfo {
     pub uptime_s: u64,
     /// Changes applied since start (the initial build included).
     pub changes_applied: u64,
+    /// A request the worker did not answer by its deadline and has not run yet (it stays queued;
+    /// until it has run, requests that need the worker are refused as busy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued: Option<String>,
+    /// The last queued change the switch refused when it ran it (after its request had timed out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_failed: Option<String>,
     pub ports: usize,
     pub bridges: usize,
     /// Cross-connect directions.

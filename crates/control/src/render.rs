@@ -18,7 +18,7 @@ fn opt<T: ToString>(v: Option<T>) -> String {
 }
 
 pub(crate) fn version(v: &VersionInfo) -> String {
-    format!(
+    let mut s = format!(
         "vecswitch {}\nconfig: {}\nuptime: {} s\nchanges applied: {}\nports: {}, bridges: {}, xconnect directions: {}\n",
         v.version,
         opt(v.config.as_deref()),
@@ -27,7 +27,14 @@ pub(crate) fn version(v: &VersionInfo) -> String {
         v.ports,
         v.bridges,
         v.xconnects,
-    )
+    );
+    if let Some(q) = &v.queued {
+        s.push_str(&format!("queued: {q}\n"));
+    }
+    if let Some(f) = &v.queued_failed {
+        s.push_str(&format!("queued change failed: {f}\n"));
+    }
+    s
 }
 
 fn capture_stopped(c: &CaptureInfo) -> String {
@@ -87,7 +94,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use serde_json::json;
-    use vecswitch_switch::MacEntry;
+    use vecswitch_switch::{MacEntry, MacTableInfo};
 
     fn show(what: &str) -> Request {
         Request::Show {
@@ -165,18 +172,31 @@ mod tests {
                 age_s: 7,
             },
         ];
-        let s = render(&show("mac"), &serde_json::to_value(&entries).unwrap());
+        let info = MacTableInfo {
+            bridge: Some("br0".into()),
+            total: 5000,
+            matched: 3000,
+            learned: 2999,
+            statics: 1,
+            offset: 10,
+            entries,
+        };
+        let s = render(&show("mac"), &serde_json::to_value(&info).unwrap());
         let lines: Vec<&str> = s.lines().collect();
-        assert!(
-            lines[1].contains("02:00:00:00:00:01") && lines[1].contains("static"),
+        assert_eq!(
+            lines[0],
+            "3000 MACs in bridge br0 (2999 learned, 1 static; 5000 in the table), showing 2 from 10",
             "{s}"
         );
-        assert!(lines[1].ends_with(" -"), "a static entry has no age: {s}");
         assert!(
-            lines[2].contains("dynamic") && lines[2].ends_with(" 7"),
+            lines[2].contains("02:00:00:00:00:01") && lines[2].contains("static"),
             "{s}"
         );
-        assert!(s.ends_with("2 entries\n"));
+        assert!(lines[2].ends_with(" -"), "a static entry has no age: {s}");
+        assert!(
+            lines[3].contains("dynamic") && lines[3].ends_with(" 7"),
+            "{s}"
+        );
         // A switch of another version answering another shape: printed, not refused.
         let odd = json!([{"mac": "02:00:00:00:00:01"}]);
         let s = render(&show("mac"), &odd);

@@ -13,8 +13,11 @@
 //! group; anyone else gets an error line and a `tracing` warning naming their uid and pid. At most
 //! [`MAX_CONNECTIONS`] connections are served at once and [`MAX_PER_UID`] per peer uid; a request
 //! line must arrive complete within [`IDLE_TIMEOUT`] of the connection opening or of the previous
-//! answer (so neither an idle nor a byte-a-second client holds a thread), and a request that cannot
-//! get the controller within [`REQUEST_DEADLINE`] is answered with a busy error.
+//! answer (so neither an idle nor a byte-a-second client holds a thread), a request that cannot
+//! get the controller within [`REQUEST_DEADLINE`] is answered with a busy error, and one that
+//! holds it waits for the switch's worker at most `controller::WORKER_DEADLINE` (a request past it
+//! stays queued on the worker, and the controller refuses what needs the worker until it has run:
+//! [`crate::controller`]).
 
 use crate::controller::Controller;
 use crate::protocol::{encode_request, parse_request, Request, Response, MAX_REQUEST_LINE};
@@ -161,11 +164,14 @@ impl ControlSocket {
             rounds += 1;
             if rounds >= 20 {
                 rounds = 0;
-                if !controller
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .worker_alive()
-                {
+                // Not while a request holds the controller (it may wait for the worker for
+                // seconds): new connections are accepted meanwhile, and looked at next round.
+                let alive = match controller.try_lock() {
+                    Ok(c) => c.worker_alive(),
+                    Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().worker_alive(),
+                    Err(std::sync::TryLockError::WouldBlock) => true,
+                };
+                if !alive {
                     return Served::WorkerGone;
                 }
             }
@@ -498,18 +504,23 @@ mod tests {
         }
     }
     fn run_server(path: &Path) -> Running {
+        run_server_on(path, Box::new(Local(Mutex::new(switch()))), None)
+    }
+    /// A server whose controller reaches the switch through `worker`, with `deadline` if given.
+    fn run_server_on(
+        path: &Path,
+        worker: Box<dyn crate::controller::Worker>,
+        deadline: Option<crate::controller::WorkerDeadline>,
+    ) -> Running {
         let cfg = Config::from_toml(
             "[[port]]\nname = \"p0\"\ntype = \"af_packet\"\ninterface = \"veth0\"\n[[bridge]]\nname = \"br0\"\nports = [\"p0\"]\n",
             "t",
         )
         .unwrap();
-        let c = Controller::start(
-            Box::new(Local(Mutex::new(switch()))),
-            Arc::from(factory()),
-            cfg,
-            None,
-        )
-        .unwrap();
+        let mut c = Controller::start(worker, Arc::from(factory()), cfg, None).unwrap();
+        if let Some(d) = deadline {
+            c.set_worker_deadline(Some(d));
+        }
         let sock = ControlSocket::bind(path).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let s2 = Arc::clone(&stop);
@@ -766,6 +777,72 @@ mod tests {
         drop(held);
         let line = raw(&srv.path, b"{\"cmd\":\"clear_counters\"}\n");
         assert!(line.contains("\"ok\":true"), "{line}");
+    }
+
+    /// Issue 14 item 1 over the socket: a change the stuck worker does not answer is answered
+    /// within the deadline (plus slack) saying it stays queued; the next change gets a busy
+    /// error at once while `show version` answers; once the worker runs, the change is applied.
+    #[test]
+    fn a_stuck_worker_gets_a_timeout_answer_then_busy_then_applies() {
+        use crate::controller::stuck::Stuck;
+        use crate::controller::WorkerDeadline;
+        let d = tmpdir("stuck");
+        let deadline = WorkerDeadline {
+            start: Duration::from_millis(500),
+            answer: Duration::from_secs(2),
+        };
+        let w = Stuck::new(Local(Mutex::new(switch())));
+        let srv = run_server_on(&d.0.join("ctl.sock"), Box::new(w.clone()), Some(deadline));
+        w.hold();
+        let add = |name: &str| Request::BridgeAdd {
+            bridge: crate::config::BridgeConfig::new(name),
+        };
+        let t0 = Instant::now();
+        let r = request(&srv.path, &add("br9"), Duration::from_secs(30)).unwrap();
+        let took = t0.elapsed();
+        let e = r.error.unwrap();
+        assert!(
+            e.contains("did not answer within") && e.contains("add bridge br9 stays queued"),
+            "{e}"
+        );
+        assert!(
+            took >= deadline.start && took < deadline.start + Duration::from_secs(10),
+            "{took:?}"
+        );
+        let t0 = Instant::now();
+        let e = request(&srv.path, &add("br8"), Duration::from_secs(30))
+            .unwrap()
+            .error
+            .unwrap();
+        assert!(
+            e.contains("switch busy") && e.contains("add bridge br9"),
+            "{e}"
+        );
+        assert!(t0.elapsed() < deadline.start, "busy at once");
+        let version = || {
+            let r = request(
+                &srv.path,
+                &Request::Show {
+                    what: "version".into(),
+                    args: vec![],
+                },
+                Duration::from_secs(30),
+            )
+            .unwrap();
+            serde_json::from_value::<crate::protocol::VersionInfo>(r.data.unwrap()).unwrap()
+        };
+        let before = version();
+        assert!(before.queued.is_some(), "{before:?}");
+        assert_eq!(w.release(), 1);
+        let after = version();
+        assert_eq!(after.queued, None);
+        assert_eq!(after.changes_applied, before.changes_applied + 1);
+        assert_eq!(after.bridges, before.bridges + 1);
+        assert!(
+            request(&srv.path, &add("br8"), Duration::from_secs(30))
+                .unwrap()
+                .ok
+        );
     }
 
     #[test]

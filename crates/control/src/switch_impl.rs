@@ -146,7 +146,7 @@ ports = ["v0", "v1"]
             ports[2]["service"],
             serde_json::json!({"type": "bridge", "bridge": "br0"})
         );
-        let macs = show(&mut c, "mac");
+        let macs = show(&mut c, "mac")["entries"].clone();
         assert_eq!(macs[0]["mac"], "02:00:00:00:00:01");
         assert_eq!(macs[0]["static"], true);
     }
@@ -177,7 +177,7 @@ ports = ["v0", "v1"]
             serde_json::json!({"type": "xconnect", "to": "p0"})
         );
         assert_eq!(show(&mut c, "bridge")[0]["settings"]["learn"], false);
-        assert_eq!(show(&mut c, "mac").as_array().unwrap().len(), 1);
+        assert_eq!(show(&mut c, "mac")["entries"].as_array().unwrap().len(), 1);
         // Back to the original, and to nothing at all.
         c.set_config(Config::from_toml(CFG, "t").unwrap()).unwrap();
         let empty = Config {

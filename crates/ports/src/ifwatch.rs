@@ -58,6 +58,44 @@ impl NetnsHandle {
     }
 }
 
+/// A port that re-opens itself on its interface deleted and created again ([`reopen`]): the
+/// AF_PACKET and AF_XDP ports.
+pub(crate) trait Reopen: Sized + Send {
+    /// What a new port is opened from (the port's own config).
+    type Config: Send;
+    type Error: std::fmt::Display + Send;
+    /// The config to open the new port with.
+    fn config_for_reopen(&self) -> Self::Config;
+    /// Opens a port in the calling thread's namespace.
+    fn open_for_reopen(config: Self::Config) -> Result<Self, Self::Error>;
+    /// The port's watch, the namespace its socket lives in, and its interface's name.
+    fn watched(&mut self) -> (&mut IfWatch, &mut NetnsHandle, &str);
+    /// Settles this port before its socket closes (frames still in its transmit ring are handed
+    /// over once more or counted as dropped) and carries its counters over to `new`.
+    fn hand_over(&mut self, new: &mut Self);
+}
+
+/// Opens a new port on the interface that now has `port`'s name (ifindex `now`), in the namespace
+/// `port`'s socket lives in, and puts it in `port`'s place: counters carry over
+/// ([`Reopen::hand_over`]), the watch says up and counts one re-open more. On failure `port` stays
+/// down with the reason. The old socket and rings close when the replaced value drops here.
+pub(crate) fn reopen<P: Reopen>(port: &mut P, now: i32) {
+    let config = port.config_for_reopen();
+    let (watch, netns, interface) = port.watched();
+    let interface = interface.to_string();
+    let Some(mut new) = watch.reopen(netns, &interface, now, move || P::open_for_reopen(config))
+    else {
+        return;
+    };
+    port.hand_over(&mut new);
+    let (watch, netns, _) = port.watched();
+    let reopened = watch.reopened();
+    let (new_watch, new_netns, _) = new.watched();
+    *new_watch = reopened;
+    std::mem::swap(new_netns, netns);
+    std::mem::swap(port, &mut new);
+}
+
 /// Whether the port's interface is there, as the port last looked (see the module doc).
 #[derive(Debug, Clone)]
 pub(crate) struct IfWatch {

@@ -12,6 +12,7 @@
 //! - [`fault`]: a wrapper around any port that injects loss, corruption and reordering (seeded).
 //! - [`shm`]: [`shm::ShmRegion`], memory shared with another party (kernel rings), with every
 //!   volatile, bounds-checked access in one place.
+//! - [`heap`]: giving freed heap memory back to the kernel after a large control-plane change.
 //!
 //! A port moves packets between its medium and the [`Pool`]: `rx_burst` allocates buffers and fills
 //! them, `tx_burst` copies packets out. The caller keeps ownership of the handles passed to
@@ -23,6 +24,7 @@ pub mod af_packet;
 pub mod af_xdp;
 pub mod fault;
 mod fd;
+pub mod heap;
 mod ifwatch;
 pub mod loopback;
 pub mod memif;

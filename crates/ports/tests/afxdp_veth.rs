@@ -360,3 +360,93 @@ fn af_xdp_with_busy_polling_exchanges_frames() {
     assert_eq!(xdp.stats().rx_packets, 300);
     assert_eq!(xdp.stats().tx_packets, 300);
 }
+
+/// The port's system calls are counted and bounded by counts (issue 8: never a kick per frame):
+/// a burst of 256 frames takes one `sendto` per 32 frames (copy mode sends at most 32 per kick,
+/// `TX_BATCH_SIZE` in net/xdp/xsk.c) — 8, plus at most 4 that found the peer full — and a burst
+/// of one frame one kick. Empty receive polls make no `recvfrom` unless busy polling is on (the
+/// fill ring of a copy-mode socket never asks for a wake-up), and then exactly one per empty poll.
+#[test]
+fn af_xdp_kicks_once_per_32_frames() {
+    let lab = VethLab::new("vsxk");
+    let (mut xdp, mut peer) = ports(&lab, XdpMode::Native);
+    let mut pool = Pool::new(4096);
+    let frames = |pool: &mut Pool, n: u32, from: u32| -> Vec<u32> {
+        (0..n)
+            .map(|k| packet_from_bytes(pool, &test_frame(1, from + k, 60)).unwrap())
+            .collect()
+    };
+    let mut received = 0;
+    let mut out = Vec::new();
+    let mut receive_all = |peer: &mut AfPacketPort, pool: &mut Pool, want: usize| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while received < want {
+            assert!(Instant::now() < deadline, "{received} of {want} arrived");
+            out.clear();
+            peer.rx_burst(pool, &mut out, 256);
+            received += out.len();
+            pool.free_bulk(&out);
+        }
+    };
+
+    let hs = frames(&mut pool, 256, 0);
+    assert_eq!(xdp.tx_burst(&mut pool, &hs), 256);
+    pool.free_bulk(&hs);
+    receive_all(&mut peer, &mut pool, 256);
+    let k = xdp.af_xdp_stats();
+    assert!(
+        (8..=12).contains(&k.tx_kicks),
+        "256 frames in one burst took {} kicks: {k:?}",
+        k.tx_kicks
+    );
+    assert_eq!(xdp.stats().tx_packets, 256, "{k:?}");
+
+    for i in 0..10 {
+        let hs = frames(&mut pool, 1, 256 + i);
+        assert_eq!(xdp.tx_burst(&mut pool, &hs), 1);
+        pool.free_bulk(&hs);
+    }
+    receive_all(&mut peer, &mut pool, 266);
+    let k2 = xdp.af_xdp_stats();
+    assert_eq!(
+        k2.tx_kicks - k.tx_kicks,
+        10,
+        "one kick per one-frame burst: {k2:?}"
+    );
+    assert_eq!(xdp.stats().tx_packets, 266);
+
+    // Idle polls: nothing to send, nothing received.
+    for _ in 0..1000 {
+        xdp.poll_control();
+        out.clear();
+        assert_eq!(xdp.rx_burst(&mut pool, &mut out, 256), 0);
+    }
+    let k3 = xdp.af_xdp_stats();
+    assert_eq!(
+        k3.tx_kicks, k2.tx_kicks,
+        "an idle port does not kick: {k3:?}"
+    );
+    assert_eq!(k3.rx_wakeups, 0, "no recvfrom without busy polling: {k3:?}");
+    drop(xdp);
+
+    let mut busy = AfXdpPort::open(AfXdpConfig {
+        busy_poll_us: 20,
+        ..AfXdpConfig::new("xdp", lab.host())
+    })
+    .expect("open with busy polling");
+    wait_up(&busy);
+    let mut empty = 0;
+    for _ in 0..100 {
+        out.clear();
+        if busy.rx_burst(&mut pool, &mut out, 256) == 0 {
+            empty += 1;
+        }
+        pool.free_bulk(&out);
+    }
+    assert!(empty > 0);
+    assert_eq!(
+        busy.af_xdp_stats().rx_wakeups,
+        empty,
+        "busy polling: one recvfrom per empty poll"
+    );
+}

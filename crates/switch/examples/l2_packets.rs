@@ -22,7 +22,7 @@
 
 use std::process::ExitCode;
 
-use vecswitch_switch::testing::{bridge_switch, xconnect_mtu_switch, xconnect_switch};
+use vecswitch_switch::testing::{self, bridge_switch, xconnect_mtu_switch, xconnect_switch};
 use vecswitch_switch::Switch;
 
 /// Polls until the source has handed out all its packets; returns how many were received.
@@ -46,56 +46,19 @@ fn usage(msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// ns per packet of `vectors` full vectors through `sw`.
-fn sample(sw: &mut Switch, vectors: u32) -> f64 {
-    let t0 = std::time::Instant::now();
-    for _ in 0..vectors {
-        let n = sw.poll_once();
-        assert_eq!(n, 256, "the replay source fills every vector");
-    }
-    t0.elapsed().as_nanos() as f64 / (vectors as f64 * 256.0)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// The interleaved wall-clock comparison (see the module doc).
 fn interleave(rounds: usize) -> ExitCode {
     let mut cases: Vec<(String, Switch)> = vec![("xconnect".into(), xconnect_switch(None))];
     for entries in [2u32, 20_000, 1_000_000] {
         cases.push((format!("bridge/{entries}"), bridge_switch(entries, None)));
     }
-    for (_, sw) in &mut cases {
-        sample(sw, 64); // warm-up: caches, TLB, branch predictors
-    }
-    let mut ns = vec![Vec::with_capacity(rounds); cases.len()];
-    for _ in 0..rounds {
-        for ((_, sw), v) in cases.iter_mut().zip(&mut ns) {
-            v.push(sample(sw, 64));
+    match testing::interleave(&mut cases, rounds, 1) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
         }
     }
-    // Rate relative to bridge/2, per round (time of bridge/2 / time of the case).
-    let base = 1;
-    println!(
-        "| case | min ns/pkt | median ns/pkt | rate × bridge/2 (median of per-round ratios) |"
-    );
-    println!("|---|---|---|---|");
-    for (i, (name, sw)) in cases.iter().enumerate() {
-        let ratio = median(ns[base].iter().zip(&ns[i]).map(|(b, c)| b / c).collect());
-        let min = ns[i].iter().copied().fold(f64::INFINITY, f64::min);
-        println!(
-            "| {name} | {min:.2} | {:.2} | {ratio:.3} |",
-            median(ns[i].clone())
-        );
-        let errors = sw.show_errors();
-        if !errors.is_empty() {
-            eprintln!("{name}: not every frame was a known-unicast hit: {errors:?}");
-            return ExitCode::FAILURE;
-        }
-    }
-    ExitCode::SUCCESS
 }
 
 fn main() -> ExitCode {

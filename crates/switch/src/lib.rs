@@ -49,7 +49,7 @@ pub mod worker;
 pub use capture::CaptureInfo;
 pub use error::SwitchError;
 pub use interface::{Interface, InterfaceInfo, Service};
-pub use l2::control::{BridgeInfo, MacEntry};
+pub use l2::control::{BridgeInfo, MacEntry, MacTableInfo};
 pub use l2::BridgeSettings;
 pub use runtime::{LoopStats, PortInfo, RuntimeInfo, ServiceInfo, Switch, SwitchConfig};
 pub use state::SwitchState;

@@ -11,6 +11,7 @@
 //! - [`fuzz_frames`]: runs arbitrary bytes, cut into frames, through ethernet-input, a bridge and an
 //!   xconnect (with `mtu-check` on one bridge member, so that the output arc is active), and checks
 //!   that every buffer comes back.
+//! - [`interleave`]: the interleaved wall-clock comparison of the `*_packets interleave` examples.
 
 use vecswitch_ports::loopback::{packet_from_bytes, Replay};
 
@@ -203,4 +204,67 @@ fn flush(sw: &mut Switch, batch: &mut Vec<(u16, u32)>) {
         }
     }
     batch.clear();
+}
+
+/// ns per packet of `vectors` full vectors through `sw` (a source that fills every vector).
+fn sample(sw: &mut Switch, vectors: u32) -> Option<f64> {
+    let t0 = std::time::Instant::now();
+    for _ in 0..vectors {
+        if sw.poll_once() != 256 {
+            return None;
+        }
+    }
+    Some(t0.elapsed().as_nanos() as f64 / (vectors as f64 * 256.0))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The interleaved wall-clock comparison of the `*_packets interleave` examples: every switch of
+/// `cases` (built beforehand, each with an endless source) is warmed, then each of `rounds`
+/// rounds times one sample (64 vectors of 256 packets) of every case in turn, so that a loaded
+/// host slows all cases alike. Prints a Markdown table — per case the minimum and median
+/// ns/packet and the rate relative to case `base` (median of the per-round ratios) — and returns
+/// an error naming the case if a source did not fill a vector or a case counted an error (every
+/// frame must take the measured path).
+pub fn interleave(
+    cases: &mut [(String, Switch)],
+    rounds: usize,
+    base: usize,
+) -> Result<(), String> {
+    for (name, sw) in cases.iter_mut() {
+        // Warm-up: caches, TLB, branch predictors.
+        sample(sw, 64).ok_or_else(|| format!("{name}: the source did not fill a vector"))?;
+    }
+    let mut ns = vec![Vec::with_capacity(rounds); cases.len()];
+    for _ in 0..rounds {
+        for ((name, sw), v) in cases.iter_mut().zip(&mut ns) {
+            v.push(
+                sample(sw, 64)
+                    .ok_or_else(|| format!("{name}: the source did not fill a vector"))?,
+            );
+        }
+    }
+    let base_name = &cases[base].0;
+    println!(
+        "| case | min ns/pkt | median ns/pkt | rate × {base_name} (median of per-round ratios) |"
+    );
+    println!("|---|---|---|---|");
+    for (i, (name, sw)) in cases.iter().enumerate() {
+        let ratio = median(ns[base].iter().zip(&ns[i]).map(|(b, c)| b / c).collect());
+        let min = ns[i].iter().copied().fold(f64::INFINITY, f64::min);
+        println!(
+            "| {name} | {min:.2} | {:.2} | {ratio:.3} |",
+            median(ns[i].clone())
+        );
+        let errors = sw.show_errors();
+        if !errors.is_empty() {
+            return Err(format!(
+                "{name}: not every frame took the measured path: {errors:?}"
+            ));
+        }
+    }
+    Ok(())
 }

@@ -27,6 +27,25 @@
 //! at any rate and the maximum latency. With throttling off (`sched_rt_runtime_us = -1`) or under
 //! SCHED_OTHER there are no breaks. Counted in `show runtime` (`real-time breaks`).
 //!
+//! Idle policy for a shared core ([`IdlePolicy`], [`SwitchHandle::set_idle_policy`]): with
+//! [`IdlePolicy::Sleep`] the worker sleeps (the back-off above) after *every* poll that found
+//! nothing, not after [`IDLE_BEFORE_SLEEP`] of them. For a core shared with another busy poller
+//! (PVP on two CPUs: the switch and the VNF on CPU 1 at SCHED_OTHER): there the scheduler
+//! alternates two busy pollers a tick at a time (4 ms at HZ = 250), every frame waits for the
+//! other's turn, and PVP's ceiling was the VNF's ring over that round trip for vecswitch and
+//! testpmd io alike (1,024 slots / ≈ 8 ms ≈ 128 kfps over memif, docs/BENCHMARKS.md §9). The
+//! 500 µs window never ran out under traffic (the generator's frames, one every 10 µs at 100 kfps,
+//! reset it), so the worker polled whole ticks. A sleeping worker is dequeued: the VNF gets the
+//! CPU at once and the worker does not use up its share on empty polls. Measured on the loaded
+//! host (PVP over memif, 5 interleaved rounds, docs/BENCHMARKS.md §9.1): median latency 86–118 µs
+//! instead of 246–251 µs, or 7.5–8.5 ms in the rounds where the host fell into the tick regime,
+//! and then no loss where busy polling lost up to 4,650 frames; the worker on the CPU 12 % of the
+//! time instead of 24–38 %. A `sched_yield(2)`
+//! after each empty poll was tried and made it worse (median 1.6–2.1 ms): under EEVDF a yield
+//! pushes the worker's deadline back while the VNF, which has run more, is not eligible, so the
+//! worker then waits behind it. [`IdlePolicy::Poll`] (the default) is the behaviour for a core of
+//! its own. The lab's vecswitch driver asks for `sleep` when the CPU is shared.
+//!
 //! Scheduling ([`WorkerSched`], [`SwitchHandle::set_scheduling`]): the worker can run under a
 //! real-time policy (`fifo:10` is SCHED_FIFO priority 10, `rr:N` SCHED_RR, `other` the default
 //! time-sharing policy), as FD.io VPP's `cpu { scheduler-policy fifo scheduler-priority N }` does.
@@ -40,7 +59,9 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -97,6 +118,53 @@ fn rt_break(sched: Option<WorkerSched>) -> Option<Duration> {
 
 /// Longest idle wait.
 pub const IDLE_SLEEP_MAX: Duration = Duration::from_micros(100);
+
+/// What the worker does after a poll that received nothing (module doc, "Idle policy for a
+/// shared core"). Written and parsed as `poll` or `sleep`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum IdlePolicy {
+    /// Poll again at once, and sleep only after [`IDLE_BEFORE_SLEEP`] without a packet: the
+    /// lowest latency on a core of the worker's own.
+    #[default]
+    Poll,
+    /// Sleep after every empty poll (the back-off of an idle worker, from [`IDLE_SLEEP_MIN`]):
+    /// for a core shared with another busy poller, which then gets the CPU at once.
+    Sleep,
+}
+
+/// What [`IdlePolicy`]'s text form accepts, for error messages.
+pub const IDLE_POLICY_ACCEPTED: &str =
+    "`poll` (a core of its own) or `sleep` (a core shared with another busy poller)";
+
+/// A text that is not an [`IdlePolicy`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("worker idle policy {value:?}: unknown; accepted: {IDLE_POLICY_ACCEPTED}")]
+pub struct IdlePolicyError {
+    pub value: String,
+}
+
+impl fmt::Display for IdlePolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            IdlePolicy::Poll => "poll",
+            IdlePolicy::Sleep => "sleep",
+        })
+    }
+}
+
+impl FromStr for IdlePolicy {
+    type Err = IdlePolicyError;
+
+    fn from_str(s: &str) -> Result<IdlePolicy, IdlePolicyError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "poll" => Ok(IdlePolicy::Poll),
+            "sleep" => Ok(IdlePolicy::Sleep),
+            _ => Err(IdlePolicyError {
+                value: s.to_string(),
+            }),
+        }
+    }
+}
 
 type Call = Box<dyn FnOnce(&mut Switch) + Send>;
 
@@ -275,17 +343,22 @@ impl WorkerSched {
 pub struct SwitchHandle {
     tx: Sender<Msg>,
     thread: Option<JoinHandle<Switch>>,
+    /// Whether the [`IdlePolicy`] is `Sleep`, read by the worker after every control call.
+    idle_sleep: Arc<AtomicBool>,
 }
 
 /// Starts `switch` on a new thread named `vecswitch-worker`.
 pub fn spawn(switch: Switch) -> std::io::Result<SwitchHandle> {
     let (tx, rx) = mpsc::channel();
+    let idle_sleep = Arc::new(AtomicBool::new(IdlePolicy::default() == IdlePolicy::Sleep));
+    let flag = Arc::clone(&idle_sleep);
     let thread = std::thread::Builder::new()
         .name("vecswitch-worker".into())
-        .spawn(move || run(switch, rx))?;
+        .spawn(move || run(switch, rx, &flag))?;
     Ok(SwitchHandle {
         tx,
         thread: Some(thread),
+        idle_sleep,
     })
 }
 
@@ -300,7 +373,7 @@ fn handle(sw: &mut Switch, msg: Msg) -> bool {
     }
 }
 
-fn run(mut sw: Switch, rx: Receiver<Msg>) -> Switch {
+fn run(mut sw: Switch, rx: Receiver<Msg>, idle_sleep: &AtomicBool) -> Switch {
     let idle_before_sleep_ns = IDLE_BEFORE_SLEEP.as_nanos() as u64;
     let rt_slice_ns = RT_RUN_SLICE.as_nanos() as u64;
     // When the current run of empty polls began (the switch's clock, ns).
@@ -310,6 +383,8 @@ fn run(mut sw: Switch, rx: Receiver<Msg>) -> Switch {
     // policy), and when the worker last woke from a sleep or a break.
     let mut rt = rt_break(WorkerSched::of_current_thread().ok());
     let mut awake_since = sw.now_ns();
+    // The idle policy (`sleep` or not), re-read after every control call like `rt`.
+    let mut sleep_when_idle = idle_sleep.load(Ordering::Relaxed);
     loop {
         let received = sw.poll_once();
         sw.run_timers(); // the features' timers (e.g. LACP), see `Feature::timers`
@@ -328,6 +403,7 @@ fn run(mut sw: Switch, rx: Receiver<Msg>) -> Switch {
                         return sw;
                     }
                     rt = rt_break(WorkerSched::of_current_thread().ok());
+                    sleep_when_idle = idle_sleep.load(Ordering::Relaxed);
                 }
                 continue;
             }
@@ -339,7 +415,7 @@ fn run(mut sw: Switch, rx: Receiver<Msg>) -> Switch {
         } else {
             let now = sw.now_ns();
             let since = *idle_since.get_or_insert(now);
-            now.saturating_sub(since) >= idle_before_sleep_ns
+            sleep_when_idle || now.saturating_sub(since) >= idle_before_sleep_ns
         };
         // Then at most one control call, never a queue of them, so every call is followed by a
         // poll: a caller that queues its next call while the worker is descheduled right after
@@ -371,6 +447,7 @@ fn run(mut sw: Switch, rx: Receiver<Msg>) -> Switch {
                 return sw;
             }
             rt = rt_break(WorkerSched::of_current_thread().ok());
+            sleep_when_idle = idle_sleep.load(Ordering::Relaxed);
         }
     }
 }
@@ -392,6 +469,16 @@ impl SwitchHandle {
         rrx.recv().map_err(|_| WorkerGone)
     }
 
+    /// Queues `f` to run on the switch between two poll iterations, like [`SwitchHandle::call`],
+    /// and returns at once without waiting for it (the control plane waits with a deadline:
+    /// `vecswitch_control::controller`).
+    pub fn post<F>(&self, f: F) -> Result<(), WorkerGone>
+    where
+        F: FnOnce(&mut Switch) + Send + 'static,
+    {
+        self.tx.send(Msg::Call(Box::new(f))).map_err(|_| WorkerGone)
+    }
+
     /// Gives the worker thread `sched` (policy and priority), from the worker itself, and returns
     /// what the thread has afterwards (read back, not assumed).
     pub fn set_scheduling(&self, sched: WorkerSched) -> Result<WorkerSched, SchedError> {
@@ -404,6 +491,22 @@ impl SwitchHandle {
             WorkerSched::of_current_thread()
         })
         .map_err(gone)?
+    }
+
+    /// Sets what the worker does after a poll that found nothing ([`IdlePolicy`]); in force from
+    /// the worker's next iteration (the change travels as a control call).
+    pub fn set_idle_policy(&self, policy: IdlePolicy) -> Result<(), WorkerGone> {
+        let flag = Arc::clone(&self.idle_sleep);
+        self.call(move |_| flag.store(policy == IdlePolicy::Sleep, Ordering::Relaxed))
+    }
+
+    /// The worker's idle policy.
+    pub fn idle_policy(&self) -> IdlePolicy {
+        if self.idle_sleep.load(Ordering::Relaxed) {
+            IdlePolicy::Sleep
+        } else {
+            IdlePolicy::Poll
+        }
     }
 
     /// The worker thread's current scheduling.
@@ -482,6 +585,17 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    #[test]
+    fn idle_policy_text_round_trips_and_bad_values_name_what_is_accepted() {
+        for (t, want) in [("poll", IdlePolicy::Poll), (" SLEEP ", IdlePolicy::Sleep)] {
+            let p: IdlePolicy = t.parse().unwrap();
+            assert_eq!(p, want);
+            assert_eq!(p.to_string().parse::<IdlePolicy>().unwrap(), p);
+        }
+        let e = "yield".parse::<IdlePolicy>().unwrap_err().to_string();
+        assert!(e.contains("yield") && e.contains("`sleep`"), "{e}");
     }
 
     #[test]

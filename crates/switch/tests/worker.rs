@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use vecswitch_buffer::Pool;
-use vecswitch_switch::{spawn, BridgeSettings, Switch, SwitchConfig, SwitchError};
+use vecswitch_switch::worker::IdlePolicy;
+use vecswitch_switch::{spawn, BridgeSettings, LoopStats, Switch, SwitchConfig, SwitchError};
 
 #[test]
 fn worker_forwards_and_answers_calls() {
@@ -305,4 +306,78 @@ fn a_real_time_worker_that_never_idles_is_not_stopped_by_rt_throttling() {
         l.rt_breaks
     );
     drop(h);
+}
+
+/// Sends `n` frames p0 → p1 through the worker's cross-connect and waits (bounded) until they
+/// all came out; returns the loop counters read right after.
+fn forward_and_read(
+    h: &vecswitch_switch::SwitchHandle,
+    peer0: &mut vecswitch_ports::loopback::LoopbackPort,
+    peer1: &mut vecswitch_ports::loopback::LoopbackPort,
+    tp: &mut Pool,
+    n: u32,
+) -> LoopStats {
+    let frames: Vec<Vec<u8>> = (0..n).map(|i| frame(mac(1), mac(100 + i), 60)).collect();
+    send(peer0, tp, &frames);
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while got.len() < frames.len() && Instant::now() < deadline {
+        got.extend(drain(peer1, tp));
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(got, frames, "every frame forwarded");
+    // Idle for a while after the traffic.
+    std::thread::sleep(Duration::from_millis(20));
+    h.call(|sw| sw.show_runtime().loop_stats).unwrap()
+}
+
+/// The idle policy for a core shared with another busy poller (a PVP VNF), by counts: with
+/// `sleep` every poll that received nothing is followed by a sleep, so idle polls and idle sleeps
+/// are equal; with `poll` (the default) the first empty poll after traffic never sleeps (the
+/// worker polls for 500 µs first — the window the generator's trickle kept open, so a switch
+/// sharing its core with a VNF never slept), so there are more idle polls than sleeps.
+/// Forwarding is the same under both. Counters are read inside a control call, between
+/// iterations, so each idle poll counted has had its sleep, if any, counted too.
+#[test]
+fn with_the_sleep_policy_every_empty_poll_sleeps() {
+    let mut sw = Switch::new(SwitchConfig {
+        buffers: 2048,
+        mac_table_entries: 64,
+        ..Default::default()
+    });
+    let (p0, mut peer0) = wire("p0");
+    let (p1, mut peer1) = wire("p1");
+    sw.add_port("p0", p0).unwrap();
+    sw.add_port("p1", p1).unwrap();
+    sw.add_xconnect("p0", "p1").unwrap();
+    let h = spawn(sw).unwrap();
+    let mut tp = Pool::new(1024);
+    assert_eq!(h.idle_policy(), IdlePolicy::Poll);
+    for (policy, round) in [
+        (IdlePolicy::Poll, 0),
+        (IdlePolicy::Sleep, 1),
+        (IdlePolicy::Poll, 2),
+        (IdlePolicy::Sleep, 3),
+    ] {
+        h.set_idle_policy(policy).unwrap();
+        assert_eq!(h.idle_policy(), policy);
+        h.call(|sw| sw.clear_counters()).unwrap();
+        let l = forward_and_read(&h, &mut peer0, &mut peer1, &mut tp, 300 + round);
+        assert_eq!(l.rx_packets, u64::from(300 + round), "{policy}: {l:?}");
+        assert!(l.idle_polls > 0 && l.idle_sleeps > 0, "{policy}: {l:?}");
+        match policy {
+            IdlePolicy::Sleep => assert_eq!(
+                l.idle_sleeps, l.idle_polls,
+                "sleep: every empty poll slept: {l:?}"
+            ),
+            IdlePolicy::Poll => assert!(
+                l.idle_polls > l.idle_sleeps,
+                "poll: empty polls before the first sleep: {l:?}"
+            ),
+        }
+    }
+    let sw = h.stop().unwrap();
+    assert_eq!(sw.show_buffers().in_use, 0);
+    drain(&mut peer1, &mut tp);
+    assert_eq!(tp.in_use(), 0);
 }

@@ -7,7 +7,8 @@
 //! - [`Topology`]: `phy2phy-memif`, `phy2phy-veth`, `pvp-memif`, `pvp-veth`, `pvvp-*`, and the VM
 //!   topologies `pvp-vm`, `pvvp-vm`, `v2v-vm` (QEMU guests on vhost-user, [`vm`]), and
 //!   `chain-memif:A+B+…`, N VNFs of mixed kinds (testpmd, vecswitch, kernel bridge or router in
-//!   a namespace of its own, [`chain`]). [`Testbed::build`]
+//!   a namespace of its own, [`chain`]), and `phy2phy-lag`, two LACP groups with the DUT between
+//!   them ([`lag`]). [`Testbed::build`]
 //!   creates the namespaces, links and socket paths and describes them as a [`Wiring`] — which
 //!   ports the generator holds, which the DUT must hold and which DUT ports it must connect;
 //!   [`Testbed::start`] sets a [`Dut`] up on it and starts the VNF of PVP; [`Testbed::placement`]
@@ -36,6 +37,7 @@ pub mod dut;
 mod error;
 pub mod gen_ports;
 pub mod l7;
+pub mod lag;
 pub mod measurer;
 pub mod netns;
 pub mod placement;

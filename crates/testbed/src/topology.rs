@@ -10,6 +10,7 @@
 //! | `pvp-vm`, `pvvp-vm` (`-veth`) | as pvp | as pvp/pvvp, but `vnf*` are vhost-user servers and each VNF is a QEMU guest bridging its two NICs | as pvp/pvvp |
 //! | `pvp-virtio` | as pvp-memif | `phy0`, `phy1` (memif), `vnf0`, `vnf1` (vhost-user servers) | as pvp | testpmd macswap on two `net_virtio_user` ports (no VM) |
 //! | `v2v-vm` | `gen0`, `gen1`: vhost-user servers, each a NIC of one guest | `vm0`, `vm1` (vhost-user servers, the guests' other NICs) | vm0–vm1 |
+//! | `phy2phy-lag` | `gen0`, `gen1` (memif servers) to the tester's LAG partner in `<run>-gen` | `dut0`, `dut1` (group A), `dut2`, `dut3` (group B): veth members of two LACP groups | group A's bond – group B's bond ([`crate::lag`]) |
 //! | `external` | the suite's two [`ExternalPort`]s (existing interfaces or memif sockets) | — (a device the lab does not start) | — |
 //!
 //! `external` builds nothing toward the device: the generator opens the interfaces or sockets
@@ -150,6 +151,13 @@ pub enum Topology {
     },
     /// VM to VM through the DUT: the generator on each guest's other NIC (vhost-user).
     V2v,
+    /// Two 2-member LACP groups with the DUT between them ([`crate::lag`]); the tester's side of
+    /// the groups is a `vecswitch run` process started from `partner_bin` (empty: the running
+    /// executable).
+    Phy2PhyLag {
+        #[serde(default)]
+        partner_bin: PathBuf,
+    },
     /// A device the lab does not start, between two existing generator ports.
     External {
         ports: Vec<ExternalPort>,
@@ -287,7 +295,8 @@ impl Topology {
             | Topology::Pvp { link, .. }
             | Topology::Pvvp { link, .. }
             | Topology::Chain { link, .. } => *link,
-            Topology::V2v => Link::Memif,
+            // The generator's own links are memif (to the tester's LAG partner).
+            Topology::V2v | Topology::Phy2PhyLag { .. } => Link::Memif,
             Topology::External { ports } => match ports.first() {
                 Some(ExternalPort::Memif { .. }) => Link::Memif,
                 _ => Link::Veth,
@@ -359,6 +368,7 @@ impl fmt::Display for Topology {
             Topology::Pvp { link, .. } => ("pvp", link),
             Topology::Pvvp { link, .. } => ("pvvp", link),
             Topology::V2v => return write!(f, "v2v-vm"),
+            Topology::Phy2PhyLag { .. } => return write!(f, "phy2phy-lag"),
             Topology::Chain { link, vnfs } => {
                 let l = match link {
                     Link::Memif => "memif",
@@ -378,7 +388,7 @@ impl fmt::Display for Topology {
 }
 
 /// Names accepted by [`Topology::from_str`] (and `external`, built by [`Topology::external`]).
-pub const TOPOLOGY_NAMES: &str = "phy2phy-memif, phy2phy-veth, pvp-memif, pvp-veth, pvvp-memif, pvvp-veth, pvp-vm, pvp-vm-veth, pvvp-vm, pvvp-vm-veth, v2v-vm, pvp-virtio, chain-memif:VNF+VNF+... (or chain-veth:...; VNFs: testpmd-macswap, testpmd-io, vecswitch, kernel-bridge, kernel-router), external";
+pub const TOPOLOGY_NAMES: &str = "phy2phy-memif, phy2phy-veth, phy2phy-lag, pvp-memif, pvp-veth, pvvp-memif, pvvp-veth, pvp-vm, pvp-vm-veth, pvvp-vm, pvvp-vm-veth, v2v-vm, pvp-virtio, chain-memif:VNF+VNF+... (or chain-veth:...; VNFs: testpmd-macswap, testpmd-io, vecswitch, kernel-bridge, kernel-router), external";
 
 impl FromStr for Topology {
     type Err = Error;
@@ -422,6 +432,9 @@ impl FromStr for Topology {
                 }
             }
             "v2v-vm" => Topology::V2v,
+            "phy2phy-lag" => Topology::Phy2PhyLag {
+                partner_bin: PathBuf::new(),
+            },
             "pvp-virtio" => Topology::Pvp {
                 link: Link::Memif,
                 vnf: VnfKind::TestpmdVirtio,
@@ -616,6 +629,8 @@ pub struct Testbed {
     // trials) and the bench loop (scale reconfiguration) at the same time.
     vnf: Mutex<Vec<Vnf>>,
     dut: Mutex<Option<Box<dyn Dut>>>,
+    /// The tester's LAG partner of `phy2phy-lag` ([`crate::lag`]), once started.
+    lag: Mutex<Option<crate::lag::Partner>>,
     /// Namespaces of the chain's kernel VNFs ([`crate::chain`]).
     vnf_ns: Vec<Netns>,
     wiring: Wiring,
@@ -644,6 +659,11 @@ impl Testbed {
                     .map(|(i, p)| p.gen_end(&format!("gen{i}")))
                     .collect();
                 (g, Vec::new())
+            }
+            (Topology::Phy2PhyLag { .. }, _) => {
+                let (ns, g, d) = crate::lag::build(&id, &run_dir, &dut_ns, cores)?;
+                gen_ns = Some(ns);
+                (g, d)
             }
             (Topology::V2v, _) => {
                 // The generator is the vhost-user device on each guest's outer NIC; the guests
@@ -724,8 +744,11 @@ impl Testbed {
                 (g, d)
             }
         };
-        // An external device's ports are not the lab's: nothing for a driver to connect.
-        let mut pairs = if topology.is_external() {
+        // An external device's ports are not the lab's: nothing for a driver to connect. A LAG
+        // driver knows its groups (crate::lag::dut_groups); a pair would make other drivers
+        // connect two members.
+        let lag = matches!(topology, Topology::Phy2PhyLag { .. });
+        let mut pairs = if topology.is_external() || lag {
             Vec::new()
         } else {
             vec![(0, 1)]
@@ -800,6 +823,7 @@ impl Testbed {
         Ok(Testbed {
             vnf: Mutex::new(Vec::new()),
             dut: Mutex::new(None),
+            lag: Mutex::new(None),
             vnf_ns,
             wiring,
             dut_ns,
@@ -860,6 +884,12 @@ impl Testbed {
         g.as_deref_mut().map(f)
     }
 
+    /// `phy2phy-lag`: what each member carried and the tester's LAG dropped, and the LACP state
+    /// ([`crate::lag::LagReport`]); `None` on other topologies or before [`Testbed::start`].
+    pub fn lag_report(&self) -> Option<Result<crate::lag::LagReport>> {
+        lock(&self.lag).as_ref().map(crate::lag::Partner::report)
+    }
+
     /// The VNF guests' consoles (empty when the topology has no VM), for failure messages.
     pub fn vm_consoles(&self) -> String {
         lock(&self.vnf)
@@ -895,10 +925,11 @@ impl Testbed {
         crate::gen_ports::open_generator_ports(&self.wiring)
     }
 
-    /// Sets `dut` up on this topology, then (PVP, PVVP) starts the VNFs. On error the DUT is torn
-    /// down before returning. On memif topologies the generator's ports must be open already
-    /// (their server sockets exist), else this fails saying so. `v2v-vm` needs
-    /// [`Testbed::start_with_generator`].
+    /// Sets `dut` up on this topology, then (PVP, PVVP) starts the VNFs; on `phy2phy-lag` it
+    /// starts the tester's LAG partner first and returns once LACP converged ([`crate::lag`]). On
+    /// error the DUT is torn down before returning. On memif topologies the generator's ports
+    /// must be open already (their server sockets exist), else this fails saying so. `v2v-vm`
+    /// needs [`Testbed::start_with_generator`].
     pub fn start(&mut self, dut: Box<dyn Dut>) -> Result<()> {
         self.start_with_generator(dut, &mut [])
     }
@@ -929,6 +960,9 @@ impl Testbed {
                 });
             }
         }
+        if let Topology::Phy2PhyLag { partner_bin } = &self.wiring.topology {
+            *lock(&self.lag) = Some(crate::lag::Partner::start(&self.wiring, partner_bin)?);
+        }
         if let Err(e) = dut.setup(&self.wiring) {
             let _ = dut.teardown();
             return Err(e);
@@ -937,6 +971,14 @@ impl Testbed {
         let busy_polls = dut.processes().iter().any(|p| p.pid != 0);
         crate::netns::steer_dut_kernel_rx(&self.wiring, busy_polls);
         *lock(&self.dut) = Some(dut);
+        // phy2phy-lag: no trial before LACP carries traffic on every member (crate::lag).
+        let converged = lock(&self.lag)
+            .as_mut()
+            .map(|p| p.wait_converged(crate::lag::CONVERGE_TIMEOUT));
+        if let Some(Err(e)) = converged {
+            let _ = self.stop();
+            return Err(e);
+        }
         // The VNFs to start: the chain behind the DUT, or v2v-vm's two guests (outside it).
         let kinds = match (&self.wiring.topology, self.wiring.topology.vnfs()) {
             (Topology::V2v, Some((kind, n))) => vec![kind; n],
@@ -968,6 +1010,9 @@ impl Testbed {
         if let Some(d) = lock(&self.dut).as_mut() {
             d.check_alive()?;
         }
+        if let Some(p) = lock(&self.lag).as_mut() {
+            p.check_alive()?;
+        }
         Ok(())
     }
 
@@ -977,6 +1022,7 @@ impl Testbed {
         if let Some(d) = lock(&self.dut).as_ref() {
             v.extend(d.processes());
         }
+        v.extend(lock(&self.lag).as_ref().map(crate::lag::Partner::placed));
         for vnf in lock(&self.vnf).iter() {
             let (child, note) = match vnf {
                 Vnf::Process(c) => (c, String::new()),
@@ -1004,10 +1050,14 @@ impl Testbed {
             v.stop(Duration::from_secs(2));
         }
         let dut = lock(&self.dut).take();
-        match dut {
+        let r = match dut {
             Some(mut d) => d.teardown(),
             None => Ok(()),
+        };
+        if let Some(mut p) = lock(&self.lag).take() {
+            p.stop();
         }
+        r
     }
 }
 
@@ -1260,6 +1310,7 @@ mod tests {
             "pvvp-vm-veth",
             "v2v-vm",
             "pvp-virtio",
+            "phy2phy-lag",
         ] {
             let t: Topology = n.parse().unwrap();
             assert_eq!(t.to_string(), n);

@@ -68,21 +68,7 @@ fn tiny_suite() -> Suite {
 }
 
 fn require_tools() {
-    for p in ["ovs-vswitchd", "ovsdb-server", "ovs-vsctl", "ovs-ofctl"] {
-        assert!(
-            std::process::Command::new(p)
-                .arg("--version")
-                .output()
-                .is_ok(),
-            "{p} not found: install openvswitch-switch (scripts/setup.sh)"
-        );
-    }
-    let bin = vecswitch_bin();
-    assert!(
-        bin.is_file(),
-        "build the binary first: cargo build -p vecswitch-cli ({})",
-        bin.display()
-    );
+    common::require_ovs_and_vecswitch();
 }
 
 /// No IPv6 in the generator's namespace: its interfaces then send nothing of their own (router

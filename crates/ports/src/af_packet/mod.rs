@@ -164,7 +164,7 @@ use std::sync::Arc;
 
 use vecswitch_buffer::Pool;
 
-use crate::ifwatch::{IfWatch, NetnsHandle};
+use crate::ifwatch::{self, IfWatch, NetnsHandle};
 use crate::shm::ShmRegion;
 use crate::{LinkState, Port, PortStats};
 
@@ -528,37 +528,8 @@ impl AfPacketPort {
             .watch
             .look(&self.config.interface, self.ifindex, now, bound)
         {
-            self.reopen(now);
+            ifwatch::reopen(self, now);
         }
-    }
-
-    /// Opens a new socket and rings on the interface that now has our name (ifindex `now`), in the
-    /// socket's namespace, and takes its place; counters carry over. Frames still in the old TX
-    /// ring are handed over once more, and those not given back are counted as dropped
-    /// ([`AfPacketStats::tx_unsent_dropped`]). On failure the port stays down with the reason.
-    fn reopen(&mut self, now: i32) {
-        let config = self.config.clone();
-        let Some(mut new) =
-            self.watch
-                .reopen(&self.netns, &self.config.interface, now, move || {
-                    AfPacketPort::open(config)
-                })
-        else {
-            return;
-        };
-        self.poll_kernel_stats();
-        self.flush();
-        let lost = self.tx.in_flight() as u64;
-        self.extra.tx_unsent_dropped += lost;
-        self.stats.tx_dropped += lost;
-        new.stats = self.stats;
-        new.extra = self.extra;
-        new.kernel_drops.set(self.kernel_drops.get());
-        new.kernel_freeze.set(self.kernel_freeze.get());
-        new.watch = self.watch.reopened();
-        std::mem::swap(&mut new.netns, &mut self.netns);
-        // The old socket and rings close when `new`, now holding them, goes out of scope.
-        std::mem::swap(self, &mut new);
     }
 
     /// Asks the kernel to send the slots waiting in SEND_REQUEST (`sendto(fd, NULL, 0,
@@ -619,6 +590,34 @@ impl AfPacketPort {
         }
         self.tx.complete(&mut self.stats, &mut self.extra);
         reclaimed
+    }
+}
+
+/// Re-opening on a re-created interface (see "Interface removed under the port"): a new socket
+/// and rings; frames still in the old TX ring are handed over once more, and those not given back
+/// are counted as dropped ([`AfPacketStats::tx_unsent_dropped`]).
+impl ifwatch::Reopen for AfPacketPort {
+    type Config = AfPacketConfig;
+    type Error = AfPacketError;
+    fn config_for_reopen(&self) -> AfPacketConfig {
+        self.config.clone()
+    }
+    fn open_for_reopen(config: AfPacketConfig) -> Result<AfPacketPort, AfPacketError> {
+        AfPacketPort::open(config)
+    }
+    fn watched(&mut self) -> (&mut IfWatch, &mut NetnsHandle, &str) {
+        (&mut self.watch, &mut self.netns, &self.config.interface)
+    }
+    fn hand_over(&mut self, new: &mut AfPacketPort) {
+        self.poll_kernel_stats();
+        self.flush();
+        let lost = self.tx.in_flight() as u64;
+        self.extra.tx_unsent_dropped += lost;
+        self.stats.tx_dropped += lost;
+        new.stats = self.stats;
+        new.extra = self.extra;
+        new.kernel_drops.set(self.kernel_drops.get());
+        new.kernel_freeze.set(self.kernel_freeze.get());
     }
 }
 

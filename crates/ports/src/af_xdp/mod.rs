@@ -56,6 +56,15 @@
 //!
 //! ## Counters
 //!
+//! System calls are counted: `tx_kicks` (`sendto`, one per burst, or per 32 frames of a larger
+//! one) and `rx_wakeups` (`recvfrom`, only under need-wakeup or busy polling), shown in
+//! `describe`.
+//!
+//! On veth, busy polling does not keep the receive NAPI on the worker's CPU: the peer's
+//! `veth_xmit` schedules it on the sender's CPU whenever the worker is not inside a busy poll
+//! (counted with the `napi:napi_poll` tracepoint, docs/BENCHMARKS.md §5, "Whose ceiling the veth
+//! NDRs are").
+//!
 //! `rx_dropped` = kernel drops (`XDP_STATISTICS`: `rx_dropped`, which includes frames that found
 //! the fill ring empty, `rx_ring_full` and `rx_invalid_descs`) + descriptors outside the UMEM +
 //! frames that found no pool buffer. `tx_dropped` = frames not posted (TX ring or chunks
@@ -80,7 +89,7 @@ use vecswitch_buffer::{Pool, DATA_SIZE, HEADROOM};
 
 use self::rings::{Ring, Umem};
 use self::sys::XdpDesc;
-use crate::ifwatch::{IfWatch, NetnsHandle};
+use crate::ifwatch::{self, IfWatch, NetnsHandle};
 use crate::{LinkState, Port, PortStats};
 
 /// How the XDP program is attached (see the module doc).
@@ -328,6 +337,13 @@ pub struct AfXdpStats {
     pub tx_ring_full: u64,
     /// Frames not sent because they are longer than a chunk or than the MTU allows.
     pub tx_too_long: u64,
+    /// Kicks (`sendto` calls on the socket to make the kernel send the TX ring). Copy mode sends
+    /// at most 32 frames per kick, so a busy port kicks about once per 32 frames and an idle one
+    /// once per burst; never once per frame of a burst (test `af_xdp_kicks_once_per_32_frames`).
+    pub tx_kicks: u64,
+    /// Receive wake-ups (`recvfrom` calls): only when the fill ring asks for one
+    /// (`XDP_RING_NEED_WAKEUP`) or busy polling is on, and only when the RX ring was empty.
+    pub rx_wakeups: u64,
     /// Kicks (`sendto`) that failed with something other than "try again".
     pub tx_kick_errors: u64,
     /// Frames posted on the TX ring that the kernel has not taken yet.
@@ -775,35 +791,8 @@ impl AfXdpPort {
         );
         let ifindex = self.ifindex as i32;
         if let Some(now) = self.watch.look(&self.config.interface, ifindex, now, true) {
-            self.reopen(now);
+            ifwatch::reopen(self, now);
         }
-    }
-
-    /// Opens a new socket, UMEM, rings and XDP program on the interface that now has our name
-    /// (ifindex `now`), in the socket's namespace, and takes their place; counters carry over, and
-    /// frames still posted on the old TX ring are counted as dropped
-    /// ([`AfXdpStats::tx_unsent_dropped`]). On failure the port stays down with the reason.
-    fn reopen(&mut self, now: i32) {
-        let config = self.config.clone();
-        let Some(mut new) =
-            self.watch
-                .reopen(&self.netns, &self.config.interface, now, move || {
-                    AfXdpPort::open(config)
-                })
-        else {
-            return;
-        };
-        self.account_taken();
-        let lost = u64::from(self.tx.produced().wrapping_sub(self.tx_seen));
-        self.extra.tx_unsent_dropped += lost;
-        self.stats.tx_dropped += lost;
-        new.stats = self.stats;
-        new.extra = self.extra;
-        new.kernel_retired = self.kernel_stats();
-        new.watch = self.watch.reopened();
-        std::mem::swap(&mut new.netns, &mut self.netns);
-        // The old program, socket and UMEM go when `new`, now holding them, goes out of scope.
-        std::mem::swap(self, &mut new);
     }
 
     /// Takes transmit chunks back from the completion ring.
@@ -831,6 +820,7 @@ impl AfXdpPort {
     }
 
     fn kick(&mut self) -> io::Result<()> {
+        self.extra.tx_kicks += 1;
         // SAFETY: sendto with a NULL buffer of length 0 on our XDP socket: the documented way to
         // make the kernel process the TX ring (af_xdp.rst, "XDP_USE_NEED_WAKEUP"); nothing is read.
         let rc = unsafe {
@@ -882,8 +872,9 @@ impl AfXdpPort {
     }
 
     /// Wakes the kernel's receive side (fill ring) when it asked for it or busy polling is on.
-    fn wake_rx(&self) {
+    fn wake_rx(&mut self) {
         if self.fill.needs_wakeup() || self.config.busy_poll_us > 0 {
+            self.extra.rx_wakeups += 1;
             // SAFETY: recvfrom with a NULL buffer of length 0 on our XDP socket: it only drives
             // the kernel's receive processing (af_xdp.rst); nothing is written.
             unsafe {
@@ -921,6 +912,32 @@ impl AfXdpPort {
             }
         }
         Some(h)
+    }
+}
+
+/// Re-opening on a re-created interface (see "Interface removed under the port"): a new socket,
+/// UMEM, rings and XDP program; frames still posted on the old TX ring are counted as dropped
+/// ([`AfXdpStats::tx_unsent_dropped`]).
+impl ifwatch::Reopen for AfXdpPort {
+    type Config = AfXdpConfig;
+    type Error = AfXdpError;
+    fn config_for_reopen(&self) -> AfXdpConfig {
+        self.config.clone()
+    }
+    fn open_for_reopen(config: AfXdpConfig) -> Result<AfXdpPort, AfXdpError> {
+        AfXdpPort::open(config)
+    }
+    fn watched(&mut self) -> (&mut IfWatch, &mut NetnsHandle, &str) {
+        (&mut self.watch, &mut self.netns, &self.config.interface)
+    }
+    fn hand_over(&mut self, new: &mut AfXdpPort) {
+        self.account_taken();
+        let lost = u64::from(self.tx.produced().wrapping_sub(self.tx_seen));
+        self.extra.tx_unsent_dropped += lost;
+        self.stats.tx_dropped += lost;
+        new.stats = self.stats;
+        new.extra = self.extra;
+        new.kernel_retired = self.kernel_stats();
     }
 }
 
@@ -1110,7 +1127,8 @@ impl Port for AfXdpPort {
         let k = self.af_xdp_stats();
         format!(
             "af_xdp {} ifindex {} queue {} xdp {} copy need-wakeup rx {} tx {} chunks of {}{} \
-             | xdp rx_dropped {} rx_ring_full {} rx_fill_ring_empty_descs {} tx_ring_empty_descs {}{}",
+             | xdp rx_dropped {} rx_ring_full {} rx_fill_ring_empty_descs {} tx_ring_empty_descs {} \
+             | tx kicks {} rx wake-ups {}{}",
             self.config.interface,
             self.ifindex,
             self.config.queue,
@@ -1127,6 +1145,8 @@ impl Port for AfXdpPort {
             k.rx_ring_full,
             k.rx_fill_ring_empty_descs,
             k.tx_ring_empty_descs,
+            k.tx_kicks,
+            k.rx_wakeups,
             self.watch.describe(),
         )
     }

@@ -8,11 +8,12 @@ use vecswitch_graph::{ErrorCount, TraceStep};
 use vecswitch_ports::LinkState;
 
 use super::table::{on_off, Align, Table};
-use super::{json, typed, Show, ShowError};
+use super::{json, page_args, typed, Show, ShowError};
 use crate::error::SwitchError;
 use crate::interface::InterfaceKind;
+use crate::l2::control::{MacTableInfo, MAC_DEFAULT_LIMIT};
 use crate::runtime::Switch;
-use crate::{BridgeInfo, InterfaceInfo, MacEntry, PortInfo, RuntimeInfo, ServiceInfo};
+use crate::{BridgeInfo, InterfaceInfo, PortInfo, RuntimeInfo, ServiceInfo};
 
 use Align::{Left as L, Right as R};
 
@@ -53,6 +54,19 @@ fn show_bridges(sw: &Switch, args: &[String]) -> Result<Value, ShowError> {
     json("bridge", b)
 }
 
+/// `show mac [BRIDGE] [OFFSET] [LIMIT]`: a first word that is a bridge's name, or not a number,
+/// names the bridge.
+fn show_mac(sw: &Switch, args: &[String]) -> Result<Value, ShowError> {
+    let (bridge, rest) = match args.first() {
+        Some(w) if w.parse::<usize>().is_err() || sw.state.bridge_index(w).is_some() => {
+            (Some(w.as_str()), &args[1..])
+        }
+        _ => (None, args),
+    };
+    let (offset, limit) = page_args(rest, MAC_DEFAULT_LIMIT)?;
+    json("mac", sw.show_mac_page(bridge, offset, limit)?)
+}
+
 /// The switch's own shows, in help order.
 pub const SHOWS: &[Show] = &[
     Show {
@@ -82,10 +96,10 @@ pub const SHOWS: &[Show] = &[
     Show {
         word: "mac",
         aliases: &["macs", "l2fib"],
-        args: &["BRIDGE"],
-        help: "MAC table: bridge, MAC, port, static or learned, age",
-        run: |sw, a| json("mac", sw.show_mac(a.first().map(String::as_str))?),
-        render: |v| typed::<Vec<MacEntry>>(v).map(|m| macs(&m)),
+        args: &["BRIDGE", "OFFSET", "LIMIT"],
+        help: "MAC table: entries (learned, static), then one page (default 1000, at most 10000) of bridge, MAC, port, static or learned, age",
+        run: show_mac,
+        render: |v| typed::<MacTableInfo>(v).map(|m| macs(&m)),
     },
     Show {
         word: "xconnect",
@@ -299,7 +313,20 @@ fn bridges(bs: &[BridgeInfo]) -> String {
     t.render()
 }
 
-fn macs(ms: &[MacEntry]) -> String {
+fn macs(m: &MacTableInfo) -> String {
+    let of = m
+        .bridge
+        .as_ref()
+        .map_or_else(|| "every bridge".to_string(), |b| format!("bridge {b}"));
+    let head = format!(
+        "{} MACs in {of} ({} learned, {} static; {} in the table), showing {} from {}\n",
+        m.matched,
+        m.learned,
+        m.statics,
+        m.total,
+        m.entries.len(),
+        m.offset
+    );
     let mut t = Table::new(&[
         ("Bridge", L),
         ("MAC", L),
@@ -307,20 +334,20 @@ fn macs(ms: &[MacEntry]) -> String {
         ("Type", L),
         ("Age(s)", R),
     ]);
-    for m in ms {
+    for e in &m.entries {
         t.row(vec![
-            m.bridge.clone(),
-            m.mac.clone(),
-            m.port.clone(),
-            if m.is_static { "static" } else { "dynamic" }.into(),
-            if m.is_static {
+            e.bridge.clone(),
+            e.mac.clone(),
+            e.port.clone(),
+            if e.is_static { "static" } else { "dynamic" }.into(),
+            if e.is_static {
                 "-".into()
             } else {
-                m.age_s.to_string()
+                e.age_s.to_string()
             },
         ]);
     }
-    format!("{}{} entries\n", t.render(), ms.len())
+    head + &t.render()
 }
 
 fn xconnects(xs: &[XconnectInfo]) -> String {

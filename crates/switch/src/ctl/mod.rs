@@ -121,6 +121,34 @@ pub fn typed<T: DeserializeOwned>(data: &Value) -> Option<T> {
     T::deserialize(data).ok()
 }
 
+/// `[OFFSET] [LIMIT]` of a paged show (`show ip fib`, `show mac`) from `words` (at most two):
+/// `(offset, limit)`, the limit `default_limit` when not given.
+pub fn page_args(words: &[String], default_limit: usize) -> Result<(usize, usize), ShowError> {
+    let bad = |field: &'static str, value: String, accepted: &'static str| {
+        ShowError::Switch(SwitchError::InvalidValue {
+            field,
+            value,
+            accepted,
+        })
+    };
+    let number = |s: &String, field| {
+        s.parse()
+            .map_err(|_| bad(field, s.clone(), "a whole number (entries)"))
+    };
+    if words.len() > 2 {
+        return Err(bad(
+            "arguments",
+            words.join(" "),
+            "at most OFFSET and LIMIT",
+        ));
+    }
+    let offset = words.first().map_or(Ok(0), |s| number(s, "OFFSET"))?;
+    let limit = words
+        .get(1)
+        .map_or(Ok(default_limit), |s| number(s, "LIMIT"))?;
+    Ok((offset, limit))
+}
+
 /// Every registered show: the switch's own ([`builtin::SHOWS`]), then each feature's, in
 /// [`FEATURES`] order.
 pub fn shows() -> impl Iterator<Item = &'static Show> {

@@ -55,6 +55,24 @@ pub struct FibInfo<P = Ipv4Prefix, A = Ipv4Addr> {
     pub adjacencies: usize,
     /// Bytes of the data-plane FIB.
     pub fib_memory_bytes: usize,
+    /// The whole process's resident memory when the show ran (`VmRSS`), bytes: with `routes`,
+    /// the memory a route costs the process (the control-plane tables and config included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_rss_bytes: Option<u64>,
+}
+
+/// The process's resident set size (`VmRSS` of /proc/self/status: a kernel counter read from
+/// procfs, never waiting for a device), bytes; `None` if it cannot be read.
+pub(super) fn process_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
 }
 
 /// One neighbour of `show ip neighbors` (`show ip6 neighbors`: `A` is `Ipv6Addr`).
@@ -512,6 +530,7 @@ impl Switch {
             entries,
             adjacencies: t.adjs.len(),
             fib_memory_bytes: t.fib.memory_bytes(),
+            process_rss_bytes: process_rss_bytes(),
         })
     }
 

@@ -20,7 +20,7 @@ use super::config::{
 use super::control::{FibInfo, IpInterfaceInfo, NeighborsInfo, PathInfo};
 use super::control6::{Fib6Info, Ip6InterfaceInfo, Neighbors6Info};
 use super::{Adjacency, Ipv4Prefix, Ipv6Prefix};
-use crate::ctl::{json, typed, Align, Section, Show, ShowError, Table, Verb};
+use crate::ctl::{json, page_args, typed, Align, Section, Show, ShowError, Table, Verb};
 use crate::error::SwitchError;
 use crate::object::EditError;
 use crate::runtime::Switch;
@@ -289,25 +289,9 @@ fn bad_arg(field: &'static str, value: &str, accepted: &'static str) -> ShowErro
     })
 }
 
-fn number(s: &str, field: &'static str) -> Result<usize, ShowError> {
-    s.parse()
-        .map_err(|_| bad_arg(field, s, "a whole number (entries)"))
-}
-
 /// `[OFFSET] [LIMIT]` from `rest`.
 fn page(rest: &[String]) -> Result<(usize, usize), ShowError> {
-    if rest.len() > 2 {
-        return Err(bad_arg(
-            "arguments",
-            &rest.join(" "),
-            "at most OFFSET and LIMIT",
-        ));
-    }
-    let offset = rest.first().map_or(Ok(0), |s| number(s, "OFFSET"))?;
-    let limit = rest
-        .get(1)
-        .map_or(Ok(DEFAULT_LIMIT), |s| number(s, "LIMIT"))?;
-    Ok((offset, limit))
+    page_args(rest, DEFAULT_LIMIT)
 }
 
 fn run(sw: &Switch, a: &[String], v6: bool) -> Result<serde_json::Value, ShowError> {
@@ -382,18 +366,26 @@ fn source(s: super::RouteSource) -> &'static str {
     }
 }
 
-fn summary(
-    routes: usize,
-    matched: usize,
-    offset: usize,
-    shown: usize,
-    adjs: usize,
-    mem: usize,
-) -> String {
+fn summary<P, A>(f: &FibInfo<P, A>) -> String {
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    let per_route = |b: u64| b.checked_div(f.routes as u64).unwrap_or(0);
+    let fib = f.fib_memory_bytes as u64;
+    let process = f.process_rss_bytes.map_or(String::new(), |rss| {
+        format!(
+            "; process {:.1} MiB resident ({} B/route)",
+            mib(rss),
+            per_route(rss)
+        )
+    });
     format!(
-        "{routes} routes, {matched} matched, showing {shown} from {offset}; {adjs} adjacencies; FIB {:.1} MiB ({} B/route)\n",
-        mem as f64 / (1 << 20) as f64,
-        mem.checked_div(routes).unwrap_or(0)
+        "{} routes, {} matched, showing {} from {}; {} adjacencies; FIB {:.1} MiB ({} B/route){process}\n",
+        f.routes,
+        f.matched,
+        f.entries.len(),
+        f.offset,
+        f.adjacencies,
+        mib(fib),
+        per_route(fib)
     )
 }
 
@@ -408,14 +400,7 @@ fn fib<P: std::fmt::Display, A: std::fmt::Display>(f: &FibInfo<P, A>) -> String 
             ps.join(", "),
         ]);
     }
-    summary(
-        f.routes,
-        f.matched,
-        f.offset,
-        f.entries.len(),
-        f.adjacencies,
-        f.fib_memory_bytes,
-    ) + &t.render()
+    summary(f) + &t.render()
 }
 
 /// `show ip neighbors` / `show ip6 neighbors` (the count of waiting packets freed by control

@@ -175,16 +175,54 @@ pub fn run_packets(sw: &mut Switch) -> u64 {
 }
 
 fn usage(name: &str, msg: &str) -> ExitCode {
-    eprintln!("{msg}\nusage: {name} [ROUTES] [K]");
+    eprintln!("{msg}\nusage: {name} [ROUTES] [K]\n       {name} interleave [ROUNDS]");
     ExitCode::from(2)
+}
+
+/// Route counts of the interleaved comparison (issue 10's benchmark sizes).
+pub const INTERLEAVE_ROUTES: [u32; 5] = [1, 2_000, 20_000, 200_000, 1_000_000];
+
+/// `{name} interleave [ROUNDS]` (default 100): `setup` with each of [`INTERLEAVE_ROUTES`] built
+/// in one process, then timed in turn per round ([`crate::testing::interleave`]); rates relative
+/// to 1 route.
+fn interleave_main(
+    name: &str,
+    setup: fn(u32, Option<u64>) -> Switch,
+    rounds: Option<&String>,
+) -> ExitCode {
+    let rounds = match rounds.map(|s| s.parse::<usize>()) {
+        None => 100,
+        Some(Ok(r)) if r > 0 => r,
+        _ => {
+            return usage(
+                name,
+                &format!("invalid ROUNDS {rounds:?}: accepted a whole number above 0"),
+            )
+        }
+    };
+    let mut cases: Vec<(String, Switch)> = INTERLEAVE_ROUTES
+        .iter()
+        .map(|&r| (format!("routes/{r}"), setup(r, None)))
+        .collect();
+    match crate::testing::interleave(&mut cases, rounds, 0) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// The `main` of the instruction-count examples `name` (`ip4_packets`, `ip6_packets`):
 /// arguments `ROUTES` (default 1) and `K` (packets, default 100000); builds `setup(ROUTES, K +
 /// one warm-up vector)`, runs one vector outside the collected function, then [`run_packets`],
 /// and checks that exactly K packets were received and sent and no buffer is left in use.
+/// `interleave [ROUNDS]` measures wall clock instead, interleaved over [`INTERLEAVE_ROUTES`].
 pub fn packets_main(name: &str, setup: fn(u32, Option<u64>) -> Switch) -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("interleave") {
+        return interleave_main(name, setup, args.get(1));
+    }
     let routes: u32 = match args.first().map(|s| s.parse()) {
         None => 1,
         Some(Ok(v)) if v > 0 => v,

@@ -1,7 +1,8 @@
 //! The L2 feature's control API: methods of [`Switch`] on the L2 tables — bridge domains and their
-//! members, cross-connects, static MAC entries, `show bridges` and `show mac`. Services attach to
-//! interfaces (a port's main interface is named as the port). Every mutating call checks everything
-//! first and changes nothing when it returns an error.
+//! members, cross-connects, static MAC entries, `show bridges` and `show mac` (paged: the counts
+//! and one page of entries, never a million lines — issue 10). Services attach to interfaces (a
+//! port's main interface is named as the port). Every mutating call checks everything first and
+//! changes nothing when it returns an error.
 
 use serde::{Deserialize, Serialize};
 
@@ -13,6 +14,11 @@ use crate::state::BdIdx;
 
 /// Most bridge domains (indices are `u16`; one value is kept free).
 const MAX_BRIDGES: usize = u16::MAX as usize - 1;
+
+/// Entries in a page of `show mac` when no limit is given (as `show nat44 sessions`).
+pub const MAC_DEFAULT_LIMIT: usize = 1000;
+/// Most entries in one page of `show mac` (as `show ip fib`).
+pub const MAC_MAX_PAGE: usize = 10_000;
 
 /// One bridge of `show bridges`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,6 +43,23 @@ pub struct MacEntry {
     pub is_static: bool,
     /// Seconds since the station was last seen (since it was added, for a static entry).
     pub age_s: u32,
+}
+
+/// `show mac [BRIDGE] [OFFSET] [LIMIT]`: how many entries there are, and one page of them in
+/// (bridge, MAC) order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MacTableInfo {
+    /// The bridge shown; none: every bridge.
+    pub bridge: Option<String>,
+    /// Entries in the MAC table, every bridge.
+    pub total: usize,
+    /// Entries of the bridge shown (every bridge: `total`), learned and static.
+    pub matched: usize,
+    pub learned: usize,
+    pub statics: usize,
+    /// Index among the matched entries of the first entry shown.
+    pub offset: usize,
+    pub entries: Vec<MacEntry>,
 }
 
 impl Switch {
@@ -329,25 +352,102 @@ impl Switch {
         Ok(self.state.macs.flush(bd, idx, false))
     }
 
-    /// `show mac`: the entries of one bridge, or of all.
+    /// Every entry of one bridge, or of all, in (bridge, MAC) order (tests, small tables; `show
+    /// mac` pages: [`Switch::show_mac_page`]).
     pub fn show_mac(&self, bridge: Option<&str>) -> Result<Vec<MacEntry>, SwitchError> {
         let bd = bridge.map(|b| self.bridge_idx(b)).transpose()?;
-        let now_s = (self.now_ns() / 1_000_000_000) as u32;
-        let mut out: Vec<MacEntry> = self
+        Ok(self.mac_page(bd, 0, usize::MAX))
+    }
+
+    /// `show mac [BRIDGE] [OFFSET] [LIMIT]`: the counts, then `limit` (≤ [`MAC_MAX_PAGE`])
+    /// entries from `offset` in (bridge, MAC) order.
+    pub fn show_mac_page(
+        &self,
+        bridge: Option<&str>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<MacTableInfo, SwitchError> {
+        if limit > MAC_MAX_PAGE {
+            return Err(SwitchError::InvalidValue {
+                field: "LIMIT",
+                value: limit.to_string(),
+                accepted: "at most 10000 entries per page",
+            });
+        }
+        let bd = bridge.map(|b| self.bridge_idx(b)).transpose()?;
+        let macs = &self.state.macs;
+        let bds: Vec<BdIdx> = match bd {
+            Some(b) => vec![b],
+            None => (0..self.state.bridges.len() as BdIdx).collect(),
+        };
+        let learned: usize = bds.iter().map(|&b| macs.learned_count(b) as usize).sum();
+        let statics: usize = bds.iter().map(|&b| macs.static_count(b) as usize).sum();
+        Ok(MacTableInfo {
+            bridge: bridge.map(str::to_string),
+            total: macs.len(),
+            matched: learned + statics,
+            learned,
+            statics,
+            offset,
+            entries: self.mac_page(bd, offset, limit),
+        })
+    }
+
+    /// Entries `offset..offset + limit` of bridge `bd` (every bridge: `None`) in (bridge name,
+    /// MAC) order, without building or sorting a million of them: one u64 key per entry (the
+    /// bridge's rank by name above the 48-bit MAC), the first `offset + limit` keys selected in
+    /// O(n) and only those sorted; the page's entries are then looked up.
+    fn mac_page(&self, bd: Option<BdIdx>, offset: usize, limit: usize) -> Vec<MacEntry> {
+        let mut by_name: Vec<(&str, usize)> = self
+            .state
+            .bridges
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| b.as_ref().map(|b| (b.name.as_str(), i)))
+            .collect();
+        by_name.sort_unstable();
+        let mut rank = vec![0u64; self.state.bridges.len()];
+        for (r, &(_, i)) in by_name.iter().enumerate() {
+            rank[i] = r as u64;
+        }
+        let key = |bd: BdIdx, mac: &[u8; 6]| {
+            let m = u64::from_be_bytes([0, 0, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]]);
+            (rank[bd as usize] << 48) | m
+        };
+        // Every entry's bridge exists (deleting a bridge flushes its entries).
+        let mut keys: Vec<u64> = self
             .state
             .macs
-            .entries(bd)
-            .into_iter()
-            .map(|e| MacEntry {
-                bridge: self.bridge_name(e.bd),
-                mac: format_mac(&e.mac),
-                port: self.iface_name(e.port),
-                is_static: e.is_static,
-                age_s: now_s.saturating_sub(e.last_seen_s),
-            })
+            .iter(bd)
+            .filter(|e| (e.bd as usize) < rank.len())
+            .map(|e| key(e.bd, &e.mac))
             .collect();
-        out.sort_by(|a, b| (&a.bridge, &a.mac).cmp(&(&b.bridge, &b.mac)));
-        Ok(out)
+        let end = offset.saturating_add(limit).min(keys.len());
+        if offset >= end {
+            return Vec::new();
+        }
+        if end < keys.len() {
+            keys.select_nth_unstable(end - 1);
+            keys.truncate(end);
+        }
+        keys.sort_unstable();
+        let now_s = (self.now_ns() / 1_000_000_000) as u32;
+        keys[offset..]
+            .iter()
+            .filter_map(|&k| {
+                let b = k.to_be_bytes();
+                let mac = [b[2], b[3], b[4], b[5], b[6], b[7]];
+                let bd = by_name[(k >> 48) as usize].1 as BdIdx;
+                let e = self.state.macs.get(bd, &mac)?;
+                Some(MacEntry {
+                    bridge: self.bridge_name(e.bd),
+                    mac: format_mac(&e.mac),
+                    port: self.iface_name(e.port),
+                    is_static: e.is_static,
+                    age_s: now_s.saturating_sub(e.last_seen_s),
+                })
+            })
+            .collect()
     }
 }
 
@@ -375,6 +475,105 @@ mod tests {
             .collect();
         v.sort();
         v
+    }
+
+    /// `show mac` at scale (issue 10): 120,000 static MACs in two bridges; the answer holds the
+    /// counts and one page, in (bridge name, MAC) order, at any offset.
+    #[test]
+    fn show_mac_pages_a_large_table_with_its_counts() {
+        const N: u32 = 120_000;
+        let mut sw = Switch::new(SwitchConfig {
+            buffers: 256,
+            mac_table_entries: 2 * N as usize,
+            ..Default::default()
+        });
+        let mut peers = Vec::new();
+        for name in ["p0", "p1"] {
+            let (a, b) = pair(name, "peer");
+            sw.add_port(name, Box::new(a)).unwrap();
+            peers.push(b);
+        }
+        // "zz" gets index 0, "10" index 1: name order puts "10" first.
+        sw.add_bridge("zz", BridgeSettings::default()).unwrap();
+        sw.add_bridge("10", BridgeSettings::default()).unwrap();
+        sw.add_bridge_member("zz", "p0").unwrap();
+        sw.add_bridge_member("10", "p1").unwrap();
+        let mac = |i: u32| {
+            let b = i.to_be_bytes();
+            [2, 0x5c, b[0], b[1], b[2], b[3]]
+        };
+        // Added in a scrambled order; "10" gets the odd ones, "zz" the even ones.
+        for k in 0..N {
+            // A permutation of 0..N (the multiplier is prime to N).
+            let i = (u64::from(k) * 2_654_435_761 % u64::from(N)) as u32;
+            let (bridge, port) = if i % 2 == 1 {
+                ("10", "p1")
+            } else {
+                ("zz", "p0")
+            };
+            sw.add_static_mac(bridge, mac(i), port).unwrap();
+        }
+        let name = |i: u32| crate::l2::format_mac(&mac(i));
+        let all = sw.show_mac_page(None, 0, 1000).unwrap();
+        assert_eq!(
+            (all.total, all.matched, all.statics, all.learned),
+            (N as usize, N as usize, N as usize, 0)
+        );
+        assert_eq!(all.entries.len(), 1000);
+        assert!(all.entries.iter().all(|e| e.bridge == "10" && e.is_static));
+        let want: Vec<String> = (0..1000).map(|k| name(2 * k + 1)).collect();
+        let got: Vec<String> = all.entries.iter().map(|e| e.mac.clone()).collect();
+        assert_eq!(got, want);
+        // Across the bridge boundary: the last 3 of "10", then the first 2 of "zz".
+        let half = (N / 2) as usize;
+        let mid = sw.show_mac_page(None, half - 3, 5).unwrap();
+        let got: Vec<(String, String)> = mid
+            .entries
+            .iter()
+            .map(|e| (e.bridge.clone(), e.mac.clone()))
+            .collect();
+        let want = vec![
+            ("10".to_string(), name(N - 5)),
+            ("10".to_string(), name(N - 3)),
+            ("10".to_string(), name(N - 1)),
+            ("zz".to_string(), name(0)),
+            ("zz".to_string(), name(2)),
+        ];
+        assert_eq!(got, want);
+        // One bridge, a page at its end, a page past it.
+        let zz = sw.show_mac_page(Some("zz"), half - 10, 1000).unwrap();
+        assert_eq!(
+            (zz.matched, zz.total, zz.entries.len()),
+            (half, N as usize, 10)
+        );
+        assert_eq!(zz.entries.last().unwrap().mac, name(N - 2));
+        assert!(sw
+            .show_mac_page(Some("zz"), half, 10)
+            .unwrap()
+            .entries
+            .is_empty());
+        // A page is at most 10,000 entries, and `show mac` by its words: a bridge named by
+        // digits is the bridge, a number that is not a bridge is the offset.
+        let e = sw.show_mac_page(None, 0, 10_001).unwrap_err().to_string();
+        assert!(e.contains("LIMIT") && e.contains("10001"), "{e}");
+        let show = crate::ctl::find_show("mac").unwrap();
+        let words = |w: &[&str]| -> Vec<String> { w.iter().map(|s| s.to_string()).collect() };
+        let v = show.answer(&sw, &words(&["10", "5", "20"])).unwrap();
+        let page: super::MacTableInfo = serde_json::from_value(v).unwrap();
+        assert_eq!((page.bridge.as_deref(), page.matched), (Some("10"), half));
+        assert_eq!((page.offset, page.entries.len()), (5, 20));
+        let v = show.answer(&sw, &words(&["7"])).unwrap();
+        let page: super::MacTableInfo = serde_json::from_value(v).unwrap();
+        assert_eq!((page.bridge.as_deref(), page.offset), (None, 7));
+        assert_eq!(page.entries.len(), super::MAC_DEFAULT_LIMIT);
+        let text = (show.render)(&serde_json::to_value(&page).unwrap()).unwrap();
+        assert_eq!(
+            text.lines().next().unwrap(),
+            format!(
+                "{N} MACs in every bridge (0 learned, {N} static; {N} in the table), showing 1000 from 7"
+            )
+        );
+        assert_eq!(text.lines().count(), 2 + super::MAC_DEFAULT_LIMIT);
     }
 
     /// Learned entries flushed by a member's removal come back when the same control call (poll

@@ -227,18 +227,17 @@ impl MacTable {
         }
     }
 
-    /// Stage 2 of a staged lookup: loads the first word of `k`'s home slot, where a lookup or
-    /// learn of `k` begins, so that its cache line (and TLB entry) is on its way before stage 3
-    /// needs it. Changes no result. A plain load, not `_mm_prefetch`: that intrinsic is a
-    /// `#[target_feature(enable = "sse")]` function, which rustc 1.95 lets only `unsafe` code
-    /// call from a function without that attribute, and this crate forbids `unsafe`. The loads of
-    /// one group do not depend on each other, so the CPU keeps as many in flight as its reorder
-    /// window holds. (An entry whose probe run crosses into the next line — rare at load ≤ 1/2 —
-    /// costs one more line at stage 3.)
+    /// Stage 2 of a staged lookup: prefetches `k`'s home slot, where a lookup or learn of `k`
+    /// begins ([`vecswitch_buffer::prefetch::prefetch_read`], `_mm_prefetch` with `_MM_HINT_T0`),
+    /// so that its cache line (and TLB entry) is on its way before stage 3 needs it. Changes no
+    /// result. A prefetch retires at once, so the prefetches of a whole stage group are in flight
+    /// together (a plain load, used before, held a reorder-buffer entry until its line came).
+    /// (An entry whose probe run crosses into the next line — rare at load ≤ 1/2 — costs one more
+    /// line at stage 3. Slots four to an aligned line with line-aligned homes, as VPP's bihash
+    /// buckets are, was measured: +3 % instructions, no gain in time; BENCHMARKS.md §3.3.)
     #[inline(always)]
     pub fn prefetch(&self, k: Hashed) {
-        // `black_box`: the value is otherwise unused and the load would be optimised away.
-        std::hint::black_box(self.slots[k.home & self.mask].key);
+        vecswitch_buffer::prefetch::prefetch_read(&self.slots[k.home & self.mask]);
     }
 
     /// `Ok(slot)` where the key is, or `Err(slot)` of the empty slot where it would go.
@@ -507,13 +506,17 @@ impl MacTable {
 
     /// Every entry (of bridge `bd` only, if given), in slot order.
     pub fn entries(&self, bd: Option<u16>) -> Vec<Entry> {
+        self.iter(bd).collect()
+    }
+
+    /// [`MacTable::entries`] without collecting them (`show mac` pages a million entries).
+    pub fn iter(&self, bd: Option<u16>) -> impl Iterator<Item = Entry> + '_ {
         self.slots
             .iter()
             .enumerate()
             .filter(|(_, s)| s.key != 0)
             .map(|(i, _)| self.entry_at(i))
-            .filter(|e| bd.is_none() || bd == Some(e.bd))
-            .collect()
+            .filter(move |e| bd.is_none() || bd == Some(e.bd))
     }
 
     /// Slots examined to find `mac` (tests only).

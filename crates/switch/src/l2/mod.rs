@@ -83,7 +83,8 @@ pub(crate) fn macs(pool: &Pool, h: u32) -> Option<([u8; 6], [u8; 6])> {
 }
 
 /// Packets per stage group in [`staged`]: the home slots of one group are prefetched together
-/// (64 cache lines, 4 KiB: they stay in L1 until the body reads them).
+/// (64 cache lines, 4 KiB: they stay in L1 until the body reads them; more than the ~24 misses a
+/// core keeps in flight, so the group's last prefetches wait for its first to land).
 pub(crate) const STAGE_GROUP: usize = 64;
 
 /// Which address of a frame a MAC-table node looks up.
@@ -105,10 +106,11 @@ pub(crate) struct Staged {
 /// Runs a MAC-table node over a vector in stages, as VPP's bihash nodes do (issue 10 item 5).
 /// For each group of up to [`STAGE_GROUP`] packets: stage 1 reads every packet's bridge and
 /// address `addr`, hashes it ([`mac_table::MacTable::hashed`]) and prefetches its home slot
-/// ([`mac_table::MacTable::prefetch`]; group addresses, never looked up, are not prefetched);
-/// stage 2 runs `body` — the node's per-packet logic, written once — on each packet in order.
-/// The loads of stage 1 are independent, so the table's cache misses overlap. `body` may change
-/// the table (learning): a hashed key stays valid, its home slot does not depend on the contents.
+/// ([`mac_table::MacTable::prefetch`], a software prefetch; group addresses, never looked up,
+/// are not prefetched); stage 2 runs `body` — the node's per-packet logic, written once — on each
+/// packet in order. The prefetches of stage 1 are independent and retire at once, so the table's
+/// cache (and TLB) misses of a whole group overlap. `body` may change the table (learning): a
+/// hashed key stays valid, its home slot does not depend on the contents.
 #[inline(always)]
 pub(crate) fn staged(
     cx: &mut Cx<'_, SwitchState>,

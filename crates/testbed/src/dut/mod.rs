@@ -16,6 +16,8 @@
 //! | [`ovs_router::OvsRouterDut`] | `ovs-router` | veth | OVS as `ovs`, one OpenFlow rule per route (`nw_dst`, MAC rewrite, `dec_ttl`) |
 //! | [`evpl::VecswitchEvplDut`] | `vecswitch-evpl` | memif, veth | an EVPL from an 802.1Q UNI to an 802.1ad ENNI (seed 001's tagged case, [`evpl`]) |
 //! | [`evpl::OvsEvplDut`] | `ovs-evpl` | veth | the same with OVS's Q-in-Q (`dot1q-tunnel`) on a learning bridge |
+//! | [`lag::VecswitchLagDut`] | `vecswitch-lag` | `phy2phy-lag` | two LACP bonds of two members each, an E-Line between them (seed 001's LAG case, [`lag`]) |
+//! | [`lag::OvsLagDut`] | `ovs-lag` | `phy2phy-lag` | the same with OVS's LACP bonds (`balance-tcp`) on a learning bridge |
 //!
 //! Every driver reads the device's own counters ([`Dut::counters`], [`counters::DeviceCounters`])
 //! where it has them: vecswitch `ctl show ports/errors/runtime`, testpmd `show fwd stats all`,
@@ -36,6 +38,7 @@ pub mod evpl;
 pub mod external;
 pub mod kernel_if;
 pub mod l2_address;
+pub mod lag;
 pub mod linux_bridge;
 pub mod linux_router;
 pub mod ovs;
@@ -229,6 +232,12 @@ pub enum DutKind {
     },
     /// OVS's Q-in-Q EVPL ([`evpl`]).
     OvsEvpl,
+    /// vecswitch's LACP bonds with an E-Line between them ([`lag`], topology `phy2phy-lag`).
+    VecswitchLag {
+        bin: PathBuf,
+    },
+    /// OVS's LACP bonds on a learning bridge ([`lag`]).
+    OvsLag,
     /// A device the lab does not start (topology `external`), with an optional counter command.
     External {
         counters_command: Option<String>,
@@ -245,8 +254,8 @@ pub enum DutKind {
 
 /// Names accepted by [`DutKind::parse`].
 pub const DUT_NAMES: &str = "vecswitch-xconnect, vecswitch-bridge, vecswitch-xconnect-afxdp, \
-     vecswitch-evpl, linux-bridge, ovs, ovs-afxdp, ovs-bridge, ovs-evpl, testpmd-io, ovs-dpdk, \
-     external, vecswitch-router, linux-router, ovs-router";
+     vecswitch-evpl, vecswitch-lag, linux-bridge, ovs, ovs-afxdp, ovs-bridge, ovs-evpl, ovs-lag, \
+     testpmd-io, ovs-dpdk, external, vecswitch-router, linux-router, ovs-router";
 
 impl DutKind {
     /// Parses a driver name; `vecswitch_bin` is the `vecswitch` binary for the vecswitch drivers
@@ -262,6 +271,8 @@ impl DutKind {
             "ovs-bridge" => DutKind::OvsBridge,
             "vecswitch-evpl" => DutKind::VecswitchEvpl { bin: vecswitch_bin },
             "ovs-evpl" => DutKind::OvsEvpl,
+            "vecswitch-lag" => DutKind::VecswitchLag { bin: vecswitch_bin },
+            "ovs-lag" => DutKind::OvsLag,
             "testpmd-io" => DutKind::TestpmdIo,
             "ovs-dpdk" => DutKind::OvsDpdk,
             "external" => DutKind::External {
@@ -304,6 +315,8 @@ impl DutKind {
             DutKind::OvsBridge => Box::new(ovs::OvsDut::new().learning()),
             DutKind::VecswitchEvpl { bin } => Box::new(evpl::VecswitchEvplDut::new(bin.clone())),
             DutKind::OvsEvpl => Box::new(evpl::OvsEvplDut::new()),
+            DutKind::VecswitchLag { bin } => Box::new(lag::VecswitchLagDut::new(bin.clone())),
+            DutKind::OvsLag => Box::new(lag::OvsLagDut::new()),
             DutKind::TestpmdIo => Box::new(testpmd::TestpmdDut::new()),
             DutKind::OvsDpdk => Box::new(ovs_dpdk::OvsDpdkDut::new()),
             DutKind::External { counters_command } => {
@@ -404,6 +417,8 @@ mod tests {
             "ovs-bridge",
             "vecswitch-evpl",
             "ovs-evpl",
+            "vecswitch-lag",
+            "ovs-lag",
             "testpmd-io",
             "ovs-dpdk",
             "external",

@@ -219,7 +219,7 @@ impl OvsDut {
     }
 
     /// `ovs-appctl` to this instance's vswitchd.
-    fn appctl(&self, args: &[&str]) -> Result<String> {
+    pub(crate) fn appctl(&self, args: &[&str]) -> Result<String> {
         let t = self.dir()?.join("ovs-vswitchd.ctl").display().to_string();
         let mut a = vec!["-t", t.as_str()];
         a.extend_from_slice(args);
@@ -274,6 +274,32 @@ impl OvsDut {
 }
 
 impl OvsDut {
+    /// The datapath's counters summed over the interfaces `facing` (`dpctl/show -s`; afxdp ports
+    /// count no drops: unknown, not zero), `lost` as internal drops, and the PMD and main threads'
+    /// processing cycles as busy clocks.
+    pub(crate) fn datapath_counters(&self, facing: &[String]) -> Result<DeviceCounters> {
+        let show = self.appctl(&["dpctl/show", "-s"])?;
+        let (ports, lost, unknown) = parse_dpctl_show(&show);
+        let ports: Vec<_> = ports
+            .into_iter()
+            .filter(|(n, _)| facing.contains(n))
+            .collect();
+        let mut c = sum_ports(&ports, facing, lost).ok_or_else(|| Error::Invalid {
+            field: "ovs-appctl dpctl/show -s",
+            value: show.chars().take(300).collect(),
+            expected: format!("a `port N: NAME` block for each of {facing:?}"),
+        })?;
+        if facing.iter().any(|f| unknown.contains(f)) {
+            c.rx_dropped = None;
+            c.tx_dropped = None;
+        }
+        c.busy_clocks = self
+            .appctl(&["dpif-netdev/pmd-stats-show"])
+            .ok()
+            .and_then(|t| parse_processing_cycles(&t));
+        Ok(c)
+    }
+
     /// [`Scale::MacEntries`]: replaces the `dl_dst` rules with `n` (see the module doc).
     fn set_mac_entries(&mut self, n: u32) -> Result<()> {
         let (Some(br), Some([(a, _), (b, _)])) = (
@@ -555,28 +581,8 @@ impl Dut for OvsDut {
         if self.vswitchd.is_none() {
             return Ok(None);
         }
-        let show = self.appctl(&["dpctl/show", "-s"])?;
-        let (ports, lost, unknown) = parse_dpctl_show(&show);
         let facing: Vec<String> = self.port_types.iter().map(|(i, _)| i.clone()).collect();
-        let ports: Vec<_> = ports
-            .into_iter()
-            .filter(|(n, _)| facing.contains(n))
-            .collect();
-        let mut c = sum_ports(&ports, &facing, lost).ok_or_else(|| Error::Invalid {
-            field: "ovs-appctl dpctl/show -s",
-            value: show.chars().take(300).collect(),
-            expected: format!("a `port N: NAME` block for each of {facing:?}"),
-        })?;
-        if facing.iter().any(|f| unknown.contains(f)) {
-            // afxdp ports do not count drops: unknown, not zero.
-            c.rx_dropped = None;
-            c.tx_dropped = None;
-        }
-        c.busy_clocks = self
-            .appctl(&["dpif-netdev/pmd-stats-show"])
-            .ok()
-            .and_then(|t| parse_processing_cycles(&t));
-        Ok(Some(c))
+        self.datapath_counters(&facing).map(Some)
     }
 
     /// `ovs-appctl fdb/flush` on every bridge (`ovs-bridge` only: the port-to-port flows of `ovs`

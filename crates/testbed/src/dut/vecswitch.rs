@@ -20,6 +20,12 @@
 //! milliseconds and its rings overflow (docs/BENCHMARKS.md §5); the policy the worker thread really
 //! has, read back from `/proc`, is in the placement record's note
 //! ([`crate::placement::thread_sched`]).
+//!
+//! Worker idle policy: `--worker-idle sleep` when the DUT's CPU is shared with another role
+//! ([`worker_idle_for`]: PVP's VNF busy-polls the same CPU, and the switch's empty polls would
+//! only keep it from the CPU, lengthening the round trip the rings between them must hold;
+//! docs/TESTBED.md "Cores"), `poll` on a CPU of its own; [`WORKER_IDLE_ENV`] overrides it. The
+//! placement note says which was asked.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -57,6 +63,35 @@ pub fn worker_priority_for(w: &Wiring) -> Result<(String, Option<&'static str>)>
         return Ok(("other".into(), Some("DUT CPU shared with the VNF")));
     }
     Ok((WORKER_PRIORITY.to_string(), None))
+}
+
+/// Environment variable overriding the worker idle policy [`worker_idle_for`] chooses (`poll` or
+/// `sleep`).
+pub const WORKER_IDLE_ENV: &str = "VECSWITCH_DUT_WORKER_IDLE";
+
+/// The worker idle policy for a DUT on `w` (`vecswitch run --worker-idle`): [`WORKER_IDLE_ENV`]
+/// if set; else `sleep` when the DUT's CPU is shared with the VNF or the generator (the worker
+/// leaves the CPU to the other task after every poll that found nothing), `poll` on a CPU of its
+/// own. Returns the setting and why it is not `poll`.
+pub fn worker_idle_for(w: &Wiring) -> Result<(String, Option<&'static str>)> {
+    if let Some(v) = std::env::var_os(WORKER_IDLE_ENV) {
+        let v = v.to_string_lossy().trim().to_ascii_lowercase();
+        if v != "poll" && v != "sleep" {
+            return Err(Error::Invalid {
+                field: WORKER_IDLE_ENV,
+                value: v,
+                expected: "poll or sleep".into(),
+            });
+        }
+        return Ok((v, Some("set by the environment")));
+    }
+    if w.cores.dut == w.cores.generator {
+        return Ok(("sleep".into(), Some("DUT CPU shared with the generator")));
+    }
+    if !w.vnf_ports.is_empty() && w.cores.dut == w.cores.vnf {
+        return Ok(("sleep".into(), Some("DUT CPU shared with the VNF")));
+    }
+    Ok(("poll".into(), None))
 }
 
 /// [`WORKER_PRIORITY_ENV`] if set, else [`WORKER_PRIORITY`]; checked here so that a typo fails
@@ -300,6 +335,9 @@ const NOT_INTERNAL_DROPS: &[(&str, &str)] = &[
     ("l2-learn", "static-mac-seen-elsewhere"),
     ("l2-flood", "no-buffers"),
     ("l2-age", "aged-out"),
+    // LACPDUs consumed by a bond member (crates/switch/src/bond/bond_input.rs): protocol frames,
+    // not the traffic's.
+    ("bond-input", "lacpdus"),
     ("interface-output", "tx-failed"),
 ];
 
@@ -370,6 +408,24 @@ pub(crate) fn facing_names(w: &Wiring) -> Vec<String> {
         .collect()
 }
 
+/// The kinds of the DUT's ports as its config opens them, for the placement note, in order of
+/// first appearance: `memif ports` (pvp-memif), `memif ports, vhost_user ports` (pvp-virtio),
+/// `veth ports af_packet` (veth ends as `veth`'s type).
+pub fn port_kinds(ports: &[PortEnd], veth: VethPort) -> String {
+    let mut kinds: Vec<String> = Vec::new();
+    for p in ports {
+        let k = match p {
+            PortEnd::Memif { .. } => "memif ports".to_string(),
+            PortEnd::VhostUser { .. } => "vhost_user ports".to_string(),
+            PortEnd::Veth { .. } => format!("veth ports {}", veth.type_name()),
+        };
+        if !kinds.contains(&k) {
+            kinds.push(k);
+        }
+    }
+    kinds.join(", ")
+}
+
 /// The vecswitch DUT.
 #[derive(Debug)]
 pub struct VecswitchDut {
@@ -378,6 +434,8 @@ pub struct VecswitchDut {
     veth: VethPort,
     /// `--worker-priority` given to `vecswitch run`, and why it is not the default.
     worker_priority: Option<(String, Option<&'static str>)>,
+    /// `--worker-idle` given to `vecswitch run`, and why it is not `poll`.
+    worker_idle: Option<(String, Option<&'static str>)>,
     child: Option<ChildGuard>,
     config: Option<PathBuf>,
     wiring: Option<Wiring>,
@@ -406,6 +464,7 @@ impl VecswitchDut {
             mode,
             veth,
             worker_priority: None,
+            worker_idle: None,
             child: None,
             config: None,
             wiring: None,
@@ -567,6 +626,7 @@ impl Dut for VecswitchDut {
             });
         }
         let (prio, why) = worker_priority_for(w)?;
+        let idle = worker_idle_for(w)?;
         let ctl = w.run_dir.join("dut.ctl");
         let toml = self.config_for(w, &ctl, 1)?;
         let path = w.run_dir.join("dut.toml");
@@ -580,6 +640,8 @@ impl Dut for VecswitchDut {
                 path.display().to_string(),
                 "--worker-priority".into(),
                 prio.clone(),
+                "--worker-idle".into(),
+                idle.0.clone(),
             ])
             .netns(Some(&w.dut_netns))
             .cpus(Some(vec![w.cores.dut]));
@@ -587,6 +649,7 @@ impl Dut for VecswitchDut {
         let r = wait_ready(&self.bin, &mut child, &ctl, &w.dut_ports);
         self.child = Some(child);
         self.worker_priority = Some((prio, why));
+        self.worker_idle = Some(idle);
         r?;
         if self.mode == Mode::Router {
             let (ingress, _) = router::routed_pair(self.name(), w)?;
@@ -702,21 +765,27 @@ impl Dut for VecswitchDut {
     }
 
     /// The note says which scheduling the worker thread has, read back from `/proc` (not the
-    /// one asked for), and the veth port type.
+    /// one asked for), its idle policy, and the port types ([`port_kinds`]).
     fn processes(&self) -> Vec<PlacedProcess> {
         self.child
             .iter()
             .map(|c| {
                 let sched = crate::placement::thread_sched(c.pid(), "vecswitch-worker")
                     .unwrap_or_else(|| "unknown (thread not found)".into());
-                let asked = match &self.worker_priority {
+                let asked = |s: &Option<(String, Option<&'static str>)>| match s {
                     Some((p, None)) => p.clone(),
                     Some((p, Some(why))) => format!("{p}: {why}"),
                     None => "-".into(),
                 };
+                let ports = self
+                    .wiring
+                    .as_ref()
+                    .map(|w| port_kinds(&w.dut_ports, self.veth))
+                    .unwrap_or_default();
                 let mut note = format!(
-                    "worker {sched} (asked {asked}); veth ports {}",
-                    self.veth.type_name()
+                    "worker {sched} (asked {}), idle {}; {ports}",
+                    asked(&self.worker_priority),
+                    asked(&self.worker_idle)
                 );
                 if !self.route_loads.is_empty() {
                     let _ = write!(
@@ -845,17 +914,21 @@ ports = [\"phy0\", \"dut1\"]
         assert_eq!(t, expected);
     }
 
+    /// A memif server end named `n`.
+    fn memif(n: &str) -> PortEnd {
+        PortEnd::Memif {
+            name: n.into(),
+            socket: format!("/r/{n}.sock").into(),
+            id: 0,
+            role: MemifRole::Server,
+        }
+    }
+
     #[test]
     fn worker_priority_is_real_time_only_on_a_cpu_of_its_own() {
         if std::env::var_os(WORKER_PRIORITY_ENV).is_some() {
             return; // the environment decides; covered by worker_priority_from_env
         }
-        let memif = |n: &str| PortEnd::Memif {
-            name: n.into(),
-            socket: format!("/r/{n}.sock").into(),
-            id: 0,
-            role: MemifRole::Server,
-        };
         let mut w = crate::dut::test_wiring();
         assert_eq!(worker_priority_for(&w).unwrap(), ("fifo:10".into(), None));
         w.vnf_ports = vec![memif("vnf0"), memif("vnf1")];
@@ -867,6 +940,52 @@ ports = [\"phy0\", \"dut1\"]
         w.vnf_ports.clear();
         w.cores.dut = 0;
         assert_eq!(worker_priority_for(&w).unwrap().0, "other");
+    }
+
+    /// The placement note names the ports the DUT really opened: a pvp-memif switch has no veth
+    /// ports (the note said `veth ports af_packet` for every topology).
+    #[test]
+    fn port_kinds_name_what_the_config_opens() {
+        let vhost = |n: &str| PortEnd::VhostUser {
+            name: n.into(),
+            socket: format!("/r/{n}.sock").into(),
+            role: MemifRole::Server,
+        };
+        let veth = PortEnd::Veth {
+            name: "dut0".into(),
+            netns: "ns".into(),
+            ifname: "dut0".into(),
+            mac: String::new(),
+        };
+        let pvp_memif = [memif("phy0"), memif("phy1"), memif("vnf0"), memif("vnf1")];
+        assert_eq!(port_kinds(&pvp_memif, VethPort::AfPacket), "memif ports");
+        let pvp_virtio = [memif("phy0"), memif("phy1"), vhost("vnf0"), vhost("vnf1")];
+        assert_eq!(
+            port_kinds(&pvp_virtio, VethPort::AfPacket),
+            "memif ports, vhost_user ports"
+        );
+        let pvp_veth = [veth.clone(), memif("vnf0")];
+        assert_eq!(
+            port_kinds(&pvp_veth, VethPort::AfXdp),
+            "veth ports af_xdp, memif ports"
+        );
+    }
+
+    #[test]
+    fn worker_sleeps_when_idle_only_on_a_shared_cpu() {
+        if std::env::var_os(WORKER_IDLE_ENV).is_some() {
+            return; // the environment decides
+        }
+        let mut w = crate::dut::test_wiring();
+        assert_eq!(worker_idle_for(&w).unwrap(), ("poll".into(), None));
+        w.vnf_ports = vec![memif("vnf0"), memif("vnf1")];
+        assert_eq!(
+            worker_idle_for(&w).unwrap(),
+            ("sleep".into(), Some("DUT CPU shared with the VNF"))
+        );
+        w.vnf_ports.clear();
+        w.cores.dut = w.cores.generator;
+        assert_eq!(worker_idle_for(&w).unwrap().0, "sleep");
     }
 
     #[test]

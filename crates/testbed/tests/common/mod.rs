@@ -186,3 +186,23 @@ fn say(s: String) {
 pub struct Watchdog {
     _disarm: std::sync::mpsc::Sender<()>,
 }
+
+/// Fails naming what to install when Open vSwitch or the `vecswitch` binary is missing (the
+/// tests that run OVS beside vecswitch).
+pub fn require_ovs_and_vecswitch() {
+    for p in ["ovs-vswitchd", "ovsdb-server", "ovs-vsctl", "ovs-ofctl"] {
+        assert!(
+            std::process::Command::new(p)
+                .arg("--version")
+                .output()
+                .is_ok(),
+            "{p} not found: install openvswitch-switch (scripts/setup.sh)"
+        );
+    }
+    let bin = vecswitch_bin();
+    assert!(
+        bin.is_file(),
+        "build the binary first: cargo build -p vecswitch-cli ({})",
+        bin.display()
+    );
+}

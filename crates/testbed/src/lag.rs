@@ -1,0 +1,653 @@
+//! The LAG case of seed 001 (issue 9 item 6: "two 2-port groups, E-Line between them"): topology
+//! `phy2phy-lag`, the tester's side of the link aggregation ([`Partner`]) and what the results
+//! record about the members ([`LagReport`]).
+//!
+//! ```text
+//!  generator (CPU g)      netns <run>-gen: the tester's LAG (CPU g)            netns <run>-dut: DUT (CPU d)
+//!  gen0 ═ memif phy0.sock ═ phy0 ⇄ xconnect ⇄ bond lagA ├─ pm0 ══ veth ══ dut0 ─┐ DUT group A
+//!                                                       └─ pm1 ══ veth ══ dut1 ─┘      ⇅ E-Line
+//!  gen1 ═ memif phy1.sock ═ phy1 ⇄ xconnect ⇄ bond lagB ├─ pm2 ══ veth ══ dut2 ─┐ DUT group B
+//!                                                       └─ pm3 ══ veth ══ dut3 ─┘
+//! ```
+//!
+//! The generator keeps its two ports; behind each sits a two-member LACP group (IEEE 802.1AX-2014,
+//! fast rate, hash `l34`) held by the **partner**: a `vecswitch run` process in the generator's
+//! namespace, on the generator's CPU, whose two bonds are cross-connected to the generator's memif
+//! links. The DUT holds the four member veth ends (`dut0`, `dut1` toward group A, `dut2`, `dut3`
+//! toward group B), bonds each pair with LACP and connects the two bonds (`vecswitch-lag`,
+//! `ovs-lag`: [`crate::dut::lag`]).
+//!
+//! Why this topology (the cheapest honest one on this host):
+//! - the kernel's bonding driver (mode 802.3ad) would be the neutral partner, but this lab's
+//!   kernel has none (`ip link add type bond` → "Unknown device type"; no `team` either; no
+//!   modules to load), so the partner is vecswitch's own bond, whose LACP is tested against the
+//!   kernel's 802.3ad bond and Open vSwitch's (crates/switch/tests/bond_kernel.rs, bond_ovs.rs).
+//!   Against OVS as DUT the two sides are different implementations; against vecswitch both are
+//!   vecswitch's.
+//! - a 4-port generator would need LACP in the generator; the partner reuses what exists.
+//! - memif between the generator and the partner: the cheapest link here, so the veth work is on
+//!   the member links only.
+//!
+//! The price: the partner shares the generator's CPU (2 cores: one for the DUT, one for the
+//! tester), so the tester's ceiling on this topology is the generator's and the partner's
+//! together, lower than the memif calibration says. The placement record lists the partner
+//! (role `lag-partner`); its drops are in the [`LagReport`] of every result, so a loss it caused
+//! is never read as the DUT's without the record saying so.
+//!
+//! LACP must be up before the first trial: [`Testbed::start`](crate::Testbed::start) waits
+//! (bounded, [`CONVERGE_TIMEOUT`]) until on every member the partner is collecting and
+//! distributing and the DUT's LACPDUs say it is in sync, collecting and distributing
+//! ([`converged`]); otherwise it fails naming the member and both states.
+//!
+//! The generator's traffic is spread over [`LAG_FLOWS`] UDP source ports ([`spread_flows`]), so
+//! both sides' hashes use both members; the [`LagReport`] counts the frames each member carried
+//! in each direction from the kernel's counters of the partner's veth ends.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+use vecswitch_gen::{Field, FieldMode, FieldRange, StreamSpec};
+
+use crate::dut::vecswitch::{config_toml, parse_internal_drops, parse_ports, wait_ready, Mode};
+use crate::error::{Error, Result};
+use crate::netns::{veth_pair, Netns};
+use crate::placement::{CorePlan, PlacedProcess};
+use crate::process::{ChildGuard, ProcessSpec};
+use crate::rundir::RunDir;
+use crate::topology::{MemifRole, PortEnd, Wiring};
+
+/// Members per group.
+pub const MEMBERS: usize = 2;
+/// The groups: behind generator port 0 and port 1.
+pub const GROUPS: [&str; 2] = ["A", "B"];
+/// The partner's bonds, one per group.
+pub const PARTNER_BONDS: [&str; 2] = ["lagA", "lagB"];
+/// Distinct UDP source ports of the generator's streams on a LAG ([`spread_flows`]).
+pub const LAG_FLOWS: u32 = 64;
+/// The longest wait for LACP to converge after the DUT is set up: fast LACPDUs every second,
+/// a few exchanges, on a loaded host.
+pub const CONVERGE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The partner's veth end of member `i` (group `i / MEMBERS`).
+pub fn partner_end(i: usize) -> String {
+    format!("pm{i}")
+}
+
+/// The DUT's veth end of member `i` (group `i / MEMBERS`).
+pub fn dut_end(i: usize) -> String {
+    format!("dut{i}")
+}
+
+/// Builds the links of `phy2phy-lag` (module doc): the generator namespace `<id>-gen`, the four
+/// member veth pairs (RPS: the partner's ends on the generator's CPU, the DUT's on the DUT's)
+/// and the generator's two memif servers. Returns the namespace, the generator's ends and the
+/// DUT's four ends.
+pub(crate) fn build(
+    id: &str,
+    run_dir: &RunDir,
+    dut_ns: &Netns,
+    cores: CorePlan,
+) -> Result<(Netns, Vec<PortEnd>, Vec<PortEnd>)> {
+    let ns = Netns::create(&format!("{id}-gen"))?;
+    let mut dut_ports = Vec::new();
+    for i in 0..GROUPS.len() * MEMBERS {
+        let (p, d) = (partner_end(i), dut_end(i));
+        veth_pair(&ns, &p, dut_ns, &d)?;
+        ns.link_up(&p)?;
+        dut_ns.link_up(&d)?;
+        for (n, ifname, cpu) in [(&ns, &p, cores.generator), (dut_ns, &d, cores.dut)] {
+            if let Err(e) = n.set_rps(ifname, CorePlan::mask(cpu)) {
+                tracing::warn!("RPS not set on {ifname}: {e}");
+            }
+        }
+        dut_ports.push(PortEnd::Veth {
+            name: d.clone(),
+            netns: dut_ns.name().to_string(),
+            mac: dut_ns.mac(&d)?,
+            ifname: d,
+        });
+    }
+    for i in 0..GROUPS.len() * MEMBERS {
+        let (p, d) = (partner_end(i), dut_end(i));
+        crate::wait_for(
+            &format!("veth {p}/{d} carrier"),
+            Duration::from_secs(5),
+            || ns.oper_up(&p) && dut_ns.oper_up(&d),
+        )?;
+    }
+    let gen_ports = (0..GROUPS.len())
+        .map(|i| PortEnd::Memif {
+            name: format!("gen{i}"),
+            socket: run_dir.file(&format!("phy{i}.sock")),
+            id: 0,
+            role: MemifRole::Server,
+        })
+        .collect();
+    Ok((ns, gen_ports, dut_ports))
+}
+
+/// The DUT's member port names per group (`[[dut0, dut1], [dut2, dut3]]`), or why `w` is not a
+/// `phy2phy-lag` wiring (for the LAG drivers).
+pub fn dut_groups(dut: &str, w: &Wiring) -> Result<[[String; MEMBERS]; 2]> {
+    if !matches!(w.topology, crate::Topology::Phy2PhyLag { .. })
+        || w.dut_ports.len() != GROUPS.len() * MEMBERS
+    {
+        return Err(crate::dut::unsupported_wiring(
+            dut,
+            w,
+            "a LAG driver bonds the four member links of topology phy2phy-lag",
+        ));
+    }
+    let name = |i: usize| w.dut_ports[i].name().to_string();
+    Ok([[name(0), name(1)], [name(2), name(3)]])
+}
+
+/// Spreads every stream over [`LAG_FLOWS`] UDP source ports (one flow each), so that a hash on
+/// L3/L4 (the partner's `l34`, the DUT's) puts the flows on both members of a group.
+pub fn spread_flows(streams: &mut [StreamSpec]) {
+    for s in streams {
+        s.ranges.retain(|r| r.field != Field::SrcPort);
+        s.ranges.push(FieldRange {
+            field: Field::SrcPort,
+            count: LAG_FLOWS,
+            mode: FieldMode::Increment,
+        });
+        s.flows = s.flows.max(LAG_FLOWS);
+    }
+}
+
+/// The partner's `vecswitch run` config: the generator's memif links as clients `phy0`, `phy1`,
+/// the four member ends as AF_PACKET ports, bonds `lagA`/`lagB` (LACP fast, hash `l34`) and an
+/// E-Line from each memif link to its bond.
+pub fn partner_toml(gen_ports: &[PortEnd], netns: &str, ctl: &Path, cpu: usize) -> String {
+    let mut ports: Vec<PortEnd> = gen_ports
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| match p {
+            PortEnd::Memif { socket, id, .. } => Some(PortEnd::Memif {
+                name: format!("phy{i}"),
+                socket: socket.clone(),
+                id: *id,
+                role: MemifRole::Client,
+            }),
+            _ => None,
+        })
+        .collect();
+    for i in 0..GROUPS.len() * MEMBERS {
+        ports.push(PortEnd::Veth {
+            name: partner_end(i),
+            netns: netns.to_string(),
+            ifname: partner_end(i),
+            mac: String::new(),
+        });
+    }
+    let mut s = config_toml(&ports, &[], Mode::Xconnect, ctl, Some(cpu)).replacen(
+        "# written by vecswitch-testbed\n",
+        "# written by vecswitch-testbed: the tester's LAG partner (phy2phy-lag)\n",
+        1,
+    );
+    for (g, bond) in PARTNER_BONDS.iter().enumerate() {
+        let members: Vec<String> = (0..MEMBERS)
+            .map(|m| format!("\"{}\"", partner_end(g * MEMBERS + m)))
+            .collect();
+        s.push_str(&format!(
+            "\n[[bond]]\nname = \"{bond}\"\nmode = \"lacp\"\nhash = \"l34\"\nlacp_rate = \"fast\"\n\
+             members = [{}]\n\n[[xconnect]]\nports = [\"phy{g}\", \"{bond}\"]\n",
+            members.join(", ")
+        ));
+    }
+    s
+}
+
+/// Whether the partner's `ctl --json show lacp` answer says LACP converged on every member: the
+/// partner's mux is collecting-distributing (IEEE 802.1AX-2014 §6.4.15) and the DUT's last
+/// LACPDU (the partner's "partner" state, §6.4.2.3) says in sync, collecting and distributing.
+/// `Err`: the first member that is not there, with both states, in words.
+pub fn converged(lacp_json: &str) -> std::result::Result<(), String> {
+    let v: serde_json::Value = serde_json::from_str(lacp_json)
+        .map_err(|e| format!("unreadable `show lacp` answer ({e}): {lacp_json}"))?;
+    let list = v
+        .get("data")
+        .and_then(|d| d.as_array())
+        .ok_or_else(|| format!("no member list in `show lacp`: {lacp_json}"))?;
+    let want = GROUPS.len() * MEMBERS;
+    if list.len() != want {
+        return Err(format!(
+            "the partner lists {} LACP members, expected {want}",
+            list.len()
+        ));
+    }
+    for m in list {
+        let s = |k: &str| m.get(k).and_then(|x| x.as_str()).unwrap_or("?").to_string();
+        let flags = |side: &str| -> Vec<String> {
+            m.get(side)
+                .and_then(|p| p.get("flags"))
+                .and_then(|f| f.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let dut = flags("partner");
+        let dut_ok = ["synchronization", "collecting", "distributing"]
+            .iter()
+            .all(|f| dut.iter().any(|x| x == f));
+        let mux = s("mux_state");
+        if mux != "collecting-distributing" || !dut_ok {
+            let member = s("member");
+            let i = member
+                .strip_prefix("pm")
+                .and_then(|n| n.parse::<usize>().ok());
+            let dut_name = i.map(dut_end).unwrap_or_else(|| "?".into());
+            let system = m
+                .get("partner")
+                .and_then(|p| p.get("system"))
+                .and_then(|x| x.as_str())
+                .unwrap_or("?");
+            return Err(format!(
+                "member {member} (tester) ↔ {dut_name} (DUT) of bond {}: tester mux {mux}, receive \
+                 machine {}; the DUT (system {system}) says [{}]{}",
+                s("bond"),
+                s("rx_state"),
+                dut.join(" "),
+                if system == "00:00:00:00:00:00" {
+                    " — no LACPDU from the DUT: does it run a LAG driver (vecswitch-lag, ovs-lag)?"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The tester's LAG: `vecswitch run` with [`partner_toml`] in the generator's namespace.
+#[derive(Debug)]
+pub struct Partner {
+    bin: PathBuf,
+    ctl: PathBuf,
+    netns: String,
+    child: ChildGuard,
+}
+
+impl Partner {
+    /// Starts the partner on `w` (the generator's memif servers must listen) with `bin`
+    /// (empty: the running executable, as `vecswitch bench` runs) and waits until it reports its
+    /// ports, the member links up.
+    pub fn start(w: &Wiring, bin: &Path) -> Result<Partner> {
+        let bin = crate::chain::vecswitch_bin(bin)?;
+        let netns = w.gen_netns.clone().ok_or_else(|| Error::Invalid {
+            field: "phy2phy-lag wiring",
+            value: "no generator namespace".into(),
+            expected: "the namespace of the tester's member links (Testbed::build)".into(),
+        })?;
+        let ctl = w.run_dir.join("lag-partner.ctl");
+        let toml = partner_toml(&w.gen_ports, &netns, &ctl, w.cores.generator);
+        let path = w.run_dir.join("lag-partner.toml");
+        std::fs::write(&path, &toml).map_err(|source| Error::Io {
+            what: "writing",
+            path: path.clone(),
+            source,
+        })?;
+        // SCHED_OTHER: the partner shares the generator's CPU (module doc).
+        let spec = ProcessSpec::new("lag-partner", &bin.display().to_string())
+            .args([
+                "run".to_string(),
+                "--config".into(),
+                path.display().to_string(),
+                "--worker-priority".into(),
+                "other".into(),
+            ])
+            .netns(Some(&netns))
+            .cpus(Some(vec![w.cores.generator]));
+        let mut child = ChildGuard::spawn(&spec, &w.run_dir)?;
+        let veths: Vec<PortEnd> = (0..GROUPS.len() * MEMBERS)
+            .map(|i| PortEnd::Veth {
+                name: partner_end(i),
+                netns: netns.clone(),
+                ifname: partner_end(i),
+                mac: String::new(),
+            })
+            .collect();
+        wait_ready(&bin, &mut child, &ctl, &veths)?;
+        Ok(Partner {
+            bin,
+            ctl,
+            netns,
+            child,
+        })
+    }
+
+    /// `vecswitch ctl --json show <what>` on the partner.
+    pub fn show(&self, what: &str) -> Result<String> {
+        ctl_show(&self.bin, &self.ctl, what)
+    }
+
+    /// Waits until LACP converged on every member ([`converged`]), or fails after `timeout`
+    /// naming the member and the states of both sides.
+    pub fn wait_converged(&mut self, timeout: Duration) -> Result<()> {
+        let mut last = String::from("no answer from the partner yet");
+        let (bin, ctl, child) = (&self.bin, &self.ctl, &mut self.child);
+        let r = crate::cmd::wait_for_result("LACP to converge", timeout, || {
+            child.check_alive()?;
+            match ctl_show(bin, ctl, "lacp") {
+                Ok(json) => match converged(&json) {
+                    Ok(()) => Ok(true),
+                    Err(why) => {
+                        last = why;
+                        Ok(false)
+                    }
+                },
+                Err(e) => {
+                    last = e.to_string();
+                    Ok(false)
+                }
+            }
+        });
+        match r {
+            Err(Error::Timeout { timeout, .. }) => Err(Error::Timeout {
+                what: format!(
+                    "LACP between the tester's LAG and the DUT to converge (every member \
+                     collecting and distributing on both sides); {last}"
+                ),
+                timeout,
+            }),
+            r => r,
+        }
+    }
+
+    pub fn check_alive(&mut self) -> Result<()> {
+        self.child.check_alive()
+    }
+
+    /// The placement record of the partner (role `lag-partner`).
+    pub fn placed(&self) -> PlacedProcess {
+        PlacedProcess {
+            role: "lag-partner".into(),
+            name: self.child.name().to_string(),
+            pid: self.child.pid(),
+            cpus: self.child.cpus_allowed(),
+            note: "the tester's LACP groups (phy2phy-lag), on the generator's CPU".into(),
+        }
+    }
+
+    /// What the members carried and the partner dropped, and the LACP state now.
+    pub fn report(&self) -> Result<LagReport> {
+        let mut members = Vec::new();
+        for i in 0..GROUPS.len() * MEMBERS {
+            let p = partner_end(i);
+            let out = crate::cmd::run("ip", &["-n", &self.netns, "-s", "-j", "link", "show", &p])?;
+            let (rx, tx) = parse_link_stats(&out).ok_or_else(|| Error::Invalid {
+                field: "ip -s -j link show",
+                value: out.chars().take(200).collect(),
+                expected: "the interface's stats64 rx/tx packets".into(),
+            })?;
+            members.push(MemberLoad {
+                group: GROUPS[i / MEMBERS].to_string(),
+                tester_end: p,
+                dut_end: dut_end(i),
+                frames_to_dut: tx,
+                frames_from_dut: rx,
+            });
+        }
+        let ports = self.show("ports")?;
+        let errors = self.show("errors")?;
+        let lacp = self.show("lacp")?;
+        let unreadable = |what: &str, a: &str| Error::Invalid {
+            field: "lag partner ctl answer",
+            value: format!("show {what}: {}", a.chars().take(200).collect::<String>()),
+            expected: "the JSON of `vecswitch ctl --json show ports|errors`".into(),
+        };
+        let p = parse_ports(&ports).ok_or_else(|| unreadable("ports", &ports))?;
+        let internal =
+            parse_internal_drops(&errors).ok_or_else(|| unreadable("errors", &errors))?;
+        Ok(LagReport {
+            members,
+            partner_rx_dropped: p.iter().map(|(_, c)| c.rx_dropped).sum(),
+            partner_tx_dropped: p.iter().map(|(_, c)| c.tx_dropped).sum(),
+            partner_internal_dropped: internal,
+            partner_errors: error_lines(&errors),
+            lacp: match converged(&lacp) {
+                Ok(()) => {
+                    "converged: every member collecting and distributing on both sides".into()
+                }
+                Err(why) => why,
+            },
+        })
+    }
+
+    /// Stops the partner process.
+    pub fn stop(&mut self) {
+        self.child.stop(Duration::from_secs(2));
+    }
+}
+
+/// `vecswitch ctl --json show <what>` on the switch serving `ctl`.
+pub(crate) fn ctl_show(bin: &Path, ctl: &Path, what: &str) -> Result<String> {
+    crate::cmd::run(
+        &bin.display().to_string(),
+        &[
+            "ctl",
+            "--socket",
+            &ctl.display().to_string(),
+            "--json",
+            "--timeout",
+            "5",
+            "show",
+            what,
+        ],
+    )
+}
+
+/// `node reason: count` for each entry of a `ctl --json show errors` answer.
+pub fn error_lines(json: &str) -> Vec<String> {
+    let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
+    v.get("data")
+        .and_then(|d| d.as_array())
+        .map(|l| {
+            l.iter()
+                .map(|e| {
+                    let f = |k: &str| e.get(k).map(|x| x.to_string()).unwrap_or_default();
+                    format!(
+                        "{} {}: {}",
+                        f("node").trim_matches('"'),
+                        f("reason").trim_matches('"'),
+                        f("count")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `(rx_packets, tx_packets)` from `ip -s -j link show dev IF`.
+pub fn parse_link_stats(json: &str) -> Option<(u64, u64)> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    let s = v.get(0)?.get("stats64")?;
+    let n = |dir: &str| s.get(dir)?.get("packets")?.as_u64();
+    Some((n("rx")?, n("tx")?))
+}
+
+/// One member link's load since the DUT started, from the kernel's counters of the tester's
+/// veth end (LACPDUs included: one a second each way at the fast rate).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MemberLoad {
+    /// `A` (behind generator port 0) or `B`.
+    pub group: String,
+    pub tester_end: String,
+    pub dut_end: String,
+    /// Frames the tester's LAG sent into the DUT on this member.
+    pub frames_to_dut: u64,
+    /// Frames the DUT sent to the tester's LAG on this member.
+    pub frames_from_dut: u64,
+}
+
+/// What a `phy2phy-lag` result records beside its trials (`setup.lag` in the results): the
+/// frames each member carried in each direction, the tester's LAG's own drops (a loss there is
+/// the tester's, not the DUT's) and the LACP state at the end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LagReport {
+    pub members: Vec<MemberLoad>,
+    /// Frames the partner's ports dropped on receive (rings full) and on transmit.
+    pub partner_rx_dropped: u64,
+    pub partner_tx_dropped: u64,
+    /// Frames the partner dropped inside (its `show errors` drop reasons).
+    pub partner_internal_dropped: u64,
+    /// The partner's `show errors` lines (`node reason: count`; drop reasons and events).
+    pub partner_errors: Vec<String>,
+    /// "converged: …", or which member is not and why.
+    pub lacp: String,
+}
+
+impl LagReport {
+    /// The share (0..=1) of `member`'s frames in its group's, toward the DUT and back.
+    pub fn shares(&self, member: usize) -> (f64, f64) {
+        let m = &self.members[member];
+        let group = self.members.iter().filter(|x| x.group == m.group);
+        let (to, from) = group.fold((0u64, 0u64), |(a, b), x| {
+            (a + x.frames_to_dut, b + x.frames_from_dut)
+        });
+        let share = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+        (share(m.frames_to_dut, to), share(m.frames_from_dut, from))
+    }
+
+    /// The difference of two reports' member counts (`self − before`), for one trial.
+    pub fn members_since(&self, before: &LagReport) -> Vec<MemberLoad> {
+        self.members
+            .iter()
+            .zip(&before.members)
+            .map(|(a, b)| MemberLoad {
+                frames_to_dut: a.frames_to_dut.saturating_sub(b.frames_to_dut),
+                frames_from_dut: a.frames_from_dut.saturating_sub(b.frames_from_dut),
+                ..a.clone()
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partner_config_bonds_each_pair_and_connects_it_to_a_generator_link() {
+        let gen: Vec<PortEnd> = (0..2)
+            .map(|i| PortEnd::Memif {
+                name: format!("gen{i}"),
+                socket: format!("/r/phy{i}.sock").into(),
+                id: 0,
+                role: MemifRole::Server,
+            })
+            .collect();
+        let t = partner_toml(&gen, "r-gen", Path::new("/r/lag-partner.ctl"), 0);
+        for want in [
+            "control_socket = \"/r/lag-partner.ctl\"\nworker_cpu = 0\n",
+            "name = \"phy0\"\ntype = \"memif\"\nsocket = \"/r/phy0.sock\"\nid = 0\nrole = \"client\"\nring_size = 4096\n",
+            "name = \"pm3\"\ntype = \"af_packet\"\ninterface = \"pm3\"\n",
+            "[[bond]]\nname = \"lagA\"\nmode = \"lacp\"\nhash = \"l34\"\nlacp_rate = \"fast\"\nmembers = [\"pm0\", \"pm1\"]\n",
+            "[[bond]]\nname = \"lagB\"\nmode = \"lacp\"\nhash = \"l34\"\nlacp_rate = \"fast\"\nmembers = [\"pm2\", \"pm3\"]\n",
+            "[[xconnect]]\nports = [\"phy0\", \"lagA\"]\n",
+            "[[xconnect]]\nports = [\"phy1\", \"lagB\"]\n",
+        ] {
+            assert!(t.contains(want), "missing {want:?} in\n{t}");
+        }
+    }
+
+    #[test]
+    fn flows_spread_over_source_ports() {
+        let mut s = crate::default_streams(64, true);
+        spread_flows(&mut s);
+        for st in &s {
+            assert_eq!(st.flows, LAG_FLOWS);
+            let r: Vec<_> = st
+                .ranges
+                .iter()
+                .filter(|r| r.field == Field::SrcPort)
+                .collect();
+            assert_eq!(r.len(), 1);
+            assert_eq!(r[0].count, LAG_FLOWS);
+        }
+        // Twice is the same as once.
+        let once = s.clone();
+        spread_flows(&mut s);
+        assert_eq!(s, once);
+    }
+
+    #[test]
+    fn link_stats_parse() {
+        let j = r#"[{"ifindex":7,"ifname":"pm0","stats64":{"rx":{"bytes":6400,"packets":100,"errors":0,"dropped":0},"tx":{"bytes":640,"packets":10,"errors":0,"dropped":0}}}]"#;
+        assert_eq!(parse_link_stats(j), Some((100, 10)));
+        assert_eq!(parse_link_stats("[]"), None);
+    }
+
+    fn member(name: &str, mux: &str, dut_flags: &[&str], system: &str) -> String {
+        let flags: Vec<String> = dut_flags.iter().map(|f| format!("\"{f}\"")).collect();
+        format!(
+            r#"{{"bond":"lagA","member":"{name}","mux_state":"{mux}","rx_state":"current","selected":true,"partner":{{"system":"{system}","flags":[{}]}}}}"#,
+            flags.join(",")
+        )
+    }
+
+    #[test]
+    fn convergence_needs_every_member_on_both_sides_and_names_the_one_missing() {
+        let all = ["activity", "synchronization", "collecting", "distributing"];
+        let ok = |n: &str| member(n, "collecting-distributing", &all, "02:00:00:00:00:01");
+        let answer = |ms: Vec<String>| format!(r#"{{"ok":true,"data":[{}]}}"#, ms.join(","));
+        let good: Vec<String> = (0..4).map(|i| ok(&partner_end(i))).collect();
+        assert_eq!(converged(&answer(good.clone())), Ok(()));
+        let mut bad = good.clone();
+        bad[2] = member(
+            "pm2",
+            "attached",
+            &["activity", "synchronization"],
+            "02:00:00:00:00:01",
+        );
+        let e = converged(&answer(bad)).unwrap_err();
+        assert!(
+            e.contains("pm2") && e.contains("dut2") && e.contains("attached"),
+            "{e}"
+        );
+        let mut silent = good.clone();
+        silent[0] = member("pm0", "detached", &[], "00:00:00:00:00:00");
+        let e = converged(&answer(silent)).unwrap_err();
+        assert!(e.contains("no LACPDU from the DUT"), "{e}");
+        let e = converged(&answer(good[..3].to_vec())).unwrap_err();
+        assert!(e.contains("3 LACP members"), "{e}");
+    }
+
+    #[test]
+    fn shares_are_per_group_and_direction() {
+        let m = |g: &str, i: usize, to: u64, from: u64| MemberLoad {
+            group: g.into(),
+            tester_end: partner_end(i),
+            dut_end: dut_end(i),
+            frames_to_dut: to,
+            frames_from_dut: from,
+        };
+        let r = LagReport {
+            members: vec![
+                m("A", 0, 30, 0),
+                m("A", 1, 70, 0),
+                m("B", 2, 50, 10),
+                m("B", 3, 50, 30),
+            ],
+            partner_rx_dropped: 0,
+            partner_tx_dropped: 0,
+            partner_internal_dropped: 0,
+            partner_errors: error_lines(
+                r#"{"ok":true,"data":[{"count":3,"node":"bond-input","reason":"not-collecting"}]}"#,
+            ),
+            lacp: String::new(),
+        };
+        assert_eq!(r.partner_errors, ["bond-input not-collecting: 3"]);
+        assert_eq!(r.shares(0), (0.3, 0.0));
+        assert_eq!(r.shares(3), (0.5, 0.75));
+        let d = r.members_since(&r);
+        assert!(d
+            .iter()
+            .all(|x| x.frames_to_dut == 0 && x.frames_from_dut == 0));
+    }
+}

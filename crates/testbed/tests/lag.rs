@@ -1,0 +1,295 @@
+//! The LAG case of seed 001 (issue 9 item 6: two 2-port groups, E-Line between them) on the real
+//! devices, at a small scale: topology `phy2phy-lag` (the tester's LACP groups in a vecswitch
+//! process behind the generator's two memif ports, four member veth pairs to the DUT,
+//! crates/testbed/src/lag.rs) with `vecswitch-lag` and `ovs-lag` (crates/testbed/src/dut/lag.rs).
+//! For each device:
+//! - LACP converged before the first trial: [`Testbed::start`] returned only once every member
+//!   was collecting and distributing on both sides, and the LAG report says so;
+//! - a trial at a low load both ways (64 flows by UDP source port) comes back complete (counts,
+//!   not speed: the host is shared, so ≤ 1 % of loss is tolerated and reported);
+//! - over that trial, every member of each group carried a nonzero share of each direction
+//!   (at least 10 %, from the kernel's counters of the tester's veth ends): the load really was
+//!   shared by the hashes of both sides;
+//! - the tester's LAG dropped nothing in that trial, and the placement record lists it;
+//! - docs/suites/lag.toml, scaled down (1 s trials, 10 % resolution, searched up to 20 kframes/s),
+//!   runs on both of its devices through the bench's path (`run_for_dut_observed`) and forwards;
+//! - a member taken down mid-trial costs the frames of a gap shorter than one fast LACP timeout.
+//!
+//! Root: namespaces and veth pairs are created by the testbed and removed by its guards, also
+//! when an assert fails. OVS must be installed (scripts/setup.sh installs openvswitch-switch),
+//! and the `vecswitch` binary built (cargo build -p vecswitch-cli).
+
+mod common;
+
+use std::time::Duration;
+
+use common::vecswitch_bin;
+use vecswitch_lab::results::Outcome;
+use vecswitch_lab::suite::{run_for_dut_observed, FrameSize, Suite, TestSpec};
+use vecswitch_lab::{LabError, Load, Measurer};
+use vecswitch_testbed::dut::evpl::dut_streams;
+use vecswitch_testbed::lag::{LagReport, GROUPS, MEMBERS};
+use vecswitch_testbed::{
+    default_streams, generator_placement, wait_links_up, DutKind, GenMeasurer, Testbed, Topology,
+};
+
+const SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/suites/lag.toml");
+
+/// Frames/s of the counted trial, both directions together.
+const LOAD_FPS: f64 = 4_000.0;
+/// Least share of a group's frames each member must carry, per direction.
+const MIN_SHARE: f64 = 0.10;
+
+fn require_tools() {
+    common::require_ovs_and_vecswitch();
+}
+
+/// A `phy2phy-lag` testbed with `name` started on it (LACP converged) and the generator's ports
+/// up.
+fn started(name: &str) -> (Testbed, Vec<Box<dyn vecswitch_ports::Port>>) {
+    let kind = DutKind::parse(name, vecswitch_bin()).unwrap();
+    let mut tb = Testbed::build(Topology::Phy2PhyLag {
+        partner_bin: vecswitch_bin(),
+    })
+    .unwrap();
+    let mut ports = tb.open_generator_ports().unwrap();
+    tb.start(kind.build())
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    wait_links_up(&mut ports, Duration::from_secs(20)).unwrap();
+    (tb, ports)
+}
+
+fn report(tb: &Testbed, what: &str) -> LagReport {
+    tb.lag_report()
+        .expect("a phy2phy-lag testbed has a LAG report")
+        .unwrap_or_else(|e| panic!("{what}: LAG report: {e}"))
+}
+
+#[test]
+fn both_lag_devices_converge_forward_and_share_every_member() {
+    require_tools();
+    for name in ["vecswitch-lag", "ovs-lag"] {
+        let (tb, ports) = started(name);
+        let converged = report(&tb, name);
+        assert!(
+            converged.lacp.starts_with("converged"),
+            "{name}: {}",
+            converged.lacp
+        );
+        let placement = tb.placement(generator_placement());
+        assert!(
+            placement.processes.iter().any(|p| p.role == "lag-partner"),
+            "{name}: {placement:?}"
+        );
+
+        let mut m = GenMeasurer::for_testbed(&tb, ports, default_streams(64, true))
+            .unwrap()
+            .tolerance(0.01);
+        // A learning trial first (OVS's bridge learns the generator's two MACs).
+        m.trial(Load::fps(1_000.0), Duration::from_secs(1))
+            .unwrap_or_else(|e| panic!("{name}: learning trial: {e}"));
+        let before = report(&tb, name);
+        let r = m
+            .trial(Load::fps(LOAD_FPS), Duration::from_secs(2))
+            .unwrap_or_else(|e| panic!("{name}: trial: {e}"));
+        let after = report(&tb, name);
+        tb.check_alive()
+            .unwrap_or_else(|e| panic!("{name}: after the trial: {e}"));
+        let loads = after.members_since(&before);
+        eprintln!(
+            "{name}: offered {}, received {}; per member (to DUT, from DUT): {:?}",
+            r.offered_frames,
+            r.received_frames,
+            loads
+                .iter()
+                .map(|l| (l.tester_end.as_str(), l.frames_to_dut, l.frames_from_dut))
+                .collect::<Vec<_>>()
+        );
+        assert!(
+            r.offered_frames > 0 && r.received_frames as f64 >= 0.99 * r.offered_frames as f64,
+            "{name}: offered {}, received {}: {r:#?}; LAG {after:#?}",
+            r.offered_frames,
+            r.received_frames
+        );
+        for (g, group) in GROUPS.iter().enumerate() {
+            let members = &loads[g * MEMBERS..(g + 1) * MEMBERS];
+            let to: u64 = members.iter().map(|l| l.frames_to_dut).sum();
+            let from: u64 = members.iter().map(|l| l.frames_from_dut).sum();
+            for l in members {
+                assert!(
+                    l.frames_to_dut as f64 >= MIN_SHARE * to as f64
+                        && l.frames_from_dut as f64 >= MIN_SHARE * from as f64,
+                    "{name}: group {group}'s member {} ↔ {} carried {} of {to} frames to the DUT \
+                     and {} of {from} back: the hash did not share the load ({loads:#?})",
+                    l.tester_end,
+                    l.dut_end,
+                    l.frames_to_dut,
+                    l.frames_from_dut
+                );
+            }
+        }
+        let drops = |r: &LagReport| {
+            (
+                r.partner_rx_dropped,
+                r.partner_tx_dropped,
+                r.partner_internal_dropped,
+            )
+        };
+        eprintln!(
+            "{name}: partner's show errors before the trial {:?}, after {:?}",
+            before.partner_errors, after.partner_errors
+        );
+        assert_eq!(
+            drops(&after),
+            drops(&before),
+            "{name}: the tester's LAG dropped frames in the trial: {after:#?}"
+        );
+        assert!(
+            after.lacp.starts_with("converged"),
+            "{name}: {}",
+            after.lacp
+        );
+        drop(m);
+        drop(tb);
+    }
+}
+
+/// Issue 9 item 5 through the lab: a member of group A goes down 2 s into a 6 s trial both ways;
+/// both ends move its flows to the other member, so the frames lost are those in flight and in
+/// the gap until each side saw the link go (counted: offered − received), and that gap, at the
+/// rate the member carried (half of every frame's group-A crossing), is within one fast LACP
+/// timeout (3 s; IEEE 802.1AX-2014 §6.4.4, Short_Timeout_Time). Both devices.
+#[test]
+fn a_member_going_down_moves_its_traffic_within_one_lacp_timeout() {
+    require_tools();
+    for name in ["vecswitch-lag", "ovs-lag"] {
+        let (tb, ports) = started(name);
+        let dut_ns = tb.dut_netns().name().to_string();
+        let mut m = GenMeasurer::for_testbed(&tb, ports, default_streams(64, true))
+            .unwrap()
+            .tolerance(0.01);
+        m.trial(Load::fps(1_000.0), Duration::from_secs(1))
+            .unwrap_or_else(|e| panic!("{name}: learning trial: {e}"));
+        let cut = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(2));
+            let st = std::process::Command::new("ip")
+                .args(["-n", &dut_ns, "link", "set", "dut0", "down"])
+                .status()
+                .expect("ip link set down");
+            assert!(st.success(), "taking dut0 down in {dut_ns}");
+        });
+        let r = m
+            .trial(Load::fps(LOAD_FPS), Duration::from_secs(6))
+            .unwrap_or_else(|e| panic!("{name}: trial: {e}"));
+        cut.join().unwrap();
+        let after = report(&tb, name);
+        let lost = r.offered_frames.saturating_sub(r.received_frames);
+        // The member carried about half of the group's frames, both directions together.
+        let member_fps = LOAD_FPS / 2.0;
+        let gap_s = lost as f64 / member_fps;
+        eprintln!(
+            "{name}: dut0 down mid-trial: {lost} of {} frames lost, a gap of {:.3} s at the \
+             member's {member_fps} frames/s; LACP now: {}",
+            r.offered_frames, gap_s, after.lacp
+        );
+        assert!(r.received_frames > 0, "{name}: nothing forwarded: {r:#?}");
+        assert!(
+            gap_s <= 3.0,
+            "{name}: {lost} frames lost = {gap_s:.3} s of the member's traffic, more than one \
+             fast LACP timeout (3 s): {r:#?}"
+        );
+        assert!(
+            after.lacp.contains("pm0"),
+            "{name}: the LAG report names the member that went down: {}",
+            after.lacp
+        );
+        drop(m);
+        drop(tb);
+    }
+}
+
+/// docs/suites/lag.toml through the bench's path, scaled down: every device of the suite runs
+/// its throughput search and forwards frames; over the run every member carried frames both
+/// ways and LACP is still converged at the end.
+#[test]
+fn the_lag_suite_runs_on_both_devices() {
+    require_tools();
+    let text = std::fs::read_to_string(SUITE).expect("docs/suites/lag.toml");
+    let mut suite = Suite::parse(&text).expect("the documented suite parses");
+    for t in &mut suite.tests {
+        if let TestSpec::Throughput {
+            trial_duration_s,
+            resolution_percent,
+            ..
+        } = t
+        {
+            *trial_duration_s = 1.0;
+            *resolution_percent = 10.0;
+        }
+    }
+    let size = FrameSize::Bytes(64);
+    assert_eq!(suite.duts.len(), 2, "vecswitch-lag and ovs-lag");
+    for dut in &suite.duts {
+        let mut topology: Topology = dut.topology.parse().unwrap();
+        assert_eq!(topology.to_string(), "phy2phy-lag", "{}", dut.name);
+        // (`vecswitch bench` leaves it empty: the partner is the running vecswitch binary.)
+        if let Topology::Phy2PhyLag { partner_bin } = &mut topology {
+            *partner_bin = vecswitch_bin();
+        }
+        let kind = DutKind::parse(&dut.name, vecswitch_bin()).unwrap();
+        let mut tb = Testbed::build(topology).unwrap();
+        let ports = tb.open_generator_ports().unwrap();
+        tb.start(kind.build())
+            .unwrap_or_else(|e| panic!("{}: {e}", dut.name));
+        let run = {
+            let tbr = &tb;
+            let streams = dut_streams(tbr, &size.spec().unwrap(), suite.bidirectional);
+            let mut m = GenMeasurer::for_testbed(tbr, ports, streams)
+                .unwrap()
+                .tolerance(0.01);
+            run_for_dut_observed(
+                &suite,
+                dut,
+                &size,
+                Some(20_000.0),
+                &mut m,
+                &mut |_, _, _| Err(LabError::Dut("no scale in this suite".into())),
+                &mut (),
+            )
+            .unwrap()
+        };
+        tb.check_alive().unwrap();
+        assert!(run.error.is_none(), "{}: {:?}", dut.name, run.error);
+        assert_eq!(run.records.len(), 1, "{}", dut.name);
+        match &run.records[0].outcome {
+            Outcome::Throughput(t) => {
+                let forwarded: u64 = t.trials.iter().map(|tr| tr.received_frames).sum();
+                assert!(
+                    forwarded > 0,
+                    "{}: nothing forwarded: {:#?}",
+                    dut.name,
+                    t.trials
+                );
+                eprintln!(
+                    "{}: throughput {:?} frames/s (tester-limited: {}) over {} trials",
+                    dut.name,
+                    t.throughput_fps,
+                    t.tester_limited,
+                    t.trials.len()
+                );
+            }
+            o => panic!("{}: unexpected outcome {}", dut.name, o.name()),
+        }
+        let r = report(&tb, &dut.name);
+        assert!(r.lacp.starts_with("converged"), "{}: {}", dut.name, r.lacp);
+        for m in &r.members {
+            assert!(
+                m.frames_to_dut > 0 && m.frames_from_dut > 0,
+                "{}: member {} carried nothing one way: {r:#?}",
+                dut.name,
+                m.tester_end
+            );
+        }
+        drop(tb);
+    }
+}
