@@ -84,6 +84,11 @@ pub trait Port: Send {
     fn error_counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
+    /// The MAC address the port's config gave it, if any: the switch takes it as the main
+    /// interface's MAC (otherwise the interface keeps one made from its index).
+    fn configured_mac(&self) -> Option<[u8; 6]> {
+        None
+    }
 }
 
 impl Port for Box<dyn Port> {
@@ -113,5 +118,8 @@ impl Port for Box<dyn Port> {
     }
     fn error_counters(&self) -> Vec<(&'static str, u64)> {
         (**self).error_counters()
+    }
+    fn configured_mac(&self) -> Option<[u8; 6]> {
+        (**self).configured_mac()
     }
 }

@@ -766,6 +766,40 @@ mod tests {
         assert_eq!(sw.show_runtime().loop_stats.max_poll_gap_ns, 0);
     }
 
+    /// A memif port's configured `mac` is its main interface's MAC; without one the interface keeps
+    /// the address made from its index (the chain's built-in tester sends to the configured MAC).
+    #[test]
+    fn a_memif_ports_configured_mac_is_its_interfaces_mac() {
+        use vecswitch_ports::memif::{MemifConfig, MemifPort, Role};
+        use vecswitch_wire::EthernetAddress;
+        let dir = std::env::temp_dir();
+        let sock = |n: &str| {
+            dir.join(format!("vs-mac-{n}-{}.sock", std::process::id()))
+                .display()
+                .to_string()
+        };
+        let mut with = MemifConfig::new("m0", &sock("a"), 0, Role::Server);
+        with.mac = Some([0x02, 0x00, 0x00, 0x00, 0x00, 0x42]);
+        let without = MemifConfig::new("m1", &sock("b"), 0, Role::Server);
+        let mut sw = Switch::default();
+        sw.add_port("m0", Box::new(MemifPort::new(with).unwrap()))
+            .unwrap();
+        let i1 = sw
+            .add_port("m1", Box::new(MemifPort::new(without).unwrap()))
+            .unwrap();
+        let mac = |name: &str| {
+            let i = sw.state.interface_index(name).unwrap();
+            sw.state.interfaces[i as usize].as_ref().unwrap().mac
+        };
+        assert_eq!(mac("m0"), EthernetAddress([0x02, 0, 0, 0, 0, 0x42]));
+        let [hi, lo] = i1.to_be_bytes();
+        assert_eq!(mac("m1"), EthernetAddress([0x02, 0xfe, 0, 0, hi, lo]));
+        drop(sw);
+        for n in ["a", "b"] {
+            let _ = std::fs::remove_file(sock(n));
+        }
+    }
+
     /// A port that receives nothing and counts its `poll_control` calls.
     struct ControlCounter(std::sync::Arc<std::sync::atomic::AtomicU64>);
 

@@ -6,6 +6,7 @@
 use std::collections::VecDeque;
 
 use vecswitch_ports::Port;
+use vecswitch_wire::EthernetAddress;
 
 use crate::capture::PortCapture;
 use crate::l2::mac_table::MacTable;
@@ -111,7 +112,10 @@ impl SwitchState {
     /// Adds port `slot` and its main interface at index `idx` (the caller checked it is free).
     pub fn insert_port(&mut self, idx: PortIdx, slot: PortSlot) {
         let i = idx as usize;
-        let iface = Interface::main(&slot.name, idx);
+        let mut iface = Interface::main(&slot.name, idx);
+        if let Some(mac) = slot.port.configured_mac() {
+            iface.mac = EthernetAddress(mac);
+        }
         if self.ports.len() <= i {
             self.ports.resize_with(i + 1, || None);
         }

@@ -900,6 +900,10 @@ impl Port for MemifPort {
         &self.cfg.name
     }
 
+    fn configured_mac(&self) -> Option<[u8; 6]> {
+        self.cfg.mac
+    }
+
     fn rx_burst(&mut self, pool: &mut Pool, out: &mut Vec<u32>, max: usize) -> usize {
         let State::Connected(c) = &mut self.state else {
             return 0;

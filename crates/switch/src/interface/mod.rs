@@ -92,8 +92,9 @@ pub struct Interface {
     /// Administratively up: when down, received frames are dropped (`admin-down`) and nothing is
     /// sent (`tx-admin-down`).
     pub admin_up: bool,
-    /// The interface's MAC address: for a main interface, a locally administered address made from
-    /// its index (`02:fe:00:00:HH:LL`) until ports report their own.
+    /// The interface's MAC address: for a main interface the one its port's config gives
+    /// ([`vecswitch_ports::Port::configured_mac`], memif's `mac`), else a locally administered
+    /// address made from its index (`02:fe:00:00:HH:LL`).
     pub mac: EthernetAddress,
     pub mtu: u16,
     pub service: Service,
