@@ -74,8 +74,7 @@ pub fn firewall_flows_switch(rules: u32, action: Action, flows: u32, limit: Opti
         max_connections: flows.max(1) * 2,
         ..sw.firewall_settings()
     };
-    sw.set_firewall_settings(settings)
-        .expect("valid settings");
+    sw.set_firewall_settings(settings).expect("valid settings");
     sw.firewall_set_acl("src", Some(acl(rules, action)))
         .expect("valid ACL");
     sw
