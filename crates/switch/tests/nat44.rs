@@ -18,7 +18,7 @@ use common::*;
 use vecswitch_buffer::Pool;
 use vecswitch_ports::loopback::LoopbackPort;
 use vecswitch_switch::ip::Ipv4Prefix;
-use vecswitch_switch::nat44::{Nat44Settings, Role, TcpState};
+use vecswitch_switch::nat44::{AddrPool, Nat44Settings, Role, TcpState};
 use vecswitch_switch::{Switch, SwitchConfig};
 use vecswitch_wire::EthernetAddress;
 
@@ -195,6 +195,13 @@ impl Lab {
         send(&mut self.outside, &mut self.pool, &frames);
         while self.sw.poll_once() > 0 {}
         drain(&mut self.inside, &mut self.pool)
+    }
+
+    /// Sends IPv4 packets from inside host A (or C) and returns what leaves inside (hairpinned)
+    /// and outside.
+    fn send_inside_both(&mut self, from_c: bool, ips: &[Vec<u8>]) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        let out = self.send_inside(from_c, ips);
+        (drain(&mut self.inside, &mut self.pool), out)
     }
 
     fn count(&self, node: &str, reason: &str) -> u64 {
@@ -537,5 +544,151 @@ fn every_burst_size_is_translated() {
             .collect();
         assert_eq!(lab.send_outside(&back).len(), n, "burst {n} back");
     }
+    assert_eq!(lab.sw.show_buffers().in_use, 0);
+}
+
+/// The nodes look a vector's sessions up in stages (every bucket and session loaded before the
+/// first packet is translated): a session that an earlier packet of the same vector made, or
+/// removed as expired, is seen by the packets after it. 3 new flows, 40 packets each,
+/// interleaved in one vector of 120 (two stage groups) make 3 sessions and leave with one port
+/// each; after their timeout, one vector of them again removes each once and makes it again.
+#[test]
+fn sessions_made_or_removed_earlier_in_the_same_vector_are_seen() {
+    let mut lab = Lab::new();
+    lab.sw
+        .set_nat44_settings(Nat44Settings {
+            udp_s: 30,
+            ..Default::default()
+        })
+        .unwrap();
+    let ips: Vec<Vec<u8>> = (0..120)
+        .map(|i| udp(A, R, 20_000 + (i % 3) as u16, 53, b"same"))
+        .collect();
+    for round in 0..2 {
+        let out = lab.send_inside(false, &ips);
+        assert_eq!(out.len(), 120, "round {round}");
+        for (i, f) in out.iter().enumerate() {
+            let want = udp(OUT, R, 20_000 + (i % 3) as u16, 53, b"same");
+            assert_eq!(&f[14..], &hop(&want)[..], "round {round} packet {i}");
+        }
+        let s = lab.sw.show_nat44_summary();
+        assert_eq!(
+            (s.sessions, s.sessions_created, s.sessions_expired),
+            (3, 3 + 3 * round, 3 * round),
+            "round {round}"
+        );
+        lab.sw.advance_clock(Duration::from_secs(31));
+    }
+    assert_eq!(lab.count("nat44-in2out", "no-session"), 0);
+    assert_eq!(lab.sw.show_buffers().in_use, 0);
+}
+
+/// A pool of outside addresses: every session of an inside host leaves with the same pool
+/// address (paired pooling, RFC 4787 REQ-2), the one `AddrPool::for_host` names, whatever the
+/// destination; replies to it come back translated; echo requests to a pool address (not the
+/// switch's own) are dropped; a pool change removes the sessions of addresses it took away.
+#[test]
+fn a_pool_gives_every_session_of_a_host_the_same_outside_address() {
+    let mut lab = Lab::new();
+    let range = (
+        Ipv4Addr::new(198, 51, 100, 8),
+        Ipv4Addr::new(198, 51, 100, 11),
+    );
+    lab.sw.set_nat44_pool(&[range]).unwrap();
+    let pool = AddrPool::new(&[range]);
+    // Other source ports for C: the two hosts may share a pool address.
+    for (host, from_c, base) in [(A, false, 5000), (C, true, 6000)] {
+        let mine = pool.for_host(host.into()).unwrap().octets();
+        assert!(pool.contains(mine.into()));
+        for (sport, dport) in [(base, 53), (base + 1, 80), (base + 2, 53)] {
+            let out = lab.send_inside(from_c, &[udp(host, R, sport, dport, b"q")]);
+            let want = eth(MAC_B, MAC_R1, &hop(&udp(mine, R, sport, dport, b"q")));
+            assert_eq!(out, vec![want], "host {host:?} port {sport}");
+            let back = lab.send_outside(&[udp(R, mine, dport, sport, b"r")]);
+            let mac = if from_c { MAC_C } else { MAC_A };
+            assert_eq!(
+                back,
+                vec![eth(mac, MAC_R0, &hop(&udp(R, host, dport, sport, b"r")))]
+            );
+        }
+    }
+    let s = lab.sw.show_nat44_summary();
+    assert_eq!((s.sessions, s.inside_hosts), (6, 2));
+    assert_eq!(s.pool, vec!["198.51.100.8-198.51.100.11".to_string()]);
+    // A ping to a pool address: not the switch's own, no session.
+    let before = lab.count("nat44-out2in", "no-session");
+    let pool_a = pool.for_host(A.into()).unwrap().octets();
+    assert!(lab.send_outside(&[echo(R, pool_a, 8, 7, 64)]).is_empty());
+    assert_eq!(lab.count("nat44-out2in", "no-session"), before + 1);
+    // Back to masquerade: the pool's sessions go.
+    lab.sw.set_nat44_pool(&[]).unwrap();
+    assert_eq!(lab.sw.show_nat44_summary().sessions, 0);
+    let out = lab.send_inside(false, &[udp(A, R, 5000, 53, b"q")]);
+    assert_eq!(
+        out,
+        vec![eth(MAC_B, MAC_R1, &hop(&udp(OUT, R, 5000, 53, b"q")))]
+    );
+    // Refused: reversed and overlapping ranges, and the pool stays as it was.
+    let r2 = (
+        Ipv4Addr::new(198, 51, 100, 10),
+        Ipv4Addr::new(198, 51, 100, 12),
+    );
+    assert!(lab.sw.set_nat44_pool(&[range, r2]).is_err());
+    assert!(lab.sw.set_nat44_pool(&[(range.1, range.0)]).is_err());
+    assert!(lab.sw.nat44_pool().is_empty());
+    assert_eq!(lab.sw.show_buffers().in_use, 0);
+}
+
+/// Hairpinning (RFC 4787 REQ-9): inside host A sends to C's outside endpoint. The source leaves
+/// as A's own outside endpoint ("external source IP address and port"), and endpoint-dependent
+/// filtering applies as to a packet from outside: A's first packet reaches C only after C has
+/// sent to A's outside endpoint (as in UDP hole punching). Off, nothing is hairpinned.
+#[test]
+fn hairpinning_reaches_an_inside_host_through_its_outside_endpoint() {
+    let mut lab = Lab::new();
+    // C talks to R: its outside endpoint OUT:7000.
+    lab.send_inside(true, &[udp(C, R, 7000, 53, b"q")]);
+    // Off: A's packet to OUT:7000 is the switch's own business, never C's.
+    let (inside, _) = lab.send_inside_both(false, &[udp(A, OUT, 6000, 7000, b"a1")]);
+    assert!(inside.iter().all(|f| f[..6] != MAC_C), "{inside:?}");
+    lab.sw.set_nat44_hairpinning(true).unwrap();
+    // A → OUT:7000: A gets a session toward it (OUT:6000), but C's session is for R: dropped.
+    let (inside, outside) = lab.send_inside_both(false, &[udp(A, OUT, 6000, 7000, b"a2")]);
+    assert!(inside.is_empty() && outside.is_empty());
+    assert_eq!(lab.count("nat44-hairpin", "no-session"), 1);
+    // C → OUT:6000 (A's outside endpoint toward C): reaches A, from C's outside endpoint.
+    let (inside, outside) = lab.send_inside_both(true, &[udp(C, OUT, 7000, 6000, b"c1")]);
+    assert!(outside.is_empty());
+    assert_eq!(
+        inside,
+        vec![eth(MAC_A, MAC_R0, &hop(&udp(OUT, A, 7000, 6000, b"c1")))]
+    );
+    // Now A → OUT:7000 reaches C, from A's outside endpoint; TCP too once both sides opened.
+    let (inside, _) = lab.send_inside_both(false, &[udp(A, OUT, 6000, 7000, b"a3")]);
+    assert_eq!(
+        inside,
+        vec![eth(MAC_C, MAC_R0, &hop(&udp(OUT, C, 6000, 7000, b"a3")))]
+    );
+    let (inside, _) = lab.send_inside_both(true, &[tcp(C, OUT, 7001, 6001, 0x02, 64)]);
+    assert!(
+        inside.is_empty(),
+        "C's SYN to a TCP endpoint A never opened"
+    );
+    let (inside, _) = lab.send_inside_both(false, &[tcp(A, OUT, 6001, 7001, 0x02, 64)]);
+    assert_eq!(
+        inside,
+        vec![eth(MAC_C, MAC_R0, &hop(&tcp(OUT, C, 6001, 7001, 0x02, 64)))]
+    );
+    let (inside, _) = lab.send_inside_both(true, &[tcp(C, OUT, 7001, 6001, 0x12, 64)]);
+    assert_eq!(
+        inside,
+        vec![eth(MAC_A, MAC_R0, &hop(&tcp(OUT, A, 7001, 6001, 0x12, 64)))]
+    );
+    assert_eq!(lab.count("nat44-hairpin", "hairpinned"), 4);
+    assert_eq!(lab.count("nat44-hairpin", "no-session"), 2);
+    // Off again: the feature leaves the inside interface.
+    lab.sw.set_nat44_hairpinning(false).unwrap();
+    let (inside, _) = lab.send_inside_both(false, &[udp(A, OUT, 6000, 7000, b"a4")]);
+    assert!(inside.iter().all(|f| f[..6] != MAC_C), "{inside:?}");
     assert_eq!(lab.sw.show_buffers().in_use, 0);
 }

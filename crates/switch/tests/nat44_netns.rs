@@ -18,6 +18,9 @@
 //! compared: the kernel answers the unsolicited TCP SYN to its own address with a RST (refused),
 //! vecswitch drops it (the client times out); neither reaches the inside host.
 //!
+//! A second test does the same for a pool of outside addresses (paired pooling, against the
+//! kernel's `snat … persistent`).
+//!
 //! Needs root, `ip`, `nft` (nftables), `ethtool`, `busybox`, `python3`; scripts/setup.sh installs
 //! them. TSO/GSO are turned off on the namespaces' veth ends (the AF_PACKET port's module doc: no
 //! GSO super-frames), checksum offload stays on (the port completes partial checksums). Every name
@@ -62,12 +65,13 @@ while True:
 const CLIENT: &str = r#"
 import socket, sys
 mode, dst, port, sport, wait = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+src = sys.argv[6] if len(sys.argv) > 6 else ''
 try:
     if mode == 'tcp':
         s = socket.socket()
         s.settimeout(wait)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(('', sport))
+        s.bind((src, sport))
         s.connect((dst, port))
         data = b''
         while True:
@@ -80,7 +84,7 @@ try:
     else:
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         s.settimeout(wait)
-        s.bind(('', sport))
+        s.bind((src, sport))
         s.sendto(b'hello', (dst, port))
         d, _ = s.recvfrom(2048)
         print('ok', d.decode(), 0)
@@ -308,18 +312,14 @@ fn port(name: &str, ifname: &str) -> Box<dyn Port> {
     Box::new(p)
 }
 
-#[test]
-fn masquerade_matches_the_kernels_nftables_masquerade() {
+/// vecswitch between `inside` and `outside` (tag `tag` in the veth names): AF_PACKET ports on
+/// the host ends of two veths whose other ends are the namespaces' `eth0`; `in` 10.78.1.1/24
+/// inside, `out` 10.78.2.1/24 outside.
+fn vecswitch_router(g: &mut Guard, tag: &str, inside: &str, outside: &str) -> Switch {
     let id = std::process::id() % 1_000_000;
-    let mut g = Guard::default();
-
-    // --- vecswitch between the two hosts.
-    let (vi, vo) = hosts(&mut g, "v");
-    let (li, lo) = (format!("vsn{id}vI"), format!("vsn{id}vO"));
-    g.veth(&li, None, &format!("{li}p"), Some((&vi, "eth0")));
-    g.veth(&lo, None, &format!("{lo}p"), Some((&vo, "eth0")));
-    addr(&vi, "10.78.1.2/24", Some("10.78.1.1"));
-    addr(&vo, "10.78.2.2/24", None);
+    let (li, lo) = (format!("vsn{id}{tag}I"), format!("vsn{id}{tag}O"));
+    g.veth(&li, None, &format!("{li}p"), Some((inside, "eth0")));
+    g.veth(&lo, None, &format!("{lo}p"), Some((outside, "eth0")));
     let mut sw = Switch::new(SwitchConfig {
         buffers: 8192,
         mac_table_entries: 1024,
@@ -333,6 +333,49 @@ fn masquerade_matches_the_kernels_nftables_masquerade() {
         .unwrap();
     sw.nat44_set_interface("in", Some(Role::Inside)).unwrap();
     sw.nat44_set_interface("out", Some(Role::Outside)).unwrap();
+    sw
+}
+
+/// A router namespace (tag `tag`) between `inside` and `outside` with the same addresses as
+/// [`vecswitch_router`], forwarding, and nftables rule `nat` in its postrouting NAT chain.
+fn kernel_router(g: &mut Guard, tag: &str, inside: &str, outside: &str, nat: &str) {
+    let id = std::process::id() % 1_000_000;
+    let kr = g.netns(format!("vsn{id}{tag}r"));
+    g.veth(
+        &format!("vsn{id}{tag}I"),
+        Some((&kr, "eth0")),
+        &format!("vsn{id}{tag}Ip"),
+        Some((inside, "eth0")),
+    );
+    g.veth(
+        &format!("vsn{id}{tag}O"),
+        Some((&kr, "eth1")),
+        &format!("vsn{id}{tag}Op"),
+        Some((outside, "eth0")),
+    );
+    ns_must(&kr, &["ip", "addr", "add", "10.78.1.1/24", "dev", "eth0"]);
+    ns_must(&kr, &["ip", "addr", "add", "10.78.2.1/24", "dev", "eth1"]);
+    ns_must(&kr, &["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
+    ns_must(&kr, &["nft", "add", "table", "ip", "nat"]);
+    ns_must(
+        &kr,
+        &[
+            "nft",
+            "add chain ip nat post { type nat hook postrouting priority 100 ; }",
+        ],
+    );
+    ns_must(&kr, &["nft", &format!("add rule ip nat post {nat}")]);
+}
+
+#[test]
+fn masquerade_matches_the_kernels_nftables_masquerade() {
+    let mut g = Guard::default();
+
+    // --- vecswitch between the two hosts.
+    let (vi, vo) = hosts(&mut g, "v");
+    let sw = vecswitch_router(&mut g, "v", &vi, &vo);
+    addr(&vi, "10.78.1.2/24", Some("10.78.1.1"));
+    addr(&vo, "10.78.2.2/24", None);
     let h = spawn(sw).expect("worker thread");
     let ours = probe(&mut g, &vi, &vo, "v");
     let summary = h.call(|sw| sw.show_nat44_summary()).unwrap();
@@ -362,40 +405,170 @@ fn masquerade_matches_the_kernels_nftables_masquerade() {
 
     // --- The kernel: a router namespace with nftables masquerade, the same addresses.
     let (ki, ko) = hosts(&mut g, "k");
-    let kr = g.netns(format!("vsn{id}kr"));
-    g.veth(
-        &format!("vsn{id}kI"),
-        Some((&kr, "eth0")),
-        &format!("vsn{id}kIp"),
-        Some((&ki, "eth0")),
-    );
-    g.veth(
-        &format!("vsn{id}kO"),
-        Some((&kr, "eth1")),
-        &format!("vsn{id}kOp"),
-        Some((&ko, "eth0")),
-    );
+    kernel_router(&mut g, "k", &ki, &ko, "oifname \"eth1\" masquerade");
     addr(&ki, "10.78.1.2/24", Some("10.78.1.1"));
     addr(&ko, "10.78.2.2/24", None);
-    ns_must(&kr, &["ip", "addr", "add", "10.78.1.1/24", "dev", "eth0"]);
-    ns_must(&kr, &["ip", "addr", "add", "10.78.2.1/24", "dev", "eth1"]);
-    ns_must(&kr, &["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
-    ns_must(&kr, &["nft", "add", "table", "ip", "nat"]);
-    ns_must(
-        &kr,
-        &[
-            "nft",
-            "add chain ip nat post { type nat hook postrouting priority 100 ; }",
-        ],
-    );
-    ns_must(
-        &kr,
-        &["nft", "add rule ip nat post oifname \"eth1\" masquerade"],
-    );
     let kernel = probe(&mut g, &ki, &ko, "k");
 
     assert_eq!(
         ours, kernel,
         "vecswitch (left) and the kernel (right) differ"
+    );
+}
+
+/// Inside hosts of the pool test: 10.78.1.10 to 10.78.1.17.
+const POOL_HOSTS: u8 = 8;
+
+/// From every inside host (`10.78.1.10`…, secondary addresses of the inside namespace), a UDP
+/// request to each of two outside servers (10.78.2.2:8080 and 10.78.2.3:8081); returns, per
+/// host, the set of outside addresses the servers saw it from and whether every reply came
+/// back with the source port kept.
+fn pool_probe(
+    g: &mut Guard,
+    inside: &str,
+    outside: &str,
+    tag: &str,
+) -> Vec<(String, Vec<String>, bool)> {
+    let pid = std::process::id();
+    let logs = [
+        g.server(
+            outside,
+            "10.78.2.2",
+            8080,
+            format!("/tmp/vsnat{pid}{tag}p1.log"),
+        ),
+        g.server(
+            outside,
+            "10.78.2.3",
+            8081,
+            format!("/tmp/vsnat{pid}{tag}p2.log"),
+        ),
+    ];
+    let mut per_host = Vec::new();
+    for h in 0..POOL_HOSTS {
+        let host = format!("10.78.1.{}", 10 + h);
+        let mut seen = Vec::new();
+        let mut kept = true;
+        for (dst, port) in [("10.78.2.2", 8080), ("10.78.2.3", 8081)] {
+            let sport = 41000 + h as u16;
+            let mut a = vec!["netns", "exec", inside, "python3", "-c", CLIENT, "udp", dst];
+            let (p, sp) = (port.to_string(), sport.to_string());
+            a.extend_from_slice(&[&p, &sp, "5", &host]);
+            let r = run("ip", &a).1.trim().to_string();
+            // `ok ADDR:PORT 0`: the peer the server saw.
+            let peer = r.strip_prefix("ok ").and_then(|r| r.split(' ').next());
+            match peer.and_then(|p| p.split_once(':')) {
+                Some((addr, p)) => {
+                    seen.push(addr.to_string());
+                    kept &= p == sport.to_string();
+                }
+                None => panic!("{tag}: UDP from {host} to {dst}: {r}"),
+            }
+        }
+        seen.sort();
+        seen.dedup();
+        per_host.push((host, seen, kept));
+    }
+    let saw: usize = logs
+        .iter()
+        .map(|l| {
+            std::fs::read_to_string(l)
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| l.starts_with("udp "))
+                .count()
+        })
+        .sum();
+    assert_eq!(
+        saw,
+        2 * POOL_HOSTS as usize,
+        "{tag}: every datagram reached its server"
+    );
+    per_host
+}
+
+/// Paired pooling against the kernel: with a pool of 8 outside addresses (10.78.3.0/29, routed
+/// to the router by the outside host), every inside host's datagrams to two servers leave from
+/// one pool address (RFC 4787 REQ-2 "paired"), their source ports kept, through vecswitch
+/// (`set_nat44_pool`, the address chosen by a hash of the host's) and through the kernel (`snat
+/// to 10.78.3.0-10.78.3.7 persistent`: nf_nat hashes the source only). Which address a host gets
+/// is each one's own hash and is not compared; that there is one per host, in the pool, is.
+#[test]
+fn a_pool_pairs_each_inside_host_with_one_address_as_the_kernels_persistent_snat() {
+    let mut g = Guard::default();
+    let in_pool = |a: &str| {
+        a.strip_prefix("10.78.3.")
+            .and_then(|n| n.parse::<u8>().ok())
+            .is_some_and(|n| n < 8)
+    };
+    let address_hosts = |i: &str, o: &str| {
+        addr(i, "10.78.1.2/24", Some("10.78.1.1"));
+        for h in 0..POOL_HOSTS {
+            ns_must(
+                i,
+                &[
+                    "ip",
+                    "addr",
+                    "add",
+                    &format!("10.78.1.{}/24", 10 + h),
+                    "dev",
+                    "eth0",
+                ],
+            );
+        }
+        addr(o, "10.78.2.2/24", None);
+        ns_must(o, &["ip", "addr", "add", "10.78.2.3/24", "dev", "eth0"]);
+        ns_must(
+            o,
+            &["ip", "route", "add", "10.78.3.0/29", "via", "10.78.2.1"],
+        );
+    };
+
+    // --- vecswitch.
+    let (vi, vo) = hosts(&mut g, "w");
+    let mut sw = vecswitch_router(&mut g, "w", &vi, &vo);
+    address_hosts(&vi, &vo);
+    sw.set_nat44_pool(&[("10.78.3.0".parse().unwrap(), "10.78.3.7".parse().unwrap())])
+        .unwrap();
+    let h = spawn(sw).expect("worker thread");
+    let ours = pool_probe(&mut g, &vi, &vo, "w");
+    let summary = h.call(|sw| sw.show_nat44_summary()).unwrap();
+    h.stop().expect("worker stops");
+
+    // --- The kernel: snat to the same pool, persistent.
+    let (ki, ko) = hosts(&mut g, "q");
+    kernel_router(
+        &mut g,
+        "q",
+        &ki,
+        &ko,
+        "oifname \"eth1\" snat to 10.78.3.0-10.78.3.7 persistent",
+    );
+    address_hosts(&ki, &ko);
+    let kernel = pool_probe(&mut g, &ki, &ko, "q");
+
+    for (who, res) in [("vecswitch", &ours), ("kernel", &kernel)] {
+        for (host, seen, kept) in res {
+            assert_eq!(
+                seen.len(),
+                1,
+                "{who}: {host} left from one address: {res:?}"
+            );
+            assert!(
+                in_pool(&seen[0]),
+                "{who}: {host} from a pool address: {res:?}"
+            );
+            assert!(*kept, "{who}: {host} kept its source port: {res:?}");
+        }
+    }
+    // The same shape: per host, one address in the pool with the port kept, in both.
+    let shape = |r: &[(String, Vec<String>, bool)]| -> Vec<(String, usize, bool)> {
+        r.iter().map(|(h, s, k)| (h.clone(), s.len(), *k)).collect()
+    };
+    assert_eq!(shape(&ours), shape(&kernel));
+    assert_eq!(
+        (summary.sessions, summary.inside_hosts),
+        (2 * POOL_HOSTS as usize, POOL_HOSTS as usize),
+        "{summary:?}"
     );
 }

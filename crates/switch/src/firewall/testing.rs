@@ -69,6 +69,12 @@ pub fn firewall_switch(rules: u32, action: Action, flows: u32, limit: Option<u64
 pub fn firewall_flows_switch(rules: u32, action: Action, flows: u32, limit: Option<u64>) -> Switch {
     // One remote endpoint: the ACL's last rule permits destination port 2000.
     let mut sw = crate::nat44::testing::flows_switch(flows, 1, limit);
+    // Room for every flow's connection (the default limit, 65,536, would drop the rest).
+    let settings = crate::firewall::FirewallSettings {
+        max_connections: flows.max(1) * 2,
+        ..sw.firewall_settings()
+    };
+    sw.set_firewall_settings(settings).expect("valid settings");
     sw.firewall_set_acl("src", Some(acl(rules, action)))
         .expect("valid ACL");
     sw

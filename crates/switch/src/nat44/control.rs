@@ -5,9 +5,10 @@ use std::net::Ipv4Addr;
 
 use serde::{Deserialize, Serialize};
 
+use super::index::MAX_SLOTS;
 use super::session::TcpState;
 use super::translate::{ICMP, TCP, UDP};
-use super::{in2out, out2in, Nat44Settings, Role};
+use super::{hairpin, in2out, out2in, AddrPool, Nat44Settings, Role};
 use crate::error::SwitchError;
 use crate::interface::{SwIfIdx, OUTPUT_ARC};
 use crate::ip::IP4_UNICAST_ARC;
@@ -16,6 +17,9 @@ use crate::runtime::Switch;
 /// How often (switch time) the expiry sweep runs, and how many session slots each step visits.
 pub const SWEEP_EVERY_NS: u64 = 100_000_000;
 pub const SWEEP_SLOTS: usize = 4096;
+
+/// Most addresses in the pool of outside addresses.
+pub const MAX_POOL: u64 = 65_536;
 
 /// One line of `show nat44 sessions`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,6 +51,11 @@ pub struct Nat44Summary {
     pub inside_interfaces: Vec<String>,
     /// Outside interfaces with their outside address.
     pub outside_interfaces: Vec<(String, Ipv4Addr)>,
+    /// The pool of outside addresses (`first-last` ranges; empty: masquerade).
+    #[serde(default)]
+    pub pool: Vec<String>,
+    #[serde(default)]
+    pub hairpinning: bool,
     pub sessions: usize,
     pub tcp: usize,
     pub tcp_established: usize,
@@ -95,8 +104,10 @@ impl Switch {
             None
         };
         let on = outside.is_some();
+        let hairpin = role == Some(Role::Inside) && self.state.nat44.hairpinning;
         self.set_interface_feature(iface, IP4_UNICAST_ARC, out2in::NAME, on)?;
         self.set_interface_feature(iface, OUTPUT_ARC, in2out::NAME, on)?;
+        self.set_interface_feature(iface, IP4_UNICAST_ARC, hairpin::NAME, hairpin)?;
         let nat = &mut self.state.nat44;
         let i = idx as usize;
         if nat.roles.len() <= i {
@@ -137,8 +148,71 @@ impl Switch {
         check("udp_s", s.udp_s)?;
         check("icmp_s", s.icmp_s)?;
         check("max_sessions", s.max_sessions)?;
+        if s.max_sessions > MAX_SLOTS {
+            return Err(SwitchError::InvalidValue {
+                field: "max_sessions",
+                value: s.max_sessions.to_string(),
+                accepted: "1 to 16777215 (the session index's 24 bits)",
+            });
+        }
         check("max_sessions_per_host", s.max_sessions_per_host)?;
         self.state.nat44.settings = s;
+        Ok(())
+    }
+
+    /// Sets the pool of outside addresses (ranges `(first, last)`, inclusive; empty: each
+    /// outside interface masquerades to its own address). Sessions whose outside address is no
+    /// longer an outside address are removed. At most 65,536 addresses; ranges may not be
+    /// reversed or overlap.
+    pub fn set_nat44_pool(&mut self, ranges: &[(Ipv4Addr, Ipv4Addr)]) -> Result<(), SwitchError> {
+        let pool = AddrPool::new(ranges);
+        let given: u64 = ranges
+            .iter()
+            .map(|&(a, b)| (u32::from(b) as u64 + 1).saturating_sub(u32::from(a) as u64))
+            .sum();
+        if pool.len() != given || ranges.iter().any(|&(a, b)| a > b) {
+            return Err(SwitchError::InvalidValue {
+                field: "nat44 pool",
+                value: format!("{ranges:?}"),
+                accepted: "ranges first-last with first <= last that do not overlap",
+            });
+        }
+        if pool.len() > MAX_POOL {
+            return Err(SwitchError::InvalidValue {
+                field: "nat44 pool",
+                value: format!("{} addresses", pool.len()),
+                accepted: "at most 65536 addresses",
+            });
+        }
+        let nat = &mut self.state.nat44;
+        nat.pool = pool;
+        let stale: Vec<u32> = nat
+            .sessions
+            .iter()
+            .filter(|(_, s)| !nat.is_outside_addr(s.out_addr))
+            .map(|(i, _)| i)
+            .collect();
+        for i in stale {
+            nat.sessions.remove(i);
+        }
+        Ok(())
+    }
+
+    /// The pool of outside addresses.
+    pub fn nat44_pool(&self) -> Vec<(Ipv4Addr, Ipv4Addr)> {
+        self.state.nat44.pool.ranges().collect()
+    }
+
+    /// Turns hairpinning on or off (`nat44-hairpin` on every inside interface).
+    pub fn set_nat44_hairpinning(&mut self, on: bool) -> Result<(), SwitchError> {
+        let inside: Vec<String> = (0..self.state.nat44.roles.len())
+            .filter(|&i| self.state.nat44.roles[i] == Some(Role::Inside))
+            .map(|i| self.iface_name(i as SwIfIdx))
+            .collect();
+        for name in &inside {
+            self.set_interface_feature(name, IP4_UNICAST_ARC, hairpin::NAME, on)?;
+        }
+        self.state.nat44.hairpinning = on;
         Ok(())
     }
 
@@ -157,12 +231,8 @@ impl Switch {
         }
         nat.last_sweep_ns = now;
         let settings = nat.settings;
-        let probe = super::Nat44State {
-            settings,
-            ..Default::default()
-        };
         nat.sessions
-            .expire_step(now, SWEEP_SLOTS, |s| probe.timeout_ns(s))
+            .expire_step(now, SWEEP_SLOTS, |s| settings.timeout_ns(s))
     }
 
     /// `show nat44 sessions`: up to `max` sessions from the `start`-th, in table order.
@@ -219,6 +289,8 @@ impl Switch {
         Nat44Summary {
             inside_interfaces: inside,
             outside_interfaces: outside,
+            pool: nat.pool.ranges().map(|(a, b)| format!("{a}-{b}")).collect(),
+            hairpinning: nat.hairpinning,
             sessions: nat.sessions.len(),
             tcp: nat.sessions.count_proto(TCP),
             tcp_established: tcp(TcpState::Established),

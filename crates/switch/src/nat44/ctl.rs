@@ -3,6 +3,8 @@
 //!
 //! ```text
 //! nat44 interface IFACE inside|outside|off
+//! nat44 pool add|del ADDRESS|PREFIX|FIRST-LAST
+//! nat44 hairpinning on|off
 //! nat44 set KEY VALUE          # a key of [nat44.settings]: udp_s, max_sessions, …
 //! ```
 //!
@@ -33,6 +35,18 @@ pub const VERBS: &[Verb<Nat44Config>] = &[
         help: "sets a NAT44 setting: tcp_established_s, tcp_transitory_s, udp_s, icmp_s, max_sessions, max_sessions_per_host",
         apply: set,
     },
+    Verb {
+        names: &["nat44 pool"],
+        usage: "add|del ADDRESS|PREFIX|FIRST-LAST",
+        help: "adds a range to (or removes one from) the pool of outside addresses; an empty pool masquerades to the outside interfaces' addresses",
+        apply: pool,
+    },
+    Verb {
+        names: &["nat44 hairpinning"],
+        usage: "on|off",
+        help: "lets inside hosts reach each other through their outside addresses and ports (RFC 4787 REQ-9)",
+        apply: hairpinning,
+    },
 ];
 
 fn interface(nat: &mut Nat44Config, w: &[String]) -> Result<(), EditError> {
@@ -54,6 +68,48 @@ fn interface(nat: &mut Nat44Config, w: &[String]) -> Result<(), EditError> {
         "outside" => nat.outside.push(iface.clone()),
         _ => {}
     }
+    Ok(())
+}
+
+fn pool(nat: &mut Nat44Config, w: &[String]) -> Result<(), EditError> {
+    let bad = || EditError {
+        field: "add|del RANGE",
+        value: w.join(" "),
+        accepted: "add or del and one pool entry (the validation checks the entry)",
+    };
+    let [op, entry] = w else {
+        return Err(bad());
+    };
+    match op.as_str() {
+        "add" => nat.pool.push(entry.clone()),
+        "del" => {
+            let before = nat.pool.len();
+            nat.pool.retain(|e| e != entry);
+            if nat.pool.len() == before {
+                return Err(EditError {
+                    field: "RANGE",
+                    value: entry.clone(),
+                    accepted: "an entry of the pool, as written in it",
+                });
+            }
+        }
+        _ => return Err(bad()),
+    }
+    Ok(())
+}
+
+fn hairpinning(nat: &mut Nat44Config, w: &[String]) -> Result<(), EditError> {
+    nat.hairpinning = match w {
+        [x] if x == "on" => true,
+        [x] if x == "off" => false,
+        _ => {
+            return Err(EditError {
+                field: "on|off",
+                value: w.join(" "),
+                accepted: "on or off",
+            })
+        }
+    };
     Ok(())
 }
 
@@ -164,9 +220,15 @@ fn render(s: &Nat44Show) -> String {
                 .map(|(i, a)| format!("{i} ({a})"))
                 .collect();
             format!(
-                "inside: {}\noutside: {}\nsessions: {} of {} (tcp {}: established {}, transitory {}; udp {}; icmp {}) for {} inside hosts\ncreated {}, expired {}\ntimeouts: tcp established {} s, transitory {} s, udp {} s, icmp {} s; per host at most {}\n",
+                "inside: {}\noutside: {}{}\nhairpinning: {}\nsessions: {} of {} (tcp {}: established {}, transitory {}; udp {}; icmp {}) for {} inside hosts\ncreated {}, expired {}\ntimeouts: tcp established {} s, transitory {} s, udp {} s, icmp {} s; per host at most {}\n",
                 s.inside_interfaces.join(", "),
                 outside.join(", "),
+                if s.pool.is_empty() {
+                    String::new()
+                } else {
+                    format!("; pool {}", s.pool.join(", "))
+                },
+                if s.hairpinning { "on" } else { "off" },
                 s.sessions,
                 s.max_sessions,
                 s.tcp,
@@ -242,5 +304,35 @@ mod tests {
         validate(&nat, &ip, &mut v);
         let paths: Vec<&str> = v.errors.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(paths, vec!["nat44.settings.max_sessions"]);
+    }
+
+    #[test]
+    fn pool_and_hairpinning_verbs() {
+        let mut nat = Nat44Config::default();
+        (VERBS[2].apply)(&mut nat, &words("add 198.51.100.8/30")).unwrap();
+        (VERBS[2].apply)(&mut nat, &words("add 198.51.100.20-198.51.100.23")).unwrap();
+        (VERBS[3].apply)(&mut nat, &words("on")).unwrap();
+        assert_eq!(
+            nat.pool,
+            vec!["198.51.100.8/30", "198.51.100.20-198.51.100.23"]
+        );
+        assert!(nat.hairpinning);
+        (VERBS[2].apply)(&mut nat, &words("del 198.51.100.8/30")).unwrap();
+        assert_eq!(nat.pool, vec!["198.51.100.20-198.51.100.23"]);
+        let before = nat.clone();
+        for (i, args, field) in [
+            (2, "del 198.51.100.8/30", "RANGE"),
+            (2, "put 198.51.100.8", "add|del RANGE"),
+            (2, "add", "add|del RANGE"),
+            (3, "yes", "on|off"),
+        ] {
+            assert_eq!(
+                (VERBS[i].apply)(&mut nat, &words(args)).unwrap_err().field,
+                field
+            );
+        }
+        assert_eq!(nat, before);
+        (VERBS[3].apply)(&mut nat, &words("off")).unwrap();
+        assert!(!nat.hairpinning);
     }
 }

@@ -13,13 +13,20 @@
 //! `host-session-limit`, `out-of-ports`. Counters: `sessions-created`, `sessions-expired`
 //! (idle sessions found expired on lookup and replaced), `translated`, `icmp-errors-translated`.
 //! Trace: `src S dst D ttl T len L` after the rewrite.
+//!
+//! The vector is processed in stages ([`super::staged`]): every packet's session bucket, then
+//! every session found, is loaded before the first packet is translated.
+
+use std::net::Ipv4Addr;
 
 use vecswitch_buffer::Pool;
-use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
+use vecswitch_graph::{named_enum, Counters, Cx, Next, Node, NodeInfo};
 
-use super::session::{CreateError, FlowKey};
-use super::translate::{self, Parsed, Side, Untranslatable, TCP};
-use super::Role;
+use super::index::Hashed;
+use super::session::{in2out_key, CreateError, Dir, FlowKey};
+use super::staged::{self, First};
+use super::translate::{self, Flow, Parsed, Side, Untranslatable, TCP};
+use super::{Made, Role};
 use crate::interface::TO_OUTPUT;
 use crate::state::SwitchState;
 
@@ -60,33 +67,76 @@ pub(crate) fn untranslatable(u: Untranslatable) -> DropReason {
     }
 }
 
+/// The slot of the session [`super::Nat44State::in2out_session`] found or made, counting on the
+/// calling node's counters `created` and `expired` what it did; or the drop for why no session
+/// could be made (shared with `nat44-hairpin`).
+pub(crate) fn session_or_drop(
+    counters: &mut Counters<'_>,
+    made: Result<Made, CreateError>,
+    created: u16,
+    expired: u16,
+) -> Result<u32, Next> {
+    match made {
+        Ok(m) => {
+            if m.created {
+                counters.add(created, 1);
+            }
+            if m.expired {
+                counters.add(expired, 1);
+            }
+            Ok(m.slot)
+        }
+        Err(CreateError::SessionLimit) => Err(DropReason::SessionLimit.next()),
+        Err(CreateError::HostLimit) => Err(DropReason::HostSessionLimit.next()),
+        Err(CreateError::OutOfPorts) => Err(DropReason::OutOfPorts.next()),
+    }
+}
+
 /// The `nat44-in2out` node.
 #[derive(Debug, Default)]
 pub struct Nat44In2Out;
 
+/// What pass 1 read of a packet to translate.
+#[derive(Debug, Clone, Copy)]
+enum In {
+    /// A flow from the inside host of `key`, to leave behind outside address `out`.
+    Flow {
+        off: usize,
+        f: Flow,
+        key: FlowKey,
+        out: Ipv4Addr,
+    },
+    /// An ICMP error about `inner`, a packet of the session of `key` sent to the inside host.
+    Error {
+        off: usize,
+        icmp_off: usize,
+        inner: Flow,
+    },
+}
+
+/// Pass 1 ([`staged`]): what the packet is and the session key to look up.
 #[inline]
-fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
+fn first(cx: &mut Cx<'_, SwitchState>, h: u32) -> First<In> {
     let hdr = cx.pool.header(h);
     if hdr.ethertype != 0x0800 {
-        return TO_OUTPUT;
+        return First::Done(TO_OUTPUT);
     }
     let (rx, tx, off) = (hdr.rx_port, hdr.tx_port, hdr.l3_offset as usize);
-    let nat = &mut cx.state.nat44;
+    let nat = &cx.state.nat44;
     if nat.role(rx) != Some(Role::Inside) {
-        return TO_OUTPUT;
+        return First::Done(TO_OUTPUT);
     }
-    let Some(out) = nat.outside_addr(tx) else {
-        return TO_OUTPUT;
+    let Some(own) = nat.outside_addr(tx) else {
+        return First::Done(TO_OUTPUT);
     };
-    let now = cx.state.rx_ns;
-    let Some(ip) = cx.pool.data_mut(h).get_mut(off..) else {
-        return DropReason::BadL4Header.next();
+    let Some(ip) = cx.pool.data(h).get(off..) else {
+        return First::Done(DropReason::BadL4Header.next());
     };
-    match translate::parse(ip) {
-        Err(u) => untranslatable(u).next(),
+    let (key, f) = match translate::parse(ip) {
+        Err(u) => return First::Done(untranslatable(u).next()),
         Ok(Parsed::Flow(f)) => {
             if f.proto == translate::ICMP && !f.is_echo_request() {
-                return DropReason::UnsupportedIcmp.next();
+                return First::Done(DropReason::UnsupportedIcmp.next());
             }
             let key = FlowKey {
                 proto: f.proto,
@@ -95,49 +145,9 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
                 rem_addr: f.dst,
                 rem_port: f.dport,
             };
-            let mut idx = nat.sessions.find_in2out(&key);
-            if let Some(i) = idx {
-                let s = nat.sessions.get(i).copied();
-                // A session idle past its timeout is gone even if the sweep has not reached it.
-                if s.is_some_and(|s| now.saturating_sub(s.last_ns) > nat.timeout_ns(&s)) {
-                    nat.sessions.remove(i);
-                    nat.sessions.expired += 1;
-                    cx.counters.add(Counter::SessionsExpired.index(), 1);
-                    idx = None;
-                }
-            }
-            let i = match idx {
-                Some(i) => i,
-                None => {
-                    let st = nat.settings;
-                    match nat.sessions.create(
-                        key,
-                        out,
-                        st.max_sessions,
-                        st.max_sessions_per_host,
-                        now,
-                    ) {
-                        Ok(i) => {
-                            cx.counters.add(Counter::SessionsCreated.index(), 1);
-                            i
-                        }
-                        Err(CreateError::SessionLimit) => return DropReason::SessionLimit.next(),
-                        Err(CreateError::HostLimit) => return DropReason::HostSessionLimit.next(),
-                        Err(CreateError::OutOfPorts) => return DropReason::OutOfPorts.next(),
-                    }
-                }
-            };
-            let Some(s) = nat.sessions.get_mut(i) else {
-                return DropReason::NoSession.next();
-            };
-            translate::rewrite(ip, &f, Side::Src, s.out_addr, s.out_port, s.d_ip, s.d_l4);
-            s.last_ns = now;
-            s.pkts_in2out += 1;
-            if f.proto == TCP {
-                s.tcp_update(f.tcp_flags, false);
-            }
-            cx.counters.add(Counter::Translated.index(), 1);
-            TO_OUTPUT
+            // The host's pool address, or the interface's own (masquerade).
+            let out = nat.pool_addr_for(f.src).unwrap_or(own);
+            (key, In::Flow { off, f, key, out })
         }
         Ok(Parsed::IcmpError { icmp_off, inner }) => {
             // The embedded packet went from the remote endpoint to the inside host.
@@ -148,14 +158,76 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
                 rem_addr: inner.src,
                 rem_port: inner.sport,
             };
-            let Some(s) = nat
-                .sessions
-                .find_in2out(&key)
-                .and_then(|i| nat.sessions.get(i))
-            else {
+            (
+                key,
+                In::Error {
+                    off,
+                    icmp_off,
+                    inner,
+                },
+            )
+        }
+    };
+    let dir = Dir::In2Out;
+    First::Lookup {
+        dir,
+        h: nat.sessions.index_for(dir).hashed(in2out_key(&key)),
+        f,
+    }
+}
+
+/// Pass 4 ([`staged`]): the translation, with `cand` the session passes 2–3 found.
+#[inline]
+fn body(
+    cx: &mut Cx<'_, SwitchState>,
+    h: u32,
+    dir: Dir,
+    hk: Hashed,
+    f: In,
+    cand: Option<u32>,
+) -> Next {
+    let now = cx.state.rx_ns;
+    let nat = &mut cx.state.nat44;
+    let idx = nat.sessions.confirm(dir, hk, cand);
+    match f {
+        In::Flow { off, f, key, out } => {
+            let made = nat.in2out_session(key, idx, out, now);
+            let i = match session_or_drop(
+                &mut cx.counters,
+                made,
+                Counter::SessionsCreated.index(),
+                Counter::SessionsExpired.index(),
+            ) {
+                Ok(i) => i,
+                Err(drop) => return drop,
+            };
+            let Some(s) = nat.sessions.get_mut(i) else {
                 return DropReason::NoSession.next();
             };
-            let outer_src = std::net::Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
+            let Some(ip) = cx.pool.data_mut(h).get_mut(off..) else {
+                return DropReason::BadL4Header.next();
+            };
+            translate::rewrite(ip, &f, Side::Src, s.out_addr, s.out_port, s.d_ip, s.d_l4);
+            s.last_ns = now;
+            s.pkts_in2out += 1;
+            if f.proto == TCP {
+                s.tcp_update(f.tcp_flags, false);
+            }
+            cx.counters.add(Counter::Translated.index(), 1);
+            TO_OUTPUT
+        }
+        In::Error {
+            off,
+            icmp_off,
+            inner,
+        } => {
+            let Some(s) = idx.and_then(|i| nat.sessions.get(i)) else {
+                return DropReason::NoSession.next();
+            };
+            let Some(ip) = cx.pool.data_mut(h).get_mut(off..) else {
+                return DropReason::BadL4Header.next();
+            };
+            let outer_src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
             let (d_outer, _) = super::session::delta(outer_src, s.out_addr, 0, 0);
             translate::rewrite_icmp_error(
                 ip,
@@ -186,9 +258,7 @@ impl Node<SwitchState> for Nat44In2Out {
     }
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
-        for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
-            *n = one(cx, h);
-        }
+        staged::run(cx, pkts, nexts, first, body);
     }
 
     fn trace(&self, pool: &Pool, pkt: u32) -> String {

@@ -14,7 +14,10 @@
 //!   rewritten before `ip4-lookup` routes the packet to the inside host).
 //! - Tables ([`Nat44State`], the `nat44` field of `SwitchState`): the interface roles, the
 //!   settings and the [`session::SessionTable`] (sessions keyed both ways by the 6-tuple, with
-//!   both rewrites and their precomputed RFC 1624 checksum deltas, TCP state for the timeouts).
+//!   both rewrites and their precomputed RFC 1624 checksum deltas, TCP state for the timeouts),
+//!   found through two [`index::Index`]es (bucketised hash tables of 16-byte entries). Both
+//!   nodes look sessions up in stages over the vector ([`staged`]: hash and load every bucket,
+//!   then every session, then translate), so that at 1M sessions the cache misses overlap.
 //! - The byte work: [`translate`] (rewrites of TCP, UDP, ICMP echo and ICMP errors with their
 //!   embedded header).
 //! - Control: [`control`] (`Switch::nat44_*`, `show nat44 sessions|summary` as typed data).
@@ -32,9 +35,12 @@
 pub mod config;
 pub mod control;
 pub mod ctl;
+pub mod hairpin;
 pub mod in2out;
+pub mod index;
 pub mod out2in;
 pub mod session;
+pub(crate) mod staged;
 pub mod testing;
 pub mod translate;
 
@@ -48,6 +54,7 @@ use crate::interface::{SwIfIdx, OUTPUT_ARC};
 use crate::ip::IP4_UNICAST_ARC;
 use crate::state::SwitchState;
 
+pub use hairpin::Nat44Hairpin;
 pub use in2out::Nat44In2Out;
 pub use out2in::Nat44Out2In;
 pub use session::{Session, SessionTable, TcpState};
@@ -56,6 +63,9 @@ pub use session::{Session, SessionTable, TcpState};
 pub const IN2OUT_ORDER: u16 = 50;
 /// Position of `nat44-out2in` on the `ip4-unicast` arc (before the firewall).
 pub const OUT2IN_ORDER: u16 = 10;
+/// Position of `nat44-hairpin` on the `ip4-unicast` arc of the inside interfaces (after the
+/// firewall at 20: the inside ACL sees the packet as the host sent it).
+pub const HAIRPIN_ORDER: u16 = 30;
 
 /// The NAT44 feature as registered in the graph.
 #[derive(Debug, Clone, Copy)]
@@ -71,6 +81,8 @@ impl Feature for Nat44Feature {
             Stage::Forward => {
                 graph.add(Box::new(Nat44Out2In));
                 graph.add_feature(IP4_UNICAST_ARC, out2in::NAME, OUT2IN_ORDER)?;
+                graph.add(Box::new(Nat44Hairpin));
+                graph.add_feature(IP4_UNICAST_ARC, hairpin::NAME, HAIRPIN_ORDER)?;
             }
             Stage::Output => {
                 graph.add(Box::new(Nat44In2Out));
@@ -114,7 +126,8 @@ pub struct Nat44Settings {
     pub udp_s: u32,
     /// Idle timeout of an ICMP query session, seconds (RFC 5508 REQ-1: 60 s).
     pub icmp_s: u32,
-    /// Most sessions at once; beyond it new sessions are dropped (`session-limit`).
+    /// Most sessions at once; beyond it new sessions are dropped (`session-limit`). At most
+    /// [`index::MAX_SLOTS`] (16,777,215: the session index's 24 bits).
     pub max_sessions: u32,
     /// Most sessions of one inside host (`host-session-limit`).
     pub max_sessions_per_host: u32,
@@ -141,9 +154,101 @@ pub struct Nat44State {
     pub roles: Vec<Option<Role>>,
     /// The outside address of each outside interface, by interface index.
     pub outside_addr: Vec<Option<Ipv4Addr>>,
+    /// The pool of outside addresses (empty: each outside interface masquerades to its own).
+    pub pool: AddrPool,
+    /// Hairpinning on (`nat44-hairpin` enabled on the inside interfaces).
+    pub hairpinning: bool,
     pub sessions: SessionTable,
     /// Switch time of the last expiry sweep step.
     pub last_sweep_ns: u64,
+}
+
+/// A pool of outside addresses: inclusive ranges, in the order configured, without overlaps.
+/// An inside host's address is chosen by a hash of the host's address (paired pooling, RFC 4787
+/// §4.1 REQ-2: every session of one inside host has the same outside address), see
+/// [`AddrPool::for_host`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AddrPool {
+    ranges: Vec<(u32, u32)>,
+    total: u64,
+}
+
+impl AddrPool {
+    /// A pool of the ranges `(first, last)` (each `first <= last`, none overlapping another:
+    /// `[nat44]`'s validation checks both; a range that breaks them is skipped).
+    pub fn new(ranges: &[(Ipv4Addr, Ipv4Addr)]) -> AddrPool {
+        let mut p = AddrPool::default();
+        for &(a, b) in ranges {
+            let (a, b) = (u32::from(a), u32::from(b));
+            if a > b || p.ranges.iter().any(|&(x, y)| a <= y && x <= b) {
+                continue;
+            }
+            p.ranges.push((a, b));
+            p.total += (b - a) as u64 + 1;
+        }
+        p
+    }
+
+    /// Addresses in the pool.
+    pub fn len(&self) -> u64 {
+        self.total
+    }
+
+    /// Whether the pool is empty (masquerade to the interfaces' addresses).
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
+    /// The ranges, as configured.
+    pub fn ranges(&self) -> impl Iterator<Item = (Ipv4Addr, Ipv4Addr)> + '_ {
+        self.ranges
+            .iter()
+            .map(|&(a, b)| (Ipv4Addr::from(a), Ipv4Addr::from(b)))
+    }
+
+    /// Whether `a` is in the pool.
+    #[inline]
+    pub fn contains(&self, a: Ipv4Addr) -> bool {
+        let a = u32::from(a);
+        self.ranges.iter().any(|&(x, y)| x <= a && a <= y)
+    }
+
+    /// The outside address of inside host `host`: the `n`-th address of the pool (ranges in
+    /// order), `n` = MurmurHash3's 64-bit finaliser of the host's address modulo the pool's size.
+    /// Unseeded, so a host keeps its address across restarts and on every switch with the same
+    /// pool. `None` for an empty pool.
+    #[inline]
+    pub fn for_host(&self, host: Ipv4Addr) -> Option<Ipv4Addr> {
+        if self.total == 0 {
+            return None;
+        }
+        let mut x = u32::from(host) as u64;
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        x ^= x >> 33;
+        let mut n = x % self.total;
+        for &(a, b) in &self.ranges {
+            let size = (b - a) as u64 + 1;
+            if n < size {
+                return Some(Ipv4Addr::from(a + n as u32));
+            }
+            n -= size;
+        }
+        None
+    }
+}
+
+/// What [`Nat44State::in2out_session`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Made {
+    /// The session's slot.
+    pub slot: u32,
+    /// It was made now.
+    pub created: bool,
+    /// The session found was idle past its timeout and was removed first.
+    pub expired: bool,
 }
 
 impl Nat44State {
@@ -159,21 +264,88 @@ impl Nat44State {
         self.outside_addr.get(i as usize).copied().flatten()
     }
 
-    /// Whether `a` is the outside address of some outside interface.
+    /// Whether `a` is an outside address: of some outside interface, or in the pool.
     #[inline]
     pub fn is_outside_addr(&self, a: Ipv4Addr) -> bool {
+        self.outside_addr.contains(&Some(a)) || self.pool.contains(a)
+    }
+
+    /// Whether `a` is the address of some outside interface (the switch's own).
+    #[inline]
+    pub fn is_interface_addr(&self, a: Ipv4Addr) -> bool {
         self.outside_addr.contains(&Some(a))
+    }
+
+    /// The pool address of inside host `host` ([`AddrPool::for_host`]), if there is a pool.
+    #[inline]
+    pub fn pool_addr_for(&self, host: Ipv4Addr) -> Option<Ipv4Addr> {
+        self.pool.for_host(host)
+    }
+
+    /// The outside address a session of inside host `host` leaving by interface `tx` gets: the
+    /// host's pool address, or without a pool `tx`'s own (masquerade); `None` if `tx` is not an
+    /// outside interface.
+    #[inline]
+    pub fn out_addr_for(&self, tx: SwIfIdx, host: Ipv4Addr) -> Option<Ipv4Addr> {
+        let own = self.outside_addr(tx)?;
+        Some(self.pool.for_host(host).unwrap_or(own))
+    }
+
+    /// The session of inside flow `key`, whose lookup found `found`: a session idle past its
+    /// timeout is removed (even if the sweep has not reached it) and one is made behind `out`
+    /// if there is none.
+    pub fn in2out_session(
+        &mut self,
+        key: session::FlowKey,
+        found: Option<u32>,
+        out: Ipv4Addr,
+        now: u64,
+    ) -> Result<Made, session::CreateError> {
+        let mut expired = false;
+        if let Some(i) = found {
+            match self.sessions.get(i).copied() {
+                Some(s) if now.saturating_sub(s.last_ns) > self.timeout_ns(&s) => {
+                    self.sessions.remove(i);
+                    self.sessions.expired += 1;
+                    expired = true;
+                }
+                Some(_) => {
+                    return Ok(Made {
+                        slot: i,
+                        created: false,
+                        expired,
+                    })
+                }
+                None => {}
+            }
+        }
+        let st = self.settings;
+        let slot =
+            self.sessions
+                .create(key, out, st.max_sessions, st.max_sessions_per_host, now)?;
+        Ok(Made {
+            slot,
+            created: true,
+            expired,
+        })
     }
 
     /// The idle timeout of a session, nanoseconds.
     #[inline]
     pub fn timeout_ns(&self, s: &Session) -> u64 {
-        let st = &self.settings;
+        self.settings.timeout_ns(s)
+    }
+}
+
+impl Nat44Settings {
+    /// The idle timeout of session `s`, nanoseconds.
+    #[inline]
+    pub fn timeout_ns(&self, s: &Session) -> u64 {
         let secs = match s.key.proto {
-            translate::TCP if s.tcp == TcpState::Established => st.tcp_established_s,
-            translate::TCP => st.tcp_transitory_s,
-            translate::UDP => st.udp_s,
-            _ => st.icmp_s,
+            translate::TCP if s.tcp == TcpState::Established => self.tcp_established_s,
+            translate::TCP => self.tcp_transitory_s,
+            translate::UDP => self.udp_s,
+            _ => self.icmp_s,
         };
         secs as u64 * 1_000_000_000
     }

@@ -11,6 +11,8 @@
 //! `unsupported-protocol`, `unsupported-icmp`, `no-session` (no session, or its session expired).
 //! Counters: `translated`, `icmp-errors-translated`, `sessions-expired`. Trace: `src S dst D ttl T
 //! len L` after the rewrite.
+//!
+//! The vector is processed in stages ([`super::staged`]), as `nat44-in2out` does.
 
 use std::net::Ipv4Addr;
 
@@ -18,7 +20,10 @@ use vecswitch_buffer::Pool;
 use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
 
 use super::in2out::untranslatable;
-use super::translate::{self, Parsed, Side, TCP};
+use super::index::Hashed;
+use super::session::{out2in_key, Dir};
+use super::staged::{self, First};
+use super::translate::{self, Flow, Parsed, Side, TCP};
 use crate::ip::IP4_UNICAST_ARC;
 use crate::state::SwitchState;
 
@@ -54,38 +59,73 @@ fn no_session() -> Next {
     super::in2out::DropReason::NoSession.next()
 }
 
+/// What pass 1 read of a packet for the outside address `dst`: a flow, or an ICMP error (its
+/// header at `icmp_off`) about the flow `f`.
+#[derive(Debug, Clone, Copy)]
+struct Out {
+    off: usize,
+    dst: Ipv4Addr,
+    f: Flow,
+    icmp_off: Option<usize>,
+}
+
+/// Pass 1 ([`staged`]): what the packet is and the session key to look up.
 #[inline]
-fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
+fn first(cx: &mut Cx<'_, SwitchState>, h: u32) -> First<Out> {
     let off = cx.pool.header(h).l3_offset as usize;
-    let now = cx.state.rx_ns;
-    let nat = &mut cx.state.nat44;
-    let Some(ip) = cx.pool.data_mut(h).get_mut(off..) else {
-        return ON;
+    let nat = &cx.state.nat44;
+    let Some(ip) = cx.pool.data(h).get(off..) else {
+        return First::Done(ON);
     };
     let Some(d) = ip.get(16..20) else {
-        return ON;
+        return First::Done(ON);
     };
     let dst = Ipv4Addr::new(d[0], d[1], d[2], d[3]);
     if !nat.is_outside_addr(dst) {
-        return ON;
+        return First::Done(ON);
     }
-    let (f, err) = match translate::parse(ip) {
-        Err(u) => return untranslatable(u).next(),
-        Ok(Parsed::Flow(f)) if f.is_echo_request() => return ON,
+    let (f, icmp_off) = match translate::parse(ip) {
+        Err(u) => return First::Done(untranslatable(u).next()),
+        // The switch answers echo requests to its own address; a pool address is not its own.
+        Ok(Parsed::Flow(f)) if f.is_echo_request() && nat.is_interface_addr(dst) => {
+            return First::Done(ON)
+        }
+        Ok(Parsed::Flow(f)) if f.is_echo_request() => return First::Done(no_session()),
         Ok(Parsed::Flow(f)) => (f, None),
         Ok(Parsed::IcmpError { icmp_off, inner }) => (inner, Some(icmp_off)),
     };
     // The session: for a flow, from its remote source to the outside destination; for an
     // error, the embedded packet went from the outside endpoint to the remote one.
-    let found = match err {
-        None => nat
-            .sessions
-            .find_out2in(f.proto, f.src, f.sport, f.dst, f.dport),
-        Some(_) => nat
-            .sessions
-            .find_out2in(f.proto, f.dst, f.dport, f.src, f.sport),
+    let key = match icmp_off {
+        None => out2in_key(f.proto, f.src, f.sport, f.dst, f.dport),
+        Some(_) => out2in_key(f.proto, f.dst, f.dport, f.src, f.sport),
     };
-    let Some(i) = found else {
+    let dir = Dir::Out2In;
+    First::Lookup {
+        dir,
+        h: nat.sessions.index_for(dir).hashed(key),
+        f: Out {
+            off,
+            dst,
+            f,
+            icmp_off,
+        },
+    }
+}
+
+/// Pass 4 ([`staged`]): the translation, with `cand` the session passes 2–3 found.
+#[inline]
+fn body(
+    cx: &mut Cx<'_, SwitchState>,
+    h: u32,
+    dir: Dir,
+    hk: Hashed,
+    o: Out,
+    cand: Option<u32>,
+) -> Next {
+    let now = cx.state.rx_ns;
+    let nat = &mut cx.state.nat44;
+    let Some(i) = nat.sessions.confirm(dir, hk, cand) else {
         return no_session();
     };
     let Some(s) = nat.sessions.get(i).copied() else {
@@ -97,8 +137,11 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
         cx.counters.add(Counter::SessionsExpired.index(), 1);
         return no_session();
     }
-    let (d_ip, d_l4) = (!s.d_ip, !s.d_l4);
-    match err {
+    let Some(ip) = cx.pool.data_mut(h).get_mut(o.off..) else {
+        return ON;
+    };
+    let (f, d_ip, d_l4) = (o.f, !s.d_ip, !s.d_l4);
+    match o.icmp_off {
         None => {
             translate::rewrite(ip, &f, Side::Dst, s.key.in_addr, s.key.in_port, d_ip, d_l4);
             if let Some(s) = nat.sessions.get_mut(i) {
@@ -118,7 +161,7 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
                 Side::Dst,
                 s.key.in_addr,
                 s.key.in_port,
-                super::session::delta(dst, s.key.in_addr, 0, 0).0,
+                super::session::delta(o.dst, s.key.in_addr, 0, 0).0,
                 d_ip,
                 d_l4,
             );
@@ -140,9 +183,7 @@ impl Node<SwitchState> for Nat44Out2In {
     }
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
-        for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
-            *n = one(cx, h);
-        }
+        staged::run(cx, pkts, nexts, first, body);
     }
 
     fn trace(&self, pool: &Pool, pkt: u32) -> String {

@@ -1,13 +1,21 @@
-//! The NAT44 session table: sessions in a slab (indices stay valid until the session is removed),
-//! found from either side through two hash tables keyed by the 6-tuple (VRF 0, protocol, two
-//! addresses, two ports): `in2out` by (protocol, inside address, inside port, remote address,
-//! remote port), `out2in` by (protocol, remote address, remote port, outside address, outside
-//! port). ICMP query sessions use the echo identifier as both ports of their side (remote port 0).
+//! The NAT44 session table: sessions in a slab of cache-line slots (indices stay valid until the
+//! session is removed), found from either side through two [`Index`]es keyed by the 6-tuple
+//! (VRF 0, protocol, two addresses, two ports): `in2out` by (protocol, inside address, inside
+//! port, remote address, remote port), `out2in` by (protocol, remote address, remote port,
+//! outside address, outside port). ICMP query sessions use the echo identifier as both ports of
+//! their side (remote port 0).
 //!
 //! Each session stores both rewrites and the RFC 1624 checksum deltas of the in2out rewrite
 //! (`d_ip` for the IPv4 header, `d_l4` for the TCP/UDP/ICMP checksum, which also covers the port
 //! or identifier); out2in applies their one's complement negation, so a packet's checksums are
 //! updated with one addition each.
+//!
+//! What a translated packet touches (issue 11, 1M sessions): one bucket line of an index
+//! ([`super::index`]) and one session slot ([`Session`] is 64 bytes or less, and a slot is
+//! aligned to 64 bytes, so the key, both rewrites, the deltas, the time and the TCP state are in
+//! one line). The nodes look both up in stages over a vector ([`super::staged`]): every packet's
+//! bucket is loaded before any is read, then every found session's slot before any is
+//! rewritten. The per-host counts are read only when a session is made or removed.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -16,6 +24,7 @@ use std::net::Ipv4Addr;
 use serde::{Deserialize, Serialize};
 use vecswitch_wire::checksum;
 
+use super::index::{Hashed, Index, Key, MAX_SLOTS};
 use super::translate::{ICMP, TCP};
 
 /// Ports (or ICMP identifiers) tried for a new session before it is refused as `out-of-ports`.
@@ -83,6 +92,22 @@ pub const SEEN_FIN_IN: u8 = 4;
 pub const SEEN_FIN_OUT: u8 = 8;
 
 impl Session {
+    /// This session's key in index `d`.
+    #[inline]
+    pub fn index_key(&self, d: Dir) -> Key {
+        let k = &self.key;
+        match d {
+            Dir::In2Out => in2out_key(k),
+            Dir::Out2In => out2in_key(
+                k.proto,
+                k.rem_addr,
+                k.rem_port,
+                self.out_addr,
+                self.out_port,
+            ),
+        }
+    }
+
     /// Advances the TCP state on a segment with `flags` (the TCP header's flag byte) seen in the
     /// in2out (`inbound == false`) or out2in direction.
     pub fn tcp_update(&mut self, flags: u8, inbound: bool) {
@@ -169,13 +194,41 @@ pub enum CreateError {
     OutOfPorts,
 }
 
+/// Which of the two indexes: by the inside 6-tuple or by the outside one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    In2Out,
+    Out2In,
+}
+
+/// The in2out index key of inside flow `k`.
+#[inline]
+pub fn in2out_key(k: &FlowKey) -> Key {
+    Key::new(k.proto, k.in_addr, k.in_port, k.rem_addr, k.rem_port)
+}
+
+/// The out2in index key of a packet from remote endpoint (`rem`, `rem_port`) to the outside
+/// endpoint (`out`, `out_port`).
+#[inline]
+pub fn out2in_key(proto: u8, rem: Ipv4Addr, rem_port: u16, out: Ipv4Addr, out_port: u16) -> Key {
+    Key::new(proto, rem, rem_port, out, out_port)
+}
+
+/// A session slot: one cache line, so that a packet's translation (its key to check, the
+/// rewrite, the checksum deltas, the time and TCP state to update) reads and writes one line.
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C, align(64))]
+struct Slot(Option<Session>);
+
+const _: () = assert!(std::mem::size_of::<Slot>() == 64);
+
 /// The sessions and their two indexes. See the module doc.
 #[derive(Debug, Default)]
 pub struct SessionTable {
-    slots: Vec<Option<Session>>,
+    slots: Vec<Slot>,
     free: Vec<u32>,
-    in2out: Map<u128>,
-    out2in: Map<u128>,
+    in2out: Index,
+    out2in: Index,
     per_host: Map<u32>,
     /// Next slot the expiry sweep looks at.
     sweep: usize,
@@ -185,6 +238,16 @@ pub struct SessionTable {
 }
 
 impl SessionTable {
+    /// An empty table whose indexes hash with `seed` (reproducible benchmarks; the switch's
+    /// tables have random seeds).
+    pub fn with_seed(seed: u64) -> SessionTable {
+        SessionTable {
+            in2out: Index::with_seed(seed),
+            out2in: Index::with_seed(seed ^ 0x5bd1_e995),
+            ..SessionTable::default()
+        }
+    }
+
     /// Sessions in the table.
     pub fn len(&self) -> usize {
         self.in2out.len()
@@ -200,16 +263,36 @@ impl SessionTable {
         self.per_host.len()
     }
 
+    /// The index of direction `d` (for staged lookups: [`Index::hashed`], [`Index::prefetch`],
+    /// [`Index::get`]).
+    #[inline]
+    pub fn index_for(&self, d: Dir) -> &Index {
+        match d {
+            Dir::In2Out => &self.in2out,
+            Dir::Out2In => &self.out2in,
+        }
+    }
+
+    /// Loads the first word of session slot `i` so that its cache line is on its way (the second
+    /// stage of a staged lookup, after the index's). Changes nothing.
+    #[inline(always)]
+    pub fn prefetch(&self, i: u32) {
+        if let Some(s) = self.slots.get(i as usize) {
+            // `black_box`: see `Index::prefetch`.
+            std::hint::black_box(s.0.as_ref().map(|s| s.last_ns));
+        }
+    }
+
     /// The session at `i`.
     #[inline]
     pub fn get(&self, i: u32) -> Option<&Session> {
-        self.slots.get(i as usize)?.as_ref()
+        self.slots.get(i as usize)?.0.as_ref()
     }
 
     /// The session at `i`, writable.
     #[inline]
     pub fn get_mut(&mut self, i: u32) -> Option<&mut Session> {
-        self.slots.get_mut(i as usize)?.as_mut()
+        self.slots.get_mut(i as usize)?.0.as_mut()
     }
 
     /// Every session with its index.
@@ -217,15 +300,13 @@ impl SessionTable {
         self.slots
             .iter()
             .enumerate()
-            .filter_map(|(i, s)| s.as_ref().map(|s| (i as u32, s)))
+            .filter_map(|(i, s)| s.0.as_ref().map(|s| (i as u32, s)))
     }
 
     /// The session of an inside flow.
     #[inline]
     pub fn find_in2out(&self, k: &FlowKey) -> Option<u32> {
-        self.in2out
-            .get(&pack(k.proto, k.in_addr, k.in_port, k.rem_addr, k.rem_port))
-            .copied()
+        self.in2out.find(in2out_key(k))
     }
 
     /// The session of a packet from remote endpoint (`rem`, `rem_port`) to the outside endpoint
@@ -240,8 +321,20 @@ impl SessionTable {
         out_port: u16,
     ) -> Option<u32> {
         self.out2in
-            .get(&pack(proto, rem, rem_port, out, out_port))
-            .copied()
+            .find(out2in_key(proto, rem, rem_port, out, out_port))
+    }
+
+    /// The session of `h` (a key of index `d`) given `cand`, what a staged lookup found for it
+    /// earlier in the vector: `cand` if that slot still holds a session with this key (a packet
+    /// between the stages may have removed or made sessions), else a new lookup.
+    #[inline]
+    pub fn confirm(&self, d: Dir, h: Hashed, cand: Option<u32>) -> Option<u32> {
+        if let Some(i) = cand {
+            if self.get(i).is_some_and(|s| s.index_key(d) == h.key()) {
+                return Some(i);
+            }
+        }
+        self.index_for(d).get(h)
     }
 
     /// Makes a session for inside flow `k` behind outside address `out` at time `now_ns`, with
@@ -254,7 +347,7 @@ impl SessionTable {
         max_per_host: u32,
         now_ns: u64,
     ) -> Result<u32, CreateError> {
-        if self.len() >= max_sessions as usize {
+        if self.len() >= max_sessions.min(MAX_SLOTS) as usize {
             return Err(CreateError::SessionLimit);
         }
         let host = u32::from(k.in_addr);
@@ -286,20 +379,16 @@ impl SessionTable {
         };
         let i = match self.free.pop() {
             Some(i) => {
-                self.slots[i as usize] = Some(s);
+                self.slots[i as usize] = Slot(Some(s));
                 i
             }
             None => {
-                self.slots.push(Some(s));
+                self.slots.push(Slot(Some(s)));
                 (self.slots.len() - 1) as u32
             }
         };
-        self.in2out.insert(
-            pack(k.proto, k.in_addr, k.in_port, k.rem_addr, k.rem_port),
-            i,
-        );
-        self.out2in
-            .insert(pack(k.proto, k.rem_addr, k.rem_port, out, port), i);
+        self.in2out.insert(s.index_key(Dir::In2Out), i);
+        self.out2in.insert(s.index_key(Dir::Out2In), i);
         *self.per_host.entry(host).or_insert(0) += 1;
         self.created += 1;
         Ok(i)
@@ -310,9 +399,9 @@ impl SessionTable {
     /// hashed from the inside host and port; `None` after [`MAX_PORT_TRIES`].
     pub fn allocate(&self, k: &FlowKey, out: Ipv4Addr) -> Option<u16> {
         let free = |p: u16| {
-            !self
-                .out2in
-                .contains_key(&pack(k.proto, k.rem_addr, k.rem_port, out, p))
+            self.out2in
+                .find(out2in_key(k.proto, k.rem_addr, k.rem_port, out, p))
+                .is_none()
         };
         if free(k.in_port) {
             return Some(k.in_port);
@@ -334,14 +423,10 @@ impl SessionTable {
 
     /// Removes session `i`.
     pub fn remove(&mut self, i: u32) -> Option<Session> {
-        let s = self.slots.get_mut(i as usize)?.take()?;
-        let k = s.key;
-        self.in2out
-            .remove(&pack(k.proto, k.in_addr, k.in_port, k.rem_addr, k.rem_port));
-        self.out2in.remove(&pack(
-            k.proto, k.rem_addr, k.rem_port, s.out_addr, s.out_port,
-        ));
-        let host = u32::from(k.in_addr);
+        let s = self.slots.get_mut(i as usize)?.0.take()?;
+        self.in2out.remove(s.index_key(Dir::In2Out));
+        self.out2in.remove(s.index_key(Dir::Out2In));
+        let host = u32::from(s.key.in_addr);
         if let Some(c) = self.per_host.get_mut(&host) {
             *c -= 1;
             if *c == 0 {
@@ -351,7 +436,6 @@ impl SessionTable {
         self.free.push(i);
         Some(s)
     }
-
     /// Looks at up to `slots` slots from where the last step stopped and removes the sessions
     /// idle for longer than `timeout_ns(session)`; returns how many.
     pub fn expire_step(
@@ -379,9 +463,11 @@ impl SessionTable {
         removed
     }
 
-    /// Removes every session.
+    /// Removes every session (the indexes keep their seeds).
     pub fn clear(&mut self) {
         *self = SessionTable {
+            in2out: Index::with_seed(self.in2out.seed()),
+            out2in: Index::with_seed(self.out2in.seed()),
             created: self.created,
             expired: self.expired,
             ..SessionTable::default()
