@@ -286,7 +286,13 @@ fn run<const VLAN: bool>(t: &mut Tables<'_>, pkts: &[u32], nexts: &mut [Next]) {
         if rx != cur.rx {
             cur = RxIf::of(t.interfaces, t.vlan, VLAN, rx);
         }
-        *n = one::<VLAN>(t, &cur, h, &mut last, &mut counters);
+        // Frames of an interface without sub-interfaces take the plain path even in a switch
+        // that has some.
+        *n = if VLAN && cur.parent.is_some() {
+            one::<true>(t, &cur, h, &mut last, &mut counters)
+        } else {
+            one::<false>(t, &cur, h, &mut last, &mut counters)
+        };
     }
     counters.flush(t.interfaces, false);
 }
