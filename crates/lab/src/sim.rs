@@ -82,6 +82,7 @@ pub struct SimDut {
     buffer_frames: u64,
     line_rate_fps: f64,
     tester_limit_fps: Option<f64>,
+    hiccup_every: Option<u64>,
     base_latency_ns: f64,
     rng: ChaCha8Rng,
     trial_seconds: f64,
@@ -100,6 +101,7 @@ impl SimDut {
             buffer_frames: 0,
             line_rate_fps: crate::LineRate::ten_gig(64).max_fps(),
             tester_limit_fps: None,
+            hiccup_every: None,
             base_latency_ns: 10_000.0,
             rng: ChaCha8Rng::seed_from_u64(seed),
             trial_seconds: 0.0,
@@ -130,6 +132,14 @@ impl SimDut {
     /// The simulated generator cannot offer more than `fps`.
     pub fn with_tester_limit(mut self, fps: f64) -> SimDut {
         self.tester_limit_fps = Some(fps);
+        self
+    }
+
+    /// Every `n`-th trial (the 1st, the (n+1)-th, …) the simulated generator has a hiccup: it
+    /// falls behind and drops 3 % of its schedule, so the trial is tester-limited although the
+    /// generator could offer the load ([`TrialResult::tester_hiccup`]).
+    pub fn with_tester_hiccups(mut self, n: u64) -> SimDut {
+        self.hiccup_every = Some(n.max(1));
         self
     }
 
@@ -242,10 +252,16 @@ impl Measurer for SimDut {
         }
         let secs = duration.as_secs_f64();
         let intended = load.frames_in(secs);
-        let offered = match self.tester_limit_fps {
+        let mut offered = match self.tester_limit_fps {
             Some(limit) => intended.min((limit * secs).floor() as u64),
             None => intended,
         };
+        if self
+            .hiccup_every
+            .is_some_and(|n| self.trials.is_multiple_of(n))
+        {
+            offered -= offered.div_ceil(33);
+        }
         let rate = if secs > 0.0 {
             offered as f64 / secs
         } else {

@@ -38,7 +38,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::measurer::{Measurer, TrialResult, TESTER_CEILING_MARGIN};
+use crate::measurer::{trial_past_hiccups, Measurer, TrialResult, TESTER_CEILING_MARGIN};
 use crate::{LabError, Load};
 
 /// One search goal (draft §4.6 "Search Goal").
@@ -359,7 +359,14 @@ pub fn mlrsearch<M: Measurer + ?Sized>(m: &mut M, cfg: &MlrConfig) -> Result<Mlr
                         max_trials: cfg.max_trials,
                     });
                 }
-                let t = m.trial(Load::fps(load), phase_goal.final_trial_duration)?;
+                // A trial a tester hiccup spoiled is repeated before the load counts as beyond
+                // the tester's reach; the spoiled attempts stay in the record (inconclusive).
+                let mut attempts =
+                    trial_past_hiccups(m, Load::fps(load), phase_goal.final_trial_duration)?;
+                let t = attempts
+                    .pop()
+                    .expect("trial_past_hiccups runs at least one trial");
+                s.db.extend(attempts);
                 if t.tester_limited {
                     let reach = t.offered_fps() * (1.0 - TESTER_CEILING_MARGIN);
                     s.ceiling = Some(
@@ -783,6 +790,28 @@ mod tests {
             .trials
             .iter()
             .any(|t| t.intended_load.fps == l && t.intended_duration.as_secs() == 8));
+    }
+
+    #[test]
+    fn tester_hiccups_are_repeated_and_do_not_walk_the_search_down() {
+        // Every other trial the generator drops 3 % of its schedule (a descheduling): each such
+        // trial is repeated, and the search ends where it ends without hiccups, not at a ceiling.
+        let cfg = MlrConfig {
+            goals: vec![SearchGoal::ndr()],
+            ..MlrConfig::ndr_pdr(1e4, 1e7)
+        };
+        let dut = || SimDut::new(SimModel::Fixed { capacity_fps: 2e6 }, 1);
+        let clean = mlrsearch(&mut dut(), &cfg).unwrap();
+        let r = mlrsearch(&mut dut().with_tester_hiccups(2), &cfg).unwrap();
+        let spoiled = r.trials.iter().filter(|t| t.tester_hiccup()).count();
+        assert!(spoiled > 0);
+        assert_eq!(r.tester_ceiling_fps, None);
+        assert!(!r.goals[0].tester_limited, "{:?}", r.goals[0]);
+        assert_eq!(
+            r.goals[0].relevant_lower_bound_fps,
+            clean.goals[0].relevant_lower_bound_fps
+        );
+        assert_eq!(r.trials.len(), clean.trials.len() + spoiled);
     }
 
     #[test]

@@ -17,15 +17,16 @@
 //! "BestN/WorstN", seed 003's lesson that "measurement methods (searching for max) may impact
 //! results". On a DUT with sporadic small losses BestN and WorstN bracket the single-run result.
 //!
-//! A tester-limited trial is **inconclusive**: the search lowers its ceiling to what the tester
-//! achieved and carries on; if the result sits at that ceiling it is flagged
+//! A tester-limited trial is **inconclusive**: one that a tester hiccup spoiled (it still offered
+//! ≥ 90 % of the frames) is repeated up to twice ([`crate::measurer::trial_past_hiccups`]); when
+//! the tester stays short the search lowers its ceiling to what the tester achieved and carries on; if the result sits at that ceiling it is flagged
 //! [`ThroughputResult::tester_limited`] (the DUT may do more) — never reported as DUT loss.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::measurer::{Measurer, TrialResult, TESTER_CEILING_MARGIN};
+use crate::measurer::{trial_past_hiccups, Measurer, TrialResult, TESTER_CEILING_MARGIN};
 use crate::{LabError, Load};
 
 /// How many trials decide one step of a search, and how.
@@ -279,7 +280,14 @@ impl<M: Measurer + ?Sized> Search<'_, M> {
                     max_trials: self.cfg.max_trials,
                 });
             }
-            let t = self.m.trial(Load::fps(load_fps), self.cfg.trial_duration)?;
+            // A trial a tester hiccup spoiled is repeated before the step takes the load as
+            // beyond the tester's reach; the spoiled attempts stay in the record.
+            let mut attempts =
+                trial_past_hiccups(&mut *self.m, Load::fps(load_fps), self.cfg.trial_duration)?;
+            let t = attempts
+                .pop()
+                .expect("trial_past_hiccups runs at least one trial");
+            self.trials.extend(attempts);
             let (limited, offered, pass) = (
                 t.tester_limited,
                 t.offered_fps(),
@@ -429,6 +437,19 @@ mod tests {
         let r = throughput(&mut dut, &ThroughputConfig::new(100.0, 1000.0, D)).unwrap();
         assert_eq!(r.throughput_fps, None);
         assert!(!r.verified);
+    }
+
+    #[test]
+    fn tester_hiccups_are_repeated_and_do_not_walk_the_search_down() {
+        let dut = || SimDut::new(SimModel::Fixed { capacity_fps: 1e6 }, 1);
+        let cfg = ThroughputConfig::new(0.0, 3e6, D);
+        let clean = throughput(&mut dut(), &cfg).unwrap();
+        let r = throughput(&mut dut().with_tester_hiccups(2), &cfg).unwrap();
+        let spoiled = r.trials.iter().filter(|t| t.tester_hiccup()).count();
+        assert!(spoiled > 0);
+        assert_eq!(r.throughput_fps, clean.throughput_fps);
+        assert!(!r.tester_limited && r.tester_ceiling_fps.is_none(), "{r:?}");
+        assert_eq!(r.trials.len(), clean.trials.len() + spoiled);
     }
 
     #[test]
