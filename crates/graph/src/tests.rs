@@ -310,6 +310,17 @@ struct Log {
     kept: Vec<u32>,
 }
 
+impl Log {
+    /// The nodes packet `h` visited, in order.
+    fn path(&self, h: u32) -> Vec<&'static str> {
+        self.visits
+            .iter()
+            .filter(|&&(_, v)| v == h)
+            .map(|&(n, _)| n)
+            .collect()
+    }
+}
+
 /// Sends everything along arc 0.
 struct Start;
 impl Node<Log> for Start {
@@ -406,12 +417,7 @@ fn arcs_visit_the_features_enabled_on_each_interface_in_arc_order() {
         log.visits.clear();
         g.dispatch(&mut pool, &mut log);
         for (k, &h) in pkts.iter().enumerate() {
-            let path: Vec<&str> = log
-                .visits
-                .iter()
-                .filter(|&&(_, v)| v == h)
-                .map(|&(n, _)| n)
-                .collect();
+            let path = log.path(h);
             let want: &[&str] = match k % 3 {
                 0 => &[],
                 1 => &["f-early", "f-late"],
@@ -471,12 +477,7 @@ fn arc_runs_of_one_interface_go_where_each_packet_would_alone() {
         g.enqueue(&mut pool, 0, &pkts);
         g.dispatch(&mut pool, &mut log);
         for (&h, &i) in pkts.iter().zip(&ifaces) {
-            let path: Vec<&str> = log
-                .visits
-                .iter()
-                .filter(|&&(_, v)| v == h)
-                .map(|&(n, _)| n)
-                .collect();
+            let path = log.path(h);
             let want: &[&str] = match i {
                 1 => &["f-middle"],
                 2 | 4 => &["f-early", "f-middle", "f-late"],
