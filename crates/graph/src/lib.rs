@@ -357,12 +357,13 @@ impl FeatureArc {
         if self.active == 0 {
             return self.end;
         }
-        let bits = self
-            .enabled
-            .get(self.key.of(hdr) as usize)
-            .copied()
-            .unwrap_or(0)
-            & after;
+        self.target_of(after, self.key.of(hdr))
+    }
+
+    /// The node after a node whose later features are `after`, for a packet on interface `iface`.
+    #[inline]
+    fn target_of(&self, after: u64, iface: u16) -> NodeId {
+        let bits = self.enabled.get(iface as usize).copied().unwrap_or(0) & after;
         if bits == 0 {
             self.end
         } else {
@@ -739,12 +740,20 @@ impl<S> Graph<S> {
                             .get(a as usize)
                             .copied()
                             .unwrap_or(u64::MAX);
-                        // Consecutive packets to the same node move as one slice.
+                        // The target is looked up again only when the interface changes
+                        // (packets come in runs per interface); consecutive packets to the same
+                        // node move as one slice.
                         let slots = &mut self.slots;
                         let mut start = 0;
-                        let mut to = arc.target(after, pool.header(pkts[0]));
+                        let mut iface = arc.key.of(pool.header(pkts[0]));
+                        let mut to = arc.target_of(after, iface);
                         for (k, &h) in pkts.iter().enumerate().skip(1) {
-                            let t = arc.target(after, pool.header(h));
+                            let i = arc.key.of(pool.header(h));
+                            if i == iface {
+                                continue;
+                            }
+                            iface = i;
+                            let t = arc.target_of(after, i);
                             if t != to {
                                 slots[to as usize]
                                     .pending

@@ -310,6 +310,17 @@ struct Log {
     kept: Vec<u32>,
 }
 
+impl Log {
+    /// The nodes packet `h` visited, in order.
+    fn path(&self, h: u32) -> Vec<&'static str> {
+        self.visits
+            .iter()
+            .filter(|&&(_, v)| v == h)
+            .map(|&(n, _)| n)
+            .collect()
+    }
+}
+
 /// Sends everything along arc 0.
 struct Start;
 impl Node<Log> for Start {
@@ -406,12 +417,7 @@ fn arcs_visit_the_features_enabled_on_each_interface_in_arc_order() {
         log.visits.clear();
         g.dispatch(&mut pool, &mut log);
         for (k, &h) in pkts.iter().enumerate() {
-            let path: Vec<&str> = log
-                .visits
-                .iter()
-                .filter(|&&(_, v)| v == h)
-                .map(|&(n, _)| n)
-                .collect();
+            let path = log.path(h);
             let want: &[&str] = match k % 3 {
                 0 => &[],
                 1 => &["f-early", "f-late"],
@@ -434,6 +440,52 @@ fn arcs_visit_the_features_enabled_on_each_interface_in_arc_order() {
         g.dispatch(&mut pool, &mut log);
         assert!(log.visits.is_empty());
         assert_eq!(log.kept.len(), 3 * burst);
+        pool.free_bulk(&log.kept);
+        assert_eq!(pool.in_use(), 0);
+    }
+}
+
+/// The arc is resolved once per run of packets on one interface: runs of every length (1 to 7),
+/// consecutive interfaces with the same features (0 and 3: none; 2 and 4: all) and interfaces
+/// without any setting (5) still send each packet where it would go alone.
+#[test]
+fn arc_runs_of_one_interface_go_where_each_packet_would_alone() {
+    for burst in BURSTS {
+        let mut g = arc_graph();
+        let a = g.arc_id("test-arc").unwrap();
+        g.set_feature(a, 1, "f-middle", true).unwrap();
+        for iface in [2, 4] {
+            for f in ["f-early", "f-middle", "f-late"] {
+                g.set_feature(a, iface, f, true).unwrap();
+            }
+        }
+        let mut pool = Pool::new(4096);
+        let mut log = Log::default();
+        let pkts = packets(&mut pool, burst, 60);
+        let order = [0u16, 3, 1, 2, 4, 5, 0, 1];
+        let mut ifaces = Vec::new();
+        let mut k = 0;
+        while ifaces.len() < burst {
+            for _ in 0..(k % 7 + 1) {
+                ifaces.push(order[k % order.len()]);
+            }
+            k += 1;
+        }
+        for (&h, &i) in pkts.iter().zip(&ifaces) {
+            pool.header_mut(h).rx_port = i;
+        }
+        g.enqueue(&mut pool, 0, &pkts);
+        g.dispatch(&mut pool, &mut log);
+        for (&h, &i) in pkts.iter().zip(&ifaces) {
+            let path = log.path(h);
+            let want: &[&str] = match i {
+                1 => &["f-middle"],
+                2 | 4 => &["f-early", "f-middle", "f-late"],
+                _ => &[],
+            };
+            assert_eq!(path, want, "burst {burst} packet {h} on interface {i}");
+        }
+        assert_eq!(log.kept.len(), burst);
         pool.free_bulk(&log.kept);
         assert_eq!(pool.in_use(), 0);
     }

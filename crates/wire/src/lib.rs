@@ -69,7 +69,6 @@ pub mod icmpv6;
 pub mod ip;
 pub mod ipv4;
 pub mod ipv6;
-pub mod lacp;
 pub mod options;
 pub mod tcp;
 pub mod udp;

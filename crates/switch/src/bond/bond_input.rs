@@ -7,14 +7,14 @@
 //!
 //! Next: the `device-input` arc. Drops: `not-collecting` (member down, not the active member of an
 //! active-backup bond, or not distributing in LACP), `bad-lacpdu` (malformed: see
-//! `wire::lacp::LacpError`), `lacp-off` (a LACPDU on a bond that does not run LACP: Linux drops
+//! `lacpdu::LacpError`), `lacp-off` (a LACPDU on a bond that does not run LACP: Linux drops
 //! them too), `slow-protocol` (other Slow Protocols subtypes, e.g. the marker protocol, which this
 //! switch does not answer), `not-member` (a bug guard). Counter: `lacpdus`.
 //! Trace: `member M bond B`.
 
+use super::lacpdu::{Lacpdu, SLOW_PROTOCOLS_ETHERTYPE};
 use vecswitch_buffer::Pool;
 use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
-use vecswitch_wire::lacp::{Lacpdu, SLOW_PROTOCOLS_ETHERTYPE};
 
 use crate::interface::INPUT_ARC;
 use crate::state::SwitchState;

@@ -66,8 +66,8 @@ pub struct LacpSideInfo {
     pub flags: Vec<String>,
 }
 
-impl From<&vecswitch_wire::lacp::LacpInfo> for LacpSideInfo {
-    fn from(i: &vecswitch_wire::lacp::LacpInfo) -> Self {
+impl From<&super::lacpdu::LacpInfo> for LacpSideInfo {
+    fn from(i: &super::lacpdu::LacpInfo) -> Self {
         LacpSideInfo {
             system_priority: i.system_priority,
             system: i.system.to_string(),

@@ -8,8 +8,8 @@
 //! Read after Linux's `drivers/net/bonding/bond_3ad.c` and VPP's `src/plugins/lacp` (machines of
 //! the same standard); written from the standard.
 
+use super::lacpdu::{LacpInfo, LacpState, Lacpdu};
 use serde::Serialize;
-use vecswitch_wire::lacp::{LacpInfo, LacpState, Lacpdu};
 use vecswitch_wire::EthernetAddress;
 
 const S: u64 = 1_000_000_000;

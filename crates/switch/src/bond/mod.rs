@@ -3,7 +3,8 @@
 //!
 //! - Modes ([`BondMode`]): `active-backup`, `xor` (balance by [`HashPolicy`] `l2`, `l23`, `l34`),
 //!   `broadcast` and `lacp` (IEEE 802.1AX-2014, balance by hash over the members LACP lets
-//!   distribute; machines in [`lacp`]).
+//!   distribute; machines in [`lacp`], the LACPDU's bytes in [`lacpdu`] — the protocol's frame
+//!   belongs to the feature, as VPP's `src/plugins/lacp` keeps its PDU).
 //! - Nodes: `bond-input` ([`bond_input`]) on the `device-input` arc of every member: consumes and
 //!   counts LACPDUs, hands the other frames on *as received on the bond* (or drops them, counted,
 //!   if the member does not collect); `bond-output` ([`bond_output`]) on the `interface-output` arc
@@ -27,6 +28,7 @@ pub mod config;
 pub mod control;
 pub mod ctl;
 pub mod lacp;
+pub mod lacpdu;
 
 use serde::{Deserialize, Serialize};
 use vecswitch_graph::{Graph, GraphError};

@@ -9,7 +9,10 @@
 //! too, `eth_identify_subint`), once per run of frames with the same receive interface and tags;
 //! the frame becomes the sub-interface's (`rx_port`, its `rx_packets`/`rx_bytes`), gets its
 //! ingress tag rewrite (`vlan::move_tags`) and goes to the sub-interface's service, with the
-//! header fields describing the tags it has after the rewrite.
+//! header fields describing the tags it has after the rewrite. The receive interface (its state,
+//! service, MTU and sub-interface table) is looked up once per run of frames from it, the
+//! sub-interface verdict once per run of frames from it with the same tags; a switch without
+//! sub-interfaces pays one check per vector for them.
 //!
 //! Next edges: `l2-xconnect`, `l2-learn` (bridge that learns), `l2-fwd` (bridge that does not),
 //! `ip4-input` / `arp-input` / `ip6-input` (untagged IPv4 / ARP on an interface with an IPv4
@@ -27,15 +30,15 @@
 
 use vecswitch_buffer::Pool;
 use vecswitch_graph::{Cx, Next, Node, NodeInfo};
-use vecswitch_wire::{Error as WireError, EthernetAddress, L2Header};
+use vecswitch_wire::{Error as WireError, L2Header};
 
 use vecswitch_graph::named_enum;
 
-use super::{Service, SwIfIdx};
-use crate::ip::L3Input;
-use crate::l2::hygiene;
+use super::{Interface, Service, SwIfIdx};
+use crate::ip::{IpState, L3Input};
+use crate::l2::{hygiene, Bridge};
 use crate::state::SwitchState;
-use crate::vlan::{move_tags, CounterRun, RewriteError, TagKey, Vtr};
+use crate::vlan::{move_tags, CounterRun, ParentTable, RewriteError, TagKey, VlanState, Vtr};
 
 named_enum! {
     /// Next edges of `ethernet-input`.
@@ -85,6 +88,61 @@ impl DropReason {
 #[derive(Debug, Default)]
 pub struct EthernetInput;
 
+/// What `ethernet-input` reads and writes besides the packets: the switch state's fields, split so
+/// that the tables read (sub-interfaces, bridges, IP) and the interface counters written can be
+/// held at once.
+struct Tables<'a> {
+    pool: &'a mut Pool,
+    interfaces: &'a mut [Option<Interface>],
+    vlan: &'a VlanState,
+    ip: &'a IpState,
+    bridges: &'a [Option<Bridge>],
+}
+
+/// The receive interface of a run of frames, looked up once per run (frames arrive in runs from
+/// one port: `interface-rx` hands over one `rx_burst` after another).
+#[derive(Clone, Copy)]
+struct RxIf<'a> {
+    rx: SwIfIdx,
+    /// Its admin state, service, MAC and MTU; `None` when it is gone.
+    iface: Option<IfView>,
+    /// Its sub-interface table and whether its main interface is in L2 mode, when it has live
+    /// sub-interfaces (`VlanState::live_parent`); `None` also in a switch without any.
+    parent: Option<(&'a ParentTable, bool)>,
+}
+
+#[derive(Clone, Copy)]
+struct IfView {
+    admin_up: bool,
+    service: Service,
+    mtu: u16,
+}
+
+impl<'a> RxIf<'a> {
+    #[inline]
+    fn of(
+        interfaces: &[Option<Interface>],
+        vlan: &'a VlanState,
+        any_parent: bool,
+        rx: SwIfIdx,
+    ) -> RxIf<'a> {
+        let iface = interfaces
+            .get(rx as usize)
+            .and_then(Option::as_ref)
+            .map(|i| IfView {
+                admin_up: i.admin_up,
+                service: i.service,
+                mtu: i.mtu,
+            });
+        let parent = if any_parent {
+            vlan.live_parent(interfaces, rx)
+        } else {
+            None
+        };
+        RxIf { rx, iface, parent }
+    }
+}
+
 /// What frames from one receive interface with one set of tags are, decided once per run of such
 /// frames (VPP's `ethernet-input` caches its last sub-interface match the same way).
 #[derive(Clone, Copy)]
@@ -96,7 +154,7 @@ struct Classified {
 
 #[derive(Clone, Copy)]
 enum Verdict {
-    /// The receive interface's own (it has no sub-interfaces, or none takes these tags).
+    /// The receive interface's own (none of its sub-interfaces takes these tags).
     Main,
     Drop(DropReason),
     /// Sub-interface `sw`'s, with its ingress rewrite and the tags the frame has after it.
@@ -104,30 +162,31 @@ enum Verdict {
         sw: SwIfIdx,
         admin_up: bool,
         service: Service,
-        mac: EthernetAddress,
         vtr: Vtr,
         after: Result<TagKey, RewriteError>,
     },
 }
 
-/// Sub-interface classification of a frame with tags `key` received on `rx`, in VPP's order
-/// (`ParentTable::classify`).
-fn classify(st: &SwitchState, rx: SwIfIdx, key: TagKey) -> Verdict {
-    let Some((table, main_l2)) = st.vlan.live_parent(&st.interfaces, rx) else {
-        return Verdict::Main;
-    };
+/// Sub-interface classification of a frame with tags `key` received on `rx`, whose table is
+/// `table`, in VPP's order (`ParentTable::classify`).
+fn classify(
+    t: &Tables<'_>,
+    table: &ParentTable,
+    main_l2: bool,
+    rx: SwIfIdx,
+    key: TagKey,
+) -> Verdict {
     match table.classify(key, rx, main_l2) {
         None => Verdict::Drop(DropReason::UnknownVlan),
         Some(sw) if sw == rx => Verdict::Main,
-        Some(sw) => match st.interface(sw) {
+        Some(sw) => match t.interfaces.get(sw as usize).and_then(Option::as_ref) {
             None => Verdict::Drop(DropReason::NoService),
             Some(i) => {
-                let vtr = st.vlan.sub(sw).map_or(Vtr::NONE, |s| s.ingress);
+                let vtr = t.vlan.sub(sw).map_or(Vtr::NONE, |s| s.ingress);
                 Verdict::Sub {
                     sw,
                     admin_up: i.admin_up,
                     service: i.service,
-                    mac: i.mac,
                     vtr,
                     after: vtr.key_after(key),
                 }
@@ -136,50 +195,42 @@ fn classify(st: &SwitchState, rx: SwIfIdx, key: TagKey) -> Verdict {
     }
 }
 
-/// One frame. `VLAN`: some interface has sub-interfaces, so frames are classified (a switch
-/// without any pays nothing for them); `last` and `counters` carry the run of frames alike.
+/// One frame `h` received on `r`; `last` and `counters` carry the run of frames alike. `VLAN`:
+/// some interface has sub-interfaces (a switch without any runs none of their code).
 #[inline(always)]
 fn one<const VLAN: bool>(
-    cx: &mut Cx<'_, SwitchState>,
+    t: &mut Tables<'_>,
+    r: &RxIf<'_>,
     h: u32,
-    parent: &mut Option<(SwIfIdx, bool)>,
     last: &mut Option<Classified>,
     counters: &mut CounterRun,
 ) -> Next {
-    let mut rx = cx.pool.header(h).rx_port;
-    let Some(iface) = cx.state.interface(rx) else {
+    let Some(ifv) = r.iface else {
         return DropReason::NoService.next();
     };
-    if !iface.admin_up {
+    if !ifv.admin_up {
         return DropReason::AdminDown.next();
     }
-    let (mut service, mut mac, mtu) = (iface.service, iface.mac, iface.mtu);
-    let l2 = match L2Header::parse(cx.pool.data(h)) {
+    let (mut service, mut rx) = (ifv.service, r.rx);
+    let l2 = match L2Header::parse(t.pool.data(h)) {
         Ok(l2) => l2,
         Err(e) => return DropReason::from_wire(&e).next(),
     };
     // Input hygiene on the frame as received (tags do not count against the MTU).
-    let total_len = cx.pool.header(h).total_len;
-    match hygiene::check(&l2.src_addr, total_len, l2.l3_offset, mtu) {
+    let total_len = t.pool.header(h).total_len;
+    match hygiene::check(&l2.src_addr, total_len, l2.l3_offset, ifv.mtu) {
         Ok(()) => {}
         Err(hygiene::Bad::SrcMacMulticast) => return DropReason::SrcMacMulticast.next(),
         Err(hygiene::Bad::SrcMacZero) => return DropReason::SrcMacZero.next(),
         Err(hygiene::Bad::OverMtu) => return DropReason::OverMtu.next(),
     }
     let mut key = TagKey::of(&l2);
-    if VLAN {
+    if let (true, Some((table, main_l2))) = (VLAN, r.parent) {
         // Sub-interface classification, here as in VPP (`ethernet-input`, `eth_identify_subint`):
-        // the tags were parsed once, above.
-        // The receive interface's liveness as a parent first (one comparison per frame when it
-        // has no sub-interfaces), then the verdict for these tags.
-        if parent.is_none_or(|(p, _)| p != rx) {
-            *parent = Some((rx, st_has_subs(cx.state, rx)));
-        }
-        if parent.is_some_and(|(_, live)| !live) {
-            return finish(cx, h, l2, key, service, mac, rx);
-        }
+        // the tags were parsed once, above; the verdict is looked up once per run of frames from
+        // this interface with these tags.
         if !matches!(last, Some(c) if c.rx == rx && c.key == key) {
-            let verdict = classify(cx.state, rx, key);
+            let verdict = classify(t, table, main_l2, rx, key);
             *last = Some(Classified { rx, key, verdict });
         }
         let Some(c) = last.as_ref() else {
@@ -187,22 +238,20 @@ fn one<const VLAN: bool>(
         };
         match &c.verdict {
             Verdict::Main => {}
-            Verdict::Drop(r) => return r.next(),
+            Verdict::Drop(reason) => return reason.next(),
             Verdict::Sub {
                 sw,
                 admin_up,
                 service: s,
-                mac: m,
                 vtr,
                 after,
             } => {
-                let len = cx.pool.header(h).total_len as u64;
-                counters.add(&mut cx.state.interfaces, *sw, len, false);
+                counters.add(t.interfaces, *sw, total_len as u64, false);
                 if !admin_up {
                     return DropReason::AdminDown.next();
                 }
-                (service, mac, rx) = (*s, *m, *sw);
-                cx.pool.header_mut(h).rx_port = *sw;
+                (service, rx) = (*s, *sw);
+                t.pool.header_mut(h).rx_port = *sw;
                 if !vtr.is_none() {
                     key = match *after {
                         Ok(k) => k,
@@ -213,43 +262,70 @@ fn one<const VLAN: bool>(
                         // refuses more); only a bug gets here.
                         Err(_) => return DropReason::Malformed.next(),
                     };
-                    if move_tags(cx.pool, h, vtr).is_err() {
+                    if move_tags(t.pool, h, vtr).is_err() {
                         return DropReason::NoHeadroom.next();
                     }
                 }
             }
         }
     }
-    finish(cx, h, l2, key, service, mac, rx)
+    finish(t, h, l2, key, service, rx)
 }
 
-/// Whether `rx` has live sub-interfaces.
-#[inline]
-fn st_has_subs(st: &SwitchState, rx: SwIfIdx) -> bool {
-    st.vlan.live_parent(&st.interfaces, rx).is_some()
+/// Every frame of a vector, the receive interface looked up again only when it changes.
+#[inline(always)]
+fn run<const VLAN: bool>(t: &mut Tables<'_>, pkts: &[u32], nexts: &mut [Next]) {
+    let Some(&first) = pkts.first() else {
+        return;
+    };
+    let mut cur = RxIf::of(t.interfaces, t.vlan, VLAN, t.pool.header(first).rx_port);
+    let mut last = None;
+    let mut counters = CounterRun::default();
+    for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
+        let rx = t.pool.header(h).rx_port;
+        if rx != cur.rx {
+            cur = RxIf::of(t.interfaces, t.vlan, VLAN, rx);
+        }
+        // Frames of an interface without sub-interfaces take the plain path even in a switch
+        // that has some.
+        *n = if VLAN && cur.parent.is_some() {
+            one::<true>(t, &cur, h, &mut last, &mut counters)
+        } else {
+            one::<false>(t, &cur, h, &mut last, &mut counters)
+        };
+    }
+    counters.flush(t.interfaces, false);
 }
 
 /// The header fields of a frame with tags `key` and its service's next node.
 #[inline(always)]
 fn finish(
-    cx: &mut Cx<'_, SwitchState>,
+    t: &mut Tables<'_>,
     h: u32,
     l2: L2Header,
     key: TagKey,
     service: Service,
-    mac: EthernetAddress,
     rx: SwIfIdx,
 ) -> Next {
-    let hdr = cx.pool.header_mut(h);
+    let hdr = t.pool.header_mut(h);
     // At most two tags, so the offset fits.
     hdr.l3_offset = 14 + 4 * key.count as u16;
     hdr.vlan = key.outer;
     hdr.inner_vlan = key.inner;
     hdr.ethertype = l2.ethertype.0;
     match service {
-        // An interface with no L2 service may be routed (the `ip` feature).
+        // An interface with no L2 service may be routed (the `ip` feature); its MAC is read here,
+        // not carried with every frame.
         Service::None => {
-            match crate::ip::classify(&cx.state.ip, rx, mac, l2.dst_addr, hdr.ethertype, hdr.vlan) {
+            let Some(mac) = t
+                .interfaces
+                .get(rx as usize)
+                .and_then(Option::as_ref)
+                .map(|i| i.mac)
+            else {
+                return DropReason::NoService.next();
+            };
+            match crate::ip::classify(t.ip, rx, mac, l2.dst_addr, hdr.ethertype, hdr.vlan) {
                 Some(L3Input::Ip4) => Edge::Ip4Input.next(),
                 Some(L3Input::Arp) => Edge::ArpInput.next(),
                 Some(L3Input::Ip6) => Edge::Ip6Input.next(),
@@ -260,7 +336,7 @@ fn finish(
         Service::Xconnect { .. } => Edge::L2Xconnect.next(),
         Service::Bridge { bd } => {
             hdr.bd = bd;
-            match cx.state.bridge(bd) {
+            match t.bridges.get(bd as usize).and_then(Option::as_ref) {
                 Some(b) if b.settings.learn => Edge::L2Learn.next(),
                 Some(_) => Edge::L2Fwd.next(),
                 None => DropReason::NoBridge.next(),
@@ -280,18 +356,25 @@ impl Node<SwitchState> for EthernetInput {
     }
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
-        let mut parent = None;
-        let mut last = None;
-        let mut counters = CounterRun::default();
-        if cx.state.vlan.parents.iter().any(Option::is_some) {
-            for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
-                *n = one::<true>(cx, h, &mut parent, &mut last, &mut counters);
-            }
-            counters.flush(&mut cx.state.interfaces, false);
+        let SwitchState {
+            interfaces,
+            vlan,
+            ip,
+            bridges,
+            ..
+        } = &mut *cx.state;
+        let mut t = Tables {
+            pool: &mut *cx.pool,
+            interfaces,
+            vlan,
+            ip,
+            bridges,
+        };
+        // A switch without sub-interfaces pays one check per vector for them.
+        if t.vlan.parents.iter().any(Option::is_some) {
+            run::<true>(&mut t, pkts, nexts);
         } else {
-            for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
-                *n = one::<false>(cx, h, &mut parent, &mut last, &mut counters);
-            }
+            run::<false>(&mut t, pkts, nexts);
         }
     }
 

@@ -20,6 +20,16 @@ use std::str::FromStr;
 
 use vecswitch_wire::{EtherType, L2Tag};
 
+/// A tag as a push writes it: PCP 0, DEI clear (VPP pushes the configured TCI whole).
+pub const fn push_tag(tpid: EtherType, vid: u16) -> L2Tag {
+    L2Tag {
+        tpid,
+        pcp: 0,
+        dei: false,
+        vid,
+    }
+}
+
 /// Largest VID a sub-interface matches or pushes (4095 is reserved).
 pub const VID_MAX: u16 = 4094;
 
@@ -94,14 +104,14 @@ impl Encap {
 
     /// The tags this encap matches, outermost first, as far as they have values.
     pub fn tags(&self) -> ([L2Tag; 2], usize) {
-        let none = L2Tag::new(EtherType::VLAN, 0);
+        let none = push_tag(EtherType::VLAN, 0);
         match *self {
             Encap::Tagged {
                 tpid, outer, inner, ..
             } => {
-                let o = L2Tag::new(tpid.ethertype(), outer);
+                let o = push_tag(tpid.ethertype(), outer);
                 match inner {
-                    Inner::Vid(i) => ([o, L2Tag::new(EtherType::VLAN, i)], 2),
+                    Inner::Vid(i) => ([o, push_tag(EtherType::VLAN, i)], 2),
                     _ => ([o, none], 1),
                 }
             }
@@ -252,12 +262,12 @@ impl TagRewrite {
         match *self {
             TagRewrite::Push { tpid, tags, n } | TagRewrite::Translate { tpid, tags, n, .. } => (
                 [
-                    L2Tag::new(tpid.ethertype(), tags[0]),
-                    L2Tag::new(EtherType::VLAN, tags[1]),
+                    push_tag(tpid.ethertype(), tags[0]),
+                    push_tag(EtherType::VLAN, tags[1]),
                 ],
                 n as usize,
             ),
-            _ => ([L2Tag::new(EtherType::VLAN, 0); 2], 0),
+            _ => ([push_tag(EtherType::VLAN, 0); 2], 0),
         }
     }
 }
@@ -359,7 +369,7 @@ pub struct Vtr {
 
 impl Vtr {
     /// Nothing to do.
-    pub const NONE: Vtr = Vtr::new(0, [L2Tag::new(EtherType::VLAN, 0); 2], 0);
+    pub const NONE: Vtr = Vtr::new(0, [push_tag(EtherType::VLAN, 0); 2], 0);
 
     /// Pop `pop` tags, then push `push[..n]`.
     pub const fn new(pop: u8, push: [L2Tag; 2], n: u8) -> Vtr {
@@ -477,8 +487,8 @@ mod tests {
         assert_eq!((i.pop, i.n, i.push[0].vid), (2, 1, 7));
         let o = Vtr::egress(&e, &r);
         assert_eq!((o.pop, o.n), (1, 2));
-        assert_eq!(o.push[0], L2Tag::new(EtherType::QINQ, 100));
-        assert_eq!(o.push[1], L2Tag::new(EtherType::VLAN, 20));
+        assert_eq!(o.push[0], push_tag(EtherType::QINQ, 100));
+        assert_eq!(o.push[1], push_tag(EtherType::VLAN, 20));
         assert!(Vtr::egress(&e, &TagRewrite::Disabled).is_none());
     }
 }

@@ -286,15 +286,20 @@ impl Vtr {
 /// The byte work of `vtr` on packet `h`, which has at least `vtr.pop` tags in its first buffer and
 /// will have at most two (checked by [`Vtr::key_after`]): VPP's `l2_vtr_process`
 /// (`src/vnet/l2/l2_vtr.h`). The 12 address bytes move by 4 × (pop − push) through a fixed-size
-/// copy, the pushed tags are copied from [`Vtr::bytes`], nothing after the tags moves, and the
-/// packet's start moves with the addresses. Nothing changes when there is no headroom.
+/// copy, the pushed tags are copied from [`Vtr::bytes`] (prepared at config time), nothing after
+/// the tags moves, and the packet's start and lengths are set once. Nothing changes when there is
+/// no headroom (or, a caller's bug, when the first buffer is too short for the tags popped).
 #[inline(always)]
 pub fn move_tags(pool: &mut Pool, h: u32, vtr: &Vtr) -> Result<(), RewriteError> {
-    let (pop, n) = (vtr.pop as usize, vtr.n as usize);
-    let start = pool.header(h).data_offset as usize;
-    let Some(new_start) = (start + 4 * pop).checked_sub(4 * n) else {
+    let (pop, n) = (4 * vtr.pop as usize, 4 * vtr.n as usize);
+    let hdr = pool.header(h);
+    let (start, len) = (hdr.data_offset as usize, hdr.len as usize);
+    let Some(new_start) = (start + pop).checked_sub(n) else {
         return Err(RewriteError::NoHeadroom);
     };
+    if len < 12 + pop {
+        return Err(RewriteError::TooFewTags);
+    }
     let raw = pool.raw_mut(h);
     if new_start != start {
         let mut addr = [0u8; 12];
@@ -302,17 +307,16 @@ pub fn move_tags(pool: &mut Pool, h: u32, vtr: &Vtr) -> Result<(), RewriteError>
         raw[new_start..new_start + 12].copy_from_slice(&addr);
     }
     let at = new_start + 12;
-    if n >= 1 {
-        raw[at..at + 4].copy_from_slice(&vtr.bytes[..4]);
-        if n == 2 {
-            raw[at + 4..at + 8].copy_from_slice(&vtr.bytes[4..]);
-        }
+    match n {
+        4 => raw[at..at + 4].copy_from_slice(&vtr.bytes[..4]),
+        8 => raw[at..at + 8].copy_from_slice(&vtr.bytes),
+        _ => {}
     }
-    if new_start < start {
-        pool.push_front(h, start - new_start);
-    } else if new_start > start {
-        pool.pull_front(h, new_start - start);
-    }
+    // `len >= 12 + pop`, so neither length goes below zero (`total_len >= len`).
+    let hdr = pool.header_mut(h);
+    hdr.data_offset = new_start as u16;
+    hdr.len = (len + n - pop) as u16;
+    hdr.total_len = hdr.total_len + n as u32 - pop as u32;
     Ok(())
 }
 
@@ -567,8 +571,8 @@ impl Feature for VlanFeature {
 
 #[cfg(test)]
 mod tests {
+    use super::encap::push_tag;
     use super::*;
-    use vecswitch_wire::L2Tag;
 
     /// A 60-byte frame with `tags` (TPID, VID) after the addresses, then IPv4's EtherType.
     fn frame(tags: &[(u16, u16)]) -> Vec<u8> {
@@ -587,8 +591,8 @@ mod tests {
     #[test]
     fn rewrite_moves_the_addresses_writes_the_tags_and_returns_the_new_key() {
         let pushes = [
-            L2Tag::new(EtherType::QINQ, 300),
-            L2Tag::new(EtherType::VLAN, 400),
+            push_tag(EtherType::QINQ, 300),
+            push_tag(EtherType::VLAN, 400),
         ];
         let stacks: [&[(u16, u16)]; 3] = [&[], &[(0x8100, 10)], &[(0x88a8, 100), (0x8100, 20)]];
         let mut pool = Pool::new(4);
@@ -638,7 +642,7 @@ mod tests {
         let off = pool.header(h).data_offset as usize;
         pool.push_front(h, off);
         let before = pool.data(h).to_vec();
-        let vtr = Vtr::new(0, [L2Tag::new(EtherType::VLAN, 5); 2], 1);
+        let vtr = Vtr::new(0, [push_tag(EtherType::VLAN, 5); 2], 1);
         let key = read_tags(pool.data(h)).unwrap();
         assert_eq!(
             rewrite(&mut pool, h, &vtr, key),

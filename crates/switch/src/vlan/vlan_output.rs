@@ -19,8 +19,9 @@
 
 use vecswitch_buffer::Pool;
 use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
+use vecswitch_wire::EtherType;
 
-use super::{read_tags, rewrite, CounterRun, ParentTable, RewriteError, SubIf, TagKey};
+use super::{move_tags, read_tags, rewrite, CounterRun, ParentTable, RewriteError, SubIf, TagKey};
 use crate::interface::{Interface, SwIfIdx, OUTPUT_ARC};
 use crate::state::SwitchState;
 
@@ -42,14 +43,51 @@ named_enum! {
 #[derive(Debug, Default)]
 pub struct VlanOutput;
 
+/// What the sub-interface does to a frame with given tags (a function of the tags alone, so it is
+/// decided once per run of frames with the same tags).
+#[derive(Clone, Copy)]
+enum Egress {
+    /// Rewrite (if any), then send with tags `after` if `pass` (the egress filter's answer).
+    Send {
+        after: TagKey,
+        pass: bool,
+    },
+    /// The rewrite pops tags and leaves the frame's next tag outermost, whose TPID the key does
+    /// not hold: rewritten, then filtered frame by frame.
+    PerFrame,
+    Drop(DropReason),
+}
+
 /// What one run of packets for the same sub-interface shares: its settings, its parent's table
-/// and L2 mode, and the egress filter's last answer (the tags a frame leaves with are usually the
-/// same for the whole run, so the table is searched once).
+/// and L2 mode, and the last frame's tags with what they get (the tags a frame comes with are
+/// usually the same for the whole run, so the rewrite's arithmetic and the egress filter's table
+/// search run once).
 #[derive(Clone, Copy)]
 struct Run<'a> {
     tx: SwIfIdx,
     sub: Option<(&'a SubIf, Option<&'a ParentTable>, bool)>,
-    filtered: Option<(TagKey, bool)>,
+    last: Option<(TagKey, Egress)>,
+}
+
+/// The egress filter: would a frame with tags `key` come back in on `tx` (over `sub.parent`)?
+#[inline]
+fn passes(sub: &SubIf, table: &ParentTable, main_l2: bool, tx: SwIfIdx, key: TagKey) -> bool {
+    table.classify(key, sub.parent, main_l2) == Some(tx)
+}
+
+/// What `sub` does to frames with tags `key` (see [`Egress`]).
+fn egress(sub: &SubIf, table: &ParentTable, main_l2: bool, tx: SwIfIdx, key: TagKey) -> Egress {
+    match sub.egress.key_after(key) {
+        Ok(after) if after.count > 0 && after.outer_tpid == EtherType(0) => Egress::PerFrame,
+        Ok(after) => Egress::Send {
+            after,
+            pass: passes(sub, table, main_l2, tx, after),
+        },
+        Err(RewriteError::TooFewTags) => Egress::Drop(DropReason::EgressTooFewTags),
+        // It would leave with three tags: no sub-interface takes that back.
+        Err(RewriteError::TooManyTags) => Egress::Drop(DropReason::EgressVlanMismatch),
+        Err(RewriteError::NoHeadroom) => Egress::Drop(DropReason::NoHeadroom),
+    }
 }
 
 #[inline]
@@ -66,30 +104,46 @@ fn one(
     let Some(table) = table else {
         return DropReason::NoParent.next();
     };
-    let Ok(mut key) = read_tags(pool.data(h)) else {
+    let Ok(key) = read_tags(pool.data(h)) else {
         return DropReason::EgressVlanMismatch.next();
     };
-    if !sub.egress.is_none() {
-        key = match rewrite(pool, h, &sub.egress, key) {
-            Ok(k) => k,
-            Err(RewriteError::NoHeadroom) => return DropReason::NoHeadroom.next(),
-            Err(RewriteError::TooFewTags) => return DropReason::EgressTooFewTags.next(),
-            // It would leave with three tags: no sub-interface takes that back.
-            Err(RewriteError::TooManyTags) => return DropReason::EgressVlanMismatch.next(),
-        };
-    }
-    // The egress filter: would this frame come back in on this sub-interface?
-    let pass = match run.filtered {
-        Some((k, pass)) if k == key => pass,
+    let verdict = match run.last {
+        Some((k, v)) if k == key => v,
         _ => {
-            let pass = table.classify(key, sub.parent, main_l2) == Some(run.tx);
-            run.filtered = Some((key, pass));
-            pass
+            let v = egress(sub, table, main_l2, run.tx, key);
+            run.last = Some((key, v));
+            v
         }
     };
-    if !pass {
-        return DropReason::EgressVlanMismatch.next();
-    }
+    let key = match verdict {
+        Egress::Drop(r) => return r.next(),
+        Egress::Send { after, pass } => {
+            if !sub.egress.is_none() {
+                match move_tags(pool, h, &sub.egress) {
+                    Ok(()) => {}
+                    Err(RewriteError::NoHeadroom) => return DropReason::NoHeadroom.next(),
+                    // `read_tags` found the tags popped in the first buffer: a bug guard.
+                    Err(_) => return DropReason::EgressTooFewTags.next(),
+                }
+            }
+            if !pass {
+                return DropReason::EgressVlanMismatch.next();
+            }
+            after
+        }
+        Egress::PerFrame => {
+            let after = match rewrite(pool, h, &sub.egress, key) {
+                Ok(k) => k,
+                Err(RewriteError::NoHeadroom) => return DropReason::NoHeadroom.next(),
+                Err(RewriteError::TooFewTags) => return DropReason::EgressTooFewTags.next(),
+                Err(RewriteError::TooManyTags) => return DropReason::EgressVlanMismatch.next(),
+            };
+            if !passes(sub, table, main_l2, run.tx, after) {
+                return DropReason::EgressVlanMismatch.next();
+            }
+            after
+        }
+    };
     let hdr = pool.header_mut(h);
     hdr.l3_offset = 14 + 4 * key.count as u16;
     hdr.vlan = key.outer;
@@ -130,7 +184,7 @@ impl Node<SwitchState> for VlanOutput {
                     run.insert(Run {
                         tx,
                         sub,
-                        filtered: None,
+                        last: None,
                     })
                 }
             };

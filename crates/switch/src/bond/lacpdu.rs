@@ -13,7 +13,7 @@
 //! [`Lacpdu::emit`] writes them; [`Lacpdu::build_frame`] writes a whole frame. Version numbers above
 //! 1 are accepted (§6.4.2.3 f: a receiver processes the fields it knows).
 
-use crate::ethernet::{EtherType, EthernetAddress};
+use vecswitch_wire::{EtherType, EthernetAddress};
 
 /// The Slow_Protocols_Multicast address LACPDUs are sent to (IEEE 802.1AX-2014 §6.2.11.2).
 pub const SLOW_PROTOCOLS_MAC: EthernetAddress =
