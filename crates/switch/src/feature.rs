@@ -12,7 +12,10 @@
 //! with timers (LACP) implements [`Feature::timers`], which the worker runs after every poll; one
 //! with `show` commands returns them from [`Feature::shows`] (they reach `vecswitch ctl` with no
 //! change in `crates/control`). A config section and its `ctl` verbs are a [`crate::ctl::Section`]
-//! in the folder, bound to the config with one line in `crates/control/src/sections.rs`.
+//! in the folder, bound to the config with one line in `crates/control/src/sections.rs` (which
+//! declares the `Config` field too). A feature that makes interfaces (sub-interfaces, bonds) gives
+//! them an [`crate::interface::InterfaceKind::Feature`] of its own naming: the interface layer
+//! needs no change.
 //! See docs/ARCHITECTURE.md for a worked example.
 
 use vecswitch_graph::{Graph, GraphError};

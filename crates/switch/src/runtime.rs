@@ -580,7 +580,7 @@ impl Switch {
             .map(|(i, f)| InterfaceInfo {
                 index: i,
                 name: f.name.clone(),
-                kind: f.kind,
+                kind: f.kind.clone(),
                 admin_up: f.admin_up,
                 mac: f.mac.to_string(),
                 mtu: f.mtu,

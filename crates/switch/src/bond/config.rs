@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{BondMode, BondSettings, HashPolicy, LacpRate, MAX_MEMBERS};
 use crate::error::SwitchError;
-use crate::interface::{InterfaceKind, Service};
+use crate::interface::Service;
 use crate::l2::config::KIND_PORT;
 use crate::object::{check_name, q, same_as, ApplyCx, ConfigObject, Obj, ObjectKey, Validation};
 use crate::runtime::Switch;
@@ -79,7 +79,7 @@ impl Switch {
                 });
             }
             let idx = self.iface_idx(m)?;
-            if !matches!(self.iface(idx).kind, InterfaceKind::Main { .. }) {
+            if self.iface(idx).kind.main_port().is_none() {
                 return Err(SwitchError::InvalidValue {
                     field: "bond member",
                     value: format!("{m:?}"),

@@ -13,11 +13,14 @@ use super::{
 };
 use crate::error::{list, SwitchError};
 use crate::interface::{
-    Interface, InterfaceCounters, InterfaceKind, Service, SwIfIdx, DEFAULT_MTU, INPUT_ARC,
+    Interface, InterfaceCounters, InterfaceKind, Service, SwIfIdx, DEFAULT_MTU, INPUT_ARC, NO_PORT,
     OUTPUT_ARC,
 };
 use crate::runtime::Switch;
 use crate::state::PortIdx;
+
+/// A bond's kind in `show interfaces` (`{"type":"bond"}`).
+pub const KIND: &str = "bond";
 
 /// One member in `show bond`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -129,39 +132,17 @@ impl Switch {
                 accepted: "a name no port, interface or bond has yet",
             });
         }
+        let idx = self.state.free_interface()?;
+        // `bond-output` sets a member as `tx_port` first; a frame that skipped it goes to no port.
+        let iface = Interface::new(
+            name,
+            InterfaceKind::feature(KIND, None, None),
+            NO_PORT,
+            bond_mac(idx),
+            DEFAULT_MTU,
+        );
         let st = &mut self.state;
-        // A free interface index whose port index is free too, so that `add_port` (which gives a
-        // port's main interface the port's index) never lands on it: the ports table is extended
-        // over it.
-        let n = st.interfaces.len().max(st.ports.len());
-        let i = (0..n)
-            .find(|&i| {
-                st.interfaces.get(i).is_none_or(Option::is_none)
-                    && st.ports.get(i).is_none_or(Option::is_none)
-            })
-            .unwrap_or(n);
-        if i >= u16::MAX as usize {
-            return Err(SwitchError::TooMany {
-                what: "interfaces",
-                max: u16::MAX as usize,
-            });
-        }
-        let idx = i as SwIfIdx;
-        if st.interfaces.len() <= i {
-            st.interfaces.resize_with(i + 1, || None);
-        }
-        if st.ports.len() <= i {
-            st.ports.resize_with(i + 1, || None);
-        }
-        st.interfaces[i] = Some(Interface {
-            name: name.to_string(),
-            kind: InterfaceKind::Bond { iface: idx },
-            admin_up: true,
-            mac: bond_mac(idx),
-            mtu: DEFAULT_MTU,
-            service: Service::None,
-            counters: InterfaceCounters::default(),
-        });
+        st.put_interface(idx, iface);
         let bond = Bond {
             name: name.to_string(),
             iface: idx,
@@ -222,7 +203,7 @@ impl Switch {
     pub fn add_bond_member(&mut self, bond: &str, port: &str) -> Result<(), SwitchError> {
         let b = self.bond_idx(bond)?;
         let iface = self.iface_idx(port)?;
-        let InterfaceKind::Main { port: p } = self.iface(iface).kind else {
+        let Some(p) = self.iface(iface).kind.main_port() else {
             return Err(SwitchError::InvalidValue {
                 field: "bond member",
                 value: format!("{port:?}"),
@@ -339,7 +320,7 @@ impl Switch {
             bond.members.retain(|m| {
                 self.state
                     .interface(m.iface)
-                    .is_some_and(|i| i.kind == InterfaceKind::Main { port: m.port })
+                    .is_some_and(|i| i.kind.main_port() == Some(m.port))
             });
             reindex |= bond.members.len() != before;
             for m in &mut bond.members {

@@ -3,10 +3,13 @@
 //!
 //! - [`Interface`]: a software interface with admin state, MAC, MTU, counters and the [`Service`]
 //!   its received frames are for. Services (xconnect, bridge membership) attach to interfaces, not
-//!   to ports. Today every port has one *main* interface ([`InterfaceKind::Main`]) at the port's own
-//!   index, so a buffer header's `rx_port`/`tx_port` is also its interface index; VLAN
-//!   sub-interfaces and bonds (issue 9 items 2 and 5) are new [`InterfaceKind`]s at further indices,
-//!   and reach their port(s) through [`Interface::kind`].
+//!   to ports. Every port has one *main* interface ([`InterfaceKind::Main`]) at the port's own
+//!   index, so a buffer header's `rx_port`/`tx_port` is also its interface index. Other interfaces
+//!   are made by features ([`InterfaceKind::Feature`]: a kind name the feature chooses, the parent
+//!   interface if any, an id) at further indices ([`SwitchState::free_interface`],
+//!   [`SwitchState::put_interface`]); the layer knows none of them by name. What it needs of such
+//!   an interface is data, not a callback: [`Interface::tx`], the port its frames leave by when no
+//!   output feature of its feature moved them first.
 //! - Nodes (one per file): `interface-rx` ([`interface_rx`], VPP's `*-input`: stamps what the poll
 //!   loop received, counts it per interface), `ethernet-input` ([`ethernet_input`]: validates L2
 //!   once, picks the interface's service) and `interface-output` ([`interface_output`]: one
@@ -21,10 +24,13 @@ pub mod ethernet_input;
 pub mod interface_output;
 pub mod interface_rx;
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use vecswitch_graph::{ArcId, ArcKey, Graph, GraphError, Next};
 use vecswitch_wire::EthernetAddress;
 
+use crate::error::SwitchError;
 use crate::feature::{Feature, Stage};
 use crate::state::{BdIdx, PortIdx, SwitchState};
 
@@ -59,18 +65,106 @@ pub enum Service {
     Bridge { bd: BdIdx },
 }
 
-/// What an interface is made of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "kebab-case")]
+/// What an interface is made of (`show interfaces`' "type" and the fields after it).
+///
+/// Serialized flat, `{"type":"main","port":0}` or `{"type":KIND,"parent":P,"id":N}` (absent fields
+/// left out), and read back from that form.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "KindFields", try_from = "KindFields")]
 pub enum InterfaceKind {
-    /// A port's main interface: every frame of the port (sub-interfaces, when they come, take the
-    /// frames whose tags they match first).
+    /// A port's main interface: every frame of the port that no interface made over it takes
+    /// first.
     Main { port: PortIdx },
-    /// A bond (`crate::bond`): frames leave by the member `bond-output` picks.
-    Bond { iface: SwIfIdx },
-    /// A VLAN sub-interface `id` over interface `parent` (`crate::vlan`): the frames of the parent
-    /// whose tags it matches.
-    Sub { parent: SwIfIdx, id: u32 },
+    /// An interface a feature made: `kind` names its type (the feature's word for it), `parent`
+    /// is the interface it is made over (if it is over one) and `id` its number there.
+    Feature {
+        kind: Cow<'static, str>,
+        parent: Option<SwIfIdx>,
+        id: Option<u32>,
+    },
+}
+
+impl InterfaceKind {
+    /// The kind of an interface made by a feature (`kind` is the feature's constant name).
+    pub const fn feature(
+        kind: &'static str,
+        parent: Option<SwIfIdx>,
+        id: Option<u32>,
+    ) -> InterfaceKind {
+        InterfaceKind::Feature {
+            kind: Cow::Borrowed(kind),
+            parent,
+            id,
+        }
+    }
+
+    /// The type's name: `main` or the feature's kind.
+    pub fn name(&self) -> &str {
+        match self {
+            InterfaceKind::Main { .. } => "main",
+            InterfaceKind::Feature { kind, .. } => kind,
+        }
+    }
+
+    /// The port whose main interface this is.
+    pub fn main_port(&self) -> Option<PortIdx> {
+        match self {
+            InterfaceKind::Main { port } => Some(*port),
+            InterfaceKind::Feature { .. } => None,
+        }
+    }
+}
+
+/// [`InterfaceKind`]'s serde form: the type's name and the fields it has.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KindFields {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    port: Option<PortIdx>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    parent: Option<SwIfIdx>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id: Option<u32>,
+}
+
+impl From<InterfaceKind> for KindFields {
+    fn from(k: InterfaceKind) -> KindFields {
+        match k {
+            InterfaceKind::Main { port } => KindFields {
+                kind: "main".into(),
+                port: Some(port),
+                parent: None,
+                id: None,
+            },
+            InterfaceKind::Feature { kind, parent, id } => KindFields {
+                kind: kind.into_owned(),
+                port: None,
+                parent,
+                id,
+            },
+        }
+    }
+}
+
+impl TryFrom<KindFields> for InterfaceKind {
+    type Error = String;
+    fn try_from(f: KindFields) -> Result<InterfaceKind, String> {
+        match (f.kind.as_str(), f.port) {
+            ("main", Some(port)) => Ok(InterfaceKind::Main { port }),
+            ("main", None) => Err("interface kind `main` without its `port`".into()),
+            (_, Some(port)) => Err(format!(
+                "interface kind `{}` with `port` {port}: only `main` has a port",
+                f.kind
+            )),
+            (_, None) => Ok(InterfaceKind::Feature {
+                kind: Cow::Owned(f.kind),
+                parent: f.parent,
+                id: f.id,
+            }),
+        }
+    }
 }
 
 /// Counters of one interface.
@@ -89,6 +183,11 @@ pub struct InterfaceCounters {
 pub struct Interface {
     pub name: String,
     pub kind: InterfaceKind,
+    /// The port frames sent on this interface leave by ([`Interface::tx_port`]): a main
+    /// interface's port; for an interface a feature made, whatever its feature says — the parent's
+    /// port when frames fall through to it, [`NO_PORT`] when an output feature must pick the port
+    /// first (a frame that skipped it is counted `tx-failed` by `interface-output`).
+    pub tx: PortIdx,
     /// Administratively up: when down, received frames are dropped (`admin-down`) and nothing is
     /// sent (`tx-admin-down`).
     pub admin_up: bool,
@@ -102,32 +201,80 @@ pub struct Interface {
 }
 
 impl Interface {
-    /// The main interface of port `port`, named as the port, up, with no service.
-    pub fn main(name: &str, port: PortIdx) -> Interface {
-        let [hi, lo] = port.to_be_bytes();
+    /// An interface called `name` of kind `kind` sending by port `tx`: up, with no service and
+    /// zeroed counters.
+    pub fn new(
+        name: &str,
+        kind: InterfaceKind,
+        tx: PortIdx,
+        mac: EthernetAddress,
+        mtu: u16,
+    ) -> Interface {
         Interface {
             name: name.to_string(),
-            kind: InterfaceKind::Main { port },
+            kind,
+            tx,
             admin_up: true,
-            mac: EthernetAddress([0x02, 0xfe, 0, 0, hi, lo]),
-            mtu: DEFAULT_MTU,
+            mac,
+            mtu,
             service: Service::None,
             counters: InterfaceCounters::default(),
         }
     }
 
-    /// The port frames sent on this interface leave by.
+    /// The main interface of port `port`, named as the port, up, with no service.
+    pub fn main(name: &str, port: PortIdx) -> Interface {
+        let [hi, lo] = port.to_be_bytes();
+        Interface::new(
+            name,
+            InterfaceKind::Main { port },
+            port,
+            EthernetAddress([0x02, 0xfe, 0, 0, hi, lo]),
+            DEFAULT_MTU,
+        )
+    }
+
+    /// The port frames sent on this interface leave by ([`Interface::tx`]).
     #[inline]
     pub fn tx_port(&self) -> PortIdx {
-        match self.kind {
-            InterfaceKind::Main { port } => port,
-            // `bond-output` sets a member as `tx_port` first; a frame that skipped it goes to
-            // no port (`interface-output` counts it `tx-failed`).
-            InterfaceKind::Bond { .. } => PortIdx::MAX,
-            // `vlan-output` moves a sub-interface's frames to its parent before
-            // `interface-output`; a main parent's index is its port's.
-            InterfaceKind::Sub { parent, .. } => parent,
+        self.tx
+    }
+}
+
+/// [`Interface::tx`] of an interface whose frames reach no port unless an output feature sets
+/// one.
+pub const NO_PORT: PortIdx = PortIdx::MAX;
+
+/// Most interfaces (indices are `u16`; one value is kept free).
+pub const MAX_INTERFACES: usize = u16::MAX as usize - 1;
+
+impl SwitchState {
+    /// The first index free both as an interface and as a port, for an interface a feature makes:
+    /// a port added later (whose main interface takes its port's index) never lands on it.
+    pub fn free_interface(&self) -> Result<SwIfIdx, SwitchError> {
+        (0..MAX_INTERFACES)
+            .find(|&i| {
+                self.interfaces.get(i).is_none_or(Option::is_none)
+                    && self.ports.get(i).is_none_or(Option::is_none)
+            })
+            .map(|i| i as SwIfIdx)
+            .ok_or(SwitchError::TooMany {
+                what: "interfaces",
+                max: MAX_INTERFACES,
+            })
+    }
+
+    /// Puts `iface` at index `idx` (from [`SwitchState::free_interface`]); the ports table is
+    /// extended over it so that the index stays taken for ports too.
+    pub fn put_interface(&mut self, idx: SwIfIdx, iface: Interface) {
+        let i = idx as usize;
+        if self.ports.len() <= i {
+            self.ports.resize_with(i + 1, || None);
         }
+        if self.interfaces.len() <= i {
+            self.interfaces.resize_with(i + 1, || None);
+        }
+        self.interfaces[i] = Some(iface);
     }
 }
 
@@ -176,5 +323,63 @@ impl Feature for InterfaceFeature {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kind's JSON is flat (what `show interfaces` prints from) and reads back equal; a kind
+    /// that mixes a port with a feature's type, or `main` without its port, is refused.
+    #[test]
+    fn interface_kind_json_is_flat_and_reads_back() {
+        let main = InterfaceKind::Main { port: 3 };
+        let sub = InterfaceKind::feature("sub", Some(0), Some(7));
+        let made = InterfaceKind::feature("bond", None, None);
+        for (k, json) in [
+            (&main, r#"{"type":"main","port":3}"#),
+            (&sub, r#"{"type":"sub","parent":0,"id":7}"#),
+            (&made, r#"{"type":"bond"}"#),
+        ] {
+            assert_eq!(serde_json::to_string(k).unwrap(), json);
+            assert_eq!(&serde_json::from_str::<InterfaceKind>(json).unwrap(), k);
+        }
+        assert_eq!((main.name(), main.main_port()), ("main", Some(3)));
+        assert_eq!((sub.name(), sub.main_port()), ("sub", None));
+        for (bad, says) in [
+            (r#"{"type":"main"}"#, "without its `port`"),
+            (r#"{"type":"sub","port":1}"#, "only `main` has a port"),
+            (r#"{"type":"sub","vlan":1}"#, "vlan"),
+        ] {
+            let e = serde_json::from_str::<InterfaceKind>(bad).unwrap_err();
+            assert!(e.to_string().contains(says), "{bad}: {e}");
+        }
+    }
+
+    /// An interface a feature makes takes an index free as an interface and as a port, and
+    /// `tx_port` is what its maker set.
+    #[test]
+    fn feature_interfaces_take_an_index_free_for_ports_too() {
+        let mut st = SwitchState::new(16);
+        st.put_interface(0, Interface::main("p0", 0));
+        st.ports.resize_with(2, || None); // index 1: a deleted port, free
+        let i = st.free_interface().unwrap();
+        assert_eq!(i, 1);
+        let kind = InterfaceKind::feature("test", Some(0), None);
+        st.put_interface(
+            i,
+            Interface::new(
+                "t",
+                kind,
+                NO_PORT,
+                st.interfaces[0].as_ref().unwrap().mac,
+                1500,
+            ),
+        );
+        assert_eq!(st.free_interface().unwrap(), 2);
+        assert_eq!(st.interface(1).unwrap().tx_port(), NO_PORT);
+        assert_eq!(st.interface(0).unwrap().tx_port(), 0);
+        assert_eq!(st.ports.len(), 2);
     }
 }

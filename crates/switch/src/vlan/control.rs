@@ -6,11 +6,11 @@ use serde::{Deserialize, Serialize};
 
 use super::{vlan_output, Duplicate, Encap, SubIf, SubInterfaceConfig, TagRewrite, Vtr};
 use crate::error::SwitchError;
-use crate::interface::{Interface, InterfaceCounters, InterfaceKind, Service, SwIfIdx, OUTPUT_ARC};
+use crate::interface::{Interface, InterfaceKind, Service, SwIfIdx, OUTPUT_ARC};
 use crate::runtime::Switch;
 
-/// Most interfaces (indices are `u16`; one value is kept free).
-const MAX_INTERFACES: usize = u16::MAX as usize - 1;
+/// A sub-interface's kind in `show interfaces` (`{"type":"sub","parent":0,"id":7}`).
+pub const KIND: &str = "sub";
 
 /// What a pop beyond the encap's tags is told (VPP: `VNET_API_ERROR_INVALID_VLAN_TAG_COUNT`).
 const POP_ACCEPTED: &str = "a rewrite that pops at most the tags the encap gives values for: `pop 1` and `translate 1-N` need `dot1q|dot1ad N` (with or without an inner tag), `pop 2` and `translate 2-N` need `dot1q|dot1ad N inner-dot1q M`; `default`, `untagged` and `inner-dot1q any` inner tags cannot be popped";
@@ -54,7 +54,7 @@ impl Switch {
     /// matches, a rewrite that pops beyond the encap. Returns its interface index.
     pub fn add_subinterface(&mut self, cfg: &SubInterfaceConfig) -> Result<SwIfIdx, SwitchError> {
         let parent = self.iface_idx(&cfg.parent)?;
-        if let InterfaceKind::Sub { .. } = self.iface(parent).kind {
+        if self.iface(parent).kind.name() == KIND {
             return Err(SwitchError::InvalidValue {
                 field: "parent",
                 value: cfg.parent.clone(),
@@ -68,19 +68,8 @@ impl Switch {
         }
         check_rewrite(&cfg.encap, &cfg.tag_rewrite)?;
         let mut table = self.state.vlan.parent(parent).cloned().unwrap_or_default();
-        // The index the sub-interface will get: free as an interface and as a port, so that a
-        // port added later (whose main interface takes its port's index) never lands on it.
-        let st = &self.state;
-        let idx = (0..MAX_INTERFACES)
-            .find(|&i| {
-                st.interfaces.get(i).is_none_or(Option::is_none)
-                    && st.ports.get(i).is_none_or(Option::is_none)
-            })
-            .ok_or(SwitchError::TooMany {
-                what: "interfaces",
-                max: MAX_INTERFACES,
-            })?;
-        if let Err(Duplicate { existing }) = table.insert(idx as SwIfIdx, &cfg.encap) {
+        let idx = self.state.free_interface()?;
+        if let Err(Duplicate { existing }) = table.insert(idx, &cfg.encap) {
             return Err(SwitchError::InvalidValue {
                 field: "encap",
                 value: format!(
@@ -95,23 +84,18 @@ impl Switch {
 
         // Checked: now change.
         let p = self.iface(parent);
-        let iface = Interface {
-            name: name.clone(),
-            kind: InterfaceKind::Sub { parent, id: cfg.id },
-            admin_up: true,
-            mac: p.mac,
-            mtu: p.mtu,
-            service: Service::None,
-            counters: InterfaceCounters::default(),
-        };
+        // `vlan-output` moves a sub-interface's frames to its parent before `interface-output`; a
+        // frame that skipped it leaves by the parent (a main parent's index is its port's).
+        let iface = Interface::new(
+            &name,
+            InterfaceKind::feature(KIND, Some(parent), Some(cfg.id)),
+            parent,
+            p.mac,
+            p.mtu,
+        );
         let st = &mut self.state;
-        if st.ports.len() <= idx {
-            st.ports.resize_with(idx + 1, || None);
-        }
-        if st.interfaces.len() <= idx {
-            st.interfaces.resize_with(idx + 1, || None);
-        }
-        st.interfaces[idx] = Some(iface);
+        st.put_interface(idx, iface);
+        let idx = idx as usize;
         if st.vlan.subs.len() <= idx {
             st.vlan.subs.resize_with(idx + 1, || None);
         }
