@@ -46,45 +46,9 @@ pub const DEFAULT_MAC_AGE: u32 = vecswitch_switch::l2::DEFAULT_MAC_AGE_S;
 /// Default limit of learned MAC entries in one bridge-domain.
 pub const DEFAULT_MAC_LIMIT: u32 = vecswitch_switch::l2::DEFAULT_MAC_LIMIT;
 
-/// A whole switch configuration (one TOML file).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Config {
-    /// Process-wide settings; optional.
-    #[serde(default)]
-    pub switch: SwitchConfig,
-    /// Ports, in order (`[[port]]`).
-    #[serde(default, rename = "port")]
-    pub ports: Vec<PortConfig>,
-    /// E-Line cross-connects (`[[xconnect]]`).
-    #[serde(default, rename = "xconnect")]
-    pub xconnects: Vec<XconnectConfig>,
-    /// E-LAN bridge-domains (`[[bridge]]`).
-    #[serde(default, rename = "bridge")]
-    pub bridges: Vec<BridgeConfig>,
-    /// Interface MTUs and the MTU check (`[[mtu]]`).
-    #[serde(default, rename = "mtu", skip_serializing_if = "Vec::is_empty")]
-    pub mtu: Vec<vecswitch_switch::mtu::MtuConfig>,
-    /// Link aggregation groups (`[[bond]]`).
-    #[serde(default, rename = "bond", skip_serializing_if = "Vec::is_empty")]
-    pub bonds: Vec<vecswitch_switch::bond::config::BondConfig>,
-    /// Routing: interface addresses, routes, static neighbours (`[ip]`).
-    #[serde(default)]
-    pub ip: vecswitch_switch::ip::config::IpConfig,
-    /// VLAN sub-interfaces (`[[subinterface]]`, `vecswitch_switch::vlan`).
-    #[serde(
-        default,
-        rename = "subinterface",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub subinterfaces: Vec<vecswitch_switch::vlan::SubInterfaceConfig>,
-    /// NAT44 masquerade: interface roles and settings (`[nat44]`, `vecswitch_switch::nat44`).
-    #[serde(default, skip_serializing_if = "is_default_nat44")]
-    pub nat44: vecswitch_switch::nat44::config::Nat44Config,
-    /// Firewall ACLs per interface (`[[firewall]]`, `vecswitch_switch::firewall`).
-    #[serde(default, rename = "firewall", skip_serializing_if = "Vec::is_empty")]
-    pub firewall: Vec<vecswitch_switch::firewall::config::FirewallConfig>,
-}
+/// The whole config: declared with the section table, one line per section
+/// (`crate::sections`, `config_sections!`).
+pub use crate::sections::Config;
 
 /// `[switch]`: settings fixed for the life of the process (a reload cannot change them).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -116,10 +80,6 @@ pub struct SwitchConfig {
     /// `"127.0.0.1:9482"`; none = off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics_listen: Option<String>,
-}
-
-fn is_default_nat44(n: &vecswitch_switch::nat44::config::Nat44Config) -> bool {
-    *n == Default::default()
 }
 
 fn is_default_capture_dir(d: &str) -> bool {

@@ -1,8 +1,9 @@
-//! The control plane's registration point: one line per config section binds a feature's
-//! [`Section`](vecswitch_switch::ctl::Section) (declared in its folder: validation, config
-//! objects, `ctl` verbs) to its field of [`Config`]; nothing else in `crates/control` names a
-//! feature. A feature's `show` commands need no line here: they come from
-//! [`vecswitch_switch::ctl::shows`] (the switch's own and each feature's `Feature::shows`).
+//! The control plane's registration point: one line per config section declares both a field of
+//! [`Config`] (its TOML key and serde type) and its entry in [`SECTIONS`], which binds the
+//! feature's [`Section`](vecswitch_switch::ctl::Section) (declared in its folder: validation,
+//! config objects, `ctl` verbs) to that field — the [`config_sections!`] list below. Nothing else
+//! in `crates/control` names a feature. A feature's `show` commands need no line here: they come
+//! from [`vecswitch_switch::ctl::shows`] (the switch's own and each feature's `Feature::shows`).
 //!
 //! - [`SECTIONS`]: each `[[section]]` of the config, in validation order (ports first: the
 //!   services refer to them). [`crate::validate::validate`] runs every section's validation;
@@ -12,16 +13,16 @@
 //! - [`find_show`]: a `show WORD` — the switch's registered shows, or one the controller answers
 //!   itself ([`CONTROLLER_SHOWS`]: `config`, `version`).
 
-use crate::config::Config;
-use crate::ports;
+use crate::config::SwitchConfig;
+use crate::ports::{self, PortConfig};
 use crate::protocol::VersionInfo;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use vecswitch_switch::ctl::{typed, Show, VerbInfo};
-use vecswitch_switch::l2::config as l2;
-use vecswitch_switch::nat44::config as nat44;
+use vecswitch_switch::l2::config::{self as l2, BridgeConfig, XconnectConfig};
 use vecswitch_switch::nat44::ctl as nat44ctl;
 use vecswitch_switch::object::{EditError, Obj, Validation};
-use vecswitch_switch::{bond, ip, mtu, vlan};
+use vecswitch_switch::{bond, firewall, ip, mtu, nat44, vlan};
 
 /// One config section, bound to its field of [`Config`].
 #[derive(Debug, Clone, Copy)]
@@ -52,55 +53,118 @@ fn no_edit(_: &mut Config, _: usize, _: &[String]) -> Result<(), EditError> {
     })
 }
 
-/// `section!(field, path::SECTION)`: binds a feature's `Section<T>` to `Config::field`.
+/// Whether a section is as an empty file leaves it (it is then not written back).
+fn is_default<T: Default + PartialEq>(t: &T) -> bool {
+    *t == T::default()
+}
+
+/// Whether two keys are the same (`==` on `&str` is not `const`).
+const fn same_key(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// One entry of [`SECTIONS`]: `(path::SECTION)` binds a feature's `Section<T>` to
+/// `Config::field` (its key must be the line's: checked at compile time); `{ validate, objects,
+/// verbs, edit }` is a section written out (ports, or one that reads another section too).
 macro_rules! section {
-    ($field:ident, $spec:path) => {
+    ($field:ident, $key:tt, ($spec:path)) => {{
+        const _: () = assert!(
+            same_key($spec.key, $key),
+            concat!("the Section bound to `", $key, "` has another key")
+        );
         Section {
-            key: $spec.key,
+            key: $key,
             validate: |c, v| ($spec.validate)(&c.$field, v),
             objects: |c, o| ($spec.objects)(&c.$field, o),
             verbs: || $spec.verbs.iter().map(|v| v.info()).collect(),
             edit: |c, i, w| ($spec.verbs[i].apply)(&mut c.$field, w),
         }
+    }};
+    ($field:ident, $key:tt, { $($body:tt)* }) => {
+        Section { key: $key, $($body)* }
     };
 }
 
-/// Every section, in validation order: one line each.
-pub const SECTIONS: &[Section] = &[
-    Section {
-        key: "port",
+/// `config_sections! { field: Type = "key" SECTION; ... }`, each line with its doc comment:
+/// declares [`Config`] (the `[switch]` table, then one field per line, under its TOML key,
+/// defaulted when absent and not written when default) and [`SECTIONS`] (one entry per line, in
+/// the same order) from one list, so that a section's field and its binding cannot drift apart.
+/// `SECTION` is `(path::SECTION)`, a feature's `Section<T>` over the field's type, or
+/// `{ validate, objects, verbs, edit }` over the whole `Config`.
+macro_rules! config_sections {
+    ($( $(#[$doc:meta])* $field:ident : $ty:ty = $key:tt $spec:tt ; )*) => {
+        /// A whole switch configuration (one TOML file). Unknown keys are rejected
+        /// (`deny_unknown_fields`), naming the key and the accepted ones.
+        #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct Config {
+            /// Process-wide settings; optional.
+            #[serde(default)]
+            pub switch: SwitchConfig,
+            $(
+                $(#[$doc])*
+                #[serde(default, rename = $key, skip_serializing_if = "is_default")]
+                pub $field: $ty,
+            )*
+        }
+
+        /// Every section, in validation order: one line each in [`config_sections!`].
+        pub const SECTIONS: &[Section] = &[$(section!($field, $key, $spec)),*];
+    };
+}
+
+config_sections! {
+    /// Ports, in order (`[[port]]`; their backends are the control plane's, `crate::ports`).
+    ports: Vec<PortConfig> = "port" {
         validate: |c, v| ports::validate_ports(&c.ports, v),
         objects: |c, o| ports::port_objects(&c.ports, o),
         verbs: no_verbs,
         edit: no_edit,
-    },
-    section!(bonds, bond::ctl::SECTION),
-    section!(subinterfaces, vlan::ctl::SECTION),
-    Section {
-        key: "xconnect",
+    };
+    /// Link aggregation groups (`[[bond]]`).
+    bonds: Vec<bond::config::BondConfig> = "bond" (bond::ctl::SECTION);
+    /// VLAN sub-interfaces (`[[subinterface]]`).
+    subinterfaces: Vec<vlan::SubInterfaceConfig> = "subinterface" (vlan::ctl::SECTION);
+    /// E-Line cross-connects (`[[xconnect]]`).
+    xconnects: Vec<XconnectConfig> = "xconnect" {
         validate: |c, v| l2::validate_xconnects(&c.xconnects, v),
         objects: |c, o| l2::xconnect_objects(&c.xconnects, o),
         verbs: no_verbs,
         edit: no_edit,
-    },
-    Section {
-        key: "bridge",
+    };
+    /// E-LAN bridge-domains (`[[bridge]]`).
+    bridges: Vec<BridgeConfig> = "bridge" {
         validate: |c, v| l2::validate_bridges(&c.bridges, v),
         objects: |c, o| l2::bridge_objects(&c.bridges, o),
         verbs: no_verbs,
         edit: no_edit,
-    },
-    section!(mtu, mtu::SECTION),
-    section!(ip, ip::ctl::SECTION),
-    Section {
-        key: "nat44",
-        validate: |c, v| nat44::validate(&c.nat44, &c.ip, v),
-        objects: |c, o| nat44::objects(&c.nat44, &c.ip, o),
+    };
+    /// Interface MTUs and the MTU check (`[[mtu]]`).
+    mtu: Vec<mtu::MtuConfig> = "mtu" (mtu::SECTION);
+    /// Routing: interface addresses, routes, static neighbours (`[ip]`).
+    ip: ip::config::IpConfig = "ip" (ip::ctl::SECTION);
+    /// NAT44 masquerade: interface roles and settings (`[nat44]`; its validation and objects read
+    /// the `[ip]` addresses too).
+    nat44: nat44::config::Nat44Config = "nat44" {
+        validate: |c, v| nat44::config::validate(&c.nat44, &c.ip, v),
+        objects: |c, o| nat44::config::objects(&c.nat44, &c.ip, o),
         verbs: || nat44ctl::VERBS.iter().map(|v| v.info()).collect(),
         edit: |c, i, w| (nat44ctl::VERBS[i].apply)(&mut c.nat44, w),
-    },
-    section!(firewall, vecswitch_switch::firewall::ctl::SECTION),
-];
+    };
+    /// Firewall ACLs per interface (`[[firewall]]`).
+    firewall: Vec<firewall::config::FirewallConfig> = "firewall" (firewall::ctl::SECTION);
+}
 
 /// A registered verb: its section and its number there.
 #[derive(Debug, Clone, Copy)]
@@ -375,6 +439,119 @@ check = true
         ctl(&mut c, "mtu p1 default").unwrap();
         assert_eq!(iface(&sw, "p1"), (9000, vec![]));
     }
+    /// The fields of [`Config`] as serde sees them, in order (read from its `Deserialize`: a
+    /// deserializer that only records the field list `deserialize_struct` is given).
+    fn config_fields() -> &'static [&'static str] {
+        use serde::de::{self, Visitor};
+        struct Fields(&'static [&'static str]);
+        impl<'de> de::Deserializer<'de> for &mut Fields {
+            type Error = de::value::Error;
+            fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+                Err(de::Error::custom("not a struct"))
+            }
+            fn deserialize_struct<V: Visitor<'de>>(
+                self,
+                _: &'static str,
+                fields: &'static [&'static str],
+                _: V,
+            ) -> Result<V::Value, Self::Error> {
+                self.0 = fields;
+                Err(de::Error::custom("fields recorded"))
+            }
+            serde::forward_to_deserialize_any! {
+                bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+                byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+                identifier ignored_any
+            }
+        }
+        let mut f = Fields(&[]);
+        let _ = <Config as serde::Deserialize>::deserialize(&mut f);
+        f.0
+    }
+
+    /// One example of each section, by key (a section added without one fails the test below).
+    const EXAMPLES: &[(&str, &str)] = &[
+        (
+            "port",
+            "[[port]]\nname = \"p0\"\ntype = \"af_packet\"\ninterface = \"veth0\"\n",
+        ),
+        (
+            "bond",
+            "[[bond]]\nname = \"lag0\"\nmode = \"lacp\"\nmembers = [\"p0\"]\n",
+        ),
+        (
+            "subinterface",
+            "[[subinterface]]\nparent = \"p0\"\nid = 7\nencap = \"dot1q 7\"\n",
+        ),
+        ("xconnect", "[[xconnect]]\nports = [\"p0\", \"p1\"]\n"),
+        ("bridge", "[[bridge]]\nname = \"br0\"\nports = [\"p0\"]\n"),
+        ("mtu", "[[mtu]]\ninterface = \"p0\"\nmtu = 1500\n"),
+        (
+            "ip",
+            "[ip]\naddress = [{ interface = \"p0\", address = \"10.0.0.1/24\" }]\n",
+        ),
+        ("nat44", "[nat44]\ninside = [\"p0\"]\n"),
+        (
+            "firewall",
+            "[[firewall]]\ninterface = \"p0\"\ndefault-action = \"deny\"\n",
+        ),
+    ];
+
+    /// A section's field and its `SECTIONS` entry cannot drift: `Config`'s fields are `switch`
+    /// and the sections' keys, in order; each section's example parses into the field its entry
+    /// reads (the entry makes config objects from it, and only from it), is written back under
+    /// its key and reads back equal; an unknown key is refused naming it.
+    #[test]
+    fn every_section_is_its_field_of_config() {
+        use super::SECTIONS;
+        let keys: Vec<&str> = std::iter::once("switch")
+            .chain(SECTIONS.iter().map(|s| s.key))
+            .collect();
+        assert_eq!(config_fields(), keys.as_slice());
+        for s in SECTIONS {
+            let text = EXAMPLES
+                .iter()
+                .find(|(k, _)| *k == s.key)
+                .unwrap_or_else(|| panic!("no example of section `{}` in EXAMPLES", s.key))
+                .1;
+            let c = Config::from_toml(text, "t").unwrap_or_else(|e| panic!("{}: {e}", s.key));
+            assert_ne!(c, Config::default(), "{}", s.key);
+            for other in SECTIONS {
+                let keys = |c: &Config| {
+                    let mut objs = Vec::new();
+                    (other.objects)(c, &mut objs);
+                    objs.iter().map(|o| o.key()).collect::<Vec<_>>()
+                };
+                let (mine, none) = (keys(&c), keys(&Config::default()));
+                assert_eq!(
+                    mine == none,
+                    other.key != s.key,
+                    "section `{}` from the example of `{}`: {mine:?}",
+                    other.key,
+                    s.key
+                );
+            }
+            let back = c.to_toml();
+            let dotted = format!("{}.", s.key);
+            assert!(
+                back.lines()
+                    .filter(|l| l.starts_with('['))
+                    .map(|l| l.trim_matches(['[', ']']))
+                    .any(|t| t == s.key || t.starts_with(&dotted)),
+                "{}: {back}",
+                s.key
+            );
+            assert_eq!(Config::from_toml(&back, "t").unwrap(), c, "{back}");
+        }
+        let e = Config::from_toml("[[bonds]]\nname = \"x\"\n", "f.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("bonds") && e.contains("f.toml") && e.contains("subinterface"),
+            "{e}"
+        );
+    }
+
     /// Every registered verb is reachable from `ctl`: its names are unique and no built-in
     /// command shadows them (each name, with an argument, parses to an edit of that verb); every
     /// show word is unique across the switch's and the controller's shows.
