@@ -225,13 +225,44 @@ impl FastIn {
         })
     }
 
-    /// Frame `h` by the fast path, or `None` (nothing changed, nothing counted) when it must take
-    /// the full one.
+    /// The frames from the start of `pkts` received on `rx` by the fast path, up to the first that
+    /// must take the full one; returns how many it took. Counted once on the sub-interface.
     #[inline(always)]
-    fn one(&self, t: &mut Tables<'_>, h: u32, counters: &mut CounterRun) -> Option<Next> {
-        let hdr = t.pool.header(h);
+    fn stretch(
+        &self,
+        t: &mut Tables<'_>,
+        rx: SwIfIdx,
+        pkts: &[u32],
+        nexts: &mut [Next],
+        counters: &mut CounterRun,
+    ) -> usize {
+        let (mut done, mut packets, mut bytes) = (0, 0u64, 0u64);
+        for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
+            if t.pool.header(h).rx_port != rx {
+                break;
+            }
+            *n = match self.one(t.pool, h) {
+                None => break,
+                Some(Ok(len)) => {
+                    packets += 1;
+                    bytes += len as u64;
+                    self.next
+                }
+                Some(Err(r)) => r.next(),
+            };
+            done += 1;
+        }
+        counters.add_run(t.interfaces, self.sw, packets, bytes, false);
+        done
+    }
+
+    /// Frame `h` by the fast path: `Ok(its length)` (to be counted on the sub-interface) or the
+    /// input hygiene's drop; `None` (nothing changed) when it must take the full path.
+    #[inline(always)]
+    fn one(&self, pool: &mut Pool, h: u32) -> Option<Result<u32, DropReason>> {
+        let hdr = pool.header(h);
         let (start, len, total_len) = (hdr.data_offset as usize, hdr.len as usize, hdr.total_len);
-        let raw = t.pool.raw_mut(h);
+        let raw = pool.raw_mut(h);
         let frame = raw.get(start..start + len)?;
         if !self.tags.matches(frame) {
             return None;
@@ -244,7 +275,7 @@ impl FastIn {
             self.l3_in as usize,
             self.mtu,
         ) {
-            return Some(DropReason::from_hygiene(b).next());
+            return Some(Err(DropReason::from_hygiene(b)));
         }
         let shifted = !self.vtr.is_none();
         let new_start = if shifted {
@@ -252,8 +283,7 @@ impl FastIn {
         } else {
             start
         };
-        counters.add(t.interfaces, self.sw, total_len as u64, false);
-        let hdr = t.pool.header_mut(h);
+        let hdr = pool.header_mut(h);
         if shifted {
             set_shifted(hdr, new_start, &self.vtr);
         }
@@ -265,7 +295,7 @@ impl FastIn {
         if let Some(bd) = self.bd {
             hdr.bd = bd;
         }
-        Some(self.next)
+        Some(Ok(total_len))
     }
 }
 
@@ -412,22 +442,23 @@ fn run<const VLAN: bool>(t: &mut Tables<'_>, pkts: &[u32], nexts: &mut [Next]) {
         // Frames of an interface without sub-interfaces take the plain path even in a switch
         // that has some.
         if VLAN && cur.parent.is_some() {
-            while let (Some(&h), Some(n)) = (pkts.get(i), nexts.get_mut(i)) {
-                if t.pool.header(h).rx_port != cur.rx {
-                    break;
+            loop {
+                // The rest of a run of frames alike by the fast path, as far as it goes ...
+                if let Some(f) = last
+                    .as_ref()
+                    .filter(|c| c.rx == cur.rx)
+                    .and_then(|c| c.fast)
+                {
+                    i += f.stretch(t, cur.rx, &pkts[i..], &mut nexts[i..], &mut counters);
                 }
-                // The rest of a run of frames alike by the fast path, the others by the full one.
-                let fast = match last.as_ref() {
-                    Some(c) if c.rx == cur.rx => {
-                        c.fast.as_ref().and_then(|f| f.one(t, h, &mut counters))
+                // ... then one frame by the full one.
+                match (pkts.get(i), nexts.get_mut(i)) {
+                    (Some(&h), Some(n)) if t.pool.header(h).rx_port == cur.rx => {
+                        *n = one::<true>(t, &cur, h, &mut last, &mut counters);
+                        i += 1;
                     }
-                    _ => None,
-                };
-                *n = match fast {
-                    Some(next) => next,
-                    None => one::<true>(t, &cur, h, &mut last, &mut counters),
-                };
-                i += 1;
+                    _ => break,
+                }
             }
         } else {
             while let (Some(&h), Some(n)) = (pkts.get(i), nexts.get_mut(i)) {

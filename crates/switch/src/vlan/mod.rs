@@ -435,14 +435,30 @@ impl CounterRun {
         bytes: u64,
         tx: bool,
     ) {
+        self.add_run(ifaces, sw, 1, bytes, tx);
+    }
+
+    /// Adds `packets` packets of `bytes` bytes in all to `sw` (a run counted by its caller).
+    #[inline]
+    pub(crate) fn add_run(
+        &mut self,
+        ifaces: &mut [Option<Interface>],
+        sw: SwIfIdx,
+        packets: u64,
+        bytes: u64,
+        tx: bool,
+    ) {
+        if packets == 0 {
+            return;
+        }
         match self.run.as_mut() {
             Some((s, n, b)) if *s == sw => {
-                *n += 1;
+                *n += packets;
                 *b += bytes;
             }
             _ => {
                 self.flush(ifaces, tx);
-                self.run = Some((sw, 1, bytes));
+                self.run = Some((sw, packets, bytes));
             }
         }
     }

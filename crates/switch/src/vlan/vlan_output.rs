@@ -75,46 +75,59 @@ struct Run<'a> {
     sub: Option<(&'a SubIf, Option<&'a ParentTable>, bool)>,
     last: Option<(TagKey, Egress)>,
     /// When the last frame was sent: its tag bytes and the tags it left with — every frame with
-    /// the same tag bytes gets the same rewrite and passes the filter ([`fast`]).
+    /// the same tag bytes gets the same rewrite and passes the filter ([`stretch`]).
     fast: Option<(TagBytes, TagKey)>,
 }
 
-/// Frame `h` for sub-interface `sub` by the fast path: its tag bytes are `tags`, those of the
-/// last frame sent, so it leaves with tags `after` and passes the filter; its own work is the
-/// comparison, the inverse rewrite's fixed-size writes ([`shift_tags`]) and the header fields.
-/// `None` (nothing changed, nothing counted) when it must take the full path.
+/// The packets from the start of `pkts` for `tx` (sub-interface `sub`) by the fast path, up to
+/// the first that must take the full one; returns how many it took. Their tag bytes are `tags`,
+/// those of a frame sent before, so they leave with tags `after` and pass the filter; the work per
+/// frame is the comparison, the inverse rewrite's fixed-size writes ([`shift_tags`]) and the
+/// header fields. Counted once on the sub-interface.
 #[inline(always)]
-fn fast(
+fn stretch(
     pool: &mut Pool,
     sub: &SubIf,
-    (tags, after): &(TagBytes, TagKey),
-    counters: &mut CounterRun,
-    ifaces: &mut [Option<Interface>],
+    (tags, after): (TagBytes, TagKey),
     tx: SwIfIdx,
-    h: u32,
-) -> Option<Next> {
-    let hdr = pool.header(h);
-    let (start, len) = (hdr.data_offset as usize, hdr.len as usize);
-    let raw = pool.raw_mut(h);
-    if !tags.matches(raw.get(start..start + len)?) {
-        return None;
+    pkts: &[u32],
+    nexts: &mut [Next],
+) -> (usize, u64) {
+    let (mut done, mut bytes) = (0, 0u64);
+    let vtr = sub.egress;
+    let shifted = !vtr.is_none();
+    for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
+        let hdr = pool.header(h);
+        if hdr.tx_port != tx {
+            break;
+        }
+        let (start, len) = (hdr.data_offset as usize, hdr.len as usize);
+        let raw = pool.raw_mut(h);
+        match raw.get(start..start + len) {
+            Some(frame) if tags.matches(frame) => {}
+            _ => break,
+        }
+        let new_start = if shifted {
+            match shift_tags(raw, start, &vtr) {
+                Some(s) => s,
+                None => break,
+            }
+        } else {
+            start
+        };
+        let hdr = pool.header_mut(h);
+        if shifted {
+            set_shifted(hdr, new_start, &vtr);
+        }
+        hdr.l3_offset = 14 + 4 * after.count as u16;
+        hdr.vlan = after.outer;
+        hdr.inner_vlan = after.inner;
+        hdr.tx_port = sub.parent;
+        bytes += hdr.total_len as u64;
+        *n = Next::arc(OUTPUT_ARC);
+        done += 1;
     }
-    let shifted = !sub.egress.is_none();
-    let new_start = if shifted {
-        shift_tags(raw, start, &sub.egress)?
-    } else {
-        start
-    };
-    let hdr = pool.header_mut(h);
-    if shifted {
-        set_shifted(hdr, new_start, &sub.egress);
-    }
-    hdr.l3_offset = 14 + 4 * after.count as u16;
-    hdr.vlan = after.outer;
-    hdr.inner_vlan = after.inner;
-    hdr.tx_port = sub.parent;
-    counters.add(ifaces, tx, hdr.total_len as u64, true);
-    Some(Next::arc(OUTPUT_ARC))
+    (done, bytes)
 }
 
 /// The egress filter: would a frame with tags `key` come back in on `tx` (over `sub.parent`)?
@@ -242,22 +255,21 @@ impl Node<SwitchState> for VlanOutput {
                 last: None,
                 fast: None,
             };
-            while let (Some(&h), Some(n)) = (pkts.get(i), nexts.get_mut(i)) {
-                if pool.header(h).tx_port != tx {
-                    break;
+            loop {
+                // The rest of a run of frames alike by the fast path, as far as it goes ...
+                if let (Some((sub, _, _)), Some(f)) = (r.sub, r.fast) {
+                    let (done, bytes) = stretch(pool, sub, f, tx, &pkts[i..], &mut nexts[i..]);
+                    counters.add_run(interfaces, tx, done as u64, bytes, true);
+                    i += done;
                 }
-                // The rest of a run of frames alike by the fast path, the others by the full one.
-                let sent = match (r.sub, r.fast.as_ref()) {
-                    (Some((sub, _, _)), Some(f)) => {
-                        fast(pool, sub, f, &mut counters, interfaces, tx, h)
+                // ... then one frame by the full one.
+                match (pkts.get(i), nexts.get_mut(i)) {
+                    (Some(&h), Some(n)) if pool.header(h).tx_port == tx => {
+                        *n = one(pool, &mut r, &mut counters, interfaces, h);
+                        i += 1;
                     }
-                    _ => None,
-                };
-                *n = match sent {
-                    Some(next) => next,
-                    None => one(pool, &mut r, &mut counters, interfaces, h),
-                };
-                i += 1;
+                    _ => break,
+                }
             }
         }
         counters.flush(interfaces, true);
