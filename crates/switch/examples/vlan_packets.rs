@@ -68,12 +68,11 @@ fn main() -> ExitCode {
         return usage("missing CASE");
     };
     if name == "interleave" {
-        return match args.get(1).map(|s| s.parse::<usize>()) {
-            None => interleave(200),
-            Some(Ok(r)) if r > 0 => interleave(r),
+        let rounds = args.get(1).map_or("200", String::as_str);
+        return match rounds.parse::<usize>() {
+            Ok(r) if r > 0 => interleave(r),
             _ => usage(&format!(
-                "invalid ROUNDS {:?}: accepted a whole number above 0",
-                args[1]
+                "invalid ROUNDS {rounds:?}: accepted a whole number above 0"
             )),
         };
     }
