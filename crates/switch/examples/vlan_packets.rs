@@ -11,9 +11,17 @@
 //!
 //! Arguments: `CASE` (`dot1q-pop1`, `dot1q-push1`, `dot1ad-translate-2-2`: see
 //! `vecswitch_switch::vlan::testing::Case`), `K` (packets; default 102400).
+//!
+//! `vlan_packets interleave [ROUNDS]` (default 200) measures wall clock instead, interleaved as
+//! `l2_packets interleave` does (`vecswitch_switch::testing::interleave`): the untagged
+//! cross-connect and the three tagged cases are built in one process, then each round times one
+//! sample of every case in turn (64 vectors of 256 packets), so a loaded host slows all cases
+//! alike. It prints, per case, the minimum and median ns/packet and the rate relative to the
+//! untagged cross-connect (median of the per-round ratios; its inverse is the cost ratio).
 
 use std::process::ExitCode;
 
+use vecswitch_switch::testing::{self, xconnect_switch};
 use vecswitch_switch::vlan::testing::{vlan_switch, Case};
 use vecswitch_switch::Switch;
 
@@ -31,8 +39,27 @@ fn run_packets(sw: &mut Switch) -> u64 {
 }
 
 fn usage(msg: &str) -> ExitCode {
-    eprintln!("{msg}\nusage: vlan_packets dot1q-pop1|dot1q-push1|dot1ad-translate-2-2 [K]");
+    eprintln!(
+        "{msg}\nusage: vlan_packets dot1q-pop1|dot1q-push1|dot1ad-translate-2-2 [K]\n       \
+         vlan_packets interleave [ROUNDS]"
+    );
     ExitCode::from(2)
+}
+
+/// The interleaved wall-clock comparison (see the module doc).
+fn interleave(rounds: usize) -> ExitCode {
+    let mut cases: Vec<(String, Switch)> =
+        vec![("untagged-xconnect".into(), xconnect_switch(None))];
+    for (case, name) in Case::ALL {
+        cases.push((name.to_string(), vlan_switch(case, None)));
+    }
+    match testing::interleave(&mut cases, rounds, 0) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -40,6 +67,15 @@ fn main() -> ExitCode {
     let Some(name) = args.first() else {
         return usage("missing CASE");
     };
+    if name == "interleave" {
+        let rounds = args.get(1).map_or("200", String::as_str);
+        return match rounds.parse::<usize>() {
+            Ok(r) if r > 0 => interleave(r),
+            _ => usage(&format!(
+                "invalid ROUNDS {rounds:?}: accepted a whole number above 0"
+            )),
+        };
+    }
     let Some(&(case, _)) = Case::ALL.iter().find(|(_, n)| n == name) else {
         return usage(&format!(
             "invalid CASE {name:?}: accepted dot1q-pop1, dot1q-push1 or dot1ad-translate-2-2"

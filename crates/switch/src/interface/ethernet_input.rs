@@ -12,7 +12,13 @@
 //! header fields describing the tags it has after the rewrite. The receive interface (its state,
 //! service, MTU and sub-interface table) is looked up once per run of frames from it, the
 //! sub-interface verdict once per run of frames from it with the same tags; a switch without
-//! sub-interfaces pays one check per vector for them.
+//! sub-interfaces pays one check per vector for them. The frames after the first of such a run
+//! take a fast path when the first went to an L2 sub-interface (`FastIn`): their tag bytes
+//! (TPIDs, VIDs and the type after the tags, `vlan::TagBytes`) compare equal to the first's as
+//! one masked 8-byte word and a 2-byte type, which promises the same parse and the same verdict,
+//! so they are not parsed again: the input hygiene, the rewrite as fixed-size writes
+//! (`vlan::shift_tags`) and the header fields decided with the first. VPP's `ethernet-input`
+//! does the same with its last-match cache (`eth_input_tag_lookup` keyed by the tag words).
 //!
 //! Next edges: `l2-xconnect`, `l2-learn` (bridge that learns), `l2-fwd` (bridge that does not),
 //! `ip4-input` / `arp-input` / `ip6-input` (untagged IPv4 / ARP on an interface with an IPv4
@@ -30,7 +36,7 @@
 
 use vecswitch_buffer::Pool;
 use vecswitch_graph::{Cx, Next, Node, NodeInfo};
-use vecswitch_wire::{Error as WireError, L2Header};
+use vecswitch_wire::{Error as WireError, EthernetAddress, L2Header};
 
 use vecswitch_graph::named_enum;
 
@@ -38,7 +44,10 @@ use super::{Interface, Service, SwIfIdx};
 use crate::ip::{IpState, L3Input};
 use crate::l2::{hygiene, Bridge};
 use crate::state::SwitchState;
-use crate::vlan::{move_tags, CounterRun, ParentTable, RewriteError, TagKey, VlanState, Vtr};
+use crate::vlan::{
+    move_tags, set_shifted, shift_tags, CounterRun, ParentTable, RewriteError, TagBytes, TagKey,
+    VlanState, Vtr,
+};
 
 named_enum! {
     /// Next edges of `ethernet-input`.
@@ -72,6 +81,15 @@ named_enum! {
 }
 
 impl DropReason {
+    /// The drop reason for an input hygiene failure.
+    fn from_hygiene(b: hygiene::Bad) -> DropReason {
+        match b {
+            hygiene::Bad::SrcMacMulticast => DropReason::SrcMacMulticast,
+            hygiene::Bad::SrcMacZero => DropReason::SrcMacZero,
+            hygiene::Bad::OverMtu => DropReason::OverMtu,
+        }
+    }
+
     /// The drop reason for a wire parse error (named as `wire::Error::reason` names it).
     pub fn from_wire(e: &WireError) -> DropReason {
         match e {
@@ -150,6 +168,135 @@ struct Classified {
     rx: SwIfIdx,
     key: TagKey,
     verdict: Verdict,
+    /// The rest of the run's work, when it can be done without parsing ([`FastIn`]).
+    fast: Option<FastIn>,
+}
+
+/// What every later frame of a run (same receive interface, same [`TagBytes`] as its first) gets,
+/// decided with the first: such a frame parses as the first did, is classified to the same
+/// L2 sub-interface, and leaves `ethernet-input` with the same header fields and next node. Its
+/// own work is the tag-byte comparison, the input hygiene, the rewrite's fixed-size writes
+/// ([`shift_tags`]) and the header fields; counted per run. Frames that do not compare equal
+/// (or lack the headroom for a push) take the full path.
+#[derive(Clone, Copy)]
+struct FastIn {
+    tags: TagBytes,
+    sw: SwIfIdx,
+    vtr: Vtr,
+    /// The tags after the rewrite.
+    after: TagKey,
+    /// The L2 header's length as received (14 + 4 × tags), for the MTU check.
+    l3_in: u16,
+    /// The receive interface's MTU.
+    mtu: u16,
+    /// The sub-interface's service: its next node, and its bridge.
+    next: Next,
+    bd: Option<u16>,
+}
+
+impl FastIn {
+    /// The fast path of the frames after `frame` (tags `count`, received on an interface whose
+    /// MTU is `mtu`), if `verdict` is an L2 sub-interface that is up and whose rewrite applies.
+    fn of(t: &Tables<'_>, verdict: &Verdict, frame: &[u8], count: u8, mtu: u16) -> Option<FastIn> {
+        let Verdict::Sub {
+            sw,
+            admin_up: true,
+            service,
+            vtr,
+            after: Ok(after),
+        } = *verdict
+        else {
+            return None;
+        };
+        let (next, bd) = match service {
+            Service::Xconnect { .. } => (Edge::L2Xconnect.next(), None),
+            Service::Bridge { bd } => (bridge_next(t.bridges, bd), Some(bd)),
+            Service::None => return None,
+        };
+        Some(FastIn {
+            tags: TagBytes::of(frame, count)?,
+            sw,
+            vtr,
+            after,
+            l3_in: 14 + 4 * count as u16,
+            mtu,
+            next,
+            bd,
+        })
+    }
+
+    /// The frames from the start of `pkts` received on `rx` by the fast path, up to the first that
+    /// must take the full one; returns how many it took. Counted once on the sub-interface.
+    #[inline(always)]
+    fn stretch(
+        &self,
+        t: &mut Tables<'_>,
+        rx: SwIfIdx,
+        pkts: &[u32],
+        nexts: &mut [Next],
+        counters: &mut CounterRun,
+    ) -> usize {
+        let (mut done, mut packets, mut bytes) = (0, 0u64, 0u64);
+        for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
+            if t.pool.header(h).rx_port != rx {
+                break;
+            }
+            *n = match self.one(t.pool, h) {
+                None => break,
+                Some(Ok(len)) => {
+                    packets += 1;
+                    bytes += len as u64;
+                    self.next
+                }
+                Some(Err(r)) => r.next(),
+            };
+            done += 1;
+        }
+        counters.add_run(t.interfaces, self.sw, packets, bytes, false);
+        done
+    }
+
+    /// Frame `h` by the fast path: `Ok(its length)` (to be counted on the sub-interface) or the
+    /// input hygiene's drop; `None` (nothing changed) when it must take the full path.
+    #[inline(always)]
+    fn one(&self, pool: &mut Pool, h: u32) -> Option<Result<u32, DropReason>> {
+        let hdr = pool.header(h);
+        let (start, len, total_len) = (hdr.data_offset as usize, hdr.len as usize, hdr.total_len);
+        let raw = pool.raw_mut(h);
+        let frame = raw.get(start..start + len)?;
+        if !self.tags.matches(frame) {
+            return None;
+        }
+        let mut src = [0u8; 6];
+        src.copy_from_slice(&frame[6..12]);
+        if let Err(b) = hygiene::check(
+            &EthernetAddress(src),
+            total_len,
+            self.l3_in as usize,
+            self.mtu,
+        ) {
+            return Some(Err(DropReason::from_hygiene(b)));
+        }
+        let shifted = !self.vtr.is_none();
+        let new_start = if shifted {
+            shift_tags(raw, start, &self.vtr)?
+        } else {
+            start
+        };
+        let hdr = pool.header_mut(h);
+        if shifted {
+            set_shifted(hdr, new_start, &self.vtr);
+        }
+        hdr.rx_port = self.sw;
+        hdr.l3_offset = 14 + 4 * self.after.count as u16;
+        hdr.vlan = self.after.outer;
+        hdr.inner_vlan = self.after.inner;
+        hdr.ethertype = self.tags.ethertype();
+        if let Some(bd) = self.bd {
+            hdr.bd = bd;
+        }
+        Some(Ok(total_len))
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -218,11 +365,8 @@ fn one<const VLAN: bool>(
     };
     // Input hygiene on the frame as received (tags do not count against the MTU).
     let total_len = t.pool.header(h).total_len;
-    match hygiene::check(&l2.src_addr, total_len, l2.l3_offset, ifv.mtu) {
-        Ok(()) => {}
-        Err(hygiene::Bad::SrcMacMulticast) => return DropReason::SrcMacMulticast.next(),
-        Err(hygiene::Bad::SrcMacZero) => return DropReason::SrcMacZero.next(),
-        Err(hygiene::Bad::OverMtu) => return DropReason::OverMtu.next(),
+    if let Err(b) = hygiene::check(&l2.src_addr, total_len, l2.l3_offset, ifv.mtu) {
+        return DropReason::from_hygiene(b).next();
     }
     let mut key = TagKey::of(&l2);
     if let (true, Some((table, main_l2))) = (VLAN, r.parent) {
@@ -231,11 +375,21 @@ fn one<const VLAN: bool>(
         // this interface with these tags.
         if !matches!(last, Some(c) if c.rx == rx && c.key == key) {
             let verdict = classify(t, table, main_l2, rx, key);
-            *last = Some(Classified { rx, key, verdict });
+            *last = Some(Classified {
+                rx,
+                key,
+                verdict,
+                fast: None,
+            });
         }
-        let Some(c) = last.as_ref() else {
+        let Some(c) = last.as_mut() else {
             return DropReason::NoService.next(); // set just above
         };
+        // The frames after this one with its tag bytes take the fast path (it holds for the
+        // rest of the run from this interface whatever comes in between).
+        if let Some(f) = FastIn::of(t, &c.verdict, t.pool.data(h), key.count, ifv.mtu) {
+            c.fast = Some(f);
+        }
         match &c.verdict {
             Verdict::Main => {}
             Verdict::Drop(reason) => return reason.next(),
@@ -272,27 +426,49 @@ fn one<const VLAN: bool>(
     finish(t, h, l2, key, service, rx)
 }
 
-/// Every frame of a vector, the receive interface looked up again only when it changes.
+/// Every frame of a vector, run by run of frames from one receive interface (frames arrive in
+/// runs from one port: `interface-rx` hands over one `rx_burst` after another), the interface
+/// looked up once per run and the choice between the plain and the sub-interface path made once
+/// per run.
 #[inline(always)]
 fn run<const VLAN: bool>(t: &mut Tables<'_>, pkts: &[u32], nexts: &mut [Next]) {
-    let Some(&first) = pkts.first() else {
-        return;
-    };
-    let mut cur = RxIf::of(t.interfaces, t.vlan, VLAN, t.pool.header(first).rx_port);
-    let mut last = None;
+    // One next per packet (the graph hands over as many): each inner loop takes at least one.
+    let pkts = &pkts[..pkts.len().min(nexts.len())];
+    let mut last: Option<Classified> = None;
     let mut counters = CounterRun::default();
-    for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
-        let rx = t.pool.header(h).rx_port;
-        if rx != cur.rx {
-            cur = RxIf::of(t.interfaces, t.vlan, VLAN, rx);
-        }
+    let mut i = 0;
+    while let Some(&first) = pkts.get(i) {
+        let cur = RxIf::of(t.interfaces, t.vlan, VLAN, t.pool.header(first).rx_port);
         // Frames of an interface without sub-interfaces take the plain path even in a switch
         // that has some.
-        *n = if VLAN && cur.parent.is_some() {
-            one::<true>(t, &cur, h, &mut last, &mut counters)
+        if VLAN && cur.parent.is_some() {
+            loop {
+                // The rest of a run of frames alike by the fast path, as far as it goes ...
+                if let Some(f) = last
+                    .as_ref()
+                    .filter(|c| c.rx == cur.rx)
+                    .and_then(|c| c.fast)
+                {
+                    i += f.stretch(t, cur.rx, &pkts[i..], &mut nexts[i..], &mut counters);
+                }
+                // ... then one frame by the full one.
+                match (pkts.get(i), nexts.get_mut(i)) {
+                    (Some(&h), Some(n)) if t.pool.header(h).rx_port == cur.rx => {
+                        *n = one::<true>(t, &cur, h, &mut last, &mut counters);
+                        i += 1;
+                    }
+                    _ => break,
+                }
+            }
         } else {
-            one::<false>(t, &cur, h, &mut last, &mut counters)
-        };
+            while let (Some(&h), Some(n)) = (pkts.get(i), nexts.get_mut(i)) {
+                if t.pool.header(h).rx_port != cur.rx {
+                    break;
+                }
+                *n = one::<false>(t, &cur, h, &mut last, &mut counters);
+                i += 1;
+            }
+        }
     }
     counters.flush(t.interfaces, false);
 }
@@ -336,12 +512,18 @@ fn finish(
         Service::Xconnect { .. } => Edge::L2Xconnect.next(),
         Service::Bridge { bd } => {
             hdr.bd = bd;
-            match t.bridges.get(bd as usize).and_then(Option::as_ref) {
-                Some(b) if b.settings.learn => Edge::L2Learn.next(),
-                Some(_) => Edge::L2Fwd.next(),
-                None => DropReason::NoBridge.next(),
-            }
+            bridge_next(t.bridges, bd)
         }
+    }
+}
+
+/// The next node of a frame for bridge `bd`.
+#[inline(always)]
+fn bridge_next(bridges: &[Option<Bridge>], bd: u16) -> Next {
+    match bridges.get(bd as usize).and_then(Option::as_ref) {
+        Some(b) if b.settings.learn => Edge::L2Learn.next(),
+        Some(_) => Edge::L2Fwd.next(),
+        None => DropReason::NoBridge.next(),
     }
 }
 

@@ -42,7 +42,7 @@ pub mod testing;
 pub mod vlan_output;
 
 use serde::{Deserialize, Serialize};
-use vecswitch_buffer::Pool;
+use vecswitch_buffer::{BufferHeader, Pool};
 use vecswitch_graph::{Graph, GraphError};
 use vecswitch_wire::{EtherType, L2Header};
 
@@ -283,24 +283,82 @@ impl Vtr {
     }
 }
 
-/// The byte work of `vtr` on packet `h`, which has at least `vtr.pop` tags in its first buffer and
-/// will have at most two (checked by [`Vtr::key_after`]): VPP's `l2_vtr_process`
-/// (`src/vnet/l2/l2_vtr.h`). The 12 address bytes move by 4 × (pop − push) through a fixed-size
-/// copy, the pushed tags are copied from [`Vtr::bytes`] (prepared at config time), nothing after
-/// the tags moves, and the packet's start and lengths are set once. Nothing changes when there is
-/// no headroom (or, a caller's bug, when the first buffer is too short for the tags popped).
-#[inline(always)]
-pub fn move_tags(pool: &mut Pool, h: u32, vtr: &Vtr) -> Result<(), RewriteError> {
-    let (pop, n) = (4 * vtr.pop as usize, 4 * vtr.n as usize);
-    let hdr = pool.header(h);
-    let (start, len) = (hdr.data_offset as usize, hdr.len as usize);
-    let Some(new_start) = (start + pop).checked_sub(n) else {
-        return Err(RewriteError::NoHeadroom);
-    };
-    if len < 12 + pop {
-        return Err(RewriteError::TooFewTags);
+/// The bytes of a frame that decide its tags as `ethernet-input` and [`read_tags`] read them: the
+/// TPIDs and VIDs (bytes 12–19 as one big-endian word, masked to the tags present; PCP and DEI
+/// are not compared) and the type after the tags, which is neither a TPID nor an 802.3 length
+/// (IEEE 802.3 §3.2.6), so nothing about it depends on the frame's length. A frame whose bytes
+/// [`TagBytes::matches`] has the same [`TagKey`] and the same `L2Header::parse` outcome (type,
+/// offsets, no error) as the frame the value was taken from: the nodes decide a run of such
+/// frames once (VPP's `ethernet-input` compares the tag words of a frame with its last match's
+/// the same way, `eth_input_tag_lookup`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TagBytes {
+    word: u64,
+    mask: u64,
+    /// Offset of the type after the tags: 12 + 4 × tags.
+    type_at: u8,
+    ethertype: u16,
+}
+
+impl TagBytes {
+    /// The tag bytes of `frame`, which has `count` tags (as read by [`read_tags`] or the L2
+    /// parser); `None` for a frame shorter than 20 bytes or whose type after the tags is an
+    /// 802.3 length (those are decided frame by frame).
+    #[inline]
+    pub fn of(frame: &[u8], count: u8) -> Option<TagBytes> {
+        let type_at = 12 + 4 * count.min(2);
+        let mask = match count {
+            0 => 0,
+            1 => 0xffff_0fff_0000_0000,
+            _ => 0xffff_0fff_ffff_0fff,
+        };
+        let word = u64::from_be_bytes(frame.get(12..20)?.try_into().ok()?) & mask;
+        let at = type_at as usize;
+        let ethertype = EtherType(u16::from_be_bytes(frame.get(at..at + 2)?.try_into().ok()?));
+        if ethertype.is_vlan_tpid() || ethertype.is_length() {
+            return None;
+        }
+        Some(TagBytes {
+            word,
+            mask,
+            type_at,
+            ethertype: ethertype.0,
+        })
     }
-    let raw = pool.raw_mut(h);
+
+    /// True when `frame` has these tags and this type after them (and so at least
+    /// `max(20, 14 + 4 × tags)` bytes).
+    #[inline(always)]
+    pub fn matches(&self, frame: &[u8]) -> bool {
+        let at = self.type_at as usize;
+        match (frame.get(12..20), frame.get(at..at + 2)) {
+            (Some(w), Some(t)) => {
+                let w = u64::from_be_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+                w & self.mask == self.word && u16::from_be_bytes([t[0], t[1]]) == self.ethertype
+            }
+            _ => false,
+        }
+    }
+
+    /// The type after the tags.
+    #[inline]
+    pub fn ethertype(&self) -> u16 {
+        self.ethertype
+    }
+}
+
+/// The byte work of `vtr` in buffer `raw` (a whole buffer, headroom included) on a frame that
+/// starts at `start` and has at least `vtr.pop` tags and `12 + 4 × vtr.pop` bytes in it: VPP's
+/// `l2_vtr_process` (`src/vnet/l2/l2_vtr.h`) as fixed-size writes. The 12 address bytes move by
+/// 4 × (pop − push) through one 12-byte copy (none for a translate, which pops as many tags as it
+/// pushes: its tags are overwritten in place), the pushed tags are written from [`Vtr::bytes`]
+/// (prepared at config time) as one 4- or 8-byte copy, and nothing after the tags moves. Returns
+/// the frame's new start; `None`, with nothing changed, when there is no headroom for the tags
+/// pushed.
+#[inline(always)]
+pub fn shift_tags(raw: &mut [u8], start: usize, vtr: &Vtr) -> Option<usize> {
+    let (pop, n) = (4 * vtr.pop as usize, 4 * vtr.n as usize);
+    let new_start = (start + pop).checked_sub(n)?;
     if new_start != start {
         let mut addr = [0u8; 12];
         addr.copy_from_slice(&raw[start..start + 12]);
@@ -312,11 +370,38 @@ pub fn move_tags(pool: &mut Pool, h: u32, vtr: &Vtr) -> Result<(), RewriteError>
         8 => raw[at..at + 8].copy_from_slice(&vtr.bytes),
         _ => {}
     }
-    // `len >= 12 + pop`, so neither length goes below zero (`total_len >= len`).
-    let hdr = pool.header_mut(h);
+    Some(new_start)
+}
+
+/// Sets the start and lengths of a packet whose first buffer [`shift_tags`] rewrote with `vtr`.
+#[inline(always)]
+pub fn set_shifted(hdr: &mut BufferHeader, new_start: usize, vtr: &Vtr) {
+    let (pop, n) = (4 * vtr.pop as u32, 4 * vtr.n as u32);
     hdr.data_offset = new_start as u16;
-    hdr.len = (len + n - pop) as u16;
-    hdr.total_len = hdr.total_len + n as u32 - pop as u32;
+    // The frame had at least the popped tags in its first buffer, so neither length goes below
+    // zero (`total_len >= len`).
+    hdr.len = (hdr.len as u32 + n - pop) as u16;
+    hdr.total_len = hdr.total_len + n - pop;
+}
+
+/// The byte work of `vtr` on packet `h`, which has at least `vtr.pop` tags in its first buffer and
+/// will have at most two (checked by [`Vtr::key_after`]): [`shift_tags`], then the packet's start
+/// and lengths set once. Nothing changes when there is no headroom (or, a caller's bug, when the
+/// first buffer is too short for the tags popped).
+#[inline(always)]
+pub fn move_tags(pool: &mut Pool, h: u32, vtr: &Vtr) -> Result<(), RewriteError> {
+    let hdr = pool.header(h);
+    let (start, len) = (hdr.data_offset as usize, hdr.len as usize);
+    if start + 4 * (vtr.pop as usize) < 4 * vtr.n as usize {
+        return Err(RewriteError::NoHeadroom);
+    }
+    if len < 12 + 4 * vtr.pop as usize {
+        return Err(RewriteError::TooFewTags);
+    }
+    let Some(new_start) = shift_tags(pool.raw_mut(h), start, vtr) else {
+        return Err(RewriteError::NoHeadroom);
+    };
+    set_shifted(pool.header_mut(h), new_start, vtr);
     Ok(())
 }
 
@@ -350,14 +435,30 @@ impl CounterRun {
         bytes: u64,
         tx: bool,
     ) {
+        self.add_run(ifaces, sw, 1, bytes, tx);
+    }
+
+    /// Adds `packets` packets of `bytes` bytes in all to `sw` (a run counted by its caller).
+    #[inline]
+    pub(crate) fn add_run(
+        &mut self,
+        ifaces: &mut [Option<Interface>],
+        sw: SwIfIdx,
+        packets: u64,
+        bytes: u64,
+        tx: bool,
+    ) {
+        if packets == 0 {
+            return;
+        }
         match self.run.as_mut() {
             Some((s, n, b)) if *s == sw => {
-                *n += 1;
+                *n += packets;
                 *b += bytes;
             }
             _ => {
                 self.flush(ifaces, tx);
-                self.run = Some((sw, 1, bytes));
+                self.run = Some((sw, packets, bytes));
             }
         }
     }
@@ -649,6 +750,110 @@ mod tests {
             Err(RewriteError::NoHeadroom)
         );
         assert_eq!(pool.data(h), &before[..]);
+    }
+
+    /// Tag bytes that compare equal promise the same key and the same parse: checked over every
+    /// pair of a set of frames with 0–3 tags, each TPID, priority bits, a length type, cuts.
+    #[test]
+    fn equal_tag_bytes_mean_equal_tags_and_parse() {
+        let stacks: [&[(u16, u16)]; 8] = [
+            &[],
+            &[(0x8100, 10)],
+            &[(0x8100, 11)],
+            &[(0x88a8, 10)],
+            &[(0x9100, 10)],
+            &[(0x88a8, 100), (0x8100, 20)],
+            &[(0x88a8, 100), (0x8100, 21)],
+            &[(0x8100, 1), (0x8100, 2), (0x8100, 3)],
+        ];
+        let mut frames = Vec::new();
+        for tags in stacks {
+            let f = frame(tags);
+            let after = 12 + 4 * tags.len();
+            let mut pcp = f.clone();
+            pcp[14] |= 0xf0;
+            let mut llc = f.clone();
+            llc[after..after + 2].copy_from_slice(&40u16.to_be_bytes());
+            let mut arp = f.clone();
+            arp[after..after + 2].copy_from_slice(&0x0806u16.to_be_bytes());
+            for cut in [after + 2, after, 20, 19, 14] {
+                frames.push(f[..cut.min(f.len())].to_vec());
+            }
+            frames.extend([f, pcp, llc, arp]);
+        }
+        let mut compared = 0;
+        for a in &frames {
+            let Ok(ka) = read_tags(a) else {
+                continue;
+            };
+            let Some(tb) = TagBytes::of(a, ka.count) else {
+                // Short frames and 802.3 lengths are decided frame by frame.
+                let at = 12 + 4 * ka.count as usize;
+                let ty = EtherType(u16::from_be_bytes([a[at], a[at + 1]]));
+                assert!(a.len() < 20 || ty.is_length(), "{a:x?}");
+                continue;
+            };
+            let pa = L2Header::parse(a).expect("a frame with tag bytes parses");
+            for b in &frames {
+                if tb.matches(b) {
+                    compared += 1;
+                    assert_eq!(read_tags(b), Ok(ka), "{a:x?} / {b:x?}");
+                    let pb = L2Header::parse(b).expect("parses as `a` does");
+                    assert_eq!(
+                        (
+                            pb.outer.map(|t| (t.tpid, t.vid)),
+                            pb.inner.map(|t| (t.tpid, t.vid))
+                        ),
+                        (
+                            pa.outer.map(|t| (t.tpid, t.vid)),
+                            pa.inner.map(|t| (t.tpid, t.vid))
+                        )
+                    );
+                    assert_eq!((pb.ethertype, pb.l3_offset), (pa.ethertype, pa.l3_offset));
+                    assert_eq!(tb.ethertype(), pa.ethertype.0);
+                }
+            }
+        }
+        assert!(
+            compared > frames.len() / 2,
+            "the test compared too little: {compared}"
+        );
+        let plain = frame(&[(0x8100, 10)]);
+        let mut pcp = plain.clone();
+        pcp[14] |= 0xf0;
+        let tb = TagBytes::of(&plain, 1).unwrap();
+        assert!(tb.matches(&pcp));
+        assert!(!tb.matches(&plain[..19]), "too short to compare");
+        assert!(!tb.matches(&frame(&[(0x8100, 11)])));
+        assert!(!tb.matches(&frame(&[(0x8100, 10), (0x8100, 2)])));
+        assert!(TagBytes::of(&plain[..19], 1).is_none());
+    }
+
+    /// `shift_tags` at the smallest headroom it needs: a push of two tags onto a frame 8 bytes
+    /// from the buffer's start works and leaves it at 0; one byte less and nothing changes.
+    #[test]
+    fn shift_tags_at_the_edge_of_the_headroom() {
+        let vtr = Vtr::new(
+            0,
+            [
+                push_tag(EtherType::QINQ, 300),
+                push_tag(EtherType::VLAN, 400),
+            ],
+            2,
+        );
+        let f = frame(&[]);
+        let mut raw = vec![0u8; 8 + f.len()];
+        raw[8..].copy_from_slice(&f);
+        assert_eq!(shift_tags(&mut raw, 8, &vtr), Some(0));
+        let mut want = f[..12].to_vec();
+        want.extend_from_slice(&[0x88, 0xa8, 0x01, 0x2c, 0x81, 0x00, 0x01, 0x90]);
+        want.extend_from_slice(&f[12..]);
+        assert_eq!(raw, want);
+        let mut raw = vec![0u8; 7 + f.len()];
+        raw[7..].copy_from_slice(&f);
+        let before = raw.clone();
+        assert_eq!(shift_tags(&mut raw, 7, &vtr), None);
+        assert_eq!(raw, before);
     }
 
     /// A buffer holding `bytes` at the usual headroom.

@@ -9,7 +9,11 @@
 //! back in on the parent — if not (an untagged frame bridged onto a `dot1q 10` sub-interface
 //! without a rewrite, say), drop it. Count it on the sub-interface (`tx_packets`, `tx_bytes`:
 //! frames handed to the parent), make the parent its transmit interface and continue along the
-//! arc, so that the parent's own output features and `interface-output` see it.
+//! arc, so that the parent's own output features and `interface-output` see it. The inverse
+//! rewrite's outcome and the filter's answer depend on the frame's tags alone, so they are decided
+//! once per run of frames for one sub-interface with the same tag bytes (`super::TagBytes`); the
+//! frames after the first that passed are only compared, rewritten by fixed-size writes
+//! (`super::shift_tags`) and counted per run.
 //!
 //! Next: the `interface-output` arc (on the parent). Drops: `egress-vlan-mismatch` (the filter),
 //! `egress-too-few-tags` (the frame lacks the tags the inverse rewrite pops), `no-headroom`,
@@ -21,7 +25,10 @@ use vecswitch_buffer::Pool;
 use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
 use vecswitch_wire::EtherType;
 
-use super::{move_tags, read_tags, rewrite, CounterRun, ParentTable, RewriteError, SubIf, TagKey};
+use super::{
+    move_tags, read_tags, rewrite, set_shifted, shift_tags, CounterRun, ParentTable, RewriteError,
+    SubIf, TagBytes, TagKey,
+};
 use crate::interface::{Interface, SwIfIdx, OUTPUT_ARC};
 use crate::state::SwitchState;
 
@@ -67,6 +74,60 @@ struct Run<'a> {
     tx: SwIfIdx,
     sub: Option<(&'a SubIf, Option<&'a ParentTable>, bool)>,
     last: Option<(TagKey, Egress)>,
+    /// When the last frame was sent: its tag bytes and the tags it left with — every frame with
+    /// the same tag bytes gets the same rewrite and passes the filter ([`stretch`]).
+    fast: Option<(TagBytes, TagKey)>,
+}
+
+/// The packets from the start of `pkts` for `tx` (sub-interface `sub`) by the fast path, up to
+/// the first that must take the full one; returns how many it took. Their tag bytes are `tags`,
+/// those of a frame sent before, so they leave with tags `after` and pass the filter; the work per
+/// frame is the comparison, the inverse rewrite's fixed-size writes ([`shift_tags`]) and the
+/// header fields. Counted once on the sub-interface.
+#[inline(always)]
+fn stretch(
+    pool: &mut Pool,
+    sub: &SubIf,
+    (tags, after): (TagBytes, TagKey),
+    tx: SwIfIdx,
+    pkts: &[u32],
+    nexts: &mut [Next],
+) -> (usize, u64) {
+    let (mut done, mut bytes) = (0, 0u64);
+    let vtr = sub.egress;
+    let shifted = !vtr.is_none();
+    for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
+        let hdr = pool.header(h);
+        if hdr.tx_port != tx {
+            break;
+        }
+        let (start, len) = (hdr.data_offset as usize, hdr.len as usize);
+        let raw = pool.raw_mut(h);
+        match raw.get(start..start + len) {
+            Some(frame) if tags.matches(frame) => {}
+            _ => break,
+        }
+        let new_start = if shifted {
+            match shift_tags(raw, start, &vtr) {
+                Some(s) => s,
+                None => break,
+            }
+        } else {
+            start
+        };
+        let hdr = pool.header_mut(h);
+        if shifted {
+            set_shifted(hdr, new_start, &vtr);
+        }
+        hdr.l3_offset = 14 + 4 * after.count as u16;
+        hdr.vlan = after.outer;
+        hdr.inner_vlan = after.inner;
+        hdr.tx_port = sub.parent;
+        bytes += hdr.total_len as u64;
+        *n = Next::arc(OUTPUT_ARC);
+        done += 1;
+    }
+    (done, bytes)
 }
 
 /// The egress filter: would a frame with tags `key` come back in on `tx` (over `sub.parent`)?
@@ -115,6 +176,13 @@ fn one(
             v
         }
     };
+    // The frames after this one with its tag bytes take the fast path (the verdict depends on
+    // the tags alone, so this holds for the rest of the run whatever comes in between).
+    if let Egress::Send { after, pass: true } = verdict {
+        if let Some(t) = TagBytes::of(pool.data(h), key.count) {
+            run.fast = Some((t, after));
+        }
+    }
     let key = match verdict {
         Egress::Drop(r) => return r.next(),
         Egress::Send { after, pass } => {
@@ -168,27 +236,41 @@ impl Node<SwitchState> for VlanOutput {
             vlan, interfaces, ..
         } = &mut *cx.state;
         let pool = &mut *cx.pool;
+        // One next per packet (the graph hands over as many): each inner loop takes at least one.
+        let pkts = &pkts[..pkts.len().min(nexts.len())];
         let mut counters = CounterRun::default();
-        let mut run: Option<Run<'_>> = None;
-        for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
-            let tx = pool.header(h).tx_port;
-            let r = match run.as_mut() {
-                Some(r) if r.tx == tx => r,
-                _ => {
-                    let sub = vlan
-                        .sub(tx)
-                        .map(|s| match vlan.live_parent(interfaces, s.parent) {
-                            Some((t, l2)) => (s, Some(t), l2),
-                            None => (s, None, false),
-                        });
-                    run.insert(Run {
-                        tx,
-                        sub,
-                        last: None,
-                    })
-                }
+        let mut i = 0;
+        // Run by run of packets for one transmit interface.
+        while let Some(&first) = pkts.get(i) {
+            let tx = pool.header(first).tx_port;
+            let sub = vlan
+                .sub(tx)
+                .map(|s| match vlan.live_parent(interfaces, s.parent) {
+                    Some((t, l2)) => (s, Some(t), l2),
+                    None => (s, None, false),
+                });
+            let mut r = Run {
+                tx,
+                sub,
+                last: None,
+                fast: None,
             };
-            *n = one(pool, r, &mut counters, interfaces, h);
+            loop {
+                // The rest of a run of frames alike by the fast path, as far as it goes ...
+                if let (Some((sub, _, _)), Some(f)) = (r.sub, r.fast) {
+                    let (done, bytes) = stretch(pool, sub, f, tx, &pkts[i..], &mut nexts[i..]);
+                    counters.add_run(interfaces, tx, done as u64, bytes, true);
+                    i += done;
+                }
+                // ... then one frame by the full one.
+                match (pkts.get(i), nexts.get_mut(i)) {
+                    (Some(&h), Some(n)) if pool.header(h).tx_port == tx => {
+                        *n = one(pool, &mut r, &mut counters, interfaces, h);
+                        i += 1;
+                    }
+                    _ => break,
+                }
+            }
         }
         counters.flush(interfaces, true);
     }
