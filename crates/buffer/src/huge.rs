@@ -319,72 +319,57 @@ impl<T> Drop for RawBuf<T> {
     }
 }
 
-/// A fixed-length slice of `T` on huge pages where it is large enough (module doc). Derefs to
-/// `[T]`.
+/// A fixed-length slice of `T` on huge pages where it is large enough (module doc): a
+/// [`HugeVec`] filled once. Derefs to `[T]`.
 pub struct HugeSlice<T: Copy> {
-    raw: RawBuf<T>,
+    v: HugeVec<T>,
 }
 
 impl<T: Copy> HugeSlice<T> {
     /// `len` copies of `fill`. The memory is advised for huge pages before this first write.
     pub fn new(len: usize, fill: T) -> HugeSlice<T> {
-        let raw = RawBuf::<T>::with_capacity(len);
-        for i in 0..len {
-            #[allow(unsafe_code)]
-            // SAFETY: `i < len = cap`: inside the buffer, aligned for `T`; writing (not
-            // assigning) leaves no old value to drop.
-            unsafe {
-                raw.ptr.as_ptr().add(i).write(fill)
-            };
+        let mut v = HugeVec::with_capacity(len);
+        for _ in 0..len {
+            v.push(fill);
         }
-        HugeSlice { raw }
+        HugeSlice { v }
     }
 
     /// A copy of `s`.
     pub fn from_slice(s: &[T]) -> HugeSlice<T> {
-        let raw = RawBuf::<T>::with_capacity(s.len());
-        #[allow(unsafe_code)]
-        // SAFETY: the buffer has room for `s.len()` elements and is a new allocation, so it
-        // does not overlap `s`.
-        unsafe {
-            std::ptr::copy_nonoverlapping(s.as_ptr(), raw.ptr.as_ptr(), s.len())
-        };
-        HugeSlice { raw }
+        HugeSlice {
+            v: HugeVec::from_slice(s),
+        }
     }
 
     /// Where the memory is.
     pub fn backing(&self) -> Backing {
-        self.raw.backing
+        self.v.raw.backing
     }
 
     /// What the memory is (for `show` and log lines).
     pub fn memory(&self) -> Memory {
-        self.raw.memory()
+        self.v.memory()
     }
 
     /// Bytes of it the kernel backs with huge pages, from `/proc/self/smaps` (module doc).
     pub fn anon_huge_bytes(&self) -> Option<usize> {
-        self.raw.anon_huge_bytes()
+        self.v.anon_huge_bytes()
     }
 }
 
 impl<T: Copy> Deref for HugeSlice<T> {
     type Target = [T];
     #[inline(always)]
-    #[allow(unsafe_code)]
     fn deref(&self) -> &[T] {
-        // SAFETY: `ptr` is non-null, aligned and valid for `cap` elements, all written in `new`
-        // or `from_slice`; the memory lives as long as `self`, which `&self` borrows.
-        unsafe { std::slice::from_raw_parts(self.raw.ptr.as_ptr(), self.raw.cap) }
+        &self.v
     }
 }
 
 impl<T: Copy> DerefMut for HugeSlice<T> {
     #[inline(always)]
-    #[allow(unsafe_code)]
     fn deref_mut(&mut self) -> &mut [T] {
-        // SAFETY: as in `deref`; `&mut self` makes this the only reference.
-        unsafe { std::slice::from_raw_parts_mut(self.raw.ptr.as_ptr(), self.raw.cap) }
+        &mut self.v
     }
 }
 
@@ -397,9 +382,7 @@ impl<T: Copy> Clone for HugeSlice<T> {
 impl<T: Copy> Default for HugeSlice<T> {
     /// Empty (no memory).
     fn default() -> Self {
-        HugeSlice {
-            raw: RawBuf::empty(),
-        }
+        HugeSlice { v: HugeVec::new() }
     }
 }
 
@@ -424,6 +407,26 @@ impl<T: Copy> HugeVec<T> {
             raw: RawBuf::empty(),
             len: 0,
         }
+    }
+
+    /// Empty, with room for `cap` elements (advised for huge pages from 2 MiB).
+    pub fn with_capacity(cap: usize) -> HugeVec<T> {
+        HugeVec {
+            raw: RawBuf::with_capacity(cap),
+            len: 0,
+        }
+    }
+
+    /// A copy of `s`, with no spare room.
+    pub fn from_slice(s: &[T]) -> HugeVec<T> {
+        let raw = RawBuf::<T>::with_capacity(s.len());
+        #[allow(unsafe_code)]
+        // SAFETY: the buffer has room for `s.len()` elements and is a new allocation, so it
+        // does not overlap `s`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(s.as_ptr(), raw.ptr.as_ptr(), s.len())
+        };
+        HugeVec { raw, len: s.len() }
     }
 
     /// Elements it holds without growing.
@@ -475,7 +478,8 @@ impl<T: Copy> Deref for HugeVec<T> {
     #[allow(unsafe_code)]
     fn deref(&self) -> &[T] {
         // SAFETY: `ptr` is non-null, aligned and valid for `cap ≥ len` elements, the first
-        // `len` written by `push` (or copied by `grow`); `&self` borrows the owner.
+        // `len` written by `push` or `from_slice` (or copied by `grow`); `&self` borrows the
+        // owner.
         unsafe { std::slice::from_raw_parts(self.raw.ptr.as_ptr(), self.len) }
     }
 }
@@ -497,14 +501,7 @@ impl<T: Copy> Default for HugeVec<T> {
 
 impl<T: Copy> Clone for HugeVec<T> {
     fn clone(&self) -> Self {
-        let mut v = HugeVec {
-            raw: RawBuf::with_capacity(self.len),
-            len: 0,
-        };
-        for &x in self.iter() {
-            v.push(x);
-        }
-        v
+        HugeVec::from_slice(self)
     }
 }
 
