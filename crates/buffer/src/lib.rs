@@ -11,10 +11,13 @@
 //! The pool needs no `unsafe`: buffers live in one boxed slice and are reached by index, so a handle can
 //! never dangle; a stale handle is a logic error caught by the `free` bookkeeping.
 //!
-//! [`prefetch::prefetch_read`] is the crate's one `unsafe` block: a safe software prefetch of a
-//! reference for the staged table lookups of the crates that forbid `unsafe` (see its module doc).
+//! `unsafe` is denied crate-wide and allowed per item in two modules, for the big tables of the
+//! crates that forbid it: [`prefetch::prefetch_read`], a safe software prefetch of a reference
+//! for the staged table lookups, and [`huge`], table memory on 2 MiB transparent huge pages
+//! (`mmap` + `madvise(MADV_HUGEPAGE)`) behind safe `Box<[T]>`-like owners (see their module docs).
 #![deny(unsafe_code)]
 
+pub mod huge;
 #[allow(unsafe_code)]
 pub mod prefetch;
 

@@ -22,6 +22,12 @@
 //! loaded host only a ratio of interleaved runs means anything). `FLOWS`:
 //! destinations (sessions, connections). `K`: packets collected. The first packets of every flow
 //! (which make the sessions) run before the collection starts.
+//!
+//! `nat_memory` is the session slab's and indexes' memory ("huge pages: yes, 128.0 MiB": from 2
+//! MiB each is advised for 2 MiB pages, `vecswitch_buffer::huge`); `VECSWITCH_HUGE_PAGES=off` in
+//! the environment turns the advice off (an A/B of huge pages in one build). The benchmark
+//! switches' UDP timeout is a week (`nat44::testing::BENCH_UDP_S`), so a slow warm-up (callgrind)
+//! expires no session.
 
 use std::process::ExitCode;
 
@@ -112,8 +118,8 @@ fn main() -> ExitCode {
     let nat = sw.show_nat44_summary();
     let fw = sw.show_firewall();
     println!(
-        "mode={} n={n} flows={flows} packets={got} sent={sent} sessions={} connections={} ns_per_packet={ns:.1}",
-        args[0], nat.sessions, fw.connections
+        "mode={} n={n} flows={flows} packets={got} sent={sent} sessions={} connections={} ns_per_packet={ns:.1} nat_memory=\"{}\"",
+        args[0], nat.sessions, fw.connections, nat.memory
     );
     let sessions_ok = !new || nat.sessions as u64 == k + warm;
     if warmed != warm || got != k || sent != k || sw.show_buffers().in_use != 0 || !sessions_ok {

@@ -352,6 +352,11 @@ impl Switch {
         Ok(self.state.macs.flush(bd, idx, false))
     }
 
+    /// The MAC table's memory: its size and whether it is on huge pages (`l2::mac_table`).
+    pub fn mac_table_memory(&self) -> vecswitch_buffer::huge::Memory {
+        self.state.macs.memory()
+    }
+
     /// Every entry of one bridge, or of all, in (bridge, MAC) order (tests, small tables; `show
     /// mac` pages: [`Switch::show_mac_page`]).
     pub fn show_mac(&self, bridge: Option<&str>) -> Result<Vec<MacEntry>, SwitchError> {

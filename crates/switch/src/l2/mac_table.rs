@@ -24,8 +24,16 @@
 //! first stage are independent of each other, so the misses of a table larger than the caches are
 //! in flight together instead of one after the other. [`MacTable::learn`] and
 //! [`MacTable::lookup`] are the same two steps for one key.
+//!
+//! **Huge pages**: the slots are a [`HugeSlice`] (`vecswitch_buffer::huge`): a table of 2 MiB or
+//! more (from 65,536 entries: 131,072 slots of 16 bytes) is its own mapping advised
+//! `MADV_HUGEPAGE` before it is written, so that 1M entries (32 MiB) take 16 TLB entries instead
+//! of 8,192 4-KiB pages' worth: the staged prefetch hides cache misses, not page walks
+//! (docs/BENCHMARKS.md §3.3). [`MacTable::memory`] says what the table got.
 
 use std::hash::{BuildHasher, Hasher};
+
+use vecswitch_buffer::huge::{HugeSlice, Memory};
 
 /// Port number stored in a slot (the switch's port index).
 pub type PortId = u16;
@@ -110,7 +118,7 @@ struct BdCount {
 /// The MAC table of all bridge domains. See the module doc.
 #[derive(Debug)]
 pub struct MacTable {
-    slots: Box<[Slot]>,
+    slots: HugeSlice<Slot>,
     mask: usize,
     len: usize,
     max_entries: usize,
@@ -164,8 +172,9 @@ impl MacTable {
         let max_entries = max_entries.max(1);
         let n = (max_entries * 2).next_power_of_two().max(16);
         MacTable {
-            // Written once here (16 bytes × slots: 32 MiB for 1M entries), never resized.
-            slots: vec![Slot::default(); n].into_boxed_slice(),
+            // Written once here (16 bytes × slots: 32 MiB for 1M entries), never resized; on huge
+            // pages from 2 MiB (module doc).
+            slots: HugeSlice::new(n, Slot::default()),
             mask: n - 1,
             len: 0,
             max_entries,
@@ -193,6 +202,11 @@ impl MacTable {
     /// Number of slots (a power of two, at least `2 × max_entries`).
     pub fn slot_count(&self) -> usize {
         self.slots.len()
+    }
+
+    /// The slots' memory: its size and whether it is on huge pages ("huge pages: yes, 32.0 MiB").
+    pub fn memory(&self) -> Memory {
+        self.slots.memory()
     }
 
     /// Learned (dynamic) entries of bridge `bd`.
@@ -727,5 +741,13 @@ mod tests {
         // Linear probing at load ≤ 1/2 expects ~1.5 probes per hit; allow generous slack.
         assert!(mean < 3.0, "mean probe length {mean}");
         assert_eq!(t.lookup(0, &mac(123_456)), Some((123_456 % 8) as u16));
+        // 2^21 slots of 16 bytes, advised for huge pages where the kernel has THP (all the
+        // project's hosts: `madvise`).
+        let m = t.memory();
+        assert_eq!(m.bytes, 32 << 20);
+        if vecswitch_buffer::huge::thp_mode() != vecswitch_buffer::huge::Thp::Never {
+            assert!(m.huge_pages, "{m}");
+        }
+        assert!(!MacTable::with_seed(100, 1).memory().huge_pages);
     }
 }

@@ -4,6 +4,7 @@
 use std::net::Ipv4Addr;
 
 use serde::{Deserialize, Serialize};
+use vecswitch_buffer::huge::Memory;
 
 use super::index::MAX_SLOTS;
 use super::session::TcpState;
@@ -67,6 +68,10 @@ pub struct Nat44Summary {
     pub sessions_created: u64,
     pub sessions_expired: u64,
     pub settings: Nat44Settings,
+    /// The session slab's and indexes' memory: size, and whether on huge pages
+    /// (`vecswitch_buffer::huge`).
+    #[serde(default)]
+    pub memory: Memory,
 }
 
 fn proto_name(p: u8) -> &'static str {
@@ -302,6 +307,7 @@ impl Switch {
             sessions_created: nat.sessions.created,
             sessions_expired: nat.sessions.expired,
             settings: nat.settings,
+            memory: nat.sessions.memory(),
         }
     }
 }

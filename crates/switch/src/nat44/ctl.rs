@@ -220,7 +220,7 @@ fn render(s: &Nat44Show) -> String {
                 .map(|(i, a)| format!("{i} ({a})"))
                 .collect();
             format!(
-                "inside: {}\noutside: {}{}\nhairpinning: {}\nsessions: {} of {} (tcp {}: established {}, transitory {}; udp {}; icmp {}) for {} inside hosts\ncreated {}, expired {}\ntimeouts: tcp established {} s, transitory {} s, udp {} s, icmp {} s; per host at most {}\n",
+                "inside: {}\noutside: {}{}\nhairpinning: {}\nsessions: {} of {} (tcp {}: established {}, transitory {}; udp {}; icmp {}) for {} inside hosts\ncreated {}, expired {}\ntimeouts: tcp established {} s, transitory {} s, udp {} s, icmp {} s; per host at most {}\nsession slab and indexes: {}\n",
                 s.inside_interfaces.join(", "),
                 outside.join(", "),
                 if s.pool.is_empty() {
@@ -244,6 +244,7 @@ fn render(s: &Nat44Show) -> String {
                 s.settings.udp_s,
                 s.settings.icmp_s,
                 s.settings.max_sessions_per_host,
+                s.memory,
             )
         }
     }

@@ -24,7 +24,7 @@ use std::net::Ipv4Addr;
 use vecswitch_buffer::Pool;
 use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
 
-use super::in2out::{session_or_drop, untranslatable, DropReason};
+use super::in2out::{in2out_touch, untranslatable, DropReason};
 use super::session::FlowKey;
 use super::translate::{self, Parsed, Side, TCP, UDP};
 use super::Role;
@@ -87,25 +87,20 @@ fn one(cx: &mut Cx<'_, SwitchState>, h: u32) -> Next {
     };
     let out = nat.pool_addr_for(f.src).unwrap_or(dst);
     let found = nat.sessions.find_in2out(&key);
-    let made = nat.in2out_session(key, found, out, now);
-    let a = match session_or_drop(
+    let sa = match in2out_touch(
+        nat,
         &mut cx.counters,
-        made,
-        Counter::SessionsCreated.index(),
-        Counter::SessionsExpired.index(),
+        (key, found, out),
+        &f,
+        now,
+        (
+            Counter::SessionsCreated.index(),
+            Counter::SessionsExpired.index(),
+        ),
     ) {
-        Ok(a) => a,
+        Ok(sa) => *sa,
         Err(drop) => return drop,
     };
-    let Some(sa) = nat.sessions.get_mut(a) else {
-        return DropReason::NoSession.next();
-    };
-    sa.last_ns = now;
-    sa.pkts_in2out += 1;
-    if f.proto == TCP {
-        sa.tcp_update(f.tcp_flags, false);
-    }
-    let sa = *sa;
     // The way back in: the session that accepts a packet from the sender's outside endpoint.
     let Some(b) = nat
         .sessions

@@ -23,10 +23,10 @@ use vecswitch_buffer::Pool;
 use vecswitch_graph::{named_enum, Counters, Cx, Next, Node, NodeInfo};
 
 use super::index::Hashed;
-use super::session::{in2out_key, CreateError, Dir, FlowKey};
+use super::session::{in2out_key, CreateError, Dir, FlowKey, Session};
 use super::staged::{self, First};
 use super::translate::{self, Flow, Parsed, Side, Untranslatable, TCP};
-use super::{Made, Role};
+use super::{Made, Nat44State, Role};
 use crate::interface::TO_OUTPUT;
 use crate::state::SwitchState;
 
@@ -69,8 +69,9 @@ pub(crate) fn untranslatable(u: Untranslatable) -> DropReason {
 
 /// The slot of the session [`super::Nat44State::in2out_session`] found or made, counting on the
 /// calling node's counters `created` and `expired` what it did; or the drop for why no session
-/// could be made (shared with `nat44-hairpin`).
-pub(crate) fn session_or_drop(
+/// could be made.
+#[inline(always)]
+fn session_or_drop(
     counters: &mut Counters<'_>,
     made: Result<Made, CreateError>,
     created: u16,
@@ -90,6 +91,33 @@ pub(crate) fn session_or_drop(
         Err(CreateError::HostLimit) => Err(DropReason::HostSessionLimit.next()),
         Err(CreateError::OutOfPorts) => Err(DropReason::OutOfPorts.next()),
     }
+}
+
+/// The in2out half of a packet from an inside host, shared by `nat44-in2out` and
+/// `nat44-hairpin`: the session of `key` that the lookup found (`found`) or a new one behind
+/// `out` ([`super::Nat44State::in2out_session`]), what that did counted on the calling node's
+/// counters `(created, expired)`, and the session touched by flow `f` — its time, its in2out
+/// packet count and (TCP) its state. The session, or the drop for why none could be made.
+#[inline(always)]
+pub(crate) fn in2out_touch<'n>(
+    nat: &'n mut Nat44State,
+    counters: &mut Counters<'_>,
+    (key, found, out): (FlowKey, Option<u32>, Ipv4Addr),
+    f: &Flow,
+    now: u64,
+    (created, expired): (u16, u16),
+) -> Result<&'n mut Session, Next> {
+    let made = nat.in2out_session(key, found, out, now);
+    let i = session_or_drop(counters, made, created, expired)?;
+    let Some(s) = nat.sessions.get_mut(i) else {
+        return Err(DropReason::NoSession.next());
+    };
+    s.last_ns = now;
+    s.pkts_in2out += 1;
+    if f.proto == TCP {
+        s.tcp_update(f.tcp_flags, false);
+    }
+    Ok(s)
 }
 
 /// The `nat44-in2out` node.
@@ -191,28 +219,24 @@ fn body(
     let idx = nat.sessions.confirm(dir, hk, cand);
     match f {
         In::Flow { off, f, key, out } => {
-            let made = nat.in2out_session(key, idx, out, now);
-            let i = match session_or_drop(
+            let s = match in2out_touch(
+                nat,
                 &mut cx.counters,
-                made,
-                Counter::SessionsCreated.index(),
-                Counter::SessionsExpired.index(),
+                (key, idx, out),
+                &f,
+                now,
+                (
+                    Counter::SessionsCreated.index(),
+                    Counter::SessionsExpired.index(),
+                ),
             ) {
-                Ok(i) => i,
+                Ok(s) => s,
                 Err(drop) => return drop,
-            };
-            let Some(s) = nat.sessions.get_mut(i) else {
-                return DropReason::NoSession.next();
             };
             let Some(ip) = cx.pool.data_mut(h).get_mut(off..) else {
                 return DropReason::BadL4Header.next();
             };
             translate::rewrite(ip, &f, Side::Src, s.out_addr, s.out_port, s.d_ip, s.d_l4);
-            s.last_ns = now;
-            s.pkts_in2out += 1;
-            if f.proto == TCP {
-                s.tcp_update(f.tcp_flags, false);
-            }
             cx.counters.add(Counter::Translated.index(), 1);
             TO_OUTPUT
         }

@@ -19,9 +19,16 @@
 //! table does with slots), so there are no tombstones. The hash is seeded (random per table,
 //! fixed for benchmarks): inside hosts choose their keys, and must not be able to aim them at one
 //! bucket run.
+//!
+//! The buckets are a [`HugeSlice`] (`vecswitch_buffer::huge`): from 2 MiB (32,768 buckets, past
+//! 65,536 entries) each table is its own mapping advised for 2 MiB pages before it is written,
+//! so that the lookups of 1M sessions (two 32 MiB indexes and a 64 MiB slab) miss the caches but
+//! not the TLB as well (docs/NAT.md "NAT44 at 1M sessions on huge pages").
 
 use std::hash::{BuildHasher, Hasher};
 use std::net::Ipv4Addr;
+
+use vecswitch_buffer::huge::{HugeSlice, Memory};
 
 /// Entries per bucket (one cache line of 16-byte entries).
 pub const WAYS: usize = 4;
@@ -96,7 +103,7 @@ fn fmix64(mut x: u64) -> u64 {
 /// The index. See the module doc.
 #[derive(Debug, Clone)]
 pub struct Index {
-    buckets: Box<[Bucket]>,
+    buckets: HugeSlice<Bucket>,
     /// Buckets − 1 (the count is a power of two); 0 while there is no bucket.
     mask: usize,
     len: usize,
@@ -117,7 +124,7 @@ impl Index {
     /// An empty index with hash seed `seed` (reproducible tests and benchmarks).
     pub fn with_seed(seed: u64) -> Index {
         Index {
-            buckets: Box::new([]),
+            buckets: HugeSlice::default(),
             mask: 0,
             len: 0,
             seed,
@@ -144,6 +151,11 @@ impl Index {
         self.buckets.len()
     }
 
+    /// The buckets' memory (size, huge pages or not).
+    pub fn memory(&self) -> Memory {
+        self.buckets.memory()
+    }
+
     /// Stage 1: `k` with its hash.
     #[inline]
     pub fn hashed(&self, k: Key) -> Hashed {
@@ -160,15 +172,15 @@ impl Index {
         hash as usize & self.mask
     }
 
-    /// Stage 2: loads the first word of `h`'s home bucket, so that its cache line (and TLB
-    /// entry) is on its way before stage 3 reads it. Changes no result. A plain load, not
-    /// `_mm_prefetch` (which needs `unsafe` here, see `l2::mac_table::MacTable::prefetch`); the
-    /// loads of a group do not depend on each other, so the CPU keeps many in flight.
+    /// Stage 2: prefetches `h`'s home bucket ([`vecswitch_buffer::prefetch::prefetch_read`],
+    /// `_mm_prefetch` with `_MM_HINT_T0`), so that its cache line (and TLB entry) is on its way
+    /// before stage 3 reads it. Changes no result. A prefetch retires at once, so the whole
+    /// group's prefetches are in flight together (a plain load kept by `black_box`, used before,
+    /// held a reorder-buffer entry until its line came).
     #[inline(always)]
     pub fn prefetch(&self, h: Hashed) {
         if let Some(b) = self.buckets.get(self.home(h.hash)) {
-            // `black_box`: the value is otherwise unused and the load would be optimised away.
-            std::hint::black_box(b.0[0] as u64);
+            vecswitch_buffer::prefetch::prefetch_read(b);
         }
     }
 
@@ -228,7 +240,7 @@ impl Index {
     /// Doubles the buckets and places every entry again.
     fn grow(&mut self) {
         let n = (self.buckets.len() * 2).max(MIN_BUCKETS);
-        let old = std::mem::replace(&mut self.buckets, vec![Bucket::default(); n].into());
+        let old = std::mem::replace(&mut self.buckets, HugeSlice::new(n, Bucket::default()));
         self.mask = n - 1;
         for &e in old.iter().flat_map(|b| b.0.iter()) {
             if e != 0 {

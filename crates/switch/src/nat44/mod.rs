@@ -294,6 +294,7 @@ impl Nat44State {
     /// The session of inside flow `key`, whose lookup found `found`: a session idle past its
     /// timeout is removed (even if the sweep has not reached it) and one is made behind `out`
     /// if there is none.
+    #[inline]
     pub fn in2out_session(
         &mut self,
         key: session::FlowKey,

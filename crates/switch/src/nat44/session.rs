@@ -16,12 +16,19 @@
 //! one line). The nodes look both up in stages over a vector ([`super::staged`]): every packet's
 //! bucket is loaded before any is read, then every found session's slot before any is
 //! rewritten. The per-host counts are read only when a session is made or removed.
+//!
+//! The slab is a [`HugeVec`] and the indexes' buckets [`vecswitch_buffer::huge::HugeSlice`]s:
+//! from 2 MiB each is its own mapping advised for 2 MiB pages before it is written (1M
+//! sessions: a 64 MiB slab and two 32 MiB indexes on ~64 huge pages instead of ~32,000 4-KiB
+//! ones), so the staged lookups' misses are cache misses only, not TLB misses and page walks
+//! as well. [`SessionTable::memory`] says what they got.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::net::Ipv4Addr;
 
 use serde::{Deserialize, Serialize};
+use vecswitch_buffer::huge::{HugeVec, Memory};
 use vecswitch_wire::checksum;
 
 use super::index::{Hashed, Index, Key, MAX_SLOTS};
@@ -225,7 +232,7 @@ const _: () = assert!(std::mem::size_of::<Slot>() == 64);
 /// The sessions and their two indexes. See the module doc.
 #[derive(Debug, Default)]
 pub struct SessionTable {
-    slots: Vec<Slot>,
+    slots: HugeVec<Slot>,
     free: Vec<u32>,
     in2out: Index,
     out2in: Index,
@@ -273,14 +280,22 @@ impl SessionTable {
         }
     }
 
-    /// Loads the first word of session slot `i` so that its cache line is on its way (the second
-    /// stage of a staged lookup, after the index's). Changes nothing.
+    /// Prefetches session slot `i` so that its cache line is on its way (the second stage of a
+    /// staged lookup, after the index's; [`vecswitch_buffer::prefetch::prefetch_read`]). Changes
+    /// nothing.
     #[inline(always)]
     pub fn prefetch(&self, i: u32) {
         if let Some(s) = self.slots.get(i as usize) {
-            // `black_box`: see `Index::prefetch`.
-            std::hint::black_box(s.0.as_ref().map(|s| s.last_ns));
+            vecswitch_buffer::prefetch::prefetch_read(s);
         }
+    }
+
+    /// The memory of the slab and both indexes (size; huge pages only if all three are).
+    pub fn memory(&self) -> Memory {
+        self.slots
+            .memory()
+            .plus(&self.in2out.memory())
+            .plus(&self.out2in.memory())
     }
 
     /// The session at `i`.
