@@ -6,7 +6,8 @@
 //! - hold the 1000 sessions (vecswitch `show nat44 summary`, the kernel's nf_conntrack_count, as
 //!   the driver's placement note reports them),
 //! - rewrite the source address to the outside address 198.19.0.254 with the source ports kept:
-//!   tshark reads a capture of the generator's receiving veth (veth topologies; over memif there
+//!   tshark reads a capture of the generator's receiving veth (veth topologies, the generator on
+//!   AF_PACKET sockets so that the capture sees the frames; over memif there
 //!   is no interface to capture, `show nat44 sessions` says the same for the sessions it lists).
 //!
 //! Root: namespaces, veth pairs and memif sockets are the testbed's and removed by its guards;
@@ -22,6 +23,7 @@ use common::vecswitch_bin;
 use vecswitch_lab::suite::Suite;
 use vecswitch_lab::{Load, Measurer};
 use vecswitch_testbed::dut::{firewall, nat};
+use vecswitch_testbed::gen_ports::GenVethPort;
 use vecswitch_testbed::{streams_for, DutKind, GenMeasurer, PortEnd, Scale, Testbed, Topology};
 use vecswitch_testsupport::tool::require;
 use vecswitch_testsupport::tshark;
@@ -33,6 +35,21 @@ const RATE_FPS: f64 = 3_000.0;
 
 /// A capture running in a namespace; killed on drop.
 struct Capture(Child);
+
+impl Capture {
+    /// Stops the capture as Ctrl-C does (SIGINT: tshark flushes the file) and waits for it.
+    fn finish(mut self) {
+        let _ = Command::new("kill")
+            .args(["-INT", &self.0.id().to_string()])
+            .status();
+        for _ in 0..50 {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
 
 impl Drop for Capture {
     fn drop(&mut self) {
@@ -75,6 +92,10 @@ fn nat_scale_suite_devices_translate_1000_sessions_and_filter_with_1_rule() {
     );
     require("nft");
     require("tshark");
+    // The generator's veth ports as AF_PACKET sockets: its default, AF_XDP, takes the frames
+    // before the kernel's packet taps, so a capture on its receiving veth would see none. (The
+    // only test in this binary: the variable is read when the testbed opens its ports.)
+    std::env::set_var(GenVethPort::ENV, "af_packet");
     let path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/suites/nat-scale.toml");
     let s = Suite::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
@@ -148,7 +169,7 @@ fn nat_scale_suite_devices_translate_1000_sessions_and_filter_with_1_rule() {
         );
         if let Some(cap) = cap {
             std::thread::sleep(Duration::from_millis(500));
-            drop(cap);
+            cap.finish();
             let rows = tshark::fields(
                 &pcap,
                 &["-o", "ip.check_checksum:TRUE", "-Y", "udp"],
@@ -167,8 +188,8 @@ fn nat_scale_suite_devices_translate_1000_sessions_and_filter_with_1_rule() {
                     "{what}: source not translated: {row:?}"
                 );
                 assert_eq!(
-                    row[1], "2",
-                    "{what}: IPv4 checksum not good (2 = good): {row:?}"
+                    row[1], "1",
+                    "{what}: IPv4 checksum not good (tshark: 0 bad, 1 good, 2 unverified): {row:?}"
                 );
                 let sp: u16 = row[2].parse().unwrap();
                 assert!(

@@ -90,7 +90,7 @@ pub fn session_split(n: u32) -> Result<(u32, u32)> {
         }
     }
     (n.div_ceil(MAX_SRC_PORTS)..=1024)
-        .find(|&d| n % d == 0 && n / d <= MAX_SRC_PORTS && gcd(n / d, d) == 1)
+        .find(|&d| n.is_multiple_of(d) && n / d <= MAX_SRC_PORTS && gcd(n / d, d) == 1)
         .map(|d| (n / d, d))
         .ok_or_else(|| {
             bad(
@@ -178,10 +178,10 @@ fn push_point(points: &mut Vec<SessionPoint>, sessions: u32, count: u64) {
     if let Some(last) = points.last_mut() {
         last.after = Some(count);
     }
-    eprintln!(
-        "nat: {}; next point {sessions} sessions (table holds {count})",
-        SessionPoint::list(points, Some(count))
-    );
+    if !points.is_empty() {
+        eprintln!("nat: {}", SessionPoint::list(points, Some(count)));
+    }
+    eprintln!("nat: next point {sessions} sessions (the table holds {count})");
     points.push(SessionPoint {
         sessions,
         before: count,
@@ -194,7 +194,7 @@ pub fn summary_sessions(json: &str) -> Option<u64> {
     let v: serde_json::Value = serde_json::from_str(json).ok()?;
     let d = v.get("data")?;
     d.get("sessions")
-        .or_else(|| d.get("Summary")?.get("sessions"))?
+        .or_else(|| d.get("summary")?.get("sessions"))?
         .as_u64()
 }
 
@@ -574,6 +574,8 @@ mod tests {
         );
         let j = r#"{"ok":true,"data":{"inside_interfaces":["phy0"],"sessions":1000,"udp":1000}}"#;
         assert_eq!(summary_sessions(j), Some(1000));
+        let j = r#"{"ok":true,"data":{"summary":{"inside_interfaces":["phy0"],"sessions":64000}}}"#;
+        assert_eq!(summary_sessions(j), Some(64_000));
         assert_eq!(summary_sessions("{}"), None);
         assert!(masquerade_nft("dut1").contains("oifname \"dut1\" masquerade"));
     }
