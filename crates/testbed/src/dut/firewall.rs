@@ -199,11 +199,8 @@ impl Dut for VecswitchFwDut {
     }
 
     fn processes(&self) -> Vec<PlacedProcess> {
-        let mut v = self.inner.processes();
-        for p in &mut v {
-            p.note = format!("{}; firewall rules: {:?}", p.note, self.rules);
-        }
-        v
+        let rules = format!("firewall rules: {:?}", self.rules);
+        crate::dut::nat::with_note(self.inner.processes(), None, &rules)
     }
 
     fn check_alive(&mut self) -> Result<()> {
@@ -250,13 +247,7 @@ impl Dut for LinuxFwDut {
     }
 
     fn setup(&mut self, w: &Wiring) -> Result<()> {
-        if !crate::cmd::have("nft") {
-            return Err(Error::Unsupported {
-                dut: self.name().into(),
-                what: "nftables filter".into(),
-                why: "nft not found; install the Debian package nftables (make setup)".into(),
-            });
-        }
+        crate::dut::nat::require_nft(self.name(), "nftables filter")?;
         self.inner.setup(w)?;
         let (a, b) = router::routed_pair(self.name(), w)?;
         let name = |i: usize| match &w.dut_ports[i] {
@@ -301,12 +292,8 @@ impl Dut for LinuxFwDut {
     }
 
     fn processes(&self) -> Vec<PlacedProcess> {
-        let mut v = self.inner.processes();
-        for p in &mut v {
-            p.name = "kernel-router-fw".into();
-            p.note = format!("{}; nftables rules: {:?}", p.note, self.rules);
-        }
-        v
+        let rules = format!("nftables rules: {:?}", self.rules);
+        crate::dut::nat::with_note(self.inner.processes(), Some("kernel-router-fw"), &rules)
     }
 
     fn counters(&mut self) -> Result<Option<DeviceCounters>> {

@@ -189,6 +189,53 @@ fn push_point(points: &mut Vec<SessionPoint>, sessions: u32, count: u64) {
     });
 }
 
+/// The session count of `scale`, checked ([`session_split`]); other kinds are refused.
+fn sessions_of(dut: &str, scale: Scale) -> Result<u32> {
+    let Scale::Sessions(n) = scale else {
+        return Err(Error::Unsupported {
+            dut: dut.into(),
+            what: format!("{scale:?}"),
+            why: "the NAT DUTs scale sessions (scale kind `sessions`)".into(),
+        });
+    };
+    session_split(n).map(|_| n)
+}
+
+/// Shapes `streams` for the last of `points` (unchanged before the first).
+fn shape_last_point(points: &[SessionPoint], streams: &mut [StreamSpec]) -> Result<()> {
+    match points.last() {
+        Some(p) => shape_sessions(streams, p.sessions, points.len() as u32 - 1),
+        None => Ok(()),
+    }
+}
+
+/// Fails naming the package when `nft` is missing (the kernel NAT and firewall DUTs).
+pub(crate) fn require_nft(dut: &str, what: &str) -> Result<()> {
+    if crate::cmd::have("nft") {
+        return Ok(());
+    }
+    Err(Error::Unsupported {
+        dut: dut.into(),
+        what: what.into(),
+        why: "nft not found; install the Debian package nftables (make setup)".into(),
+    })
+}
+
+/// The placement records `v` with `extra` appended to each note (and renamed to `name`).
+pub(crate) fn with_note(
+    mut v: Vec<PlacedProcess>,
+    name: Option<&str>,
+    extra: &str,
+) -> Vec<PlacedProcess> {
+    for p in &mut v {
+        if let Some(n) = name {
+            p.name = n.into();
+        }
+        p.note = format!("{}; {extra}", p.note);
+    }
+    v
+}
+
 /// `sessions` from a `ctl --json show nat44 summary` answer.
 pub fn summary_sessions(json: &str) -> Option<u64> {
     let v: serde_json::Value = serde_json::from_str(json).ok()?;
@@ -274,14 +321,7 @@ impl Dut for VecswitchNatDut {
     }
 
     fn configure_scale(&mut self, scale: Scale) -> Result<()> {
-        let Scale::Sessions(n) = scale else {
-            return Err(Error::Unsupported {
-                dut: self.name().into(),
-                what: format!("{scale:?}"),
-                why: "the NAT DUTs scale sessions (scale kind `sessions`)".into(),
-            });
-        };
-        session_split(n)?;
+        let n = sessions_of(self.name(), scale)?;
         let w = self.state()?;
         let count = self.sessions()?;
         let room = count + u64::from(n);
@@ -293,23 +333,19 @@ impl Dut for VecswitchNatDut {
 
     fn shape_streams(&self, streams: &mut [StreamSpec]) -> Result<()> {
         self.inner.shape_streams(streams)?;
-        match self.points.last() {
-            Some(p) => shape_sessions(streams, p.sessions, self.points.len() as u32 - 1),
-            None => Ok(()),
-        }
+        shape_last_point(&self.points, streams)
     }
 
     fn processes(&self) -> Vec<PlacedProcess> {
         let now = self.sessions().ok();
-        let mut v = self.inner.processes();
-        for p in &mut v {
-            p.note = format!(
-                "{}; NAT44 sessions per point (show nat44 summary): {}",
-                p.note,
+        with_note(
+            self.inner.processes(),
+            None,
+            &format!(
+                "NAT44 sessions per point (show nat44 summary): {}",
                 SessionPoint::list(&self.points, now)
-            );
-        }
-        v
+            ),
+        )
     }
 
     fn check_alive(&mut self) -> Result<()> {
@@ -405,13 +441,7 @@ impl Dut for LinuxNatDut {
     }
 
     fn setup(&mut self, w: &Wiring) -> Result<()> {
-        if !crate::cmd::have("nft") {
-            return Err(Error::Unsupported {
-                dut: self.name().into(),
-                what: "nftables masquerade".into(),
-                why: "nft not found; install the Debian package nftables (make setup)".into(),
-            });
-        }
+        require_nft(self.name(), "nftables masquerade")?;
         self.inner.setup(w)?;
         self.wiring = Some(w.clone());
         let (_, b) = router::routed_pair(self.name(), w)?;
@@ -452,14 +482,7 @@ impl Dut for LinuxNatDut {
     }
 
     fn configure_scale(&mut self, scale: Scale) -> Result<()> {
-        let Scale::Sessions(n) = scale else {
-            return Err(Error::Unsupported {
-                dut: self.name().into(),
-                what: format!("{scale:?}"),
-                why: "the NAT DUTs scale sessions (scale kind `sessions`)".into(),
-            });
-        };
-        session_split(n)?;
+        let n = sessions_of(self.name(), scale)?;
         let count = self.sessions()?;
         let max: u64 = std::fs::read_to_string("/proc/sys/net/netfilter/nf_conntrack_max")
             .ok()
@@ -477,24 +500,19 @@ impl Dut for LinuxNatDut {
 
     fn shape_streams(&self, streams: &mut [StreamSpec]) -> Result<()> {
         self.inner.shape_streams(streams)?;
-        match self.points.last() {
-            Some(p) => shape_sessions(streams, p.sessions, self.points.len() as u32 - 1),
-            None => Ok(()),
-        }
+        shape_last_point(&self.points, streams)
     }
 
     fn processes(&self) -> Vec<PlacedProcess> {
         let now = self.sessions().ok();
-        let mut v = self.inner.processes();
-        for p in &mut v {
-            p.name = "kernel-router-nat".into();
-            p.note = format!(
-                "{}; conntrack entries per point (nf_conntrack_count): {}",
-                p.note,
+        with_note(
+            self.inner.processes(),
+            Some("kernel-router-nat"),
+            &format!(
+                "conntrack entries per point (nf_conntrack_count): {}",
                 SessionPoint::list(&self.points, now)
-            );
-        }
-        v
+            ),
+        )
     }
 
     fn counters(&mut self) -> Result<Option<DeviceCounters>> {
