@@ -570,14 +570,16 @@ pub struct ScaleSpec {
 }
 
 /// The scale kinds a suite may name.
-pub const SCALE_KINDS: &[&str] = &["mac-entries", "routes", "flows"];
+/// (`sessions`: NAT44 sessions, distinct UDP flows from the inside, testbed `dut::nat`;
+/// `rules`: firewall rules with the permit last, `dut::firewall`.)
+pub const SCALE_KINDS: &[&str] = &["mac-entries", "routes", "flows", "sessions", "rules"];
 
 impl ScaleSpec {
     /// Distinct destinations the generator sends to at `point`: one per MAC entry or route, at
     /// most [`MAX_FLOWS`]; `None` for `flows` (the rules are not in the traffic's path).
     pub fn destinations(&self, point: u64) -> Option<u64> {
         match self.kind.as_str() {
-            "mac-entries" | "routes" => Some(point.clamp(1, u64::from(MAX_FLOWS))),
+            "mac-entries" | "routes" | "sessions" => Some(point.clamp(1, u64::from(MAX_FLOWS))),
             _ => None,
         }
     }
@@ -587,7 +589,7 @@ impl ScaleSpec {
             return Err(LabError::invalid(
                 "test.scale.kind",
                 &self.kind,
-                "mac-entries, routes or flows",
+                "mac-entries, routes, flows, sessions or rules",
             ));
         }
         if self.points.is_empty() {
@@ -598,11 +600,13 @@ impl ScaleSpec {
             ));
         }
         for &p in &self.points {
-            if p > u64::from(u32::MAX) || (self.kind == "routes" && p == 0) {
+            if p > u64::from(u32::MAX)
+                || (matches!(self.kind.as_str(), "routes" | "sessions" | "rules") && p == 0)
+            {
                 return Err(LabError::invalid(
                     "test.scale.points",
                     p,
-                    "1..=4294967295 (routes), 0..=4294967295 (mac-entries, flows)",
+                    "1..=4294967295 (routes, sessions, rules), 0..=4294967295 (mac-entries, flows)",
                 ));
             }
         }

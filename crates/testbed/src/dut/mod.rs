@@ -14,6 +14,10 @@
 //! | [`vecswitch::VecswitchDut`] | `vecswitch-router` | memif, veth (AF_PACKET) | `[ip]`: two routed interfaces, N /32 routes to a static neighbour ([`vecswitch_router`]) |
 //! | [`linux_router::LinuxRouterDut`] | `linux-router` | veth | kernel forwarding in the DUT namespace, routes loaded with `ip -batch` |
 //! | [`ovs_router::OvsRouterDut`] | `ovs-router` | veth | OVS as `ovs`, one OpenFlow rule per route (`nw_dst`, MAC rewrite, `dec_ttl`) |
+//! | [`nat::VecswitchNatDut`] | `vecswitch-router-nat` | memif, veth (AF_PACKET) | `vecswitch-router` with NAT44 masquerade, ingress inside, egress outside ([`nat`]; scale: sessions) |
+//! | [`nat::LinuxNatDut`] | `linux-router-nat` | veth | `linux-router` with nftables `masquerade` out of the egress veth, conntrack sized for 1M sessions ([`nat`]) |
+//! | [`firewall::VecswitchFwDut`] | `vecswitch-router-fw` | memif, veth (AF_PACKET) | `vecswitch-router` with `[[firewall]]` on the ingress: N rules, the permit last ([`firewall`]; scale: rules) |
+//! | [`firewall::LinuxFwDut`] | `linux-router-fw` | veth | `linux-router` with the same rules as nftables `table inet l7fw` ([`firewall`]) |
 //! | [`evpl::VecswitchEvplDut`] | `vecswitch-evpl` | memif, veth | an EVPL from an 802.1Q UNI to an 802.1ad ENNI (seed 001's tagged case, [`evpl`]) |
 //! | [`evpl::OvsEvplDut`] | `ovs-evpl` | veth | the same with OVS's Q-in-Q (`dot1q-tunnel`) on a learning bridge |
 //! | [`lag::VecswitchLagDut`] | `vecswitch-lag` | `phy2phy-lag` | two LACP bonds of two members each, an E-Line between them (seed 001's LAG case, [`lag`]) |
@@ -36,11 +40,13 @@
 pub mod counters;
 pub mod evpl;
 pub mod external;
+pub mod firewall;
 pub mod kernel_if;
 pub mod l2_address;
 pub mod lag;
 pub mod linux_bridge;
 pub mod linux_router;
+pub mod nat;
 pub mod ovs;
 pub mod ovs_dpdk;
 pub mod ovs_router;
@@ -72,6 +78,11 @@ pub enum Scale {
     /// This many IPv4 /32 routes toward the egress side ([`router`]), with the traffic's
     /// destination addresses spread over them, one per route.
     Routes(u32),
+    /// This many NAT44 sessions: distinct UDP flows from the inside, one session each
+    /// ([`nat::shape_sessions`]).
+    Sessions(u32),
+    /// This many firewall rules, the permit last ([`firewall::policy`]).
+    Rules(u32),
 }
 
 /// A device under test.
@@ -139,7 +150,7 @@ pub trait Dut: fmt::Debug + Send {
 }
 
 impl Scale {
-    /// From a suite's scale kind (`mac-entries`, `flows`, `routes`) and point.
+    /// From a suite's scale kind (`mac-entries`, `flows`, `routes`, `sessions`, `rules`) and point.
     pub fn parse(kind: &str, n: u64) -> Result<Scale> {
         let n32 = u32::try_from(n).map_err(|_| Error::Invalid {
             field: "scale point",
@@ -155,23 +166,35 @@ impl Scale {
                 value: n.to_string(),
                 expected: "at least 1 route".into(),
             }),
+            "sessions" if n32 >= 1 => Ok(Scale::Sessions(n32)),
+            "sessions" => Err(Error::Invalid {
+                field: "scale point",
+                value: n.to_string(),
+                expected: "at least 1 session".into(),
+            }),
+            "rules" if n32 >= 1 => Ok(Scale::Rules(n32)),
+            "rules" => Err(Error::Invalid {
+                field: "scale point",
+                value: n.to_string(),
+                expected: "at least 1 rule (the permit)".into(),
+            }),
             _ => Err(Error::Invalid {
                 field: "scale kind",
                 value: kind.to_string(),
-                expected: "mac-entries, flows or routes".into(),
+                expected: "mac-entries, flows, routes, sessions or rules".into(),
             }),
         }
     }
 
     /// Distinct destinations the generator's traffic is spread over at this setting: one per MAC
-    /// entry or route, at most [`vecswitch_gen::flow::MAX_FLOWS`]; `None` for [`Scale::Flows`]
+    /// entry, route or session, at most [`vecswitch_gen::flow::MAX_FLOWS`]; `None` for [`Scale::Flows`]
     /// (rules the traffic does not match: one flow).
     pub fn destinations(self) -> Option<u32> {
         match self {
-            Scale::MacEntries(n) | Scale::Routes(n) => {
+            Scale::MacEntries(n) | Scale::Routes(n) | Scale::Sessions(n) => {
                 Some(n.clamp(1, vecswitch_gen::flow::MAX_FLOWS))
             }
-            Scale::Flows(_) => None,
+            Scale::Flows(_) | Scale::Rules(_) => None,
         }
     }
 }
@@ -248,6 +271,18 @@ pub enum DutKind {
     },
     /// Kernel IPv4 forwarding in the DUT namespace.
     LinuxRouter,
+    /// `vecswitch-router` with NAT44 masquerade (scale: [`Scale::Sessions`]).
+    VecswitchRouterNat {
+        bin: PathBuf,
+    },
+    /// `linux-router` with nftables masquerade.
+    LinuxRouterNat,
+    /// `vecswitch-router` with a firewall (scale: [`Scale::Rules`]).
+    VecswitchRouterFw {
+        bin: PathBuf,
+    },
+    /// `linux-router` with an nftables filter.
+    LinuxRouterFw,
     /// OVS with one OpenFlow rule per route.
     OvsRouter,
 }
@@ -255,7 +290,8 @@ pub enum DutKind {
 /// Names accepted by [`DutKind::parse`].
 pub const DUT_NAMES: &str = "vecswitch-xconnect, vecswitch-bridge, vecswitch-xconnect-afxdp, \
      vecswitch-evpl, vecswitch-lag, linux-bridge, ovs, ovs-afxdp, ovs-bridge, ovs-evpl, ovs-lag, \
-     testpmd-io, ovs-dpdk, external, vecswitch-router, linux-router, ovs-router";
+     testpmd-io, ovs-dpdk, external, vecswitch-router, linux-router, ovs-router, \
+     vecswitch-router-nat, linux-router-nat, vecswitch-router-fw, linux-router-fw";
 
 impl DutKind {
     /// Parses a driver name; `vecswitch_bin` is the `vecswitch` binary for the vecswitch drivers
@@ -280,6 +316,10 @@ impl DutKind {
             },
             "vecswitch-router" => DutKind::VecswitchRouter { bin: vecswitch_bin },
             "linux-router" => DutKind::LinuxRouter,
+            "vecswitch-router-nat" => DutKind::VecswitchRouterNat { bin: vecswitch_bin },
+            "linux-router-nat" => DutKind::LinuxRouterNat,
+            "vecswitch-router-fw" => DutKind::VecswitchRouterFw { bin: vecswitch_bin },
+            "linux-router-fw" => DutKind::LinuxRouterFw,
             "ovs-router" => DutKind::OvsRouter,
             _ => {
                 return Err(Error::Invalid {
@@ -327,6 +367,12 @@ impl DutKind {
                 vecswitch::Mode::Router,
             )),
             DutKind::LinuxRouter => Box::new(linux_router::LinuxRouterDut::new()),
+            DutKind::VecswitchRouterNat { bin } => Box::new(nat::VecswitchNatDut::new(bin.clone())),
+            DutKind::LinuxRouterNat => Box::new(nat::LinuxNatDut::new()),
+            DutKind::VecswitchRouterFw { bin } => {
+                Box::new(firewall::VecswitchFwDut::new(bin.clone()))
+            }
+            DutKind::LinuxRouterFw => Box::new(firewall::LinuxFwDut::new()),
             DutKind::OvsRouter => Box::new(ovs_router::OvsRouterDut::new()),
         }
     }
@@ -425,6 +471,10 @@ mod tests {
             "vecswitch-router",
             "linux-router",
             "ovs-router",
+            "vecswitch-router-nat",
+            "linux-router-nat",
+            "vecswitch-router-fw",
+            "linux-router-fw",
         ] {
             let k = DutKind::parse(n, "/bin/vecswitch".into()).unwrap();
             assert_eq!(k.build().name(), n);
@@ -440,6 +490,14 @@ mod tests {
         let e = Scale::parse("vlans", 1).unwrap_err().to_string();
         assert!(e.contains("vlans") && e.contains("routes"), "{e}");
         assert_eq!(Scale::Routes(2_000_000).destinations(), Some(1_000_000));
+        assert_eq!(
+            Scale::parse("sessions", 64_000).unwrap(),
+            Scale::Sessions(64_000)
+        );
+        assert!(Scale::parse("sessions", 0).is_err());
+        assert_eq!(Scale::Sessions(1000).destinations(), Some(1000));
+        assert_eq!(Scale::parse("rules", 100).unwrap(), Scale::Rules(100));
+        assert_eq!(Scale::Rules(100).destinations(), None);
         assert_eq!(Scale::MacEntries(2).destinations(), Some(2));
         assert_eq!(Scale::Flows(9).destinations(), None);
         assert_eq!(

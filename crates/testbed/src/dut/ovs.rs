@@ -520,11 +520,13 @@ impl Dut for OvsDut {
         let n = match scale {
             Scale::Flows(n) => n,
             Scale::MacEntries(n) => return self.set_mac_entries(n),
-            Scale::Routes(_) => {
+            Scale::Routes(_) | Scale::Sessions(_) | Scale::Rules(_) => {
                 return Err(Error::Unsupported {
                     dut: self.name().into(),
                     what: format!("{scale:?}"),
-                    why: "the ovs driver switches port to port; routes are ovs-router's".into(),
+                    why: "the ovs driver switches port to port; routes are ovs-router's, \
+                          sessions and rules the NAT and firewall DUTs'"
+                        .into(),
                 })
             }
         };

@@ -691,6 +691,11 @@ impl Dut for VecswitchDut {
                     "a cross-connect or router has no MAC table; use vecswitch-bridge",
                 ));
             }
+            (Scale::Sessions(_) | Scale::Rules(_), _) => {
+                return Err(unsupported(
+                    "sessions and rules are vecswitch-router-nat's and -fw's (dut::nat, dut::firewall)",
+                ));
+            }
             (Scale::Flows(_), _) => {
                 return Err(unsupported("vecswitch has MAC tables, not flow tables"));
             }
