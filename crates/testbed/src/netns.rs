@@ -9,6 +9,7 @@
 //! thread is gone, so the generator can use it from any thread. [`cleanup_stale`] removes what runs
 //! of dead processes left behind.
 
+use std::fmt::Write as _;
 use std::fs::File;
 use std::path::PathBuf;
 
@@ -314,34 +315,170 @@ pub fn rps_cpus_in(netns: &str, ifname: &str) -> Option<String> {
         .map(|s| if s.is_empty() { "0".to_string() } else { s })
 }
 
-/// Steers the kernel's receive work on the DUT's veth ends (RPS) to
-/// [`crate::placement::CorePlan::dut_kernel_rx`]: off the DUT's CPU when the DUT has a user-space
-/// worker busy-polling there. Best effort, like the RPS set when the topology is built: a kernel
-/// without RPS still forwards (a warning is logged).
-pub fn steer_dut_kernel_rx(wiring: &crate::topology::Wiring, dut_busy_polls: bool) {
-    let cpu = wiring.cores.dut_kernel_rx(dut_busy_polls);
-    for end in &wiring.dut_ports {
-        if let crate::topology::PortEnd::Veth { netns, ifname, .. } = end {
-            let mask = crate::placement::CorePlan::mask(cpu);
-            if let Err(e) = set_rps_in(netns, ifname, mask) {
+/// A NAPI kernel thread of a DUT veth end, placed by [`steer_dut_kernel_rx`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NapiThread {
+    /// The DUT veth end whose receive queue it polls.
+    pub ifname: String,
+    pub pid: u32,
+    /// `napi/<ifname>-<napi id>`.
+    pub name: String,
+}
+
+/// The kernel's NAPI threads (`napi/<dev>-<id>`, Documentation/networking/napi.rst "Threaded
+/// NAPI") that exist now: pid and name, from `/proc/<pid>/comm`.
+pub fn napi_threads() -> Vec<(u32, String)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
+            let comm = comm.trim_end();
+            comm.starts_with("napi/").then(|| (pid, comm.to_string()))
+        })
+        .collect()
+}
+
+/// Places the kernel's receive work on the DUT's veth ends as
+/// [`crate::placement::CorePlan::dut_kernel_rx`] says: on the DUT CPU. For a kernel DUT by RPS;
+/// for a DUT whose user-space worker busy-polls that CPU by threaded NAPI, each NAPI kthread
+/// pinned to the DUT CPU at SCHED_FIFO above the worker (RPS of those ends on the DUT CPU too).
+/// An end with an XDP program (AF_XDP ports) has a NAPI, run by the sender's `veth_xmit` on the
+/// sender's CPU unless threaded; an end without one (AF_PACKET ports) has none, and its backlog
+/// work goes by RPS to the placement's `backlog_cpu` (the generator's: on the DUT CPU it starved
+/// behind the worker, BENCHMARKS.md §5 cause 1). `napi_before` are the NAPI threads that existed before the DUT was set up:
+/// the new ones named after a DUT end are that end's (the kernel names them `napi/<dev>-<id>`;
+/// the names are unique per namespace only, so the diff, not the name alone, picks them).
+///
+/// Best effort, like the RPS set when the topology is built: a kernel without threaded NAPI still
+/// forwards (a warning is logged), and the placement record ([`kernel_rx_placement`]) reads back
+/// what the kernel really did.
+pub fn steer_dut_kernel_rx(
+    wiring: &crate::topology::Wiring,
+    dut_busy_polls: bool,
+    napi_before: &[(u32, String)],
+) -> Vec<NapiThread> {
+    use crate::placement::{CorePlan, KernelRx};
+    let ends: Vec<(&str, &str)> = wiring
+        .dut_ports
+        .iter()
+        .filter_map(|end| match end {
+            crate::topology::PortEnd::Veth { netns, ifname, .. } => {
+                Some((netns.as_str(), ifname.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    let (cpu, priority, backlog_cpu) = match wiring.cores.dut_kernel_rx(dut_busy_polls) {
+        KernelRx::Rps { cpu } => {
+            for (netns, ifname) in ends {
+                if let Err(e) = set_rps_in(netns, ifname, CorePlan::mask(cpu)) {
+                    tracing::warn!("RPS not set on {ifname}: {e}");
+                }
+            }
+            return Vec::new();
+        }
+        KernelRx::ThreadedNapi {
+            cpu,
+            priority,
+            backlog_cpu,
+        } => (cpu, priority, backlog_cpu),
+    };
+    for &(netns, ifname) in &ends {
+        if let Err(e) = set_rps_in(netns, ifname, CorePlan::mask(cpu)) {
+            tracing::warn!("RPS not set on {ifname}: {e}");
+        }
+        let script = format!("echo 1 > /sys/class/net/{ifname}/threaded");
+        if let Err(e) = run("ip", &["netns", "exec", netns, "sh", "-c", &script]) {
+            // The kernel refuses it on an end without a NAPI (no XDP program): handled below.
+            tracing::info!("threaded NAPI not set on {ifname}: {e}");
+        }
+    }
+    // The threads appear when `threaded` is written (or, for a NAPI the DUT adds later, with it).
+    let mut found = Vec::new();
+    let _ = crate::wait_for(
+        "NAPI threads of the DUT's veth ends",
+        std::time::Duration::from_secs(2),
+        || {
+            found = napi_threads()
+                .into_iter()
+                .filter(|t| !napi_before.contains(t))
+                .filter_map(|(pid, name)| {
+                    let (_, ifname) = ends
+                        .iter()
+                        .find(|(_, i)| name.starts_with(&format!("napi/{i}-")))?;
+                    Some(NapiThread {
+                        ifname: ifname.to_string(),
+                        pid,
+                        name,
+                    })
+                })
+                .collect();
+            ends.iter()
+                .all(|(_, i)| found.iter().any(|t| t.ifname == *i))
+        },
+    );
+    for t in &found {
+        let pid = t.pid.to_string();
+        let r = run("taskset", &["-p", "-c", &cpu.to_string(), &pid])
+            .and_then(|_| run("chrt", &["-f", "-p", &priority.to_string(), &pid]));
+        if let Err(e) = r {
+            tracing::warn!("NAPI thread {} of {} not placed: {e}", t.name, t.ifname);
+        }
+    }
+    for (netns, ifname) in ends {
+        if !found.iter().any(|t| t.ifname == ifname) {
+            // No NAPI (no XDP program): backlog work, kept off the busy-polled CPU.
+            if let Err(e) = set_rps_in(netns, ifname, CorePlan::mask(backlog_cpu)) {
                 tracing::warn!("RPS not set on {ifname}: {e}");
             }
         }
     }
+    found
 }
 
-/// Where the kernel's receive work on every veth end of `wiring` is steered now (RPS), one line
-/// per interface for [`crate::placement::Placement::kernel_rx`].
-pub fn kernel_rx_placement(wiring: &crate::topology::Wiring) -> Vec<String> {
+/// Where the kernel's receive work on every veth end of `wiring` is placed now, one line per
+/// interface for [`crate::placement::Placement::kernel_rx`]: its RPS mask and, for the ends with
+/// NAPI threads (`napi`, from [`steer_dut_kernel_rx`]), each thread's CPUs and scheduling as the
+/// kernel reports them, e.g. `dut0 (dut side): rps_cpus 2; napi/dut0-8193 cpus 1 SCHED_FIFO 20`.
+pub fn kernel_rx_placement(wiring: &crate::topology::Wiring, napi: &[NapiThread]) -> Vec<String> {
     let sides = [("generator", &wiring.gen_ports), ("dut", &wiring.dut_ports)];
     let mut out = Vec::new();
     for (side, ends) in sides {
         for end in ends.iter() {
             if let crate::topology::PortEnd::Veth { netns, ifname, .. } = end {
                 let mask = rps_cpus_in(netns, ifname).unwrap_or_else(|| "unknown".into());
-                out.push(format!("{ifname} ({side} side): rps_cpus {mask}"));
+                let mut line = format!("{ifname} ({side} side): rps_cpus {mask}");
+                for t in napi.iter().filter(|t| side == "dut" && &t.ifname == ifname) {
+                    let _ = write!(line, "; {}", napi_thread_state(t));
+                }
+                out.push(line);
             }
         }
     }
     out
+}
+
+/// `napi/dut0-8193 cpus 1 SCHED_FIFO 20`, read from `/proc` now (`gone` if the thread is).
+fn napi_thread_state(t: &NapiThread) -> String {
+    let dir = format!("/proc/{}", t.pid);
+    let comm = std::fs::read_to_string(format!("{dir}/comm")).unwrap_or_default();
+    if comm.trim_end() != t.name {
+        return format!("{} gone", t.name);
+    }
+    let cpus = std::fs::read_to_string(format!("{dir}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .map(|c| c.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let sched = std::fs::read_to_string(format!("{dir}/stat"))
+        .ok()
+        .and_then(|s| crate::placement::parse_stat_sched(&s))
+        .unwrap_or_else(|| "unknown".into());
+    format!("{} cpus {cpus} {sched}", t.name)
 }

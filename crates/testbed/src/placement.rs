@@ -43,20 +43,31 @@ impl CorePlan {
         }
     }
 
-    /// The CPU for the kernel's receive work on the DUT's veth ends (RPS): the DUT's own CPU for a
-    /// kernel DUT (the Linux bridge: that receive work *is* the device), the generator's CPU for a
-    /// DUT with a user-space worker that busy-polls its CPU (vecswitch, testpmd, an OVS pmd).
-    /// There the receive softirq would compete with the worker: a busy CPU pushes softirqs to
-    /// `ksoftirqd`, which then waits for the scheduler behind the worker. Measured (vecswitch
-    /// cross-connect over veth, 50 kfps, docs/BENCHMARKS.md "AF_PACKET"): with the receive work on
-    /// the worker's CPU p99 1.1–28.6 ms and maximum 9–60 ms; on the generator's CPU p99
-    /// 139–641 µs, maximum 4.2–8.4 ms (3 interleaved runs each). (On the veth path without RPS
-    /// the kernel does it on the sender's CPU, i.e. the generator's, anyway.)
-    pub fn dut_kernel_rx(&self, dut_busy_polls: bool) -> usize {
+    /// Where and how the kernel's receive work on the DUT's veth ends runs: always on the DUT's
+    /// CPU, so that the generator's core does the same work whatever the device (the comparison
+    /// is fair only then: docs/BENCHMARKS.md §5, "Whose ceiling the veth NDRs are").
+    ///
+    /// - A kernel DUT (the Linux bridge: that receive work *is* the device): RPS on the DUT CPU,
+    ///   the softirq runs there ([`KernelRx::Rps`]).
+    /// - A DUT with a user-space worker that busy-polls its CPU (vecswitch, an OVS pmd):
+    ///   [`KernelRx::ThreadedNapi`]. Without it the kernel runs the NAPI of a native-XDP veth end
+    ///   (AF_XDP ports) on the *sender's* CPU, inside the generator's `sendto`. Threaded NAPI
+    ///   (`/sys/class/net/DEV/threaded`, Documentation/networking/napi.rst "Threaded NAPI") gives
+    ///   each receive queue a kthread; the lab pins it to the DUT CPU at
+    ///   [`NAPI_THREAD_PRIORITY`], above the worker, so it runs as soon as the sender wakes it and
+    ///   sleeps when its queue is empty. An end without XDP (AF_PACKET ports) has no NAPI: its
+    ///   receive is backlog work that RPS places; on the DUT CPU it starved in `ksoftirqd`
+    ///   behind the worker (§5 cause 1: p99 up to 28.6 ms), so it stays on the generator's CPU
+    ///   (`backlog_cpu`) — the one exception to the rule, recorded in every result's placement.
+    pub fn dut_kernel_rx(&self, dut_busy_polls: bool) -> KernelRx {
         if dut_busy_polls {
-            self.generator
+            KernelRx::ThreadedNapi {
+                cpu: self.dut,
+                priority: NAPI_THREAD_PRIORITY,
+                backlog_cpu: self.generator,
+            }
         } else {
-            self.dut
+            KernelRx::Rps { cpu: self.dut }
         }
     }
 
@@ -69,6 +80,37 @@ impl CorePlan {
 impl Default for CorePlan {
     fn default() -> Self {
         CorePlan::for_this_machine()
+    }
+}
+
+/// The SCHED_FIFO priority of the DUT veth ends' NAPI kthreads ([`KernelRx::ThreadedNapi`]):
+/// above the lab's busy-polling worker (`fifo:10`, crates/testbed/src/dut/vecswitch.rs
+/// `WORKER_PRIORITY`; an OVS pmd runs at ordinary priority), so the receive preempts the worker
+/// when there is work and leaves it the CPU when there is none.
+pub const NAPI_THREAD_PRIORITY: u8 = 20;
+
+/// How the kernel's receive work on the DUT's veth ends is placed ([`CorePlan::dut_kernel_rx`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum KernelRx {
+    /// RPS (`rps_cpus`) of the DUT ends on `cpu`: the receive softirq runs there.
+    Rps { cpu: usize },
+    /// Threaded NAPI on the DUT ends, each NAPI kthread (an end with an XDP program has one)
+    /// pinned to `cpu` at SCHED_FIFO `priority`, RPS of those ends on `cpu`; an end without a
+    /// NAPI (AF_PACKET) keeps its backlog work off the busy-polled CPU, RPS on `backlog_cpu`.
+    ThreadedNapi {
+        cpu: usize,
+        priority: u8,
+        backlog_cpu: usize,
+    },
+}
+
+impl KernelRx {
+    /// The CPU the receive work runs on.
+    pub fn cpu(self) -> usize {
+        match self {
+            KernelRx::Rps { cpu } | KernelRx::ThreadedNapi { cpu, .. } => cpu,
+        }
     }
 }
 
@@ -218,10 +260,22 @@ mod tests {
             dut: 1,
             vnf: 1,
         };
-        // A user-space worker busy-polls CPU 1: its veth receive work goes to CPU 0.
-        assert_eq!(plan.dut_kernel_rx(true), 0);
-        // The Linux bridge is that receive work: it stays on the DUT's CPU.
-        assert_eq!(plan.dut_kernel_rx(false), 1);
+        // A user-space worker busy-polls CPU 1: its veth receive work runs there too, in NAPI
+        // threads that preempt the worker.
+        assert_eq!(
+            plan.dut_kernel_rx(true),
+            KernelRx::ThreadedNapi {
+                cpu: 1,
+                priority: NAPI_THREAD_PRIORITY,
+                backlog_cpu: 0,
+            }
+        );
+        // The Linux bridge is that receive work: its softirq runs on the DUT's CPU.
+        assert_eq!(plan.dut_kernel_rx(false), KernelRx::Rps { cpu: 1 });
+        assert_eq!(
+            plan.dut_kernel_rx(true).cpu(),
+            plan.dut_kernel_rx(false).cpu()
+        );
         let rec = Placement::new(vec![p("dut", "vecswitch", &["1"])])
             .with_kernel_rx(vec!["dut0 (dut side): rps_cpus 1".into()]);
         let json = serde_json::to_string(&rec).unwrap();

@@ -637,6 +637,8 @@ pub struct Testbed {
     dut_ns: Netns,
     gen_ns: Option<Netns>,
     run_dir: RunDir,
+    /// The NAPI threads of the DUT's veth ends, once placed ([`crate::netns::steer_dut_kernel_rx`]).
+    napi: Vec<crate::netns::NapiThread>,
 }
 
 impl Testbed {
@@ -829,6 +831,7 @@ impl Testbed {
             dut_ns,
             gen_ns,
             run_dir,
+            napi: Vec::new(),
         })
     }
 
@@ -863,6 +866,12 @@ impl Testbed {
         to.link_up(ifname)?;
         *netns = to.name().to_string();
         Ok(())
+    }
+
+    /// The NAPI threads that run the DUT's veth receive on the DUT's CPU, once started
+    /// ([`crate::placement::KernelRx::ThreadedNapi`]; empty for a kernel DUT or a memif topology).
+    pub fn napi_threads(&self) -> &[crate::netns::NapiThread] {
+        &self.napi
     }
 
     /// The namespaces of the chain's kernel VNFs, in chain order of the kernel VNFs.
@@ -963,13 +972,14 @@ impl Testbed {
         if let Topology::Phy2PhyLag { partner_bin } = &self.wiring.topology {
             *lock(&self.lag) = Some(crate::lag::Partner::start(&self.wiring, partner_bin)?);
         }
+        let napi_before = crate::netns::napi_threads();
         if let Err(e) = dut.setup(&self.wiring) {
             let _ = dut.teardown();
             return Err(e);
         }
-        // Kernel receive work off a busy-polling DUT's CPU (CorePlan::dut_kernel_rx).
+        // The DUT's veth receive work on the DUT's CPU (CorePlan::dut_kernel_rx).
         let busy_polls = dut.processes().iter().any(|p| p.pid != 0);
-        crate::netns::steer_dut_kernel_rx(&self.wiring, busy_polls);
+        self.napi = crate::netns::steer_dut_kernel_rx(&self.wiring, busy_polls, &napi_before);
         *lock(&self.dut) = Some(dut);
         // phy2phy-lag: no trial before LACP carries traffic on every member (crate::lag).
         let converged = lock(&self.lag)
@@ -1040,7 +1050,8 @@ impl Testbed {
                 note,
             });
         }
-        Placement::new(v).with_kernel_rx(crate::netns::kernel_rx_placement(&self.wiring))
+        Placement::new(v)
+            .with_kernel_rx(crate::netns::kernel_rx_placement(&self.wiring, &self.napi))
     }
 
     /// Stops the VNF and tears the DUT down now (also done on `Drop`); returns the DUT's teardown

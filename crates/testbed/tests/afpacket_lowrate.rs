@@ -8,24 +8,16 @@ mod common;
 
 use std::time::Duration;
 
-use common::vecswitch_bin;
+use common::{phy2phy_veth_with, vecswitch_bin};
 use vecswitch_lab::{Load, Measurer};
-use vecswitch_testbed::{
-    default_streams, generator_placement, DutKind, GenMeasurer, Link, Testbed, Topology,
-};
+use vecswitch_testbed::placement::KernelRx;
+use vecswitch_testbed::{default_streams, generator_placement, DutKind, GenMeasurer};
 
 #[test]
 fn vecswitch_afpacket_over_veth_at_low_rate_loses_nothing_and_accounts_every_frame() {
-    let bin = vecswitch_bin();
-    assert!(
-        bin.is_file(),
-        "build the binary first: cargo build -p vecswitch-cli ({})",
-        bin.display()
-    );
-    let mut tb = Testbed::build(Topology::Phy2Phy { link: Link::Veth }).unwrap();
-    let ports = tb.open_generator_ports().unwrap();
-    tb.start(DutKind::VecswitchXconnect { bin }.build())
-        .unwrap();
+    let (tb, ports) = phy2phy_veth_with(DutKind::VecswitchXconnect {
+        bin: vecswitch_bin(),
+    });
     let cores = tb.wiring().cores;
     let placement = tb.placement(generator_placement());
     let dut_side: Vec<&String> = placement
@@ -34,7 +26,13 @@ fn vecswitch_afpacket_over_veth_at_low_rate_loses_nothing_and_accounts_every_fra
         .filter(|l| l.contains("(dut side)"))
         .collect();
     assert_eq!(dut_side.len(), 2, "{:?}", placement.kernel_rx);
-    let want = format!("rps_cpus {:x}", 1u64 << cores.dut_kernel_rx(true));
+    // An AF_PACKET end has no NAPI to thread: its backlog work stays off the worker's CPU
+    // (CorePlan::dut_kernel_rx, `backlog_cpu`).
+    let backlog_cpu = match cores.dut_kernel_rx(true) {
+        KernelRx::ThreadedNapi { backlog_cpu, .. } => backlog_cpu,
+        KernelRx::Rps { cpu } => cpu,
+    };
+    let want = format!("rps_cpus {:x}", 1u64 << backlog_cpu);
     for line in dut_side {
         assert!(line.ends_with(&want), "{line}: expected {want}");
     }

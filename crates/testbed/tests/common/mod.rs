@@ -206,3 +206,23 @@ pub fn require_ovs_and_vecswitch() {
         bin.display()
     );
 }
+
+/// phy2phy-veth with the generator's ports open and `kind` started on it (the vecswitch binary
+/// must be built: the assert says how).
+pub fn phy2phy_veth_with(
+    kind: vecswitch_testbed::DutKind,
+) -> (vecswitch_testbed::Testbed, Vec<Box<dyn Port>>) {
+    let bin = vecswitch_bin();
+    assert!(
+        bin.is_file(),
+        "build the binary first: cargo build -p vecswitch-cli ({})",
+        bin.display()
+    );
+    let mut tb = vecswitch_testbed::Testbed::build(vecswitch_testbed::Topology::Phy2Phy {
+        link: vecswitch_testbed::Link::Veth,
+    })
+    .unwrap();
+    let ports = tb.open_generator_ports().unwrap();
+    tb.start(kind.build()).unwrap();
+    (tb, ports)
+}
