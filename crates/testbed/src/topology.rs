@@ -1235,10 +1235,15 @@ fn start_vnf(kind: &VnfKind, k: usize, w: &Wiring, run_dir: &Path) -> Result<Vnf
                 path: path.clone(),
                 source,
             })?;
+            // A VNF that shares its CPU with the switch or the generator yields it after every
+            // empty poll, as the DUT's worker does there (`dut::vecswitch::worker_idle_for`).
+            let shared = w.cores.vnf == w.cores.dut || w.cores.vnf == w.cores.generator;
             ProcessSpec::new(&format!("vnf-vecswitch{sfx}"), &bin.display().to_string()).args([
                 "run".to_string(),
                 "--config".into(),
                 path.display().to_string(),
+                "--worker-idle".into(),
+                if shared { "sleep" } else { "poll" }.into(),
             ])
         }
         VnfKind::Vm { .. } => return start_vm_vnf(k, ends, w, run_dir),
