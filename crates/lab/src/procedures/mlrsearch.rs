@@ -579,7 +579,9 @@ impl State {
                     let e = (goal.relative_width * f64::from(1u32 << found.min(20))).min(0.5);
                     u * (1.0 - e)
                 };
-                let candidate = hint.min(u * (1.0 - goal.relative_width / 2.0));
+                let candidate = hint
+                    .min(u * (1.0 - goal.relative_width / 2.0))
+                    .min(self.max_fps);
                 if candidate <= self.min_fps || (u - self.min_fps) / u <= goal.relative_width {
                     Some(self.min_fps)
                 } else {
@@ -592,15 +594,27 @@ impl State {
             //    (the reference library's "external search" with expansion coefficient 2). At
             //    21 trial-seconds per decided load, bisecting down from a far max load costs a
             //    decided load per halving.
+            //    The next load never exceeds the max load: the upper bound may have been found
+            //    before the tester lowered the max load below it (a trial that got through once
+            //    and then never again, as on a busy host), and the bisection point of the same
+            //    two bounds would then be offered again and again, tester-limited every time —
+            //    nothing classifies, nothing moves, until the trial budget runs out (seen in the
+            //    lab: 230 trials at one load). When the max load is at or below the lower bound,
+            //    the bracket is as narrow as this tester can make it and the goal ends
+            //    tester-limited ([`State::goal_result`]).
             (Some(l), Some(u)) => {
                 if (u - l) / u <= goal.relative_width {
                     None
-                } else if u >= self.max_fps {
-                    let found = self.bounds_this_phase(&classes, LoadClass::Lower);
-                    let e = (goal.relative_width * f64::from(1u32 << found.min(20))).min(0.5);
-                    Some((l / (1.0 - e)).min((l + u) / 2.0))
                 } else {
-                    Some((l + u) / 2.0)
+                    let next = if u >= self.max_fps {
+                        let found = self.bounds_this_phase(&classes, LoadClass::Lower);
+                        let e = (goal.relative_width * f64::from(1u32 << found.min(20))).min(0.5);
+                        (l / (1.0 - e)).min((l + u) / 2.0)
+                    } else {
+                        (l + u) / 2.0
+                    };
+                    let next = next.min(self.max_fps);
+                    (next > l).then_some(next)
                 }
             }
         }
@@ -623,8 +637,13 @@ impl State {
         let (_, rlb, rub) = self.bounds(goal);
         let conditional_throughput_fps =
             rlb.and_then(|l| conditional_throughput(goal, l, &self.at(l)));
+        // Tester-limited: the tester can offer nothing above the lower bound, and either no load
+        // failed or the one that did is further above than the goal's width (the bracket this
+        // tester could not narrow).
         let tester_limited = match (rlb, self.ceiling) {
-            (Some(l), Some(_)) => rub.is_none() && l >= self.max_fps,
+            (Some(l), Some(_)) => {
+                l >= self.max_fps && rub.is_none_or(|u| (u - l) / u > goal.relative_width)
+            }
             _ => false,
         };
         GoalResult {
@@ -885,6 +904,58 @@ mod tests {
         );
         let l = r.goals[0].relevant_lower_bound_fps.unwrap();
         assert!((1.9e6..=2.0e6).contains(&l), "{l}");
+    }
+
+    /// The lab's pattern (veth, 2026-11-24): a load far above the device failed once with the
+    /// tester on time (an upper bound), then every trial near the bisection point was
+    /// tester-late. The search must not offer the same bisection point until the budget runs
+    /// out; it ends with the bracket the tester allowed, flagged tester-limited.
+    struct LateAboveTester {
+        trials: u32,
+    }
+
+    impl Measurer for LateAboveTester {
+        fn trial(&mut self, load: Load, d: Duration) -> Result<TrialResult, LabError> {
+            self.trials += 1;
+            let frames = load.frames_in(d.as_secs_f64());
+            let device = Load::fps(3e6).frames_in(d.as_secs_f64());
+            // The first trial (at the max load) is offered in full and loses frames: an upper
+            // bound. From then on the tester reaches only 80 % of anything above 1 Mfps.
+            let offered = if self.trials > 1 && load.fps > 1e6 {
+                frames * 80 / 100
+            } else {
+                frames
+            };
+            Ok(TrialResult::new(load, d, offered, offered.min(device), d))
+        }
+
+        fn burst(&mut self, frames: u64) -> Result<crate::measurer::BurstResult, LabError> {
+            Ok(crate::measurer::BurstResult::new(
+                frames,
+                frames,
+                frames,
+                Duration::from_millis(1),
+            ))
+        }
+    }
+
+    #[test]
+    fn a_bisection_point_above_the_tester_is_not_repeated() {
+        let mut m = LateAboveTester { trials: 0 };
+        let cfg = MlrConfig {
+            goals: vec![SearchGoal::ndr()],
+            max_trials: 300,
+            ..MlrConfig::ndr_pdr(1e4, 1e7)
+        };
+        let r = mlrsearch(&mut m, &cfg).unwrap();
+        assert!(m.trials < 60, "{} trials", m.trials);
+        let g = &r.goals[0];
+        assert!(g.tester_limited, "{g:?}");
+        let l = g.relevant_lower_bound_fps.unwrap();
+        // Below the tester's reach (80 % of 1 Mfps less the ceiling margin), above what a
+        // search walked down by tester-limited trials would give.
+        assert!((0.7e6..=1e6).contains(&l), "{l}");
+        assert_eq!(r.tester_ceiling_fps.map(|c| c < 1e7), Some(true));
     }
 
     #[test]
