@@ -531,6 +531,13 @@ impl State {
 
     /// The next load to measure for `goal`, or `None` when the goal is done.
     fn next_load(&self, goal: &SearchGoal) -> Option<f64> {
+        // 0. The tester could not offer even the min load (after its hiccup retries): every
+        //    load left to try is at or above it, and each would be tester-limited again, never
+        //    classifying, until the trial budget ran out (the veth lab on a loaded host,
+        //    2026-11-24: 116 trials at the min load). The goal ends tester-limited.
+        if self.tester_failed_min_load() {
+            return None;
+        }
         let (classes, rlb, rub) = self.bounds(goal);
         let lo = rlb.unwrap_or(f64::NEG_INFINITY);
         let hi = rub.unwrap_or(f64::INFINITY);
@@ -620,6 +627,16 @@ impl State {
         }
     }
 
+    /// Whether the max load has come down to the min load because a trial at the min load was
+    /// tester-limited.
+    fn tester_failed_min_load(&self) -> bool {
+        self.max_fps <= self.min_fps
+            && self
+                .db
+                .iter()
+                .any(|t| t.tester_limited && t.intended_load.fps <= self.min_fps * (1.0 + 1e-9))
+    }
+
     /// Distinct loads first measured in the current phase that now classify as `class`.
     fn bounds_this_phase(&self, classes: &[(f64, LoadClass)], class: LoadClass) -> u32 {
         classes
@@ -644,6 +661,7 @@ impl State {
             (Some(l), Some(_)) => {
                 l >= self.max_fps && rub.is_none_or(|u| (u - l) / u > goal.relative_width)
             }
+            (None, Some(_)) => self.tester_failed_min_load(),
             _ => false,
         };
         GoalResult {
@@ -956,6 +974,43 @@ mod tests {
         // search walked down by tester-limited trials would give.
         assert!((0.7e6..=1e6).contains(&l), "{l}");
         assert_eq!(r.tester_ceiling_fps.map(|c| c < 1e7), Some(true));
+    }
+
+    #[test]
+    fn a_min_load_the_tester_cannot_offer_ends_the_search() {
+        // A descheduled tester: from the third trial on it offers only half of any load.
+        struct Starved {
+            trials: u32,
+        }
+        impl Measurer for Starved {
+            fn trial(&mut self, load: Load, d: Duration) -> Result<TrialResult, LabError> {
+                self.trials += 1;
+                let frames = load.frames_in(d.as_secs_f64());
+                let offered = if self.trials > 2 { frames / 2 } else { frames };
+                // The device forwards 1 Mfps.
+                let device = Load::fps(1e6).frames_in(d.as_secs_f64());
+                Ok(TrialResult::new(load, d, offered, offered.min(device), d))
+            }
+            fn burst(&mut self, frames: u64) -> Result<crate::measurer::BurstResult, LabError> {
+                Ok(crate::measurer::BurstResult::new(
+                    frames,
+                    frames,
+                    frames,
+                    Duration::from_millis(1),
+                ))
+            }
+        }
+        let mut m = Starved { trials: 0 };
+        let cfg = MlrConfig {
+            goals: vec![SearchGoal::ndr()],
+            max_trials: 300,
+            ..MlrConfig::ndr_pdr(1e4, 1e7)
+        };
+        let r = mlrsearch(&mut m, &cfg).unwrap();
+        assert!(m.trials < 60, "{} trials", m.trials);
+        let g = &r.goals[0];
+        assert_eq!(g.relevant_lower_bound_fps, None, "{g:?}");
+        assert!(g.tester_limited, "{g:?}");
     }
 
     #[test]
