@@ -136,7 +136,10 @@ impl IfStatsReader {
     /// no peer or the peer cannot be read).
     pub(crate) fn read(&self, ifindex: u32) -> io::Result<IfKernelStats> {
         let (mut stats, link) = self.get(ifindex, None)?;
-        if let Some((peer, nsid)) = link.filter(|(peer, _)| *peer != ifindex && *peer != 0) {
+        // A peer in another namespace may have the same ifindex as this interface.
+        let has_peer =
+            |(peer, nsid): &(u32, Option<i32>)| *peer != 0 && (nsid.is_some() || *peer != ifindex);
+        if let Some((peer, nsid)) = link.filter(has_peer) {
             if let Ok((p, _)) = self.get(peer, nsid) {
                 stats.peer_tx_dropped = p.tx_dropped;
             }

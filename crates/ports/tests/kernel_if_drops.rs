@@ -237,3 +237,48 @@ fn af_packet_resends_what_veth_dropped_and_says_so() {
     );
     assert_eq!(far.stats().rx_packets, 0);
 }
+
+/// Both ends in namespaces of their own, as in the lab (generator and DUT namespaces): each end
+/// is the first interface of its namespace, so both have the same ifindex, and the peer is found
+/// by its namespace id, not mistaken for the interface itself.
+#[test]
+fn the_peer_is_read_across_namespaces_with_the_same_ifindex() {
+    use vecswitch_testsupport::{Netns, Veth};
+    let (na, nb) = (Netns::new("vska"), Netns::new("vskb"));
+    let (a, b) = (
+        vecswitch_testsupport::unique_name("vska"),
+        vecswitch_testsupport::unique_name("vskb"),
+    );
+    let _veth = Veth::create(&a, Some(&na), &b, Some(&nb), None);
+    nb.ip(&["link", "set", &b, "mtu", FAR_MTU]);
+    let index =
+        |ns: &Netns, ifname: &str| ns.exec(&["cat", &format!("/sys/class/net/{ifname}/ifindex")]);
+    assert_eq!(
+        index(&na, &a),
+        index(&nb, &b),
+        "both ends should be ifindex 2 in fresh namespaces"
+    );
+    let mut tx = AfXdpPort::open_in_netns(AfXdpConfig::new("xa", &a), &na.path()).expect("open a");
+    let mut far = AfPacketPort::open_in_netns(
+        AfPacketConfig {
+            rx_mode: RxMode::Frame,
+            ..AfPacketConfig::new("fb", &b)
+        },
+        &nb.path(),
+    )
+    .expect("open b");
+    wait_up(&tx);
+    wait_up(&far);
+    let mut pool = Pool::new(2048);
+    tx.clear_stats();
+    far.clear_stats();
+    let got = send_and_count(&mut tx, &mut far, &mut pool);
+    assert_eq!(got, u64::from(SMALL));
+    assert_eq!(counter(&tx, "kernel-interface-tx-dropped"), u64::from(BIG));
+    assert_eq!(
+        counter(&far, "kernel-peer-tx-dropped"),
+        u64::from(BIG),
+        "{}",
+        far.describe()
+    );
+}
