@@ -194,6 +194,10 @@ pub struct PortReport {
     pub lateness: Lateness,
     /// The port's own counters over the trial.
     pub port_stats: PortStats,
+    /// Frames the port's kernel interface dropped after this port had sent them (counted in
+    /// `tx`): a veth whose peer — the device's end — had a full receive queue
+    /// ([`vecswitch_ports::KERNEL_INTERFACE_TX_DROPPED`]; 0 for ports without such a counter).
+    pub kernel_tx_dropped: u64,
     /// Intended offered rate (frames/s), `None` for [`Rate::Max`].
     pub intended_fps: Option<f64>,
     /// Achieved offered rate: frames sent / max(intended duration, time of the last send).
@@ -1226,6 +1230,12 @@ impl Generator {
                 not_sent,
                 lateness,
                 port_stats: self.ports[i].stats(),
+                kernel_tx_dropped: self.ports[i]
+                    .error_counters()
+                    .iter()
+                    .filter(|(name, _)| *name == vecswitch_ports::KERNEL_INTERFACE_TX_DROPPED)
+                    .map(|(_, n)| n)
+                    .sum(),
                 intended_fps: if p.streams.is_empty() {
                     None
                 } else {

@@ -11,7 +11,7 @@
 //! | `accounting.sent` | `tx` (frames the generator's ports took in the measured phase) |
 //! | `accounting.refused_at_send` | `tx_refused` when the refusal is the device's: on memif always (the generator's transmit ring is the device's receive ring: a NIC would drop them), on veth when the generator was `back_pressured` (refused while it had CPU to spare); otherwise 0 and the refusals are `not_sent` (the tester's own limit). In a back-pressured trial, + the late slots dropped behind a throttled send (`lateness.slots_dropped_blocked`): the device's flow control held the sender |
 //! | `accounting.not_sent` | intended − sent − `refused_at_send` (late slots dropped, stall, the tester's refusals) |
-//! | `accounting.refused_by_device` | `refused_at_send` + device `rx_dropped` |
+//! | `accounting.refused_by_device` | `refused_at_send` + device `rx_dropped` + Σ generator ports' `kernel_tx_dropped` (frames the generator's veth end dropped after the generator sent them because the device's end had a full receive queue: the device's ingress, as a NIC's missed frames; AF_XDP generator ports) |
 //! | `accounting.lost_in_device` | device `internal_dropped`, + device `tx_dropped` on veth (its transmit failed inside it) |
 //! | `accounting.dropped_at_tester_rx` | Σ generator ports' `rx_dropped` (AF_PACKET `tp_drops`: its receive ring was full), + device `tx_dropped` on memif (the device's transmit ring *is* the generator's receive ring) |
 //! | `accounting.received`, `received_frames` | Σ streams' `rx_unique` (duplicates do not hide loss) |
@@ -220,12 +220,20 @@ pub fn trial_result_counted(
         }
         _ => None,
     });
+    // Frames the generator's kernel interface dropped after sending them: the device's end of
+    // the veth had no room (its receive queue, a NAPI ring the device's CPU had not emptied).
+    let gen_if_dropped: u64 = r.ports.iter().map(|p| p.kernel_tx_dropped).sum();
+    let device_rx_dropped = match (dev.and_then(|d| d.rx_dropped), gen_if_dropped) {
+        (Some(d), g) => Some(d + g),
+        (None, 0) => None,
+        (None, g) => Some(g),
+    };
     let acc = FrameAccounting::split(
         intended,
         not_sent,
         r.tx,
         refused_at_send,
-        dev.and_then(|d| d.rx_dropped),
+        device_rx_dropped,
         lost_in_device,
         dropped_at_tester_rx,
         received,
@@ -953,6 +961,27 @@ mod tests {
         r.ports[1].port_stats.rx_dropped = 4;
         let t = trial_result(load, d, &r);
         assert_eq!(t.limit, TrialLimit::TesterRx { dropped: 4 });
+    }
+
+    #[test]
+    fn frames_the_generators_veth_dropped_are_the_devices_ingress() {
+        // veth, AF_XDP generator: 1,000 sent, 970 received; the generator's end of the veth
+        // dropped 25 after sending them (the device's end had a full receive queue), the
+        // device's own counters explain 2 more. 3 stay unexplained.
+        let (load, d, mut r) = report_1000();
+        r.streams[0].rx.rx_unique = 970;
+        r.ports[0].kernel_tx_dropped = 25;
+        let dev = DeviceCounters {
+            rx_dropped: Some(2),
+            ..Default::default()
+        };
+        let t = trial_result_counted(load, d, &r, Judging::default(), Some(&dev));
+        let a = t.accounting.clone().unwrap();
+        assert_eq!((a.refused_by_device, a.unexplained), (27, 3));
+        assert!(!t.tester_limited, "{t:?}");
+        // Without device counters the generator's side still places its 25.
+        let a = trial_result(load, d, &r).accounting.unwrap();
+        assert_eq!((a.refused_by_device, a.unexplained), (25, 5));
     }
 
     #[test]

@@ -1169,7 +1169,7 @@ impl Port for AfXdpPort {
             ("kernel-fill-ring-empty", k.rx_fill_ring_empty_descs),
             ("kernel-rx-invalid-descs", k.rx_invalid_descs),
             ("kernel-tx-invalid-descs", k.tx_invalid_descs),
-            ("kernel-interface-tx-dropped", k.kernel_if_tx_dropped),
+            (crate::KERNEL_INTERFACE_TX_DROPPED, k.kernel_if_tx_dropped),
             ("kernel-peer-tx-dropped", k.kernel_peer_tx_dropped),
             ("rx-bad-descriptor", k.rx_bad_descriptor),
             ("rx-no-buffer", k.rx_no_buffer),
