@@ -36,13 +36,13 @@ pub mod vhost_user;
 use serde::{Deserialize, Serialize};
 use vecswitch_buffer::Pool;
 
-/// Counters every port keeps, as `show ports` prints them.
-
 /// The [`Port::error_counters`] name of frames the port's kernel interface dropped after the port
 /// had handed them over (a veth whose peer's receive queue was full): sent by the port, never on
 /// the wire. A sender that re-sends such frames (AF_PACKET) names its counter differently, since
 /// nothing is lost there.
 pub const KERNEL_INTERFACE_TX_DROPPED: &str = "kernel-interface-tx-dropped";
+
+/// Counters every port keeps, as `show ports` prints them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PortStats {
     pub rx_packets: u64,
