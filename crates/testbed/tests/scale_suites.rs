@@ -170,6 +170,23 @@ fn assert_every_rule_hit(tb: &Testbed, pattern: &str, point: u64) {
     }
 }
 
+/// OVS: the placement note of vswitchd records the bundle load that left `point` rules of kind
+/// `what` in the bridge (the driver checked `dump-aggregate` before writing it).
+fn assert_load_noted(tb: &Testbed, what: &str, point: u64) {
+    let note = tb
+        .placement(vecswitch_testbed::generator_placement())
+        .processes
+        .iter()
+        .find(|p| p.name == "dut-ovs-vswitchd")
+        .map(|p| p.note.clone())
+        .expect("vswitchd in the placement record");
+    assert!(
+        note.contains("ovs-ofctl --bundle add-flows")
+            && note.contains(&format!(" {point} {what} rules (")),
+        "{note}"
+    );
+}
+
 /// vecswitch: no frame took `l2-flood` — every destination was a known entry. (In a two-port
 /// bridge an unknown destination is flooded to the other port and arrives anyway, so arriving
 /// frames alone do not show that the table was used.)
@@ -235,7 +252,10 @@ fn fib_scale_suite_devices_route_traffic_spread_over_their_routes() {
                 .unwrap();
             assert_eq!(routes.lines().count() as u64, point, "{routes}");
         }
-        "ovs-router" => assert_every_rule_hit(tb, "nw_dst=16.", point),
+        "ovs-router" => {
+            assert_every_rule_hit(tb, "nw_dst=16.", point);
+            assert_load_noted(tb, "route", point);
+        }
         _ => {}
     });
     assert_eq!(runs.len(), 4 * 2, "{runs:?}");
@@ -256,6 +276,7 @@ fn mac_scale_suite_devices_switch_traffic_spread_over_their_tables() {
     let runs = run_suite(&s, [2, 300], |tb, name, point| {
         if name == "ovs" {
             assert_every_rule_hit(tb, "dl_dst=02:5c:", point);
+            assert_load_noted(tb, "dl_dst", point);
         }
         if name == "vecswitch-bridge" {
             assert_nothing_flooded(tb);

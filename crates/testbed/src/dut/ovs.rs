@@ -30,10 +30,16 @@
 //! above the port rules' default priority 32768:
 //! OVS's MAC table as an OpenFlow switch programs it — NORMAL-mode learning has an 8,192-entry
 //! default table ([`DEFAULT_MAC_TABLE_SIZE`]) and cannot be filled but by traffic) and the
-//! traffic's destination MACs are spread over them ([`Dut::shape_streams`]).
+//! traffic's destination MACs are spread over them ([`Dut::shape_streams`]); a larger point adds
+//! only the new entries' rules. Every table load is ONE OpenFlow 1.4 bundle
+//! ([`OvsDut::load_flows`]: `ovs-ofctl --bundle add-flows`, committed once, within
+//! [`LOAD_BUDGET`]) followed by a `dump-aggregate` count of the rules it must have left; its
+//! time and vswitchd's memory after it are in the placement note ([`OvsDut::loads`]). Points
+//! above [`MAX_RULES`] fail at once with the reason.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::cmd::{run_env, run_quiet};
 use crate::dut::counters::{sum_ports, DeviceCounters, PortCounts};
@@ -46,6 +52,99 @@ use vecswitch_gen::StreamSpec;
 
 /// The OVS database schema shipped by `openvswitch-common`.
 pub const SCHEMA: &str = "/usr/share/openvswitch/vswitch.ovsschema";
+
+/// How long one table load may take before the driver gives up on it and fails the point with
+/// the reason (the bench then skips the device's larger points): 5 minutes.
+pub const LOAD_BUDGET: Duration = Duration::from_secs(300);
+
+/// The largest table (rules of one kind in the bridge) the OVS drivers load: the suites' largest
+/// point, 1,000,000, loads within [`LOAD_BUDGET`] on this host (800k rules added to 200k in
+/// 187–201 s in the DUT on a loaded host; docs/TESTBED.md, "OVS's tables"). A larger point
+/// fails at once with the reason instead of spending the budget to find out.
+pub const MAX_RULES: u32 = 1_000_000;
+
+/// Fails a scale point of `n` rules above [`MAX_RULES`], naming `what` and the measurement.
+pub fn check_rules(dut: &str, what: &str, n: u32) -> Result<()> {
+    if n <= MAX_RULES {
+        return Ok(());
+    }
+    Err(Error::Unsupported {
+        dut: dut.into(),
+        what: format!("{n} {what}"),
+        why: format!(
+            "at most {MAX_RULES} OpenFlow rules load within {}s on this host \
+             (docs/TESTBED.md, \"OVS's tables\"); larger points are skipped",
+            LOAD_BUDGET.as_secs()
+        ),
+    })
+}
+
+/// What a load must leave in the bridge: `expect` rules matching `matching` (an `ovs-ofctl`
+/// match, non-strict), described as `what` (`dl_dst`, `route`).
+#[derive(Debug, Clone, Copy)]
+pub struct RuleCheck<'a> {
+    pub matching: &'a str,
+    pub expect: u64,
+    pub what: &'a str,
+}
+
+/// One measured rule load: `added` rules sent in one bundle, `rules` of its kind in the bridge
+/// after it, the time from `ovs-ofctl`'s start to its exit (parsing, sending, OVS committing the
+/// bundle), and vswitchd's resident memory after it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleLoad {
+    pub what: String,
+    pub rules: u64,
+    pub added: u64,
+    pub seconds: f64,
+    pub vswitchd_rss: Option<u64>,
+}
+
+impl std::fmt::Display for RuleLoad {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} rules ({} added) in {:.2} s",
+            self.rules, self.what, self.added, self.seconds
+        )?;
+        if let Some(b) = self.vswitchd_rss {
+            write!(f, ", vswitchd RSS {} MB", b / 1_000_000)?;
+        }
+        Ok(())
+    }
+}
+
+/// The loads as a placement note's list.
+pub fn load_list(loads: &[RuleLoad]) -> String {
+    loads
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `flow_count=N` of `ovs-ofctl dump-aggregate`.
+pub fn parse_flow_count(text: &str) -> Option<u64> {
+    let i = text.find("flow_count=")? + "flow_count=".len();
+    text[i..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// A process's resident memory (`VmRSS` of /proc/PID/status), in bytes.
+fn rss_bytes(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb: u64 = s
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
 
 /// Entries of a learning bridge's MAC table when `other-config:mac-table-size` is not set: 8,192
 /// since OVS 2.13 (ovs-vswitchd.conf.db(5) of 3.1.0, installed here; 2,048 before). An RFC 2889
@@ -136,6 +235,8 @@ pub struct OvsDut {
     first_pair: Option<(usize, usize)>,
     /// `dl_dst` rules of the last [`Scale::MacEntries`].
     mac_entries: u32,
+    /// Every rule load of [`Scale::MacEntries`] and [`Scale::Flows`], in order.
+    loads: Vec<RuleLoad>,
     /// Each bridge a learning switch (`actions=NORMAL`) instead of port-to-port flows
     /// (`ovs-bridge`).
     learning: bool,
@@ -210,17 +311,109 @@ impl OvsDut {
         self.tool("ovs-ofctl", args)
     }
 
-    /// Writes `rules` (one flow a line) to `file` in the run directory and loads them into `br`
-    /// with one `ovs-ofctl add-flows`.
-    pub(crate) fn add_flows(&self, br: &str, file: &str, rules: &str) -> Result<()> {
+    /// Loads `rules` (one flow a line, written to `file` in the run directory) into `br` as ONE
+    /// OpenFlow 1.4 bundle (`ovs-ofctl -O OpenFlow14 --bundle add-flows`, OpenFlow 1.4 §6.8:
+    /// all or none, committed once), gives up after [`LOAD_BUDGET`] (the bundle is then
+    /// discarded: no half table), and checks that `ovs-ofctl dump-aggregate BR MATCH` counts
+    /// `expect` rules afterwards. Returns the load as measured ([`RuleLoad`]).
+    pub(crate) fn load_flows(
+        &self,
+        br: &str,
+        file: &str,
+        rules: &str,
+        check: &RuleCheck<'_>,
+    ) -> Result<RuleLoad> {
         let path = self.dir()?.join(file);
         std::fs::write(&path, rules).map_err(|source| Error::Io {
             what: "writing",
             path: path.clone(),
             source,
         })?;
-        self.ofctl(&["add-flows", br, &path.display().to_string()])
-            .map(|_| ())
+        let t0 = Instant::now();
+        let p = path.display().to_string();
+        self.ofctl_within(
+            &["-O", "OpenFlow14", "--bundle", "add-flows", br, &p],
+            LOAD_BUDGET,
+        )?;
+        let seconds = t0.elapsed().as_secs_f64();
+        let agg = self.ofctl(&["dump-aggregate", br, check.matching])?;
+        if parse_flow_count(&agg) != Some(check.expect) {
+            return Err(Error::Invalid {
+                field: "OVS rules after loading",
+                value: agg.trim().to_string(),
+                expected: format!(
+                    "flow_count={} rules matching `{}` in {br} ({})",
+                    check.expect, check.matching, check.what
+                ),
+            });
+        }
+        Ok(RuleLoad {
+            what: check.what.to_string(),
+            rules: check.expect,
+            added: rules.lines().filter(|l| !l.trim().is_empty()).count() as u64,
+            seconds,
+            vswitchd_rss: self.vswitchd.as_ref().and_then(|c| rss_bytes(c.pid())),
+        })
+    }
+
+    /// `ovs-ofctl ARGS` that must finish within `budget`: killed after it (and on a stop
+    /// request), which fails with the reason.
+    fn ofctl_within(&self, args: &[&str], budget: Duration) -> Result<()> {
+        let dir = self.dir()?;
+        let d = dir.display().to_string();
+        let command = crate::cmd::render("ovs-ofctl", args);
+        let err_path = dir.join("ovs-ofctl.err");
+        let err = std::fs::File::create(&err_path).map_err(|source| Error::Io {
+            what: "creating",
+            path: err_path.clone(),
+            source,
+        })?;
+        let mut child = std::process::Command::new("ovs-ofctl")
+            .args(args)
+            .envs([("OVS_RUNDIR", &d), ("OVS_DBDIR", &d), ("OVS_LOGDIR", &d)])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(err)
+            .spawn()
+            .map_err(|source| Error::Spawn {
+                command: command.clone(),
+                source,
+            })?;
+        let t0 = Instant::now();
+        loop {
+            let status = child.try_wait().map_err(|source| Error::Spawn {
+                command: command.clone(),
+                source,
+            })?;
+            if let Some(status) = status {
+                if status.success() {
+                    return Ok(());
+                }
+                return Err(Error::Command {
+                    command,
+                    status: status.to_string(),
+                    stderr: std::fs::read_to_string(&err_path)
+                        .unwrap_or_default()
+                        .trim()
+                        .to_string(),
+                });
+            }
+            let stop = crate::signal::stop_requested();
+            if stop || t0.elapsed() >= budget {
+                let _ = child.kill();
+                let _ = child.wait();
+                if stop {
+                    return Err(Error::Stopped);
+                }
+                return Err(Error::Timeout {
+                    what: format!(
+                        "`{command}` (an OVS table load; its bundle was discarded, see docs/TESTBED.md \"OVS's tables\")"
+                    ),
+                    timeout: budget,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// `ovs-appctl` to this instance's vswitchd.
@@ -305,8 +498,16 @@ impl OvsDut {
         Ok(c)
     }
 
-    /// [`Scale::MacEntries`]: replaces the `dl_dst` rules with `n` (see the module doc).
+    /// Every rule load of [`Scale::MacEntries`] and [`Scale::Flows`] so far, in order.
+    pub fn loads(&self) -> &[RuleLoad] {
+        &self.loads
+    }
+
+    /// [`Scale::MacEntries`]: `n` `dl_dst` rules (see the module doc). The table grows in place
+    /// (the rules of entries `self.mac_entries..n` in one bundle); a smaller point deletes every
+    /// rule on a scale MAC and loads its set anew.
     fn set_mac_entries(&mut self, n: u32) -> Result<()> {
+        check_rules(self.name(), "dl_dst rules", n)?;
         let (Some(br), Some([(a, _), (b, _)])) = (
             self.bridges.first().cloned(),
             self.port_types
@@ -320,24 +521,48 @@ impl OvsDut {
             });
         };
         let (a, b) = (a.clone(), b.clone());
-        // Every rule on a scale MAC (02:5c:…), of this kind or of `Flows`.
-        self.ofctl(&[
-            "del-flows",
-            &br,
-            "dl_dst=02:5c:00:00:00:00/ff:ff:00:00:00:00",
-        ])?;
-        let mut rules = String::with_capacity(n as usize * 72);
-        for i in 0..n {
-            rules.push_str(&format!(
-                "priority=40000,in_port={a},dl_dst={},actions=output:{b}\n",
-                crate::dut::linux_bridge::scale_mac(i)
-            ));
+        if n == self.mac_entries && n > 0 {
+            return Ok(());
         }
-        self.add_flows(&br, "mac.flows", &rules)?;
+        let from = if n < self.mac_entries || self.mac_entries == 0 {
+            // Every rule on a scale MAC (02:5c:…), of this kind or of `Flows`.
+            self.ofctl(&["del-flows", &br, SCALE_MAC_MATCH])?;
+            self.mac_entries = 0;
+            0
+        } else {
+            self.mac_entries
+        };
+        if n == 0 {
+            return Ok(());
+        }
+        let mut rules = String::with_capacity((n - from) as usize * 72);
+        for i in from..n {
+            let _ = writeln!(
+                rules,
+                "priority=40000,in_port={a},dl_dst={},actions=output:{b}",
+                crate::dut::linux_bridge::scale_mac(i)
+            );
+        }
+        let load = self.load_flows(
+            &br,
+            "mac.flows",
+            &rules,
+            &RuleCheck {
+                matching: SCALE_MAC_MATCH,
+                expect: u64::from(n),
+                what: "dl_dst",
+            },
+        )?;
+        eprintln!("{}: {load}", self.name());
+        self.loads.push(load);
         self.mac_entries = n;
         Ok(())
     }
 }
+
+/// The `ovs-ofctl` match of every rule on a scale MAC (`02:5c:…`, [`Scale::MacEntries`] and
+/// [`Scale::Flows`]).
+const SCALE_MAC_MATCH: &str = "dl_dst=02:5c:00:00:00:00/ff:ff:00:00:00:00";
 
 impl Dut for OvsDut {
     fn name(&self) -> &str {
@@ -517,6 +742,7 @@ impl Dut for OvsDut {
         self.bridges.clear();
         self.dir = None;
         self.mac_entries = 0;
+        self.loads.clear();
         self.first_pair = None;
         Ok(())
     }
@@ -544,15 +770,30 @@ impl Dut for OvsDut {
                 value: "no bridge".into(),
                 expected: "configure_scale after setup".into(),
             })?;
+        check_rules(self.name(), "never-matching rules", n)?;
+        self.ofctl(&["del-flows", &br, SCALE_MAC_MATCH])?;
+        self.mac_entries = 0;
         let mut rules = String::with_capacity(n as usize * 64);
         for i in 0..n {
             // Higher priority than the port rules, but matching MACs the generator never sends.
-            rules.push_str(&format!(
-                "priority=100,dl_dst={},actions=drop\n",
+            let _ = writeln!(
+                rules,
+                "priority=100,dl_dst={},actions=drop",
                 crate::dut::linux_bridge::scale_mac(i)
-            ));
+            );
         }
-        self.add_flows(&br, "scale.flows", &rules)
+        let load = self.load_flows(
+            &br,
+            "scale.flows",
+            &rules,
+            &RuleCheck {
+                matching: SCALE_MAC_MATCH,
+                expect: u64::from(n),
+                what: "never-matching",
+            },
+        )?;
+        self.loads.push(load);
+        Ok(())
     }
 
     fn shape_streams(&self, streams: &mut [StreamSpec]) -> Result<()> {
@@ -566,10 +807,18 @@ impl Dut for OvsDut {
     fn processes(&self) -> Vec<PlacedProcess> {
         let mut v = Vec::new();
         if let Some(c) = &self.vswitchd {
-            v.push(placed(
+            let mut p = placed(
                 c,
                 "main thread and PMD threads (pmd-cpu-mask) on the DUT CPU",
-            ));
+            );
+            if !self.loads.is_empty() {
+                p.note = format!(
+                    "{}; rule loads (ovs-ofctl --bundle add-flows): {}",
+                    p.note,
+                    load_list(&self.loads)
+                );
+            }
+            v.push(p);
         }
         if let Some(c) = &self.ovsdb {
             v.push(placed(c, "database server, idle while forwarding"));
@@ -684,6 +933,37 @@ main thread:
   packets received: 0
   avg. packets per output batch: 0.00
 ";
+
+    #[test]
+    fn rule_loads_print_and_big_tables_are_refused_with_the_reason() {
+        let l = RuleLoad {
+            what: "route".into(),
+            rules: 200_000,
+            added: 180_000,
+            seconds: 12.345,
+            vswitchd_rss: Some(250_000_000),
+        };
+        assert_eq!(
+            l.to_string(),
+            "200000 route rules (180000 added) in 12.35 s, vswitchd RSS 250 MB"
+        );
+        assert_eq!(load_list(&[l.clone(), l]).matches("route rules").count(), 2);
+        assert!(check_rules("ovs", "dl_dst rules", MAX_RULES).is_ok());
+        let e = check_rules("ovs", "dl_dst rules", MAX_RULES + 1)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("larger points are skipped"), "{e}");
+        assert!(
+            e.contains(&format!("{} dl_dst rules", MAX_RULES + 1)),
+            "{e}"
+        );
+        assert_eq!(
+            parse_flow_count(
+                "NXST_AGGREGATE reply (xid=0x4): packet_count=0 byte_count=0 flow_count=2001\n"
+            ),
+            Some(2001)
+        );
+    }
 
     #[test]
     fn dpctl_show_and_pmd_stats_parse() {

@@ -13,22 +13,24 @@
 //!
 //! `IN_MAC`/`OUT_MAC` are the DUT's veth ends' MACs, `NH_MAC` the generator's receiving port's
 //! (the static neighbour; OVS resolves nothing). Scale: [`Scale::Routes`] writes the rules of the
-//! new routes to a file and loads them with one `ovs-ofctl add-flows` (a smaller point deletes
-//! every route rule, `del-flows BRIDGE ip,in_port=IN`, and loads its set anew), then checks
-//! `ovs-ofctl dump-aggregate`'s
-//! `flow_count`; the time of each load is in the placement note ([`OvsRouterDut::loads`]).
+//! new routes to a file and loads them as one OpenFlow 1.4 bundle ([`OvsDut::load_flows`]:
+//! `ovs-ofctl -O OpenFlow14 --bundle add-flows`, within [`crate::dut::ovs::LOAD_BUDGET`]; a
+//! smaller point deletes every route rule, `del-flows BRIDGE ip,in_port=IN`, and loads its set
+//! anew), then checks that `ovs-ofctl dump-aggregate BRIDGE ip,in_port=IN` counts N; the time
+//! of each load and vswitchd's memory after it are in the placement note
+//! ([`OvsRouterDut::loads`]). Points above [`crate::dut::ovs::MAX_RULES`] fail at once with the
+//! reason (docs/TESTBED.md, "OVS's tables").
 //! OVS's own datapath flow limit (`other_config:flow-limit`, default 200,000 megaflows) is left
 //! at its default, as the seed's OVS had it: past it, OVS's revalidators evict flows and frames
 //! take the slow path — part of what the sweep measures.
 
 use std::fmt::Write as _;
-use std::time::Instant;
 
 use vecswitch_gen::StreamSpec;
 
 use crate::dut::counters::DeviceCounters;
-use crate::dut::ovs::OvsDut;
-use crate::dut::router::{self, mac_text, route_dst, TableLoad};
+use crate::dut::ovs::{check_rules, load_list, OvsDut, RuleCheck, RuleLoad};
+use crate::dut::router::{self, mac_text, route_dst};
 use crate::dut::{Dut, Scale};
 use crate::error::{Error, Result};
 use crate::placement::PlacedProcess;
@@ -72,16 +74,6 @@ pub fn all_routes_match(p: &RouterPorts) -> String {
     format!("ip,in_port={}", p.ingress)
 }
 
-/// `flow_count=N` of `ovs-ofctl dump-aggregate`.
-pub fn parse_flow_count(text: &str) -> Option<u64> {
-    let i = text.find("flow_count=")? + "flow_count=".len();
-    text[i..]
-        .split(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()
-}
-
 /// The OVS router DUT.
 #[derive(Debug, Default)]
 pub struct OvsRouterDut {
@@ -89,7 +81,7 @@ pub struct OvsRouterDut {
     wiring: Option<Wiring>,
     ports: Option<RouterPorts>,
     routes: u32,
-    loads: Vec<TableLoad>,
+    loads: Vec<RuleLoad>,
 }
 
 impl OvsRouterDut {
@@ -98,7 +90,7 @@ impl OvsRouterDut {
     }
 
     /// Every rule load so far, in order.
-    pub fn loads(&self) -> &[TableLoad] {
+    pub fn loads(&self) -> &[RuleLoad] {
         &self.loads
     }
 
@@ -117,28 +109,26 @@ impl OvsRouterDut {
         if n == self.routes {
             return Ok(());
         }
-        let t0 = Instant::now();
+        check_rules(self.name(), "route rules", n)?;
+        let matching = all_routes_match(&p);
         let from = if n < self.routes {
-            self.ovs
-                .ofctl(&["del-flows", &p.bridge, &all_routes_match(&p)])?;
+            self.ovs.ofctl(&["del-flows", &p.bridge, &matching])?;
             0
         } else {
             self.routes
         };
-        self.ovs
-            .add_flows(&p.bridge, "routes.flows", &add_rules(&p, from, n))?;
-        let agg = self.ovs.ofctl(&["dump-aggregate", &p.bridge])?;
-        // The routes and the drop rule.
-        let want = u64::from(n) + 1;
-        if parse_flow_count(&agg) != Some(want) {
-            return Err(Error::Invalid {
-                field: "ovs-router rules after loading",
-                value: agg.trim().to_string(),
-                expected: format!("flow_count={want} ({n} routes and the drop rule)"),
-            });
-        }
-        self.loads
-            .push(TableLoad::done(self.name(), (self.routes, n), t0, None));
+        let load = self.ovs.load_flows(
+            &p.bridge,
+            "routes.flows",
+            &add_rules(&p, from, n),
+            &RuleCheck {
+                matching: &matching,
+                expect: u64::from(n),
+                what: "route",
+            },
+        )?;
+        eprintln!("{}: {load}", self.name());
+        self.loads.push(load);
         self.routes = n;
         Ok(())
     }
@@ -222,9 +212,9 @@ impl Dut for OvsRouterDut {
             .map(|mut p| {
                 if p.name == "dut-ovs-vswitchd" {
                     p.note = format!(
-                        "{}; rule loads (ovs-ofctl add-flows): {}",
+                        "{}; rule loads (ovs-ofctl --bundle add-flows): {}",
                         p.note,
-                        TableLoad::list(&self.loads)
+                        load_list(&self.loads)
                     );
                 }
                 p
@@ -271,6 +261,7 @@ mod tests {
 
     #[test]
     fn flow_count_parses() {
+        use crate::dut::ovs::parse_flow_count;
         let t = "NXST_AGGREGATE reply (xid=0x4): packet_count=0 byte_count=0 flow_count=2001\n";
         assert_eq!(parse_flow_count(t), Some(2001));
         assert_eq!(parse_flow_count("nothing"), None);
