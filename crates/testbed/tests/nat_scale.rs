@@ -10,6 +10,13 @@
 //!   AF_PACKET sockets so that the capture sees the frames; over memif there
 //!   is no interface to capture, `show nat44 sessions` says the same for the sessions it lists).
 //!
+//!
+//! And the suite's new-session test (`flow_mode = "unique"`) on each NAT device: two trials of
+//! unique flows, each emptying the table first; every frame must arrive and the table must have
+//! gained exactly one session per frame in each trial (the driver's placement note: vecswitch
+//! `show nat44 summary`, the kernel's nf_conntrack_count) — the frames were new sessions, not
+//! forwarded repeats.
+//!
 //! Root: namespaces, veth pairs and memif sockets are the testbed's and removed by its guards;
 //! the capture process is killed by its guard, also when an assert fails.
 
@@ -93,8 +100,8 @@ fn nat_scale_suite_devices_translate_1000_sessions_and_filter_with_1_rule() {
     require("nft");
     require("tshark");
     // The generator's veth ports as AF_PACKET sockets: its default, AF_XDP, takes the frames
-    // before the kernel's packet taps, so a capture on its receiving veth would see none. (The
-    // only test in this binary: the variable is read when the testbed opens its ports.)
+    // before the kernel's packet taps, so a capture on its receiving veth would see none. (Read
+    // when the testbed opens its ports; the other test of this binary works with either.)
     std::env::set_var(GenVethPort::ENV, "af_packet");
     let path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/suites/nat-scale.toml");
@@ -224,4 +231,82 @@ fn nat_scale_suite_devices_translate_1000_sessions_and_filter_with_1_rule() {
         tb.stop().unwrap();
     }
     assert_eq!(ran.len(), 6, "{ran:?}");
+}
+
+/// Frames per second of the new-session trials, and the trials.
+const NEW_FPS: f64 = 2_000.0;
+const NEW_TRIALS: usize = 2;
+
+#[test]
+fn nat_devices_make_one_new_session_per_frame_in_unique_trials() {
+    let bin = vecswitch_bin();
+    assert!(
+        bin.is_file(),
+        "build the binary first: cargo build -p vecswitch-cli ({})",
+        bin.display()
+    );
+    require("nft");
+    require("conntrack");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/suites/nat-scale.toml");
+    let s = Suite::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    // The suite has the test, on the NAT devices.
+    let t = s
+        .tests
+        .iter()
+        .find(|t| t.id("x") == "nat_new_sessions")
+        .expect("docs/suites/nat-scale.toml: test nat_new_sessions");
+    assert!(
+        matches!(t, vecswitch_lab::suite::TestSpec::Throughput { flow_mode, .. } if flow_mode == "unique"),
+        "{t:?}"
+    );
+    let size = s.frame_sizes[0].spec().unwrap();
+    let mut ran = Vec::new();
+    for d in s.duts.iter().filter(|d| d.name.ends_with("-nat")) {
+        let what = format!("{} on {}", d.name, d.topology);
+        let topo: Topology = d.topology.parse().unwrap();
+        let mut tb = Testbed::build(topo).unwrap();
+        let ports = tb.open_generator_ports().unwrap();
+        let dut = DutKind::parse(&d.name, bin.clone()).unwrap().build();
+        tb.start(dut).unwrap_or_else(|e| panic!("{what}: {e}"));
+        // No warm-up (as the bench): a trial's sessions are its measured frames.
+        let mut m = GenMeasurer::for_testbed(&tb, ports, streams_for(&size, false))
+            .unwrap()
+            .drain(Duration::from_millis(500));
+        m.set_unique_flows(true).unwrap();
+        let mut delivered = Vec::new();
+        for _ in 0..NEW_TRIALS {
+            let r = m
+                .trial(Load::fps(NEW_FPS), Duration::from_secs(1))
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert!(
+                r.offered_frames >= 1000,
+                "{what}: offered too little: {r:?}"
+            );
+            assert_eq!(
+                r.received_frames, r.offered_frames,
+                "{what}: frames lost: {r:?}"
+            );
+            delivered.push(r.received_frames);
+        }
+        m.set_unique_flows(false).unwrap();
+        let note = tb
+            .with_dut(|x| x.processes())
+            .unwrap()
+            .iter()
+            .map(|p| p.note.clone())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let created = nat::parse_new_session_note(&note)
+            .unwrap_or_else(|| panic!("{what}: no new-session counts in the note: {note}"));
+        assert_eq!(
+            created, delivered,
+            "{what}: sessions created per trial vs frames delivered ({note})"
+        );
+        ran.push(what);
+        tb.check_alive().unwrap();
+        drop(m);
+        tb.stop().unwrap();
+    }
+    assert_eq!(ran.len(), 3, "{ran:?}");
 }
