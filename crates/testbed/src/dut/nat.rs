@@ -40,7 +40,9 @@
 //! address, stay); `max_sessions` is raised by [`NEW_SESSION_ROOM`] per trial. The kernel:
 //! `conntrack -F` in the DUT namespace (the Debian package `conntrack`) empties its table. The
 //! placement note lists the sessions each new-session trial created: with no warm-up (the bench
-//! sends none) a trial's count equals the frames it delivered when each frame made a session.
+//! sends none) a trial's count equals the frames it delivered when each frame made a session
+//! (more when the device made sessions for frames it then lost on the way out). The points'
+//! last reading is the count before the first new-session trial emptied anything.
 //!
 //! Limits: vecswitch's `max_sessions` and `max_sessions_per_host` are raised to the table's
 //! count plus the point (`ctl nat44 set`). The kernel's conntrack table size is host-wide
@@ -143,13 +145,17 @@ pub struct NewSessionLog {
     /// Whether the device is set up for new sessions (vecswitch: the pool address is on).
     pub active: bool,
     pub trials: Vec<NewSessionTrial>,
+    /// The table's count before the first new-session trial emptied anything: the session
+    /// points' last reading (the kernel's flush empties their sessions too).
+    pub before_first: Option<u64>,
 }
 
 impl NewSessionLog {
     /// Before a trial: the previous trial left `left` sessions; the table holds `start` now.
     pub fn next_trial(&mut self, left: u64, start: u64) {
-        if let Some(t) = self.trials.last_mut() {
-            t.end = Some(left);
+        match self.trials.last_mut() {
+            Some(t) => t.end = Some(left),
+            None => self.before_first = Some(left),
         }
         self.trials.push(NewSessionTrial { start, end: None });
     }
@@ -506,13 +512,14 @@ impl Dut for VecswitchNatDut {
 
     fn processes(&self) -> Vec<PlacedProcess> {
         let now = self.sessions().ok();
+        let log = lock(&self.new_sessions);
         with_note(
             self.inner.processes(),
             None,
             &format!(
                 "NAT44 sessions per point (show nat44 summary): {}{}",
-                SessionPoint::list(&self.points, now),
-                lock(&self.new_sessions).note(now)
+                SessionPoint::list(&self.points, log.before_first.or(now)),
+                log.note(now)
             ),
         )
     }
@@ -710,13 +717,14 @@ impl Dut for LinuxNatDut {
 
     fn processes(&self) -> Vec<PlacedProcess> {
         let now = self.sessions().ok();
+        let log = lock(&self.new_sessions);
         with_note(
             self.inner.processes(),
             Some("kernel-router-nat"),
             &format!(
                 "conntrack entries per point (nf_conntrack_count): {}{}",
-                SessionPoint::list(&self.points, now),
-                lock(&self.new_sessions).note(now)
+                SessionPoint::list(&self.points, log.before_first.or(now)),
+                log.note(now)
             ),
         )
     }
@@ -821,6 +829,7 @@ mod tests {
         let mut log = NewSessionLog::default();
         assert_eq!(log.note(Some(5)), "");
         log.next_trial(1000, 1000);
+        assert_eq!(log.before_first, Some(1000));
         log.next_trial(4000, 1000);
         log.next_trial(3500, 0);
         assert_eq!(
