@@ -90,33 +90,53 @@ fn capture(netns: &str, ifname: &str, pcap: &std::path::Path) -> Capture {
     panic!("tshark did not start capturing on {ifname} in {netns}");
 }
 
-#[test]
-fn nat_scale_suite_devices_translate_1000_sessions_and_filter_with_1_rule() {
+/// The CLI binary, built (the devices run it).
+fn built_bin() -> std::path::PathBuf {
     let bin = vecswitch_bin();
     assert!(
         bin.is_file(),
         "build the binary first: cargo build -p vecswitch-cli ({})",
         bin.display()
     );
+    bin
+}
+
+/// docs/suites/nat-scale.toml, parsed.
+fn nat_suite() -> Suite {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/suites/nat-scale.toml");
+    Suite::parse(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+/// `d`'s topology built and its device started: (what it is, the testbed, the generator ports).
+fn start(
+    d: &vecswitch_lab::suite::DutSpec,
+    bin: &std::path::Path,
+) -> (String, Testbed, Vec<Box<dyn vecswitch_ports::Port>>) {
+    let what = format!("{} on {}", d.name, d.topology);
+    let topo: Topology = d.topology.parse().unwrap();
+    let mut tb = Testbed::build(topo).unwrap();
+    let ports = tb.open_generator_ports().unwrap();
+    let dut = DutKind::parse(&d.name, bin.to_path_buf()).unwrap().build();
+    tb.start(dut).unwrap_or_else(|e| panic!("{what}: {e}"));
+    (what, tb, ports)
+}
+
+#[test]
+fn nat_scale_suite_devices_translate_1000_sessions_and_filter_with_1_rule() {
+    let bin = built_bin();
     require("nft");
     require("tshark");
     // The generator's veth ports as AF_PACKET sockets: its default, AF_XDP, takes the frames
     // before the kernel's packet taps, so a capture on its receiving veth would see none. (Read
     // when the testbed opens its ports; the other test of this binary works with either.)
     std::env::set_var(GenVethPort::ENV, "af_packet");
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/suites/nat-scale.toml");
-    let s = Suite::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let s = nat_suite();
     let size = s.frame_sizes[0].spec().unwrap();
     let outside = nat::outside_addr();
     let mut ran = Vec::new();
     for d in &s.duts {
-        let what = format!("{} on {}", d.name, d.topology);
-        let topo: Topology = d.topology.parse().unwrap();
-        let mut tb = Testbed::build(topo).unwrap();
-        let ports = tb.open_generator_ports().unwrap();
-        let dut = DutKind::parse(&d.name, bin.clone()).unwrap().build();
-        tb.start(dut).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let (what, mut tb, ports) = start(d, &bin);
         let mut m = GenMeasurer::for_testbed(&tb, ports, streams_for(&size, false))
             .unwrap()
             .warmup(Duration::from_millis(300))
@@ -240,17 +260,10 @@ const NEW_TRIALS: usize = 2;
 
 #[test]
 fn nat_devices_make_one_new_session_per_frame_in_unique_trials() {
-    let bin = vecswitch_bin();
-    assert!(
-        bin.is_file(),
-        "build the binary first: cargo build -p vecswitch-cli ({})",
-        bin.display()
-    );
+    let bin = built_bin();
     require("nft");
     require("conntrack");
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/suites/nat-scale.toml");
-    let s = Suite::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let s = nat_suite();
     // The suite has the test, on the NAT devices.
     let t = s
         .tests
@@ -264,12 +277,7 @@ fn nat_devices_make_one_new_session_per_frame_in_unique_trials() {
     let size = s.frame_sizes[0].spec().unwrap();
     let mut ran = Vec::new();
     for d in s.duts.iter().filter(|d| d.name.ends_with("-nat")) {
-        let what = format!("{} on {}", d.name, d.topology);
-        let topo: Topology = d.topology.parse().unwrap();
-        let mut tb = Testbed::build(topo).unwrap();
-        let ports = tb.open_generator_ports().unwrap();
-        let dut = DutKind::parse(&d.name, bin.clone()).unwrap().build();
-        tb.start(dut).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let (what, mut tb, ports) = start(d, &bin);
         // No warm-up (as the bench): a trial's sessions are its measured frames.
         let mut m = GenMeasurer::for_testbed(&tb, ports, streams_for(&size, false))
             .unwrap()
