@@ -25,6 +25,7 @@ pub mod af_xdp;
 pub mod fault;
 mod fd;
 pub mod heap;
+pub mod ifstats;
 mod ifwatch;
 pub mod loopback;
 pub mod memif;

@@ -6,7 +6,7 @@
 //!
 //! | device | busy time |
 //! |---|---|
-//! | vecswitch | its poll loop's busy clocks (`show runtime` `loop.busy_ns`: iterations that received, port I/O included) |
+//! | vecswitch | its poll loop's busy clocks (`show runtime` `loop.busy_ns`: iterations that received, port I/O included), plus its veth ends' NAPI threads' CPU time (below) |
 //! | testpmd | `--record-core-cycles` (total cycles of bursts that received; "CPU cycles/packet") |
 //! | OVS userspace | `dpif-netdev/pmd-stats-show` processing cycles |
 //! | Linux bridge (kernel) | system + irq + softirq time of the DUT CPU, `/proc/stat` before/after |
@@ -18,6 +18,14 @@
 //! ([`vecswitch_lab::device_cost`]). Clocks are converted with the CPU's nominal rate
 //! (`/proc/cpuinfo` "cpu MHz"), the rate vecswitch uses too; testpmd and OVS count TSC cycles,
 //! within about 1 % of it on these machines (testpmd: "2450 MHz Clock" vs 2445 MHz).
+//!
+//! A device with clocks of its own whose veth ends the lab gave threaded NAPI (an AF_XDP DUT:
+//! [`crate::netns::steer_dut_kernel_rx`]) has its kernel receive done by those `napi/<end>-<id>`
+//! kthreads on the DUT CPU, outside its own clocks. Their CPU time (`/proc/<pid>/schedstat`, first
+//! field, ns; Documentation/scheduler/sched-stats.rst) over the trial is added to the device's busy
+//! time ([`CostMethod::DeviceClocksAndNapi`]), so that its cost per packet includes its kernel
+//! receive as the Linux bridge's softirq time does (docs/BENCHMARKS.md §5 "The DUT's receive on
+//! the DUT's CPU").
 //!
 //! CPU time from `/proc/stat` counts everything on the DUT CPU: other work there (a compiler)
 //! inflates a kernel device's cost. The reading compares the CPU's user time with the device's
@@ -143,6 +151,9 @@ pub fn parse_cpu_mhz(text: &str) -> Option<f64> {
 pub enum CostMethod {
     /// The device's own busy clocks ([`DeviceCounters::busy_clocks`]).
     DeviceClocks,
+    /// The device's own busy clocks plus the CPU time of its veth ends' NAPI threads (the
+    /// kernel receive the lab placed on the DUT CPU in threaded NAPI).
+    DeviceClocksAndNapi,
     /// System + irq + softirq time of the DUT CPU (a device that runs in the kernel).
     KernelCpu,
     /// All non-idle time of the DUT CPU (a process without clocks of its own).
@@ -157,6 +168,32 @@ pub struct CostReading {
     pub at: Instant,
     pub counters: Option<DeviceCounters>,
     pub cpu: Option<CpuTimes>,
+    /// CPU time of the DUT ends' NAPI threads, ns (summed; `None` when the placement has none).
+    pub napi_ns: Option<u64>,
+}
+
+/// The time a task has spent on a CPU, ns: the first field of `/proc/<pid>/schedstat`
+/// (Documentation/scheduler/sched-stats.rst: "time spent on the cpu", "time spent waiting on a
+/// runqueue", "# of timeslices run on this cpu").
+pub fn parse_schedstat(text: &str) -> Option<u64> {
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// The summed CPU time of `threads` now, ns; `None` when there are none or one of them is gone
+/// (its pid reused or exited: the sum would not be comparable with an earlier one).
+pub fn napi_cpu_ns(threads: &[crate::netns::NapiThread]) -> Option<u64> {
+    if threads.is_empty() {
+        return None;
+    }
+    threads.iter().try_fold(0u64, |sum, t| {
+        let dir = format!("/proc/{}", t.pid);
+        let comm = std::fs::read_to_string(format!("{dir}/comm")).ok()?;
+        if comm.trim_end() != t.name {
+            return None;
+        }
+        let ns = parse_schedstat(&std::fs::read_to_string(format!("{dir}/schedstat")).ok()?)?;
+        Some(sum + ns)
+    })
 }
 
 /// Reads the DUT's counters and its CPU's times now (no CPU times for a device the lab did not
@@ -172,6 +209,7 @@ pub fn read(tb: &Testbed) -> Result<CostReading> {
         at: Instant::now(),
         counters,
         cpu,
+        napi_ns: napi_cpu_ns(tb.napi_threads()),
     })
 }
 
@@ -210,8 +248,16 @@ pub fn trial_cost(
     };
     let secs = trial.as_secs_f64().max(1e-9);
     let packets = d.rx_frames.unwrap_or(received);
+    // The NAPI threads' time over the trial, as clocks (both readings must have it).
+    let napi_clocks = match (after.napi_ns, before.napi_ns) {
+        (Some(a), Some(b)) => Some(a.saturating_sub(b) as f64 / 1e9 * hz),
+        _ => None,
+    };
     let (method, busy_clocks) = match (d.busy_clocks, kernel_device) {
-        (Some(c), false) => (CostMethod::DeviceClocks, Some(c as f64)),
+        (Some(c), false) => match napi_clocks {
+            Some(n) => (CostMethod::DeviceClocksAndNapi, Some(c as f64 + n)),
+            None => (CostMethod::DeviceClocks, Some(c as f64)),
+        },
         (None, _) if cpu.is_none() => (CostMethod::Unknown, None),
         (_, true) => (
             CostMethod::KernelCpu,
@@ -245,6 +291,9 @@ pub fn trial_cost(
 pub fn method_label(m: CostMethod, device: &str, cpu: usize) -> String {
     match m {
         CostMethod::DeviceClocks => format!("{device}'s own busy clocks"),
+        CostMethod::DeviceClocksAndNapi => format!(
+            "{device}'s own busy clocks + its veth ends' NAPI threads on CPU {cpu} (schedstat)"
+        ),
         CostMethod::KernelCpu => format!("system+irq+softirq time of CPU {cpu} (/proc/stat)"),
         CostMethod::CpuTime => format!("non-idle time of CPU {cpu} (/proc/stat)"),
         CostMethod::Unknown => {
@@ -530,6 +579,7 @@ cpu1 95556 0 22351 34615 1901 0 2660 1445 0 0
             at: Instant::now(),
             counters: Some(c),
             cpu: Some(cpu),
+            napi_ns: None,
         }
     }
 
@@ -565,6 +615,85 @@ cpu1 95556 0 22351 34615 1901 0 2660 1445 0 0
         assert_eq!(c.idle_poll_fraction, Some(0.75));
         assert_eq!(c.foreign_user_fraction, None);
         assert_eq!(estimate_capacity(500_000.0, 0.25), Some(2_000_000.0));
+    }
+
+    #[test]
+    fn napi_threads_time_is_added_to_the_device_clocks() {
+        let b = DeviceCounters {
+            rx_frames: Some(0),
+            busy_clocks: Some(0),
+            ..Default::default()
+        };
+        // 1e6 packets in 2 s: the worker busy 1e9 clocks (0.5 s at 2 GHz), its NAPI threads
+        // 0.25 s more: 37.5 % busy, 1500 clocks/packet.
+        let a = DeviceCounters {
+            rx_frames: Some(1_000_000),
+            busy_clocks: Some(1_000_000_000),
+            ..Default::default()
+        };
+        let with = |r: CostReading, ns| CostReading {
+            napi_ns: Some(ns),
+            ..r
+        };
+        let before = with(reading(b.clone(), CpuTimes::default()), 7_000_000_000);
+        let after = with(reading(a.clone(), CpuTimes::default()), 7_250_000_000);
+        let c = trial_cost(
+            &before,
+            &after,
+            false,
+            Duration::from_secs(2),
+            1_000_000,
+            2e9,
+            100.0,
+        );
+        assert_eq!(c.method, CostMethod::DeviceClocksAndNapi);
+        assert!((c.busy_fraction.unwrap() - 0.375).abs() < 1e-12, "{c:?}");
+        assert!(
+            (c.cycles_per_packet.unwrap() - 1500.0).abs() < 1e-9,
+            "{c:?}"
+        );
+        assert!(method_label(c.method, "vecswitch", 1).contains("NAPI threads on CPU 1"));
+        // Without the threads' time in both readings: the device's clocks alone.
+        let c = trial_cost(
+            &reading(b, CpuTimes::default()),
+            &after,
+            false,
+            Duration::from_secs(2),
+            1_000_000,
+            2e9,
+            100.0,
+        );
+        assert_eq!(c.method, CostMethod::DeviceClocks);
+        assert!(
+            (c.cycles_per_packet.unwrap() - 1000.0).abs() < 1e-9,
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn schedstat_of_a_thread_is_read() {
+        assert_eq!(parse_schedstat("123456 789 10\n"), Some(123_456));
+        assert_eq!(parse_schedstat(""), None);
+        // This thread's time is there and grows while it runs.
+        let ns = || {
+            parse_schedstat(&std::fs::read_to_string("/proc/thread-self/schedstat").unwrap())
+                .unwrap()
+        };
+        let t0 = ns();
+        let mut x = 0u64;
+        for i in 0..5_000_000u64 {
+            x = x.wrapping_add(std::hint::black_box(i));
+        }
+        std::hint::black_box(x);
+        assert!(ns() > t0);
+        // A thread list: none gives no figure, a vanished thread none either.
+        assert_eq!(napi_cpu_ns(&[]), None);
+        let me = crate::netns::NapiThread {
+            ifname: "x".into(),
+            pid: std::process::id(),
+            name: "not-this-name".into(),
+        };
+        assert_eq!(napi_cpu_ns(&[me]), None);
     }
 
     #[test]

@@ -141,7 +141,8 @@ fn every_device_runs_the_l2_suite_and_forwards() {
             let what = format!("{} {} (scale {:?})", dut.name, r.id, r.scale);
             match &r.outcome {
                 // Every device's table holds 256 addresses (vecswitch 1,000,000, the kernel no
-                // limit, OVS 2,048): the top passes, learned and filtered to the last frame.
+                // limit, OVS 8,192 since 2.13): the top passes, learned and filtered to the last
+                // frame.
                 Outcome::AddressCaching(a) => {
                     assert_eq!(a.method, AddressMethod::TwoPortFiltering, "{what}");
                     assert_eq!(a.value, Some(256.0), "{what}: {:#?}", a.trials);

@@ -164,6 +164,7 @@ use std::sync::Arc;
 
 use vecswitch_buffer::Pool;
 
+use crate::ifstats::{IfKernelStats, IfStatsReader};
 use crate::ifwatch::{self, IfWatch, NetnsHandle};
 use crate::shm::ShmRegion;
 use crate::{LinkState, Port, PortStats};
@@ -215,6 +216,12 @@ pub struct AfPacketPort {
     watch: IfWatch,
     /// The namespace the socket lives in, where a re-created interface is re-opened.
     netns: NetnsHandle,
+    /// The interface's own kernel counters ([`crate::ifstats`]): the reader (none if the kernel
+    /// refused a netlink socket), the reading at open or at the last `clear_stats`, and what the
+    /// interfaces this port had before it re-opened itself carried.
+    ifstats: Option<IfStatsReader>,
+    if_base: Cell<IfKernelStats>,
+    if_retired: IfKernelStats,
     /// Last: closed after the rings are unmapped.
     fd: OwnedFd,
 }
@@ -398,8 +405,14 @@ impl AfPacketPort {
             kernel_freeze: Cell::new(0),
             watch: IfWatch::default(),
             netns: NetnsHandle::current(),
+            ifstats: IfStatsReader::open()
+                .map_err(|e| tracing::warn!(port = %c.name, "no interface counters (netlink): {e}"))
+                .ok(),
+            if_base: Cell::new(IfKernelStats::default()),
+            if_retired: IfKernelStats::default(),
             config,
         };
+        port.if_base.set(port.read_if().unwrap_or_default());
         Ok(port)
     }
 
@@ -464,13 +477,29 @@ impl AfPacketPort {
     /// The backend's detailed counters.
     pub fn af_packet_stats(&self) -> AfPacketStats {
         self.poll_kernel_stats();
+        let i = self.if_stats();
         AfPacketStats {
             kernel_drops: self.kernel_drops.get(),
             kernel_freeze_q: self.kernel_freeze.get(),
             tx_in_flight: self.tx.in_flight() as u64,
             reopened: self.watch.reopened,
+            kernel_if_tx_dropped: i.tx_dropped,
+            kernel_peer_tx_dropped: i.peer_tx_dropped,
             ..self.extra
         }
+    }
+
+    /// The interface's kernel counters since the last `clear_stats`, over this interface and the
+    /// ones the port had before (what they had when it left them if the reading fails now).
+    fn if_stats(&self) -> IfKernelStats {
+        self.read_if().map_or(self.if_retired, |now| {
+            now.since(&self.if_base.get(), &self.if_retired)
+        })
+    }
+
+    /// The interface's kernel counters now.
+    fn read_if(&self) -> Option<IfKernelStats> {
+        self.ifstats.as_ref()?.read(self.ifindex as u32).ok()
     }
 
     /// Reads (and thereby resets) the kernel's counters and adds them to ours.
@@ -618,6 +647,7 @@ impl ifwatch::Reopen for AfPacketPort {
         new.extra = self.extra;
         new.kernel_drops.set(self.kernel_drops.get());
         new.kernel_freeze.set(self.kernel_freeze.get());
+        new.if_retired = self.if_stats();
     }
 }
 
@@ -687,6 +717,10 @@ impl Port for AfPacketPort {
         self.poll_kernel_stats();
         let mut s = self.stats;
         s.rx_dropped += self.kernel_drops.get();
+        // Frames the interface dropped after the socket let them go (crate::ifstats): given back
+        // by the kernel as sent, never sent.
+        // The interface's own and its peer's `tx_dropped` count dropped copies, not this port's
+        // losses (AfPacketStats::kernel_if_tx_dropped, kernel_peer_tx_dropped): not added.
         s
     }
 
@@ -697,6 +731,8 @@ impl Port for AfPacketPort {
         self.watch.reopened = 0;
         self.kernel_drops.set(0);
         self.kernel_freeze.set(0);
+        self.if_base.set(self.read_if().unwrap_or_default());
+        self.if_retired = IfKernelStats::default();
     }
 
     /// Down while the interface is gone or the socket is no longer bound to the device the name
@@ -719,7 +755,7 @@ impl Port for AfPacketPort {
     fn describe(&self) -> String {
         let x = self.af_packet_stats();
         format!(
-            "af_packet {} ifindex {} mtu {} {} tx {} slots of {}{}{}; kernel drops {} freezes {}, tx in flight {}{}",
+            "af_packet {} ifindex {} mtu {} {} tx {} slots of {}{}{}; kernel drops {} freezes {}, tx in flight {}, interface tx_dropped {}, peer tx_dropped {}{}",
             self.config.interface,
             self.ifindex,
             self.mtu,
@@ -748,6 +784,8 @@ impl Port for AfPacketPort {
             x.kernel_drops,
             x.kernel_freeze_q,
             x.tx_in_flight,
+            x.kernel_if_tx_dropped,
+            x.kernel_peer_tx_dropped,
             self.watch.describe(),
         )
     }

@@ -5,7 +5,8 @@ use serde::Serialize;
 /// Counters specific to the AF_PACKET backend. Every frame the port loses is in exactly one of the
 /// drop counters (`kernel_drops`, `rx_truncated`, `rx_bad_descriptor`, `rx_no_buffer`,
 /// `tx_ring_full`, `tx_too_long`, `tx_kernel_rejected`, `tx_unsent_dropped`), and also in the
-/// generic `rx_dropped` / `tx_dropped`.
+/// generic `rx_dropped` / `tx_dropped`. The kernel's interface counters beside them
+/// (`kernel_if_tx_dropped`, `kernel_peer_tx_dropped`) count drops of *copies*: see each.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct AfPacketStats {
     /// Frames the kernel dropped because the RX ring was full (`tp_drops`).
@@ -47,12 +48,25 @@ pub struct AfPacketStats {
     /// Times the port re-opened itself on its interface deleted and created again (a new
     /// socket and rings bound to the new device; not a loss).
     pub reopened: u64,
+    /// The interface's kernel `tx_dropped` ([`crate::ifstats`]; on veth: the peer's receive
+    /// queue — backlog or NAPI ring — was full, or the peer refused the frame). Not a loss of
+    /// this port: when `veth_xmit` drops a frame, `tpacket_snd` puts its slot back to
+    /// "send request" and the next kick sends it again (`tx-deferred-kicks`), so this counts
+    /// attempts. A frame the peer can never take (longer than its MTU) is re-sent at every kick
+    /// and holds the ring (test `kernel_if_drops`).
+    pub kernel_if_tx_dropped: u64,
+    /// The veth peer's `tx_dropped` ([`crate::ifstats`]): copies of frames sent toward this
+    /// port that the peer could not put into this end's receive queue (with GRO on this end,
+    /// its NAPI ring full). Lost, if the sender over there does not re-send them (an AF_XDP
+    /// sender or the kernel's stack does not; an AF_PACKET one does). Listed, not added to
+    /// `rx_dropped`.
+    pub kernel_peer_tx_dropped: u64,
 }
 
 impl AfPacketStats {
     /// `(reason, count)` of every counter `show errors` lists (losses and events, not the
     /// `tx_in_flight` gauge), in a fixed order.
-    pub fn reasons(&self) -> [(&'static str, u64); 13] {
+    pub fn reasons(&self) -> [(&'static str, u64); 15] {
         [
             ("kernel-ring-full-drops", self.kernel_drops),
             ("kernel-queue-freezes", self.kernel_freeze_q),
@@ -64,6 +78,11 @@ impl AfPacketStats {
             ("tx-too-long", self.tx_too_long),
             ("tx-kernel-rejected", self.tx_kernel_rejected),
             ("tx-unsent-dropped", self.tx_unsent_dropped),
+            (
+                "kernel-interface-tx-dropped-resent",
+                self.kernel_if_tx_dropped,
+            ),
+            ("kernel-peer-tx-dropped", self.kernel_peer_tx_dropped),
             ("tx-kick-errors", self.tx_kick_errors),
             ("tx-deferred-kicks", self.tx_deferred_kicks),
             ("interface-re-opened", self.reopened),

@@ -89,6 +89,7 @@ use vecswitch_buffer::{Pool, DATA_SIZE, HEADROOM};
 
 use self::rings::{Ring, Umem};
 use self::sys::XdpDesc;
+use crate::ifstats::{IfKernelStats, IfStatsReader};
 use crate::ifwatch::{self, IfWatch, NetnsHandle};
 use crate::{LinkState, Port, PortStats};
 
@@ -354,6 +355,19 @@ pub struct AfXdpStats {
     pub tx_unsent_dropped: u64,
     /// Times the port re-opened itself on its interface deleted and created again (not a loss).
     pub reopened: u64,
+    /// Kernel: frames the interface dropped after the socket let them go (its `tx_dropped`,
+    /// [`crate::ifstats`]; on veth: the peer's receive queue was full). The port had counted
+    /// them as taken; `stats()` moves them from `tx_packets` to `tx_dropped`.
+    pub kernel_if_tx_dropped: u64,
+    /// Kernel: the interface's `rx_dropped` (on veth with XDP: frames the XDP redirect into the
+    /// socket failed for, which `XDP_STATISTICS` counts too). Shown, not added to `rx_dropped`.
+    pub kernel_if_rx_dropped: u64,
+    /// Kernel: the veth peer's `tx_dropped` ([`crate::ifstats`]): frames sent toward this port
+    /// that the peer could not put into this end's receive queue (its NAPI ring full, 256
+    /// frames). Lost if the sender over there does not re-send them (an AF_XDP sender or the
+    /// kernel's stack does not; an AF_PACKET one does, and this counts its attempts). Listed,
+    /// not added to `rx_dropped`.
+    pub kernel_peer_tx_dropped: u64,
 }
 
 fn read_xdp_statistics(fd: RawFd) -> sys::XdpStatistics {
@@ -455,6 +469,12 @@ pub struct AfXdpPort {
     watch: IfWatch,
     /// The namespace the socket lives in, where a re-created interface is re-opened.
     netns: NetnsHandle,
+    /// The interface's own kernel counters ([`crate::ifstats`]): the reader (none if the kernel
+    /// refused a netlink socket), the reading at open or at the last `clear_stats`, and what the
+    /// interfaces this port had before it re-opened itself carried.
+    ifstats: Option<IfStatsReader>,
+    if_base: IfKernelStats,
+    if_retired: IfKernelStats,
 }
 
 fn mode_flags(mode: XdpMode) -> u32 {
@@ -661,6 +681,13 @@ impl AfXdpPort {
 
         let tx_lens = vec![0; c.tx_size as usize];
         let tx_seen = tx.produced();
+        let ifstats = IfStatsReader::open()
+            .map_err(|e| tracing::warn!(port = %c.name, "no interface counters (netlink): {e}"))
+            .ok();
+        let if_base = ifstats
+            .as_ref()
+            .and_then(|r| r.read(ifindex).ok())
+            .unwrap_or_default();
         Ok(AfXdpPort {
             ifindex,
             mtu,
@@ -685,6 +712,9 @@ impl AfXdpPort {
             kernel_retired: sys::XdpStatistics::default(),
             watch: IfWatch::default(),
             netns: NetnsHandle::current(),
+            ifstats,
+            if_base,
+            if_retired: IfKernelStats::default(),
             config,
         })
     }
@@ -743,6 +773,7 @@ impl AfXdpPort {
     /// The backend's detailed counters.
     pub fn af_xdp_stats(&self) -> AfXdpStats {
         let k = self.kernel_stats();
+        let i = self.if_stats();
         AfXdpStats {
             rx_dropped: k.rx_dropped,
             rx_ring_full: k.rx_ring_full,
@@ -752,8 +783,22 @@ impl AfXdpPort {
             tx_ring_empty_descs: k.tx_ring_empty_descs,
             tx_pending: u64::from(self.tx.produced().wrapping_sub(self.tx_seen)),
             reopened: self.watch.reopened,
+            kernel_if_tx_dropped: i.tx_dropped,
+            kernel_if_rx_dropped: i.rx_dropped,
+            kernel_peer_tx_dropped: i.peer_tx_dropped,
             ..self.extra
         }
+    }
+
+    /// The interface's kernel counters since the last `clear_stats`, over this interface and the
+    /// ones the port had before (what they had when it left them if the reading fails now).
+    fn if_stats(&self) -> IfKernelStats {
+        self.ifstats
+            .as_ref()
+            .and_then(|r| r.read(self.ifindex).ok())
+            .map_or(self.if_retired, |now| {
+                now.since(&self.if_base, &self.if_retired)
+            })
     }
 
     /// `XDP_STATISTICS` since the last `clear_stats`, over this socket and the ones it replaced.
@@ -938,6 +983,7 @@ impl ifwatch::Reopen for AfXdpPort {
         new.stats = self.stats;
         new.extra = self.extra;
         new.kernel_retired = self.kernel_stats();
+        new.if_retired = self.if_stats();
     }
 }
 
@@ -1071,12 +1117,23 @@ impl Port for AfXdpPort {
         // counted as taken (sent), it is a drop.
         s.tx_packets = s.tx_packets.saturating_sub(k.tx_invalid_descs);
         s.tx_dropped += k.tx_invalid_descs;
+        // Frames the interface dropped after the socket let them go (crate::ifstats): taken by
+        // the kernel, never sent.
+        let i = self.if_stats();
+        s.tx_packets = s.tx_packets.saturating_sub(i.tx_dropped);
+        s.tx_dropped += i.tx_dropped;
         s
     }
 
     fn clear_stats(&mut self) {
         self.kernel_base = read_xdp_statistics(self.fd.as_raw_fd());
         self.kernel_retired = sys::XdpStatistics::default();
+        self.if_base = self
+            .ifstats
+            .as_ref()
+            .and_then(|r| r.read(self.ifindex).ok())
+            .unwrap_or_default();
+        self.if_retired = IfKernelStats::default();
         self.stats = PortStats::default();
         self.extra = AfXdpStats::default();
         self.watch.reopened = 0;
@@ -1112,6 +1169,8 @@ impl Port for AfXdpPort {
             ("kernel-fill-ring-empty", k.rx_fill_ring_empty_descs),
             ("kernel-rx-invalid-descs", k.rx_invalid_descs),
             ("kernel-tx-invalid-descs", k.tx_invalid_descs),
+            ("kernel-interface-tx-dropped", k.kernel_if_tx_dropped),
+            ("kernel-peer-tx-dropped", k.kernel_peer_tx_dropped),
             ("rx-bad-descriptor", k.rx_bad_descriptor),
             ("rx-no-buffer", k.rx_no_buffer),
             ("rx-fill-ring-short", k.rx_fill_ring_short),
@@ -1128,7 +1187,7 @@ impl Port for AfXdpPort {
         format!(
             "af_xdp {} ifindex {} queue {} xdp {} copy need-wakeup rx {} tx {} chunks of {}{} \
              | xdp rx_dropped {} rx_ring_full {} rx_fill_ring_empty_descs {} tx_ring_empty_descs {} \
-             | tx kicks {} rx wake-ups {}{}",
+             | interface tx_dropped {} rx_dropped {} peer tx_dropped {} | tx kicks {} rx wake-ups {}{}",
             self.config.interface,
             self.ifindex,
             self.config.queue,
@@ -1145,6 +1204,9 @@ impl Port for AfXdpPort {
             k.rx_ring_full,
             k.rx_fill_ring_empty_descs,
             k.tx_ring_empty_descs,
+            k.kernel_if_tx_dropped,
+            k.kernel_if_rx_dropped,
+            k.kernel_peer_tx_dropped,
             k.tx_kicks,
             k.rx_wakeups,
             self.watch.describe(),

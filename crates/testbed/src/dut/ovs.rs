@@ -28,9 +28,9 @@
 //! destination MACs), so the classifier holds them while forwarding. [`Scale::MacEntries`] adds
 //! that many `dl_dst` rules on the first pair (`priority=40000,in_port=A,dl_dst=MAC,actions=output:B`,
 //! above the port rules' default priority 32768:
-//! OVS's MAC table as an OpenFlow switch programs it — NORMAL-mode learning has a 2,048-entry
-//! default table and cannot be filled but by traffic) and the traffic's destination MACs are
-//! spread over them ([`Dut::shape_streams`]).
+//! OVS's MAC table as an OpenFlow switch programs it — NORMAL-mode learning has an 8,192-entry
+//! default table ([`DEFAULT_MAC_TABLE_SIZE`]) and cannot be filled but by traffic) and the
+//! traffic's destination MACs are spread over them ([`Dut::shape_streams`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -46,6 +46,11 @@ use vecswitch_gen::StreamSpec;
 
 /// The OVS database schema shipped by `openvswitch-common`.
 pub const SCHEMA: &str = "/usr/share/openvswitch/vswitch.ovsschema";
+
+/// Entries of a learning bridge's MAC table when `other-config:mac-table-size` is not set: 8,192
+/// since OVS 2.13 (ovs-vswitchd.conf.db(5) of 3.1.0, installed here; 2,048 before). An RFC 2889
+/// caching search must go above it to find OVS's capacity (docs/suites/l2-services.toml).
+pub const DEFAULT_MAC_TABLE_SIZE: u32 = 8192;
 
 /// Per-port counters and the datapath's `lost` count from `ovs-appctl dpctl/show -s`:
 ///
@@ -613,6 +618,41 @@ impl Drop for OvsDut {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// docs/suites/l2-services.toml's RFC 2889 caching search reaches above OVS's default table,
+    /// so that the capacity it reports for `ovs-bridge` is OVS's and not the search's ceiling (at
+    /// a top of 4,096 all three bridges passed: 2026-11-24, docs/BENCHMARKS.md §13).
+    #[test]
+    fn l2_suite_caching_search_reaches_above_ovs_default_table() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/suites/l2-services.toml"
+        );
+        let suite = vecswitch_lab::suite::Suite::parse(&std::fs::read_to_string(path).unwrap())
+            .expect("the documented suite parses");
+        let size = vecswitch_lab::suite::FrameSize::Bytes(64);
+        let tops: Vec<u32> = suite
+            .tests
+            .iter()
+            .filter(|t| t.applies_to("ovs-bridge", &size))
+            .filter_map(|t| match t {
+                vecswitch_lab::suite::TestSpec::Rfc2889Caching { max_addresses, .. } => {
+                    Some(*max_addresses)
+                }
+                _ => None,
+            })
+            .collect();
+        assert!(
+            !tops.is_empty(),
+            "no rfc2889-caching test runs on ovs-bridge"
+        );
+        for top in tops {
+            assert!(
+                top > DEFAULT_MAC_TABLE_SIZE,
+                "caching search top {top} ≤ OVS's default table {DEFAULT_MAC_TABLE_SIZE}"
+            );
+        }
+    }
 
     /// `ovs-appctl dpctl/show -s` and `dpif-netdev/pmd-stats-show` of the `ovs` driver (OVS
     /// 3.1.0, afxdp ports) after 1000 frames dut0→dut1, 2026-11-23 (trimmed: bytes lines).

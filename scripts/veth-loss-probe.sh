@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Where do frames go through vecswitch over veth with the lab's DUT-CPU placement (issue 8;
+# docs/BENCHMARKS.md §5 "Where the frames lost with the placement went"). Root. Builds two
+# namespaces of its own (names with this shell's pid), veth pairs gA-dA and gB-dB, `vecswitch run`
+# cross-connecting dA/dB on CPU 1 at fifo:10, optionally the lab's placement (threaded NAPI on
+# dA/dB, kthreads on CPU 1 at FIFO 20), then `vecswitch gen` on CPU 0 over AF_XDP (skb mode), and
+# prints every counter before and after: ip -s link of the four ends, ethtool -S of the DUT ends,
+# /proc/net/softnet_stat, the switch's show ports/errors, the NAPI threads' schedstat. Removes
+# its namespaces on exit. Does not touch anything else.
+# usage: veth-loss-probe.sh BIN RATE DURATION [placement=1|0] [dut port type=af_xdp|af_packet] [gro on DUT ends=0|1]
+# e.g.   sudo scripts/veth-loss-probe.sh target/release/vecswitch 300kpps 4s 1 af_xdp 0
+set -u
+BIN=$1; RATE=$2; DUR=$3; PLACE=${4:-1}; KIND=${5:-af_xdp}; GRO=${6:-0}
+T=$$; G=afg$T; D=afd$T; W=$(mktemp -d /tmp/veth-loss-probe.XXXXXX); mkdir -p $W
+gA=ga$T; gB=gb$T; dA=da$T; dB=db$T
+cleanup() { [ -n "${SW:-}" ] && { kill $SW 2>/dev/null; wait $SW 2>/dev/null; }; ip netns del $G 2>/dev/null; ip netns del $D 2>/dev/null; }
+trap cleanup EXIT
+ip netns add $G; ip netns add $D
+for ns in $G $D; do ip netns exec $ns sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1; ip -n $ns link set lo up; done
+ip link add $gA netns $G type veth peer name $dA netns $D
+ip link add $gB netns $G type veth peer name $dB netns $D
+for i in $gA $gB; do ip -n $G link set $i up; done
+for i in $dA $dB; do ip -n $D link set $i up; done
+ip netns exec $G sh -c "echo 1 > /sys/class/net/$gA/queues/rx-0/rps_cpus; echo 1 > /sys/class/net/$gB/queues/rx-0/rps_cpus"
+if [ "$GRO" = 1 ]; then ip netns exec $D ethtool -K $dA gro on; ip netns exec $D ethtool -K $dB gro on; ip netns exec $G ethtool -K $gA tso off; ip netns exec $G ethtool -K $gB tso off; fi
+cat > $W/dut.toml <<T2
+[switch]
+control_socket = "$W/ctl"
+worker_cpu = 1
+[[port]]
+name = "a"
+type = "$KIND"
+interface = "$dA"
+[[port]]
+name = "b"
+type = "$KIND"
+interface = "$dB"
+[[xconnect]]
+ports = ["a", "b"]
+T2
+ip netns exec $D taskset -c 1 $BIN run --config $W/dut.toml --worker-priority fifo:10 > $W/sw.log 2>&1 &
+SW=$!
+for i in $(seq 100); do [ -S $W/ctl ] && $BIN ctl --socket $W/ctl show ports >/dev/null 2>&1 && break; sleep 0.1; done
+sleep 1
+if [ "$PLACE" = 1 ]; then
+  for i in $dA $dB; do ip netns exec $D sh -c "echo 2 > /sys/class/net/$i/queues/rx-0/rps_cpus; echo 1 > /sys/class/net/$i/threaded" || echo "no threaded on $i"; done
+  sleep 0.3
+  for p in $(pgrep -f "napi/d[ab]$T-"); do taskset -p -c 1 $p >/dev/null; chrt -f -p 20 $p; echo "napi $p $(cat /proc/$p/comm)"; done
+fi
+snap() {
+  for i in $gA $gB; do echo "$i $(ip -n $G -s -j link show $i | jq -c '.[0].stats64 | {rxp:.rx.packets,rxd:.rx.dropped,txp:.tx.packets,txd:.tx.dropped}')"; done
+  for i in $dA $dB; do echo "$i $(ip -n $D -s -j link show $i | jq -c '.[0].stats64 | {rxp:.rx.packets,rxd:.rx.dropped,txp:.tx.packets,txd:.tx.dropped}')"; echo "$i ethtool $(ip netns exec $D ethtool -S $i | grep -v ': 0$' | tr -s ' \n' ' ')"; done
+  echo "softnet(hex processed dropped squeezed) $(cut -d" " -f1-3 /proc/net/softnet_stat | tr "\n" "|")"
+  echo "ports $($BIN ctl --socket $W/ctl show ports 2>&1 | tr -s ' \n' ' ')"
+  echo "errors $($BIN ctl --socket $W/ctl show errors 2>&1 | tr -s ' \n' ' ')"
+  for p in $(pgrep -f "napi/d[ab]$T-"); do echo "napi $p schedstat $(cat /proc/$p/schedstat)"; done
+}
+echo "== before"; snap
+taskset -c 0 $BIN gen --port afxdp:$gA@/run/netns/$G,mode=skb --port afxdp:$gB@/run/netns/$G,mode=skb --size 64 --rate $RATE --duration $DUR --warmup 500ms --json > $W/gen.json 2> $W/gen.err
+echo "== gen"; jq -c "{tx:.tx, rx:.rx, lost:.streams[0].lost, gen_ports:[.ports[].port_stats]}" $W/gen.json 2>/dev/null || (head -c 3000 $W/gen.json; cat $W/gen.err | tail -5)
+echo "== after"; snap
