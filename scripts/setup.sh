@@ -16,6 +16,7 @@ set -euo pipefail
 #   valgrind         callgrind instruction counts for benchmarks
 #   ethtool          TSO/GSO off on the kernel TCP peers of crates/ports/tests/afpacket_tcp.rs
 #   nftables         nft: the kernel masquerade/firewall oracle of crates/switch/tests/nat44_netns.rs
+#   conntrack        conntrack -F: the kernel NAT DUT empties its table between new-session trials
 #   qemu-system-x86  QEMU (TCG here) for the VM topologies' guests; cpio, xz-utils, file, kmod
 #                    build their image (scripts/guest/build.sh, below)
 #   gdb              the testbed tests' watchdog prints every thread's stack of a hung test
@@ -25,7 +26,7 @@ set -euo pipefail
 #                    started by hand in a namespace, never as system services)
 #   python3, python3-venv  Debian's python, into whose venv (.venv/ in the repo) the reference
 #                    MLRsearch goes (crates/lab/tests/mlrsearch_pypi.rs runs .venv/bin/python3)
-pkgs=(dpdk dpdk-dev librte-net-memif23 librte-net-virtio23 tshark iproute2 openvswitch-switch bridge-utils busybox valgrind procps ethtool nftables
+pkgs=(dpdk dpdk-dev librte-net-memif23 librte-net-virtio23 tshark iproute2 openvswitch-switch bridge-utils busybox valgrind procps ethtool nftables conntrack
   python3 python3-venv python3-prometheus-client qemu-system-x86 cpio xz-utils file kmod gdb nginx vsftpd dnsmasq-base)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -38,6 +38,11 @@
 //! `rx_burst` returns, before the frames are parsed.
 //! Frames of an earlier trial that arrive late (transmit time before the phase began) are counted
 //! as `rx_stale`, never as received: they cannot hide the loss of the current trial.
+//!
+//! Streams with unique flows ([`crate::FlowOrder::Unique`], new-session rates) never repeat a
+//! tuple over the generator's life: it keeps the tuples used so far, starts every phase
+//! (warm-up, measured) past them and advances by the phase's frames (the most any unique stream
+//! sent); a phase that would run past the space fails naming it ([`crate::flow::check_unique`]).
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
@@ -435,6 +440,8 @@ pub struct Generator {
     rx_last_ns: u64,
     rx_after_send: u64,
     send_done_ns: u64,
+    /// Tuples of unique-flow streams used by earlier phases and trials (module doc).
+    unique_used: u64,
 }
 
 impl std::fmt::Debug for Generator {
@@ -480,6 +487,7 @@ impl Generator {
             rx_last_ns: 0,
             rx_after_send: 0,
             send_done_ns: u64::MAX,
+            unique_used: 0,
         })
     }
 
@@ -558,7 +566,8 @@ impl Generator {
                 }
             }
             let id = u16::try_from(i).unwrap_or(u16::MAX);
-            let b = StreamBuilder::new(id, s)?;
+            let mut b = StreamBuilder::new(id, s)?;
+            b.set_unique_base(self.unique_used);
             let sends_compact = b.sends_compact();
             ports[s.tx_port].streams.push(i);
             streams.push(RunStream {
@@ -618,6 +627,7 @@ impl Generator {
             );
             let drain_end = self.clock.now_ns() + spec.drain.as_nanos() as u64;
             self.drain(&mut ports, &mut streams, drain_end, false);
+            self.advance_unique(&mut streams)?;
             for s in streams.iter_mut() {
                 s.next_seq = 0;
                 s.refused = 0;
@@ -659,6 +669,12 @@ impl Generator {
                 }
                 _ => None,
             };
+            if let Some(lim) = lim {
+                // Unique flows: a phase that would repeat a tuple is refused before it starts.
+                for &i in &port.streams {
+                    streams[i].b.check_unique(lim)?;
+                }
+            }
             port.pacer = Some(
                 Pacer::new(start, port.intended_fps, spec.burst as u64, lim)
                     .with_late_threshold(late_threshold_ns(spec, port.intended_fps)),
@@ -698,6 +714,7 @@ impl Generator {
         let drain_seconds = (self.clock.now_ns() - drain_start) as f64 / 1e9;
         self.progress
             .set(Phase::Idle, tx_total, ports.iter().map(|p| p.rx_ours).sum());
+        self.advance_unique(&mut streams)?;
 
         let mut report = self.report(
             spec,
@@ -716,6 +733,33 @@ impl Generator {
             ));
         }
         Ok(report)
+    }
+
+    /// After a phase: moves the unique-flow tuples past the most any unique stream sent (module
+    /// doc), failing when a stream ran past its space.
+    fn advance_unique(&mut self, streams: &mut [RunStream]) -> Result<(), GenError> {
+        let Some(sent) = streams
+            .iter()
+            .filter(|s| s.b.is_unique())
+            .map(|s| s.next_seq)
+            .max()
+        else {
+            return Ok(());
+        };
+        let checked: Result<(), GenError> = streams
+            .iter()
+            .filter(|s| s.b.is_unique())
+            .try_for_each(|s| s.b.check_unique(s.next_seq));
+        self.unique_used = self.unique_used.saturating_add(sent);
+        for s in streams.iter_mut() {
+            s.b.set_unique_base(self.unique_used);
+        }
+        checked
+    }
+
+    /// Tuples the unique-flow streams have used so far ([`crate::FlowOrder::Unique`]).
+    pub fn unique_tuples_used(&self) -> u64 {
+        self.unique_used
     }
 
     /// At an interval boundary of the measured phase ([`TrialSpec::interval`]): notes where every

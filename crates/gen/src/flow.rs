@@ -6,6 +6,15 @@
 //! ([`FieldMode::Random`]: a seeded bijection of `0..count`, so the values are shuffled but still all
 //! distinct). Values are a pure function of the frame number: a run is reproducible from its seed, and
 //! a frame the port refused can be rebuilt identically.
+//!
+//! **Unique flows** ([`FlowOrder::Unique`], for new-session rates): frame `n` gets tuple number
+//! `t = base + n` and no tuple repeats. The ranges are the digits of a mixed-radix number: the
+//! first range's offset is `t mod count₀`, the second's `(t / count₀) mod count₁`, and so on
+//! ([`unique_offsets`]), so the stream has `Π countᵢ` distinct tuples ([`unique_space`]; e.g.
+//! 64,000 source ports × 1024 destination ports = 65,536,000). The generator advances `base` by
+//! the frames of every phase it sends (warm-up, each trial), so a later trial never repeats a
+//! tuple of an earlier one; past the space it fails naming it ([`check_unique`]) instead of
+//! silently wrapping.
 
 use serde::Serialize;
 
@@ -66,6 +75,61 @@ impl Field {
 pub enum FieldMode {
     Increment,
     Random { seed: u64 },
+}
+
+/// How frame numbers map to flows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlowOrder {
+    /// Frame `n` is flow `n mod flows`: the flows repeat (the default).
+    #[default]
+    Cycle,
+    /// Frame `n` is tuple `base + n` of the ranges' mixed-radix space: no tuple repeats
+    /// ([`unique_offsets`]); the generator sets `base` per phase.
+    Unique,
+}
+
+/// Distinct tuples of unique flows over `ranges`: the product of their counts (1 without ranges).
+pub fn unique_space(ranges: &[FieldRange]) -> u64 {
+    ranges
+        .iter()
+        .fold(1u64, |a, r| a.saturating_mul(u64::from(r.count.max(1))))
+}
+
+/// The offset of each range (in order) for tuple `t` of unique flows: the digits of `t` in the
+/// mixed radix of the counts, each through its range's mode (a [`FieldMode::Random`] digit is
+/// permuted, still a bijection). `t` wraps at [`unique_space`]; [`check_unique`] refuses that.
+#[inline]
+pub fn unique_offset(ranges: &[FieldRange], t: u64, i: usize) -> u64 {
+    let mut t = t % unique_space(ranges);
+    for r in &ranges[..i] {
+        t /= u64::from(r.count.max(1));
+    }
+    ranges[i].offset(t)
+}
+
+/// The offsets of every range for tuple `t` (see [`unique_offset`]).
+pub fn unique_offsets(ranges: &[FieldRange], t: u64) -> Vec<u64> {
+    (0..ranges.len())
+        .map(|i| unique_offset(ranges, t, i))
+        .collect()
+}
+
+/// Fails when tuples `base .. base + frames` do not fit in the unique space of `ranges` (the
+/// stream would repeat a tuple).
+pub fn check_unique(ranges: &[FieldRange], base: u64, frames: u64) -> Result<(), GenError> {
+    let space = unique_space(ranges);
+    if base.saturating_add(frames) > space {
+        return Err(GenError::Config {
+            field: "unique flows".into(),
+            value: format!("tuples {base}..{}", base.saturating_add(frames)),
+            accepted: format!(
+                "at most {space} tuples over all phases and trials of the generator (the product \
+                 of the ranges' counts); widen the ranges or send fewer frames"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// One varying field: `count` values from the template's value upward.
@@ -185,6 +249,71 @@ mod tests {
         };
         let v: Vec<u64> = (0..7).map(|f| r.offset(f)).collect();
         assert_eq!(v, vec![0, 1, 2, 0, 1, 2, 0]);
+    }
+
+    fn ports(p: u32, d: u32, random: bool) -> Vec<FieldRange> {
+        let mode = |seed| {
+            if random {
+                FieldMode::Random { seed }
+            } else {
+                FieldMode::Increment
+            }
+        };
+        vec![
+            FieldRange {
+                field: Field::SrcPort,
+                count: p,
+                mode: mode(7),
+            },
+            FieldRange {
+                field: Field::DstPort,
+                count: d,
+                mode: mode(9),
+            },
+        ]
+    }
+
+    /// Unique flows never repeat a tuple within the space, whatever the base, and are a pure
+    /// function of the tuple number.
+    #[test]
+    fn unique_flows_do_not_repeat_and_rebuild() {
+        for random in [false, true] {
+            let r = ports(1000, 37, random);
+            assert_eq!(unique_space(&r), 37_000);
+            let seen: HashSet<Vec<u64>> = (0..37_000).map(|t| unique_offsets(&r, t)).collect();
+            assert_eq!(seen.len(), 37_000, "random={random}");
+            // A later phase (base advanced) continues without meeting the earlier tuples.
+            let first: HashSet<Vec<u64>> = (0..10_000).map(|t| unique_offsets(&r, t)).collect();
+            assert!((10_000..37_000).all(|t| !first.contains(&unique_offsets(&r, t))));
+            assert_eq!(unique_offsets(&r, 12_345), unique_offsets(&r, 12_345));
+            assert!(unique_offsets(&r, 5)
+                .iter()
+                .zip(&r)
+                .all(|(&o, r)| o < u64::from(r.count)));
+        }
+        // Increment: the first range is the fastest digit.
+        let r = ports(3, 5, false);
+        assert_eq!(unique_offsets(&r, 0), vec![0, 0]);
+        assert_eq!(unique_offsets(&r, 1), vec![1, 0]);
+        assert_eq!(unique_offsets(&r, 3), vec![0, 1]);
+        assert_eq!(unique_offsets(&r, 14), vec![2, 4]);
+        assert_eq!(unique_space(&[]), 1);
+    }
+
+    #[test]
+    fn unique_space_exhaustion_is_an_error_naming_the_space() {
+        let r = ports(64_000, 1024, false);
+        assert_eq!(unique_space(&r), 65_536_000);
+        assert!(check_unique(&r, 0, 65_536_000).is_ok());
+        assert!(check_unique(&r, 65_000_000, 536_000).is_ok());
+        let e = check_unique(&r, 65_000_000, 536_001)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unique flows") && e.contains("65536000") && e.contains("65536001"),
+            "{e}"
+        );
+        assert!(check_unique(&r, u64::MAX, 1).is_err());
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub use engine::{
     Generator, IntervalReport, IntervalStream, PortReport, Progress, StreamReport, TrialLength,
     TrialReport, TrialSpec,
 };
-pub use flow::{Field, FieldMode, FieldRange};
+pub use flow::{Field, FieldMode, FieldRange, FlowOrder};
 pub use rate::{Clock, Lateness, LinkSpeed, MonoClock, Pacer, Rate};
 pub use size::{SizeSequence, SizeSpec};
 pub use stream::{StreamBuilder, StreamSpec, VlanSpec};

@@ -20,7 +20,7 @@ use vecswitch_wire::{
     L2Tag, UdpPacket, UdpRepr,
 };
 
-use crate::flow::{self, Field, FieldRange};
+use crate::flow::{self, Field, FieldRange, FlowOrder};
 use crate::signature::{self, Layout};
 use crate::size::{SizeSequence, SizeSpec, FCS_LEN, MAX_FRAME};
 use crate::GenError;
@@ -76,6 +76,9 @@ pub struct StreamSpec {
     pub flows: u32,
     /// Fields that vary per flow.
     pub ranges: Vec<FieldRange>,
+    /// Flows repeat (`Cycle`, frame `n` is flow `n mod flows`) or never (`Unique`: frame `n` is
+    /// tuple `base + n` of the ranges' space, `flows` unused; see [`crate::flow`]).
+    pub order: FlowOrder,
     /// Seed of the size-mix shuffle.
     pub seed: u64,
 }
@@ -99,6 +102,7 @@ impl StreamSpec {
             size: SizeSpec::Fixed(64),
             flows: 1,
             ranges: Vec::new(),
+            order: FlowOrder::Cycle,
             seed: 0,
         }
     }
@@ -187,6 +191,10 @@ pub struct StreamBuilder {
     off: Offsets,
     ipv6: bool,
     raised: Vec<SizeRaised>,
+    /// Tuple number of frame 0 in [`FlowOrder::Unique`] ([`StreamBuilder::set_unique_base`]).
+    unique_base: u64,
+    /// Tuples of the unique space ([`flow::unique_space`]).
+    unique_space: u64,
 }
 
 fn cfg_err(field: &str, value: impl ToString, accepted: impl Into<String>) -> GenError {
@@ -353,6 +361,7 @@ impl StreamBuilder {
         if spec.name.is_empty() {
             spec.name = format!("s{id}");
         }
+        let unique_space = flow::unique_space(&spec.ranges);
         Ok(StreamBuilder {
             id,
             spec,
@@ -361,6 +370,8 @@ impl StreamBuilder {
             off,
             ipv6,
             raised,
+            unique_base: 0,
+            unique_space,
         })
     }
 
@@ -372,6 +383,27 @@ impl StreamBuilder {
 
     pub fn id(&self) -> u16 {
         self.id
+    }
+
+    /// Whether the stream's flows never repeat ([`FlowOrder::Unique`]).
+    pub fn is_unique(&self) -> bool {
+        self.spec.order == FlowOrder::Unique
+    }
+
+    /// In [`FlowOrder::Unique`], frame `n` gets tuple `base + n` (the generator advances `base` by
+    /// every phase's frames).
+    pub fn set_unique_base(&mut self, base: u64) {
+        self.unique_base = base;
+    }
+
+    /// Fails when frames `0..frames` from the current base would repeat a tuple (unique order
+    /// only; see [`flow::check_unique`]).
+    pub fn check_unique(&self, frames: u64) -> Result<(), GenError> {
+        if self.is_unique() {
+            flow::check_unique(&self.spec.ranges, self.unique_base, frames)
+        } else {
+            Ok(())
+        }
     }
 
     pub fn spec(&self) -> &StreamSpec {
@@ -447,9 +479,23 @@ impl StreamBuilder {
         let mut udp = t.udp_csum;
         let mut ip = t.ip_csum;
         if !self.spec.ranges.is_empty() {
+            let unique = self.spec.order == FlowOrder::Unique;
             let flow = n % self.spec.flows as u64;
+            // Unique: the tuple number's mixed-radix digits, the first range fastest.
+            let mut rest = if unique {
+                self.unique_base.wrapping_add(n) % self.unique_space.max(1)
+            } else {
+                0
+            };
             for r in &self.spec.ranges {
-                let k = r.offset(flow);
+                let k = if unique {
+                    let c = u64::from(r.count.max(1));
+                    let digit = rest % c;
+                    rest /= c;
+                    r.offset(digit)
+                } else {
+                    r.offset(flow)
+                };
                 if k == 0 {
                     continue;
                 }
@@ -707,6 +753,54 @@ mod tests {
             assert_eq!(find_signature(&f).unwrap().seq as u64, n);
         }
         assert_eq!(src_ips.len(), 1000);
+    }
+
+    /// Unique order: every frame a new (source port, destination port) pair with valid checksums,
+    /// also across a base change (the next phase), rebuilt identically.
+    #[test]
+    fn unique_order_never_repeats_a_tuple() {
+        let mut spec = StreamSpec::ipv4(0, 1);
+        spec.order = FlowOrder::Unique;
+        spec.ranges = vec![
+            FieldRange {
+                field: Field::SrcPort,
+                count: 500,
+                mode: FieldMode::Increment,
+            },
+            FieldRange {
+                field: Field::DstPort,
+                count: 11,
+                mode: FieldMode::Random { seed: 3 },
+            },
+        ];
+        let mut b = StreamBuilder::new(0, &spec).unwrap();
+        let tuple = |f: &[u8]| {
+            (
+                u16::from_be_bytes([f[34], f[35]]),
+                u16::from_be_bytes([f[36], f[37]]),
+            )
+        };
+        let mut seen = std::collections::HashSet::new();
+        for n in 0..3000u64 {
+            let f = build(&b, n, n);
+            assert_checksums_v4(&f);
+            assert!(seen.insert(tuple(&f)), "frame {n} repeats {:?}", tuple(&f));
+        }
+        assert_eq!(tuple(&build(&b, 1234, 0)), tuple(&build(&b, 1234, 99)));
+        b.check_unique(5500).unwrap();
+        b.set_unique_base(3000);
+        for n in 0..2500u64 {
+            let f = build(&b, n, n);
+            assert!(seen.insert(tuple(&f)), "phase 2 frame {n} repeats");
+        }
+        assert_eq!(seen.len(), 5500);
+        assert!(b.check_unique(2500).is_ok() && b.check_unique(2501).is_err());
+        // Cycle order with the same ranges repeats after `flows` frames.
+        spec.order = FlowOrder::Cycle;
+        spec.flows = 100;
+        let b = StreamBuilder::new(0, &spec).unwrap();
+        assert_eq!(tuple(&build(&b, 5, 0)), tuple(&build(&b, 105, 0)));
+        assert!(b.check_unique(u64::MAX).is_ok());
     }
 
     #[test]

@@ -570,3 +570,96 @@ fn a_10ms_pause_is_counted_as_late_never_sent_as_a_burst() {
         r.tester_limited_reasons
     );
 }
+
+/// Records the (source port, destination port) of every frame it sends on, for the unique-flow
+/// test.
+struct TupleRecorder {
+    inner: LoopbackPort,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<(u16, u16)>>>,
+    scratch: Vec<u8>,
+}
+
+impl Port for TupleRecorder {
+    fn name(&self) -> &str {
+        "recorder"
+    }
+    fn rx_burst(&mut self, pool: &mut Pool, out: &mut Vec<u32>, max: usize) -> usize {
+        self.inner.rx_burst(pool, out, max)
+    }
+    fn tx_burst(&mut self, pool: &mut Pool, pkts: &[u32]) -> usize {
+        // Read the tuples before the loopback takes the buffers.
+        let mut tuples = Vec::with_capacity(pkts.len());
+        for &h in pkts {
+            pool.copy_out(h, &mut self.scratch);
+            let f = &self.scratch;
+            tuples.push((
+                u16::from_be_bytes([f[34], f[35]]),
+                u16::from_be_bytes([f[36], f[37]]),
+            ));
+        }
+        let n = self.inner.tx_burst(pool, pkts);
+        self.seen.lock().unwrap().extend_from_slice(&tuples[..n]);
+        n
+    }
+    fn stats(&self) -> PortStats {
+        self.inner.stats()
+    }
+    fn clear_stats(&mut self) {
+        self.inner.clear_stats()
+    }
+    fn link(&self) -> LinkState {
+        self.inner.link()
+    }
+}
+
+/// Unique flows: no tuple repeats within a trial, between its warm-up and measured phase, or
+/// across trials; a trial that would run past the space is refused naming it.
+#[test]
+fn unique_flows_never_repeat_across_phases_and_trials() {
+    let (a, b) = loopback::pair("a", "b");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let rec = TupleRecorder {
+        inner: a,
+        seen: seen.clone(),
+        scratch: Vec::new(),
+    };
+    let mut g = Generator::new(vec![Box::new(rec) as Box<dyn Port>, boxed(b)]).unwrap();
+    let mut s = StreamSpec::ipv4(0, 1);
+    s.order = vecswitch_gen::FlowOrder::Unique;
+    s.ranges = vec![
+        FieldRange {
+            field: Field::SrcPort,
+            count: 1000,
+            mode: FieldMode::Increment,
+        },
+        FieldRange {
+            field: Field::DstPort,
+            count: 10,
+            mode: FieldMode::Increment,
+        },
+    ];
+    let mut spec = TrialSpec::new(vec![s], Rate::Pps(50_000.0), TrialLength::Count(3_000));
+    spec.late_threshold = Duration::from_secs(60);
+    spec.warmup = Duration::from_millis(20);
+    let mut sent = 0;
+    for _ in 0..2 {
+        let r = g.run_trial(&spec).unwrap();
+        assert_eq!((r.tx, r.rx, r.lost), (3_000, 3_000, 0));
+        sent += r.tx;
+    }
+    let seen = seen.lock().unwrap().clone();
+    let distinct: std::collections::HashSet<_> = seen.iter().collect();
+    // Warm-up frames too: everything the port took, each a new tuple.
+    assert!(
+        seen.len() as u64 > sent,
+        "{} frames, {sent} measured",
+        seen.len()
+    );
+    assert_eq!(distinct.len(), seen.len(), "a tuple repeated");
+    assert_eq!(g.unique_tuples_used(), seen.len() as u64);
+    // 10,000 tuples: a third trial of 3000 measured frames no longer fits.
+    spec.warmup = Duration::ZERO;
+    spec.length = TrialLength::Count(10_000 - seen.len() as u64 + 1);
+    let e = g.run_trial(&spec).unwrap_err().to_string();
+    assert!(e.contains("unique flows") && e.contains("10000"), "{e}");
+}

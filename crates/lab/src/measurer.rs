@@ -118,6 +118,22 @@ pub trait Measurer {
     fn address_device(&mut self) -> Option<&mut dyn AddressDevice> {
         None
     }
+
+    /// Switches the traffic's flows to **unique** (`true`: no frame repeats a 5-tuple, within a
+    /// trial or across trials, so every frame opens a new session at a stateful device — the
+    /// new-session rate, `flow_mode = "unique"`; [`vecswitch_gen::FlowOrder::Unique`]) or back
+    /// to repeating flows (`false`). The default says the measurer cannot: a repeated flow would
+    /// hit a session already made, and no fallback would measure new sessions.
+    fn set_unique_flows(&mut self, unique: bool) -> Result<(), LabError> {
+        if !unique {
+            return Ok(());
+        }
+        Err(LabError::invalid(
+            "flow_mode",
+            "unique",
+            "a measurer whose generator can send unique flows (the testbed's; not this one)",
+        ))
+    }
 }
 
 impl<M: Measurer + ?Sized> Measurer for &mut M {
@@ -137,6 +153,9 @@ impl<M: Measurer + ?Sized> Measurer for &mut M {
     }
     fn address_device(&mut self) -> Option<&mut dyn AddressDevice> {
         (**self).address_device()
+    }
+    fn set_unique_flows(&mut self, unique: bool) -> Result<(), LabError> {
+        (**self).set_unique_flows(unique)
     }
 }
 

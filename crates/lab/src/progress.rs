@@ -327,6 +327,10 @@ impl Measurer for ProgressMeasurer<'_> {
         self.inner.soak(load, interval, intervals)
     }
 
+    fn set_unique_flows(&mut self, unique: bool) -> Result<(), LabError> {
+        self.inner.set_unique_flows(unique)
+    }
+
     /// The inner device (its address trials print no progress line of their own).
     fn address_device(&mut self) -> Option<&mut dyn crate::procedures::rfc2889::AddressDevice> {
         self.inner.address_device()

@@ -389,9 +389,21 @@ pub enum TestSpec {
         policy: String,
         #[serde(default = "yes")]
         verify: bool,
-        /// Learning trial before the search: seconds at 10 % of line rate (0 = none).
+        /// Learning trial before the search (RFC 2544 §23): seconds at `learning_percent` of line
+        /// rate (0 = none). A scale sweep runs it at every point, so a table is filled before the
+        /// point's first trial.
         #[serde(default)]
         learning_s: f64,
+        /// Load of the learning trial, percent of line rate (default 10): low enough that the
+        /// device takes every learning frame.
+        #[serde(default = "ten")]
+        learning_percent: f64,
+        /// `cycle` (default: frame n is flow n mod flows) or `unique`: no frame repeats a 5-tuple,
+        /// within a trial or across the trials of the search, so every frame opens a new session
+        /// at a stateful device and the throughput found is the **new-session rate** (sessions per
+        /// second; [`Measurer::set_unique_flows`], METHODOLOGY.md "New-session rate").
+        #[serde(default = "cycle")]
+        flow_mode: String,
         /// Run once per table size / flow count (scale sweep); the bench command reconfigures the
         /// DUT before each point.
         #[serde(default)]
@@ -616,6 +628,12 @@ impl ScaleSpec {
 
 fn d10() -> f64 {
     10.0
+}
+fn ten() -> f64 {
+    10.0
+}
+fn cycle() -> String {
+    "cycle".into()
 }
 fn d01() -> f64 {
     0.1
@@ -926,10 +944,29 @@ impl Suite {
                 frame_sizes,
                 duts,
                 search_max,
+                flow_mode,
+                learning_percent,
                 ..
             } = t
             {
                 parse_policy(policy)?;
+                if flow_mode != "cycle" && flow_mode != "unique" {
+                    return Err(LabError::invalid(
+                        "test.flow_mode",
+                        flow_mode,
+                        "cycle (flows repeat) or unique (every frame a new 5-tuple)",
+                    ));
+                }
+                if !(learning_percent.is_finite()
+                    && *learning_percent > 0.0
+                    && *learning_percent <= 100.0)
+                {
+                    return Err(LabError::invalid(
+                        "test.learning_percent",
+                        learning_percent,
+                        "a percentage of line rate in (0, 100]",
+                    ));
+                }
                 if search_max != "line-rate" && search_max != "generator-limit" {
                     return Err(LabError::invalid(
                         "test.search_max",
@@ -1134,7 +1171,9 @@ pub fn run_test_with_limit<M: Measurer + ?Sized>(
             policy,
             verify,
             learning_s,
+            learning_percent,
             search_max,
+            flow_mode,
             ..
         } => {
             let top = match (search_max.as_str(), generator_limit_fps) {
@@ -1155,11 +1194,20 @@ pub fn run_test_with_limit<M: Measurer + ?Sized>(
             c.verify = *verify;
             if *learning_s > 0.0 {
                 c.learning = Some((
-                    Load::percent_of(10.0, line),
+                    Load::percent_of(*learning_percent, line),
                     secs("learning_s", *learning_s)?,
                 ));
             }
-            Outcome::Throughput(throughput(m, &c)?)
+            if flow_mode == "unique" {
+                // The new-session rate: every frame of every trial a new 5-tuple; back to
+                // repeating flows afterwards, also when the search failed.
+                m.set_unique_flows(true)?;
+                let r = throughput(m, &c);
+                m.set_unique_flows(false)?;
+                Outcome::Throughput(r?)
+            } else {
+                Outcome::Throughput(throughput(m, &c)?)
+            }
         }
         TestSpec::Latency {
             fractions_percent,
@@ -1700,6 +1748,72 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
         }
         fn burst(&mut self, frames: u64) -> Result<crate::BurstResult, LabError> {
             self.inner.burst(frames)
+        }
+    }
+
+    /// A measurer that records its flow-mode switches and the loads of its trials.
+    struct UniqueProbe {
+        inner: SimDut,
+        switches: Vec<bool>,
+        unique_trials: Vec<f64>,
+        unique: bool,
+    }
+    impl Measurer for UniqueProbe {
+        fn trial(&mut self, load: Load, d: Duration) -> Result<crate::TrialResult, LabError> {
+            if self.unique {
+                self.unique_trials.push(load.fps);
+            }
+            self.inner.trial(load, d)
+        }
+        fn burst(&mut self, frames: u64) -> Result<crate::BurstResult, LabError> {
+            self.inner.burst(frames)
+        }
+        fn set_unique_flows(&mut self, unique: bool) -> Result<(), LabError> {
+            self.switches.push(unique);
+            self.unique = unique;
+            Ok(())
+        }
+    }
+
+    /// `flow_mode = "unique"`: the search runs with unique flows (learning trial included), and
+    /// the measurer is switched back afterwards; a measurer that cannot is an error naming the
+    /// key; a bad mode or learning load is refused.
+    #[test]
+    fn unique_flow_mode_switches_the_measurer_for_the_search() {
+        let base = "name = \"x\"\n[[dut]]\nname = \"ovs\"\ntopology = \"phy2phy-veth\"\n[[test]]\nprocedure = \"throughput\"\ntrial_duration_s = 1\n";
+        let s = Suite::parse(&format!(
+            "{base}flow_mode = \"unique\"\nlearning_s = 1\nlearning_percent = 1\n"
+        ))
+        .unwrap();
+        let line = s.line(&64.into()).unwrap();
+        let sim =
+            || SimDut::new(SimModel::Fixed { capacity_fps: 2e6 }, 1).with_line_rate(line.max_fps());
+        let mut m = UniqueProbe {
+            inner: sim(),
+            switches: Vec::new(),
+            unique_trials: Vec::new(),
+            unique: false,
+        };
+        let o = run_test(&mut m, &s.tests[0], &line, None).unwrap();
+        assert_eq!(m.switches, vec![true, false]);
+        let Outcome::Throughput(r) = o else {
+            panic!("{o:?}")
+        };
+        assert_eq!(m.unique_trials.len(), r.trials.len());
+        // The learning trial ran at 1 % of line rate.
+        assert!((m.unique_trials[0] - line.max_fps() / 100.0).abs() < 1.0);
+        let e = run_test(&mut sim(), &s.tests[0], &line, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("flow_mode") && e.contains("unique"), "{e}");
+        for (bad, key) in [
+            ("flow_mode = \"random\"\n", "test.flow_mode"),
+            ("learning_percent = 0\n", "test.learning_percent"),
+        ] {
+            let e = Suite::parse(&format!("{base}{bad}"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(key), "{e}");
         }
     }
 

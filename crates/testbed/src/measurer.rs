@@ -482,6 +482,19 @@ impl Measurer for GenMeasurer<'_> {
         Some(self)
     }
 
+    /// Sets every stream's flow order ([`vecswitch_gen::FlowOrder::Unique`]: the generator
+    /// never repeats a tuple; the DUT's `shape_streams` sees the order and shapes for it).
+    fn set_unique_flows(&mut self, unique: bool) -> Result<(), LabError> {
+        for s in &mut self.streams {
+            s.order = if unique {
+                vecswitch_gen::FlowOrder::Unique
+            } else {
+                vecswitch_gen::FlowOrder::Cycle
+            };
+        }
+        Ok(())
+    }
+
     fn trial(&mut self, load: Load, duration: Duration) -> Result<TrialResult, LabError> {
         self.before_trial(load.fps)?;
         if load.fps <= 0.0 || !load.fps.is_finite() || duration.is_zero() {

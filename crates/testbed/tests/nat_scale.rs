@@ -10,6 +10,14 @@
 //!   AF_PACKET sockets so that the capture sees the frames; over memif there
 //!   is no interface to capture, `show nat44 sessions` says the same for the sessions it lists).
 //!
+//!
+//! And the suite's new-session test (`flow_mode = "unique"`) on each NAT device: two trials of
+//! unique flows, each emptying the table first; the frames must arrive (at least 90 %: a loaded
+//! host may make a memif device refuse a few, never lose one inside) and the table must have
+//! gained exactly one session per frame delivered in each trial (the driver's placement note: vecswitch
+//! `show nat44 summary`, the kernel's nf_conntrack_count) — the frames were new sessions, not
+//! forwarded repeats.
+//!
 //! Root: namespaces, veth pairs and memif sockets are the testbed's and removed by its guards;
 //! the capture process is killed by its guard, also when an assert fails.
 
@@ -82,33 +90,63 @@ fn capture(netns: &str, ifname: &str, pcap: &std::path::Path) -> Capture {
     panic!("tshark did not start capturing on {ifname} in {netns}");
 }
 
-#[test]
-fn nat_scale_suite_devices_translate_1000_sessions_and_filter_with_1_rule() {
+/// Held by each test for its whole run: the two tests' generators would share the host's CPUs
+/// (and the first one's AF_PACKET choice), and the first needs its offered load.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The CLI binary, built (the devices run it).
+fn built_bin() -> std::path::PathBuf {
     let bin = vecswitch_bin();
     assert!(
         bin.is_file(),
         "build the binary first: cargo build -p vecswitch-cli ({})",
         bin.display()
     );
+    bin
+}
+
+/// docs/suites/nat-scale.toml, parsed.
+fn nat_suite() -> Suite {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/suites/nat-scale.toml");
+    Suite::parse(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+/// `d`'s topology built and its device started: (what it is, the testbed, the generator ports).
+fn start(
+    d: &vecswitch_lab::suite::DutSpec,
+    bin: &std::path::Path,
+) -> (String, Testbed, Vec<Box<dyn vecswitch_ports::Port>>) {
+    let what = format!("{} on {}", d.name, d.topology);
+    let topo: Topology = d.topology.parse().unwrap();
+    let mut tb = Testbed::build(topo).unwrap();
+    let ports = tb.open_generator_ports().unwrap();
+    let dut = DutKind::parse(&d.name, bin.to_path_buf()).unwrap().build();
+    tb.start(dut).unwrap_or_else(|e| panic!("{what}: {e}"));
+    (what, tb, ports)
+}
+
+#[test]
+fn nat_scale_suite_devices_translate_1000_sessions_and_filter_with_1_rule() {
+    let _serial = serial();
+    let bin = built_bin();
     require("nft");
     require("tshark");
     // The generator's veth ports as AF_PACKET sockets: its default, AF_XDP, takes the frames
-    // before the kernel's packet taps, so a capture on its receiving veth would see none. (The
-    // only test in this binary: the variable is read when the testbed opens its ports.)
+    // before the kernel's packet taps, so a capture on its receiving veth would see none. (Read
+    // when the testbed opens its ports; the other test of this binary, run after or before this
+    // one ([`serial`]), works with either.)
     std::env::set_var(GenVethPort::ENV, "af_packet");
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/suites/nat-scale.toml");
-    let s = Suite::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let s = nat_suite();
     let size = s.frame_sizes[0].spec().unwrap();
     let outside = nat::outside_addr();
     let mut ran = Vec::new();
     for d in &s.duts {
-        let what = format!("{} on {}", d.name, d.topology);
-        let topo: Topology = d.topology.parse().unwrap();
-        let mut tb = Testbed::build(topo).unwrap();
-        let ports = tb.open_generator_ports().unwrap();
-        let dut = DutKind::parse(&d.name, bin.clone()).unwrap().build();
-        tb.start(dut).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let (what, mut tb, ports) = start(d, &bin);
         let mut m = GenMeasurer::for_testbed(&tb, ports, streams_for(&size, false))
             .unwrap()
             .warmup(Duration::from_millis(300))
@@ -224,4 +262,75 @@ fn nat_scale_suite_devices_translate_1000_sessions_and_filter_with_1_rule() {
         tb.stop().unwrap();
     }
     assert_eq!(ran.len(), 6, "{ran:?}");
+}
+
+/// Frames per second of the new-session trials, and the trials.
+const NEW_FPS: f64 = 2_000.0;
+const NEW_TRIALS: usize = 2;
+
+#[test]
+fn nat_devices_make_one_new_session_per_frame_in_unique_trials() {
+    let _serial = serial();
+    let bin = built_bin();
+    require("nft");
+    require("conntrack");
+    let s = nat_suite();
+    // The suite has the test, on the NAT devices.
+    let t = s
+        .tests
+        .iter()
+        .find(|t| t.id("x") == "nat_new_sessions")
+        .expect("docs/suites/nat-scale.toml: test nat_new_sessions");
+    assert!(
+        matches!(t, vecswitch_lab::suite::TestSpec::Throughput { flow_mode, .. } if flow_mode == "unique"),
+        "{t:?}"
+    );
+    let size = s.frame_sizes[0].spec().unwrap();
+    let mut ran = Vec::new();
+    for d in s.duts.iter().filter(|d| d.name.ends_with("-nat")) {
+        let (what, mut tb, ports) = start(d, &bin);
+        // No warm-up (as the bench): a trial's sessions are its measured frames.
+        let mut m = GenMeasurer::for_testbed(&tb, ports, streams_for(&size, false))
+            .unwrap()
+            .drain(Duration::from_millis(500));
+        m.set_unique_flows(true).unwrap();
+        let mut delivered = Vec::new();
+        for _ in 0..NEW_TRIALS {
+            let r = m
+                .trial(Load::fps(NEW_FPS), Duration::from_secs(1))
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert!(r.offered_frames >= 100, "{what}: offered too little: {r:?}");
+            // A loaded host may deschedule the device for a few ring-fulls (memif refusals);
+            // the proof is per frame delivered: each one a session.
+            assert!(
+                r.received_frames * 10 >= r.offered_frames * 9,
+                "{what}: frames lost: {r:?}"
+            );
+            assert_eq!(
+                r.accounting.as_ref().and_then(|a| a.lost_in_device),
+                Some(0),
+                "{what}: frames lost inside the device (they may or may not have made a session): {r:?}"
+            );
+            delivered.push(r.received_frames);
+        }
+        m.set_unique_flows(false).unwrap();
+        let note = tb
+            .with_dut(|x| x.processes())
+            .unwrap()
+            .iter()
+            .map(|p| p.note.clone())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let created = nat::parse_new_session_note(&note)
+            .unwrap_or_else(|| panic!("{what}: no new-session counts in the note: {note}"));
+        assert_eq!(
+            created, delivered,
+            "{what}: sessions created per trial vs frames delivered ({note})"
+        );
+        ran.push(what);
+        tb.check_alive().unwrap();
+        drop(m);
+        tb.stop().unwrap();
+    }
+    assert_eq!(ran.len(), 3, "{ran:?}");
 }

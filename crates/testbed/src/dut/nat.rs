@@ -28,6 +28,22 @@
 //! note lists them per point ([`SessionPoint`]): a point whose table did not hold its sessions
 //! shows fewer there (and its frames beyond the limit are drops, so its throughput is 0).
 //!
+//! **New sessions** (the new-session rate, a throughput test with `flow_mode = "unique"`): when
+//! the streams come with [`FlowOrder::Unique`] the driver shapes them over [`MAX_SRC_PORTS`]
+//! source ports × 1024 destination ports of their own block ([`NEW_SESSION_DST_PORT`],
+//! [`shape_new_sessions`]: 65,536,000 tuples, none a point's), so that every frame opens a new
+//! session, and before **every** trial it reads the table's count (the sessions the previous trial
+//! made), empties the new sessions out and reads the count again ([`NewSessionTrial`]): a trial
+//! starts with room and the table never fills across the trials of a search. vecswitch: the new
+//! sessions leave from a pool address of their own ([`NEW_SESSION_POOL_ADDR`], `ctl nat44 pool
+//! add`), and `nat44 pool del` of it removes exactly them (the points' sessions, on the interface
+//! address, stay); `max_sessions` is raised by [`NEW_SESSION_ROOM`] per trial. The kernel:
+//! `conntrack -F` in the DUT namespace (the Debian package `conntrack`) empties its table. The
+//! placement note lists the sessions each new-session trial created: with no warm-up (the bench
+//! sends none) a trial's count equals the frames it delivered when each frame made a session
+//! (more when the device made sessions for frames it then lost on the way out). The points'
+//! last reading is the count before the first new-session trial emptied anything.
+//!
 //! Limits: vecswitch's `max_sessions` and `max_sessions_per_host` are raised to the table's
 //! count plus the point (`ctl nat44 set`). The kernel's conntrack table size is host-wide
 //! (`net.netfilter.nf_conntrack_max` and the `nf_conntrack` module's `hashsize` can only be set
@@ -37,8 +53,9 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
+use std::sync::Mutex;
 
-use vecswitch_gen::{Field, FieldMode, FieldRange, StreamSpec};
+use vecswitch_gen::{Field, FieldMode, FieldRange, FlowOrder, StreamSpec};
 
 use crate::dut::counters::DeviceCounters;
 use crate::dut::linux_router::LinuxRouterDut;
@@ -67,6 +84,123 @@ pub const UDP_TIMEOUT_S: u32 = 3600;
 pub const KERNEL_CONNTRACK_MAX: u64 = 2_097_152;
 /// The kernel's conntrack hash buckets the driver raises the host's to.
 pub const KERNEL_CONNTRACK_BUCKETS: u64 = 1_048_576;
+
+/// The first destination port of the new-session trials' block (1024 ports after the points'
+/// [`MAX_POINTS`] blocks, so no new session is a point's).
+pub const NEW_SESSION_DST_PORT: u16 = DST_PORT_BASE + 1024 * MAX_POINTS as u16;
+// The block fits below 65,536 and starts after the last point's.
+const _: () = assert!(NEW_SESSION_DST_PORT as u32 + 1024 <= 65_536);
+const _: () =
+    assert!(NEW_SESSION_DST_PORT >= DST_PORT_BASE + 1024 * (MAX_POINTS as u16 - 1) + 1024);
+/// Sessions a new-session trial may make before `session-limit` drops (vecswitch's
+/// `max_sessions` is the table's count plus this; the kernel's is [`KERNEL_CONNTRACK_MAX`]).
+pub const NEW_SESSION_ROOM: u64 = 4_000_000;
+/// The outside address of vecswitch's new sessions (a pool of one; see the module doc).
+pub const NEW_SESSION_POOL_ADDR: Ipv4Addr = Ipv4Addr::new(198, 19, 0, 253);
+
+/// Shapes the (already routed) streams for new sessions: source [`INSIDE_HOST`], destination
+/// [`router::ROUTE_BASE`], [`MAX_SRC_PORTS`] source ports × 1024 destination ports from
+/// [`NEW_SESSION_DST_PORT`], unique order (frame `n` is tuple `base + n`, the source port the
+/// fastest digit; the generator never repeats one).
+pub fn shape_new_sessions(streams: &mut [StreamSpec]) {
+    for s in streams.iter_mut() {
+        s.src_ip = IpAddr::V4(INSIDE_HOST);
+        s.dst_ip = IpAddr::V4(router::ROUTE_BASE);
+        s.src_port = SRC_PORT_BASE;
+        s.dst_port = NEW_SESSION_DST_PORT;
+        s.ranges.retain(|r| {
+            !matches!(
+                r.field,
+                Field::SrcIp | Field::DstIp | Field::SrcPort | Field::DstPort
+            )
+        });
+        for (field, count) in [(Field::SrcPort, MAX_SRC_PORTS), (Field::DstPort, 1024)] {
+            s.ranges.push(FieldRange {
+                field,
+                count,
+                mode: FieldMode::Increment,
+            });
+        }
+        s.flows = 1;
+        s.order = FlowOrder::Unique;
+    }
+}
+
+/// Whether the streams ask for new sessions ([`FlowOrder::Unique`], `flow_mode = "unique"`).
+fn wants_new_sessions(streams: &[StreamSpec]) -> bool {
+    streams.iter().any(|s| s.order == FlowOrder::Unique)
+}
+
+/// One new-session trial: the table's count right after it was emptied for the trial and, once
+/// read before the next trial, the count the trial left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NewSessionTrial {
+    pub start: u64,
+    pub end: Option<u64>,
+}
+
+/// The new-session trials of a driver (behind a lock: `shape_streams` takes `&self`).
+#[derive(Debug, Default)]
+pub struct NewSessionLog {
+    /// Whether the device is set up for new sessions (vecswitch: the pool address is on).
+    pub active: bool,
+    pub trials: Vec<NewSessionTrial>,
+    /// The table's count before the first new-session trial emptied anything: the session
+    /// points' last reading (the kernel's flush empties their sessions too).
+    pub before_first: Option<u64>,
+}
+
+impl NewSessionLog {
+    /// Before a trial: the previous trial left `left` sessions; the table holds `start` now.
+    pub fn next_trial(&mut self, left: u64, start: u64) {
+        match self.trials.last_mut() {
+            Some(t) => t.end = Some(left),
+            None => self.before_first = Some(left),
+        }
+        self.trials.push(NewSessionTrial { start, end: None });
+    }
+
+    /// Sessions each trial created (`now`: a live reading for the last trial).
+    pub fn created(&self, now: Option<u64>) -> Vec<Option<u64>> {
+        let n = self.trials.len();
+        self.trials
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let end = if i + 1 == n { t.end.or(now) } else { t.end };
+                end.map(|e| e.saturating_sub(t.start))
+            })
+            .collect()
+    }
+
+    /// `"; sessions created per new-session trial (table emptied before each): [3000, 2950]"`,
+    /// or nothing without such trials.
+    pub fn note(&self, now: Option<u64>) -> String {
+        if self.trials.is_empty() {
+            return String::new();
+        }
+        let v: Vec<String> = self
+            .created(now)
+            .iter()
+            .map(|c| c.map_or("?".into(), |c| c.to_string()))
+            .collect();
+        format!(
+            "; sessions created per new-session trial (table emptied before each): [{}]",
+            v.join(", ")
+        )
+    }
+}
+
+/// The counts of a note's new-session list ([`NewSessionLog::note`]), for tests.
+pub fn parse_new_session_note(note: &str) -> Option<Vec<u64>> {
+    let (_, rest) = note.split_once("per new-session trial (table emptied before each): [")?;
+    let (list, _) = rest.split_once(']')?;
+    list.split(", ").map(|x| x.trim().parse().ok()).collect()
+}
+
+fn lock(l: &Mutex<NewSessionLog>) -> std::sync::MutexGuard<'_, NewSessionLog> {
+    l.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// How `n` sessions are made: `(source ports P, destination ports D)` with P·D = `n`, gcd = 1,
 /// P ≤ [`MAX_SRC_PORTS`], D as small as that allows.
@@ -253,6 +387,7 @@ pub struct VecswitchNatDut {
     inner: VecswitchDut,
     wiring: Option<Wiring>,
     points: Vec<SessionPoint>,
+    new_sessions: Mutex<NewSessionLog>,
 }
 
 impl VecswitchNatDut {
@@ -262,6 +397,7 @@ impl VecswitchNatDut {
             bin,
             wiring: None,
             points: Vec::new(),
+            new_sessions: Mutex::new(NewSessionLog::default()),
         }
     }
 
@@ -294,6 +430,38 @@ impl VecswitchNatDut {
     fn set(&self, w: &Wiring, key: &str, value: u64) -> Result<()> {
         self.ctl(w, &["nat44", "set", key, &value.to_string()])
             .map(|_| ())
+    }
+
+    fn pool(&self, w: &Wiring, op: &str) -> Result<()> {
+        let a = NEW_SESSION_POOL_ADDR.to_string();
+        self.ctl(w, &["nat44", "pool", op, &a]).map(|_| ())
+    }
+
+    /// Before a new-session trial (module doc): the previous trial's sessions out (`pool del`
+    /// removes the sessions on the pool address), room for this one, the counts recorded.
+    /// With `unique` false, leaves the new-session setup if it was on.
+    fn new_session_trial(&self, unique: bool) -> Result<()> {
+        let w = self.state()?;
+        let mut log = lock(&self.new_sessions);
+        if !unique {
+            if log.active {
+                self.pool(&w, "del")?;
+                log.active = false;
+            }
+            return Ok(());
+        }
+        let left = self.sessions()?;
+        if log.active {
+            self.pool(&w, "del")?;
+        }
+        let start = self.sessions()?;
+        let room = start + NEW_SESSION_ROOM;
+        self.set(&w, "max_sessions", room)?;
+        self.set(&w, "max_sessions_per_host", room)?;
+        self.pool(&w, "add")?;
+        log.active = true;
+        log.next_trial(left, start);
+        Ok(())
     }
 }
 
@@ -333,17 +501,25 @@ impl Dut for VecswitchNatDut {
 
     fn shape_streams(&self, streams: &mut [StreamSpec]) -> Result<()> {
         self.inner.shape_streams(streams)?;
+        let unique = wants_new_sessions(streams);
+        self.new_session_trial(unique)?;
+        if unique {
+            shape_new_sessions(streams);
+            return Ok(());
+        }
         shape_last_point(&self.points, streams)
     }
 
     fn processes(&self) -> Vec<PlacedProcess> {
         let now = self.sessions().ok();
+        let log = lock(&self.new_sessions);
         with_note(
             self.inner.processes(),
             None,
             &format!(
-                "NAT44 sessions per point (show nat44 summary): {}",
-                SessionPoint::list(&self.points, now)
+                "NAT44 sessions per point (show nat44 summary): {}{}",
+                SessionPoint::list(&self.points, log.before_first.or(now)),
+                log.note(now)
             ),
         )
     }
@@ -364,6 +540,7 @@ pub struct LinuxNatDut {
     inner: LinuxRouterDut,
     wiring: Option<Wiring>,
     points: Vec<SessionPoint>,
+    new_sessions: Mutex<NewSessionLog>,
 }
 
 /// The nftables script: the `kernel-router-nat` chain VNF's masquerade rule
@@ -411,13 +588,42 @@ impl LinuxNatDut {
         crate::cmd::run("ip", &a)
     }
 
-    /// Conntrack entries in the DUT namespace now.
-    pub fn sessions(&self) -> Result<u64> {
-        let w = self.wiring.clone().ok_or_else(|| Error::Invalid {
+    /// Before a new-session trial (module doc): `conntrack -F` empties the table, the counts
+    /// recorded.
+    fn new_session_trial(&self, unique: bool) -> Result<()> {
+        if !unique {
+            return Ok(());
+        }
+        let w = self.state()?;
+        if !crate::cmd::have("conntrack") {
+            return Err(Error::Unsupported {
+                dut: self.name().into(),
+                what: "new sessions (flow_mode = \"unique\")".into(),
+                why: "conntrack not found (it empties the table between trials); install the \
+                      Debian package conntrack (make setup)"
+                    .into(),
+            });
+        }
+        let mut log = lock(&self.new_sessions);
+        let left = self.sessions()?;
+        self.exec(&w, &["conntrack", "-F"])?;
+        let start = self.sessions()?;
+        log.active = true;
+        log.next_trial(left, start);
+        Ok(())
+    }
+
+    fn state(&self) -> Result<Wiring> {
+        self.wiring.clone().ok_or_else(|| Error::Invalid {
             field: "linux-router-nat state",
             value: "not set up".into(),
             expected: "configure_scale after setup".into(),
-        })?;
+        })
+    }
+
+    /// Conntrack entries in the DUT namespace now.
+    pub fn sessions(&self) -> Result<u64> {
+        let w = self.state()?;
         let out = self.exec(&w, &["cat", "/proc/sys/net/netfilter/nf_conntrack_count"])?;
         out.trim().parse().map_err(|_| Error::Invalid {
             field: "nf_conntrack_count",
@@ -500,17 +706,25 @@ impl Dut for LinuxNatDut {
 
     fn shape_streams(&self, streams: &mut [StreamSpec]) -> Result<()> {
         self.inner.shape_streams(streams)?;
+        let unique = wants_new_sessions(streams);
+        self.new_session_trial(unique)?;
+        if unique {
+            shape_new_sessions(streams);
+            return Ok(());
+        }
         shape_last_point(&self.points, streams)
     }
 
     fn processes(&self) -> Vec<PlacedProcess> {
         let now = self.sessions().ok();
+        let log = lock(&self.new_sessions);
         with_note(
             self.inner.processes(),
             Some("kernel-router-nat"),
             &format!(
-                "conntrack entries per point (nf_conntrack_count): {}",
-                SessionPoint::list(&self.points, now)
+                "conntrack entries per point (nf_conntrack_count): {}{}",
+                SessionPoint::list(&self.points, log.before_first.or(now)),
+                log.note(now)
             ),
         )
     }
@@ -575,6 +789,58 @@ mod tests {
         }
         let mut v = vec![StreamSpec::ipv4(0, 1)];
         assert!(shape_sessions(&mut v, 10, MAX_POINTS).is_err());
+    }
+
+    /// New-session shaping: unique order over 64,000 × 1024 tuples in a destination-port block
+    /// no point uses; frames never repeat a tuple, also across a base change (the next trial).
+    #[test]
+    fn new_session_traffic_never_repeats_a_tuple() {
+        let mut v = vec![StreamSpec::ipv4(0, 1)];
+        router::shape(&mut v, (0, 1), [2, 0xfe, 0, 0, 0, 0], 1).unwrap();
+        v[0].order = FlowOrder::Unique;
+        assert!(wants_new_sessions(&v));
+        shape_new_sessions(&mut v);
+        assert_eq!(vecswitch_gen::flow::unique_space(&v[0].ranges), 65_536_000);
+        let mut b = StreamBuilder::new(0, &v[0]).unwrap();
+        let mut seen = HashSet::new();
+        for base in [0u64, 70_000] {
+            b.set_unique_base(base);
+            for k in 0..70_000u64 {
+                let mut f = vec![0u8; b.wire_len(k)];
+                b.build(k, 0, false, &mut f);
+                assert_eq!(f[26..30], INSIDE_HOST.octets());
+                let sp = u16::from_be_bytes([f[34], f[35]]);
+                let dp = u16::from_be_bytes([f[36], f[37]]);
+                assert!(
+                    sp >= SRC_PORT_BASE && dp >= NEW_SESSION_DST_PORT,
+                    "{sp} {dp}"
+                );
+                assert!(seen.insert((sp, dp)), "frame {k} (base {base}) repeats");
+            }
+        }
+        let mut c = vec![StreamSpec::ipv4(0, 1)];
+        assert!(!wants_new_sessions(&c));
+        shape_sessions(&mut c, 1000, 0).unwrap();
+        assert_eq!(c[0].order, FlowOrder::Cycle);
+    }
+
+    #[test]
+    fn new_session_log_says_what_each_trial_created() {
+        let mut log = NewSessionLog::default();
+        assert_eq!(log.note(Some(5)), "");
+        log.next_trial(1000, 1000);
+        assert_eq!(log.before_first, Some(1000));
+        log.next_trial(4000, 1000);
+        log.next_trial(3500, 0);
+        assert_eq!(
+            log.created(Some(2999)),
+            vec![Some(3000), Some(2500), Some(2999)]
+        );
+        let note = format!("x; y{}", log.note(None));
+        assert!(note.ends_with("[3000, 2500, ?]"), "{note}");
+        assert_eq!(parse_new_session_note(&note), None);
+        let note = log.note(Some(7));
+        assert_eq!(parse_new_session_note(&note), Some(vec![3000, 2500, 7]));
     }
 
     #[test]
