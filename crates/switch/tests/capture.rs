@@ -77,6 +77,11 @@ fn capture_writes_rx_and_tx_frames_up_to_count() {
     let rx_info = sw.stop_capture("p0").unwrap();
     assert_eq!(rx_info.captured, 5);
     assert!(sw.show_ports()[0].capture.is_none());
+    // A capture that reached its count stops taking frames at once, but its file is complete
+    // only once the writer thread has finished: stop it before reading (on a loaded host the
+    // writer had not written the header yet when the file was read).
+    let tx_info = sw.stop_capture("p1").unwrap();
+    assert_eq!(tx_info.captured, 3);
 
     let rx: Vec<Vec<u8>> = frames_in(&rx_file.0);
     assert_eq!(rx, frames);
