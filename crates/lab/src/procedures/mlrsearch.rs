@@ -531,6 +531,13 @@ impl State {
 
     /// The next load to measure for `goal`, or `None` when the goal is done.
     fn next_load(&self, goal: &SearchGoal) -> Option<f64> {
+        // 0. The tester could not offer even the min load (after its hiccup retries): every
+        //    load left to try is at or above it, and each would be tester-limited again, never
+        //    classifying, until the trial budget ran out (the veth lab on a loaded host,
+        //    2026-11-24: 116 trials at the min load). The goal ends tester-limited.
+        if self.tester_failed_min_load() {
+            return None;
+        }
         let (classes, rlb, rub) = self.bounds(goal);
         let lo = rlb.unwrap_or(f64::NEG_INFINITY);
         let hi = rub.unwrap_or(f64::INFINITY);
@@ -579,7 +586,9 @@ impl State {
                     let e = (goal.relative_width * f64::from(1u32 << found.min(20))).min(0.5);
                     u * (1.0 - e)
                 };
-                let candidate = hint.min(u * (1.0 - goal.relative_width / 2.0));
+                let candidate = hint
+                    .min(u * (1.0 - goal.relative_width / 2.0))
+                    .min(self.max_fps);
                 if candidate <= self.min_fps || (u - self.min_fps) / u <= goal.relative_width {
                     Some(self.min_fps)
                 } else {
@@ -592,18 +601,40 @@ impl State {
             //    (the reference library's "external search" with expansion coefficient 2). At
             //    21 trial-seconds per decided load, bisecting down from a far max load costs a
             //    decided load per halving.
+            //    The next load never exceeds the max load: the upper bound may have been found
+            //    before the tester lowered the max load below it (a trial that got through once
+            //    and then never again, as on a busy host), and the bisection point of the same
+            //    two bounds would then be offered again and again, tester-limited every time —
+            //    nothing classifies, nothing moves, until the trial budget runs out (seen in the
+            //    lab: 230 trials at one load). When the max load is at or below the lower bound,
+            //    the bracket is as narrow as this tester can make it and the goal ends
+            //    tester-limited ([`State::goal_result`]).
             (Some(l), Some(u)) => {
                 if (u - l) / u <= goal.relative_width {
                     None
-                } else if u >= self.max_fps {
-                    let found = self.bounds_this_phase(&classes, LoadClass::Lower);
-                    let e = (goal.relative_width * f64::from(1u32 << found.min(20))).min(0.5);
-                    Some((l / (1.0 - e)).min((l + u) / 2.0))
                 } else {
-                    Some((l + u) / 2.0)
+                    let next = if u >= self.max_fps {
+                        let found = self.bounds_this_phase(&classes, LoadClass::Lower);
+                        let e = (goal.relative_width * f64::from(1u32 << found.min(20))).min(0.5);
+                        (l / (1.0 - e)).min((l + u) / 2.0)
+                    } else {
+                        (l + u) / 2.0
+                    };
+                    let next = next.min(self.max_fps);
+                    (next > l).then_some(next)
                 }
             }
         }
+    }
+
+    /// Whether the max load has come down to the min load because a trial at the min load was
+    /// tester-limited.
+    fn tester_failed_min_load(&self) -> bool {
+        self.max_fps <= self.min_fps
+            && self
+                .db
+                .iter()
+                .any(|t| t.tester_limited && t.intended_load.fps <= self.min_fps * (1.0 + 1e-9))
     }
 
     /// Distinct loads first measured in the current phase that now classify as `class`.
@@ -623,8 +654,14 @@ impl State {
         let (_, rlb, rub) = self.bounds(goal);
         let conditional_throughput_fps =
             rlb.and_then(|l| conditional_throughput(goal, l, &self.at(l)));
+        // Tester-limited: the tester can offer nothing above the lower bound, and either no load
+        // failed or the one that did is further above than the goal's width (the bracket this
+        // tester could not narrow).
         let tester_limited = match (rlb, self.ceiling) {
-            (Some(l), Some(_)) => rub.is_none() && l >= self.max_fps,
+            (Some(l), Some(_)) => {
+                l >= self.max_fps && rub.is_none_or(|u| (u - l) / u > goal.relative_width)
+            }
+            (None, Some(_)) => self.tester_failed_min_load(),
             _ => false,
         };
         GoalResult {
@@ -885,6 +922,95 @@ mod tests {
         );
         let l = r.goals[0].relevant_lower_bound_fps.unwrap();
         assert!((1.9e6..=2.0e6).contains(&l), "{l}");
+    }
+
+    /// The lab's pattern (veth, 2026-11-24): a load far above the device failed once with the
+    /// tester on time (an upper bound), then every trial near the bisection point was
+    /// tester-late. The search must not offer the same bisection point until the budget runs
+    /// out; it ends with the bracket the tester allowed, flagged tester-limited.
+    struct LateAboveTester {
+        trials: u32,
+    }
+
+    impl Measurer for LateAboveTester {
+        fn trial(&mut self, load: Load, d: Duration) -> Result<TrialResult, LabError> {
+            self.trials += 1;
+            let frames = load.frames_in(d.as_secs_f64());
+            let device = Load::fps(3e6).frames_in(d.as_secs_f64());
+            // The first trial (at the max load) is offered in full and loses frames: an upper
+            // bound. From then on the tester reaches only 80 % of anything above 1 Mfps.
+            let offered = if self.trials > 1 && load.fps > 1e6 {
+                frames * 80 / 100
+            } else {
+                frames
+            };
+            Ok(TrialResult::new(load, d, offered, offered.min(device), d))
+        }
+
+        fn burst(&mut self, frames: u64) -> Result<crate::measurer::BurstResult, LabError> {
+            Ok(crate::measurer::BurstResult::new(
+                frames,
+                frames,
+                frames,
+                Duration::from_millis(1),
+            ))
+        }
+    }
+
+    #[test]
+    fn a_bisection_point_above_the_tester_is_not_repeated() {
+        let mut m = LateAboveTester { trials: 0 };
+        let cfg = MlrConfig {
+            goals: vec![SearchGoal::ndr()],
+            max_trials: 300,
+            ..MlrConfig::ndr_pdr(1e4, 1e7)
+        };
+        let r = mlrsearch(&mut m, &cfg).unwrap();
+        assert!(m.trials < 60, "{} trials", m.trials);
+        let g = &r.goals[0];
+        assert!(g.tester_limited, "{g:?}");
+        let l = g.relevant_lower_bound_fps.unwrap();
+        // Below the tester's reach (80 % of 1 Mfps less the ceiling margin), above what a
+        // search walked down by tester-limited trials would give.
+        assert!((0.7e6..=1e6).contains(&l), "{l}");
+        assert_eq!(r.tester_ceiling_fps.map(|c| c < 1e7), Some(true));
+    }
+
+    #[test]
+    fn a_min_load_the_tester_cannot_offer_ends_the_search() {
+        // A descheduled tester: from the third trial on it offers only half of any load.
+        struct Starved {
+            trials: u32,
+        }
+        impl Measurer for Starved {
+            fn trial(&mut self, load: Load, d: Duration) -> Result<TrialResult, LabError> {
+                self.trials += 1;
+                let frames = load.frames_in(d.as_secs_f64());
+                let offered = if self.trials > 2 { frames / 2 } else { frames };
+                // The device forwards 1 Mfps.
+                let device = Load::fps(1e6).frames_in(d.as_secs_f64());
+                Ok(TrialResult::new(load, d, offered, offered.min(device), d))
+            }
+            fn burst(&mut self, frames: u64) -> Result<crate::measurer::BurstResult, LabError> {
+                Ok(crate::measurer::BurstResult::new(
+                    frames,
+                    frames,
+                    frames,
+                    Duration::from_millis(1),
+                ))
+            }
+        }
+        let mut m = Starved { trials: 0 };
+        let cfg = MlrConfig {
+            goals: vec![SearchGoal::ndr()],
+            max_trials: 300,
+            ..MlrConfig::ndr_pdr(1e4, 1e7)
+        };
+        let r = mlrsearch(&mut m, &cfg).unwrap();
+        assert!(m.trials < 60, "{} trials", m.trials);
+        let g = &r.goals[0];
+        assert_eq!(g.relevant_lower_bound_fps, None, "{g:?}");
+        assert!(g.tester_limited, "{g:?}");
     }
 
     #[test]
