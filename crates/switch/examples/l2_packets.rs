@@ -19,15 +19,21 @@
 //! round times one sample of every case in turn (a sample = 64 vectors of 256 packets), so a
 //! loaded host slows all cases alike. It prints, per case, the minimum and median ns/packet over
 //! the rounds and the rate relative to the bridge with 2 MACs (median of the per-round ratios).
+//! `bridge/2-spread` is a control: the bridge of 2 MACs fed by as many template frames (16,384,
+//! all between the same two stations) as the 1M case, so the replay source walks the same 1.3 MiB
+//! of templates and only the MAC table differs from `bridge/1000000` (docs/BENCHMARKS.md §3.3).
 //!
-//! Both modes say what memory the MAC table got ("huge pages: yes, 32.0 MiB": from 2 MiB the
+//! Both modes say what memory the MAC table got ("huge pages: yes, 64.0 MiB": from 2 MiB the
 //! table is advised for 2 MiB pages, `vecswitch_buffer::huge`); `VECSWITCH_HUGE_PAGES=off` in the
 //! environment turns the advice off, for an A/B of huge pages in one build.
 
 use std::process::ExitCode;
 
-use vecswitch_switch::testing::{self, bridge_switch, xconnect_mtu_switch, xconnect_switch};
-use vecswitch_switch::Switch;
+use vecswitch_ports::loopback::{packet_from_bytes, Replay};
+use vecswitch_switch::testing::{
+    self, bridge_switch, frame64, station, xconnect_mtu_switch, xconnect_switch, BRIDGE_TEMPLATES,
+};
+use vecswitch_switch::{BridgeSettings, Switch, SwitchConfig};
 
 /// Polls until the source has handed out all its packets; returns how many were received.
 #[inline(never)]
@@ -50,6 +56,39 @@ fn usage(msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// The control case `bridge/2-spread` (module doc): stations 0 and 1 learned on ports 0 and 1,
+/// and a source replaying [`BRIDGE_TEMPLATES`] copies of the frame from station 0 to station 1.
+fn bridge2_spread() -> Switch {
+    let mut sw = Switch::new(SwitchConfig {
+        buffers: 8192,
+        mac_table_entries: 1024,
+        ..Default::default()
+    });
+    let t = vec![frame64(station(1), station(0)); BRIDGE_TEMPLATES as usize];
+    let src = Replay::new("src", t).expect("non-empty templates");
+    let sink = Replay::new("sink", vec![frame64(station(0), station(1))])
+        .expect("non-empty templates")
+        .with_limit(0);
+    sw.add_port("src", Box::new(src)).expect("fresh switch");
+    sw.add_port("sink", Box::new(sink)).expect("fresh switch");
+    let settings = BridgeSettings {
+        mac_age_s: 0,
+        mac_limit: u32::MAX,
+        ..Default::default()
+    };
+    sw.add_bridge("br", settings).expect("fresh switch");
+    sw.add_bridge_member("br", "src").expect("ports exist");
+    sw.add_bridge_member("br", "sink").expect("ports exist");
+    // Learn each station on its port with a frame to itself (dropped: same port, not flooded).
+    for port in 0..2u16 {
+        let s = station(port as u32);
+        let h = packet_from_bytes(sw.pool_mut(), &frame64(s, s)).expect("a free buffer");
+        sw.inject(port, &[h]);
+    }
+    sw.clear_counters();
+    sw
+}
+
 /// The interleaved wall-clock comparison (see the module doc).
 fn interleave(rounds: usize) -> ExitCode {
     let mut cases: Vec<(String, Switch)> = vec![("xconnect".into(), xconnect_switch(None))];
@@ -58,6 +97,7 @@ fn interleave(rounds: usize) -> ExitCode {
         eprintln!("bridge/{entries}: MAC table {}", sw.mac_table_memory());
         cases.push((format!("bridge/{entries}"), sw));
     }
+    cases.push(("bridge/2-spread".into(), bridge2_spread()));
     match testing::interleave(&mut cases, rounds, 1) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
