@@ -2005,7 +2005,7 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
         else {
             panic!("{:?}", s.tests[0])
         };
-        assert_eq!((*max_addresses, *learn_rate_fps), (4096, 2000.0));
+        assert_eq!((*max_addresses, *learn_rate_fps), (16384, 4000.0));
         assert_eq!(s.tests[0].procedure(), "rfc2889-caching");
         assert_eq!(s.tests[1].procedure(), "rfc2889-learning");
         assert_eq!(s.tests[0].id("phy2phy"), "phy2phy_rfc2889_caching");
