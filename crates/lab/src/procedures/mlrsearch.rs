@@ -866,6 +866,11 @@ mod tests {
         assert_eq!(r.tester_ceiling_fps, Some(1e6));
     }
 
+    /// The test measurers' bursts: every frame back in 1 ms (the searches here never burst).
+    fn lossless_burst(frames: u64) -> crate::measurer::BurstResult {
+        crate::measurer::BurstResult::new(frames, frames, frames, Duration::from_millis(1))
+    }
+
     /// A tester that managed a load once and then never again (a busy machine): the load stays
     /// undecided, and the search must not re-measure it until the trial budget runs out.
     struct FlakyTester {
@@ -892,12 +897,7 @@ mod tests {
         }
 
         fn burst(&mut self, frames: u64) -> Result<crate::measurer::BurstResult, LabError> {
-            Ok(crate::measurer::BurstResult::new(
-                frames,
-                frames,
-                frames,
-                Duration::from_millis(1),
-            ))
+            Ok(lossless_burst(frames))
         }
     }
 
@@ -948,12 +948,7 @@ mod tests {
         }
 
         fn burst(&mut self, frames: u64) -> Result<crate::measurer::BurstResult, LabError> {
-            Ok(crate::measurer::BurstResult::new(
-                frames,
-                frames,
-                frames,
-                Duration::from_millis(1),
-            ))
+            Ok(lossless_burst(frames))
         }
     }
 
@@ -992,12 +987,7 @@ mod tests {
                 Ok(TrialResult::new(load, d, offered, offered.min(device), d))
             }
             fn burst(&mut self, frames: u64) -> Result<crate::measurer::BurstResult, LabError> {
-                Ok(crate::measurer::BurstResult::new(
-                    frames,
-                    frames,
-                    frames,
-                    Duration::from_millis(1),
-                ))
+                Ok(lossless_burst(frames))
             }
         }
         let mut m = Starved { trials: 0 };
