@@ -4,7 +4,8 @@
 //!   [`Load`] for a duration, or a back-to-back burst. The generator-backed measurer lives with the
 //!   DUT drivers; [`sim::SimDut`] is a seeded simulated DUT with known answers for tests.
 //! - [`procedures`] holds the searches and sweeps (RFC 2544 throughput and BestN/WorstN, latency,
-//!   linear loss sweep, RFC 9004 back-to-back, MLRsearch, soak, scale sweep).
+//!   linear loss sweep, RFC 9004 back-to-back, MLRsearch, soak, scale sweep, RFC 2889 address
+//!   tests, LAG failover).
 //! - [`results`] is the schema-versioned JSON document of a run (`vecswitch.results/1`) with its
 //!   provenance; [`report`] renders it as VSPERF-style Markdown and CSV or a self-contained HTML
 //!   report, and compares two runs.

@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::procedures::failover::LinkFailover;
 use crate::procedures::rfc2889::AddressDevice;
 use crate::{LabError, Load};
 pub use vecswitch_gen::{LatencyHistogram, Lateness};
@@ -119,6 +120,13 @@ pub trait Measurer {
         None
     }
 
+    /// The same ports and device with a link aggregation group whose member links the measurer
+    /// can take down and up mid-trial, for the failover procedure
+    /// ([`crate::procedures::failover`]); `None` (the default) when it cannot.
+    fn link_failover(&mut self) -> Option<&mut dyn LinkFailover> {
+        None
+    }
+
     /// Switches the traffic's flows to **unique** (`true`: no frame repeats a 5-tuple, within a
     /// trial or across trials, so every frame opens a new session at a stateful device — the
     /// new-session rate, `flow_mode = "unique"`; [`vecswitch_gen::FlowOrder::Unique`]) or back
@@ -153,6 +161,9 @@ impl<M: Measurer + ?Sized> Measurer for &mut M {
     }
     fn address_device(&mut self) -> Option<&mut dyn AddressDevice> {
         (**self).address_device()
+    }
+    fn link_failover(&mut self) -> Option<&mut dyn LinkFailover> {
+        (**self).link_failover()
     }
     fn set_unique_flows(&mut self, unique: bool) -> Result<(), LabError> {
         (**self).set_unique_flows(unique)

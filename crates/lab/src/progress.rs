@@ -99,6 +99,12 @@ pub fn estimate_block_secs(tests: &[TestSpec], dut: &str, size: &FrameSize, setu
                 trial_s * (1.0 + TRIAL_OVERHEAD_S)
             }
             TestSpec::Soak { duration_s, .. } => *duration_s,
+            // One trial (and its learning trial), then the group's LACP converging again.
+            TestSpec::Failover {
+                trial_duration_s,
+                learning_s,
+                ..
+            } => learning_s + trial_duration_s + 2.0 * TRIAL_OVERHEAD_S + 5.0,
             // Each address trial sends N learning and N test frames at the learning rate, plus
             // about a second of flush and drain.
             TestSpec::Rfc2889Caching { .. } | TestSpec::Rfc2889Learning { .. } => {
@@ -334,6 +340,11 @@ impl Measurer for ProgressMeasurer<'_> {
     /// The inner device (its address trials print no progress line of their own).
     fn address_device(&mut self) -> Option<&mut dyn crate::procedures::rfc2889::AddressDevice> {
         self.inner.address_device()
+    }
+
+    /// The inner measurer's failover hook (its one trial prints no progress line of its own).
+    fn link_failover(&mut self) -> Option<&mut dyn crate::procedures::failover::LinkFailover> {
+        self.inner.link_failover()
     }
 }
 

@@ -16,6 +16,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::procedures::back_to_back::BackToBackResult;
+use crate::procedures::failover::FailoverResult;
 use crate::procedures::latency::LatencyPoint;
 use crate::procedures::linear::SweepPoint;
 use crate::procedures::mlrsearch::MlrResult;
@@ -360,6 +361,8 @@ pub enum Outcome {
     /// RFC 2889 §5.8: `value` is the highest learning rate (frames/s) without flooding.
     #[serde(rename = "rfc2889-learning")]
     AddressLearning(AddressResult),
+    /// A member link of a link aggregation group taken down mid-trial.
+    Failover(Box<FailoverResult>),
 }
 
 impl Outcome {
@@ -373,6 +376,7 @@ impl Outcome {
             Outcome::Soak(_) => "soak",
             Outcome::AddressCaching(_) => "rfc2889-caching",
             Outcome::AddressLearning(_) => "rfc2889-learning",
+            Outcome::Failover(_) => "failover",
         }
     }
 }
@@ -425,6 +429,8 @@ pub const COLUMNS: &[&str] = &[
     "address_capacity",
     "learn_rate_fps",
     "flooded_frames",
+    "outage_ms",
+    "member_outage_ms",
     "note",
 ];
 
@@ -723,6 +729,23 @@ impl TestRecord {
                         s.intervals.len()
                     )),
                 );
+                vec![r]
+            }
+            Outcome::Failover(f) => {
+                let mut r = base(name);
+                rates(&mut r, f.trial.received_fps(), f.trial.offered_fps());
+                r.insert("frame_loss_percent", Cell::Num(f.trial.loss_percent()));
+                r.insert("outage_ms", Cell::Num(f.outage_ms));
+                if let Some(m) = f.member_outage_ms {
+                    r.insert("member_outage_ms", Cell::Num(m));
+                }
+                insert_split(&mut r, Some(&f.trial));
+                r.insert(
+                    "trials",
+                    Cell::Num(1.0 + f64::from(u8::from(f.learning.is_some()))),
+                );
+                r.insert("tester_limited", Cell::Flag(f.tester_limited));
+                r.insert("note", Cell::Text(f.describe()));
                 vec![r]
             }
             Outcome::AddressCaching(a) | Outcome::AddressLearning(a) => {

@@ -49,6 +49,7 @@ use vecswitch_gen::SizeSpec;
 
 use crate::measurer::Measurer;
 use crate::procedures::back_to_back::{back_to_back, BackToBackConfig};
+use crate::procedures::failover::{failover, FailoverConfig};
 use crate::procedures::latency::{latency_at, LatencyConfig};
 use crate::procedures::linear::{linear_sweep, LinearSweepConfig};
 use crate::procedures::mlrsearch::{mlrsearch, mlrsearch_repeated, MlrConfig, SearchGoal};
@@ -500,6 +501,40 @@ pub enum TestSpec {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         duts: Option<Vec<String>>,
     },
+    /// Failover of a link aggregation group ([`crate::procedures::failover`]): one trial at a
+    /// fixed load, a member link taken down in its middle (and optionally up again); needs a
+    /// measurer that can do it ([`Measurer::link_failover`]: topology `phy2phy-lag`).
+    Failover {
+        #[serde(default)]
+        id: Option<String>,
+        /// The load, frames/s (all directions together); or `load_percent`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        load_fps: Option<f64>,
+        /// The load as a percentage of line rate; or `load_fps`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        load_percent: Option<f64>,
+        #[serde(default = "d6")]
+        trial_duration_s: f64,
+        /// When the member goes down, seconds from the start of the trial.
+        #[serde(default = "two")]
+        down_at_s: f64,
+        /// When it comes back up (default: after the trial).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        up_at_s: Option<f64>,
+        /// Which member link: its index in the measurer's list (phy2phy-lag: 0 = the tester's
+        /// `pm0` ↔ the device's `dut0`, group A).
+        #[serde(default)]
+        member: usize,
+        /// A learning trial at the same load first (seconds, 0 = none).
+        #[serde(default)]
+        learning_s: f64,
+        /// The bound the member's outage is compared with (e.g. one fast LACP timeout, 3000).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outage_bound_ms: Option<f64>,
+        /// Run only on these of the suite's drivers (`[[dut]] name`; default: all).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duts: Option<Vec<String>>,
+    },
     /// RFC 2889 §5.8 address learning rate at `addresses` (at most the caching capacity).
     Rfc2889Learning {
         #[serde(default)]
@@ -626,6 +661,9 @@ impl ScaleSpec {
     }
 }
 
+fn d6() -> f64 {
+    6.0
+}
 fn d10() -> f64 {
     10.0
 }
@@ -724,6 +762,7 @@ impl TestSpec {
             TestSpec::Soak { .. } => "soak",
             TestSpec::Rfc2889Caching { .. } => "rfc2889-caching",
             TestSpec::Rfc2889Learning { .. } => "rfc2889-learning",
+            TestSpec::Failover { .. } => "failover",
         }
     }
 
@@ -738,6 +777,7 @@ impl TestSpec {
             TestSpec::Soak { id, .. } => (id, "soak"),
             TestSpec::Rfc2889Caching { id, .. } => (id, "rfc2889_caching"),
             TestSpec::Rfc2889Learning { id, .. } => (id, "rfc2889_learning"),
+            TestSpec::Failover { id, .. } => (id, "failover"),
         };
         given
             .clone()
@@ -790,6 +830,55 @@ impl TestSpec {
         }
     }
 
+    /// A `failover` test's configuration at `line` (for `load_percent`); `Ok(None)` for other
+    /// tests. Errors name the key: exactly one of `load_fps` and `load_percent`, positive.
+    pub fn failover_config(&self, line: &LineRate) -> Result<Option<FailoverConfig>, LabError> {
+        let TestSpec::Failover {
+            load_fps,
+            load_percent,
+            trial_duration_s,
+            down_at_s,
+            up_at_s,
+            member,
+            learning_s,
+            outage_bound_ms,
+            ..
+        } = self
+        else {
+            return Ok(None);
+        };
+        let load = match (load_fps, load_percent) {
+            (Some(f), None) if f.is_finite() && *f > 0.0 => Load::fps(*f),
+            (None, Some(p)) if p.is_finite() && *p > 0.0 && *p <= 100.0 => {
+                Load::percent_of(*p, line)
+            }
+            (f, p) => {
+                return Err(LabError::invalid(
+                    "test.load_fps / test.load_percent",
+                    format!("{f:?} / {p:?}"),
+                    "exactly one of them: load_fps > 0 (frames/s) or load_percent in (0, 100]",
+                ))
+            }
+        };
+        let up_at = up_at_s.map(|u| secs("test.up_at_s", u)).transpose()?;
+        let bound = outage_bound_ms
+            .map(|b| secs("test.outage_bound_ms", b / 1e3))
+            .transpose()?;
+        Ok(Some(FailoverConfig {
+            load,
+            duration: secs("test.trial_duration_s", *trial_duration_s)?,
+            down_at: secs("test.down_at_s", *down_at_s)?,
+            up_at,
+            member: *member,
+            learning: if *learning_s == 0.0 {
+                Duration::ZERO
+            } else {
+                secs("test.learning_s", *learning_s)?
+            },
+            bound,
+        }))
+    }
+
     pub fn scale(&self) -> Option<&ScaleSpec> {
         match self {
             TestSpec::Throughput { scale, .. } => scale.as_ref(),
@@ -809,7 +898,9 @@ impl TestSpec {
             TestSpec::Mlrsearch { frame_sizes, .. } => {
                 frame_sizes.as_ref().is_none_or(|f| f.contains(size))
             }
-            TestSpec::Rfc2889Caching { duts, .. } | TestSpec::Rfc2889Learning { duts, .. } => {
+            TestSpec::Rfc2889Caching { duts, .. }
+            | TestSpec::Rfc2889Learning { duts, .. }
+            | TestSpec::Failover { duts, .. } => {
                 duts.as_ref().is_none_or(|d| d.iter().any(|n| n == dut))
             }
             _ => true,
@@ -938,6 +1029,25 @@ impl Suite {
                 }
             ) || self.frame_sizes.iter().all(|f| searched_sizes.contains(f));
             validate_address_test(t, &self.duts)?;
+            if let Some(f) = self.frame_sizes.first() {
+                if let Some(c) = t.failover_config(&self.line(f)?)? {
+                    c.validate()?;
+                }
+            }
+            if let TestSpec::Failover {
+                duts: Some(duts), ..
+            } = t
+            {
+                for d in duts {
+                    if !self.duts.iter().any(|x| &x.name == d) {
+                        return Err(LabError::invalid(
+                            "test.duts",
+                            d,
+                            "the name of one of the suite's [[dut]] tables",
+                        ));
+                    }
+                }
+            }
             if let TestSpec::Throughput {
                 policy,
                 scale,
@@ -1284,6 +1394,10 @@ pub fn run_test_with_limit<M: Measurer + ?Sized>(
             };
             Outcome::Soak(soak(m, &c)?)
         }
+        TestSpec::Failover { .. } => match spec.failover_config(line)? {
+            Some(c) => Outcome::Failover(Box::new(failover(m, &c)?)),
+            None => unreachable!("a failover test has a failover config"),
+        },
         TestSpec::Rfc2889Caching { .. } | TestSpec::Rfc2889Learning { .. } => {
             match (spec.caching_config(), spec.learning_config()) {
                 (Some(c), _) => {
@@ -1987,6 +2101,81 @@ scale = { kind = "mac-entries", points = [2, 2000, 20000] }
         // Neither tests nor a device-cost table: nothing to run.
         let e = Suite::parse(base).unwrap_err().to_string();
         assert!(e.contains("[[test]]") && e.contains("[device_cost]"), "{e}");
+    }
+
+    #[test]
+    fn the_lag_suite_has_a_failover_test_that_checks_its_keys_and_needs_the_hook() {
+        let path = format!("{}/../../docs/suites/lag.toml", env!("CARGO_MANIFEST_DIR"));
+        let s = Suite::parse(&std::fs::read_to_string(&path).unwrap())
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        let t = s
+            .tests
+            .iter()
+            .find(|t| t.procedure() == "failover")
+            .expect("a failover test in lag.toml");
+        assert_eq!(t.id("phy2phy"), "lag_failover");
+        let line = s.line(&s.frame_sizes[0]).unwrap();
+        let c = t.failover_config(&line).unwrap().unwrap();
+        assert_eq!(
+            c.bound,
+            Some(Duration::from_secs(3)),
+            "one fast LACP timeout"
+        );
+        assert!(c.down_at < c.duration && c.up_at.is_none_or(|u| u > c.down_at));
+        for d in ["vecswitch-lag", "ovs-lag"] {
+            assert!(t.applies_to(d, &s.frame_sizes[0]));
+        }
+        // Bad keys name the key.
+        let base = "name = \"x\"\n[[dut]]\nname = \"vecswitch-lag\"\ntopology = \"phy2phy-lag\"\n[[test]]\nprocedure = \"failover\"\n";
+        for (extra, key) in [
+            ("", "test.load_fps / test.load_percent"),
+            (
+                "load_fps = 1000\nload_percent = 1",
+                "test.load_fps / test.load_percent",
+            ),
+            ("load_percent = 101", "test.load_fps / test.load_percent"),
+            ("load_fps = 1000\ndown_at_s = 6", "failover.down_at_s"),
+            ("load_fps = 1000\nup_at_s = 1", "failover.up_at_s"),
+            (
+                "load_fps = 1000\noutage_bound_ms = -3",
+                "test.outage_bound_ms",
+            ),
+            ("load_fps = 1000\nduts = [\"ovs\"]", "test.duts"),
+        ] {
+            let e = Suite::parse(&format!("{base}{extra}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(key), "{extra:?}: {e}");
+        }
+        // Defaults: 6 s, down at 2 s, member 0, no learning, no bound.
+        let s = Suite::parse(&format!("{base}load_percent = 1\n")).unwrap();
+        let c = s.tests[0]
+            .failover_config(&s.line(&s.frame_sizes[0]).unwrap())
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (c.duration, c.down_at, c.up_at, c.member, c.learning, c.bound),
+            (
+                Duration::from_secs(6),
+                Duration::from_secs(2),
+                None,
+                0,
+                Duration::ZERO,
+                None
+            )
+        );
+        // A simulated device cannot take a link down: an error, not a plain trial.
+        let mut sim = SimDut::new(SimModel::Fixed { capacity_fps: 1e6 }, 1);
+        let e = run_test(
+            &mut sim,
+            &s.tests[0],
+            &s.line(&s.frame_sizes[0]).unwrap(),
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("failover"), "{e}");
+        assert_eq!(sim.trials(), 0);
     }
 
     #[test]

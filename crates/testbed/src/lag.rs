@@ -42,20 +42,33 @@
 //! The generator's traffic is spread over [`LAG_FLOWS`] UDP source ports ([`spread_flows`]), so
 //! both sides' hashes use both members; the [`LagReport`] counts the frames each member carried
 //! in each direction from the kernel's counters of the partner's veth ends.
+//!
+//! **Failover** (the lab's `failover` procedure, [`vecswitch_lab::procedures::failover`]): the
+//! [`GenMeasurer`] of a `phy2phy-lag` testbed is its [`LinkFailover`]. A thread beside the trial
+//! takes the tester's end of a member link down (`ip -n <run>-gen link set pm<i> down`: the
+//! partner's port loses its link, the device's `dut<i>` its carrier) and optionally up again at
+//! the given offsets, reading all four members' counters at once ([`read_members`]) right before
+//! each event; the partner's drops and LACP state are read before and after the trial. Afterwards
+//! every member is brought up and the call waits until LACP converged again, so the tests after it
+//! find the groups whole.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use vecswitch_gen::{Field, FieldMode, FieldRange, StreamSpec};
+use vecswitch_lab::procedures::failover::{EventTrial, LinkEvent, LinkFailover, MemberFrames};
+use vecswitch_lab::{LabError, Load, Measurer};
 
 use crate::dut::vecswitch::{config_toml, parse_internal_drops, parse_ports, wait_ready, Mode};
 use crate::error::{Error, Result};
+use crate::measurer::GenMeasurer;
 use crate::netns::{veth_pair, Netns};
 use crate::placement::{CorePlan, PlacedProcess};
 use crate::process::{ChildGuard, ProcessSpec};
 use crate::rundir::RunDir;
-use crate::topology::{MemifRole, PortEnd, Wiring};
+use crate::topology::{MemifRole, PortEnd, Testbed, Wiring};
 
 /// Members per group.
 pub const MEMBERS: usize = 2;
@@ -376,23 +389,7 @@ impl Partner {
 
     /// What the members carried and the partner dropped, and the LACP state now.
     pub fn report(&self) -> Result<LagReport> {
-        let mut members = Vec::new();
-        for i in 0..GROUPS.len() * MEMBERS {
-            let p = partner_end(i);
-            let out = crate::cmd::run("ip", &["-n", &self.netns, "-s", "-j", "link", "show", &p])?;
-            let (rx, tx) = parse_link_stats(&out).ok_or_else(|| Error::Invalid {
-                field: "ip -s -j link show",
-                value: out.chars().take(200).collect(),
-                expected: "the interface's stats64 rx/tx packets".into(),
-            })?;
-            members.push(MemberLoad {
-                group: GROUPS[i / MEMBERS].to_string(),
-                tester_end: p,
-                dut_end: dut_end(i),
-                frames_to_dut: tx,
-                frames_from_dut: rx,
-            });
-        }
+        let members = read_members(&self.netns)?;
         let ports = self.show("ports")?;
         let errors = self.show("errors")?;
         let lacp = self.show("lacp")?;
@@ -466,9 +463,47 @@ pub fn error_lines(json: &str) -> Vec<String> {
 /// `(rx_packets, tx_packets)` from `ip -s -j link show dev IF`.
 pub fn parse_link_stats(json: &str) -> Option<(u64, u64)> {
     let v: serde_json::Value = serde_json::from_str(json).ok()?;
-    let s = v.get(0)?.get("stats64")?;
+    link_stats(v.get(0)?)
+}
+
+fn link_stats(link: &serde_json::Value) -> Option<(u64, u64)> {
+    let s = link.get("stats64")?;
     let n = |dir: &str| s.get(dir)?.get("packets")?.as_u64();
     Some((n("rx")?, n("tx")?))
+}
+
+/// The members' counters from `ip -s -j link show` of the whole namespace (one reading for all
+/// four: the same instant for each), in member order; `None` when one is missing.
+pub fn parse_members(json: &str) -> Option<Vec<MemberLoad>> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    let links = v.as_array()?;
+    (0..GROUPS.len() * MEMBERS)
+        .map(|i| {
+            let p = partner_end(i);
+            let l = links
+                .iter()
+                .find(|l| l.get("ifname").and_then(|n| n.as_str()) == Some(p.as_str()))?;
+            let (rx, tx) = link_stats(l)?;
+            Some(MemberLoad {
+                group: GROUPS[i / MEMBERS].to_string(),
+                tester_end: p,
+                dut_end: dut_end(i),
+                frames_to_dut: tx,
+                frames_from_dut: rx,
+            })
+        })
+        .collect()
+}
+
+/// What every member carried so far, from the kernel's counters of the partner's veth ends in
+/// `netns` (one `ip` call: all four read at once).
+pub fn read_members(netns: &str) -> Result<Vec<MemberLoad>> {
+    let out = crate::cmd::run("ip", &["-n", netns, "-s", "-j", "link", "show"])?;
+    parse_members(&out).ok_or_else(|| Error::Invalid {
+        field: "ip -s -j link show",
+        value: out.chars().take(200).collect(),
+        expected: "stats64 rx/tx packets of the members pm0..pm3".into(),
+    })
 }
 
 /// One member link's load since the DUT started, from the kernel's counters of the tester's
@@ -528,6 +563,227 @@ impl LagReport {
     }
 }
 
+/// A member's counters as the lab's failover procedure reads them.
+fn member_frames(m: &MemberLoad) -> MemberFrames {
+    MemberFrames {
+        group: m.group.clone(),
+        member: m.tester_end.clone(),
+        device_end: m.dut_end.clone(),
+        to_device: m.frames_to_dut,
+        from_device: m.frames_from_dut,
+    }
+}
+
+/// `ip -n NETNS link set MEMBER up|down`.
+fn set_member(netns: &str, member: &str, up: bool) -> Result<()> {
+    crate::cmd::run(
+        "ip",
+        &[
+            "-n",
+            netns,
+            "link",
+            "set",
+            member,
+            if up { "up" } else { "down" },
+        ],
+    )
+    .map(|_| ())
+}
+
+/// Everything the partner dropped (receive rings, transmit, inside).
+fn partner_dropped(r: &LagReport) -> u64 {
+    r.partner_rx_dropped + r.partner_tx_dropped + r.partner_internal_dropped
+}
+
+/// The events of a failover trial, on a thread beside the trial: waits until each is due
+/// (`start` + its offset), reads every member's counters, then takes the member's link down or
+/// brings it up on the tester's end. Returns the readings and when each event was done; stops
+/// early (with what it did) when `done` is set (the trial ended, e.g. with an error).
+fn run_timeline(
+    netns: &str,
+    events: &[LinkEvent],
+    start: Instant,
+    done: &AtomicBool,
+) -> Result<(Vec<Vec<MemberLoad>>, Vec<Duration>)> {
+    let mut readings = Vec::new();
+    let mut applied = Vec::new();
+    for e in events {
+        loop {
+            let left = (start + e.at).saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            if done.load(Ordering::Relaxed) {
+                return Ok((readings, applied));
+            }
+            std::thread::sleep(left.min(Duration::from_millis(20)));
+        }
+        readings.push(read_members(netns)?);
+        set_member(netns, &partner_end(e.member), e.up)?;
+        applied.push(start.elapsed());
+    }
+    Ok((readings, applied))
+}
+
+/// The lab's failover procedure on `phy2phy-lag` ([`vecswitch_lab::procedures::failover`]): the
+/// events act on the tester's end of a member link (`pm<i>` in the generator's namespace: the
+/// partner's AF_PACKET port loses its link, the device's end `dut<i>` its carrier), as an
+/// operator pulling a cable on the tester's side would.
+impl LinkFailover for GenMeasurer<'_> {
+    fn members(&mut self) -> std::result::Result<Vec<MemberFrames>, LabError> {
+        let netns = lag_netns(self)?;
+        read_members(&netns)
+            .map(|v| v.iter().map(member_frames).collect())
+            .map_err(|e| trial_error(0.0, e))
+    }
+
+    /// One trial ([`Measurer::trial`]: accounting, device counters and limits as for any other)
+    /// with the events on a thread beside it; the partner's drops and LACP state read before and
+    /// after. Then every member the events touched is brought up again and the call waits (at
+    /// most [`CONVERGE_TIMEOUT`]) until LACP has every member collecting and distributing on both
+    /// sides again, as before the first trial.
+    fn trial_with_link_events(
+        &mut self,
+        load: Load,
+        duration: Duration,
+        events: &[LinkEvent],
+    ) -> std::result::Result<EventTrial, LabError> {
+        let netns = lag_netns(self)?;
+        let fail = |e: Error| trial_error(load.fps, e);
+        if let Some(e) = events.iter().find(|e| e.member >= GROUPS.len() * MEMBERS) {
+            return Err(LabError::invalid(
+                "failover member",
+                e.member,
+                "0..=3: the member links pm0..pm3 of phy2phy-lag",
+            ));
+        }
+        let before = lag_report(self).map_err(fail)?;
+        let first = read_members(&netns).map_err(fail)?;
+        let done = AtomicBool::new(false);
+        let (trial, timeline) = std::thread::scope(|s| {
+            let start = Instant::now();
+            let (ns, done) = (&netns, &done);
+            let h = s.spawn(move || run_timeline(ns, events, start, done));
+            let trial = self.trial(load, duration);
+            done.store(true, Ordering::Relaxed);
+            let timeline = h.join().unwrap_or_else(|_| {
+                Err(Error::Invalid {
+                    field: "failover timeline",
+                    value: "its thread panicked".into(),
+                    expected: "the link events done".into(),
+                })
+            });
+            (trial, timeline)
+        });
+        let end = read_members(&netns);
+        let after = lag_report(self);
+        // Put the group back whatever happened, then report the first error.
+        let mut touched: Vec<usize> = events.iter().map(|e| e.member).collect();
+        touched.sort_unstable();
+        touched.dedup();
+        let restored = touched
+            .iter()
+            .try_for_each(|&m| set_member(&netns, &partner_end(m), true))
+            .and_then(|()| {
+                if touched.is_empty() {
+                    Ok(())
+                } else {
+                    self.wait_lag_converged()
+                }
+            });
+        let trial = trial?;
+        let (mut readings, applied_at) = timeline.map_err(fail)?;
+        if applied_at.len() != events.len() {
+            return Err(LabError::Trial {
+                load_fps: load.fps,
+                reason: format!(
+                    "{} of the {} link events were done before the trial ended",
+                    applied_at.len(),
+                    events.len()
+                ),
+            });
+        }
+        let (end, after) = (end.map_err(fail)?, after.map_err(fail)?);
+        restored.map_err(fail)?;
+        readings.insert(0, first);
+        readings.push(end);
+        Ok(EventTrial {
+            trial,
+            readings: readings
+                .iter()
+                .map(|r| r.iter().map(member_frames).collect())
+                .collect(),
+            applied_at,
+            tester_group_dropped: Some(
+                partner_dropped(&after).saturating_sub(partner_dropped(&before)),
+            ),
+            state_after: after.lacp,
+        })
+    }
+}
+
+impl GenMeasurer<'_> {
+    /// Waits until the tester's LAG reports LACP converged again ([`converged`]), at most
+    /// [`CONVERGE_TIMEOUT`].
+    fn wait_lag_converged(&self) -> Result<()> {
+        let mut last = String::new();
+        let r = crate::cmd::wait_for_result(
+            "LACP to converge again after a failover trial",
+            CONVERGE_TIMEOUT,
+            || {
+                let r = lag_report(self)?;
+                let ok = r.lacp.starts_with("converged");
+                last = r.lacp;
+                Ok(ok)
+            },
+        );
+        match r {
+            Err(Error::Timeout { timeout, .. }) => Err(Error::Timeout {
+                what: format!(
+                    "LACP between the tester's LAG and the DUT to converge again after the \
+                     failover trial brought the members back up; {last}"
+                ),
+                timeout,
+            }),
+            r => r,
+        }
+    }
+}
+
+/// The generator's namespace of a `phy2phy-lag` testbed whose partner runs.
+fn lag_netns(m: &GenMeasurer<'_>) -> std::result::Result<String, LabError> {
+    m.testbed()
+        .filter(|tb| matches!(tb.wiring().topology, crate::Topology::Phy2PhyLag { .. }))
+        .and_then(|tb| tb.gen_netns())
+        .map(|n| n.name().to_string())
+        .ok_or_else(|| {
+            LabError::invalid(
+                "test.procedure",
+                "failover",
+                "a started phy2phy-lag testbed (the tester's LAG partner running)",
+            )
+        })
+}
+
+fn lag_report(m: &GenMeasurer<'_>) -> Result<LagReport> {
+    m.testbed()
+        .and_then(Testbed::lag_report)
+        .unwrap_or_else(|| {
+            Err(Error::Invalid {
+                field: "testbed",
+                value: "no LAG partner".into(),
+                expected: "a started phy2phy-lag testbed".into(),
+            })
+        })
+}
+
+fn trial_error(load_fps: f64, e: Error) -> LabError {
+    LabError::Trial {
+        load_fps,
+        reason: e.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -574,6 +830,35 @@ mod tests {
         let once = s.clone();
         spread_flows(&mut s);
         assert_eq!(s, once);
+    }
+
+    #[test]
+    fn all_members_parse_from_one_reading_of_the_namespace() {
+        let link = |n: &str, rx: u64, tx: u64| {
+            format!(
+                r#"{{"ifindex":7,"ifname":"{n}","stats64":{{"rx":{{"bytes":0,"packets":{rx}}},"tx":{{"bytes":0,"packets":{tx}}}}}}}"#
+            )
+        };
+        let mut all = vec![link("lo", 9, 9)];
+        all.extend((0..4).map(|i| link(&partner_end(i), 10 * i as u64, i as u64)));
+        let m = parse_members(&format!("[{}]", all.join(","))).unwrap();
+        assert_eq!(m.len(), 4);
+        assert_eq!(
+            (
+                m[3].tester_end.as_str(),
+                m[3].dut_end.as_str(),
+                m[3].group.as_str()
+            ),
+            ("pm3", "dut3", "B")
+        );
+        assert_eq!((m[2].frames_from_dut, m[2].frames_to_dut), (20, 2));
+        // A member missing from the namespace is an error, not a zero.
+        assert!(parse_members(&format!("[{}]", all[..4].join(","))).is_none());
+        let f = member_frames(&m[1]);
+        assert_eq!(
+            (f.member.as_str(), f.to_device, f.from_device),
+            ("pm1", 1, 10)
+        );
     }
 
     #[test]

@@ -482,6 +482,23 @@ impl Measurer for GenMeasurer<'_> {
         Some(self)
     }
 
+    /// `phy2phy-lag`: the tester's member links taken down and up mid-trial ([`crate::lag`]).
+    fn link_failover(
+        &mut self,
+    ) -> Option<&mut dyn vecswitch_lab::procedures::failover::LinkFailover> {
+        let lag = self.testbed.is_some_and(|tb| {
+            matches!(
+                tb.wiring().topology,
+                crate::topology::Topology::Phy2PhyLag { .. }
+            )
+        });
+        if lag {
+            Some(self)
+        } else {
+            None
+        }
+    }
+
     /// Sets every stream's flow order ([`vecswitch_gen::FlowOrder::Unique`]: the generator
     /// never repeats a tuple; the DUT's `shape_streams` sees the order and shapes for it).
     fn set_unique_flows(&mut self, unique: bool) -> Result<(), LabError> {

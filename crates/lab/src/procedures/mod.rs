@@ -8,9 +8,12 @@
 //! - [`mlrsearch`]: draft-ietf-bmwg-mlrsearch, NDR/PDR and conditional throughput;
 //! - [`soak`]: long run at a fixed load, per-interval statistics;
 //! - [`scale`]: any procedure repeated per table size or flow count;
-//! - [`rfc2889`]: RFC 2889 §5.7 address caching capacity and §5.8 address learning rate.
+//! - [`rfc2889`]: RFC 2889 §5.7 address caching capacity and §5.8 address learning rate;
+//! - [`failover`]: a member link of a link aggregation group taken down mid-trial, the loss read
+//!   as an outage (RFC 6201 §4's frame-loss method).
 
 pub mod back_to_back;
+pub mod failover;
 pub mod latency;
 pub mod linear;
 pub mod mlrsearch;

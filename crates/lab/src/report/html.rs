@@ -673,6 +673,15 @@ fn trials_of(t: &TestRecord) -> Vec<(&TrialResult, String)> {
             .enumerate()
             .map(|(i, tr)| (tr, format!("interval {}", i + 1)))
             .collect(),
+        Outcome::Failover(f) => f
+            .learning
+            .iter()
+            .map(|tr| (tr, "learning".to_string()))
+            .chain(std::iter::once((
+                &f.trial,
+                format!("member {} down at {:.1} s", f.member, f.down_at_s),
+            )))
+            .collect(),
         Outcome::BackToBack(_) | Outcome::AddressCaching(_) | Outcome::AddressLearning(_) => {
             Vec::new()
         }
