@@ -590,9 +590,25 @@ fn set_member(netns: &str, member: &str, up: bool) -> Result<()> {
     .map(|_| ())
 }
 
-/// Everything the partner dropped (receive rings, transmit, inside).
+/// What the partner itself dropped: its ports' receive and transmit drops and its drop reasons,
+/// less `kernel-peer-tx-dropped` — the kernel's count of the *device's* end of a member refusing
+/// its own transmit (the device's loss seen from the tester's end, not the tester's; with the
+/// tester's end down the device's veth counts every frame it tried there). The partner's counters
+/// may name one frame at two places (a transmit that failed and the frame it left unsent), so
+/// this is what the tester's LAG says it lost, not a split of the trial's loss.
 fn partner_dropped(r: &LagReport) -> u64 {
-    r.partner_rx_dropped + r.partner_tx_dropped + r.partner_internal_dropped
+    (r.partner_rx_dropped + r.partner_tx_dropped + r.partner_internal_dropped)
+        .saturating_sub(peer_tx_dropped(r))
+}
+
+/// The partner's `kernel-peer-tx-dropped` reasons: what the device's member ends failed to send.
+fn peer_tx_dropped(r: &LagReport) -> u64 {
+    r.partner_errors
+        .iter()
+        .filter_map(|l| l.split_once(": "))
+        .filter(|(what, _)| what.ends_with("kernel-peer-tx-dropped"))
+        .filter_map(|(_, n)| n.trim().parse::<u64>().ok())
+        .sum()
 }
 
 /// The events of a failover trial, on a thread beside the trial: waits until each is due
@@ -717,7 +733,21 @@ impl LinkFailover for GenMeasurer<'_> {
             tester_group_dropped: Some(
                 partner_dropped(&after).saturating_sub(partner_dropped(&before)),
             ),
-            state_after: after.lacp,
+            device_member_tx_dropped: Some(
+                peer_tx_dropped(&after).saturating_sub(peer_tx_dropped(&before)),
+            ),
+            state_after: format!(
+                "{}; the tester's LAG's drops (rx {} → {}, tx {} → {}, inside {} → {}); its \
+                 `show errors`: {}",
+                after.lacp,
+                before.partner_rx_dropped,
+                after.partner_rx_dropped,
+                before.partner_tx_dropped,
+                after.partner_tx_dropped,
+                before.partner_internal_dropped,
+                after.partner_internal_dropped,
+                after.partner_errors.join(", ")
+            ),
         })
     }
 }
@@ -859,6 +889,24 @@ mod tests {
             (f.member.as_str(), f.to_device, f.from_device),
             ("pm1", 1, 10)
         );
+    }
+
+    #[test]
+    fn the_tester_drops_leave_out_the_device_transmit_seen_from_the_tester() {
+        let r = LagReport {
+            members: Vec::new(),
+            partner_rx_dropped: 1,
+            partner_tx_dropped: 7,
+            partner_internal_dropped: 18_630,
+            partner_errors: vec![
+                "bond-input not-collecting: 16".into(),
+                "port pm0 kernel-peer-tx-dropped: 18603".into(),
+                "port pm0 tx-kick-errors: 4".into(),
+            ],
+            lacp: String::new(),
+        };
+        assert_eq!(partner_dropped(&r), 1 + 7 + 18_630 - 18_603);
+        assert_eq!(peer_tx_dropped(&r), 18_603);
     }
 
     #[test]

@@ -142,6 +142,11 @@ pub struct EventTrial {
     /// Frames the tester's own side of the group dropped during the trial (its counters), when
     /// known: a loss there is the tester's, not the device's.
     pub tester_group_dropped: Option<u64>,
+    /// Frames the device's ends of the member links failed to transmit during the trial, as the
+    /// tester's side reads them (a veth's peer count), when known: the device's loss when its own
+    /// counters miss them.
+    #[serde(default)]
+    pub device_member_tx_dropped: Option<u64>,
     /// The group's state after the trial, in words (before the measurer restored it).
     pub state_after: String,
 }
@@ -216,6 +221,9 @@ pub struct FailoverResult {
     /// Frames the tester's side of the group dropped (its own counters), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tester_group_dropped: Option<u64>,
+    /// Frames the device's ends of the members failed to transmit, when known ([`EventTrial`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_member_tx_dropped: Option<u64>,
     pub phases: Vec<FailoverPhase>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bound_ms: Option<f64>,
@@ -259,8 +267,14 @@ impl FailoverResult {
             share("before"),
             share("member down")
         ));
+        if self.up_at_s.is_some() {
+            s.push_str(&format!("; back up: {}", share("member back up")));
+        }
         if let Some(d) = self.tester_group_dropped {
             s.push_str(&format!("; tester's group dropped {d}"));
+        }
+        if let Some(d) = self.device_member_tx_dropped {
+            s.push_str(&format!("; device's member ends failed to send {d}"));
         }
         match (self.within_bound, self.bound_ms) {
             (Some(true), Some(b)) => s.push_str(&format!("; within {b:.0} ms")),
@@ -391,6 +405,7 @@ pub fn failover<M: Measurer + ?Sized>(
         member_share_before,
         member_outage_ms,
         tester_group_dropped: et.tester_group_dropped,
+        device_member_tx_dropped: et.device_member_tx_dropped,
         phases,
         bound_ms,
         within_bound,
@@ -537,6 +552,7 @@ mod tests {
                 readings,
                 applied_at: events.iter().map(|e| e.at).collect(),
                 tester_group_dropped: Some(0),
+                device_member_tx_dropped: None,
                 state_after: "fake".into(),
             })
         }
