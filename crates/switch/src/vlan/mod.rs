@@ -13,8 +13,16 @@
 //!   the tags already, looks the receive interface's [`ParentTable`] up, makes the frame the
 //!   sub-interface's and applies its ingress [`rewrite`] — as VPP classifies in `ethernet-input`
 //!   (`eth_identify_subint`). A frame nothing takes is `ethernet-input unknown-vlan`.
-//! - Node: `vlan-output` ([`vlan_output`], on the `interface-output` arc of every sub-interface:
-//!   the inverse rewrite, the egress filter, then on to the parent).
+//! - Egress: the inverse rewrite, the egress filter, then on to the parent ([`vlan_output`]). Done
+//!   inline by `interface-output` (as VPP's `l2-output` does its VTR inline) for a sub-interface
+//!   with no other output feature on it or on its parent — through the interface layer's generic
+//!   hook, the sub-interface's `Interface::inline_egress` (`vlan_output::inline`; the frames it
+//!   refuses reach `vlan-output` by the edge `Feature::inline_egress_node` gives
+//!   `interface-output`, and are dropped there by name); else by the node `vlan-output` on the
+//!   sub-interface's `interface-output` arc, first, so that the features after it (the parent's
+//!   `bond-output`, `mtu-check`, NAT) see the frame as it leaves
+//!   (`Switch::place_vlan_output`, decided again whenever an output feature is switched on or off
+//!   on the sub-interface or its parent: `Feature::arc_changed`).
 //! - Control: [`control`] — `Switch::add_subinterface`, `delete_subinterface`,
 //!   `set_tag_rewrite`, `show_subinterfaces`; [`ctl`] — the `[[subinterface]]` section, the
 //!   `subinterface add|del` verbs and `show subinterfaces`, registered from here.
@@ -43,7 +51,7 @@ pub mod vlan_output;
 
 use serde::{Deserialize, Serialize};
 use vecswitch_buffer::{BufferHeader, Pool};
-use vecswitch_graph::{Graph, GraphError};
+use vecswitch_graph::{ArcId, Graph, GraphError};
 use vecswitch_wire::{EtherType, L2Header};
 
 use crate::feature::{Feature, Stage};
@@ -667,6 +675,22 @@ impl Feature for VlanFeature {
             graph.add_feature(OUTPUT_ARC, vlan_output::NAME, OUTPUT_ORDER)?;
         }
         Ok(())
+    }
+
+    fn arc_changed(
+        &self,
+        switch: &mut crate::runtime::Switch,
+        arc: ArcId,
+        iface: SwIfIdx,
+    ) -> Result<(), crate::error::SwitchError> {
+        if arc == OUTPUT_ARC {
+            switch.vlan_output_arc_changed(iface)?;
+        }
+        Ok(())
+    }
+
+    fn inline_egress_node(&self) -> Option<&'static str> {
+        Some(vlan_output::NAME)
     }
 }
 
