@@ -166,15 +166,22 @@ impl Node<SwitchState> for InterfaceOutput {
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
         let pkts = &pkts[..pkts.len().min(nexts.len())];
         let mut k = 0;
-        while let Some(&h) = pkts.get(k) {
-            let tx = cx.pool.header(h).tx_port;
-            let iface = cx.state.interface(tx);
-            if let Some(e) = iface.and_then(|i| i.inline_egress) {
-                k += self.inline_run(cx, e, pkts, nexts, k);
-                continue;
+        while k < pkts.len() {
+            // The frames of interfaces without an inline egress, up to the first with one ...
+            let mut inline = None;
+            for (&h, next) in pkts[k..].iter().zip(&mut nexts[k..]) {
+                let iface = cx.state.interface(cx.pool.header(h).tx_port);
+                if let Some(e) = iface.and_then(|i| i.inline_egress) {
+                    inline = Some(e);
+                    break;
+                }
+                *next = self.queue(iface, h, k as u16);
+                k += 1;
             }
-            nexts[k] = self.queue(iface, h, k as u16);
-            k += 1;
+            // ... then the run of frames for that one.
+            if let Some(e) = inline {
+                k += self.inline_run(cx, e, pkts, nexts, k);
+            }
         }
 
         let mut touched = std::mem::take(&mut self.touched);

@@ -28,8 +28,7 @@ use vecswitch_graph::{named_enum, Cx, Next, Node, NodeInfo};
 use vecswitch_wire::EtherType;
 
 use super::{
-    move_tags, read_tags, set_shifted, shift_tags, CounterRun, ParentTable, RewriteError, SubIf,
-    TagBytes, TagKey, VlanState,
+    move_tags, read_tags, CounterRun, ParentTable, RewriteError, SubIf, TagBytes, TagKey, VlanState,
 };
 use crate::interface::{Interface, SwIfIdx, OUTPUT_ARC};
 use crate::state::SwitchState;
@@ -84,10 +83,45 @@ struct Run<'a> {
 /// The packets from the start of `pkts` for `tx` (sub-interface `sub`) by the fast path, up to
 /// the first that must take the full one; returns how many it took. Their tag bytes are `tags`,
 /// those of a frame sent before, so they leave with tags `after` and pass the filter; the work per
-/// frame is the comparison, the inverse rewrite's fixed-size writes ([`shift_tags`]) and the
-/// header fields. Counted once on the sub-interface.
+/// frame is the comparison, the inverse rewrite's fixed-size writes and the header fields, in one
+/// fixed-size window of the buffer ([`window`]). Counted once on the sub-interface.
 #[inline(always)]
 fn stretch(
+    pool: &mut Pool,
+    sub: &SubIf,
+    fast: (TagBytes, TagKey),
+    tx: SwIfIdx,
+    pkts: &[u32],
+    nexts: &mut [Next],
+) -> (usize, u64) {
+    // The rewrite's shape as constants, so that every offset in the window is one.
+    let w = match (sub.egress.pop, sub.egress.n) {
+        (0, 0) => window::<0, 0>,
+        (0, 1) => window::<0, 1>,
+        (0, 2) => window::<0, 2>,
+        (1, 0) => window::<1, 0>,
+        (1, 1) => window::<1, 1>,
+        (1, 2) => window::<1, 2>,
+        (2, 0) => window::<2, 0>,
+        (2, 1) => window::<2, 1>,
+        (2, 2) => window::<2, 2>,
+        // No rewrite pops or pushes more than two tags: the full path decides (a bug guard).
+        _ => return (0, 0),
+    };
+    w(pool, sub, fast, tx, pkts, nexts)
+}
+
+/// The bytes of a frame's first buffer the fast path works in, from its lower start (before or
+/// after the rewrite: at most 8 bytes of tags pushed) to past the type after two tags (byte 22).
+const WINDOW: usize = 32;
+
+/// [`stretch`] for a rewrite that pops `POP` tags and pushes `N`: per frame one window of
+/// [`WINDOW`] bytes taken from the buffer (one bounds check), the tag comparison
+/// ([`TagBytes::matches_window`]) and the rewrite at constant offsets in it — the 12 address
+/// bytes moved by `4 × (N − POP)` and the `N` tags written from [`super::Vtr::bytes`], as
+/// [`super::shift_tags`] does with offsets known per frame.
+#[inline(always)]
+fn window<const POP: usize, const N: usize>(
     pool: &mut Pool,
     sub: &SubIf,
     (tags, after): (TagBytes, TagKey),
@@ -95,35 +129,53 @@ fn stretch(
     pkts: &[u32],
     nexts: &mut [Next],
 ) -> (usize, u64) {
+    // In the window: where the frame starts before the rewrite (`f`) and after it (`s`).
+    let f = 4 * N.saturating_sub(POP);
+    let s = 4 * POP.saturating_sub(N);
+    let push = sub.egress.bytes;
+    let grow = 4 * N as u32;
+    let shrink = 4 * POP as u32;
+    let (l3, outer, inner) = (14 + 4 * after.count as u16, after.outer, after.inner);
+    let need = tags.min_len();
     let (mut done, mut bytes) = (0, 0u64);
-    let vtr = sub.egress;
-    let shifted = !vtr.is_none();
     for (&h, n) in pkts.iter().zip(nexts.iter_mut()) {
         let hdr = pool.header(h);
         if hdr.tx_port != tx {
             break;
         }
         let (start, len) = (hdr.data_offset as usize, hdr.len as usize);
-        let raw = pool.raw_mut(h);
-        match raw.get(start..start + len) {
-            Some(frame) if tags.matches(frame) => {}
-            _ => break,
-        }
-        let new_start = if shifted {
-            match shift_tags(raw, start, &vtr) {
-                Some(s) => s,
-                None => break,
-            }
-        } else {
-            start
+        // No headroom for the tags pushed, or too short: the full path says why.
+        let Some(lo) = start.checked_sub(f) else {
+            break;
         };
-        let hdr = pool.header_mut(h);
-        if shifted {
-            set_shifted(hdr, new_start, &vtr);
+        if len < need {
+            break;
         }
-        hdr.l3_offset = 14 + 4 * after.count as u16;
-        hdr.vlan = after.outer;
-        hdr.inner_vlan = after.inner;
+        let Some(w) = pool
+            .raw_mut(h)
+            .get_mut(lo..)
+            .and_then(|r| r.first_chunk_mut::<WINDOW>())
+        else {
+            break;
+        };
+        if !tags.matches_window(w, f) {
+            break;
+        }
+        if f != s {
+            let mut addr = [0u8; 12];
+            addr.copy_from_slice(&w[f..f + 12]);
+            w[s..s + 12].copy_from_slice(&addr);
+        }
+        w[s + 12..s + 12 + 4 * N].copy_from_slice(&push[..4 * N]);
+        let hdr = pool.header_mut(h);
+        if f != s {
+            hdr.data_offset = (lo + s) as u16;
+            hdr.len = (hdr.len as u32 + grow - shrink) as u16;
+            hdr.total_len = hdr.total_len + grow - shrink;
+        }
+        hdr.l3_offset = l3;
+        hdr.vlan = outer;
+        hdr.inner_vlan = inner;
         hdr.tx_port = sub.parent;
         bytes += hdr.total_len as u64;
         *n = Next::arc(OUTPUT_ARC);
