@@ -18,9 +18,11 @@
 //! needs no change.
 //! See docs/ARCHITECTURE.md for a worked example.
 
-use vecswitch_graph::{Graph, GraphError};
+use vecswitch_graph::{ArcId, Graph, GraphError};
 
 use crate::ctl::Show;
+use crate::error::SwitchError;
+use crate::interface::SwIfIdx;
 use crate::runtime::Switch;
 use crate::state::SwitchState;
 
@@ -65,6 +67,28 @@ pub trait Feature: Sync {
     /// The feature's `show` commands (`show bond`), each with its renderer; see [`crate::ctl`].
     fn shows(&self) -> &'static [Show] {
         &[]
+    }
+    /// Called by [`Switch::set_interface_feature`] after a feature was switched on or off on
+    /// interface `iface`'s `arc`, for a feature whose own place on an arc depends on what else is
+    /// there: one with an inline egress ([`Feature::inline_egress_node`]) puts its node on the
+    /// output arc of an interface it made, and clears the interface's
+    /// [`crate::interface::Interface::inline_egress`], when another output feature is on that
+    /// interface or on the one it hands frames to — and the other way round. The default does
+    /// nothing.
+    fn arc_changed(
+        &self,
+        _switch: &mut Switch,
+        _arc: ArcId,
+        _iface: SwIfIdx,
+    ) -> Result<(), SwitchError> {
+        Ok(())
+    }
+    /// For a feature that does its egress step inline in `interface-output` on interfaces it
+    /// made ([`crate::interface::InlineEgress`]): the node the step's refused frames go to (the
+    /// step's node form, which drops them under its named reasons). It becomes an edge of
+    /// `interface-output`. The default: none.
+    fn inline_egress_node(&self) -> Option<&'static str> {
+        None
     }
 }
 

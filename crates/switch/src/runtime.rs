@@ -554,6 +554,8 @@ impl Switch {
 
     /// Enables (or disables) feature node `feature` of feature arc `arc` on interface `iface`: the
     /// generic switch a feature's own control method calls (e.g. [`Switch::set_mtu_check`]).
+    /// Then every feature's [`crate::feature::Feature::arc_changed`] is told (a feature with an
+    /// inline egress may move its node onto or off the arc).
     pub fn set_interface_feature(
         &mut self,
         iface: &str,
@@ -566,7 +568,11 @@ impl Switch {
             .set_feature(arc, idx, feature, on)
             .map_err(|e| SwitchError::Feature {
                 reason: e.to_string(),
-            })
+            })?;
+        for f in FEATURES {
+            f.arc_changed(self, arc, idx)?;
+        }
+        Ok(())
     }
 
     /// `show interfaces`: every software interface with its kind, state, counters and the features

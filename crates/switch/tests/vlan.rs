@@ -9,6 +9,7 @@ use common::*;
 use proptest::prelude::*;
 use vecswitch_buffer::Pool;
 use vecswitch_ports::loopback::LoopbackPort;
+use vecswitch_switch::bond::{BondMode, BondSettings};
 use vecswitch_switch::vlan::{Encap, SubInterfaceConfig, TagRewrite};
 use vecswitch_switch::{Switch, SwitchConfig, SwitchError};
 
@@ -181,37 +182,59 @@ fn classification_follows_vpps_order() {
 }
 
 /// A sub-interface `p0.1` with `encap` and `rewrite`, cross-connected both ways with port p1:
+/// Packets the node `vlan-output` processed (0 while every sub-interface's egress runs inline in
+/// `interface-output`).
+fn vlan_output_packets(sw: &Switch) -> u64 {
+    sw.show_runtime()
+        .nodes
+        .iter()
+        .find(|n| n.name == "vlan-output")
+        .map_or(0, |n| n.packets)
+}
+
 /// `in_tags` into p0 come out of p1 with `out_tags`, and `out_tags` into p1 come back out of p0
-/// with `in_tags` (the egress inverse).
+/// with `in_tags` (the egress inverse) — both with the egress inline in `interface-output`
+/// (nothing else on the output arcs: the node `vlan-output` never runs) and on the node
+/// `vlan-output` (`mtu-check` on the parent puts it on the sub-interface's arc).
 fn rewrite_case(encap: &str, rewrite: &str, in_tags: &[(u16, u16)], out_tags: &[(u16, u16)]) {
-    let (mut sw, mut peers) = with_ports(2);
-    sw.add_subinterface(&sub("p0", 1, encap, rewrite)).unwrap();
-    sw.add_xconnect("p0.1", "p1").unwrap();
-    sw.add_xconnect("p1", "p0.1").unwrap();
-    let (a, b) = (f(in_tags), f(out_tags));
-    let what = format!("{encap} / {rewrite}");
-    assert_eq!(
-        only_out(&through(&mut sw, &mut peers, 0, &a)),
-        Some((1, b.clone())),
-        "{what}: ingress"
-    );
-    assert_eq!(
-        only_out(&through(&mut sw, &mut peers, 1, &b)),
-        Some((0, a.clone())),
-        "{what}: egress inverse"
-    );
-    let s = &sw.show_subinterfaces()[0];
-    assert_eq!((s.rx_packets, s.tx_packets), (1, 1), "{what}");
-    assert_eq!(
-        (s.rx_bytes, s.tx_bytes),
-        (a.len() as u64, a.len() as u64),
-        "{what}: bytes as received and as sent (the sub-interface's own tags)"
-    );
-    assert!(
-        sw.show_errors().is_empty(),
-        "{what}: {:?}",
-        sw.show_errors()
-    );
+    for node in [false, true] {
+        let (mut sw, mut peers) = with_ports(2);
+        sw.add_subinterface(&sub("p0", 1, encap, rewrite)).unwrap();
+        sw.add_xconnect("p0.1", "p1").unwrap();
+        sw.add_xconnect("p1", "p0.1").unwrap();
+        if node {
+            sw.set_mtu_check("p0", true).unwrap();
+        }
+        let (a, b) = (f(in_tags), f(out_tags));
+        let what = format!("{encap} / {rewrite} (vlan-output node: {node})");
+        assert_eq!(
+            only_out(&through(&mut sw, &mut peers, 0, &a)),
+            Some((1, b.clone())),
+            "{what}: ingress"
+        );
+        assert_eq!(
+            only_out(&through(&mut sw, &mut peers, 1, &b)),
+            Some((0, a.clone())),
+            "{what}: egress inverse"
+        );
+        assert_eq!(
+            vlan_output_packets(&sw),
+            u64::from(node),
+            "{what}: the path"
+        );
+        let s = &sw.show_subinterfaces()[0];
+        assert_eq!((s.rx_packets, s.tx_packets), (1, 1), "{what}");
+        assert_eq!(
+            (s.rx_bytes, s.tx_bytes),
+            (a.len() as u64, a.len() as u64),
+            "{what}: bytes as received and as sent (the sub-interface's own tags)"
+        );
+        assert!(
+            sw.show_errors().is_empty(),
+            "{what}: {:?}",
+            sw.show_errors()
+        );
+    }
 }
 
 #[test]
@@ -508,7 +531,8 @@ fn show_interfaces_lists_sub_interfaces_with_their_features() {
     // Classified by `ethernet-input`: no input feature on the parent.
     assert!(p0.input_features.is_empty(), "{:?}", p0.input_features);
     let s = i.iter().find(|i| i.name == "p0.7").unwrap();
-    assert_eq!(s.output_features, ["vlan-output"]);
+    // Nothing else on its arc or its parent's: `interface-output` does its egress inline.
+    assert!(s.output_features.is_empty(), "{:?}", s.output_features);
     let json = serde_json::to_string(&s.kind).unwrap();
     assert_eq!(json, r#"{"type":"sub","parent":0,"id":7}"#);
     let info = &sw.show_subinterfaces()[0];
@@ -521,6 +545,100 @@ fn show_interfaces_lists_sub_interfaces_with_their_features() {
     let i = sw.show_interfaces();
     assert_eq!(i.len(), 1);
     assert!(i[0].input_features.is_empty());
+}
+
+/// The output features of interface `name`.
+fn output_features(sw: &Switch, name: &str) -> Vec<String> {
+    sw.show_interfaces()
+        .into_iter()
+        .find(|i| i.name == name)
+        .map(|i| i.output_features)
+        .unwrap_or_default()
+}
+
+/// Where a sub-interface's egress runs: inline in `interface-output` while nothing else is on its
+/// output arc or its parent's (no `vlan-output` listed), on the `vlan-output` node as soon as
+/// something is (so that the parent's features see the rewritten frame, in arc order) — switched
+/// by `mtu-check` going on and off on the parent and on the sub-interface, and from the start
+/// over a bond (`bond-output` picks the member). The bytes out and the sub-interface's counters
+/// are the same either way.
+#[test]
+fn vlan_output_is_on_the_arc_exactly_when_another_output_feature_is() {
+    let (mut sw, mut peers) = with_ports(4);
+    sw.add_subinterface(&sub("p0", 7, "dot1q 7", "pop 1"))
+        .unwrap();
+    sw.add_xconnect("p1", "p0.7").unwrap();
+    let pushed = f(&[(Q, 7)]);
+    let steps: [(&str, bool, &[&str], &[&str]); 5] = [
+        ("p0", false, &[], &[]),
+        ("p0", true, &["vlan-output"], &["mtu-check"]),
+        ("p0", false, &[], &[]),
+        ("p0.7", true, &["vlan-output", "mtu-check"], &[]),
+        ("p0.7", false, &[], &[]),
+    ];
+    for (n, (on, mtu, sub_features, parent_features)) in steps.into_iter().enumerate() {
+        sw.set_mtu_check(on, mtu).unwrap();
+        assert_eq!(output_features(&sw, "p0.7"), sub_features, "step {n}");
+        assert_eq!(output_features(&sw, "p0"), parent_features, "step {n}");
+        let before = vlan_output_packets(&sw);
+        assert_eq!(
+            only_out(&through(&mut sw, &mut peers, 1, &f(&[]))),
+            Some((0, pushed.clone())),
+            "step {n}"
+        );
+        // The node runs exactly when it is on the arc; else `interface-output` did the push.
+        let on_arc = sub_features.contains(&"vlan-output");
+        assert_eq!(
+            vlan_output_packets(&sw) - before,
+            u64::from(on_arc),
+            "step {n}"
+        );
+        let info = &sw.show_subinterfaces()[0];
+        let k = n as u64 + 1;
+        assert_eq!((info.tx_packets, info.tx_bytes), (k, k * 64), "step {n}");
+    }
+    // A frame the egress filter drops is dropped by `vlan-output`, by name, either way.
+    sw.delete_xconnect("p1").unwrap();
+    sw.add_bridge("b", Default::default()).unwrap();
+    sw.add_subinterface(&sub("p0", 8, "dot1q 8", "disable"))
+        .unwrap();
+    sw.add_bridge_member("b", "p0.8").unwrap();
+    sw.add_bridge_member("b", "p1").unwrap();
+    for (n, mtu) in [false, true].into_iter().enumerate() {
+        sw.set_mtu_check("p0", mtu).unwrap();
+        assert_eq!(
+            only_out(&through(&mut sw, &mut peers, 1, &f(&[(Q, 9)]))),
+            None
+        );
+        let e = error_count(&sw, "vlan-output", "egress-vlan-mismatch");
+        assert_eq!(e, n as u64 + 1, "mtu-check on p0: {mtu}");
+    }
+    sw.set_mtu_check("p0", false).unwrap();
+
+    // Over a bond: `bond-output` is on the bond's arc, so `vlan-output` is on the sub-interface's.
+    sw.create_bond(
+        "b0",
+        BondSettings {
+            mode: BondMode::ActiveBackup,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    sw.add_bond_member("b0", "p2").unwrap();
+    sw.add_subinterface(&sub("b0", 5, "dot1q 5", "pop 1"))
+        .unwrap();
+    assert_eq!(output_features(&sw, "b0.5"), ["vlan-output"]);
+    sw.add_xconnect("p3", "b0.5").unwrap();
+    let before = vlan_output_packets(&sw);
+    assert_eq!(
+        only_out(&through(&mut sw, &mut peers, 3, &f(&[]))),
+        Some((2, f(&[(Q, 5)])))
+    );
+    assert_eq!(
+        vlan_output_packets(&sw) - before,
+        1,
+        "over a bond: the node"
+    );
 }
 
 // ----- the model-based property test -----------------------------------------------------------

@@ -1,6 +1,6 @@
 //! The run fast paths of the VLAN feature (`ethernet-input` classifying and rewriting the rest of
-//! a run of frames with the same tag bytes as its first, `vlan-output` doing the same for the
-//! inverse rewrite and the egress filter) against the full per-frame path: the same frames sent
+//! a run of frames with the same tag bytes as its first, the egress — `vlan-output` or its inline
+//! form in `interface-output` — doing the same for the inverse rewrite and the egress filter) against the full per-frame path: the same frames sent
 //! as one vector (runs of alike frames, so the fast paths take most of them) and one frame per
 //! poll (every frame alone, so none of them takes a fast path) must give the same bytes out of
 //! every port in the same order, the same drops under the same reasons and the same interface
@@ -8,6 +8,10 @@
 //! (ignored by classification), the VID, the type after the tags (an 802.3 length is decided
 //! frame by frame), a group or zero source MAC (input hygiene), and cuts that leave a frame
 //! shorter than its tags or than the 20 bytes the tag comparison reads.
+//!
+//! The egress runs inline in `interface-output` here (nothing else on the output arcs); the same
+//! frames with `mtu-check` on the parent p0, which puts the node `vlan-output` on every
+//! sub-interface's arc, must give the same outcome too (the two egress paths agree).
 
 mod common;
 
@@ -61,7 +65,9 @@ const STACKS: [&[(u16, u16)]; 16] = [
     &[(Q, 1), (Q, 2), (Q, 3)],
 ];
 
-fn switch() -> (Switch, Vec<LoopbackPort>) {
+/// The switch; with `node`, `mtu-check` on p0 (nothing is over its MTU) so that the egress runs
+/// on the `vlan-output` node instead of inline.
+fn switch(node: bool) -> (Switch, Vec<LoopbackPort>) {
     let mut sw = Switch::new(SwitchConfig {
         buffers: 4096,
         mac_table_entries: 1024,
@@ -89,6 +95,15 @@ fn switch() -> (Switch, Vec<LoopbackPort>) {
         sw.add_xconnect(&format!("p{from}"), &format!("p0.{id}"))
             .unwrap();
     }
+    if node {
+        sw.set_mtu_check("p0", true).unwrap();
+    }
+    let on_arc = sw
+        .show_interfaces()
+        .into_iter()
+        .filter(|i| i.output_features.iter().any(|f| f == "vlan-output"))
+        .count();
+    assert_eq!(on_arc, if node { SUBS.len() } else { 0 });
     (sw, peers)
 }
 
@@ -96,9 +111,10 @@ fn switch() -> (Switch, Vec<LoopbackPort>) {
 /// counters.
 type Outcome = (Vec<Vec<Vec<u8>>>, Vec<(String, String, u64)>, Vec<[u64; 4]>);
 
-/// Sends `frames` into port `from`, as one vector or one frame per poll.
-fn outcome(from: usize, frames: &[Vec<u8>], one_by_one: bool) -> Outcome {
-    let (mut sw, mut peers) = switch();
+/// Sends `frames` into port `from`, as one vector or one frame per poll, with the egress inline
+/// or on the `vlan-output` node (`node`).
+fn outcome(from: usize, frames: &[Vec<u8>], one_by_one: bool, node: bool) -> Outcome {
+    let (mut sw, mut peers) = switch(node);
     let mut pool = Pool::new(4096);
     let mut out = vec![Vec::new(); PORTS];
     let batches: Vec<&[Vec<u8>]> = if one_by_one {
@@ -180,9 +196,14 @@ fn runs_of_alike_frames_get_exactly_what_a_lone_frame_gets() {
     for (stack, tags) in STACKS.iter().enumerate() {
         for from in 0..PORTS {
             let frames: Vec<Vec<u8>> = (0..64).map(|_| build(stack, 0, 0)).collect();
-            let run = outcome(from, &frames, false);
-            let alone = outcome(from, &frames, true);
+            let run = outcome(from, &frames, false, false);
+            let alone = outcome(from, &frames, true, false);
             assert_eq!(run, alone, "stack {tags:?} from p{from}");
+            let on_node = outcome(from, &frames, false, true);
+            assert_eq!(
+                run, on_node,
+                "stack {tags:?} from p{from}, vlan-output node"
+            );
             // Every frame alike has the same fate: all out of one port, or all dropped.
             let outs: Vec<usize> = run.0.iter().map(Vec::len).collect();
             let dropped: u64 = run.1.iter().map(|e| e.2).sum();
@@ -209,24 +230,33 @@ fn runs_of_the_smallest_frames_are_rewritten_exactly() {
     };
     let two = bare(&[(AD, 20), (Q, 21)]);
     let none = bare(&[]);
-    let (out, errors, _) = outcome(0, &vec![two.clone(); 8], false);
-    assert_eq!(out[1], vec![none.clone(); 8], "p0.7 pops both tags");
-    assert!(errors.is_empty(), "{errors:?}");
-    let (out, errors, counters) = outcome(5, &vec![none.clone(); 8], false);
-    assert_eq!(out[0], vec![two.clone(); 8], "p0.7 pushes both back");
-    assert!(errors.is_empty(), "{errors:?}");
-    assert_eq!(counters[6], [0, 0, 8, 8 * 22]);
+    for node in [false, true] {
+        let (out, errors, _) = outcome(0, &vec![two.clone(); 8], false, node);
+        assert_eq!(out[1], vec![none.clone(); 8], "p0.7 pops both tags");
+        assert!(errors.is_empty(), "{errors:?}");
+        let (out, errors, counters) = outcome(5, &vec![none.clone(); 8], false, node);
+        assert_eq!(
+            out[0],
+            vec![two.clone(); 8],
+            "p0.7 pushes both back (node: {node})"
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(counters[6], [0, 0, 8, 8 * 22]);
+    }
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
-    /// Mixed runs from any port: one vector gives what one frame per poll gives.
+    /// Mixed runs from any port: one vector gives what one frame per poll gives, and the
+    /// inline egress what the `vlan-output` node gives.
     #[test]
     fn a_vector_gives_what_one_frame_per_poll_gives(runs in arb_runs(), from in 0..PORTS) {
         let frames = frames_of(&runs);
-        let run = outcome(from, &frames, false);
-        let alone = outcome(from, &frames, true);
-        prop_assert_eq!(run, alone);
+        let run = outcome(from, &frames, false, false);
+        let alone = outcome(from, &frames, true, false);
+        prop_assert_eq!(&run, &alone);
+        let on_node = outcome(from, &frames, false, true);
+        prop_assert_eq!(run, on_node);
     }
 }

@@ -8,8 +8,9 @@
 //!   are made by features ([`InterfaceKind::Feature`]: a kind name the feature chooses, the parent
 //!   interface if any, an id) at further indices ([`SwitchState::free_interface`],
 //!   [`SwitchState::put_interface`]); the layer knows none of them by name. What it needs of such
-//!   an interface is data, not a callback: [`Interface::tx`], the port its frames leave by when no
-//!   output feature of its feature moved them first.
+//!   an interface is data: [`Interface::tx`], the port its frames leave by when no output feature
+//!   of its feature moved them first, and [`Interface::inline_egress`], the feature's egress step
+//!   that `interface-output` does inline when it is the interface's only output feature.
 //! - Nodes (one per file): `interface-rx` ([`interface_rx`], VPP's `*-input`: stamps what the poll
 //!   loop received, counts it per interface), `ethernet-input` ([`ethernet_input`]: validates L2
 //!   once, picks the interface's service) and `interface-output` ([`interface_output`]: one
@@ -27,6 +28,7 @@ pub mod interface_rx;
 use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
+use vecswitch_buffer::Pool;
 use vecswitch_graph::{ArcId, ArcKey, Graph, GraphError, Next};
 use vecswitch_wire::EthernetAddress;
 
@@ -198,6 +200,52 @@ pub struct Interface {
     pub mtu: u16,
     pub service: Service,
     pub counters: InterfaceCounters,
+    /// The egress work of the feature that made the interface, done inline by `interface-output`
+    /// ([`InlineEgress`]) when that feature has set it; `None` for a main interface.
+    pub inline_egress: Option<InlineEgress>,
+}
+
+/// What `interface-output` calls for a run of frames sent on an interface whose feature does its
+/// egress inline ([`InlineEgress::run`]): `(pool, state, pkts, nexts, refused)`, the packets from
+/// the first of the run on, one `Next` each; returns the run's length.
+pub type InlineEgressFn = fn(&mut Pool, &mut SwitchState, &[u32], &mut [Next], Next) -> usize;
+
+/// A feature's egress step for one interface, done inline by `interface-output` instead of by a
+/// node on the output arc — as VPP's `l2-output` does its tag rewrite inline (`l2output_vtr`,
+/// `src/vnet/l2/l2_output.h`): no node call and no arc crossing per vector. The feature that made
+/// the interface sets it ([`Interface::inline_egress`]) only while its own node would be the only
+/// output feature the frame meets (nothing on the interface's output arc, nor on the arc of the
+/// interface it hands the frame to), and clears it, putting its node on the arc, otherwise
+/// ([`Feature::arc_changed`] tells it when an arc changed). The interface layer names no feature:
+/// it calls the function and follows the answers.
+#[derive(Debug, Clone, Copy)]
+pub struct InlineEgress {
+    /// Does the egress for the run of packets at the start of `pkts` whose transmit interface is
+    /// the first's (this interface) and returns the run's length (at least 1). A packet sent on
+    /// gets [`TO_OUTPUT`] and the interface it is handed to as `tx_port` (one without an inline
+    /// egress of its own): `interface-output` queues it on that interface's port, checking its
+    /// admin state. A packet the step refuses gets `refused` ([`InlineEgress::refused`]),
+    /// unchanged.
+    pub run: InlineEgressFn,
+    /// Where refused packets go: the edge of `interface-output` to the feature's node
+    /// ([`Feature::inline_egress_node`]), which does the same step and drops them under its own
+    /// reasons, so `show errors` counts them by name as when the node is on the arc.
+    pub refused: Next,
+}
+
+impl InlineEgress {
+    /// The inline egress `run`, whose refused packets go to node `node` (a feature's
+    /// [`Feature::inline_egress_node`], an edge of `interface-output`).
+    pub fn new(run: InlineEgressFn, node: &str) -> Result<InlineEgress, SwitchError> {
+        let refused = interface_output::edge_to(node).ok_or_else(|| SwitchError::Feature {
+            reason: format!(
+                "`{node}` is not an edge of `interface-output` (its edges: {}): a feature with \
+                 an inline egress names its node in `Feature::inline_egress_node`",
+                interface_output::edges().join(", ")
+            ),
+        })?;
+        Ok(InlineEgress { run, refused })
+    }
 }
 
 impl Interface {
@@ -219,6 +267,7 @@ impl Interface {
             mtu,
             service: Service::None,
             counters: InterfaceCounters::default(),
+            inline_egress: None,
         }
     }
 

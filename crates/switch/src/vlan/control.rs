@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{vlan_output, Duplicate, Encap, SubIf, SubInterfaceConfig, TagRewrite, Vtr};
 use crate::error::SwitchError;
-use crate::interface::{Interface, InterfaceKind, Service, SwIfIdx, OUTPUT_ARC};
+use crate::interface::{InlineEgress, Interface, InterfaceKind, Service, SwIfIdx, OUTPUT_ARC};
 use crate::runtime::Switch;
 
 /// A sub-interface's kind in `show interfaces` (`{"type":"sub","parent":0,"id":7}`).
@@ -30,7 +30,8 @@ pub struct SubInterfaceInfo {
     /// Frames classified to it (counted by `ethernet-input`, before the rewrite).
     pub rx_packets: u64,
     pub rx_bytes: u64,
-    /// Frames it handed to its parent (counted by `vlan-output`, after the rewrite).
+    /// Frames it handed to its parent (counted by `vlan-output`, or inline by `interface-output`,
+    /// after the rewrite).
     pub tx_packets: u64,
     pub tx_bytes: u64,
 }
@@ -84,8 +85,9 @@ impl Switch {
 
         // Checked: now change.
         let p = self.iface(parent);
-        // `vlan-output` moves a sub-interface's frames to its parent before `interface-output`; a
-        // frame that skipped it leaves by the parent (a main parent's index is its port's).
+        // The egress (`vlan-output` on the arc, or inline in `interface-output`) moves a
+        // sub-interface's frames to its parent; a frame that skipped it would leave by the parent
+        // (a main parent's index is its port's).
         let iface = Interface::new(
             &name,
             InterfaceKind::feature(KIND, Some(parent), Some(cfg.id)),
@@ -109,7 +111,7 @@ impl Switch {
         });
         // `ethernet-input` classifies the parent's frames by this table from now on.
         st.vlan.rebuild(parent, &cfg.parent);
-        self.set_interface_feature(&name, OUTPUT_ARC, vlan_output::NAME, true)?;
+        self.place_vlan_output(idx as SwIfIdx)?;
         Ok(idx as SwIfIdx)
     }
 
@@ -142,7 +144,11 @@ impl Switch {
             .as_ref()
             .map(|s| s.parent)
             .expect("a sub-interface has settings");
-        self.set_interface_feature(name, OUTPUT_ARC, vlan_output::NAME, false)?;
+        self.graph
+            .set_feature(OUTPUT_ARC, idx, vlan_output::NAME, false)
+            .map_err(|e| SwitchError::Feature {
+                reason: e.to_string(),
+            })?;
         // The parent as the table knows it (it may have been deleted since).
         let pname = self
             .state
@@ -208,6 +214,53 @@ impl Switch {
     pub fn set_subinterface_admin(&mut self, name: &str, up: bool) -> Result<(), SwitchError> {
         let idx = self.sub_idx(name)?;
         self.iface_mut(idx).admin_up = up;
+        Ok(())
+    }
+
+    /// Puts `vlan-output` on sub-interface `sub`'s output arc, or takes it off, by what else is
+    /// on the arc: it is there when another output feature is on the sub-interface or on its
+    /// parent, so that the frame meets them in arc order (the rewrite first, then the parent's
+    /// features: `bond-output` for a sub-interface over a bond, `mtu-check`, NAT); otherwise
+    /// `interface-output` does the same work inline, without the node and its two arc crossings:
+    /// the sub-interface's [`InlineEgress`] is `vlan_output::inline`, whose refused frames go to
+    /// `vlan-output` ([`super::VlanFeature`]'s `inline_egress_node`) to be dropped by name.
+    /// Exactly one of the two is set.
+    pub(crate) fn place_vlan_output(&mut self, sub: SwIfIdx) -> Result<(), SwitchError> {
+        let Some(s) = self.state.vlan.sub(sub) else {
+            return Ok(());
+        };
+        let others = self
+            .graph
+            .enabled_features(OUTPUT_ARC, sub)
+            .iter()
+            .any(|&f| f != vlan_output::NAME)
+            || !self.graph.enabled_features(OUTPUT_ARC, s.parent).is_empty();
+        let inline = if others {
+            None
+        } else {
+            Some(InlineEgress::new(vlan_output::inline, vlan_output::NAME)?)
+        };
+        self.graph
+            .set_feature(OUTPUT_ARC, sub, vlan_output::NAME, others)
+            .map_err(|e| SwitchError::Feature {
+                reason: e.to_string(),
+            })?;
+        self.iface_mut(sub).inline_egress = inline;
+        Ok(())
+    }
+
+    /// After a change of interface `iface`'s output arc: places `vlan-output` again on `iface`
+    /// if it is a sub-interface, or on the sub-interfaces over it.
+    pub(crate) fn vlan_output_arc_changed(&mut self, iface: SwIfIdx) -> Result<(), SwitchError> {
+        if self.state.vlan.sub(iface).is_some() {
+            return self.place_vlan_output(iface);
+        }
+        let subs: Vec<SwIfIdx> = (0..self.state.vlan.subs.len() as SwIfIdx)
+            .filter(|&i| self.state.vlan.sub(i).is_some_and(|s| s.parent == iface))
+            .collect();
+        for s in subs {
+            self.place_vlan_output(s)?;
+        }
         Ok(())
     }
 

@@ -13,8 +13,16 @@
 //!   the tags already, looks the receive interface's [`ParentTable`] up, makes the frame the
 //!   sub-interface's and applies its ingress [`rewrite`] — as VPP classifies in `ethernet-input`
 //!   (`eth_identify_subint`). A frame nothing takes is `ethernet-input unknown-vlan`.
-//! - Node: `vlan-output` ([`vlan_output`], on the `interface-output` arc of every sub-interface:
-//!   the inverse rewrite, the egress filter, then on to the parent).
+//! - Egress: the inverse rewrite, the egress filter, then on to the parent ([`vlan_output`]). Done
+//!   inline by `interface-output` (as VPP's `l2-output` does its VTR inline) for a sub-interface
+//!   with no other output feature on it or on its parent — through the interface layer's generic
+//!   hook, the sub-interface's `Interface::inline_egress` (`vlan_output::inline`; the frames it
+//!   refuses reach `vlan-output` by the edge `Feature::inline_egress_node` gives
+//!   `interface-output`, and are dropped there by name); else by the node `vlan-output` on the
+//!   sub-interface's `interface-output` arc, first, so that the features after it (the parent's
+//!   `bond-output`, `mtu-check`, NAT) see the frame as it leaves
+//!   (`Switch::place_vlan_output`, decided again whenever an output feature is switched on or off
+//!   on the sub-interface or its parent: `Feature::arc_changed`).
 //! - Control: [`control`] — `Switch::add_subinterface`, `delete_subinterface`,
 //!   `set_tag_rewrite`, `show_subinterfaces`; [`ctl`] — the `[[subinterface]]` section, the
 //!   `subinterface add|del` verbs and `show subinterfaces`, registered from here.
@@ -43,7 +51,7 @@ pub mod vlan_output;
 
 use serde::{Deserialize, Serialize};
 use vecswitch_buffer::{BufferHeader, Pool};
-use vecswitch_graph::{Graph, GraphError};
+use vecswitch_graph::{ArcId, Graph, GraphError};
 use vecswitch_wire::{EtherType, L2Header};
 
 use crate::feature::{Feature, Stage};
@@ -338,6 +346,23 @@ impl TagBytes {
             }
             _ => false,
         }
+    }
+
+    /// [`TagBytes::matches`] on a frame that starts at byte `f` of window `w` and is at least
+    /// [`TagBytes::min_len`] long (`f` at most 8: the window holds byte 22 of the frame).
+    #[inline(always)]
+    pub fn matches_window(&self, w: &[u8; 32], f: usize) -> bool {
+        let f = f.min(8);
+        let word = u64::from_be_bytes(*w[f + 12..].first_chunk().expect("f + 20 <= 32"));
+        let at = f + (self.type_at as usize).min(20);
+        word & self.mask == self.word && u16::from_be_bytes([w[at], w[at + 1]]) == self.ethertype
+    }
+
+    /// The length a frame needs for [`TagBytes::matches`] to read it: 20, or the type after the
+    /// tags' end.
+    #[inline]
+    pub fn min_len(&self) -> usize {
+        (self.type_at as usize + 2).max(20)
     }
 
     /// The type after the tags.
@@ -668,6 +693,22 @@ impl Feature for VlanFeature {
         }
         Ok(())
     }
+
+    fn arc_changed(
+        &self,
+        switch: &mut crate::runtime::Switch,
+        arc: ArcId,
+        iface: SwIfIdx,
+    ) -> Result<(), crate::error::SwitchError> {
+        if arc == OUTPUT_ARC {
+            switch.vlan_output_arc_changed(iface)?;
+        }
+        Ok(())
+    }
+
+    fn inline_egress_node(&self) -> Option<&'static str> {
+        Some(vlan_output::NAME)
+    }
 }
 
 #[cfg(test)]
@@ -795,6 +836,15 @@ mod tests {
             };
             let pa = L2Header::parse(a).expect("a frame with tag bytes parses");
             for b in &frames {
+                // The fixed-window comparison of the egress fast path agrees, wherever the frame
+                // starts in the window.
+                for f in [0, 4, 8] {
+                    let mut w = [0u8; 32];
+                    let k = b.len().min(32 - f);
+                    w[f..f + k].copy_from_slice(&b[..k]);
+                    let fast = b.len() >= tb.min_len() && tb.matches_window(&w, f);
+                    assert_eq!(fast, tb.matches(b), "window at {f}: {a:x?} / {b:x?}");
+                }
                 if tb.matches(b) {
                     compared += 1;
                     assert_eq!(read_tags(b), Ok(ka), "{a:x?} / {b:x?}");
