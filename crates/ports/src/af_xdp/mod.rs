@@ -396,8 +396,9 @@ pub struct AfXdpStats {
     /// larger one, plus the kicks that found the peer full; never once per frame of a burst (test
     /// `af_xdp_kicks_once_per_burst`).
     pub tx_kicks: u64,
-    /// Receive wake-ups (`recvfrom` calls): only when the fill ring asks for one
-    /// (`XDP_RING_NEED_WAKEUP`) or busy polling is on, and only when the RX ring was empty.
+    /// Receive wake-ups (`recvfrom` calls): with busy polling one per receive call that found
+    /// fewer frames than it asked for; without, only when the RX ring was empty and the fill ring
+    /// asked for one (`XDP_RING_NEED_WAKEUP`, never in copy mode).
     pub rx_wakeups: u64,
     /// Kicks (`sendto`) that failed with something other than "try again".
     pub tx_kick_errors: u64,
@@ -1134,15 +1135,15 @@ impl Port for AfXdpPort {
     fn rx_burst(&mut self, pool: &mut Pool, out: &mut Vec<u32>, max: usize) -> usize {
         let max = u32::try_from(max).unwrap_or(u32::MAX);
         let mut n = self.rx.ready(max);
-        if n == 0 {
-            // A busy poll runs the receive NAPI in this call: take what it received at once.
-            if !self.wake_rx() {
-                return 0;
-            }
+        // Busy polling: poll the receive NAPI whenever the ring holds less than asked for, not
+        // only when it is empty — with NAPI deferral nothing else polls it before the watchdog,
+        // and the peer's 256-entry ring must not fill meanwhile — and take what the poll received
+        // in this call. Otherwise wake the kernel only when the ring is empty and it asked.
+        if n < max && (n == 0 || self.config.busy_poll_us > 0) && self.wake_rx() {
             n = self.rx.ready(max);
-            if n == 0 {
-                return 0;
-            }
+        }
+        if n == 0 {
+            return 0;
         }
         let frame = u64::from(self.config.frame_size);
         let umem_len = self.umem.size() as u64;
