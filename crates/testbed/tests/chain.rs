@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{exchange, frame, vecswitch_bin};
+use common::{exchange, frame, vecswitch_bin, wait_forwarding};
 use vecswitch_buffer::Pool;
 use vecswitch_testbed::{
     generator_placement, wait_links_up, DutKind, Link, Testbed, Topology, VnfKind,
@@ -47,6 +47,12 @@ fn chain_of_three_mixed_vnfs_forwards_exact_counts_both_ways() {
         .unwrap();
     wait_links_up(&mut ports, Duration::from_secs(20)).unwrap();
     let mut pool = Pool::new(4096);
+    {
+        let (p0, p1) = ports.split_at_mut(1);
+        let t = Duration::from_secs(30);
+        wait_forwarding(&mut pool, &mut p0[0], &mut p1[0], B, A, t);
+        wait_forwarding(&mut pool, &mut p1[0], &mut p0[0], A, B, t);
+    }
     for (from, dst, src, tag) in [(0usize, B, A, 0x1111u32), (1, A, B, 0x2222)] {
         let (p0, p1) = ports.split_at_mut(1);
         let (tx, rx) = if from == 0 {

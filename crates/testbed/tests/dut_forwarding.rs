@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{exchange, vecswitch_bin};
+use common::{exchange, vecswitch_bin, wait_forwarding};
 use vecswitch_buffer::Pool;
 use vecswitch_ports::Port;
 use vecswitch_testbed::dut::linux_bridge::LinuxBridgeDut;
@@ -33,6 +33,9 @@ fn both_ways(ports: &mut [Box<dyn Port>], n: u32) {
     wait_links_up(ports, Duration::from_secs(20)).unwrap();
     let mut pool = Pool::new(4096);
     let (p0, p1) = ports.split_at_mut(1);
+    let t = Duration::from_secs(20);
+    wait_forwarding(&mut pool, &mut p0[0], &mut p1[0], B, A, t);
+    wait_forwarding(&mut pool, &mut p1[0], &mut p0[0], A, B, t);
     let fwd = exchange(
         &mut pool,
         &mut p0[0],

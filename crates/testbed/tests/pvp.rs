@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{exchange, frame};
+use common::{exchange, frame, wait_forwarding};
 use vecswitch_buffer::Pool;
 use vecswitch_testbed::dut::testpmd::TestpmdDut;
 use vecswitch_testbed::{
@@ -81,6 +81,9 @@ fn pvp_on(link: Link, dut: Box<dyn Dut>, vnf: VnfKind, vnf_name: &str, swaps: bo
     wait_links_up(&mut ports, Duration::from_secs(20)).unwrap();
     let mut pool = Pool::new(4096);
     let (p0, p1) = ports.split_at_mut(1);
+    let t = Duration::from_secs(20);
+    wait_forwarding(&mut pool, &mut p0[0], &mut p1[0], B, A, t);
+    wait_forwarding(&mut pool, &mut p1[0], &mut p0[0], A, B, t);
     let fwd = exchange(
         &mut pool,
         &mut p0[0],

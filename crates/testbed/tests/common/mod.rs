@@ -111,6 +111,59 @@ pub fn exchange(
     ex
 }
 
+/// Tag of the probe frames [`wait_forwarding`] sends (never one an [`exchange`] counts).
+pub const PROBE_TAG: u32 = 0x9e0b_e000;
+
+/// Sends one probe frame from `tx` every 5 ms until one arrives on `rx` (as a tester's learning
+/// frames, RFC 2544 §23): a device whose far port is still coming up (a DPDK memif client marks
+/// itself connected only when the server's CONNECTED message reaches its interrupt thread, which
+/// shares the DUT's CPU with the busy forwarding lcore) drops what it cannot send, and a counted
+/// exchange that started then would wait for frames that were never going to come. Returns how
+/// many probes it sent; panics naming the direction after `timeout`.
+pub fn wait_forwarding(
+    pool: &mut Pool,
+    tx: &mut Box<dyn Port>,
+    rx: &mut Box<dyn Port>,
+    dst: [u8; 6],
+    src: [u8; 6],
+    timeout: Duration,
+) -> u32 {
+    let start = Instant::now();
+    let mut sent = 0u32;
+    let mut last_send: Option<Instant> = None;
+    let mut got = Vec::new();
+    let mut bytes = Vec::new();
+    while start.elapsed() < timeout {
+        tx.poll_control();
+        rx.poll_control();
+        if last_send.is_none_or(|t| t.elapsed() >= Duration::from_millis(5)) {
+            let h = pool.alloc().expect("pool has buffers");
+            assert!(pool.write_packet(h, &frame(dst, src, PROBE_TAG, sent)));
+            sent += tx.tx_burst(pool, &[h]) as u32;
+            pool.free_bulk(&[h]);
+            last_send = Some(Instant::now());
+        }
+        got.clear();
+        rx.rx_burst(pool, &mut got, 256);
+        let mut arrived = false;
+        for &h in &got {
+            bytes.clear();
+            pool.copy_out(h, &mut bytes);
+            arrived |= matches!(parse(&bytes), Some((PROBE_TAG, _)));
+        }
+        pool.free_bulk(&got);
+        if arrived {
+            return sent;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    panic!(
+        "no probe frame {} -> {} came through in {timeout:?} ({sent} sent)",
+        tx.name(),
+        rx.name()
+    );
+}
+
 /// The `vecswitch` binary built beside this test (`cargo build -p vecswitch-cli`), or
 /// `VECSWITCH_BIN`.
 pub fn vecswitch_bin() -> std::path::PathBuf {
