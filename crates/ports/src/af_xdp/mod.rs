@@ -81,7 +81,7 @@
 //! waits longer. `rx_burst` busy-polls whenever the ring holds fewer frames than asked for, so
 //! the peer's ring is emptied every call. Measured on a veth pair with the generator on one CPU
 //! (docs/BENCHMARKS.md §6.3): 1.05–1.23 NAPI polls per frame without, 0.02 with; the
-//! generator's frames per CPU-second 1.5× (580 k against 376 k). On veth, a sender whose txq has
+//! generator's frames per CPU-second 1.5× (579 k against 382 k). On veth, a sender whose txq has
 //! no queue (`noqueue`, the default) has a frame dropped when this ring is full (counted as its
 //! `tx_dropped`); with a qdisc it is back-pressured instead.
 //!
