@@ -95,60 +95,27 @@ fn jumbo_frames_cross_chained_buffers() {
     assert_eq!(r.streams[0].rx.rx_bytes, 250 * 9000 + 250 * 64);
 }
 
-/// A DUT between the generator's two ports with deterministic misbehaviour, by position of the frame
-/// in what it is given to send: drops every 10th, duplicates every 7th, swaps each 25th with the
-/// next one, and sends a foreign (non-IP) frame after every 100th.
-struct Mangler {
+/// What a [`LoopDut`] does with the frames it is given to send: it sends through the loopback
+/// port what it likes and returns how many of the given frames it took.
+type Tx = Box<dyn FnMut(&mut LoopbackPort, &mut Pool, &[u32]) -> usize + Send>;
+
+/// A DUT between the generator's two ports over a loopback port `inner`: it receives what `inner`
+/// receives and sends as its `tx` says (the DUTs below differ only in that).
+struct LoopDut {
+    name: &'static str,
     inner: LoopbackPort,
-    count: u64,
-    held: Option<Vec<u8>>,
-    scratch: Vec<u8>,
+    tx: Tx,
 }
 
-impl Mangler {
-    fn push(&mut self, pool: &mut Pool, bytes: &[u8]) {
-        let h = packet_from_bytes(pool, bytes).unwrap();
-        assert_eq!(self.inner.tx_burst(pool, &[h]), 1);
-        pool.free(h);
-    }
-}
-
-impl Port for Mangler {
+impl Port for LoopDut {
     fn name(&self) -> &str {
-        "mangler"
+        self.name
     }
     fn rx_burst(&mut self, pool: &mut Pool, out: &mut Vec<u32>, max: usize) -> usize {
         self.inner.rx_burst(pool, out, max)
     }
     fn tx_burst(&mut self, pool: &mut Pool, pkts: &[u32]) -> usize {
-        for &h in pkts {
-            self.count += 1;
-            let i = self.count;
-            let mut bytes = std::mem::take(&mut self.scratch);
-            pool.copy_out(h, &mut bytes);
-            if i.is_multiple_of(10) {
-                // dropped
-            } else if i % 25 == 1 && i > 1 {
-                // hold frame i (i ≡ 1 mod 25) and send it after the next one
-                self.held = Some(bytes.clone());
-            } else {
-                self.push(pool, &bytes);
-                if let Some(held) = self.held.take() {
-                    self.push(pool, &held);
-                }
-                if i.is_multiple_of(7) {
-                    self.push(pool, &bytes);
-                }
-            }
-            if i.is_multiple_of(100) {
-                let mut foreign = vec![0xffu8; 60];
-                foreign[12] = 0x08;
-                foreign[13] = 0x06; // ARP
-                self.push(pool, &foreign);
-            }
-            self.scratch = bytes;
-        }
-        pkts.len()
+        (self.tx)(&mut self.inner, pool, pkts)
     }
     fn stats(&self) -> PortStats {
         self.inner.stats()
@@ -161,16 +128,61 @@ impl Port for Mangler {
     }
 }
 
+/// Sends `bytes` as one frame through `inner`, which must take it.
+fn push(inner: &mut LoopbackPort, pool: &mut Pool, bytes: &[u8]) {
+    let h = packet_from_bytes(pool, bytes).unwrap();
+    assert_eq!(inner.tx_burst(pool, &[h]), 1);
+    pool.free(h);
+}
+
+/// A DUT with deterministic misbehaviour, by position of the frame in what it is given to send:
+/// drops every 10th, duplicates every 7th, swaps each 25th with the next one, and sends a foreign
+/// (non-IP) frame after every 100th.
+fn mangler(inner: LoopbackPort) -> LoopDut {
+    let mut count = 0u64;
+    let mut held: Option<Vec<u8>> = None;
+    let mut scratch: Vec<u8> = Vec::new();
+    let tx = move |inner: &mut LoopbackPort, pool: &mut Pool, pkts: &[u32]| {
+        for &h in pkts {
+            count += 1;
+            let i = count;
+            let mut bytes = std::mem::take(&mut scratch);
+            pool.copy_out(h, &mut bytes);
+            if i.is_multiple_of(10) {
+                // dropped
+            } else if i % 25 == 1 && i > 1 {
+                // hold frame i (i ≡ 1 mod 25) and send it after the next one
+                held = Some(bytes.clone());
+            } else {
+                push(inner, pool, &bytes);
+                if let Some(held) = held.take() {
+                    push(inner, pool, &held);
+                }
+                if i.is_multiple_of(7) {
+                    push(inner, pool, &bytes);
+                }
+            }
+            if i.is_multiple_of(100) {
+                let mut foreign = vec![0xffu8; 60];
+                foreign[12] = 0x08;
+                foreign[13] = 0x06; // ARP
+                push(inner, pool, &foreign);
+            }
+            scratch = bytes;
+        }
+        pkts.len()
+    };
+    LoopDut {
+        name: "mangler",
+        inner,
+        tx: Box::new(tx),
+    }
+}
+
 #[test]
 fn analyzer_counts_loss_duplicates_reordering_and_foreign_exactly() {
     let (a, b) = loopback::pair("a", "b");
-    let m = Mangler {
-        inner: a,
-        count: 0,
-        held: None,
-        scratch: Vec::new(),
-    };
-    let mut g = Generator::new(vec![Box::new(m), boxed(b)]).unwrap();
+    let mut g = Generator::new(vec![Box::new(mangler(a)), boxed(b)]).unwrap();
     let n = 1_000u64;
     let r = g
         .run_trial(&TrialSpec::new(
@@ -326,52 +338,32 @@ fn calibration_over_a_loopback_pair_reports_each_size() {
 
 /// A DUT that always keeps the last frame of each burst and sends it with the next burst: at the
 /// end of a trial one frame stays inside, and it comes out in the next trial.
-struct HoldLast {
-    inner: LoopbackPort,
-    held: Option<Vec<u8>>,
-}
-
-impl Port for HoldLast {
-    fn name(&self) -> &str {
-        "hold-last"
-    }
-    fn rx_burst(&mut self, pool: &mut Pool, out: &mut Vec<u32>, max: usize) -> usize {
-        self.inner.rx_burst(pool, out, max)
-    }
-    fn tx_burst(&mut self, pool: &mut Pool, pkts: &[u32]) -> usize {
-        let mut frames: Vec<Vec<u8>> = self.held.take().into_iter().collect();
+fn hold_last(inner: LoopbackPort) -> LoopDut {
+    let mut held: Option<Vec<u8>> = None;
+    let tx = move |inner: &mut LoopbackPort, pool: &mut Pool, pkts: &[u32]| {
+        let mut frames: Vec<Vec<u8>> = held.take().into_iter().collect();
         for &h in pkts {
             let mut v = Vec::new();
             pool.copy_out(h, &mut v);
             frames.push(v);
         }
-        self.held = frames.pop();
+        held = frames.pop();
         for f in frames {
-            let h = packet_from_bytes(pool, &f).unwrap();
-            assert_eq!(self.inner.tx_burst(pool, &[h]), 1);
-            pool.free(h);
+            push(inner, pool, &f);
         }
         pkts.len()
-    }
-    fn stats(&self) -> PortStats {
-        self.inner.stats()
-    }
-    fn clear_stats(&mut self) {
-        self.inner.clear_stats()
-    }
-    fn link(&self) -> LinkState {
-        self.inner.link()
+    };
+    LoopDut {
+        name: "hold-last",
+        inner,
+        tx: Box::new(tx),
     }
 }
 
 #[test]
 fn late_frames_of_an_earlier_trial_are_stale_not_received() {
     let (a, b) = loopback::pair("a", "b");
-    let dut = HoldLast {
-        inner: a,
-        held: None,
-    };
-    let mut g = Generator::new(vec![Box::new(dut), boxed(b)]).unwrap();
+    let mut g = Generator::new(vec![Box::new(hold_last(a)), boxed(b)]).unwrap();
     let mut spec = TrialSpec::new(
         vec![StreamSpec::ipv4(0, 1)],
         Rate::Max,
@@ -571,44 +563,32 @@ fn a_10ms_pause_is_counted_as_late_never_sent_as_a_burst() {
     );
 }
 
-/// Records the (source port, destination port) of every frame it sends on, for the unique-flow
-/// test.
-struct TupleRecorder {
+/// Records in `seen` the (source port, destination port) of every frame it sends on, for the
+/// unique-flow test.
+fn tuple_recorder(
     inner: LoopbackPort,
     seen: std::sync::Arc<std::sync::Mutex<Vec<(u16, u16)>>>,
-    scratch: Vec<u8>,
-}
-
-impl Port for TupleRecorder {
-    fn name(&self) -> &str {
-        "recorder"
-    }
-    fn rx_burst(&mut self, pool: &mut Pool, out: &mut Vec<u32>, max: usize) -> usize {
-        self.inner.rx_burst(pool, out, max)
-    }
-    fn tx_burst(&mut self, pool: &mut Pool, pkts: &[u32]) -> usize {
+) -> LoopDut {
+    let mut scratch: Vec<u8> = Vec::new();
+    let tx = move |inner: &mut LoopbackPort, pool: &mut Pool, pkts: &[u32]| {
         // Read the tuples before the loopback takes the buffers.
         let mut tuples = Vec::with_capacity(pkts.len());
         for &h in pkts {
-            pool.copy_out(h, &mut self.scratch);
-            let f = &self.scratch;
+            pool.copy_out(h, &mut scratch);
+            let f = &scratch;
             tuples.push((
                 u16::from_be_bytes([f[34], f[35]]),
                 u16::from_be_bytes([f[36], f[37]]),
             ));
         }
-        let n = self.inner.tx_burst(pool, pkts);
-        self.seen.lock().unwrap().extend_from_slice(&tuples[..n]);
+        let n = inner.tx_burst(pool, pkts);
+        seen.lock().unwrap().extend_from_slice(&tuples[..n]);
         n
-    }
-    fn stats(&self) -> PortStats {
-        self.inner.stats()
-    }
-    fn clear_stats(&mut self) {
-        self.inner.clear_stats()
-    }
-    fn link(&self) -> LinkState {
-        self.inner.link()
+    };
+    LoopDut {
+        name: "recorder",
+        inner,
+        tx: Box::new(tx),
     }
 }
 
@@ -618,11 +598,7 @@ impl Port for TupleRecorder {
 fn unique_flows_never_repeat_across_phases_and_trials() {
     let (a, b) = loopback::pair("a", "b");
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let rec = TupleRecorder {
-        inner: a,
-        seen: seen.clone(),
-        scratch: Vec::new(),
-    };
+    let rec = tuple_recorder(a, seen.clone());
     let mut g = Generator::new(vec![Box::new(rec) as Box<dyn Port>, boxed(b)]).unwrap();
     let mut s = StreamSpec::ipv4(0, 1);
     s.order = vecswitch_gen::FlowOrder::Unique;

@@ -29,11 +29,11 @@
 
 use std::process::ExitCode;
 
-use vecswitch_ports::loopback::{packet_from_bytes, Replay};
 use vecswitch_switch::testing::{
-    self, bridge_switch, frame64, station, xconnect_mtu_switch, xconnect_switch, BRIDGE_TEMPLATES,
+    self, bridge_switch, bridge_switch_replaying, frame64, station, xconnect_mtu_switch,
+    xconnect_switch, BRIDGE_TEMPLATES,
 };
-use vecswitch_switch::{BridgeSettings, Switch, SwitchConfig};
+use vecswitch_switch::Switch;
 
 /// Polls until the source has handed out all its packets; returns how many were received.
 #[inline(never)]
@@ -56,37 +56,12 @@ fn usage(msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// The control case `bridge/2-spread` (module doc): stations 0 and 1 learned on ports 0 and 1,
-/// and a source replaying [`BRIDGE_TEMPLATES`] copies of the frame from station 0 to station 1.
+/// The control case `bridge/2-spread` (module doc): [`bridge_switch`]'s bridge of 2 stations
+/// (0 and 1 learned on ports 0 and 1), its source replaying [`BRIDGE_TEMPLATES`] copies of the
+/// frame from station 0 to station 1.
 fn bridge2_spread() -> Switch {
-    let mut sw = Switch::new(SwitchConfig {
-        buffers: 8192,
-        mac_table_entries: 1024,
-        ..Default::default()
-    });
     let t = vec![frame64(station(1), station(0)); BRIDGE_TEMPLATES as usize];
-    let src = Replay::new("src", t).expect("non-empty templates");
-    let sink = Replay::new("sink", vec![frame64(station(0), station(1))])
-        .expect("non-empty templates")
-        .with_limit(0);
-    sw.add_port("src", Box::new(src)).expect("fresh switch");
-    sw.add_port("sink", Box::new(sink)).expect("fresh switch");
-    let settings = BridgeSettings {
-        mac_age_s: 0,
-        mac_limit: u32::MAX,
-        ..Default::default()
-    };
-    sw.add_bridge("br", settings).expect("fresh switch");
-    sw.add_bridge_member("br", "src").expect("ports exist");
-    sw.add_bridge_member("br", "sink").expect("ports exist");
-    // Learn each station on its port with a frame to itself (dropped: same port, not flooded).
-    for port in 0..2u16 {
-        let s = station(port as u32);
-        let h = packet_from_bytes(sw.pool_mut(), &frame64(s, s)).expect("a free buffer");
-        sw.inject(port, &[h]);
-    }
-    sw.clear_counters();
-    sw
+    bridge_switch_replaying(2, t, None)
 }
 
 /// The interleaved wall-clock comparison (see the module doc).

@@ -7,7 +7,8 @@
 //!   (every frame fits): what one enabled feature on an arc costs.
 //! - [`bridge_switch`]: a bridge of the same two ports whose MAC table is pre-populated with
 //!   `entries` stations, half behind each port, and a source whose frames go between stations
-//!   spread over the whole table (every frame a table hit for its source and its destination).
+//!   spread over the whole table (every frame a table hit for its source and its destination);
+//!   [`bridge_switch_replaying`] the same bridge and table with frames of the caller's.
 //! - [`fuzz_frames`]: runs arbitrary bytes, cut into frames, through ethernet-input, a bridge and an
 //!   xconnect (with `mtu-check` on one bridge member, so that the output arc is active), and checks
 //!   that every buffer comes back.
@@ -79,7 +80,6 @@ pub const BRIDGE_TEMPLATES: u32 = 16_384;
 /// destination. Aging is off so that the table stays as built.
 pub fn bridge_switch(entries: u32, limit: Option<u64>) -> Switch {
     let entries = entries.max(2);
-    let mut sw = base_switch(entries as usize + entries as usize / 8);
     let pairs = entries / 2;
     let n = pairs.min(BRIDGE_TEMPLATES);
     let stride = pairs / n;
@@ -91,6 +91,19 @@ pub fn bridge_switch(entries: u32, limit: Option<u64>) -> Switch {
             frame64(station(2 * d + 1), station(2 * s))
         })
         .collect();
+    bridge_switch_replaying(entries, templates, limit)
+}
+
+/// [`bridge_switch`]'s bridge and table of `entries` (≥ 2) learned stations, with `src`
+/// replaying `templates` (non-empty; `limit` frames in all, or endless) instead of the spread
+/// ones: e.g. many copies of one frame, to tell the templates' memory from the table's.
+pub fn bridge_switch_replaying(
+    entries: u32,
+    templates: Vec<Vec<u8>>,
+    limit: Option<u64>,
+) -> Switch {
+    let entries = entries.max(2);
+    let mut sw = base_switch(entries as usize + entries as usize / 8);
     sw.add_port("src", replay("src", templates, limit))
         .expect("fresh switch");
     sw.add_port(

@@ -574,6 +574,24 @@ cpu1 95556 0 22351 34615 1901 0 2660 1445 0 0
         );
     }
 
+    /// [`trial_cost`] of a 2 s trial at 2 GHz and USER_HZ 100 (every test's figures).
+    fn cost_2s(
+        before: &CostReading,
+        after: &CostReading,
+        kernel_device: bool,
+        received: u64,
+    ) -> TrialCost {
+        trial_cost(
+            before,
+            after,
+            kernel_device,
+            Duration::from_secs(2),
+            received,
+            2e9,
+            100.0,
+        )
+    }
+
     fn reading(c: DeviceCounters, cpu: CpuTimes) -> CostReading {
         CostReading {
             at: Instant::now(),
@@ -600,14 +618,11 @@ cpu1 95556 0 22351 34615 1901 0 2660 1445 0 0
             total_polls: Some(400),
             ..Default::default()
         };
-        let c = trial_cost(
+        let c = cost_2s(
             &reading(b, CpuTimes::default()),
             &reading(a, CpuTimes::default()),
             false,
-            Duration::from_secs(2),
             999_000,
-            2e9,
-            100.0,
         );
         assert_eq!(c.method, CostMethod::DeviceClocks);
         assert!((c.busy_fraction.unwrap() - 0.25).abs() < 1e-12);
@@ -637,15 +652,7 @@ cpu1 95556 0 22351 34615 1901 0 2660 1445 0 0
         };
         let before = with(reading(b.clone(), CpuTimes::default()), 7_000_000_000);
         let after = with(reading(a.clone(), CpuTimes::default()), 7_250_000_000);
-        let c = trial_cost(
-            &before,
-            &after,
-            false,
-            Duration::from_secs(2),
-            1_000_000,
-            2e9,
-            100.0,
-        );
+        let c = cost_2s(&before, &after, false, 1_000_000);
         assert_eq!(c.method, CostMethod::DeviceClocksAndNapi);
         assert!((c.busy_fraction.unwrap() - 0.375).abs() < 1e-12, "{c:?}");
         assert!(
@@ -654,15 +661,7 @@ cpu1 95556 0 22351 34615 1901 0 2660 1445 0 0
         );
         assert!(method_label(c.method, "vecswitch", 1).contains("NAPI threads on CPU 1"));
         // Without the threads' time in both readings: the device's clocks alone.
-        let c = trial_cost(
-            &reading(b, CpuTimes::default()),
-            &after,
-            false,
-            Duration::from_secs(2),
-            1_000_000,
-            2e9,
-            100.0,
-        );
+        let c = cost_2s(&reading(b, CpuTimes::default()), &after, false, 1_000_000);
         assert_eq!(c.method, CostMethod::DeviceClocks);
         assert!(
             (c.cycles_per_packet.unwrap() - 1000.0).abs() < 1e-9,
@@ -712,7 +711,7 @@ cpu1 95556 0 22351 34615 1901 0 2660 1445 0 0
             ..Default::default()
         };
         let none = DeviceCounters::default();
-        let c = trial_cost(
+        let c = cost_2s(
             &reading(none.clone(), before),
             &reading(
                 DeviceCounters {
@@ -722,10 +721,7 @@ cpu1 95556 0 22351 34615 1901 0 2660 1445 0 0
                 after,
             ),
             true,
-            Duration::from_secs(2),
             500_000,
-            2e9,
-            100.0,
         );
         assert_eq!(c.method, CostMethod::KernelCpu);
         assert!((c.busy_fraction.unwrap() - 0.25).abs() < 1e-12);
@@ -733,14 +729,11 @@ cpu1 95556 0 22351 34615 1901 0 2660 1445 0 0
         assert!((c.cycles_per_packet.unwrap() - 2000.0).abs() < 1e-9);
         assert!((c.foreign_user_fraction.unwrap() - 0.1).abs() < 1e-12);
         // A process without clocks: all non-idle time.
-        let p = trial_cost(
+        let p = cost_2s(
             &reading(DeviceCounters::default(), before),
             &reading(DeviceCounters::default(), after),
             false,
-            Duration::from_secs(2),
             500_000,
-            2e9,
-            100.0,
         );
         assert_eq!(p.method, CostMethod::CpuTime);
         assert!((p.busy_fraction.unwrap() - 0.35).abs() < 1e-12);

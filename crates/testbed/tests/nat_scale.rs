@@ -27,7 +27,8 @@ use std::collections::HashSet;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::vecswitch_bin;
+use common::built_vecswitch;
+use vecswitch_gen::SizeSpec;
 use vecswitch_lab::suite::Suite;
 use vecswitch_lab::{Load, Measurer};
 use vecswitch_testbed::dut::{firewall, nat};
@@ -98,17 +99,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The CLI binary, built (the devices run it).
-fn built_bin() -> std::path::PathBuf {
-    let bin = vecswitch_bin();
-    assert!(
-        bin.is_file(),
-        "build the binary first: cargo build -p vecswitch-cli ({})",
-        bin.display()
-    );
-    bin
-}
-
 /// docs/suites/nat-scale.toml, parsed.
 fn nat_suite() -> Suite {
     let path =
@@ -130,10 +120,32 @@ fn start(
     (what, tb, ports)
 }
 
+/// A measurer of `tb`'s generator ports sending the bench's streams of `size`, with the
+/// tests' drain.
+fn measurer<'a>(
+    tb: &'a Testbed,
+    ports: Vec<Box<dyn vecswitch_ports::Port>>,
+    size: &SizeSpec,
+) -> GenMeasurer<'a> {
+    GenMeasurer::for_testbed(tb, ports, streams_for(size, false))
+        .unwrap()
+        .drain(Duration::from_millis(500))
+}
+
+/// The notes of the device's placement records, joined: what the bench's placement note says.
+fn placement_note(tb: &Testbed) -> String {
+    tb.with_dut(|x| x.processes())
+        .unwrap()
+        .iter()
+        .map(|p| p.note.clone())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[test]
 fn nat_scale_suite_devices_translate_1000_sessions_and_filter_with_1_rule() {
     let _serial = serial();
-    let bin = built_bin();
+    let bin = built_vecswitch();
     require("nft");
     require("tshark");
     // The generator's veth ports as AF_PACKET sockets: its default, AF_XDP, takes the frames
@@ -147,10 +159,7 @@ fn nat_scale_suite_devices_translate_1000_sessions_and_filter_with_1_rule() {
     let mut ran = Vec::new();
     for d in &s.duts {
         let (what, mut tb, ports) = start(d, &bin);
-        let mut m = GenMeasurer::for_testbed(&tb, ports, streams_for(&size, false))
-            .unwrap()
-            .warmup(Duration::from_millis(300))
-            .drain(Duration::from_millis(500));
+        let mut m = measurer(&tb, ports, &size).warmup(Duration::from_millis(300));
         let is_nat = d.name.ends_with("-nat");
         let scale = if is_nat {
             Scale::Sessions(SESSIONS)
@@ -193,13 +202,7 @@ fn nat_scale_suite_devices_translate_1000_sessions_and_filter_with_1_rule() {
             continue;
         }
         // Sessions held, as the bench's placement note reports them.
-        let note = tb
-            .with_dut(|x| x.processes())
-            .unwrap()
-            .iter()
-            .map(|p| p.note.clone())
-            .collect::<Vec<_>>()
-            .join(" ");
+        let note = placement_note(&tb);
         assert!(
             note.contains(&format!("{SESSIONS} sessions: {SESSIONS} held"))
                 && !note.contains("NOT all held"),
@@ -271,7 +274,7 @@ const NEW_TRIALS: usize = 2;
 #[test]
 fn nat_devices_make_one_new_session_per_frame_in_unique_trials() {
     let _serial = serial();
-    let bin = built_bin();
+    let bin = built_vecswitch();
     require("nft");
     require("conntrack");
     let s = nat_suite();
@@ -290,9 +293,7 @@ fn nat_devices_make_one_new_session_per_frame_in_unique_trials() {
     for d in s.duts.iter().filter(|d| d.name.ends_with("-nat")) {
         let (what, mut tb, ports) = start(d, &bin);
         // No warm-up (as the bench): a trial's sessions are its measured frames.
-        let mut m = GenMeasurer::for_testbed(&tb, ports, streams_for(&size, false))
-            .unwrap()
-            .drain(Duration::from_millis(500));
+        let mut m = measurer(&tb, ports, &size);
         m.set_unique_flows(true).unwrap();
         let mut delivered = Vec::new();
         for _ in 0..NEW_TRIALS {
@@ -314,13 +315,7 @@ fn nat_devices_make_one_new_session_per_frame_in_unique_trials() {
             delivered.push(r.received_frames);
         }
         m.set_unique_flows(false).unwrap();
-        let note = tb
-            .with_dut(|x| x.processes())
-            .unwrap()
-            .iter()
-            .map(|p| p.note.clone())
-            .collect::<Vec<_>>()
-            .join(" ");
+        let note = placement_note(&tb);
         let created = nat::parse_new_session_note(&note)
             .unwrap_or_else(|| panic!("{what}: no new-session counts in the note: {note}"));
         assert_eq!(

@@ -88,9 +88,10 @@ pub fn policy(n: u32) -> Result<Policy> {
     Ok(Policy { inside })
 }
 
-fn rules_of(dut: &str, scale: Scale) -> Result<u32> {
+/// The rule count of `scale` and its [`policy`]; other kinds are refused.
+fn policy_of(dut: &str, scale: Scale) -> Result<(u32, Policy)> {
     match scale {
-        Scale::Rules(n) => Ok(n),
+        Scale::Rules(n) => Ok((n, policy(n)?)),
         other => Err(Error::Unsupported {
             dut: dut.into(),
             what: format!("{other:?}"),
@@ -99,8 +100,21 @@ fn rules_of(dut: &str, scale: Scale) -> Result<u32> {
     }
 }
 
-fn shape(streams: &mut [StreamSpec]) -> Result<()> {
+/// The inner router's shaping, then the firewall traffic's (module doc).
+fn shape(inner: &dyn Dut, streams: &mut [StreamSpec]) -> Result<()> {
+    inner.shape_streams(streams)?;
     crate::dut::nat::shape_sessions(streams, FIREWALL_FLOWS, 0)
+}
+
+/// The inner router's placement records (renamed to `name`), their notes saying the rules
+/// loaded: `"{what}: Some(10)"`.
+fn rules_noted(
+    inner: &dyn Dut,
+    name: Option<&str>,
+    what: &str,
+    rules: Option<u32>,
+) -> Vec<PlacedProcess> {
+    crate::dut::nat::with_note(inner.processes(), name, &format!("{what}: {rules:?}"))
 }
 
 fn io<'a>(
@@ -155,8 +169,7 @@ impl Dut for VecswitchFwDut {
     }
 
     fn configure_scale(&mut self, scale: Scale) -> Result<()> {
-        let n = rules_of(self.name(), scale)?;
-        let p = policy(n)?;
+        let (n, p) = policy_of(self.name(), scale)?;
         let w = self.wiring.clone().ok_or_else(|| Error::Invalid {
             field: "vecswitch-router-fw state",
             value: "not set up".into(),
@@ -194,13 +207,11 @@ impl Dut for VecswitchFwDut {
     }
 
     fn shape_streams(&self, streams: &mut [StreamSpec]) -> Result<()> {
-        self.inner.shape_streams(streams)?;
-        shape(streams)
+        shape(&self.inner, streams)
     }
 
     fn processes(&self) -> Vec<PlacedProcess> {
-        let rules = format!("firewall rules: {:?}", self.rules);
-        crate::dut::nat::with_note(self.inner.processes(), None, &rules)
+        rules_noted(&self.inner, None, "firewall rules", self.rules)
     }
 
     fn check_alive(&mut self) -> Result<()> {
@@ -267,8 +278,7 @@ impl Dut for LinuxFwDut {
     }
 
     fn configure_scale(&mut self, scale: Scale) -> Result<()> {
-        let n = rules_of(self.name(), scale)?;
-        let p = policy(n)?;
+        let (n, p) = policy_of(self.name(), scale)?;
         let (Some(w), Some((left, right))) = (self.wiring.clone(), self.ifnames.clone()) else {
             return Err(Error::Invalid {
                 field: "linux-router-fw state",
@@ -287,13 +297,16 @@ impl Dut for LinuxFwDut {
     }
 
     fn shape_streams(&self, streams: &mut [StreamSpec]) -> Result<()> {
-        self.inner.shape_streams(streams)?;
-        shape(streams)
+        shape(&self.inner, streams)
     }
 
     fn processes(&self) -> Vec<PlacedProcess> {
-        let rules = format!("nftables rules: {:?}", self.rules);
-        crate::dut::nat::with_note(self.inner.processes(), Some("kernel-router-fw"), &rules)
+        rules_noted(
+            &self.inner,
+            Some("kernel-router-fw"),
+            "nftables rules",
+            self.rules,
+        )
     }
 
     fn counters(&mut self) -> Result<Option<DeviceCounters>> {

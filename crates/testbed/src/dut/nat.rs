@@ -104,25 +104,32 @@ pub const NEW_SESSION_POOL_ADDR: Ipv4Addr = Ipv4Addr::new(198, 19, 0, 253);
 /// fastest digit; the generator never repeats one).
 pub fn shape_new_sessions(streams: &mut [StreamSpec]) {
     for s in streams.iter_mut() {
-        s.src_ip = IpAddr::V4(INSIDE_HOST);
-        s.dst_ip = IpAddr::V4(router::ROUTE_BASE);
-        s.src_port = SRC_PORT_BASE;
-        s.dst_port = NEW_SESSION_DST_PORT;
-        s.ranges.retain(|r| {
-            !matches!(
-                r.field,
-                Field::SrcIp | Field::DstIp | Field::SrcPort | Field::DstPort
-            )
-        });
-        for (field, count) in [(Field::SrcPort, MAX_SRC_PORTS), (Field::DstPort, 1024)] {
-            s.ranges.push(FieldRange {
-                field,
-                count,
-                mode: FieldMode::Increment,
-            });
-        }
+        shape_tuples(s, NEW_SESSION_DST_PORT, MAX_SRC_PORTS, 1024);
         s.flows = 1;
         s.order = FlowOrder::Unique;
+    }
+}
+
+/// One stream's tuples: source [`INSIDE_HOST`] port [`SRC_PORT_BASE`] onward, destination
+/// [`router::ROUTE_BASE`] port `dst_port` onward, `src_ports` × `dst_ports` ports incremented
+/// (the stream's other address and port ranges dropped).
+fn shape_tuples(s: &mut StreamSpec, dst_port: u16, src_ports: u32, dst_ports: u32) {
+    s.src_ip = IpAddr::V4(INSIDE_HOST);
+    s.dst_ip = IpAddr::V4(router::ROUTE_BASE);
+    s.src_port = SRC_PORT_BASE;
+    s.dst_port = dst_port;
+    s.ranges.retain(|r| {
+        !matches!(
+            r.field,
+            Field::SrcIp | Field::DstIp | Field::SrcPort | Field::DstPort
+        )
+    });
+    for (field, count) in [(Field::SrcPort, src_ports), (Field::DstPort, dst_ports)] {
+        s.ranges.push(FieldRange {
+            field,
+            count,
+            mode: FieldMode::Increment,
+        });
     }
 }
 
@@ -247,23 +254,7 @@ pub fn shape_sessions(streams: &mut [StreamSpec], n: u32, index: u32) -> Result<
         });
     }
     for s in streams.iter_mut() {
-        s.src_ip = IpAddr::V4(INSIDE_HOST);
-        s.dst_ip = IpAddr::V4(router::ROUTE_BASE);
-        s.src_port = SRC_PORT_BASE;
-        s.dst_port = DST_PORT_BASE + 1024 * index as u16;
-        s.ranges.retain(|r| {
-            !matches!(
-                r.field,
-                Field::SrcIp | Field::DstIp | Field::SrcPort | Field::DstPort
-            )
-        });
-        for (field, count) in [(Field::SrcPort, p), (Field::DstPort, d)] {
-            s.ranges.push(FieldRange {
-                field,
-                count,
-                mode: FieldMode::Increment,
-            });
-        }
+        shape_tuples(s, DST_PORT_BASE + 1024 * index as u16, p, d);
         s.flows = n;
     }
     Ok(())
@@ -370,6 +361,44 @@ pub(crate) fn with_note(
     v
 }
 
+/// The session bookkeeping both NAT DUTs keep (module doc): the session points and the
+/// new-session trials.
+#[derive(Debug, Default)]
+struct SessionBook {
+    points: Vec<SessionPoint>,
+    new_sessions: Mutex<NewSessionLog>,
+}
+
+impl SessionBook {
+    /// Shapes the streams (already routed by the inner router) for new sessions when they ask for
+    /// them, after `trial(unique)` readied the device for a new-session trial (or, with `false`,
+    /// left that setup); otherwise for the last session point.
+    fn shape_streams(
+        &self,
+        streams: &mut [StreamSpec],
+        trial: impl FnOnce(bool) -> Result<()>,
+    ) -> Result<()> {
+        let unique = wants_new_sessions(streams);
+        trial(unique)?;
+        if unique {
+            shape_new_sessions(streams);
+            return Ok(());
+        }
+        shape_last_point(&self.points, streams)
+    }
+
+    /// The placement note: `"{label}: 1000 sessions: 1000 held"` and the new-session trials'
+    /// counts, `now` a live reading of the table's count.
+    fn note(&self, label: &str, now: Option<u64>) -> String {
+        let log = lock(&self.new_sessions);
+        format!(
+            "{label}: {}{}",
+            SessionPoint::list(&self.points, log.before_first.or(now)),
+            log.note(now)
+        )
+    }
+}
+
 /// `sessions` from a `ctl --json show nat44 summary` answer.
 pub fn summary_sessions(json: &str) -> Option<u64> {
     let v: serde_json::Value = serde_json::from_str(json).ok()?;
@@ -386,8 +415,7 @@ pub struct VecswitchNatDut {
     bin: PathBuf,
     inner: VecswitchDut,
     wiring: Option<Wiring>,
-    points: Vec<SessionPoint>,
-    new_sessions: Mutex<NewSessionLog>,
+    book: SessionBook,
 }
 
 impl VecswitchNatDut {
@@ -396,8 +424,7 @@ impl VecswitchNatDut {
             inner: VecswitchDut::new(bin.clone(), Mode::Router),
             bin,
             wiring: None,
-            points: Vec::new(),
-            new_sessions: Mutex::new(NewSessionLog::default()),
+            book: SessionBook::default(),
         }
     }
 
@@ -442,7 +469,7 @@ impl VecswitchNatDut {
     /// With `unique` false, leaves the new-session setup if it was on.
     fn new_session_trial(&self, unique: bool) -> Result<()> {
         let w = self.state()?;
-        let mut log = lock(&self.new_sessions);
+        let mut log = lock(&self.book.new_sessions);
         if !unique {
             if log.active {
                 self.pool(&w, "del")?;
@@ -495,33 +522,22 @@ impl Dut for VecswitchNatDut {
         let room = count + u64::from(n);
         self.set(&w, "max_sessions", room)?;
         self.set(&w, "max_sessions_per_host", room)?;
-        push_point(&mut self.points, n, count);
+        push_point(&mut self.book.points, n, count);
         Ok(())
     }
 
     fn shape_streams(&self, streams: &mut [StreamSpec]) -> Result<()> {
         self.inner.shape_streams(streams)?;
-        let unique = wants_new_sessions(streams);
-        self.new_session_trial(unique)?;
-        if unique {
-            shape_new_sessions(streams);
-            return Ok(());
-        }
-        shape_last_point(&self.points, streams)
+        self.book
+            .shape_streams(streams, |unique| self.new_session_trial(unique))
     }
 
     fn processes(&self) -> Vec<PlacedProcess> {
-        let now = self.sessions().ok();
-        let log = lock(&self.new_sessions);
-        with_note(
-            self.inner.processes(),
-            None,
-            &format!(
-                "NAT44 sessions per point (show nat44 summary): {}{}",
-                SessionPoint::list(&self.points, log.before_first.or(now)),
-                log.note(now)
-            ),
-        )
+        let note = self.book.note(
+            "NAT44 sessions per point (show nat44 summary)",
+            self.sessions().ok(),
+        );
+        with_note(self.inner.processes(), None, &note)
     }
 
     fn check_alive(&mut self) -> Result<()> {
@@ -539,8 +555,7 @@ impl Dut for VecswitchNatDut {
 pub struct LinuxNatDut {
     inner: LinuxRouterDut,
     wiring: Option<Wiring>,
-    points: Vec<SessionPoint>,
-    new_sessions: Mutex<NewSessionLog>,
+    book: SessionBook,
 }
 
 /// The nftables script: the `kernel-router-nat` chain VNF's masquerade rule
@@ -604,7 +619,7 @@ impl LinuxNatDut {
                     .into(),
             });
         }
-        let mut log = lock(&self.new_sessions);
+        let mut log = lock(&self.book.new_sessions);
         let left = self.sessions()?;
         self.exec(&w, &["conntrack", "-F"])?;
         let start = self.sessions()?;
@@ -700,33 +715,22 @@ impl Dut for LinuxNatDut {
                  point will not hold them"
             );
         }
-        push_point(&mut self.points, n, count);
+        push_point(&mut self.book.points, n, count);
         Ok(())
     }
 
     fn shape_streams(&self, streams: &mut [StreamSpec]) -> Result<()> {
         self.inner.shape_streams(streams)?;
-        let unique = wants_new_sessions(streams);
-        self.new_session_trial(unique)?;
-        if unique {
-            shape_new_sessions(streams);
-            return Ok(());
-        }
-        shape_last_point(&self.points, streams)
+        self.book
+            .shape_streams(streams, |unique| self.new_session_trial(unique))
     }
 
     fn processes(&self) -> Vec<PlacedProcess> {
-        let now = self.sessions().ok();
-        let log = lock(&self.new_sessions);
-        with_note(
-            self.inner.processes(),
-            Some("kernel-router-nat"),
-            &format!(
-                "conntrack entries per point (nf_conntrack_count): {}{}",
-                SessionPoint::list(&self.points, log.before_first.or(now)),
-                log.note(now)
-            ),
-        )
+        let note = self.book.note(
+            "conntrack entries per point (nf_conntrack_count)",
+            self.sessions().ok(),
+        );
+        with_note(self.inner.processes(), Some("kernel-router-nat"), &note)
     }
 
     fn counters(&mut self) -> Result<Option<DeviceCounters>> {
