@@ -49,7 +49,8 @@ enum Sub {
 struct PortArgs {
     /// A port: `memif:SOCKET[:ID[:client|server]]` (default id 0, client),
     /// `afp:IFNAME[@NETNS_PATH]` (AF_PACKET) or `afxdp:IFNAME[@NETNS_PATH][,KEY=VALUE...]`
-    /// (AF_XDP; keys mode=auto|native|skb, busy_poll_us, rx_size, tx_size),
+    /// (AF_XDP; keys mode=auto|native|skb, busy_poll_us, napi_defer_hard_irqs,
+    /// gro_flush_timeout_us, rx_size, tx_size),
     /// `vhost:SOCKET[,server|,client]` (vhost-user device; default client: the frontend, e.g. a
     /// QEMU guest with `server=on`, listens). Give one (sent and received on the same port) or two (A sends,
     /// B receives; both ways with --bidir).
@@ -265,13 +266,20 @@ fn open_port(spec: &str, index: usize) -> Result<Box<dyn Port>> {
             let bad = || {
                 anyhow::anyhow!(
                     "invalid --port {spec:?}: option {kv:?}; accepted mode=auto|native|skb, \
-                     busy_poll_us=N, rx_size=N, tx_size=N"
+                     busy_poll_us=N, napi_defer_hard_irqs=N, gro_flush_timeout_us=N, rx_size=N, \
+                     tx_size=N"
                 )
             };
             let (k, v) = kv.split_once('=').ok_or_else(bad)?;
             match k {
                 "mode" => cfg.mode = v.parse().with_context(|| format!("--port {spec:?}"))?,
                 "busy_poll_us" => cfg.busy_poll_us = v.parse().map_err(|_| bad())?,
+                "napi_defer_hard_irqs" => {
+                    cfg.napi_defer_hard_irqs = v.parse().map_err(|_| bad())?
+                }
+                "gro_flush_timeout_us" => {
+                    cfg.gro_flush_timeout_us = v.parse().map_err(|_| bad())?
+                }
                 "rx_size" => cfg.rx_size = v.parse().map_err(|_| bad())?,
                 "tx_size" => cfg.tx_size = v.parse().map_err(|_| bad())?,
                 _ => return Err(bad()),

@@ -14,6 +14,11 @@ pub const XDP_UMEM_REG: libc::c_int = 4;
 pub const XDP_UMEM_FILL_RING: libc::c_int = 5;
 pub const XDP_UMEM_COMPLETION_RING: libc::c_int = 6;
 pub const XDP_STATISTICS: libc::c_int = 7;
+/// Frames the kernel sends per `sendto` in copy mode (kernel >= 6.17; 32 before, and by default).
+pub const XDP_MAX_TX_SKB_BUDGET: libc::c_int = 9;
+/// The copy-mode budget per kick where [`XDP_MAX_TX_SKB_BUDGET`] is not set (`TX_BATCH_SIZE`,
+/// net/xdp/xsk.c).
+pub const TX_BATCH_SIZE: u32 = 32;
 
 // linux/if_xdp.h: `sockaddr_xdp.sxdp_flags`.
 pub const XDP_COPY: u16 = 1 << 1;
