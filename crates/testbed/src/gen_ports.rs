@@ -33,10 +33,30 @@ pub enum GenVethPort {
     /// NAPI context of whoever sent into the pair — for frames coming back from the DUT, on the
     /// DUT's CPU, which the DUT then pays for. For calibration and comparisons only.
     AfXdpNative,
+    /// AF_XDP, copy mode, native XDP, the receive NAPI **batched** (docs/BENCHMARKS.md §6.3):
+    /// busy polled by the generator's own `recvfrom` (`busy_poll_us` [`BATCHED_BUSY_POLL_US`])
+    /// with its hard interrupts deferred (`napi_defer_hard_irqs` [`BATCHED_DEFER_IRQS`],
+    /// `gro_flush_timeout` [`BATCHED_GRO_FLUSH_US`] µs), so that the frames coming back from the
+    /// device are received ~50 per poll on the generator's CPU and the device's `veth_xmit` only
+    /// queues them; and a `pfifo` qdisc on each generator end, so that a full peer ring pushes
+    /// back on the generator instead of dropping (veth drops with `noqueue`). Opt-in: the
+    /// deferral adds up to the flush timeout to a frame's receive time, which the latency
+    /// figures then include.
+    AfXdpBatched,
 }
 
+/// `busy_poll_us` of [`GenVethPort::AfXdpBatched`] ports (BENCHMARKS §6.3).
+pub const BATCHED_BUSY_POLL_US: u32 = 20;
+/// `napi_defer_hard_irqs` of [`GenVethPort::AfXdpBatched`] ports.
+pub const BATCHED_DEFER_IRQS: u32 = 2;
+/// `gro_flush_timeout_us` of [`GenVethPort::AfXdpBatched`] ports.
+pub const BATCHED_GRO_FLUSH_US: u32 = 200;
+/// Packets of the `pfifo` qdisc on [`GenVethPort::AfXdpBatched`] ends.
+pub const BATCHED_PFIFO_LIMIT: u32 = 1000;
+
 impl GenVethPort {
-    /// The environment variable that picks the type: `af_packet`, `af_xdp` or `af_xdp_native`.
+    /// The environment variable that picks the type: `af_packet`, `af_xdp`, `af_xdp_native` or
+    /// `af_xdp_batched`.
     pub const ENV: &'static str = "VECSWITCH_GEN_VETH_PORT";
     /// The faster one at 64 B on this lab's veth (docs/BENCHMARKS.md, "Generator ceiling over veth").
     pub const DEFAULT: GenVethPort = GenVethPort::AfXdp;
@@ -55,6 +75,7 @@ impl GenVethPort {
             GenVethPort::AfPacket => "af_packet",
             GenVethPort::AfXdp => "af_xdp",
             GenVethPort::AfXdpNative => "af_xdp_native",
+            GenVethPort::AfXdpBatched => "af_xdp_batched",
         }
     }
 }
@@ -66,10 +87,11 @@ impl std::str::FromStr for GenVethPort {
             "af_packet" => Ok(GenVethPort::AfPacket),
             "af_xdp" => Ok(GenVethPort::AfXdp),
             "af_xdp_native" => Ok(GenVethPort::AfXdpNative),
+            "af_xdp_batched" => Ok(GenVethPort::AfXdpBatched),
             _ => Err(Error::Invalid {
                 field: GenVethPort::ENV,
                 value: s.to_string(),
-                expected: "af_packet, af_xdp or af_xdp_native".to_string(),
+                expected: "af_packet, af_xdp, af_xdp_native or af_xdp_batched".to_string(),
             }),
         }
     }
@@ -126,16 +148,34 @@ pub fn open_port_as(end: &PortEnd, veth: GenVethPort) -> Result<Box<dyn Port>> {
                     .map_err(|e| port_err(name, Box::new(e)))?;
                     Ok(Box::new(p))
                 }
-                GenVethPort::AfXdp | GenVethPort::AfXdpNative => {
+                GenVethPort::AfXdp | GenVethPort::AfXdpNative | GenVethPort::AfXdpBatched => {
                     let mode = if veth == GenVethPort::AfXdp {
                         XdpMode::Skb
                     } else {
                         XdpMode::Native
                     };
-                    let cfg = AfXdpConfig {
+                    let mut cfg = AfXdpConfig {
                         mode,
                         ..AfXdpConfig::new(name, ifname)
                     };
+                    if veth == GenVethPort::AfXdpBatched {
+                        cfg.busy_poll_us = BATCHED_BUSY_POLL_US;
+                        cfg.napi_defer_hard_irqs = BATCHED_DEFER_IRQS;
+                        cfg.gro_flush_timeout_us = BATCHED_GRO_FLUSH_US;
+                        let limit = BATCHED_PFIFO_LIMIT.to_string();
+                        let tc = ["qdisc", "replace", "dev", ifname, "root", "pfifo", "limit"];
+                        let r = if netns.is_empty() {
+                            let mut a = tc.to_vec();
+                            a.push(&limit);
+                            crate::cmd::run("tc", &a)
+                        } else {
+                            let mut a = vec!["netns", "exec", netns.as_str(), "tc"];
+                            a.extend(tc);
+                            a.push(&limit);
+                            crate::cmd::run("ip", &a)
+                        };
+                        r?;
+                    }
                     let p = match &ns {
                         Some(ns) => AfXdpPort::open_in_netns(cfg, ns),
                         None => AfXdpPort::open(cfg),
@@ -209,6 +249,7 @@ mod tests {
             GenVethPort::AfPacket,
             GenVethPort::AfXdp,
             GenVethPort::AfXdpNative,
+            GenVethPort::AfXdpBatched,
         ] {
             assert_eq!(t.as_str().parse::<GenVethPort>().unwrap(), t);
         }
@@ -216,7 +257,7 @@ mod tests {
         assert!(
             e.contains(GenVethPort::ENV)
                 && e.contains("afxdp")
-                && e.contains("af_xdp or af_xdp_native"),
+                && e.contains("af_xdp_native or af_xdp_batched"),
             "{e}"
         );
     }

@@ -7,7 +7,8 @@ use std::time::Duration;
 use vecswitch_lab::{Load, Measurer};
 use vecswitch_testbed::dut::linux_bridge::LinuxBridgeDut;
 use vecswitch_testbed::{
-    default_streams, open_generator_ports_as, GenMeasurer, GenVethPort, Link, Testbed, Topology,
+    default_streams, open_generator_ports_as, GenMeasurer, GenVethPort, Link, PortEnd, Testbed,
+    Topology,
 };
 
 #[test]
@@ -16,6 +17,10 @@ fn generator_veth_ports_of_every_type_carry_traffic_through_the_linux_bridge() {
         (GenVethPort::AfPacket, "af_packet "),
         (GenVethPort::AfXdp, "xdp skb"),
         (GenVethPort::AfXdpNative, "xdp native"),
+        (
+            GenVethPort::AfXdpBatched,
+            "napi-defer 2 gro-flush-timeout 200 us",
+        ),
     ] {
         let mut tb = Testbed::build(Topology::Phy2Phy { link: Link::Veth }).unwrap();
         let ports = open_generator_ports_as(tb.wiring(), kind).unwrap();
@@ -26,6 +31,22 @@ fn generator_veth_ports_of_every_type_carry_traffic_through_the_linux_bridge() {
                 kind.as_str(),
                 p.describe()
             );
+        }
+        if kind == GenVethPort::AfXdpBatched {
+            // Each generator end got its pfifo qdisc (a full peer ring pushes back, no drop).
+            for end in &tb.wiring().gen_ports {
+                if let PortEnd::Veth { netns, ifname, .. } = end {
+                    let out = std::process::Command::new("ip")
+                        .args(["netns", "exec", netns, "tc", "qdisc", "show", "dev", ifname])
+                        .output()
+                        .expect("ip netns exec tc (iproute2)");
+                    let q = String::from_utf8_lossy(&out.stdout);
+                    assert!(
+                        q.contains("pfifo") && q.contains("limit 1000"),
+                        "{ifname}: {q}"
+                    );
+                }
+            }
         }
         tb.start(Box::new(LinuxBridgeDut::new())).unwrap();
         let mut m = GenMeasurer::for_testbed(&tb, ports, default_streams(64, true))
