@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the lab's QEMU guest: a Debian kernel and a busybox initramfs whose /init bridges the
-# guest's two virtio NICs (docs/TESTBED.md, "VM guests"). Everything comes from Debian packages
+# guest's two virtio NICs or bonds them in 802.3ad mode (docs/TESTBED.md, "VM guests"). Everything comes from Debian packages
 # through apt (`apt-get download` + `dpkg-deb -x`: the kernel and busybox-static are unpacked into
 # the cache, not installed on the host). Nothing is downloaded from anywhere else.
 #
@@ -32,7 +32,10 @@ if [ -z "$kpkg" ]; then
 fi
 kver_pkg=$(apt-cache policy "$kpkg" | awk '/Candidate:/ {print $2}')
 bver_pkg=$(apt-cache policy busybox-static | awk '/Candidate:/ {print $2}')
-want="kernel=$kpkg $kver_pkg busybox-static=$bver_pkg init=$(sha256sum "$here/init" | cut -c1-16)"
+# The modules /init loads (bonding: the LACP partner of the LAG interop test, crates/testbed/tests/
+# lacp_guest.rs; the lab machine's own kernel has no bonding driver).
+modules="virtio_pci virtio_net bridge bonding"
+want="kernel=$kpkg $kver_pkg busybox-static=$bver_pkg init=$(sha256sum "$here/init" | cut -c1-16) modules=${modules// /,}"
 if [ -f "$out/version" ] && [ "$(cat "$out/version")" = "$want" ] \
   && [ -s "$out/vmlinux" ] && [ -s "$out/initramfs.cpio.gz" ]; then
   echo "guest: up to date ($want)"
@@ -68,7 +71,7 @@ visit() {
   for dep in $(modinfo -F depends "$path" | tr ',' ' '); do visit "$dep"; done
   order+=("$m")
 }
-for m in virtio_pci virtio_net bridge; do visit "$m"; done
+for m in $modules; do visit "$m"; done
 
 root="$work/root"
 mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,lib/modules,etc}

@@ -1,6 +1,7 @@
 //! Real peer: vecswitch's LACP against Open vSwitch's (`ovs-vsctl add-bond … lacp=active
-//! bond_mode=balance-tcp other_config:lacp-time=fast`), the partner the lab machine has — its
-//! kernel has no bonding driver, so `bond_kernel.rs` cannot run here (issue 9 item 5).
+//! bond_mode=balance-tcp other_config:lacp-time=fast`), a second independent LACP implementation
+//! beside the Linux bonding driver (crates/testbed/tests/lacp_guest.rs, in a QEMU guest: the lab
+//! machine's own kernel has no bonding driver).
 //!
 //! ```text
 //!  netns O (OVS, userspace netdev datapath)      netns V (vecswitch's ports)        netns H

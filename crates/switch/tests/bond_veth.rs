@@ -1,8 +1,8 @@
 //! Real sockets, real time: two vecswitch switches, each with an LACP bond over two AF_PACKET
 //! ports, joined by two veth pairs, negotiate with each other on their worker threads (the worker
 //! drives the bond timers) and carry frames between two host ports; cutting one veth moves the
-//! traffic to the other. The kernel-peer version of this test is `bond_kernel.rs` (it needs the
-//! kernel's bonding driver); this one needs only root and veths, so it runs on every machine.
+//! traffic to the other. The kernel-peer version of this test is crates/testbed/tests/lacp_guest.rs
+//! (the Linux bonding driver in a QEMU guest); this one needs only root and veths.
 //!
 //! ```text
 //!  netns W:  ha ══ pa(probe)        a0 ══ b0         hb ══ pb(probe)
@@ -10,7 +10,7 @@
 //!                                    a1 ══ b1
 //! ```
 //! Names carry the pid; the [`Lab`] guard deletes the namespace (and so every veth) on drop.
-//! Namespace guard from crates/testsupport, the probe from bond_probe/ (shared with bond_kernel.rs).
+//! Namespace guard from crates/testsupport, the probe from bond_probe/.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

@@ -21,7 +21,8 @@
 //! - the kernel's bonding driver (mode 802.3ad) would be the neutral partner, but this lab's
 //!   kernel has none (`ip link add type bond` → "Unknown device type"; no `team` either; no
 //!   modules to load), so the partner is vecswitch's own bond, whose LACP is tested against the
-//!   kernel's 802.3ad bond and Open vSwitch's (crates/switch/tests/bond_kernel.rs, bond_ovs.rs).
+//!   Linux bonding driver in a QEMU guest and Open vSwitch's (crates/testbed/tests/lacp_guest.rs,
+//!   crates/switch/tests/bond_ovs.rs).
 //!   Against OVS as DUT the two sides are different implementations; against vecswitch both are
 //!   vecswitch's.
 //! - a 4-port generator would need LACP in the generator; the partner reuses what exists.

@@ -1303,6 +1303,7 @@ fn start_vm_vnf(k: usize, ends: &[PortEnd], w: &Wiring, run_dir: &Path) -> Resul
         mode: crate::vm::GuestMode::Bridge,
         cpu: Some(w.cores.vnf),
         netns: Some(w.dut_netns.clone()),
+        append: Vec::new(),
     };
     Ok(Vnf::Vm(crate::vm::Vm::start(&spec, &image, run_dir)?))
 }

@@ -1,4 +1,4 @@
-//! The LAG tests' own traffic (bond_kernel.rs, bond_veth.rs): numbered frames of EtherType 0x88b5
+//! The LAG tests' own traffic (bond_veth.rs): numbered frames of EtherType 0x88b5
 //! (IEEE "local experimental") carrying a per-test magic, sent and received by an AF_PACKET socket
 //! of the test's own in a namespace ([`Probe`]).
 #![allow(dead_code)]

@@ -23,7 +23,8 @@
 //!   -append "console=ttyS0 quiet ipv6.disable=1 panic=-1 vs.mode=bridge" \
 //!   -serial file:CONSOLE -no-reboot \
 //!   -chardev socket,id=c0,path=SOCK0 -netdev vhost-user,id=n0,chardev=c0 \
-//!   -device virtio-net-pci,netdev=n0,mac=52:54:00:..,vectors=0   (and the same for NIC 1)
+//!   -device virtio-net-pci,netdev=n0,mac=52:54:00:..,vectors=0,speed=10000,duplex=full
+//!                                                                (and the same for NIC 1)
 //! ```
 //!
 //! - The guest's RAM must be shareable: the backend maps it from the file descriptors QEMU sends
@@ -31,6 +32,10 @@
 //! - `vectors=0` (no MSI-X): QEMU 7.2 (Debian 12) under TCG crashes in
 //!   `msix_set_vector_notifiers` when a vhost-user virtio-net with MSI-X starts; legacy INTx
 //!   interrupts work.
+//! - `speed=10000,duplex=full`: virtio-net reports no speed or duplex otherwise, and the Linux
+//!   bonding driver in 802.3ad mode disables LACP on a port whose duplex is unknown (it neither
+//!   sends nor heeds LACPDUs there: `ad_update_actor_keys`), so a `vs.mode=bond` guest never
+//!   aggregates. Harmless for the bridge.
 //! - `vmlinux` is booted through its PVH entry point, which skips the XZ decompression of the
 //!   bzImage (about 40 s under TCG on the loaded 2-core machine).
 //! - `ipv6.disable=1`: a guest with IPv6 sends router and MLD solicitations of its own on its
@@ -124,12 +129,16 @@ pub fn require_qemu() -> Result<()> {
 pub enum GuestMode {
     /// A kernel bridge over its two NICs: every frame in on one leaves on the other.
     Bridge,
+    /// The kernel's bonding driver in 802.3ad (LACP) mode over its two NICs, with an address
+    /// (`vs.ip=`, in [`VmSpec::append`]) that answers ARP and ping: a real LACP partner.
+    Bond,
 }
 
 impl GuestMode {
     pub fn as_str(self) -> &'static str {
         match self {
             GuestMode::Bridge => "bridge",
+            GuestMode::Bond => "bond",
         }
     }
 }
@@ -157,6 +166,9 @@ pub struct VmSpec {
     pub cpu: Option<usize>,
     /// Namespace QEMU runs in (so that deleting it ends the guest with the rest of the run).
     pub netns: Option<String>,
+    /// More words for the guest's kernel command line, e.g. `vs.stats=1`, `vs.ip=10.77.0.2/24`
+    /// (scripts/guest/init lists them).
+    pub append: Vec<String>,
 }
 
 impl VmSpec {
@@ -183,10 +195,15 @@ impl VmSpec {
         a.extend(["-kernel".into(), image.kernel.display().to_string()]);
         a.extend(["-initrd".into(), image.initrd.display().to_string()]);
         a.push("-append".into());
-        a.push(format!(
+        let mut cmdline = format!(
             "console=ttyS0 quiet ipv6.disable=1 panic=-1 vs.mode={}",
             self.mode.as_str()
-        ));
+        );
+        for word in &self.append {
+            cmdline.push(' ');
+            cmdline.push_str(word);
+        }
+        a.push(cmdline);
         a.extend(["-serial".into(), format!("file:{}", console.display())]);
         a.push("-no-reboot".into());
         for (i, nic) in self.nics.iter().enumerate() {
@@ -204,7 +221,7 @@ impl VmSpec {
             a.push(format!("vhost-user,id=n{i},chardev=c{i}"));
             a.push("-device".into());
             a.push(format!(
-                "virtio-net-pci,netdev=n{i},mac=52:54:00:00:{:02x}:{i:02x},vectors=0",
+                "virtio-net-pci,netdev=n{i},mac=52:54:00:00:{:02x}:{i:02x},vectors=0,speed=10000,duplex=full",
                 self.index
             ));
         }
@@ -340,6 +357,7 @@ mod tests {
             mode: GuestMode::Bridge,
             cpu: Some(1),
             netns: None,
+            append: vec!["vs.stats=1".into()],
         };
         let image = GuestImage {
             kernel: "/g/vmlinux".into(),
@@ -354,10 +372,11 @@ mod tests {
             "-kernel /g/vmlinux -initrd /g/initrd",
             "vs.mode=bridge",
             "ipv6.disable=1",
+            "vs.mode=bridge vs.stats=1",
             "-serial file:/r/vm1-console.log",
             "socket,id=c0,path=/r/a.sock -netdev vhost-user,id=n0,chardev=c0",
             "socket,id=c1,path=/r/b.sock,server=on,wait=off",
-            "virtio-net-pci,netdev=n1,mac=52:54:00:00:01:01,vectors=0",
+            "virtio-net-pci,netdev=n1,mac=52:54:00:00:01:01,vectors=0,speed=10000,duplex=full",
             "accel=tcg",
         ] {
             assert!(a.contains(want), "missing {want:?} in {a}");
