@@ -284,7 +284,8 @@ impl Dut for OvsLagDut {
         self.inner.check_alive()
     }
 
-    /// The members' datapath counters (`dpctl/show -s`; afxdp ports count no drops: unknown),
+    /// The members' datapath counters (`dpctl/show -s`; afxdp members' drops from the kernel's
+    /// counters of their veth ends, [`super::ovs::kernel_drops`]),
     /// `lost` as internal drops, the PMD and main threads' processing cycles.
     fn counters(&mut self) -> Result<Option<DeviceCounters>> {
         if self.member_types.is_empty() {
