@@ -225,6 +225,24 @@ pub fn thread_sched(pid: u32, comm: &str) -> Option<String> {
     None
 }
 
+/// The CPU time, ns, of the thread of `pid` named `comm` (the first field of its `schedstat`,
+/// Documentation/scheduler/sched-stats.rst; the name matched as [`thread_sched`] does); `None` if
+/// the process or no such thread exists.
+pub fn thread_cpu_ns(pid: u32, comm: &str) -> Option<u64> {
+    let want = comm.get(..comm.len().min(15)).unwrap_or(comm);
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
+        let name = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if name.trim_end() == want {
+            let text = std::fs::read_to_string(t.path().join("schedstat")).ok()?;
+            return text.split_whitespace().next()?.parse().ok();
+        }
+    }
+    None
+}
+
 /// `policy` and `rt_priority` from a `/proc/<pid>/task/<tid>/stat` line, as text.
 pub fn parse_stat_sched(stat: &str) -> Option<String> {
     // Fields after the command name, which is in parentheses and may hold spaces: field 3
