@@ -28,13 +28,14 @@
 //! the DUT's CPU").
 //!
 //! Those threads run at a real-time priority above the worker's and preempt it; the worker's busy
-//! clocks are wall time (from the start of an iteration that received to its end), so an
-//! iteration preempted by a NAPI thread holds that thread's time too, and adding the threads'
-//! time counted it twice: at 150 kfps the sum came to 1.6 times the DUT CPU's whole time
-//! (docs/BENCHMARKS.md §5, "Where vecswitch AF_XDP's cycles go"). The device's busy clocks are
-//! therefore capped at the CPU time its worker thread really had over the trial
-//! (`/proc/<pid>/task/<tid>/schedstat` of `vecswitch-worker`, [`WORKER_THREAD`]); when the cap
-//! binds the figure is an upper bound (it then holds the worker's empty polls as well).
+//! clocks are wall time (vecswitch: from the start of an iteration that received to its end; OVS's
+//! PMD cycles are TSC cycles the same way), so an iteration preempted by a NAPI thread holds that
+//! thread's time too, and adding the threads' time counted it twice: at 150 kfps the sum came to
+//! 1.6 times the DUT CPU's whole time (docs/BENCHMARKS.md §5, "Where vecswitch AF_XDP's cycles
+//! go"). The device's own busy clocks are therefore capped at the CPU time its processes really
+//! had over the trial (all their threads' `/proc/<pid>/task/<tid>/schedstat`,
+//! [`crate::placement::process_cpu_ns`]); when the cap binds the figure is an upper bound (it
+//! then holds a busy-polling worker's empty polls as well).
 //!
 //! CPU time from `/proc/stat` counts everything on the DUT CPU: other work there (a compiler)
 //! inflates a kernel device's cost. The reading compares the CPU's user time with the device's
@@ -155,10 +156,6 @@ pub fn parse_cpu_mhz(text: &str) -> Option<f64> {
         .ok()
 }
 
-/// The thread whose CPU time caps a device's own busy clocks when NAPI threads are added (module
-/// doc): vecswitch's worker.
-pub const WORKER_THREAD: &str = "vecswitch-worker";
-
 /// How a device's busy time is read (see the module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CostMethod {
@@ -183,8 +180,8 @@ pub struct CostReading {
     pub cpu: Option<CpuTimes>,
     /// CPU time of the DUT ends' NAPI threads, ns (summed; `None` when the placement has none).
     pub napi_ns: Option<u64>,
-    /// CPU time of the device's [`WORKER_THREAD`]s, ns (summed; read only with NAPI threads).
-    pub worker_ns: Option<u64>,
+    /// CPU time of the device's processes, all threads, ns (summed; read only with NAPI threads).
+    pub process_ns: Option<u64>,
 }
 
 /// The time a task has spent on a CPU, ns: the first field of `/proc/<pid>/schedstat`
@@ -221,13 +218,13 @@ pub fn read(tb: &Testbed) -> Result<CostReading> {
         read_cpu(tb.wiring().cores.dut).ok()
     };
     let napi_ns = napi_cpu_ns(tb.napi_threads());
-    let worker_ns = napi_ns
+    let process_ns = napi_ns
         .and_then(|_| tb.with_dut(|d| d.processes()))
         .and_then(|ps| {
             let ns: Vec<u64> = ps
                 .iter()
                 .filter(|p| p.pid != 0)
-                .filter_map(|p| crate::placement::thread_cpu_ns(p.pid, WORKER_THREAD))
+                .filter_map(|p| crate::placement::process_cpu_ns(p.pid))
                 .collect();
             (!ns.is_empty()).then(|| ns.iter().sum())
         });
@@ -236,7 +233,7 @@ pub fn read(tb: &Testbed) -> Result<CostReading> {
         counters,
         cpu,
         napi_ns,
-        worker_ns,
+        process_ns,
     })
 }
 
@@ -280,15 +277,15 @@ pub fn trial_cost(
         (Some(a), Some(b)) => Some(a.saturating_sub(b) as f64 / 1e9 * hz),
         _ => None,
     };
-    // The worker's CPU time over the trial, as clocks: its busy clocks cannot exceed it.
-    let worker_clocks = match (after.worker_ns, before.worker_ns) {
+    // The device's CPU time over the trial, as clocks: its busy clocks cannot exceed it.
+    let process_clocks = match (after.process_ns, before.process_ns) {
         (Some(a), Some(b)) => Some(a.saturating_sub(b) as f64 / 1e9 * hz),
         _ => None,
     };
     let (method, busy_clocks) = match (d.busy_clocks, kernel_device) {
         (Some(c), false) => match napi_clocks {
             Some(n) => {
-                let own = worker_clocks.map_or(c as f64, |w| w.min(c as f64));
+                let own = process_clocks.map_or(c as f64, |w| w.min(c as f64));
                 (CostMethod::DeviceClocksAndNapi, Some(own + n))
             }
             None => (CostMethod::DeviceClocks, Some(c as f64)),
@@ -327,7 +324,7 @@ pub fn method_label(m: CostMethod, device: &str, cpu: usize) -> String {
     match m {
         CostMethod::DeviceClocks => format!("{device}'s own busy clocks"),
         CostMethod::DeviceClocksAndNapi => format!(
-            "{device}'s own busy clocks (at most its worker thread's CPU time) + its veth ends' NAPI threads on CPU {cpu} (schedstat)"
+            "{device}'s own busy clocks (at most its processes' CPU time) + its veth ends' NAPI threads on CPU {cpu} (schedstat)"
         ),
         CostMethod::KernelCpu => format!("system+irq+softirq time of CPU {cpu} (/proc/stat)"),
         CostMethod::CpuTime => format!("non-idle time of CPU {cpu} (/proc/stat)"),
@@ -633,7 +630,7 @@ cpu1 95556 0 22351 34615 1901 0 2660 1445 0 0
             counters: Some(c),
             cpu: Some(cpu),
             napi_ns: None,
-            worker_ns: None,
+            process_ns: None,
         }
     }
 
@@ -697,10 +694,10 @@ cpu1 95556 0 22351 34615 1901 0 2660 1445 0 0
         );
         assert!(method_label(c.method, "vecswitch", 1).contains("NAPI threads on CPU 1"));
         // The NAPI threads preempt the worker inside its busy iterations: busy clocks beyond the
-        // worker's own CPU time (here 0.3 s = 6e8 clocks) are the threads' time, not the
-        // worker's, and are not counted twice: 6e8 + 5e8 = 1100 clocks/packet.
+        // device's own CPU time (here 0.3 s = 6e8 clocks) are the threads' time, not the
+        // device's, and are not counted twice: 6e8 + 5e8 = 1100 clocks/packet.
         let cap = |r: CostReading, ns| CostReading {
-            worker_ns: Some(ns),
+            process_ns: Some(ns),
             ..r
         };
         let c = cost_2s(
@@ -713,7 +710,7 @@ cpu1 95556 0 22351 34615 1901 0 2660 1445 0 0
             (c.cycles_per_packet.unwrap() - 1100.0).abs() < 1e-6,
             "{c:?}"
         );
-        // A worker that had more CPU time than its busy clocks (empty polls): the clocks stand.
+        // A device that had more CPU time than its busy clocks (empty polls): the clocks stand.
         let c = cost_2s(
             &cap(before.clone(), 0),
             &cap(after.clone(), 1_900_000_000),
@@ -757,6 +754,12 @@ cpu1 95556 0 22351 34615 1901 0 2660 1445 0 0
             name: "not-this-name".into(),
         };
         assert_eq!(napi_cpu_ns(&[me]), None);
+        // A process's CPU time (all its threads; the cap of the device's busy clocks) includes
+        // this thread's, and a process that does not exist has none.
+        let mine = ns();
+        let p = crate::placement::process_cpu_ns(std::process::id()).unwrap();
+        assert!(p >= mine, "{p} < {mine}");
+        assert_eq!(crate::placement::process_cpu_ns(u32::MAX), None);
     }
 
     #[test]

@@ -225,22 +225,25 @@ pub fn thread_sched(pid: u32, comm: &str) -> Option<String> {
     None
 }
 
-/// The CPU time, ns, of the thread of `pid` named `comm` (the first field of its `schedstat`,
-/// Documentation/scheduler/sched-stats.rst; the name matched as [`thread_sched`] does); `None` if
-/// the process or no such thread exists.
-pub fn thread_cpu_ns(pid: u32, comm: &str) -> Option<u64> {
-    let want = comm.get(..comm.len().min(15)).unwrap_or(comm);
+/// The CPU time, ns, of all threads of process `pid` (the first field of each
+/// `/proc/<pid>/task/<tid>/schedstat`, Documentation/scheduler/sched-stats.rst; threads that end
+/// while they are read are skipped); `None` if the process does not exist.
+pub fn process_cpu_ns(pid: u32) -> Option<u64> {
+    let mut sum = 0u64;
     for t in std::fs::read_dir(format!("/proc/{pid}/task"))
         .ok()?
         .flatten()
     {
-        let name = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
-        if name.trim_end() == want {
-            let text = std::fs::read_to_string(t.path().join("schedstat")).ok()?;
-            return text.split_whitespace().next()?.parse().ok();
-        }
+        let Ok(text) = std::fs::read_to_string(t.path().join("schedstat")) else {
+            continue;
+        };
+        sum += text
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
     }
-    None
+    Some(sum)
 }
 
 /// `policy` and `rt_priority` from a `/proc/<pid>/task/<tid>/stat` line, as text.
