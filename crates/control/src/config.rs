@@ -301,6 +301,19 @@ mac_age = 0
             .unwrap_err()
             .to_string();
         assert!(e.contains("zero_copy"), "{e}");
+        // NAPI deferral reaches the port's config (with the busy polling it requires).
+        let c = Config::from_toml(
+            &port("busy_poll_us = 1\nnapi_defer_hard_irqs = 2\ngro_flush_timeout_us = 20\n"),
+            "t",
+        )
+        .unwrap();
+        let PortConfig::AfXdp(x) = &c.ports[0] else {
+            panic!("expected af_xdp, got {:?}", c.ports[0]);
+        };
+        let b = crate::ports::af_xdp_config(x);
+        assert_eq!((b.napi_defer_hard_irqs, b.gro_flush_timeout_us), (2, 20));
+        assert!(b.validate().is_ok());
+        assert_eq!(Config::from_toml(&c.to_toml(), "t").unwrap(), c);
     }
 
     #[test]

@@ -279,6 +279,14 @@ pub struct AfXdpPortConfig {
     /// `SO_BUSY_POLL_BUDGET`, 1..=1024; default 64.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busy_poll_budget: Option<u32>,
+    /// The interface's `napi_defer_hard_irqs`, written at open, 0..=100 (with busy polling and
+    /// `gro_flush_timeout_us`); default 0 (the device's setting is left alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub napi_defer_hard_irqs: Option<u32>,
+    /// The interface's `gro_flush_timeout` in µs, written at open with `napi_defer_hard_irqs`,
+    /// 0..=10000; default 0 (left alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gro_flush_timeout_us: Option<u32>,
 }
 
 impl AfXdpPortConfig {
@@ -295,6 +303,8 @@ impl AfXdpPortConfig {
             tx_size: None,
             busy_poll_us: None,
             busy_poll_budget: None,
+            napi_defer_hard_irqs: None,
+            gro_flush_timeout_us: None,
         }
     }
 }
@@ -370,6 +380,8 @@ pub fn af_xdp_config(c: &AfXdpPortConfig) -> AfXdpConfig {
         tx_size: c.tx_size.unwrap_or(d.tx_size),
         busy_poll_us: c.busy_poll_us.unwrap_or(d.busy_poll_us),
         busy_poll_budget: c.busy_poll_budget.unwrap_or(d.busy_poll_budget),
+        napi_defer_hard_irqs: c.napi_defer_hard_irqs.unwrap_or(d.napi_defer_hard_irqs),
+        gro_flush_timeout_us: c.gro_flush_timeout_us.unwrap_or(d.gro_flush_timeout_us),
         ..d
     }
 }

@@ -377,7 +377,9 @@ fn kernel_version() -> (u32, u32) {
 /// one `sendto` — or one per 32 frames on an older kernel (`TX_BATCH_SIZE` in net/xdp/xsk.c) —,
 /// plus at most 4 that found the peer full, and a burst of one frame one kick. Empty receive
 /// polls make no `recvfrom` unless busy polling is on (the fill ring of a copy-mode socket never
-/// asks for a wake-up), and then exactly one per poll that found fewer frames than it asked for.
+/// asks for a wake-up) *and* the socket has a NAPI id, and then exactly one per poll that found
+/// fewer frames than it asked for; without a NAPI id (veth on 6.18) a busy poll polls nothing
+/// and the port makes none (docs/BENCHMARKS.md §5, "Where vecswitch AF_XDP's cycles go").
 #[test]
 fn af_xdp_kicks_once_per_burst() {
     let lab = VethLab::new("vsxk");
@@ -474,19 +476,24 @@ fn af_xdp_kicks_once_per_burst() {
         pool.free_bulk(&out);
     }
     assert!(empty > 0);
+    let expected = if busy.napi_id() != 0 { 100 } else { 0 };
     assert_eq!(
         busy.af_xdp_stats().rx_wakeups,
-        100,
-        "busy polling: one recvfrom per poll that found fewer frames than asked for ({empty} empty)"
+        expected,
+        "busy polling: one recvfrom per poll that found fewer frames than asked for ({empty} empty), \
+         none while the socket has no NAPI id: {}",
+        busy.describe()
     );
 }
 
 /// Busy polling with NAPI deferral (the generator's receive ports, docs/BENCHMARKS.md §6.3): the
 /// port opened inside a namespace writes `napi_defer_hard_irqs` and `gro_flush_timeout` of *its*
 /// interface (read back through that namespace's sysfs) without touching the host's `/sys`;
-/// frames arrive exactly, received in the port's own `recvfrom` busy polls; and frames sent while
-/// nobody polls are not stranded: the `gro_flush_timeout` watchdog polls them into the RX ring,
-/// where one `rx_burst` finds them without a wake-up.
+/// frames arrive exactly — received in the port's own `recvfrom` busy polls where the socket has
+/// a NAPI id, and with no `recvfrom` at all where it has none (veth on 6.18: the deferral's
+/// watchdog delivers them) —; and frames sent while nobody polls are not stranded: the
+/// `gro_flush_timeout` watchdog polls them into the RX ring, where one `rx_burst` finds them
+/// without a wake-up.
 #[test]
 fn af_xdp_busy_polling_with_napi_deferral_in_a_namespace() {
     let lab = VethLab::new("vsxd");
@@ -525,7 +532,22 @@ fn af_xdp_busy_polling_with_napi_deferral_in_a_namespace() {
     check_in_order(&got, 1, 60);
     assert_eq!(xdp.stats().rx_packets, 2000);
     let k = xdp.af_xdp_stats();
-    assert!(k.rx_wakeups > 0, "received in busy polls: {k:?}");
+    if xdp.napi_id() == 0 {
+        assert_eq!(
+            k.rx_wakeups,
+            0,
+            "no NAPI id: a busy poll polls nothing, so no recvfrom is spent: {}",
+            xdp.describe()
+        );
+    } else {
+        assert!(k.rx_wakeups > 0, "received in busy polls: {k:?}");
+    }
+    assert!(
+        xdp.describe()
+            .contains(&format!("napi id {}", xdp.napi_id())),
+        "{}",
+        xdp.describe()
+    );
 
     // Nobody polls for 100 ms: the watchdog must still deliver (each frame in one burst).
     let hs: Vec<u32> = (0..100)

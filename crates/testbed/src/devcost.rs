@@ -27,6 +27,16 @@
 //! receive as the Linux bridge's softirq time does (docs/BENCHMARKS.md §5 "The DUT's receive on
 //! the DUT's CPU").
 //!
+//! Those threads run at a real-time priority above the worker's and preempt it; the worker's busy
+//! clocks are wall time (vecswitch: from the start of an iteration that received to its end; OVS's
+//! PMD cycles are TSC cycles the same way), so an iteration preempted by a NAPI thread holds that
+//! thread's time too, and adding the threads' time counted it twice: at 150 kfps the sum came to
+//! 1.6 times the DUT CPU's whole time (docs/BENCHMARKS.md §5, "Where vecswitch AF_XDP's cycles
+//! go"). The device's own busy clocks are therefore capped at the CPU time its processes really
+//! had over the trial (all their threads' `/proc/<pid>/task/<tid>/schedstat`,
+//! [`crate::placement::process_cpu_ns`]); when the cap binds the figure is an upper bound (it
+//! then holds a busy-polling worker's empty polls as well).
+//!
 //! CPU time from `/proc/stat` counts everything on the DUT CPU: other work there (a compiler)
 //! inflates a kernel device's cost. The reading compares the CPU's user time with the device's
 //! and notes when the CPU was shared.
@@ -170,6 +180,8 @@ pub struct CostReading {
     pub cpu: Option<CpuTimes>,
     /// CPU time of the DUT ends' NAPI threads, ns (summed; `None` when the placement has none).
     pub napi_ns: Option<u64>,
+    /// CPU time of the device's processes, all threads, ns (summed; read only with NAPI threads).
+    pub process_ns: Option<u64>,
 }
 
 /// The time a task has spent on a CPU, ns: the first field of `/proc/<pid>/schedstat`
@@ -205,11 +217,23 @@ pub fn read(tb: &Testbed) -> Result<CostReading> {
     } else {
         read_cpu(tb.wiring().cores.dut).ok()
     };
+    let napi_ns = napi_cpu_ns(tb.napi_threads());
+    let process_ns = napi_ns
+        .and_then(|_| tb.with_dut(|d| d.processes()))
+        .and_then(|ps| {
+            let ns: Vec<u64> = ps
+                .iter()
+                .filter(|p| p.pid != 0)
+                .filter_map(|p| crate::placement::process_cpu_ns(p.pid))
+                .collect();
+            (!ns.is_empty()).then(|| ns.iter().sum())
+        });
     Ok(CostReading {
         at: Instant::now(),
         counters,
         cpu,
-        napi_ns: napi_cpu_ns(tb.napi_threads()),
+        napi_ns,
+        process_ns,
     })
 }
 
@@ -253,9 +277,17 @@ pub fn trial_cost(
         (Some(a), Some(b)) => Some(a.saturating_sub(b) as f64 / 1e9 * hz),
         _ => None,
     };
+    // The device's CPU time over the trial, as clocks: its busy clocks cannot exceed it.
+    let process_clocks = match (after.process_ns, before.process_ns) {
+        (Some(a), Some(b)) => Some(a.saturating_sub(b) as f64 / 1e9 * hz),
+        _ => None,
+    };
     let (method, busy_clocks) = match (d.busy_clocks, kernel_device) {
         (Some(c), false) => match napi_clocks {
-            Some(n) => (CostMethod::DeviceClocksAndNapi, Some(c as f64 + n)),
+            Some(n) => {
+                let own = process_clocks.map_or(c as f64, |w| w.min(c as f64));
+                (CostMethod::DeviceClocksAndNapi, Some(own + n))
+            }
             None => (CostMethod::DeviceClocks, Some(c as f64)),
         },
         (None, _) if cpu.is_none() => (CostMethod::Unknown, None),
@@ -292,7 +324,7 @@ pub fn method_label(m: CostMethod, device: &str, cpu: usize) -> String {
     match m {
         CostMethod::DeviceClocks => format!("{device}'s own busy clocks"),
         CostMethod::DeviceClocksAndNapi => format!(
-            "{device}'s own busy clocks + its veth ends' NAPI threads on CPU {cpu} (schedstat)"
+            "{device}'s own busy clocks (at most its processes' CPU time) + its veth ends' NAPI threads on CPU {cpu} (schedstat)"
         ),
         CostMethod::KernelCpu => format!("system+irq+softirq time of CPU {cpu} (/proc/stat)"),
         CostMethod::CpuTime => format!("non-idle time of CPU {cpu} (/proc/stat)"),
@@ -598,6 +630,7 @@ cpu1 95556 0 22351 34615 1901 0 2660 1445 0 0
             counters: Some(c),
             cpu: Some(cpu),
             napi_ns: None,
+            process_ns: None,
         }
     }
 
@@ -660,6 +693,34 @@ cpu1 95556 0 22351 34615 1901 0 2660 1445 0 0
             "{c:?}"
         );
         assert!(method_label(c.method, "vecswitch", 1).contains("NAPI threads on CPU 1"));
+        // The NAPI threads preempt the worker inside its busy iterations: busy clocks beyond the
+        // device's own CPU time (here 0.3 s = 6e8 clocks) are the threads' time, not the
+        // device's, and are not counted twice: 6e8 + 5e8 = 1100 clocks/packet.
+        let cap = |r: CostReading, ns| CostReading {
+            process_ns: Some(ns),
+            ..r
+        };
+        let c = cost_2s(
+            &cap(before.clone(), 1_000_000_000),
+            &cap(after.clone(), 1_300_000_000),
+            false,
+            1_000_000,
+        );
+        assert!(
+            (c.cycles_per_packet.unwrap() - 1100.0).abs() < 1e-6,
+            "{c:?}"
+        );
+        // A device that had more CPU time than its busy clocks (empty polls): the clocks stand.
+        let c = cost_2s(
+            &cap(before.clone(), 0),
+            &cap(after.clone(), 1_900_000_000),
+            false,
+            1_000_000,
+        );
+        assert!(
+            (c.cycles_per_packet.unwrap() - 1500.0).abs() < 1e-6,
+            "{c:?}"
+        );
         // Without the threads' time in both readings: the device's clocks alone.
         let c = cost_2s(&reading(b, CpuTimes::default()), &after, false, 1_000_000);
         assert_eq!(c.method, CostMethod::DeviceClocks);
@@ -693,6 +754,12 @@ cpu1 95556 0 22351 34615 1901 0 2660 1445 0 0
             name: "not-this-name".into(),
         };
         assert_eq!(napi_cpu_ns(&[me]), None);
+        // A process's CPU time (all its threads; the cap of the device's busy clocks) includes
+        // this thread's, and a process that does not exist has none.
+        let mine = ns();
+        let p = crate::placement::process_cpu_ns(std::process::id()).unwrap();
+        assert!(p >= mine, "{p} < {mine}");
+        assert_eq!(crate::placement::process_cpu_ns(u32::MAX), None);
     }
 
     #[test]

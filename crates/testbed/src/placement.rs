@@ -225,6 +225,27 @@ pub fn thread_sched(pid: u32, comm: &str) -> Option<String> {
     None
 }
 
+/// The CPU time, ns, of all threads of process `pid` (the first field of each
+/// `/proc/<pid>/task/<tid>/schedstat`, Documentation/scheduler/sched-stats.rst; threads that end
+/// while they are read are skipped); `None` if the process does not exist.
+pub fn process_cpu_ns(pid: u32) -> Option<u64> {
+    let mut sum = 0u64;
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
+        let Ok(text) = std::fs::read_to_string(t.path().join("schedstat")) else {
+            continue;
+        };
+        sum += text
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    Some(sum)
+}
+
 /// `policy` and `rt_priority` from a `/proc/<pid>/task/<tid>/stat` line, as text.
 pub fn parse_stat_sched(stat: &str) -> Option<String> {
     // Fields after the command name, which is in parentheses and may hold spaces: field 3

@@ -85,6 +85,18 @@
 //! no queue (`noqueue`, the default) has a frame dropped when this ring is full (counted as its
 //! `tx_dropped`); with a qdisc it is back-pressured instead.
 //!
+//! A busy poll needs the socket's NAPI id (`SO_INCOMING_NAPI_ID`, which the kernel records once,
+//! from the first frame the socket receives): without one the kernel's `sk_busy_loop` does
+//! nothing, and a `recvfrom` for it is a system call that polls nothing. veth on kernel 6.18
+//! gives its XDP receive queues no NAPI id (the id was 0 on every socket measured, and the napi
+//! trace showed no poll made by the busy-polling thread: docs/BENCHMARKS.md §5, "Where vecswitch
+//! AF_XDP's cycles go"), so there busy polling is inert. The port reads the id after binding and,
+//! while it is 0, again in [`Port::poll_control`]; it calls `recvfrom` for busy polling only
+//! once the id is known (`describe` shows it: `napi id`). So on veth what batches the receive NAPI is the deferral
+//! alone: `veth_xmit` leaves the NAPI to `gro_flush_timeout`'s timer, which polls it (in its
+//! NAPI thread where it is threaded, else in softirq on the CPU that armed it) once per timeout —
+//! frames wait up to the timeout, and the `recvfrom` calls above were spent for nothing.
+//!
 //! `rx_dropped` = kernel drops (`XDP_STATISTICS`: `rx_dropped`, which includes frames that found
 //! the fill ring empty, `rx_ring_full` and `rx_invalid_descs`) + descriptors outside the UMEM +
 //! frames that found no pool buffer. `tx_dropped` = frames not posted (TX ring or chunks
@@ -449,6 +461,28 @@ fn read_xdp_statistics(fd: RawFd) -> sys::XdpStatistics {
     }
 }
 
+/// The socket's NAPI id (`SO_INCOMING_NAPI_ID`), 0 when the kernel knows none (or the call
+/// fails).
+fn read_napi_id(fd: RawFd) -> u32 {
+    let mut id: u32 = 0;
+    let mut len = core::mem::size_of::<u32>() as libc::socklen_t;
+    // SAFETY: `id` is writable for `len` bytes and `len` is a valid in/out length.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            sys::SO_INCOMING_NAPI_ID,
+            (&mut id as *mut u32).cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 {
+        id
+    } else {
+        0
+    }
+}
+
 /// Sets `interface`'s NAPI deferral (`/sys/class/net/IF/napi_defer_hard_irqs` and
 /// `gro_flush_timeout`, Documentation/networking/napi.rst) in the calling thread's network
 /// namespace. sysfs shows the namespace of whoever mounted it, so a short-lived thread (it
@@ -568,6 +602,9 @@ pub struct AfXdpPort {
     tx_seen: u32,
     /// Frames the kernel sends per kick (`XDP_MAX_TX_SKB_BUDGET`, or the kernel's default 32).
     tx_budget: u32,
+    /// The socket's NAPI id (`SO_INCOMING_NAPI_ID`): 0 while the kernel knows none, and then a
+    /// busy poll polls nothing (module doc, "Busy polling with NAPI deferral").
+    napi_id: u32,
     /// Scratch for frames longer than one pool buffer.
     scratch: Vec<u8>,
     stats: PortStats,
@@ -840,6 +877,7 @@ impl AfXdpPort {
             tx_lens,
             tx_seen,
             tx_budget,
+            napi_id: read_napi_id(f),
             scratch: Vec::new(),
             stats: PortStats::default(),
             extra: AfXdpStats::default(),
@@ -1060,7 +1098,7 @@ impl AfXdpPort {
     /// Wakes the kernel's receive side (fill ring) when it asked for it or busy polling is on;
     /// returns whether it did (`recvfrom`: a busy poll receives in it).
     fn wake_rx(&mut self) -> bool {
-        if self.fill.needs_wakeup() || self.config.busy_poll_us > 0 {
+        if self.fill.needs_wakeup() || self.busy_polls() {
             self.extra.rx_wakeups += 1;
             // SAFETY: recvfrom with a NULL buffer of length 0 on our XDP socket: it only drives
             // the kernel's receive processing (af_xdp.rst); nothing is written.
@@ -1077,6 +1115,17 @@ impl AfXdpPort {
             return true;
         }
         false
+    }
+
+    /// Whether `recvfrom` busy-polls: busy polling is configured and the socket has a NAPI id
+    /// (without one the kernel's busy loop polls nothing).
+    fn busy_polls(&self) -> bool {
+        self.config.busy_poll_us > 0 && self.napi_id != 0
+    }
+
+    /// The socket's NAPI id, 0 while the kernel knows none (see the module doc).
+    pub fn napi_id(&self) -> u32 {
+        self.napi_id
     }
 
     /// Copies the received frame at `addr`, `len` bytes, into a pool buffer (a chain if longer
@@ -1143,7 +1192,7 @@ impl Port for AfXdpPort {
         // only when it is empty — with NAPI deferral nothing else polls it before the watchdog,
         // and the peer's 256-entry ring must not fill meanwhile — and take what the poll received
         // in this call. Otherwise wake the kernel only when the ring is empty and it asked.
-        if n < max && (n == 0 || self.config.busy_poll_us > 0) && self.wake_rx() {
+        if n < max && (n == 0 || self.busy_polls()) && self.wake_rx() {
             n = self.rx.ready(max);
         }
         if n == 0 {
@@ -1255,6 +1304,10 @@ impl Port for AfXdpPort {
         if self.watch.due() {
             self.check_interface();
         }
+        // The kernel records the NAPI id from the first frame the socket receives.
+        if self.config.busy_poll_us > 0 && self.napi_id == 0 {
+            self.napi_id = read_napi_id(self.fd.as_raw_fd());
+        }
         // Idle flush: frames the peer could not take during the last burst go out now.
         self.flush();
     }
@@ -1337,7 +1390,7 @@ impl Port for AfXdpPort {
         format!(
             "af_xdp {} ifindex {} queue {} xdp {} copy need-wakeup rx {} tx {} chunks of {} tx budget {}{}{} \
              | xdp rx_dropped {} rx_ring_full {} rx_fill_ring_empty_descs {} tx_ring_empty_descs {} \
-             | interface tx_dropped {} rx_dropped {} peer tx_dropped {} | tx kicks {} rx wake-ups {}{}",
+             | interface tx_dropped {} rx_dropped {} peer tx_dropped {} | tx kicks {} rx wake-ups {} napi id {}{}",
             self.config.interface,
             self.ifindex,
             self.config.queue,
@@ -1368,6 +1421,7 @@ impl Port for AfXdpPort {
             k.kernel_peer_tx_dropped,
             k.tx_kicks,
             k.rx_wakeups,
+            self.napi_id,
             self.watch.describe(),
         )
     }

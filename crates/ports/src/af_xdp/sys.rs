@@ -36,6 +36,8 @@ pub const XDP_UMEM_PGOFF_COMPLETION_RING: libc::off_t = 0x1_8000_0000;
 // linux/socket.h: busy polling (SO_BUSY_POLL = 46 is in libc).
 pub const SO_PREFER_BUSY_POLL: libc::c_int = 69;
 pub const SO_BUSY_POLL_BUDGET: libc::c_int = 70;
+// asm-generic/socket.h: the NAPI instance a socket's frames came from (0: none known).
+pub const SO_INCOMING_NAPI_ID: libc::c_int = 56;
 
 /// `struct sockaddr_xdp`.
 #[repr(C)]

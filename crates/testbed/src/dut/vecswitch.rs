@@ -114,6 +114,47 @@ pub fn worker_priority_from_env() -> Result<String> {
     }
 }
 
+/// Environment variable giving the DUT's af_xdp ports NAPI deferral, `N:US`
+/// (`napi_defer_hard_irqs = N`, `gro_flush_timeout_us = US`, with the `busy_poll_us = 1` the port
+/// requires with them; on veth the busy poll itself is inert): the receive NAPI of the DUT's veth
+/// ends then runs once per `US` µs batch instead of once per frame (docs/BENCHMARKS.md §5,
+/// "Where vecswitch AF_XDP's cycles go"). Unset: the ports' defaults (no deferral).
+pub const AFXDP_NAPI_DEFER_ENV: &str = "VECSWITCH_DUT_AFXDP_NAPI_DEFER";
+
+/// [`AFXDP_NAPI_DEFER_ENV`] parsed: `None` when unset, else `(napi_defer_hard_irqs,
+/// gro_flush_timeout_us)`; an unparsable value names the variable and what is accepted.
+pub fn afxdp_napi_defer_from_env() -> Result<Option<(u32, u32)>> {
+    let Some(v) = std::env::var_os(AFXDP_NAPI_DEFER_ENV) else {
+        return Ok(None);
+    };
+    let v = v.to_string_lossy().trim().to_string();
+    parse_napi_defer(&v).map(Some).ok_or(Error::Invalid {
+        field: AFXDP_NAPI_DEFER_ENV,
+        value: v,
+        expected: "N:US with N in 1..=100 and US in 1..=10000 (e.g. 2:20)".into(),
+    })
+}
+
+fn parse_napi_defer(v: &str) -> Option<(u32, u32)> {
+    let (n, us) = v.split_once(':')?;
+    let (n, us): (u32, u32) = (n.trim().parse().ok()?, us.trim().parse().ok()?);
+    ((1..=100).contains(&n) && (1..=10_000).contains(&us)).then_some((n, us))
+}
+
+/// `toml` (a config of [`config_toml_with`]) with every af_xdp port given NAPI deferral `defer`
+/// (see [`AFXDP_NAPI_DEFER_ENV`]); unchanged for `None`.
+pub fn with_afxdp_napi_defer(toml: &str, defer: Option<(u32, u32)>) -> String {
+    match defer {
+        None => toml.to_string(),
+        Some((n, us)) => toml.replace(
+            "type = \"af_xdp\"\n",
+            &format!(
+                "type = \"af_xdp\"\nbusy_poll_us = 1\nnapi_defer_hard_irqs = {n}\ngro_flush_timeout_us = {us}\n"
+            ),
+        ),
+    }
+}
+
 /// How the DUT opens the veth ends it holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VethPort {
@@ -484,6 +525,9 @@ impl VecswitchDut {
             Some(w.cores.dut),
             self.veth,
         );
+        if self.veth == VethPort::AfXdp {
+            s = with_afxdp_napi_defer(&s, afxdp_napi_defer_from_env()?);
+        }
         match self.mode {
             Mode::Xconnect => {}
             Mode::Bridge => {
@@ -792,6 +836,14 @@ impl Dut for VecswitchDut {
                     asked(&self.worker_priority),
                     asked(&self.worker_idle)
                 );
+                if let (VethPort::AfXdp, Ok(Some((n, us)))) =
+                    (self.veth, afxdp_napi_defer_from_env())
+                {
+                    let _ = write!(
+                        note,
+                        " with napi_defer_hard_irqs {n}, gro_flush_timeout {us} us ({AFXDP_NAPI_DEFER_ENV})"
+                    );
+                }
                 if !self.route_loads.is_empty() {
                     let _ = write!(
                         note,
@@ -974,6 +1026,24 @@ ports = [\"phy0\", \"dut1\"]
             port_kinds(&pvp_veth, VethPort::AfXdp),
             "veth ports af_xdp, memif ports"
         );
+    }
+
+    #[test]
+    fn afxdp_ports_take_napi_deferral_when_asked() {
+        assert_eq!(parse_napi_defer("2:20"), Some((2, 20)));
+        assert_eq!(parse_napi_defer(" 10 : 200 "), Some((10, 200)));
+        for bad in ["", "2", "0:20", "2:0", "101:20", "2:10001", "a:b", "2:20:3"] {
+            assert_eq!(parse_napi_defer(bad), None, "{bad:?}");
+        }
+        let toml = "[[port]]\nname = \"a\"\ntype = \"af_xdp\"\ninterface = \"dut0\"\n\n[[port]]\nname = \"m\"\ntype = \"memif\"\n";
+        assert_eq!(with_afxdp_napi_defer(toml, None), toml);
+        let d = with_afxdp_napi_defer(toml, Some((2, 20)));
+        assert!(
+            d.contains("type = \"af_xdp\"\nbusy_poll_us = 1\nnapi_defer_hard_irqs = 2\ngro_flush_timeout_us = 20\ninterface = \"dut0\""),
+            "{d}"
+        );
+        assert_eq!(d.matches("napi_defer_hard_irqs").count(), 1, "{d}");
+        // (The switch's config parser takes these keys: vecswitch-control's config tests.)
     }
 
     #[test]
