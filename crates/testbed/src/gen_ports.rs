@@ -34,11 +34,14 @@ pub enum GenVethPort {
     /// DUT's CPU, which the DUT then pays for. For calibration and comparisons only.
     AfXdpNative,
     /// AF_XDP, copy mode, native XDP, the receive NAPI **batched** (docs/BENCHMARKS.md §6.3):
-    /// busy polled by the generator's own `recvfrom` (`busy_poll_us` [`BATCHED_BUSY_POLL_US`])
-    /// with its hard interrupts deferred (`napi_defer_hard_irqs` [`BATCHED_DEFER_IRQS`],
+    /// its hard interrupts deferred (`napi_defer_hard_irqs` [`BATCHED_DEFER_IRQS`],
     /// `gro_flush_timeout` [`BATCHED_GRO_FLUSH_US`] µs), so that the frames coming back from the
-    /// device are received ~50 per poll on the generator's CPU and the device's `veth_xmit` only
-    /// queues them; and a `pfifo` qdisc on each generator end, so that a full peer ring pushes
+    /// device are received ~50 per NAPI run and the device's `veth_xmit` only queues them. The
+    /// ports also ask for busy polling (`busy_poll_us` [`BATCHED_BUSY_POLL_US`], which the kernel
+    /// requires with the deferral), but on veth it polls nothing: a veth AF_XDP socket has no
+    /// NAPI id on this kernel (`show ports` prints `napi id 0`; BENCHMARKS §5, "Where vecswitch
+    /// AF_XDP's cycles go"), so the port makes no busy-poll `recvfrom` and the batching is the
+    /// flush timer's, which runs where the NAPI was scheduled; and a `pfifo` qdisc on each generator end, so that a full peer ring pushes
     /// back on the generator instead of dropping (veth drops with `noqueue`). Opt-in: the
     /// deferral adds up to the flush timeout to a frame's receive time, which the latency
     /// figures then include.
