@@ -19,7 +19,7 @@ use vecswitch_lab::procedures::rfc2889::{
     address_caching_capacity, AddressMethod, AddressResult, CachingConfig,
 };
 use vecswitch_lab::results::Outcome;
-use vecswitch_lab::suite::{run_for_dut_observed, FrameSize, Suite, TestSpec};
+use vecswitch_lab::suite::{FrameSize, Suite, TestSpec};
 use vecswitch_lab::{LabError, Measurer};
 use vecswitch_testbed::dut::evpl::dut_streams;
 use vecswitch_testbed::{default_streams, DutKind, GenMeasurer, Link, Scale, Testbed, Topology};
@@ -109,24 +109,21 @@ fn every_device_runs_the_l2_suite_and_forwards() {
                 assert_eq!(streams[0].vlans.len(), 1, "{}: UNI frames", dut.name);
                 assert_eq!(streams[1].vlans.len(), 2, "{}: ENNI frames", dut.name);
             }
-            let mut m = GenMeasurer::for_testbed(tbr, ports, streams)
-                .unwrap()
-                .tolerance(0.01);
             // The searches go up to "the generator's limit" (search_max): a stand-in for the
             // bench's calibration, low enough for a debug build of the generator on a busy host.
-            run_for_dut_observed(
+            common::run_suite_dut(
+                tbr,
+                ports,
+                streams,
                 &suite,
                 dut,
                 &size,
                 Some(GENERATOR_LIMIT_FPS),
-                &mut m,
                 &mut |_, sc, point| {
                     tbr.configure_scale(Scale::parse(&sc.kind, point).unwrap())
                         .map_err(|e| LabError::Dut(e.to_string()))
                 },
-                &mut (),
             )
-            .unwrap()
         };
         tb.check_alive().unwrap();
         assert!(run.error.is_none(), "{}: {:?}", dut.name, run.error);

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use common::vecswitch_bin;
 use vecswitch_lab::results::Outcome;
-use vecswitch_lab::suite::{run_for_dut_observed, FrameSize, Suite, TestSpec};
+use vecswitch_lab::suite::{FrameSize, Suite, TestSpec};
 use vecswitch_lab::{LabError, Load, Measurer};
 use vecswitch_testbed::dut::evpl::dut_streams;
 use vecswitch_testbed::lag::{LagReport, GROUPS, MEMBERS};
@@ -187,22 +187,17 @@ fn a_member_going_down_moves_its_traffic_within_one_lacp_timeout() {
     for dut in &suite.duts {
         let name = dut.name.as_str();
         let (tb, ports) = started(name);
-        let run = {
-            let streams = dut_streams(&tb, &size.spec().unwrap(), suite.bidirectional);
-            let mut m = GenMeasurer::for_testbed(&tb, ports, streams)
-                .unwrap()
-                .tolerance(0.01);
-            run_for_dut_observed(
-                &suite,
-                dut,
-                &size,
-                None,
-                &mut m,
-                &mut |_, _, _| Err(LabError::Dut("no scale in this test".into())),
-                &mut (),
-            )
-            .unwrap()
-        };
+        let streams = dut_streams(&tb, &size.spec().unwrap(), suite.bidirectional);
+        let run = common::run_suite_dut(
+            &tb,
+            ports,
+            streams,
+            &suite,
+            dut,
+            &size,
+            None,
+            &mut |_, _, _| Err(LabError::Dut("no scale in this test".into())),
+        );
         tb.check_alive()
             .unwrap_or_else(|e| panic!("{name}: after the failover: {e}"));
         assert!(run.error.is_none(), "{name}: {:?}", run.error);
@@ -344,23 +339,17 @@ fn the_lag_suite_runs_on_both_devices() {
         let ports = tb.open_generator_ports().unwrap();
         tb.start(kind.build())
             .unwrap_or_else(|e| panic!("{}: {e}", dut.name));
-        let run = {
-            let tbr = &tb;
-            let streams = dut_streams(tbr, &size.spec().unwrap(), suite.bidirectional);
-            let mut m = GenMeasurer::for_testbed(tbr, ports, streams)
-                .unwrap()
-                .tolerance(0.01);
-            run_for_dut_observed(
-                &suite,
-                dut,
-                &size,
-                Some(20_000.0),
-                &mut m,
-                &mut |_, _, _| Err(LabError::Dut("no scale in this suite".into())),
-                &mut (),
-            )
-            .unwrap()
-        };
+        let streams = dut_streams(&tb, &size.spec().unwrap(), suite.bidirectional);
+        let run = common::run_suite_dut(
+            &tb,
+            ports,
+            streams,
+            &suite,
+            dut,
+            &size,
+            Some(20_000.0),
+            &mut |_, _, _| Err(LabError::Dut("no scale in this suite".into())),
+        );
         tb.check_alive().unwrap();
         assert!(run.error.is_none(), "{}: {:?}", dut.name, run.error);
         assert_eq!(run.records.len(), 1, "{}", dut.name);

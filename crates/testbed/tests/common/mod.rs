@@ -279,3 +279,33 @@ pub fn phy2phy_veth_with(
     tb.start(kind.build()).unwrap();
     (tb, ports)
 }
+
+/// One device's tests of `suite` at `size` through the bench's own path
+/// (`run_for_dut_observed`): the generator's measurer on `ports` sending `streams` (tester
+/// tolerance 1 %), the searches capped at `generator_limit_fps`, scale points applied by
+/// `reconfigure`. Panics if the suite cannot run.
+#[allow(clippy::too_many_arguments)] // a test helper: each argument is one input of the bench's path
+pub fn run_suite_dut(
+    tb: &vecswitch_testbed::Testbed,
+    ports: Vec<Box<dyn Port>>,
+    streams: Vec<vecswitch_gen::StreamSpec>,
+    suite: &vecswitch_lab::suite::Suite,
+    dut: &vecswitch_lab::suite::DutSpec,
+    size: &vecswitch_lab::suite::FrameSize,
+    generator_limit_fps: Option<f64>,
+    reconfigure: &mut vecswitch_lab::suite::Reconfigure<'_>,
+) -> vecswitch_lab::suite::DutRun {
+    let mut m = vecswitch_testbed::GenMeasurer::for_testbed(tb, ports, streams)
+        .unwrap()
+        .tolerance(0.01);
+    vecswitch_lab::suite::run_for_dut_observed(
+        suite,
+        dut,
+        size,
+        generator_limit_fps,
+        &mut m,
+        reconfigure,
+        &mut (),
+    )
+    .unwrap()
+}
