@@ -11,17 +11,8 @@
 # e.g.   sudo scripts/veth-loss-probe.sh target/release/vecswitch 300kpps 4s 1 af_xdp 0
 set -u
 BIN=$1; RATE=$2; DUR=$3; PLACE=${4:-1}; KIND=${5:-af_xdp}; GRO=${6:-0}
-T=$$; G=afg$T; D=afd$T; W=$(mktemp -d /tmp/veth-loss-probe.XXXXXX); mkdir -p $W
-gA=ga$T; gB=gb$T; dA=da$T; dB=db$T
-cleanup() { [ -n "${SW:-}" ] && { kill $SW 2>/dev/null; wait $SW 2>/dev/null; }; ip netns del $G 2>/dev/null; ip netns del $D 2>/dev/null; }
-trap cleanup EXIT
-ip netns add $G; ip netns add $D
-for ns in $G $D; do ip netns exec $ns sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1; ip -n $ns link set lo up; done
-ip link add $gA netns $G type veth peer name $dA netns $D
-ip link add $gB netns $G type veth peer name $dB netns $D
-for i in $gA $gB; do ip -n $G link set $i up; done
-for i in $dA $dB; do ip -n $D link set $i up; done
-ip netns exec $G sh -c "echo 1 > /sys/class/net/$gA/queues/rx-0/rps_cpus; echo 1 > /sys/class/net/$gB/queues/rx-0/rps_cpus"
+. "$(dirname "$0")/probe-lib.sh"
+probe_lab afg afd veth-loss-probe
 if [ "$GRO" = 1 ]; then ip netns exec $D ethtool -K $dA gro on; ip netns exec $D ethtool -K $dB gro on; ip netns exec $G ethtool -K $gA tso off; ip netns exec $G ethtool -K $gB tso off; fi
 cat > $W/dut.toml <<T2
 [switch]

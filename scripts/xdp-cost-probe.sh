@@ -16,17 +16,8 @@
 # e.g.   sudo scripts/xdp-cost-probe.sh target/release/vecswitch xdp 150kpps
 set -u
 BIN=$1; CASE=$2; RATE=$3; EXTRA=${4:-}; PERF=${PERF:-0}
-T=$$; G=xg$T; D=xd$T; W=$(mktemp -d /tmp/xdp-cost-probe.XXXXXX)
-gA=ga$T; gB=gb$T; dA=da$T; dB=db$T
-cleanup() { [ -n "${SW:-}" ] && { kill $SW 2>/dev/null; wait $SW 2>/dev/null; }; ip netns del $G 2>/dev/null; ip netns del $D 2>/dev/null; }
-trap cleanup EXIT
-ip netns add $G; ip netns add $D
-for ns in $G $D; do ip netns exec $ns sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1; ip -n $ns link set lo up; done
-ip link add $gA netns $G type veth peer name $dA netns $D
-ip link add $gB netns $G type veth peer name $dB netns $D
-for i in $gA $gB; do ip -n $G link set $i up; done
-for i in $dA $dB; do ip -n $D link set $i up; done
-ip netns exec $G sh -c "echo 1 > /sys/class/net/$gA/queues/rx-0/rps_cpus; echo 1 > /sys/class/net/$gB/queues/rx-0/rps_cpus"
+. "$(dirname "$0")/probe-lib.sh"
+probe_lab xg xd xdp-cost-probe
 KIND=af_xdp
 case $CASE in afp) KIND=af_packet;; esac
 if [ $CASE = bridge ]; then
