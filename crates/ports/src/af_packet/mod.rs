@@ -84,7 +84,14 @@
 //! worker does on every idle poll — so frames never wait in the ring because traffic stopped. A
 //! full ring is kicked and reaped once before frames are dropped (`tx_ring_full`). A kick that
 //! fails for good (interface down or gone) takes the waiting slots back and counts them in
-//! `tx_dropped` and [`AfPacketStats::tx_unsent_dropped`]. `PACKET_QDISC_BYPASS` (default on)
+//! `tx_dropped` and [`AfPacketStats::tx_unsent_dropped`]. The kernel sends the slots strictly in
+//! order and puts a frame its driver dropped back to SEND_REQUEST (`tpacket_snd`), so a frame the
+//! far side cannot take would be re-sent at every kick and hold every frame behind it: when a
+//! kick finds the kernel's head where the previous refused kick left it, the port takes the
+//! waiting slots back — at once if the interface has no carrier
+//! ([`AfPacketStats::tx_link_down`]: a veth whose peer is down; the frames would otherwise go
+//! out, stale, when the link returns), after `TX_STALL_LIMIT` (100 ms) of refusals otherwise
+//! ([`AfPacketStats::tx_stalled_dropped`]: e.g. longer than a veth peer's MTU). `PACKET_QDISC_BYPASS` (default on)
 //! sends straight to the driver: no qdisc can then drop a frame after the port counted it.
 //!
 //! ## Interface removed under the port
@@ -616,6 +623,21 @@ impl AfPacketPort {
             reclaimed = self.tx.reclaim_unsent();
             self.extra.tx_unsent_dropped += reclaimed as u64;
             self.stats.tx_dropped += reclaimed as u64;
+        } else {
+            self.tx.complete(&mut self.stats, &mut self.extra);
+            // The same frame refused again, nothing sent since: with no carrier it will not go
+            // until the link returns, so give up now; with the link up, after TX_STALL_LIMIT.
+            // The link is read (two syscalls) only here, never while the ring moves.
+            if let Some(waited) = self.tx.head_stalled() {
+                if self.link() == LinkState::Down {
+                    reclaimed = self.tx.reclaim_unsent();
+                    self.extra.tx_link_down += reclaimed as u64;
+                } else if waited >= tx::TX_STALL_LIMIT {
+                    reclaimed = self.tx.reclaim_unsent();
+                    self.extra.tx_stalled_dropped += reclaimed as u64;
+                }
+                self.stats.tx_dropped += reclaimed as u64;
+            }
         }
         self.tx.complete(&mut self.stats, &mut self.extra);
         reclaimed

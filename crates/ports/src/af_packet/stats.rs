@@ -4,7 +4,8 @@ use serde::Serialize;
 
 /// Counters specific to the AF_PACKET backend. Every frame the port loses is in exactly one of the
 /// drop counters (`kernel_drops`, `rx_truncated`, `rx_bad_descriptor`, `rx_no_buffer`,
-/// `tx_ring_full`, `tx_too_long`, `tx_kernel_rejected`, `tx_unsent_dropped`), and also in the
+/// `tx_ring_full`, `tx_too_long`, `tx_kernel_rejected`, `tx_unsent_dropped`, `tx_link_down`,
+/// `tx_stalled_dropped`), and also in the
 /// generic `rx_dropped` / `tx_dropped`. The kernel's interface counters beside them
 /// (`kernel_if_tx_dropped`, `kernel_peer_tx_dropped`) count drops of *copies*: see each.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -40,6 +41,16 @@ pub struct AfPacketStats {
     /// Frames placed in the TX ring and taken back unsent after a kick failed for good (interface
     /// down or gone): dropped.
     pub tx_unsent_dropped: u64,
+    /// Frames taken back unsent because the kernel refused the oldest of them at two kicks in a
+    /// row while the interface had no carrier (a veth whose peer is down, a NIC without link):
+    /// dropped at once, as VPP's `interface-output` drops for a link that is down, instead of
+    /// being re-sent at every kick and delivered late, if ever.
+    pub tx_link_down: u64,
+    /// Frames taken back unsent because the kernel refused the oldest of them at every kick for
+    /// `TX_STALL_LIMIT` (100 ms) on a link that is up — e.g. a frame longer than a veth peer's
+    /// MTU, which `veth_xmit` drops and `tpacket_snd` puts back each time: dropped, so that the
+    /// ring moves on.
+    pub tx_stalled_dropped: u64,
     /// Kicks that left frames in the ring for a later kick (`EAGAIN`: socket buffer full;
     /// `ENOBUFS`: the qdisc refused one). Not a loss: the frames go out with a later kick.
     pub tx_deferred_kicks: u64,
@@ -53,7 +64,8 @@ pub struct AfPacketStats {
     /// this port: when `veth_xmit` drops a frame, `tpacket_snd` puts its slot back to
     /// "send request" and the next kick sends it again (`tx-deferred-kicks`), so this counts
     /// attempts. A frame the peer can never take (longer than its MTU) is re-sent at every kick
-    /// and holds the ring (test `kernel_if_drops`).
+    /// until it has held the ring for `TX_STALL_LIMIT`, then dropped (`tx_stalled_dropped`; test
+    /// `kernel_if_drops`).
     pub kernel_if_tx_dropped: u64,
     /// The veth peer's `tx_dropped` ([`crate::ifstats`]): copies of frames sent toward this
     /// port that the peer could not put into this end's receive queue (with GRO on this end,
@@ -66,7 +78,7 @@ pub struct AfPacketStats {
 impl AfPacketStats {
     /// `(reason, count)` of every counter `show errors` lists (losses and events, not the
     /// `tx_in_flight` gauge), in a fixed order.
-    pub fn reasons(&self) -> [(&'static str, u64); 15] {
+    pub fn reasons(&self) -> [(&'static str, u64); 17] {
         [
             ("kernel-ring-full-drops", self.kernel_drops),
             ("kernel-queue-freezes", self.kernel_freeze_q),
@@ -78,6 +90,8 @@ impl AfPacketStats {
             ("tx-too-long", self.tx_too_long),
             ("tx-kernel-rejected", self.tx_kernel_rejected),
             ("tx-unsent-dropped", self.tx_unsent_dropped),
+            ("tx-link-down", self.tx_link_down),
+            ("tx-stalled-dropped", self.tx_stalled_dropped),
             (
                 "kernel-interface-tx-dropped-resent",
                 self.kernel_if_tx_dropped,

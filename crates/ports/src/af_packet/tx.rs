@@ -2,6 +2,7 @@
 //! counted as sent only when the kernel gives them back.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use vecswitch_buffer::Pool;
 
@@ -73,7 +74,19 @@ pub(super) struct TxRing {
     /// Frame length of each slot when it was placed: our own copy, so that what is counted as sent
     /// does not depend on memory the kernel can write.
     lens: Vec<u32>,
+    /// Slots the kernel has given back since the ring was made: progress, whatever the slot.
+    completed: u64,
+    /// Set by a kick that left frames waiting: `completed` then, and when. A later such kick that
+    /// finds `completed` unchanged knows the kernel's head has not moved since ([`Self::head_stalled`]).
+    stalled: Option<(u64, Instant)>,
 }
+
+/// How long the oldest frame waiting to be sent may be refused at every kick, on a link that is
+/// up, before the port gives it up together with the frames queued behind it. The kernel sends
+/// a ring's slots strictly in order and puts a frame its driver dropped back to "send request"
+/// (`tpacket_snd`), so one frame the peer can never take (longer than its MTU) would otherwise
+/// be re-sent at every kick and hold the ring for good.
+pub(super) const TX_STALL_LIMIT: Duration = Duration::from_millis(100);
 
 impl TxRing {
     /// The ring of `slots` slots of `frame_size` bytes (a multiple of 16, larger than
@@ -99,6 +112,8 @@ impl TxRing {
             oldest: 0,
             in_flight: 0,
             lens: vec![0; slots],
+            completed: 0,
+            stalled: None,
         }
     }
 
@@ -201,10 +216,29 @@ impl TxRing {
             self.in_flight -= 1;
             n += 1;
         }
+        self.completed += n as u64;
         n
     }
 
-    /// After a kick failed for good (interface down or gone, the kernel took nothing): takes back
+    /// After a kick and [`Self::complete`]: `None` while the kernel makes progress (or nothing
+    /// waits), else for how long its head has not moved — a frame was refused at this kick and at
+    /// an earlier one, with no slot given back in between. The first refusal only starts the clock.
+    pub(super) fn head_stalled(&mut self) -> Option<Duration> {
+        if !self.has_unsent() {
+            self.stalled = None;
+            return None;
+        }
+        match self.stalled {
+            Some((done, since)) if done == self.completed => Some(since.elapsed()),
+            _ => {
+                self.stalled = Some((self.completed, Instant::now()));
+                None
+            }
+        }
+    }
+
+    /// After a kick failed for good (interface down or gone, the kernel took nothing), or after
+    /// the kernel's head stalled on a link that is down or for [`TX_STALL_LIMIT`]: takes back
     /// the newest slots that still wait in SEND_REQUEST, so that they neither go out later nor
     /// block the ring, and moves `next` back to the first of them (where the kernel's own head
     /// stands, since it has not taken it). Returns how many were taken back (never sent).
@@ -220,6 +254,7 @@ impl TxRing {
             self.in_flight -= 1;
             n += 1;
         }
+        self.stalled = None;
         n
     }
 }
