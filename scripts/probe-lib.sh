@@ -7,6 +7,33 @@
 # directory /tmp/NAME.XXXXXX. Sets G, D, gA, gB, dA, dB, W. On exit the switch the caller started
 # as $SW is stopped and both namespaces are deleted (with the veths in them); nothing else is
 # touched.
+#
+# probe_switch BIN KIND WIDLE [EXTRA]: `vecswitch run` in the DUT namespace on CPU 1 (fifo:10,
+# idle policy WIDLE, or the switch's default when empty) cross-connecting dA and dB as ports of type KIND (EXTRA: more TOML lines for
+# both ports); sets SW and returns once the control socket answers (10 s at most).
+probe_switch() {
+  cat > "$W/dut.toml" <<T2
+[switch]
+control_socket = "$W/ctl"
+worker_cpu = 1
+[[port]]
+name = "a"
+type = "$2"
+interface = "$dA"
+${4:-}
+[[port]]
+name = "b"
+type = "$2"
+interface = "$dB"
+${4:-}
+[[xconnect]]
+ports = ["a", "b"]
+T2
+  ip netns exec "$D" taskset -c 1 "$1" run --config "$W/dut.toml" --worker-priority fifo:10 ${3:+--worker-idle "$3"} > "$W/sw.log" 2>&1 &
+  SW=$!
+  for _ in $(seq 100); do [ -S "$W/ctl" ] && "$1" ctl --socket "$W/ctl" show ports >/dev/null 2>&1 && break; sleep 0.1; done
+}
+
 probe_lab() {
   T=$$; G=$1$T; D=$2$T; W=$(mktemp -d "/tmp/$3.XXXXXX")
   gA=ga$T; gB=gb$T; dA=da$T; dB=db$T

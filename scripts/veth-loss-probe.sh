@@ -14,24 +14,7 @@ BIN=$1; RATE=$2; DUR=$3; PLACE=${4:-1}; KIND=${5:-af_xdp}; GRO=${6:-0}
 . "$(dirname "$0")/probe-lib.sh"
 probe_lab afg afd veth-loss-probe
 if [ "$GRO" = 1 ]; then ip netns exec $D ethtool -K $dA gro on; ip netns exec $D ethtool -K $dB gro on; ip netns exec $G ethtool -K $gA tso off; ip netns exec $G ethtool -K $gB tso off; fi
-cat > $W/dut.toml <<T2
-[switch]
-control_socket = "$W/ctl"
-worker_cpu = 1
-[[port]]
-name = "a"
-type = "$KIND"
-interface = "$dA"
-[[port]]
-name = "b"
-type = "$KIND"
-interface = "$dB"
-[[xconnect]]
-ports = ["a", "b"]
-T2
-ip netns exec $D taskset -c 1 $BIN run --config $W/dut.toml --worker-priority fifo:10 > $W/sw.log 2>&1 &
-SW=$!
-for i in $(seq 100); do [ -S $W/ctl ] && $BIN ctl --socket $W/ctl show ports >/dev/null 2>&1 && break; sleep 0.1; done
+probe_switch $BIN $KIND ""
 sleep 1
 if [ "$PLACE" = 1 ]; then
   for i in $dA $dB; do ip netns exec $D sh -c "echo 2 > /sys/class/net/$i/queues/rx-0/rps_cpus; echo 1 > /sys/class/net/$i/threaded" || echo "no threaded on $i"; done

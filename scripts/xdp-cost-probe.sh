@@ -25,26 +25,7 @@ if [ $CASE = bridge ]; then
   ip -n $D link set $dA master br0; ip -n $D link set $dB master br0
   ip netns exec $D sh -c "echo 2 > /sys/class/net/$dA/queues/rx-0/rps_cpus; echo 2 > /sys/class/net/$dB/queues/rx-0/rps_cpus"
 else
-cat > $W/dut.toml <<T2
-[switch]
-control_socket = "$W/ctl"
-worker_cpu = 1
-[[port]]
-name = "a"
-type = "$KIND"
-interface = "$dA"
-$EXTRA
-[[port]]
-name = "b"
-type = "$KIND"
-interface = "$dB"
-$EXTRA
-[[xconnect]]
-ports = ["a", "b"]
-T2
-ip netns exec $D taskset -c 1 $BIN run --config $W/dut.toml --worker-priority fifo:10 --worker-idle ${WIDLE:-poll} > $W/sw.log 2>&1 &
-SW=$!
-for i in $(seq 100); do [ -S $W/ctl ] && $BIN ctl --socket $W/ctl show ports >/dev/null 2>&1 && break; sleep 0.1; done
+probe_switch $BIN $KIND "${WIDLE:-poll}" "$EXTRA"
 sleep 0.5
 if [ $CASE = xdpskb ]; then
   for i in $dA $dB; do ip netns exec $D sh -c "echo 2 > /sys/class/net/$i/queues/rx-0/rps_cpus"; done
