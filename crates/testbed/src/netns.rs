@@ -439,6 +439,69 @@ pub fn steer_dut_kernel_rx(
     found
 }
 
+/// Gives each generator veth end of `wiring` a NAPI by turning GRO on (veth receives through a
+/// NAPI only with an XDP program or GRO; a frame another end redirects into the pair by XDP needs
+/// one: drivers/net/veth.c, `veth_xdp_xmit`, which refuses it otherwise), threaded, its kthread
+/// pinned to the generator's CPU: the NAPI is scheduled by the sender — the DUT's redirect, on
+/// the DUT's CPU — and would run there. Returns one line per end for the placement note. GRO
+/// that cannot be turned on is an error (every redirected frame would be lost); a thread that
+/// cannot be placed is logged and said in the note.
+pub fn give_gen_ends_napi(wiring: &crate::topology::Wiring) -> Result<Vec<String>> {
+    let before = napi_threads();
+    let cpu = wiring.cores.generator;
+    let mut ends = Vec::new();
+    for end in &wiring.gen_ports {
+        if let crate::topology::PortEnd::Veth { netns, ifname, .. } = end {
+            run(
+                "ip",
+                &["netns", "exec", netns, "ethtool", "-K", ifname, "gro", "on"],
+            )?;
+            let script = format!("echo 1 > /sys/class/net/{ifname}/threaded");
+            if let Err(e) = run("ip", &["netns", "exec", netns, "sh", "-c", &script]) {
+                tracing::warn!("threaded NAPI not set on generator end {ifname}: {e}");
+            }
+            ends.push(ifname.clone());
+        }
+    }
+    let mut found = Vec::new();
+    let _ = crate::wait_for(
+        "NAPI threads of the generator's veth ends",
+        std::time::Duration::from_secs(2),
+        || {
+            found = napi_threads()
+                .into_iter()
+                .filter(|t| !before.contains(t))
+                .filter(|(_, name)| ends.iter().any(|i| name.starts_with(&format!("napi/{i}-"))))
+                .collect();
+            ends.iter().all(|i| {
+                found
+                    .iter()
+                    .any(|(_, n)| n.starts_with(&format!("napi/{i}-")))
+            })
+        },
+    );
+    let mut lines = Vec::new();
+    for i in &ends {
+        let mut line = format!("{i} (generator side): gro on");
+        for (pid, name) in found
+            .iter()
+            .filter(|(_, n)| n.starts_with(&format!("napi/{i}-")))
+        {
+            match run("taskset", &["-p", "-c", &cpu.to_string(), &pid.to_string()]) {
+                Ok(_) => {
+                    let _ = write!(line, "; {name} pinned to cpu {cpu}");
+                }
+                Err(e) => {
+                    tracing::warn!("NAPI thread {name} of {i} not placed: {e}");
+                    let _ = write!(line, "; {name} NOT placed");
+                }
+            }
+        }
+        lines.push(line);
+    }
+    Ok(lines)
+}
+
 /// Where the kernel's receive work on every veth end of `wiring` is placed now, one line per
 /// interface for [`crate::placement::Placement::kernel_rx`]: its RPS mask and, for the ends with
 /// NAPI threads (`napi`, from [`steer_dut_kernel_rx`]), each thread's CPUs and scheduling as the
