@@ -45,6 +45,27 @@
 //! VLAN tags stay in the frame: XDP (native or generic) sees the frame before the kernel takes a
 //! tag out into the skb (`skb_vlan_untag`), so unlike AF_PACKET nothing needs putting back.
 //!
+//! ## In-kernel cross-connect
+//!
+//! [`AfXdpPort::set_offload`] (`Port::set_kernel_redirect`; an `[[xconnect]]` with
+//! `offload = "xdp"`, docs/CONTROL.md) swaps the program on the port's BPF link
+//! (`BPF_LINK_UPDATE`) for one that counts each frame in a per-CPU array and `bpf_redirect`s it
+//! to another interface ([`bpf`], "The in-kernel cross-connect"); `None` swaps the socket's
+//! program back. The socket, UMEM and rings stay (the port is the same object, and nothing needs
+//! re-binding when the offload goes); they just receive nothing. Native mode only: a generic
+//! (SKB-mode) redirect that fails is counted nowhere. The program's counts are added to
+//! `rx_packets`/`rx_bytes` (kept when the offload goes, re-based by `clear_stats`). The frames
+//! cross no socket, so the port's other counters do not see them: a redirect that fails after
+//! the program (on veth: the target's peer end has no NAPI, `NETDEV_XDP_ACT_NDO_XMIT` is off) is
+//! counted by the kernel in this interface's `rx_dropped` — added to the port's `rx_dropped`
+//! and shown as `kernel-xdp-redirect-failed` while offloaded — and a frame the target's peer
+//! could not queue in the target interface's `tx_dropped` (the target port's
+//! `kernel-interface-tx-dropped`). Measured on kernel 6.18 (crates/ports/tests/afxdp_offload.rs):
+//! veth's `ethtool -S` names them `rx_queue_0_drops` and `tx_queue_0_xdp_xmit_errors`, and
+//! `veth_get_stats64` folds both into the `IFLA_STATS64` counters the port already reads
+//! ([`crate::ifstats`]), so no `ETHTOOL_GSTATS` reading is needed. A port re-opened on a
+//! re-created interface gets the same redirect on the new interface.
+//!
 //! ## Interface removed under the port
 //!
 //! As for AF_PACKET (see its module doc): an XDP socket is bound to a device, and an interface
