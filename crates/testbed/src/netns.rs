@@ -441,63 +441,26 @@ pub fn steer_dut_kernel_rx(
 
 /// Gives each generator veth end of `wiring` a NAPI by turning GRO on (veth receives through a
 /// NAPI only with an XDP program or GRO; a frame another end redirects into the pair by XDP needs
-/// one: drivers/net/veth.c, `veth_xdp_xmit`, which refuses it otherwise), threaded, its kthread
-/// pinned to the generator's CPU: the NAPI is scheduled by the sender — the DUT's redirect, on
-/// the DUT's CPU — and would run there. Returns one line per end for the placement note. GRO
-/// that cannot be turned on is an error (every redirected frame would be lost); a thread that
-/// cannot be placed is logged and said in the note.
+/// one: drivers/net/veth.c, `veth_xdp_xmit`, which refuses it otherwise). The NAPI is not
+/// threaded: it runs where the sender schedules it — the DUT's redirect, inside the DUT end's
+/// NAPI thread on the DUT's CPU — so the DUT pays for turning a redirected frame into the
+/// generator end's skb (its device cost includes it: the thread's CPU time), and RPS then hands
+/// the skb to the generator's CPU as for every device. (Threaded and pinned to the generator's
+/// CPU, the same work made the generator the ceiling: docs/BENCHMARKS.md §5, "The cross-connect
+/// in the kernel".) Returns one line per end for the placement note; GRO that cannot be turned on
+/// is an error (every redirected frame would be lost).
 pub fn give_gen_ends_napi(wiring: &crate::topology::Wiring) -> Result<Vec<String>> {
-    let before = napi_threads();
-    let cpu = wiring.cores.generator;
-    let mut ends = Vec::new();
+    let mut lines = Vec::new();
     for end in &wiring.gen_ports {
         if let crate::topology::PortEnd::Veth { netns, ifname, .. } = end {
             run(
                 "ip",
                 &["netns", "exec", netns, "ethtool", "-K", ifname, "gro", "on"],
             )?;
-            let script = format!("echo 1 > /sys/class/net/{ifname}/threaded");
-            if let Err(e) = run("ip", &["netns", "exec", netns, "sh", "-c", &script]) {
-                tracing::warn!("threaded NAPI not set on generator end {ifname}: {e}");
-            }
-            ends.push(ifname.clone());
+            lines.push(format!(
+                "{ifname} (generator side): gro on, NAPI not threaded (runs where the DUT's redirect schedules it)"
+            ));
         }
-    }
-    let mut found = Vec::new();
-    let _ = crate::wait_for(
-        "NAPI threads of the generator's veth ends",
-        std::time::Duration::from_secs(2),
-        || {
-            found = napi_threads()
-                .into_iter()
-                .filter(|t| !before.contains(t))
-                .filter(|(_, name)| ends.iter().any(|i| name.starts_with(&format!("napi/{i}-"))))
-                .collect();
-            ends.iter().all(|i| {
-                found
-                    .iter()
-                    .any(|(_, n)| n.starts_with(&format!("napi/{i}-")))
-            })
-        },
-    );
-    let mut lines = Vec::new();
-    for i in &ends {
-        let mut line = format!("{i} (generator side): gro on");
-        for (pid, name) in found
-            .iter()
-            .filter(|(_, n)| n.starts_with(&format!("napi/{i}-")))
-        {
-            match run("taskset", &["-p", "-c", &cpu.to_string(), &pid.to_string()]) {
-                Ok(_) => {
-                    let _ = write!(line, "; {name} pinned to cpu {cpu}");
-                }
-                Err(e) => {
-                    tracing::warn!("NAPI thread {name} of {i} not placed: {e}");
-                    let _ = write!(line, "; {name} NOT placed");
-                }
-            }
-        }
-        lines.push(line);
     }
     Ok(lines)
 }

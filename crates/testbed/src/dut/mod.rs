@@ -4,7 +4,7 @@
 //! |---|---|---|---|
 //! | [`vecswitch::VecswitchDut`] | `vecswitch-xconnect`, `vecswitch-bridge` | memif, veth (AF_PACKET) | writes a TOML config, runs `vecswitch run --config` |
 //! | [`vecswitch::VecswitchDut`] | `vecswitch-xconnect-afxdp` | memif, veth (AF_XDP) | the same, veth ends as `af_xdp` ports |
-//! | [`vecswitch::VecswitchDut`] | `vecswitch-xconnect-xdp` | veth (AF_XDP) | the same, the xconnect forwarded in the kernel (`offload = "xdp"`), generator ends given a threaded NAPI on the generator's CPU |
+//! | [`vecswitch::VecswitchDut`] | `vecswitch-xconnect-xdp` | veth (AF_XDP) | the same, the xconnect forwarded in the kernel (`offload = "xdp"`), generator ends given GRO (a NAPI, run by the DUT's redirect on the DUT's CPU) |
 //! | [`linux_bridge::LinuxBridgeDut`] | `linux-bridge` | veth | one kernel bridge per port pair in the DUT namespace |
 //! | [`ovs::OvsDut`] | `ovs` | veth | `ovsdb-server` + `ovs-vswitchd` (userspace `netdev` datapath) under the run dir; afxdp ports, else system |
 //! | [`ovs::OvsDut`] | `ovs-afxdp` | veth | the same with afxdp ports only (no fallback) |

@@ -164,8 +164,8 @@ pub enum VethPort {
     AfXdp,
     /// `type = "af_xdp"`, and each `[[xconnect]]` between two veth ends forwarded in the kernel
     /// (`offload = "xdp"`: the ports' XDP programs redirect to each other; docs/CONTROL.md). The
-    /// generator's ends get GRO (a NAPI, which redirected frames need) with that NAPI threaded
-    /// and pinned to the generator's CPU ([`crate::netns::give_gen_ends_napi`]).
+    /// generator's ends get GRO (a NAPI, which redirected frames need), run where the DUT's
+    /// redirect schedules it ([`crate::netns::give_gen_ends_napi`]).
     AfXdpOffload,
 }
 
@@ -948,6 +948,48 @@ impl Dut for VecswitchDut {
 mod tests {
     use super::*;
     use crate::topology::MemifRole;
+
+    /// `vecswitch-xconnect-xdp`: a pair of veth ends gets `offload = "xdp"` and parses as such;
+    /// a pair with a memif end stays in the switch (offload needs two af_xdp ports).
+    #[test]
+    fn offload_variant_offloads_veth_pairs_only() {
+        let veth = |n: &str| PortEnd::Veth {
+            name: n.into(),
+            netns: "ns".into(),
+            ifname: n.into(),
+            mac: "02:00:00:00:00:01".into(),
+        };
+        let memif = PortEnd::Memif {
+            name: "phy0".into(),
+            socket: "/r/phy0.sock".into(),
+            id: 0,
+            role: MemifRole::Server,
+        };
+        let ctl = Path::new("/r/dut.ctl");
+        let ports = vec![veth("dut0"), veth("dut1"), memif];
+        let t = config_toml_with(
+            &ports,
+            &[(0, 1), (2, 1)],
+            Mode::Xconnect,
+            ctl,
+            Some(1),
+            VethPort::AfXdpOffload,
+        );
+        let c: toml::Value = toml::from_str(&t).expect("valid TOML");
+        let x = c["xconnect"].as_array().expect("xconnects");
+        assert_eq!(x[0]["offload"].as_str(), Some("xdp"), "{t}");
+        assert_eq!(x[1].get("offload"), None, "{t}");
+        assert_eq!(c["port"][0]["type"].as_str(), Some("af_xdp"));
+        let plain = config_toml_with(
+            &ports,
+            &[(0, 1)],
+            Mode::Xconnect,
+            ctl,
+            Some(1),
+            VethPort::AfXdp,
+        );
+        assert!(!plain.contains("offload"), "{plain}");
+    }
 
     #[test]
     fn xconnect_config_for_memif_and_veth() {
