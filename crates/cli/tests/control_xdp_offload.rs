@@ -4,7 +4,8 @@
 //! ports are offloaded and counts what their XDP programs saw, the switch itself sends nothing;
 //! a reload turns the offload off (frames then cross the graph) and on again; a config that
 //! cannot be offloaded is refused naming the field and leaves the switch as it was; a far end
-//! without NAPI loses every redirected frame, and `show ports`/`show errors` count each one.
+//! without NAPI loses every redirected frame, and `show ports`/`show errors` count each one;
+//! `ctl xconnect del` of one direction keeps the other offloaded.
 //! The guards delete the namespaces and veth pairs whatever happens.
 
 use std::time::{Duration, Instant};
@@ -263,4 +264,15 @@ fn offloaded_xconnect_forwards_in_the_kernel_counts_everything_and_reloads() {
         error_count(&sw, "kernel-xdp-redirect-failed"),
         u64::from(lost)
     );
+
+    // `ctl xconnect del x0` removes x0 -> x1 (x0's program goes back to its socket) and keeps the
+    // other direction, still in the kernel.
+    let out = sw.ctl("xconnect del x0");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ports = sw.json("show ports");
+    assert!(!offloaded(&ports, 0) && offloaded(&ports, 1), "{ports}");
 }
