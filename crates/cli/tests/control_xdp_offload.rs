@@ -265,6 +265,21 @@ fn offloaded_xconnect_forwards_in_the_kernel_counts_everything_and_reloads() {
         u64::from(lost)
     );
 
+    // An offloaded port cannot be set down (the kernel would forward regardless): refused, nothing
+    // changed.
+    let out = sw.ctl("port down x1");
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !out.status.success() && text.contains("admin = \"down\""),
+        "{text}"
+    );
+    let ports = sw.json("show ports");
+    assert!(
+        offloaded(&ports, 1) && ports[1]["admin_up"] == true,
+        "{ports}"
+    );
+
     // `ctl xconnect del x0` removes x0 -> x1 (x0's program goes back to its socket) and keeps the
     // other direction, still in the kernel.
     let out = sw.ctl("xconnect del x0");

@@ -612,6 +612,10 @@ pub fn validate_ports(ports: &[PortConfig], e: &mut Validation) {
                             .to_string(),
                     )
                 }
+                PortConfig::AfXdp(x) if !x.admin.is_up() => Some(
+                    "it is admin = \"down\" (the kernel would forward its frames regardless)"
+                        .to_string(),
+                ),
                 PortConfig::AfXdp(_) => None,
                 other => Some(format!(
                     "it is type = {:?} (af_xdp needed)",

@@ -360,6 +360,16 @@ ports = ["v0", "v1"]
             t.contains("`x0`") && t.contains("skb") && t.contains("\"none\" or \"xdp\""),
             "{t}"
         );
+        // An admin-down port: the kernel would forward regardless, so it is refused.
+        let mut c = with_xdp(None);
+        if let PortConfig::AfXdp(x) = &mut c.ports[5] {
+            x.admin = crate::config::AdminState::Down;
+        }
+        let e = errs(&c);
+        assert!(
+            e.to_string().contains("`x1`: it is admin = \"down\""),
+            "{e}"
+        );
         // memif ports: refused, naming the type.
         let mut c = base();
         c.xconnects[0].offload = XconnectOffload::Xdp;

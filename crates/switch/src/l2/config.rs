@@ -292,7 +292,7 @@ pub fn validate_xconnects(xs: &[XconnectConfig], v: &mut Validation) {
                         format!("{svc}.offload"),
                         q("xdp"),
                         format!(
-                            "\"xdp\" only between two whole af_xdp ports in native XDP mode; {why}; \
+                            "\"xdp\" only between two whole, admin-up af_xdp ports in native XDP mode; {why}; \
                              accepted: \"none\" or \"xdp\""
                         ),
                     );
