@@ -322,3 +322,81 @@ fn offload_needs_native_mode() {
     assert!(e.contains("native"), "{e}");
     assert_eq!(x.offload(), None);
 }
+
+/// The offload's target interface deleted and created again under its name (a new index): the
+/// target port re-opens itself on it, and the source port's redirect follows the name to the new
+/// index at its next interface check; frames cross again.
+#[test]
+fn offload_follows_a_recreated_target_interface() {
+    let la = VethLab::new("vsod");
+    let lb = VethLab::new("vsoe");
+    let mut xa = xdp_port(&la, "xa");
+    let mut xb = xdp_port(&lb, "xb");
+    let mut fa = far_end(&la, "fa");
+    gro(&lb, true);
+    let mut fb = far_end(&lb, "fb");
+    for p in [&xa as &dyn Port, &xb, &fa, &fb] {
+        wait_up(p);
+    }
+    let old = xb.kernel_redirect_target().expect("native");
+    xa.set_offload(Some(old)).expect("offload a -> b");
+    let mut pool = Pool::new(4096);
+    let got = send_and_collect(
+        &mut fa,
+        &mut fb,
+        &mut pool,
+        5,
+        60,
+        100,
+        Duration::from_secs(1),
+    );
+    assert_eq!(got.len(), 100, "before the re-creation");
+
+    // Re-create b's pair under the same names (the far end in its namespace again).
+    drop(fb);
+    vecswitch_testsupport::tool::ip(&["link", "del", lb.host()]);
+    vecswitch_testsupport::tool::ip(&[
+        "link",
+        "add",
+        lb.host(),
+        "type",
+        "veth",
+        "peer",
+        "name",
+        lb.peer(),
+        "netns",
+        lb.ns().name(),
+    ]);
+    vecswitch_testsupport::tool::ip(&["link", "set", lb.host(), "up"]);
+    lb.ns().ip(&["link", "set", lb.peer(), "up"]);
+    gro(&lb, true);
+    // The ports notice in their housekeeping (at most every 100 ms).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        xa.poll_control();
+        xb.poll_control();
+        let now = xb.kernel_redirect_target();
+        if now.is_some_and(|n| n != old) && xa.offload().is_some_and(|(to, _, _)| Some(to) == now) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the redirect did not follow: {} / {}",
+            xa.describe(),
+            xb.describe()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut fb = far_end(&lb, "fb");
+    wait_up(&fb);
+    let got = send_and_collect(
+        &mut fa,
+        &mut fb,
+        &mut pool,
+        6,
+        60,
+        100,
+        Duration::from_secs(1),
+    );
+    assert_eq!(got.len(), 100, "after the re-creation: {}", xa.describe());
+}

@@ -64,7 +64,9 @@
 //! veth's `ethtool -S` names them `rx_queue_0_drops` and `tx_queue_0_xdp_xmit_errors`, and
 //! `veth_get_stats64` folds both into the `IFLA_STATS64` counters the port already reads
 //! ([`crate::ifstats`]), so no `ETHTOOL_GSTATS` reading is needed. A port re-opened on a
-//! re-created interface gets the same redirect on the new interface.
+//! re-created interface gets the same redirect on the new interface; a target interface
+//! re-created under its name (a new index) is followed at the next interface check (at most
+//! 100 ms; frames sent meanwhile fail and are counted as above).
 //!
 //! ## Interface removed under the port
 //!
@@ -594,6 +596,19 @@ fn ifreq(fd: RawFd, interface: &str, request: libc::c_ulong) -> Option<i32> {
     (rc == 0).then(|| i32::from_ne_bytes(req.data[..4].try_into().expect("4 bytes")))
 }
 
+/// The name of interface `ifindex` in the caller's namespace (`if_indextoname`), if it exists.
+fn ifname_of(ifindex: u32) -> Option<String> {
+    let mut buf = [0 as libc::c_char; libc::IF_NAMESIZE];
+    // SAFETY: `buf` has the IF_NAMESIZE bytes the call may write, NUL included.
+    let p = unsafe { libc::if_indextoname(ifindex, buf.as_mut_ptr()) };
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: on success the kernel wrote a NUL-terminated name into `buf`.
+    let name = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
+    Some(name.to_string_lossy().into_owned())
+}
+
 /// A port on a kernel interface through an AF_XDP socket (see the module doc).
 #[derive(Debug)]
 pub struct AfXdpPort {
@@ -654,6 +669,9 @@ pub struct AfXdpPort {
 struct Offload {
     /// The interface the program sends every frame out of.
     to: u32,
+    /// Its name when the offload was set: if the name comes to stand for another interface (the
+    /// target deleted and created again), the program is re-made for the new index.
+    to_name: Option<String>,
     counter: OwnedFd,
     _prog: OwnedFd,
     /// The counter's `(packets, bytes)` at the last `clear_stats`.
@@ -970,6 +988,7 @@ impl AfXdpPort {
         self.retire_offload();
         self.offload = Some(Offload {
             to,
+            to_name: ifname_of(to),
             counter,
             _prog: prog,
             base: (0, 0),
@@ -984,6 +1003,32 @@ impl AfXdpPort {
             let (p, b) = o.counted().unwrap_or_default();
             (o.to, p, b)
         })
+    }
+
+    /// The offload's target interface re-created under its name (a new index): redirect there.
+    fn check_offload_target(&mut self) {
+        let Some((to, name)) = self
+            .offload
+            .as_ref()
+            .and_then(|o| o.to_name.clone().map(|n| (o.to, n)))
+        else {
+            return;
+        };
+        let now = ifreq(
+            self.ctl.as_raw_fd(),
+            &name,
+            libc::SIOCGIFINDEX as libc::c_ulong,
+        );
+        if let Some(now) = now.and_then(|i| u32::try_from(i).ok()).filter(|&i| i != to) {
+            match self.set_offload(Some(now)) {
+                Ok(()) => {
+                    tracing::info!(port = %self.config.name, "in-kernel cross-connect follows {name:?} to its new ifindex {now}")
+                }
+                Err(e) => {
+                    tracing::warn!(port = %self.config.name, "in-kernel cross-connect not moved to {name:?}'s new ifindex {now}: {e}")
+                }
+            }
+        }
     }
 
     /// Takes the offload off the port, keeping what its program counted in the port's counters.
@@ -1418,6 +1463,7 @@ impl Port for AfXdpPort {
     fn poll_control(&mut self) {
         if self.watch.due() {
             self.check_interface();
+            self.check_offload_target();
         }
         // The kernel records the NAPI id from the first frame the socket receives.
         if self.config.busy_poll_us > 0 && self.napi_id == 0 {
