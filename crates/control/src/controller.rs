@@ -1108,9 +1108,12 @@ impl Controller {
                             continue;
                         }
                         found = true;
-                        // Keep the other direction of an E-Line.
+                        // Keep the other direction of an E-Line, offloaded if it was.
                         for (f, t) in dirs.into_iter().filter(|(f, _)| *f != from) {
-                            out.push(XconnectConfig::one_way(&f, &t));
+                            out.push(XconnectConfig {
+                                offload: x.offload,
+                                ..XconnectConfig::one_way(&f, &t)
+                            });
                         }
                     }
                     c.xconnects = out;

@@ -605,6 +605,24 @@ pub fn validate_ports(ports: &[PortConfig], e: &mut Validation) {
             );
         } else {
             names.insert(name, i);
+            let why_not = match p {
+                PortConfig::AfXdp(x) if x.mode == Some(vecswitch_ports::af_xdp::XdpMode::Skb) => {
+                    Some(
+                        "its mode = \"skb\" (native XDP needed: mode \"native\" or \"auto\")"
+                            .to_string(),
+                    )
+                }
+                PortConfig::AfXdp(x) if !x.admin.is_up() => Some(
+                    "it is admin = \"down\" (the kernel would forward its frames regardless)"
+                        .to_string(),
+                ),
+                PortConfig::AfXdp(_) => None,
+                other => Some(format!(
+                    "it is type = {:?} (af_xdp needed)",
+                    other.type_name()
+                )),
+            };
+            e.kernel_redirect.insert(name.to_string(), why_not);
         }
         match p {
             PortConfig::Memif(m) => {

@@ -103,6 +103,7 @@ fn arb_config() -> impl Strategy<Value = Config> {
                             bidirectional: bidir,
                             from: None,
                             to: None,
+                            ..Default::default()
                         });
                     }
                 }

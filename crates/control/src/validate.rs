@@ -332,6 +332,73 @@ ports = ["v0", "v1"]
         assert!(errs(&c).has_path("port[4].interface"));
     }
 
+    /// `offload = "xdp"` only between two whole af_xdp ports in native (or auto) mode: the error
+    /// is at `xconnect[i].offload`, names the port and why, and what is accepted.
+    #[test]
+    fn xconnect_offload_needs_two_whole_af_xdp_ports_in_native_mode() {
+        use vecswitch_ports::af_xdp::XdpMode;
+        use vecswitch_switch::l2::config::XconnectOffload;
+        let with_xdp = |m0: Option<XdpMode>| {
+            let mut c = base();
+            let mut x0 = AfXdpPortConfig::new("x0", "vethx0");
+            x0.mode = m0;
+            c.ports.push(PortConfig::AfXdp(x0));
+            c.ports
+                .push(PortConfig::AfXdp(AfXdpPortConfig::new("x1", "vethx1")));
+            let mut x = XconnectConfig::both("x0", "x1");
+            x.offload = XconnectOffload::Xdp;
+            c.xconnects.push(x);
+            c
+        };
+        for m in [None, Some(XdpMode::Auto), Some(XdpMode::Native)] {
+            validate(&with_xdp(m)).unwrap_or_else(|e| panic!("{m:?}: {e}"));
+        }
+        let e = errs(&with_xdp(Some(XdpMode::Skb)));
+        assert!(e.has_path("xconnect[1].offload"), "{e}");
+        let t = e.to_string();
+        assert!(
+            t.contains("`x0`") && t.contains("skb") && t.contains("\"none\" or \"xdp\""),
+            "{t}"
+        );
+        // An admin-down port: the kernel would forward regardless, so it is refused.
+        let mut c = with_xdp(None);
+        if let PortConfig::AfXdp(x) = &mut c.ports[5] {
+            x.admin = crate::config::AdminState::Down;
+        }
+        let e = errs(&c);
+        assert!(
+            e.to_string().contains("`x1`: it is admin = \"down\""),
+            "{e}"
+        );
+        // memif ports: refused, naming the type.
+        let mut c = base();
+        c.xconnects[0].offload = XconnectOffload::Xdp;
+        let e = errs(&c);
+        assert!(e.has_path("xconnect[0].offload"), "{e}");
+        assert!(e.to_string().contains("type = \"memif\""), "{e}");
+        // A port with a sub-interface keeps its xconnect in the graph.
+        let mut c = with_xdp(None);
+        c.subinterfaces.push(
+            toml::from_str("parent = \"x0\"\nid = 7\nencap = \"dot1q 7\"\n")
+                .expect("sub-interface"),
+        );
+        let e = errs(&c);
+        assert!(e.to_string().contains("sub-interface"), "{e}");
+        // Default and "none": nothing to check; an unknown value is a parse error naming both.
+        let bad = Config::from_toml(
+            "[[port]]\nname = \"a\"\ntype = \"af_xdp\"\ninterface = \"va\"\n\
+             [[port]]\nname = \"b\"\ntype = \"af_xdp\"\ninterface = \"vb\"\n\
+             [[xconnect]]\nports = [\"a\", \"b\"]\noffload = \"tc\"\n",
+            "t",
+        )
+        .expect_err("offload = tc is not accepted");
+        let t = format!("{bad:#}");
+        assert!(
+            t.contains("tc") && t.contains("none") && t.contains("xdp"),
+            "{t}"
+        );
+    }
+
     #[test]
     fn vhost_user_port_checks() {
         let vhost = |socket: &str, socket2: &str, role: &str| {
@@ -411,6 +478,7 @@ ports = ["v0", "v1"]
             bidirectional: true,
             from: Some("p0".into()),
             to: None,
+            ..Default::default()
         };
         assert!(errs(&c).has_path("xconnect[0]"));
         let mut c = base();

@@ -96,6 +96,22 @@ pub trait Port: Send {
     fn configured_mac(&self) -> Option<[u8; 6]> {
         None
     }
+    /// In-kernel forwarding (an offloaded `[[xconnect]]`): the index of the kernel interface that
+    /// frames another port redirects to this one are sent out of, if this port can be the target
+    /// of such a redirect (an AF_XDP port: its interface, in native XDP mode).
+    fn kernel_redirect_target(&self) -> Option<u32> {
+        None
+    }
+    /// Makes the kernel send every frame this port's interface receives out of interface `to`
+    /// (an index from [`Port::kernel_redirect_target`] of a port in the same network namespace),
+    /// counting them in the port's `rx_packets`, without handing them to the port; `None` hands
+    /// them to the port again. `Err`: why this port cannot (the port is unchanged).
+    fn set_kernel_redirect(&mut self, to: Option<u32>) -> Result<(), String> {
+        match to {
+            None => Ok(()),
+            Some(_) => Err("this port type cannot forward in the kernel (only af_xdp)".into()),
+        }
+    }
 }
 
 impl Port for Box<dyn Port> {
@@ -128,5 +144,11 @@ impl Port for Box<dyn Port> {
     }
     fn configured_mac(&self) -> Option<[u8; 6]> {
         (**self).configured_mac()
+    }
+    fn kernel_redirect_target(&self) -> Option<u32> {
+        (**self).kernel_redirect_target()
+    }
+    fn set_kernel_redirect(&mut self, to: Option<u32>) -> Result<(), String> {
+        (**self).set_kernel_redirect(to)
     }
 }

@@ -24,6 +24,8 @@ pub enum SwitchError {
     },
     #[error("port `{port}` has no xconnect (its service is {service})")]
     NotXconnect { port: String, service: String },
+    #[error("cannot forward the xconnect of port `{port}` in the kernel: {reason}")]
+    Offload { port: String, reason: String },
     #[error("cannot cross-connect port `{port}` to itself: accepted two different ports")]
     XconnectToSelf { port: String },
     #[error("port `{port}` is still used by {users}; remove those first")]

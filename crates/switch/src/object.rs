@@ -143,6 +143,9 @@ pub struct Validation {
     pub interfaces: HashSet<String>,
     /// Interface → the service that has it (`xconnect[0]`).
     pub owner: HashMap<String, String>,
+    /// Port → whether its frames can be forwarded in the kernel (an offloaded `[[xconnect]]`):
+    /// `None` if so, else why not (the port's type or mode, a sub-interface on it).
+    pub kernel_redirect: HashMap<String, Option<String>>,
 }
 
 impl Validation {

@@ -439,6 +439,32 @@ pub fn steer_dut_kernel_rx(
     found
 }
 
+/// Gives each generator veth end of `wiring` a NAPI by turning GRO on (veth receives through a
+/// NAPI only with an XDP program or GRO; a frame another end redirects into the pair by XDP needs
+/// one: drivers/net/veth.c, `veth_xdp_xmit`, which refuses it otherwise). The NAPI is not
+/// threaded: it runs where the sender schedules it — the DUT's redirect, inside the DUT end's
+/// NAPI thread on the DUT's CPU — so the DUT pays for turning a redirected frame into the
+/// generator end's skb (its device cost includes it: the thread's CPU time), and RPS then hands
+/// the skb to the generator's CPU as for every device. (Threaded and pinned to the generator's
+/// CPU, the same work made the generator the ceiling: docs/BENCHMARKS.md §5, "The cross-connect
+/// in the kernel".) Returns one line per end for the placement note; GRO that cannot be turned on
+/// is an error (every redirected frame would be lost).
+pub fn give_gen_ends_napi(wiring: &crate::topology::Wiring) -> Result<Vec<String>> {
+    let mut lines = Vec::new();
+    for end in &wiring.gen_ports {
+        if let crate::topology::PortEnd::Veth { netns, ifname, .. } = end {
+            run(
+                "ip",
+                &["netns", "exec", netns, "ethtool", "-K", ifname, "gro", "on"],
+            )?;
+            lines.push(format!(
+                "{ifname} (generator side): gro on, NAPI not threaded (runs where the DUT's redirect schedules it)"
+            ));
+        }
+    }
+    Ok(lines)
+}
+
 /// Where the kernel's receive work on every veth end of `wiring` is placed now, one line per
 /// interface for [`crate::placement::Placement::kernel_rx`]: its RPS mask and, for the ends with
 /// NAPI threads (`napi`, from [`steer_dut_kernel_rx`]), each thread's CPUs and scheduling as the

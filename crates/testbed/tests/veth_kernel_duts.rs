@@ -1,5 +1,6 @@
 //! The DUT variants of the veth comparison (docs/suites/veth-kernel.toml): vecswitch with AF_XDP
-//! ports (`vecswitch-xconnect-afxdp`) and OVS with afxdp ports only (`ovs-afxdp`), each driven by
+//! ports (`vecswitch-xconnect-afxdp`), the same with the xconnect in the kernel
+//! (`vecswitch-xconnect-xdp`) and OVS with afxdp ports only (`ovs-afxdp`), each driven by
 //! the real generator at a low rate for a few seconds: no loss, every frame accounted, and the
 //! placement record says what ran (the vecswitch worker's scheduling read back from /proc, OVS's
 //! port types). Root: namespaces and veth pairs are created by the test and removed by the
@@ -101,6 +102,44 @@ fn vecswitch_afxdp_and_ovs_afxdp_forward_at_low_rate_without_loss() {
     for s in &rep.streams {
         assert!(
             s.rx.rx_unique > 0 && s.rx.duplicated == 0 && s.rx_wrong_port == 0,
+            "stream {}: {s:?}",
+            s.name
+        );
+    }
+}
+
+/// `vecswitch-xconnect-xdp`: the xconnect forwarded in the kernel between the two AF_XDP ports,
+/// the generator's ends given GRO (a NAPI, which redirected frames need): at a low rate each way,
+/// no loss, every frame accounted, and the placement note says the offload and the generator
+/// ends' GRO.
+#[test]
+fn vecswitch_xconnect_in_the_kernel_forwards_at_low_rate_without_loss() {
+    let bin = vecswitch_bin();
+    assert!(
+        bin.is_file(),
+        "build the binary first: cargo build -p vecswitch-cli ({})",
+        bin.display()
+    );
+    let (notes, name, r, rep) = low_rate_trial(DutKind::VecswitchXconnectXdp { bin });
+    assert_eq!(name, "vecswitch-xconnect-xdp");
+    assert!(
+        notes.iter().any(|n| n.contains("veth ports af_xdp")
+            && n.contains("xconnect offload = xdp")
+            && n.contains("gro on")),
+        "{notes:?}"
+    );
+    assert!(r.offered_frames >= 1_000, "{r:?}");
+    assert_eq!(r.received_frames, r.offered_frames, "frames lost: {r:?}");
+    let acc = r.accounting.as_ref().expect("accounting");
+    assert_eq!(
+        (acc.unexplained, acc.lost_in_device, acc.refused_by_device),
+        (0, Some(0), 0),
+        "{acc:?}"
+    );
+    for s in &rep.streams {
+        assert_eq!(
+            (s.lost, s.rx.rx_unique, s.rx.duplicated, s.rx_wrong_port),
+            (0, s.tx, 0, 0),
             "stream {}: {s:?}",
             s.name
         );

@@ -15,6 +15,41 @@
 //! It is `return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);`, what libxdp's default
 //! program does. The link (`BPF_LINK_CREATE`, kernel >= 5.9) detaches the program when its file
 //! descriptor closes, so a port that is dropped, or a process that dies, leaves no program behind.
+//!
+//! ## The in-kernel cross-connect ([`count_redirect_program`])
+//!
+//! An offloaded `[[xconnect]]` (`offload = "xdp"`, docs/CONTROL.md) swaps the port's program,
+//! on the same link (`BPF_LINK_UPDATE`, kernel >= 5.7), for one that counts the frame in a
+//! one-slot per-CPU array (`{packets, bytes}`, [`create_counter_map`], read by
+//! [`read_counter`]) and sends it out of the peer interface without leaving the kernel:
+//!
+//! ```text
+//!  0: r6 = r1                       ; ctx (callee-saved across the helper call)
+//!  1: r7 = *(u32 *)(r6 + 4)         ; ctx->data_end
+//!  2: r8 = *(u32 *)(r6 + 0)         ; ctx->data
+//!  3: r7 -= r8                      ; frame length (packet pointer difference: needs root)
+//!  4: *(u32 *)(r10 - 4) = 0         ; key = 0 on the stack
+//!  5: r2 = r10
+//!  6: r2 += -4                      ; &key
+//!  7: r1 = map_fd ll                ; ld_imm64, BPF_PSEUDO_MAP_FD (two slots: 7, 8)
+//!  9: call bpf_map_lookup_elem      ; helper 1: this CPU's {packets, bytes}
+//! 10: if r0 == 0 goto +6            ; (never: slot 0 exists) → 17
+//! 11: r1 = *(u64 *)(r0 + 0)
+//! 12: r1 += 1
+//! 13: *(u64 *)(r0 + 0) = r1         ; packets += 1 (per-CPU: no atomic needed)
+//! 14: r1 = *(u64 *)(r0 + 8)
+//! 15: r1 += r7
+//! 16: *(u64 *)(r0 + 8) = r1         ; bytes += length
+//! 17: r1 = peer_ifindex
+//! 18: r2 = 0
+//! 19: call bpf_redirect             ; helper 23: returns XDP_REDIRECT
+//! 20: exit
+//! ```
+//!
+//! It is `count(ctx); return bpf_redirect(peer_ifindex, 0);`. The redirect itself (and its
+//! failures) happens after the program returns, in the driver: on veth a frame that cannot be
+//! redirected is counted in the receiving device's `rx_dropped`, one the peer cannot take in the
+//! sending device's `tx_dropped` (drivers/net/veth.c, `veth_get_stats64`), which the port reads.
 
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
@@ -81,6 +116,50 @@ pub fn xskmap_set(map: RawFd, queue: u32, xsk: RawFd) -> io::Result<()> {
     bpf(sys::BPF_MAP_UPDATE_ELEM, &mut attr).map(|_| ())
 }
 
+/// Creates the offload's counter: a per-CPU array of one `{packets: u64, bytes: u64}` slot.
+pub fn create_counter_map() -> io::Result<OwnedFd> {
+    let mut attr = sys::MapCreateAttr {
+        map_type: sys::BPF_MAP_TYPE_PERCPU_ARRAY,
+        key_size: 4,
+        value_size: 16,
+        max_entries: 1,
+        map_name: obj_name("vecswitch_xcnt"),
+        ..Default::default()
+    };
+    bpf(sys::BPF_MAP_CREATE, &mut attr).map(owned)
+}
+
+/// CPUs the kernel may run on (`/sys/devices/system/cpu/possible`, e.g. `0-1` or `0,2-3`): a
+/// per-CPU map's value has one slot for each.
+fn possible_cpus() -> io::Result<usize> {
+    let s = std::fs::read_to_string("/sys/devices/system/cpu/possible")?;
+    let bad = || io::Error::new(io::ErrorKind::InvalidData, format!("possible CPUs {s:?}"));
+    let mut last = 0usize;
+    for part in s.trim().split(',') {
+        let hi = part.rsplit('-').next().ok_or_else(bad)?;
+        last = last.max(hi.parse::<usize>().map_err(|_| bad())?);
+    }
+    Ok(last + 1)
+}
+
+/// The offload's counter summed over CPUs: `(packets, bytes)`.
+pub fn read_counter(map: RawFd) -> io::Result<(u64, u64)> {
+    let cpus = possible_cpus()?;
+    let key: u32 = 0;
+    let mut values = vec![0u64; 2 * cpus];
+    let mut attr = sys::MapElemAttr {
+        map_fd: map as u32,
+        key: &key as *const u32 as u64,
+        value: values.as_mut_ptr() as u64,
+        ..Default::default()
+    };
+    // The kernel writes `round_up(value_size, 8) * possible CPUs` = 16 × cpus bytes: `values`.
+    bpf(sys::BPF_MAP_LOOKUP_ELEM, &mut attr)?;
+    Ok(values
+        .chunks_exact(2)
+        .fold((0, 0), |(p, b), v| (p + v[0], b + v[1])))
+}
+
 const fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> BpfInsn {
     BpfInsn {
         code,
@@ -92,12 +171,22 @@ const fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> BpfInsn {
 
 // Opcodes (linux/bpf_common.h, linux/bpf.h).
 const BPF_LDX_MEM_W: u8 = 0x01 | 0x60; // BPF_LDX | BPF_MEM | BPF_W
+const BPF_LDX_MEM_DW: u8 = 0x01 | 0x60 | 0x18; // BPF_LDX | BPF_MEM | BPF_DW
+const BPF_ST_MEM_W: u8 = 0x02 | 0x60; // BPF_ST | BPF_MEM | BPF_W
+const BPF_STX_MEM_DW: u8 = 0x03 | 0x60 | 0x18; // BPF_STX | BPF_MEM | BPF_DW
+const BPF_ALU64_MOV_X: u8 = 0x07 | 0xb0 | 0x08; // BPF_ALU64 | BPF_MOV | BPF_X
+const BPF_ALU64_ADD_K: u8 = 0x07; // BPF_ALU64 | BPF_ADD | BPF_K
+const BPF_ALU64_ADD_X: u8 = 0x07 | 0x08; // BPF_ALU64 | BPF_ADD | BPF_X
+const BPF_ALU64_SUB_X: u8 = 0x07 | 0x10 | 0x08; // BPF_ALU64 | BPF_SUB | BPF_X
+const BPF_JMP_JEQ_K: u8 = 0x05 | 0x10; // BPF_JMP | BPF_JEQ | BPF_K
 const BPF_LD_IMM_DW: u8 = 0x18; // BPF_LD | BPF_IMM | BPF_DW
 const BPF_ALU64_MOV_K: u8 = 0x07 | 0xb0; // BPF_ALU64 | BPF_MOV | BPF_K
 const BPF_JMP_CALL: u8 = 0x05 | 0x80; // BPF_JMP | BPF_CALL
 const BPF_JMP_EXIT: u8 = 0x05 | 0x90; // BPF_JMP | BPF_EXIT
-/// `offsetof(struct xdp_md, rx_queue_index)`.
+/// `offsetof(struct xdp_md, rx_queue_index)`, `data`, `data_end`.
 const XDP_MD_RX_QUEUE_INDEX: i16 = 16;
+const XDP_MD_DATA: i16 = 0;
+const XDP_MD_DATA_END: i16 = 4;
 
 /// `return bpf_redirect_map(map_fd, ctx->rx_queue_index, XDP_PASS);` (see the module doc).
 pub fn redirect_program(map_fd: RawFd) -> [BpfInsn; 6] {
@@ -111,9 +200,52 @@ pub fn redirect_program(map_fd: RawFd) -> [BpfInsn; 6] {
     ]
 }
 
+/// `count(ctx); return bpf_redirect(peer_ifindex, 0);` (see "The in-kernel cross-connect" in the
+/// module doc for the listing).
+pub fn count_redirect_program(counter_fd: RawFd, peer_ifindex: u32) -> [BpfInsn; 21] {
+    [
+        insn(BPF_ALU64_MOV_X, 6, 1, 0, 0),
+        insn(BPF_LDX_MEM_W, 7, 6, XDP_MD_DATA_END, 0),
+        insn(BPF_LDX_MEM_W, 8, 6, XDP_MD_DATA, 0),
+        insn(BPF_ALU64_SUB_X, 7, 8, 0, 0),
+        insn(BPF_ST_MEM_W, 10, 0, -4, 0),
+        insn(BPF_ALU64_MOV_X, 2, 10, 0, 0),
+        insn(BPF_ALU64_ADD_K, 2, 0, 0, -4),
+        insn(BPF_LD_IMM_DW, 1, sys::BPF_PSEUDO_MAP_FD, 0, counter_fd),
+        insn(0, 0, 0, 0, 0), // upper 32 bits of the 64-bit immediate
+        insn(BPF_JMP_CALL, 0, 0, 0, sys::BPF_FUNC_MAP_LOOKUP_ELEM),
+        insn(BPF_JMP_JEQ_K, 0, 0, 6, 0),
+        insn(BPF_LDX_MEM_DW, 1, 0, 0, 0),
+        insn(BPF_ALU64_ADD_K, 1, 0, 0, 1),
+        insn(BPF_STX_MEM_DW, 0, 1, 0, 0),
+        insn(BPF_LDX_MEM_DW, 1, 0, 8, 0),
+        insn(BPF_ALU64_ADD_X, 1, 7, 0, 0),
+        insn(BPF_STX_MEM_DW, 0, 1, 8, 0),
+        insn(BPF_ALU64_MOV_K, 1, 0, 0, peer_ifindex as i32),
+        insn(BPF_ALU64_MOV_K, 2, 0, 0, 0),
+        insn(BPF_JMP_CALL, 0, 0, 0, sys::BPF_FUNC_REDIRECT),
+        insn(BPF_JMP_EXIT, 0, 0, 0, 0),
+    ]
+}
+
 /// Loads the redirect program for `map_fd`. On failure the error carries the verifier's log.
 pub fn load_redirect_program(map_fd: RawFd) -> Result<OwnedFd, (io::Error, String)> {
-    let prog = redirect_program(map_fd);
+    load_xdp_program(&redirect_program(map_fd), "vecswitch_xsk")
+}
+
+/// Loads the count-and-redirect program ([`count_redirect_program`]).
+pub fn load_count_redirect_program(
+    counter_fd: RawFd,
+    peer_ifindex: u32,
+) -> Result<OwnedFd, (io::Error, String)> {
+    load_xdp_program(
+        &count_redirect_program(counter_fd, peer_ifindex),
+        "vecswitch_xc",
+    )
+}
+
+/// Loads an XDP program. On failure the error carries the verifier's log.
+fn load_xdp_program(prog: &[BpfInsn], name: &str) -> Result<OwnedFd, (io::Error, String)> {
     let license = c"GPL";
     let mut log = vec![0u8; 4096];
     let mut attr = sys::ProgLoadAttr {
@@ -124,7 +256,7 @@ pub fn load_redirect_program(map_fd: RawFd) -> Result<OwnedFd, (io::Error, Strin
         log_level: 1,
         log_size: log.len() as u32,
         log_buf: log.as_mut_ptr() as u64,
-        prog_name: obj_name("vecswitch_xsk"),
+        prog_name: obj_name(name),
         expected_attach_type: sys::BPF_XDP,
         ..Default::default()
     };
@@ -149,6 +281,17 @@ pub fn link_xdp(prog: RawFd, ifindex: u32, mode_flags: u32) -> io::Result<OwnedF
     bpf(sys::BPF_LINK_CREATE, &mut attr).map(owned)
 }
 
+/// Replaces the program of XDP link `link` by `prog` (`BPF_LINK_UPDATE`): atomic for the frames,
+/// each runs the old or the new one.
+pub fn link_update(link: RawFd, prog: RawFd) -> io::Result<()> {
+    let mut attr = sys::LinkUpdateAttr {
+        link_fd: link as u32,
+        new_prog_fd: prog as u32,
+        ..Default::default()
+    };
+    bpf(sys::BPF_LINK_UPDATE, &mut attr).map(|_| ())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,6 +307,28 @@ mod tests {
         assert_eq!((p[3].code, p[3].regs, p[3].imm), (0xb7, 0x03, 2));
         assert_eq!((p[4].code, p[4].imm), (0x85, 51));
         assert_eq!(p[5].code, 0x95);
+    }
+
+    #[test]
+    fn count_redirect_program_encodes_the_listing() {
+        let p = count_redirect_program(9, 42);
+        assert_eq!((p[0].code, p[0].regs), (0xbf, 0x16)); // r6 = r1
+        assert_eq!((p[1].code, p[1].regs, p[1].off), (0x61, 0x67, 4)); // r7 = data_end
+        assert_eq!((p[3].code, p[3].regs), (0x1f, 0x87)); // r7 -= r8
+        assert_eq!((p[4].code, p[4].regs, p[4].off), (0x62, 0x0a, -4)); // key = 0
+        assert_eq!((p[7].code, p[7].regs, p[7].imm), (0x18, 0x11, 9)); // map fd
+        assert_eq!(p[8], BpfInsn::default());
+        assert_eq!((p[9].code, p[9].imm), (0x85, 1)); // map_lookup_elem
+                                                      // The null check jumps over the six counting instructions to `r1 = peer_ifindex`.
+        assert_eq!((p[10].code, p[10].off), (0x15, 6));
+        assert_eq!(
+            (p[10 + 1 + 6].code, p[17].regs, p[17].imm),
+            (0xb7, 0x01, 42)
+        );
+        assert_eq!((p[13].code, p[13].regs), (0x7b, 0x10)); // *(u64 *)(r0 + 0) = r1
+        assert_eq!((p[16].code, p[16].off), (0x7b, 8));
+        assert_eq!((p[19].code, p[19].imm), (0x85, 23)); // bpf_redirect
+        assert_eq!(p[20].code, 0x95);
     }
 
     #[test]

@@ -45,6 +45,29 @@
 //! VLAN tags stay in the frame: XDP (native or generic) sees the frame before the kernel takes a
 //! tag out into the skb (`skb_vlan_untag`), so unlike AF_PACKET nothing needs putting back.
 //!
+//! ## In-kernel cross-connect
+//!
+//! [`AfXdpPort::set_offload`] (`Port::set_kernel_redirect`; an `[[xconnect]]` with
+//! `offload = "xdp"`, docs/CONTROL.md) swaps the program on the port's BPF link
+//! (`BPF_LINK_UPDATE`) for one that counts each frame in a per-CPU array and `bpf_redirect`s it
+//! to another interface ([`bpf`], "The in-kernel cross-connect"); `None` swaps the socket's
+//! program back. The socket, UMEM and rings stay (the port is the same object, and nothing needs
+//! re-binding when the offload goes); they just receive nothing. Native mode only: a generic
+//! (SKB-mode) redirect that fails is counted nowhere. The program's counts are added to
+//! `rx_packets`/`rx_bytes` (kept when the offload goes, re-based by `clear_stats`). The frames
+//! cross no socket, so the port's other counters do not see them: a redirect that fails after
+//! the program (on veth: the target's peer end has no NAPI, `NETDEV_XDP_ACT_NDO_XMIT` is off) is
+//! counted by the kernel in this interface's `rx_dropped` — added to the port's `rx_dropped`
+//! and shown as `kernel-xdp-redirect-failed` while offloaded — and a frame the target's peer
+//! could not queue in the target interface's `tx_dropped` (the target port's
+//! `kernel-interface-tx-dropped`). Measured on kernel 6.18 (crates/ports/tests/afxdp_offload.rs):
+//! veth's `ethtool -S` names them `rx_queue_0_drops` and `tx_queue_0_xdp_xmit_errors`, and
+//! `veth_get_stats64` folds both into the `IFLA_STATS64` counters the port already reads
+//! ([`crate::ifstats`]), so no `ETHTOOL_GSTATS` reading is needed. A port re-opened on a
+//! re-created interface gets the same redirect on the new interface; a target interface
+//! re-created under its name (a new index) is followed at the next interface check (at most
+//! 100 ms; frames sent meanwhile fail and are counted as above).
+//!
 //! ## Interface removed under the port
 //!
 //! As for AF_PACKET (see its module doc): an XDP socket is bound to a device, and an interface
@@ -573,6 +596,19 @@ fn ifreq(fd: RawFd, interface: &str, request: libc::c_ulong) -> Option<i32> {
     (rc == 0).then(|| i32::from_ne_bytes(req.data[..4].try_into().expect("4 bytes")))
 }
 
+/// The name of interface `ifindex` in the caller's namespace (`if_indextoname`), if it exists.
+fn ifname_of(ifindex: u32) -> Option<String> {
+    let mut buf = [0 as libc::c_char; libc::IF_NAMESIZE];
+    // SAFETY: `buf` has the IF_NAMESIZE bytes the call may write, NUL included.
+    let p = unsafe { libc::if_indextoname(ifindex, buf.as_mut_ptr()) };
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: on success the kernel wrote a NUL-terminated name into `buf`.
+    let name = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
+    Some(name.to_string_lossy().into_owned())
+}
+
 /// A port on a kernel interface through an AF_XDP socket (see the module doc).
 #[derive(Debug)]
 pub struct AfXdpPort {
@@ -624,6 +660,31 @@ pub struct AfXdpPort {
     ifstats: Option<IfStatsReader>,
     if_base: IfKernelStats,
     if_retired: IfKernelStats,
+    /// The in-kernel cross-connect, while on (see "In-kernel cross-connect" in the module doc).
+    offload: Option<Offload>,
+}
+
+/// An in-kernel cross-connect: the count-and-redirect program on the port's link, its counter.
+#[derive(Debug)]
+struct Offload {
+    /// The interface the program sends every frame out of.
+    to: u32,
+    /// Its name when the offload was set: if the name comes to stand for another interface (the
+    /// target deleted and created again), the program is re-made for the new index.
+    to_name: Option<String>,
+    counter: OwnedFd,
+    _prog: OwnedFd,
+    /// The counter's `(packets, bytes)` at the last `clear_stats`.
+    base: (u64, u64),
+}
+
+impl Offload {
+    /// Frames and bytes the program counted since the last `clear_stats` (the last reading that
+    /// succeeded is not kept: a failing read shows as 0 more, and `describe` says it failed).
+    fn counted(&self) -> io::Result<(u64, u64)> {
+        let (p, b) = bpf::read_counter(self.counter.as_raw_fd())?;
+        Ok((p.saturating_sub(self.base.0), b.saturating_sub(self.base.1)))
+    }
 }
 
 fn mode_flags(mode: XdpMode) -> u32 {
@@ -888,8 +949,98 @@ impl AfXdpPort {
             ifstats,
             if_base,
             if_retired: IfKernelStats::default(),
+            offload: None,
             config,
         })
+    }
+
+    /// Turns the in-kernel cross-connect on (`Some(ifindex)`: every frame the interface receives
+    /// is counted and sent out of interface `ifindex` by the XDP program, never reaching the
+    /// socket) or off (`None`: the socket's program again). The program is swapped on the port's
+    /// BPF link, so frames never find the interface without a program. Needs native XDP: in SKB
+    /// mode a failed redirect is counted nowhere. On error the port is as it was.
+    pub fn set_offload(&mut self, to: Option<u32>) -> Result<(), String> {
+        let Some(to) = to else {
+            if self.offload.is_some() {
+                bpf::link_update(self._link.as_raw_fd(), self._prog.as_raw_fd()).map_err(|e| {
+                    format!("bpf(BPF_LINK_UPDATE) back to the socket's program: {e}")
+                })?;
+                self.retire_offload();
+            }
+            return Ok(());
+        };
+        if self.mode != XdpMode::Native {
+            return Err(format!(
+                "interface {:?} has XDP in mode {} (an in-kernel cross-connect needs native XDP: \
+                 mode = \"native\", or \"auto\" on a driver with XDP)",
+                self.config.interface, self.mode
+            ));
+        }
+        if self.offload.as_ref().is_some_and(|o| o.to == to) {
+            return Ok(());
+        }
+        let counter = bpf::create_counter_map()
+            .map_err(|e| format!("bpf(BPF_MAP_CREATE per-CPU counter): {e}"))?;
+        let prog = bpf::load_count_redirect_program(counter.as_raw_fd(), to)
+            .map_err(|(e, log)| format!("the kernel refused the redirect program: {e}: {log}"))?;
+        bpf::link_update(self._link.as_raw_fd(), prog.as_raw_fd())
+            .map_err(|e| format!("bpf(BPF_LINK_UPDATE) to the redirect program: {e}"))?;
+        self.retire_offload();
+        self.offload = Some(Offload {
+            to,
+            to_name: ifname_of(to),
+            counter,
+            _prog: prog,
+            base: (0, 0),
+        });
+        Ok(())
+    }
+
+    /// The in-kernel cross-connect, if on: `(target ifindex, packets, bytes)` since the last
+    /// `clear_stats` (these are in `rx_packets`/`rx_bytes` too).
+    pub fn offload(&self) -> Option<(u32, u64, u64)> {
+        self.offload.as_ref().map(|o| {
+            let (p, b) = o.counted().unwrap_or_default();
+            (o.to, p, b)
+        })
+    }
+
+    /// The offload's target interface re-created under its name (a new index): redirect there.
+    fn check_offload_target(&mut self) {
+        let Some((to, name)) = self
+            .offload
+            .as_ref()
+            .and_then(|o| o.to_name.clone().map(|n| (o.to, n)))
+        else {
+            return;
+        };
+        let now = ifreq(
+            self.ctl.as_raw_fd(),
+            &name,
+            libc::SIOCGIFINDEX as libc::c_ulong,
+        );
+        if let Some(now) = now.and_then(|i| u32::try_from(i).ok()).filter(|&i| i != to) {
+            match self.set_offload(Some(now)) {
+                Ok(()) => {
+                    tracing::info!(port = %self.config.name, "in-kernel cross-connect follows {name:?} to its new ifindex {now}")
+                }
+                Err(e) => {
+                    tracing::warn!(port = %self.config.name, "in-kernel cross-connect not moved to {name:?}'s new ifindex {now}: {e}")
+                }
+            }
+        }
+    }
+
+    /// Takes the offload off the port, keeping what its program counted in the port's counters.
+    fn retire_offload(&mut self) {
+        if let Some(o) = self.offload.take() {
+            let (p, b) = o.counted().unwrap_or_else(|e| {
+                tracing::warn!(port = %self.config.name, "offload counter unreadable: {e}");
+                (0, 0)
+            });
+            self.stats.rx_packets += p;
+            self.stats.rx_bytes += b;
+        }
     }
 
     /// Opens `config.interface` inside the network namespace at `netns` (`/run/netns/NAME` or
@@ -1169,6 +1320,15 @@ impl ifwatch::Reopen for AfXdpPort {
         (&mut self.watch, &mut self.netns, &self.config.interface)
     }
     fn hand_over(&mut self, new: &mut AfXdpPort) {
+        let offload_to = self.offload.as_ref().map(|o| o.to);
+        self.retire_offload();
+        if let Some(to) = offload_to {
+            // The new interface gets the same in-kernel cross-connect (a re-created *target*
+            // interface has a new index: that is the control plane's to redo, module doc).
+            if let Err(e) = new.set_offload(Some(to)) {
+                tracing::warn!(port = %self.config.name, "in-kernel cross-connect not restored on the re-opened interface: {e}");
+            }
+        }
         self.account_taken();
         let lost = u64::from(self.tx.produced().wrapping_sub(self.tx_seen));
         self.extra.tx_unsent_dropped += lost;
@@ -1303,6 +1463,7 @@ impl Port for AfXdpPort {
     fn poll_control(&mut self) {
         if self.watch.due() {
             self.check_interface();
+            self.check_offload_target();
         }
         // The kernel records the NAPI id from the first frame the socket receives.
         if self.config.busy_poll_us > 0 && self.napi_id == 0 {
@@ -1315,6 +1476,13 @@ impl Port for AfXdpPort {
     fn stats(&self) -> PortStats {
         let k = self.kernel_stats();
         let mut s = self.stats;
+        if let Some((_, p, b)) = self.offload() {
+            s.rx_packets += p;
+            s.rx_bytes += b;
+            // A frame the program redirected that the kernel could not send on is counted by
+            // the receiving interface (veth: `rx_drops` → `rx_dropped`, drivers/net/veth.c).
+            s.rx_dropped += self.if_stats().rx_dropped;
+        }
         s.rx_dropped += k.rx_dropped + k.rx_ring_full + k.rx_invalid_descs;
         // The kernel takes an invalid descriptor off the TX ring without sending it: it was
         // counted as taken (sent), it is a drop.
@@ -1340,6 +1508,17 @@ impl Port for AfXdpPort {
         self.stats = PortStats::default();
         self.extra = AfXdpStats::default();
         self.watch.reopened = 0;
+        if let Some(o) = self.offload.as_mut() {
+            o.base = bpf::read_counter(o.counter.as_raw_fd()).unwrap_or(o.base);
+        }
+    }
+
+    fn kernel_redirect_target(&self) -> Option<u32> {
+        (self.mode == XdpMode::Native).then_some(self.ifindex)
+    }
+
+    fn set_kernel_redirect(&mut self, to: Option<u32>) -> Result<(), String> {
+        self.set_offload(to)
     }
 
     /// Down while the interface is gone or its name stands for another device than the one the
@@ -1374,6 +1553,16 @@ impl Port for AfXdpPort {
             ("kernel-tx-invalid-descs", k.tx_invalid_descs),
             (crate::KERNEL_INTERFACE_TX_DROPPED, k.kernel_if_tx_dropped),
             ("kernel-peer-tx-dropped", k.kernel_peer_tx_dropped),
+            // Offloaded only: frames the XDP program redirected that the kernel could not send
+            // on (veth counts them in the receiving device's rx_dropped).
+            (
+                "kernel-xdp-redirect-failed",
+                if self.offload.is_some() {
+                    k.kernel_if_rx_dropped
+                } else {
+                    0
+                },
+            ),
             ("rx-bad-descriptor", k.rx_bad_descriptor),
             ("rx-no-buffer", k.rx_no_buffer),
             ("rx-fill-ring-short", k.rx_fill_ring_short),
@@ -1387,8 +1576,21 @@ impl Port for AfXdpPort {
 
     fn describe(&self) -> String {
         let k = self.af_xdp_stats();
+        let offload = match &self.offload {
+            None => String::new(),
+            Some(o) => match o.counted() {
+                Ok((p, b)) => format!(
+                    "OFFLOADED in-kernel xconnect: xdp redirect to ifindex {} ({p} frames, {b} bytes) | ",
+                    o.to
+                ),
+                Err(e) => format!(
+                    "OFFLOADED in-kernel xconnect: xdp redirect to ifindex {} (counter unreadable: {e}) | ",
+                    o.to
+                ),
+            },
+        };
         format!(
-            "af_xdp {} ifindex {} queue {} xdp {} copy need-wakeup rx {} tx {} chunks of {} tx budget {}{}{} \
+            "{offload}af_xdp {} ifindex {} queue {} xdp {} copy need-wakeup rx {} tx {} chunks of {} tx budget {}{}{} \
              | xdp rx_dropped {} rx_ring_full {} rx_fill_ring_empty_descs {} tx_ring_empty_descs {} \
              | interface tx_dropped {} rx_dropped {} peer tx_dropped {} | tx kicks {} rx wake-ups {} napi id {}{}",
             self.config.interface,

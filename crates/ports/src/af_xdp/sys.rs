@@ -110,16 +110,23 @@ pub const XDP_PACKET_HEADROOM: u32 = 256;
 
 // linux/bpf.h: commands.
 pub const BPF_MAP_CREATE: libc::c_int = 0;
+pub const BPF_MAP_LOOKUP_ELEM: libc::c_int = 1;
 pub const BPF_MAP_UPDATE_ELEM: libc::c_int = 2;
 pub const BPF_PROG_LOAD: libc::c_int = 5;
 pub const BPF_LINK_CREATE: libc::c_int = 28;
+pub const BPF_LINK_UPDATE: libc::c_int = 29;
 
+pub const BPF_MAP_TYPE_PERCPU_ARRAY: u32 = 6;
 pub const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 pub const BPF_PROG_TYPE_XDP: u32 = 6;
 /// `enum bpf_attach_type`: BPF_XDP.
 pub const BPF_XDP: u32 = 37;
 /// `ld_imm64` source register meaning "imm is a map fd" (relocated by the verifier).
 pub const BPF_PSEUDO_MAP_FD: u8 = 1;
+/// `BPF_FUNC_map_lookup_elem`.
+pub const BPF_FUNC_MAP_LOOKUP_ELEM: i32 = 1;
+/// `BPF_FUNC_redirect`.
+pub const BPF_FUNC_REDIRECT: i32 = 23;
 /// `BPF_FUNC_redirect_map`.
 pub const BPF_FUNC_REDIRECT_MAP: i32 = 51;
 /// `enum xdp_action`.
@@ -182,6 +189,16 @@ pub struct LinkCreateAttr {
     pub flags: u32,
 }
 
+/// `union bpf_attr` for BPF_LINK_UPDATE.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LinkUpdateAttr {
+    pub link_fd: u32,
+    pub new_prog_fd: u32,
+    pub flags: u32,
+    pub old_prog_fd: u32,
+}
+
 /// `struct bpf_insn`: opcode, dst (low nibble) and src (high nibble) registers, offset, immediate.
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -201,4 +218,5 @@ const _: () = assert!(core::mem::size_of::<MapCreateAttr>() == 44);
 const _: () = assert!(core::mem::size_of::<MapElemAttr>() == 32);
 const _: () = assert!(core::mem::size_of::<ProgLoadAttr>() == 72);
 const _: () = assert!(core::mem::size_of::<LinkCreateAttr>() == 16);
+const _: () = assert!(core::mem::size_of::<LinkUpdateAttr>() == 16);
 const _: () = assert!(core::mem::size_of::<BpfInsn>() == 8);

@@ -39,8 +39,36 @@ fn default_mac_limit() -> u32 {
     DEFAULT_MAC_LIMIT
 }
 
+/// Where a cross-connect's frames are forwarded (`offload` in `[[xconnect]]`, docs/CONTROL.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum XconnectOffload {
+    /// By the switch's graph (every feature, capture and counter of the switch applies).
+    #[default]
+    None,
+    /// In the kernel: each port's XDP program redirects what its interface receives to the other
+    /// port's interface (two `af_xdp` ports in native mode, whole ports; the frames skip the
+    /// graph: no capture, no features, counted by the program and the kernel).
+    Xdp,
+}
+
+impl XconnectOffload {
+    fn is_none(&self) -> bool {
+        *self == XconnectOffload::None
+    }
+}
+
+impl std::fmt::Display for XconnectOffload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            XconnectOffload::None => "none",
+            XconnectOffload::Xdp => "xdp",
+        })
+    }
+}
+
 /// `[[xconnect]]`: an E-Line. Either `ports = [A, B]` (A→B, and B→A unless `bidirectional = false`)
-/// or `from = A` / `to = B` for one direction.
+/// or `from = A` / `to = B` for one direction; `offload = "xdp"` forwards it in the kernel.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct XconnectConfig {
@@ -52,6 +80,9 @@ pub struct XconnectConfig {
     pub from: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
+    /// `"none"` (default) or `"xdp"` ([`XconnectOffload`]).
+    #[serde(default, skip_serializing_if = "XconnectOffload::is_none")]
+    pub offload: XconnectOffload,
 }
 
 impl XconnectConfig {
@@ -62,6 +93,7 @@ impl XconnectConfig {
             bidirectional: true,
             from: Some(from.to_string()),
             to: Some(to.to_string()),
+            offload: XconnectOffload::None,
         }
     }
 
@@ -72,6 +104,7 @@ impl XconnectConfig {
             bidirectional: true,
             from: None,
             to: None,
+            offload: XconnectOffload::None,
         }
     }
 
@@ -232,6 +265,7 @@ pub fn validate_xconnects(xs: &[XconnectConfig], v: &mut Validation) {
                 continue;
             }
         };
+        let mut checked = HashSet::new();
         for (path, from, to) in pairs {
             if from == to {
                 v.push(
@@ -240,6 +274,29 @@ pub fn validate_xconnects(xs: &[XconnectConfig], v: &mut Validation) {
                     "two different ports (a port cannot be cross-connected to itself)",
                 );
                 continue;
+            }
+            if x.offload == XconnectOffload::Xdp {
+                for port in [&from, &to] {
+                    if !checked.insert(port.clone()) {
+                        continue;
+                    }
+                    let why = match v.kernel_redirect.get(port.as_str()) {
+                        Some(None) => continue,
+                        Some(Some(why)) => format!("`{port}`: {why}"),
+                        None => format!(
+                            "`{port}` is not a whole port (a sub-interface's VLAN matching and \
+                             tag rewrite need the switch's graph)"
+                        ),
+                    };
+                    v.push(
+                        format!("{svc}.offload"),
+                        q("xdp"),
+                        format!(
+                            "\"xdp\" only between two whole, admin-up af_xdp ports in native XDP mode; {why}; \
+                             accepted: \"none\" or \"xdp\""
+                        ),
+                    );
+                }
             }
             v.claim(path, &from, &svc);
         }
@@ -312,7 +369,11 @@ pub fn validate_bridges(bs: &[BridgeConfig], v: &mut Validation) {
 pub fn xconnect_objects(xs: &[XconnectConfig], out: &mut Vec<Obj>) {
     for x in xs {
         for (from, to) in x.directions() {
-            out.push(Arc::new(XconnectObj { from, to }));
+            out.push(Arc::new(XconnectObj {
+                from,
+                to,
+                offload: x.offload,
+            }));
         }
     }
 }
@@ -486,11 +547,14 @@ impl ConfigObject for StaticMacObj {
     }
 }
 
-/// One direction of a cross-connect: what `from` receives is sent out of `to`.
+/// One direction of a cross-connect: what `from` receives is sent out of `to` (by the graph, or
+/// by `from`'s XDP program with `offload = Xdp`). A change of `offload` re-creates the object:
+/// removal turns the kernel's redirect off, the add turns it on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct XconnectObj {
     pub from: String,
     pub to: String,
+    pub offload: XconnectOffload,
 }
 
 impl ConfigObject for XconnectObj {
@@ -510,15 +574,44 @@ impl ConfigObject for XconnectObj {
         same_as(self, other)
     }
     fn describe_add(&self) -> String {
-        format!("add xconnect {} -> {}", self.from, self.to)
+        format!(
+            "add xconnect {} -> {}{}",
+            self.from,
+            self.to,
+            if self.offload.is_none() {
+                ""
+            } else {
+                " offload xdp"
+            }
+        )
     }
     fn describe_remove(&self) -> String {
-        format!("remove xconnect {} -> {}", self.from, self.to)
+        format!(
+            "remove xconnect {} -> {}{}",
+            self.from,
+            self.to,
+            if self.offload.is_none() {
+                ""
+            } else {
+                " offload xdp"
+            }
+        )
     }
     fn add(&self, sw: &mut Switch, _cx: &mut ApplyCx) -> Result<(), SwitchError> {
-        sw.add_xconnect(&self.from, &self.to)
+        sw.add_xconnect(&self.from, &self.to)?;
+        if self.offload == XconnectOffload::Xdp {
+            if let Err(e) = sw.set_xconnect_offload(&self.from, true) {
+                // All or nothing: the xconnect goes again.
+                let _ = sw.delete_xconnect(&self.from);
+                return Err(e);
+            }
+        }
+        Ok(())
     }
     fn remove(&self, sw: &mut Switch, _cx: &mut ApplyCx) -> Result<(), SwitchError> {
+        if self.offload == XconnectOffload::Xdp {
+            sw.set_xconnect_offload(&self.from, false)?;
+        }
         sw.delete_xconnect(&self.from)
     }
     fn as_any(&self) -> &dyn std::any::Any {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{format_mac, is_group, Bridge, BridgeSettings};
 use crate::error::{list, SwitchError};
-use crate::interface::{Service, SwIfIdx};
+use crate::interface::{InterfaceKind, Service, SwIfIdx};
 use crate::runtime::Switch;
 use crate::state::BdIdx;
 
@@ -299,6 +299,51 @@ impl Switch {
                 service: self.describe_service(s),
             }),
         }
+    }
+
+    /// Hands the xconnect of `port` to the kernel (`on`) or takes it back: `port`'s backend sends
+    /// what its interface receives straight out of the interface of the xconnect's target
+    /// ([`vecswitch_ports::Port::set_kernel_redirect`]; an `af_xdp` port in native mode). Both
+    /// ends must be ports' main interfaces. On error nothing changed.
+    pub fn set_xconnect_offload(&mut self, port: &str, on: bool) -> Result<(), SwitchError> {
+        let a = self.iface_idx(port)?;
+        let to = match self.iface(a).service {
+            Service::Xconnect { to } => to,
+            s => {
+                return Err(SwitchError::NotXconnect {
+                    port: port.to_string(),
+                    service: self.describe_service(s),
+                })
+            }
+        };
+        let err = |reason: String| SwitchError::Offload {
+            port: port.to_string(),
+            reason,
+        };
+        let main_port = |i: SwIfIdx| match self.iface(i).kind {
+            InterfaceKind::Main { port } => Some(port),
+            _ => None,
+        };
+        let (Some(pa), Some(pb)) = (main_port(a), main_port(to)) else {
+            return Err(err(
+                "both ends must be whole ports, not sub-interfaces".into()
+            ));
+        };
+        let target = if on {
+            let slot = self.state.port(pb).expect("a main interface has its port");
+            Some(slot.port.kernel_redirect_target().ok_or_else(|| {
+                err(format!(
+                    "port `{}` cannot receive frames redirected in the kernel (an af_xdp port in native XDP mode can)",
+                    slot.name
+                ))
+            })?)
+        } else {
+            None
+        };
+        let slot = self.state.ports[pa as usize]
+            .as_mut()
+            .expect("a main interface has its port");
+        slot.port.set_kernel_redirect(target).map_err(err)
     }
 
     // ----- MAC table -----------------------------------------------------------------------------

@@ -76,6 +76,12 @@ pub fn validate_subinterfaces(subs: &[SubInterfaceConfig], v: &mut Validation) {
             ok = false;
         }
         if ok {
+            // Frames of the parent's VLANs need the graph: its xconnect stays in the switch.
+            if let Some(e @ None) = v.kernel_redirect.get_mut(&s.parent) {
+                *e = Some(format!(
+                    "it has sub-interface `{name}` (VLAN classification needs the switch's graph)"
+                ));
+            }
             names.insert(name.clone(), i);
             v.interfaces.insert(name);
         }

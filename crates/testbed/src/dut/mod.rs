@@ -4,6 +4,7 @@
 //! |---|---|---|---|
 //! | [`vecswitch::VecswitchDut`] | `vecswitch-xconnect`, `vecswitch-bridge` | memif, veth (AF_PACKET) | writes a TOML config, runs `vecswitch run --config` |
 //! | [`vecswitch::VecswitchDut`] | `vecswitch-xconnect-afxdp` | memif, veth (AF_XDP) | the same, veth ends as `af_xdp` ports |
+//! | [`vecswitch::VecswitchDut`] | `vecswitch-xconnect-xdp` | veth (AF_XDP) | the same, the xconnect forwarded in the kernel (`offload = "xdp"`), generator ends given GRO (a NAPI, run by the DUT's redirect on the DUT's CPU) |
 //! | [`linux_bridge::LinuxBridgeDut`] | `linux-bridge` | veth | one kernel bridge per port pair in the DUT namespace |
 //! | [`ovs::OvsDut`] | `ovs` | veth | `ovsdb-server` + `ovs-vswitchd` (userspace `netdev` datapath) under the run dir; afxdp ports, else system |
 //! | [`ovs::OvsDut`] | `ovs-afxdp` | veth | the same with afxdp ports only (no fallback) |
@@ -241,6 +242,10 @@ pub enum DutKind {
     VecswitchXconnectAfxdp {
         bin: PathBuf,
     },
+    /// `vecswitch-xconnect-afxdp` with the xconnect forwarded in the kernel (`offload = "xdp"`).
+    VecswitchXconnectXdp {
+        bin: PathBuf,
+    },
     LinuxBridge,
     Ovs,
     /// OVS with afxdp ports only.
@@ -289,6 +294,7 @@ pub enum DutKind {
 
 /// Names accepted by [`DutKind::parse`].
 pub const DUT_NAMES: &str = "vecswitch-xconnect, vecswitch-bridge, vecswitch-xconnect-afxdp, \
+     vecswitch-xconnect-xdp, \
      vecswitch-evpl, vecswitch-lag, linux-bridge, ovs, ovs-afxdp, ovs-bridge, ovs-evpl, ovs-lag, \
      testpmd-io, ovs-dpdk, external, vecswitch-router, linux-router, ovs-router, \
      vecswitch-router-nat, linux-router-nat, vecswitch-router-fw, linux-router-fw";
@@ -301,6 +307,7 @@ impl DutKind {
             "vecswitch" | "vecswitch-xconnect" => DutKind::VecswitchXconnect { bin: vecswitch_bin },
             "vecswitch-bridge" => DutKind::VecswitchBridge { bin: vecswitch_bin },
             "vecswitch-xconnect-afxdp" => DutKind::VecswitchXconnectAfxdp { bin: vecswitch_bin },
+            "vecswitch-xconnect-xdp" => DutKind::VecswitchXconnectXdp { bin: vecswitch_bin },
             "linux-bridge" => DutKind::LinuxBridge,
             "ovs" => DutKind::Ovs,
             "ovs-afxdp" => DutKind::OvsAfxdp,
@@ -349,6 +356,11 @@ impl DutKind {
                     vecswitch::VethPort::AfXdp,
                 ))
             }
+            DutKind::VecswitchXconnectXdp { bin } => Box::new(vecswitch::VecswitchDut::with_veth(
+                bin.clone(),
+                vecswitch::Mode::Xconnect,
+                vecswitch::VethPort::AfXdpOffload,
+            )),
             DutKind::LinuxBridge => Box::new(linux_bridge::LinuxBridgeDut::new()),
             DutKind::Ovs => Box::new(ovs::OvsDut::new()),
             DutKind::OvsAfxdp => Box::new(ovs::OvsDut::new().afxdp_only()),
@@ -457,6 +469,7 @@ mod tests {
             "vecswitch-xconnect",
             "vecswitch-bridge",
             "vecswitch-xconnect-afxdp",
+            "vecswitch-xconnect-xdp",
             "linux-bridge",
             "ovs",
             "ovs-afxdp",

@@ -162,13 +162,18 @@ pub enum VethPort {
     AfPacket,
     /// `type = "af_xdp"` (mode `auto`: native XDP on veth).
     AfXdp,
+    /// `type = "af_xdp"`, and each `[[xconnect]]` between two veth ends forwarded in the kernel
+    /// (`offload = "xdp"`: the ports' XDP programs redirect to each other; docs/CONTROL.md). The
+    /// generator's ends get GRO (a NAPI, which redirected frames need), run where the DUT's
+    /// redirect schedules it ([`crate::netns::give_gen_ends_napi`]).
+    AfXdpOffload,
 }
 
 impl VethPort {
     fn type_name(self) -> &'static str {
         match self {
             VethPort::AfPacket => "af_packet",
-            VethPort::AfXdp => "af_xdp",
+            VethPort::AfXdp | VethPort::AfXdpOffload => "af_xdp",
         }
     }
 }
@@ -262,11 +267,17 @@ pub fn config_toml_with(
             }
         }
     }
-    for (n, (a, b)) in pairs.iter().enumerate() {
-        let (a, b) = (toml_str(ports[*a].name()), toml_str(ports[*b].name()));
+    for (n, (pa, pb)) in pairs.iter().enumerate() {
+        let (a, b) = (toml_str(ports[*pa].name()), toml_str(ports[*pb].name()));
         match mode {
             Mode::Xconnect => {
                 let _ = write!(s, "\n[[xconnect]]\nports = [{a}, {b}]\n");
+                let both_veth = [&ports[*pa], &ports[*pb]]
+                    .iter()
+                    .all(|p| matches!(p, PortEnd::Veth { .. }));
+                if veth == VethPort::AfXdpOffload && both_veth {
+                    s.push_str("offload = \"xdp\"\n");
+                }
             }
             Mode::Bridge => {
                 let _ = write!(s, "\n[[bridge]]\nname = \"br{n}\"\nports = [{a}, {b}]\n");
@@ -486,6 +497,8 @@ pub struct VecswitchDut {
     ingress_mac: Option<[u8; 6]>,
     /// Router: every route set loaded, in order.
     route_loads: Vec<TableLoad>,
+    /// [`VethPort::AfXdpOffload`]: how the generator's ends were given a NAPI (placement note).
+    gen_napi: Vec<String>,
 }
 
 /// MAC table entries of a bridge DUT: room for the 1M-entry scale point and the stations
@@ -512,6 +525,7 @@ impl VecswitchDut {
             scale: None,
             ingress_mac: None,
             route_loads: Vec::new(),
+            gen_napi: Vec::new(),
         }
     }
 
@@ -525,7 +539,7 @@ impl VecswitchDut {
             Some(w.cores.dut),
             self.veth,
         );
-        if self.veth == VethPort::AfXdp {
+        if matches!(self.veth, VethPort::AfXdp | VethPort::AfXdpOffload) {
             s = with_afxdp_napi_defer(&s, afxdp_napi_defer_from_env()?);
         }
         match self.mode {
@@ -643,6 +657,9 @@ impl Dut for VecswitchDut {
         match (self.mode, self.veth) {
             (Mode::Xconnect, VethPort::AfPacket) => "vecswitch-xconnect",
             (Mode::Xconnect, VethPort::AfXdp) => "vecswitch-xconnect-afxdp",
+            (Mode::Xconnect, VethPort::AfXdpOffload) => "vecswitch-xconnect-xdp",
+            (Mode::Bridge, VethPort::AfXdpOffload) => "vecswitch-bridge-afxdp (no offload)",
+            (Mode::Router, VethPort::AfXdpOffload) => "vecswitch-router-afxdp (no offload)",
             (Mode::Bridge, VethPort::AfPacket) => "vecswitch-bridge",
             (Mode::Bridge, VethPort::AfXdp) => "vecswitch-bridge-afxdp",
             (Mode::Router, VethPort::AfPacket) => "vecswitch-router",
@@ -689,6 +706,9 @@ impl Dut for VecswitchDut {
             ])
             .netns(Some(&w.dut_netns))
             .cpus(Some(vec![w.cores.dut]));
+        if self.veth == VethPort::AfXdpOffload {
+            self.gen_napi = crate::netns::give_gen_ends_napi(w)?;
+        }
         let mut child = ChildGuard::spawn(&spec, &w.run_dir)?;
         let r = wait_ready(&self.bin, &mut child, &ctl, &w.dut_ports);
         self.child = Some(child);
@@ -844,6 +864,13 @@ impl Dut for VecswitchDut {
                         " with napi_defer_hard_irqs {n}, gro_flush_timeout {us} us ({AFXDP_NAPI_DEFER_ENV})"
                     );
                 }
+                if !self.gen_napi.is_empty() {
+                    let _ = write!(
+                        note,
+                        "; xconnect offload = xdp (in-kernel redirect); generator ends: {}",
+                        self.gen_napi.join(", ")
+                    );
+                }
                 if !self.route_loads.is_empty() {
                     let _ = write!(
                         note,
@@ -921,6 +948,48 @@ impl Dut for VecswitchDut {
 mod tests {
     use super::*;
     use crate::topology::MemifRole;
+
+    /// `vecswitch-xconnect-xdp`: a pair of veth ends gets `offload = "xdp"` and parses as such;
+    /// a pair with a memif end stays in the switch (offload needs two af_xdp ports).
+    #[test]
+    fn offload_variant_offloads_veth_pairs_only() {
+        let veth = |n: &str| PortEnd::Veth {
+            name: n.into(),
+            netns: "ns".into(),
+            ifname: n.into(),
+            mac: "02:00:00:00:00:01".into(),
+        };
+        let memif = PortEnd::Memif {
+            name: "phy0".into(),
+            socket: "/r/phy0.sock".into(),
+            id: 0,
+            role: MemifRole::Server,
+        };
+        let ctl = Path::new("/r/dut.ctl");
+        let ports = vec![veth("dut0"), veth("dut1"), memif];
+        let t = config_toml_with(
+            &ports,
+            &[(0, 1), (2, 1)],
+            Mode::Xconnect,
+            ctl,
+            Some(1),
+            VethPort::AfXdpOffload,
+        );
+        let c: toml::Value = toml::from_str(&t).expect("valid TOML");
+        let x = c["xconnect"].as_array().expect("xconnects");
+        assert_eq!(x[0]["offload"].as_str(), Some("xdp"), "{t}");
+        assert_eq!(x[1].get("offload"), None, "{t}");
+        assert_eq!(c["port"][0]["type"].as_str(), Some("af_xdp"));
+        let plain = config_toml_with(
+            &ports,
+            &[(0, 1)],
+            Mode::Xconnect,
+            ctl,
+            Some(1),
+            VethPort::AfXdp,
+        );
+        assert!(!plain.contains("offload"), "{plain}");
+    }
 
     #[test]
     fn xconnect_config_for_memif_and_veth() {
