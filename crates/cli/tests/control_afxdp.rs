@@ -3,17 +3,17 @@
 //! one namespace arrive, counted exactly, in the other, both ways, and `show ports` shows the
 //! XDP statistics. The guard deletes the namespaces and veth pairs whatever happens.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use vecswitch_buffer::Pool;
 use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort, RxMode};
-use vecswitch_ports::loopback::packet_from_bytes;
-use vecswitch_ports::Port;
+use vecswitch_ports::testing;
 use vecswitch_testsupport::{RunningSwitch, TempDir, VethLab};
 
 const BIN: &str = env!("CARGO_BIN_EXE_vecswitch");
-/// IEEE 802 "local experimental" EtherType: nothing in the kernel answers it.
-const ETHERTYPE: u16 = 0x88b5;
+/// This file's test frames (`vecswitch_ports::testing::marked_frame`: EtherType 0x88b5, which
+/// nothing in the kernel answers).
+const MAGIC: u32 = 0x7843_4146; // "xCAF"
 
 /// Namespaces `ns[i]` holding veth end `peer[i]`, whose other end `host[i]` the switch opens, and
 /// a temporary directory; the guards (crates/testsupport) remove them on drop.
@@ -44,17 +44,8 @@ impl Lab {
     }
 }
 
-fn frame(dir: u8, seq: u32, len: usize) -> Vec<u8> {
-    let mut f = vec![dir; len];
-    f[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x10 + dir]);
-    f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x20 + dir]);
-    f[12..14].copy_from_slice(&ETHERTYPE.to_be_bytes());
-    f[14..18].copy_from_slice(&seq.to_be_bytes());
-    f
-}
-
-/// Sends `count` frames from `tx` (bursts of 16, paced gently) and collects those of direction
-/// `dir` on `rx` until all arrived or 10 s passed; returns the sequence numbers received.
+/// The shared sender/collector (`vecswitch_ports::testing::send_and_count`) with this file's
+/// magic: the sequence numbers of direction `dir` that `rx` received, each frame checked intact.
 fn send_and_count(
     tx: &mut AfPacketPort,
     rx: &mut AfPacketPort,
@@ -63,38 +54,16 @@ fn send_and_count(
     len: usize,
     count: u32,
 ) -> Vec<u32> {
-    let mut next = 0;
-    let mut seqs = Vec::new();
-    let mut out = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while (seqs.len() as u32) < count && Instant::now() < deadline {
-        if next < count {
-            let n = (count - next).min(16);
-            let hs: Vec<u32> = (0..n)
-                .map(|k| packet_from_bytes(pool, &frame(dir, next + k, len)).unwrap())
-                .collect();
-            next += tx.tx_burst(pool, &hs) as u32;
-            pool.free_bulk(&hs);
-            std::thread::sleep(Duration::from_micros(200));
-        } else {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        out.clear();
-        rx.rx_burst(pool, &mut out, 256);
-        for &h in &out {
-            let mut f = Vec::new();
-            pool.copy_out(h, &mut f);
-            if f.len() == len && f[12..14] == ETHERTYPE.to_be_bytes() && f[6..12][5] == 0x20 + dir {
-                assert_eq!(
-                    f,
-                    frame(dir, u32::from_be_bytes(f[14..18].try_into().unwrap()), len)
-                );
-                seqs.push(u32::from_be_bytes(f[14..18].try_into().unwrap()));
-            }
-        }
-        pool.free_bulk(&out);
-    }
-    seqs
+    testing::send_and_count(
+        tx,
+        rx,
+        pool,
+        MAGIC,
+        dir,
+        len,
+        count,
+        Duration::from_secs(10),
+    )
 }
 
 #[test]

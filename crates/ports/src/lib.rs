@@ -31,6 +31,7 @@ pub mod loopback;
 pub mod memif;
 pub mod pcap;
 pub mod shm;
+pub mod testing;
 pub mod vhost_user;
 
 use serde::{Deserialize, Serialize};

@@ -12,12 +12,12 @@ use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort, RxMode};
 use vecswitch_ports::af_xdp::{AfXdpConfig, AfXdpError, AfXdpPort, XdpMode};
 use vecswitch_ports::loopback::packet_from_bytes;
 use vecswitch_ports::pcap::Capture;
-use vecswitch_ports::{LinkState, Port};
+use vecswitch_ports::testing::marked_frame;
+use vecswitch_ports::testing::wait_up;
+use vecswitch_ports::Port;
 use vecswitch_testsupport::tool::ip;
 use vecswitch_testsupport::VethLab;
 
-/// IEEE 802 "local experimental" EtherType: no kernel protocol will answer or forward it.
-const ETHERTYPE: u16 = 0x88b5;
 const MAGIC: u32 = 0x7846_5350; // "xFSP"
 
 /// An AF_XDP port on the host end (in `mode`) and an AF_PACKET port on the far end.
@@ -37,26 +37,8 @@ fn ports(lab: &VethLab, mode: XdpMode) -> (AfXdpPort, AfPacketPort) {
     (xdp, peer)
 }
 
-fn wait_up(p: &dyn Port) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while p.link() != LinkState::Up {
-        assert!(Instant::now() < deadline, "{} never came up", p.name());
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 fn test_frame(dir: u8, seq: u32, len: usize) -> Vec<u8> {
-    let mut f = vec![0u8; len];
-    f[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x10 + dir]);
-    f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x20 + dir]);
-    f[12..14].copy_from_slice(&ETHERTYPE.to_be_bytes());
-    f[14..18].copy_from_slice(&MAGIC.to_be_bytes());
-    f[18] = dir;
-    f[19..23].copy_from_slice(&seq.to_be_bytes());
-    for (i, b) in f.iter_mut().enumerate().skip(23) {
-        *b = (i as u32).wrapping_mul(31).wrapping_add(seq) as u8;
-    }
-    f
+    marked_frame(MAGIC, dir, seq, len)
 }
 
 /// Sends `count` test frames of `len` bytes from `tx` in bursts of `burst`, retrying what the

@@ -22,6 +22,7 @@ use vecswitch_buffer::Pool;
 use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort, RxMode};
 use vecswitch_ports::af_xdp::{AfXdpConfig, AfXdpPort};
 use vecswitch_ports::loopback::packet_from_bytes;
+use vecswitch_ports::testing::wait_up;
 use vecswitch_ports::{LinkState, Port};
 use vecswitch_testsupport::VethLab;
 
@@ -43,14 +44,6 @@ fn frame(seq: u32, len: usize) -> Vec<u8> {
 
 fn lower_far_mtu(lab: &VethLab) {
     lab.ns().ip(&["link", "set", lab.peer(), "mtu", FAR_MTU]);
-}
-
-fn wait_up(p: &dyn Port) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while p.link() != LinkState::Up {
-        assert!(Instant::now() < deadline, "{} never came up", p.name());
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 fn far_end(lab: &VethLab) -> AfPacketPort {
