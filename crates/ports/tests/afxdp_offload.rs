@@ -25,6 +25,28 @@ fn frame(dir: u8, seq: u32, len: usize) -> Vec<u8> {
     marked_frame(MAGIC, dir, seq, len)
 }
 
+/// Sends `count` frames of `len` bytes from `tx` and asserts that `rx` received every one, in
+/// order and unchanged.
+fn assert_all_cross(
+    tx: &mut dyn Port,
+    rx: &mut dyn Port,
+    pool: &mut Pool,
+    dir: u8,
+    len: usize,
+    count: u32,
+    what: &str,
+) {
+    let got = send_and_collect(tx, rx, pool, dir, len, count, Duration::from_secs(2));
+    assert_eq!(got.len() as u32, count, "{what}, {len} bytes");
+    for (seq, f) in got.iter().enumerate() {
+        assert_eq!(
+            f,
+            &frame(dir, seq as u32, len),
+            "{what} frame {seq} of {len} bytes"
+        );
+    }
+}
+
 /// Turns GRO on or off on the far end `ifname` in `lab`'s namespace: with GRO on, veth gives
 /// the end a NAPI, which is what a frame redirected into its peer needs (drivers/net/veth.c,
 /// `veth_xdp_xmit`: no NAPI → `-ENXIO`, the frames dropped and counted in the sender's
@@ -155,40 +177,8 @@ fn offloaded_xconnect_forwards_exact_counts_in_the_kernel_and_counts_the_lost() 
         p.clear_stats();
     }
     for len in [60usize, 1514] {
-        let got = send_and_collect(
-            &mut fa,
-            &mut fb,
-            &mut pool,
-            1,
-            len,
-            count,
-            Duration::from_secs(2),
-        );
-        assert_eq!(got.len() as u32, count, "a -> b, {len} bytes");
-        for (seq, f) in got.iter().enumerate() {
-            assert_eq!(
-                f,
-                &frame(1, seq as u32, len),
-                "a -> b frame {seq} of {len} bytes"
-            );
-        }
-        let got = send_and_collect(
-            &mut fb,
-            &mut fa,
-            &mut pool,
-            2,
-            len,
-            count,
-            Duration::from_secs(2),
-        );
-        assert_eq!(got.len() as u32, count, "b -> a, {len} bytes");
-        for (seq, f) in got.iter().enumerate() {
-            assert_eq!(
-                f,
-                &frame(2, seq as u32, len),
-                "b -> a frame {seq} of {len} bytes"
-            );
-        }
+        assert_all_cross(&mut fa, &mut fb, &mut pool, 1, len, count, "a -> b");
+        assert_all_cross(&mut fb, &mut fa, &mut pool, 2, len, count, "b -> a");
     }
     // Nothing reached the sockets: the sockets' own receive path is empty.
     let mut out = Vec::new();

@@ -204,11 +204,8 @@ fn af_xdp_counts_frames_its_veth_peer_dropped_on_the_way_in() {
 fn af_packet_resends_what_veth_dropped_then_gives_up_and_the_ring_moves_on() {
     let lab = VethLab::new("vskd");
     let mut far = far_end(&lab);
-    let mut afp =
-        AfPacketPort::open(AfPacketConfig::new("afp", lab.host())).expect("open AF_PACKET port");
-    wait_up(&afp);
+    let mut afp = af_packet_sender(&lab);
     let mut pool = Pool::new(256);
-    afp.clear_stats();
     let h = packet_from_bytes(&mut pool, &frame(0, BIG_LEN)).unwrap();
     assert_eq!(afp.tx_burst(&mut pool, &[h]), 1);
     pool.free_bulk(&[h]);
@@ -260,6 +257,15 @@ fn af_packet_resends_what_veth_dropped_then_gives_up_and_the_ring_moves_on() {
     assert_eq!(afp.stats().tx_packets, 10, "{:?}", afp.stats());
 }
 
+/// An AF_PACKET port on the near end, up, its counters cleared.
+fn af_packet_sender(lab: &VethLab) -> AfPacketPort {
+    let mut afp =
+        AfPacketPort::open(AfPacketConfig::new("afp", lab.host())).expect("open AF_PACKET port");
+    wait_up(&afp);
+    afp.clear_stats();
+    afp
+}
+
 /// Receives until `want` of the test's frames arrived (or 5 s passed, then a moment more for
 /// anything late) and returns their sequence numbers in arrival order.
 fn receive_ours(far: &mut dyn Port, pool: &mut Pool, want: usize) -> Vec<u32> {
@@ -298,11 +304,8 @@ fn receive_ours(far: &mut dyn Port, pool: &mut Pool, want: usize) -> Vec<u32> {
 fn af_packet_drops_frames_for_a_link_that_is_down_and_sends_nothing_stale() {
     let lab = VethLab::new("vskl");
     let mut far = far_end(&lab);
-    let mut afp =
-        AfPacketPort::open(AfPacketConfig::new("afp", lab.host())).expect("open AF_PACKET port");
-    wait_up(&afp);
+    let mut afp = af_packet_sender(&lab);
     let mut pool = Pool::new(256);
-    afp.clear_stats();
     lab.ns().ip(&["link", "set", lab.peer(), "down"]);
     let deadline = Instant::now() + Duration::from_secs(5);
     while afp.link() != LinkState::Down {
