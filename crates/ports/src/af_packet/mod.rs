@@ -616,30 +616,32 @@ impl AfPacketPort {
         if !self.tx.has_unsent() {
             return 0;
         }
-        let mut reclaimed = 0;
-        if self.kick().is_err() {
+        let kicked = self.kick();
+        self.tx.complete(&mut self.stats, &mut self.extra);
+        let reclaimed = if kicked.is_err() {
             self.extra.tx_kick_errors += 1;
-            self.tx.complete(&mut self.stats, &mut self.extra);
-            reclaimed = self.tx.reclaim_unsent();
-            self.extra.tx_unsent_dropped += reclaimed as u64;
-            self.stats.tx_dropped += reclaimed as u64;
+            let n = self.tx.reclaim_unsent();
+            self.extra.tx_unsent_dropped += n as u64;
+            n
         } else {
-            self.tx.complete(&mut self.stats, &mut self.extra);
             // The same frame refused again, nothing sent since: with no carrier it will not go
             // until the link returns, so give up now; with the link up, after TX_STALL_LIMIT.
             // The link is read (two syscalls) only here, never while the ring moves.
-            if let Some(waited) = self.tx.head_stalled() {
-                if self.link() == LinkState::Down {
-                    reclaimed = self.tx.reclaim_unsent();
-                    self.extra.tx_link_down += reclaimed as u64;
-                } else if waited >= tx::TX_STALL_LIMIT {
-                    reclaimed = self.tx.reclaim_unsent();
-                    self.extra.tx_stalled_dropped += reclaimed as u64;
+            match self.tx.head_stalled() {
+                Some(_) if self.link() == LinkState::Down => {
+                    let n = self.tx.reclaim_unsent();
+                    self.extra.tx_link_down += n as u64;
+                    n
                 }
-                self.stats.tx_dropped += reclaimed as u64;
+                Some(waited) if waited >= tx::TX_STALL_LIMIT => {
+                    let n = self.tx.reclaim_unsent();
+                    self.extra.tx_stalled_dropped += n as u64;
+                    n
+                }
+                _ => 0,
             }
-        }
-        self.tx.complete(&mut self.stats, &mut self.extra);
+        };
+        self.stats.tx_dropped += reclaimed as u64;
         reclaimed
     }
 }
