@@ -11,10 +11,9 @@ use std::time::{Duration, Instant};
 use vecswitch_buffer::Pool;
 use vecswitch_ports::af_packet::{AfPacketConfig, AfPacketPort, RxMode};
 use vecswitch_ports::af_xdp::{AfXdpConfig, AfXdpPort, XdpMode};
-use vecswitch_ports::loopback::packet_from_bytes;
 use vecswitch_ports::pcap::Capture;
-use vecswitch_ports::testing::marked_frame;
 use vecswitch_ports::testing::wait_up;
+use vecswitch_ports::testing::{self, marked_frame};
 use vecswitch_ports::Port;
 use vecswitch_testsupport::tool::require;
 use vecswitch_testsupport::VethLab;
@@ -63,8 +62,7 @@ fn gro(lab: &VethLab, on: bool) {
     ]);
 }
 
-/// Sends `count` frames of `len` bytes from `tx` (retrying refused ones) and collects what `rx`
-/// receives with our magic and direction until `count` arrived or `wait` passed.
+/// The shared sender/collector with this file's magic (`vecswitch_ports::testing`).
 fn send_and_collect(
     tx: &mut dyn Port,
     rx: &mut dyn Port,
@@ -74,38 +72,7 @@ fn send_and_collect(
     count: u32,
     wait: Duration,
 ) -> Vec<Vec<u8>> {
-    let mut got = Vec::new();
-    let mut next = 0u32;
-    let mut out = Vec::new();
-    let mut deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if next < count {
-            let n = (count - next).min(32);
-            let hs: Vec<u32> = (0..n)
-                .map(|k| packet_from_bytes(pool, &frame(dir, next + k, len)).unwrap())
-                .collect();
-            next += tx.tx_burst(pool, &hs) as u32;
-            pool.free_bulk(&hs);
-            if next == count {
-                deadline = Instant::now() + wait;
-            }
-        } else {
-            tx.poll_control();
-        }
-        out.clear();
-        rx.rx_burst(pool, &mut out, 256);
-        for &h in &out {
-            let mut f = Vec::new();
-            pool.copy_out(h, &mut f);
-            if f.len() >= 23 && f[14..18] == MAGIC.to_be_bytes() && f[18] == dir {
-                got.push(f);
-            }
-        }
-        pool.free_bulk(&out);
-        if got.len() as u32 >= count || Instant::now() >= deadline {
-            return got;
-        }
-    }
+    testing::send_and_collect(tx, rx, pool, MAGIC, dir, len, count, wait)
 }
 
 struct TempFile(PathBuf);

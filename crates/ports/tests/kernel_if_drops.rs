@@ -245,11 +245,7 @@ fn af_packet_resends_what_veth_dropped_then_gives_up_and_the_ring_moves_on() {
         attempts,
         "re-sent after it was given up"
     );
-    let hs: Vec<u32> = (1..=10)
-        .map(|i| packet_from_bytes(&mut pool, &frame(i, 60)).unwrap())
-        .collect();
-    assert_eq!(afp.tx_burst(&mut pool, &hs), 10);
-    pool.free_bulk(&hs);
+    assert_eq!(send_small(&mut afp, &mut pool, 1..=10), 10);
     assert_eq!(
         receive_ours(&mut far, &mut pool, 10),
         (1..=10).collect::<Vec<_>>()
@@ -264,6 +260,16 @@ fn af_packet_sender(lab: &VethLab) -> AfPacketPort {
     wait_up(&afp);
     afp.clear_stats();
     afp
+}
+
+/// One burst of 60-byte test frames numbered `seqs` from `afp`; returns how many it placed.
+fn send_small(afp: &mut AfPacketPort, pool: &mut Pool, seqs: impl Iterator<Item = u32>) -> usize {
+    let hs: Vec<u32> = seqs
+        .map(|i| packet_from_bytes(pool, &frame(i, 60)).unwrap())
+        .collect();
+    let placed = afp.tx_burst(pool, &hs);
+    pool.free_bulk(&hs);
+    placed
 }
 
 /// Receives until `want` of the test's frames arrived (or 5 s passed, then a moment more for
@@ -319,11 +325,7 @@ fn af_packet_drops_frames_for_a_link_that_is_down_and_sends_nothing_stale() {
     // 40 frames in 4 bursts while the link is down, with idle polls between them as the
     // worker does.
     for b in 0..4u32 {
-        let hs: Vec<u32> = (0..10)
-            .map(|i| packet_from_bytes(&mut pool, &frame(100 + b * 10 + i, 60)).unwrap())
-            .collect();
-        afp.tx_burst(&mut pool, &hs);
-        pool.free_bulk(&hs);
+        send_small(&mut afp, &mut pool, 100 + b * 10..110 + b * 10);
         for _ in 0..3 {
             afp.poll_control();
         }
@@ -345,11 +347,7 @@ fn af_packet_drops_frames_for_a_link_that_is_down_and_sends_nothing_stale() {
     lab.ns().ip(&["link", "set", lab.peer(), "up"]);
     wait_up(&afp);
     wait_up(&far);
-    let hs: Vec<u32> = (0..10)
-        .map(|i| packet_from_bytes(&mut pool, &frame(i, 60)).unwrap())
-        .collect();
-    assert_eq!(afp.tx_burst(&mut pool, &hs), 10);
-    pool.free_bulk(&hs);
+    assert_eq!(send_small(&mut afp, &mut pool, 0..10), 10);
     assert_eq!(
         receive_ours(&mut far, &mut pool, 10),
         (0..10).collect::<Vec<_>>(),
