@@ -64,6 +64,11 @@ pub trait Feature: Sync {
     /// (`Switch::now_ns`). A feature with timers keeps its own next-due time and returns at once
     /// when nothing is due; the default has none.
     fn timers(&self, _switch: &mut Switch) {}
+    /// Called by [`Switch::set_port_admin`] after port interface `iface` changed its
+    /// administrative state, for a feature whose state follows it at once rather than at its
+    /// next timer (a bond takes a member out of distribution before the next frame is hashed
+    /// onto it). The default does nothing.
+    fn admin_changed(&self, _switch: &mut Switch, _iface: SwIfIdx) {}
     /// The feature's `show` commands (`show bond`), each with its renderer; see [`crate::ctl`].
     fn shows(&self) -> &'static [Show] {
         &[]

@@ -516,10 +516,16 @@ impl Switch {
         Ok(slot.port)
     }
 
-    /// Sets a port (its main interface) administratively up or down.
+    /// Sets a port (its main interface) administratively up or down; the features that follow
+    /// the change at once ([`crate::feature::Feature::admin_changed`]) are told.
     pub fn set_port_admin(&mut self, name: &str, up: bool) -> Result<(), SwitchError> {
         let idx = self.port_idx(name)?;
-        self.iface_mut(idx).admin_up = up;
+        if self.iface(idx).admin_up != up {
+            self.iface_mut(idx).admin_up = up;
+            for f in crate::feature::FEATURES {
+                f.admin_changed(self, idx);
+            }
+        }
         Ok(())
     }
 

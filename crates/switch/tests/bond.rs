@@ -285,6 +285,29 @@ fn a_member_link_down_moves_traffic_at_the_next_tick_and_the_loss_is_counted() {
     assert_eq!(lab.a.show_bond()[0].active, vec!["m0", "m1"]);
 }
 
+/// A member set administratively down leaves distribution at once (the control verb runs the
+/// bond's tick), not at the next tick: the very next burst goes out of m1 whole, with nothing
+/// dropped on m0 (`tx-admin-down`), and B, which stops hearing m0's LACPDUs, keeps collecting on
+/// m1.
+#[test]
+fn a_member_set_down_leaves_distribution_before_the_next_frame() {
+    let mut lab = Lab::new(lacp_settings());
+    lab.run(4_000);
+    assert_eq!(lab.a.show_bond()[0].active, vec!["m0", "m1"]);
+    lab.a.set_port_admin("m0", false).unwrap();
+    assert_eq!(lab.a.show_bond()[0].active, vec!["m1"]);
+    let m1_before = lab.a.port_stats("m1").unwrap().tx_packets;
+    send(&mut lab.host_a, &mut lab.pool, &flows(100, 1));
+    lab.settle();
+    assert_eq!(drain(&mut lab.host_b, &mut lab.pool).len(), 100);
+    assert_eq!(error(&lab.a, "interface-output", "tx-admin-down"), 0);
+    assert_eq!(lab.a.port_stats("m1").unwrap().tx_packets - m1_before, 100);
+    // Up again: back in distribution once LACP has re-aggregated it.
+    lab.a.set_port_admin("m0", true).unwrap();
+    lab.run(4_000);
+    assert_eq!(lab.a.show_bond()[0].active, vec!["m0", "m1"]);
+}
+
 /// A partner that stops sending LACPDUs while A's link stays up (B's end of cable 0 is deleted:
 /// A's cable still reports link up, but nothing arrives and what A sends is refused) stops being
 /// distributed to within one short timeout (3 s), not at once; the frames lost meanwhile are

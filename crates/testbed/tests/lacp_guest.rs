@@ -394,10 +394,15 @@ fn the_linux_bonding_driver_aggregates_with_vecswitch_and_fails_over_within_one_
     // 3. Failover: vh0 down 1.5 s into 16 streams of 8 s.
     let interval = Duration::from_millis(50);
     let count = 160u32;
-    // A frame received on a member LACP has taken out of collecting is dropped by bond-input
-    // with this reason (crates/switch/src/bond/bond_input.rs).
-    let dropped =
-        |lab: &Lab| error_count(&lab.sw.json("show errors"), "bond-input", "not-collecting");
+    // Where vecswitch drops a frame of the failover: received on a member LACP has taken out of
+    // collecting (bond-input `not-collecting`, crates/switch/src/bond/bond_input.rs), or a request
+    // already hashed onto vh0 in the vector being processed when the port went down
+    // (interface-output `tx-admin-down`).
+    let dropped = |lab: &Lab| {
+        let e = lab.sw.json("show errors");
+        error_count(&e, "bond-input", "not-collecting")
+            + error_count(&e, "interface-output", "tx-admin-down")
+    };
     let errors_before = dropped(&lab);
     let start = Instant::now();
     let streams = lab.pings(count, interval);
@@ -440,10 +445,12 @@ fn the_linux_bonding_driver_aggregates_with_vecswitch_and_fails_over_within_one_
     );
     // vecswitch stops sending on vh0 at once, so the lost pings are replies the guest still
     // hashed onto eth0 until its LACP expired: each reached vecswitch's down member and was
-    // dropped there with a counter (`not-collecting`); none is a silent loss.
+    // dropped there with a counter (`not-collecting`), but for the odd request in flight at the
+    // cut (`tx-admin-down`: one of 2,560 in a run on a loaded host); none is a silent loss.
     assert!(
         errors_after - errors_before >= lost_total as u64,
-        "{lost_total} requests unanswered but only {} counted as not-collecting: {}",
+        "{lost_total} requests unanswered but only {} counted as not-collecting or \
+         tx-admin-down: {}",
         errors_after - errors_before,
         lab.sw.ok("show errors")
     );

@@ -264,6 +264,15 @@ impl Feature for BondFeature {
         switch.bond_tick();
     }
 
+    /// A member set down leaves distribution now, not at the next tick: until then frames
+    /// hashed onto it would be dropped by `interface-output` (`tx-admin-down`).
+    fn admin_changed(&self, switch: &mut crate::Switch, iface: SwIfIdx) {
+        if switch.state.bonds.member(iface).is_some() {
+            let now = switch.now_ns();
+            switch.bond_tick_at(now);
+        }
+    }
+
     fn shows(&self) -> &'static [crate::ctl::Show] {
         ctl::SHOWS
     }
