@@ -12,6 +12,7 @@
 
 mod common;
 
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use common::vecswitch_bin;
@@ -67,8 +68,16 @@ fn tiny_suite() -> Suite {
     s
 }
 
-fn require_tools() {
+/// The tests of this file run one at a time: each builds a testbed and measures through it, and
+/// three at once on a 2-core host measure the host (in a CI run where they did, OVS lost 53 of
+/// 82 learning frames at 2 kframes/s).
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Fails naming what to install if a tool is missing; then waits for the other tests of this
+/// file (the guard is held to the test's end).
+fn require_tools() -> MutexGuard<'static, ()> {
     common::require_ovs_and_vecswitch();
+    ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// No IPv6 in the generator's namespace: its interfaces then send nothing of their own (router
@@ -92,7 +101,7 @@ fn quiet_generator(tb: &Testbed) {
 
 #[test]
 fn every_device_runs_the_l2_suite_and_forwards() {
-    require_tools();
+    let _alone = require_tools();
     let suite = tiny_suite();
     let size = FrameSize::Bytes(64);
     for dut in &suite.duts {
@@ -213,7 +222,7 @@ fn capacity_of_a_100_entry_table(m: &mut GenMeasurer<'_>) -> AddressResult {
 
 #[test]
 fn vecswitch_mac_limit_is_the_caching_capacity_found() {
-    require_tools();
+    let _alone = require_tools();
     let bin = vecswitch_bin();
     let mut tb = Testbed::build(Topology::Phy2Phy { link: Link::Veth }).unwrap();
     let ports = tb.open_generator_ports().unwrap();
@@ -259,7 +268,7 @@ fn vecswitch_mac_limit_is_the_caching_capacity_found() {
 /// way addresses beyond the size are flooded.)
 #[test]
 fn ovs_mac_table_size_is_the_caching_capacity_found() {
-    require_tools();
+    let _alone = require_tools();
     let mut tb = Testbed::build(Topology::Phy2Phy { link: Link::Veth }).unwrap();
     let ports = tb.open_generator_ports().unwrap();
     tb.start(DutKind::OvsBridge.build()).unwrap();
@@ -297,8 +306,13 @@ fn ovs_mac_table_size_is_the_caching_capacity_found() {
         "OVS did not forward a lossless trial in 10 attempts"
     );
     let r = capacity_of_a_100_entry_table(&mut m);
+    // A failed trial flooded, but for one where OVS lost learning frames and flooded nothing
+    // (on a loaded host), which the procedure made again.
     for t in r.trials.iter().filter(|t| !t.passed) {
-        assert!(t.counts.flooded > 0, "{t:?}");
+        assert!(
+            t.counts.flooded > 0 || t.lost_learning_frames_only(),
+            "{t:?}"
+        );
     }
     tb.check_alive().unwrap();
 }

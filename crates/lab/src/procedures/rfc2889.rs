@@ -16,6 +16,11 @@
 //!
 //! A trial passes when every test frame arrived on the learning port and none on the monitor
 //! port (§5.7.3: "the number of frames received on the monitor port … indicates flooding").
+//! In the caching-capacity search the learning rate is fixed and chosen not to be the limit
+//! (§5.7.2). A trial there that flooded nothing but lost learning frames is therefore not a verdict
+//! on the table — the device (or the shared host) lost frames, not addresses — and is made again,
+//! up to [`LEARNING_LOSS_ATTEMPTS`] times in all; only the last attempt decides. (In the
+//! learning-rate search the same loss *is* the verdict: the rate is what is being searched.)
 //! Every trial is kept in the result. [`SimBridge`] is a simulated device with a known table size
 //! and learning rate, so the searches are tested without a packet.
 //!
@@ -164,6 +169,20 @@ pub struct AddressResult {
 /// At most this many trials per search (2^40 steps of resolution would never end otherwise).
 const MAX_TRIALS: usize = 64;
 
+/// Attempts of one caching-capacity trial whose only fault was lost learning frames (module doc).
+pub const LEARNING_LOSS_ATTEMPTS: usize = 3;
+
+impl AddressTrial {
+    /// Nothing flooded and every test frame accounted for, but learning frames lost: the device
+    /// dropped frames while learning, which says nothing about its table.
+    pub fn lost_learning_frames_only(&self) -> bool {
+        self.counts.passed()
+            && self
+                .learning_received
+                .is_some_and(|r| r < self.counts.learning_sent)
+    }
+}
+
 fn run(
     dev: &mut dyn AddressDevice,
     trials: &mut Vec<AddressTrial>,
@@ -183,6 +202,28 @@ fn run(
         passed,
     });
     Ok(passed)
+}
+
+/// [`run`] for the caching-capacity search: a trial that failed only by lost learning frames is
+/// made again, up to [`LEARNING_LOSS_ATTEMPTS`] in all (module doc).
+fn run_capacity(
+    dev: &mut dyn AddressDevice,
+    trials: &mut Vec<AddressTrial>,
+    addresses: u32,
+    rate: f64,
+) -> Result<bool, LabError> {
+    for _ in 1..LEARNING_LOSS_ATTEMPTS {
+        if run(dev, trials, addresses, rate)? {
+            return Ok(true);
+        }
+        if !trials
+            .last()
+            .is_some_and(AddressTrial::lost_learning_frames_only)
+        {
+            return Ok(false);
+        }
+    }
+    run(dev, trials, addresses, rate)
 }
 
 /// RFC 2889 §5.7 address caching capacity: binary search on the number of addresses.
@@ -206,14 +247,14 @@ pub fn address_caching_capacity(
     }
     let resolution = cfg.resolution.max(1);
     let mut trials = Vec::new();
-    if !run(dev, &mut trials, cfg.min_addresses, cfg.learn_rate_fps)? {
+    if !run_capacity(dev, &mut trials, cfg.min_addresses, cfg.learn_rate_fps)? {
         return Ok(AddressResult {
             value: None,
             trials,
             method: dev.method(),
         });
     }
-    if run(dev, &mut trials, cfg.max_addresses, cfg.learn_rate_fps)? {
+    if run_capacity(dev, &mut trials, cfg.max_addresses, cfg.learn_rate_fps)? {
         return Ok(AddressResult {
             value: Some(cfg.max_addresses as f64),
             trials,
@@ -230,7 +271,7 @@ pub fn address_caching_capacity(
             });
         }
         let mid = pass + (fail - pass) / 2;
-        if run(dev, &mut trials, mid, cfg.learn_rate_fps)? {
+        if run_capacity(dev, &mut trials, mid, cfg.learn_rate_fps)? {
             pass = mid;
         } else {
             fail = mid;
@@ -470,10 +511,13 @@ mod tests {
         let r = address_caching_capacity(&mut BlackHole, &cfg).unwrap();
         assert_eq!(r.value, None);
         assert_eq!(r.method, AddressMethod::TwoPortFiltering);
-        assert_eq!(r.trials.len(), 1);
-        assert!(r.trials[0].counts.passed(), "the counts alone would pass");
-        assert_eq!(r.trials[0].learning_received, Some(0));
-        assert!(!r.trials[0].passed);
+        // Lost learning frames are made again, and every attempt fails.
+        assert_eq!(r.trials.len(), LEARNING_LOSS_ATTEMPTS);
+        for t in &r.trials {
+            assert!(t.counts.passed(), "the counts alone would pass");
+            assert_eq!(t.learning_received, Some(0));
+            assert!(!t.passed && t.lost_learning_frames_only());
+        }
         // The simulated bridge counts three ports and no learning frames.
         let mut sim = SimBridge {
             capacity: 10,
@@ -482,6 +526,98 @@ mod tests {
         let r = address_caching_capacity(&mut sim, &cfg).unwrap();
         assert_eq!(r.method, AddressMethod::ThreePort);
         assert!(r.trials.iter().all(|t| t.learning_received.is_none()));
+    }
+
+    /// A two-port bridge of `capacity` entries that loses `lose` learning frames on the first
+    /// `bad_attempts` trials it runs (a descheduled device on a loaded host), then none.
+    struct Hiccup {
+        sim: SimBridge,
+        bad_attempts: u32,
+        lose: u64,
+        runs: u32,
+    }
+
+    impl AddressDevice for Hiccup {
+        fn trial(&mut self, n: u32, rate: f64) -> Result<AddressCounts, LabError> {
+            self.sim.trial(n, rate)
+        }
+
+        fn observe(&mut self, n: u32, rate: f64) -> Result<AddressObservation, LabError> {
+            self.runs += 1;
+            let lost = if self.runs <= self.bad_attempts {
+                self.lose.min(u64::from(n))
+            } else {
+                0
+            };
+            Ok(AddressObservation {
+                counts: self.trial(n, rate)?,
+                learning_received: Some(u64::from(n) - lost),
+            })
+        }
+
+        fn method(&self) -> AddressMethod {
+            AddressMethod::TwoPortFiltering
+        }
+    }
+
+    #[test]
+    fn lost_learning_frames_are_made_again_in_the_capacity_search_only() {
+        let sim = SimBridge {
+            capacity: 100,
+            max_learn_fps: 1e6,
+        };
+        let cfg = CachingConfig {
+            min_addresses: 10,
+            max_addresses: 300,
+            resolution: 1,
+            learn_rate_fps: 2_000.0,
+        };
+        // Two bad attempts: the first trial (10 addresses) passes on its third.
+        let mut dev = Hiccup {
+            sim,
+            bad_attempts: 2,
+            lose: 7,
+            runs: 0,
+        };
+        let r = address_caching_capacity(&mut dev, &cfg).unwrap();
+        assert_eq!(r.value, Some(100.0), "{:#?}", r.trials);
+        assert_eq!(r.trials[0].addresses, 10);
+        assert_eq!(r.trials[1].addresses, 10);
+        assert!(r.trials[..2].iter().all(|t| t.lost_learning_frames_only()));
+        assert!(r.trials[2].passed && r.trials[2].addresses == 10);
+        // Three: the search stops there with no value, every attempt kept.
+        let mut dev = Hiccup {
+            sim,
+            bad_attempts: 3,
+            lose: 7,
+            runs: 0,
+        };
+        let r = address_caching_capacity(&mut dev, &cfg).unwrap();
+        assert_eq!((r.value, r.trials.len()), (None, LEARNING_LOSS_ATTEMPTS));
+        // A flooded trial with lost learning frames is a verdict on the table: not made again.
+        let mut dev = Hiccup {
+            sim: SimBridge { capacity: 5, ..sim },
+            bad_attempts: 1,
+            lose: 7,
+            runs: 0,
+        };
+        let r = address_caching_capacity(&mut dev, &cfg).unwrap();
+        assert_eq!((r.value, r.trials.len()), (None, 1));
+        // In the learning-rate search a lost learning frame is the verdict: one trial, failed.
+        let mut dev = Hiccup {
+            sim,
+            bad_attempts: 1,
+            lose: 1,
+            runs: 0,
+        };
+        let lr = LearningRateConfig {
+            addresses: 50,
+            min_fps: 100.0,
+            max_fps: 1_000.0,
+            resolution_fps: 10.0,
+        };
+        let r = address_learning_rate(&mut dev, &lr).unwrap();
+        assert_eq!((r.value, r.trials.len()), (None, 1));
     }
 
     #[test]
