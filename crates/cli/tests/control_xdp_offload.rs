@@ -239,6 +239,21 @@ fn offloaded_xconnect_forwards_in_the_kernel_counts_everything_and_reloads() {
         "{ports}"
     );
 
+    // A sub-interface over an offloaded port would never receive a frame: the verb's change is
+    // validated as a whole config, refused naming the offload and the sub-interface, nothing made.
+    let out = sw.ctl("subinterface add x0 10 dot1q 10 exact-match");
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !out.status.success()
+            && text.contains("xconnect[0].offload")
+            && text.contains("sub-interface `x0.10`"),
+        "{text}"
+    );
+    let subs = sw.json("show subinterfaces");
+    assert_eq!(subs.as_array().map(Vec::len), Some(0), "{subs}");
+    assert!(offloaded(&sw.json("show ports"), 0));
+
     // `ctl xconnect del x0` removes x0 -> x1 (x0's program goes back to its socket) and keeps the
     // other direction, still in the kernel.
     let out = sw.ctl("xconnect del x0");
