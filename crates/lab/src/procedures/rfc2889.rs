@@ -537,6 +537,22 @@ mod tests {
         runs: u32,
     }
 
+    impl Hiccup {
+        /// A table of `capacity` entries, losing `lose` learning frames on its first
+        /// `bad_attempts` trials.
+        fn new(capacity: u32, bad_attempts: u32, lose: u64) -> Hiccup {
+            Hiccup {
+                sim: SimBridge {
+                    capacity,
+                    max_learn_fps: 1e6,
+                },
+                bad_attempts,
+                lose,
+                runs: 0,
+            }
+        }
+    }
+
     impl AddressDevice for Hiccup {
         fn trial(&mut self, n: u32, rate: f64) -> Result<AddressCounts, LabError> {
             self.sim.trial(n, rate)
@@ -562,10 +578,6 @@ mod tests {
 
     #[test]
     fn lost_learning_frames_are_made_again_in_the_capacity_search_only() {
-        let sim = SimBridge {
-            capacity: 100,
-            max_learn_fps: 1e6,
-        };
         let cfg = CachingConfig {
             min_addresses: 10,
             max_addresses: 300,
@@ -573,12 +585,7 @@ mod tests {
             learn_rate_fps: 2_000.0,
         };
         // Two bad attempts: the first trial (10 addresses) passes on its third.
-        let mut dev = Hiccup {
-            sim,
-            bad_attempts: 2,
-            lose: 7,
-            runs: 0,
-        };
+        let mut dev = Hiccup::new(100, 2, 7);
         let r = address_caching_capacity(&mut dev, &cfg).unwrap();
         assert_eq!(r.value, Some(100.0), "{:#?}", r.trials);
         assert_eq!(r.trials[0].addresses, 10);
@@ -586,30 +593,15 @@ mod tests {
         assert!(r.trials[..2].iter().all(|t| t.lost_learning_frames_only()));
         assert!(r.trials[2].passed && r.trials[2].addresses == 10);
         // Three: the search stops there with no value, every attempt kept.
-        let mut dev = Hiccup {
-            sim,
-            bad_attempts: 3,
-            lose: 7,
-            runs: 0,
-        };
+        let mut dev = Hiccup::new(100, 3, 7);
         let r = address_caching_capacity(&mut dev, &cfg).unwrap();
         assert_eq!((r.value, r.trials.len()), (None, LEARNING_LOSS_ATTEMPTS));
         // A flooded trial with lost learning frames is a verdict on the table: not made again.
-        let mut dev = Hiccup {
-            sim: SimBridge { capacity: 5, ..sim },
-            bad_attempts: 1,
-            lose: 7,
-            runs: 0,
-        };
+        let mut dev = Hiccup::new(5, 1, 7);
         let r = address_caching_capacity(&mut dev, &cfg).unwrap();
         assert_eq!((r.value, r.trials.len()), (None, 1));
         // In the learning-rate search a lost learning frame is the verdict: one trial, failed.
-        let mut dev = Hiccup {
-            sim,
-            bad_attempts: 1,
-            lose: 1,
-            runs: 0,
-        };
+        let mut dev = Hiccup::new(100, 1, 1);
         let lr = LearningRateConfig {
             addresses: 50,
             min_fps: 100.0,
