@@ -120,6 +120,9 @@ pub struct ChildGuard {
     command: String,
     child: Child,
     stdin: Option<ChildStdin>,
+    /// [`ChildGuard::ask_to_stop`] closed stdin already: [`ChildGuard::stop`] still gives the
+    /// process its grace to exit on it.
+    asked: bool,
     log: PathBuf,
     exit: Option<ExitStatus>,
 }
@@ -170,6 +173,7 @@ impl ChildGuard {
             command,
             child,
             stdin,
+            asked: false,
             log,
             exit: None,
         })
@@ -282,6 +286,20 @@ impl ChildGuard {
             })
     }
 
+    /// Starts the process's way out without waiting: closes its stdin, or, without one, sends
+    /// SIGTERM to its group. [`crate::Testbed::stop`] asks every VNF before it reaps the first:
+    /// a busy-polling VNF left running beside one being reaped can starve the per-CPU kernel
+    /// work the reaping waits for (docs/TESTBED.md, "Stopping VNFs").
+    pub fn ask_to_stop(&mut self) {
+        if self.exit.is_some() || self.asked {
+            return;
+        }
+        self.asked = true;
+        if self.stdin.take().is_none() {
+            let _ = killpg(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM);
+        }
+    }
+
     /// Stops the process: closes stdin and waits up to `grace`, then SIGTERM to its group and
     /// waits up to `grace`, then SIGKILL. Always reaps. Returns the exit status.
     pub fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
@@ -289,7 +307,7 @@ impl ChildGuard {
             return Some(st);
         }
         let pgid = Pid::from_raw(self.child.id() as i32);
-        if self.stdin.take().is_some() {
+        if self.stdin.take().is_some() || std::mem::take(&mut self.asked) {
             // Dropping the pipe's write end is end-of-input for the child.
             if let Some(st) = self.wait_timeout(grace) {
                 return Some(st);

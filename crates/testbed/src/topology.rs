@@ -1057,7 +1057,13 @@ impl Testbed {
     /// Stops the VNF and tears the DUT down now (also done on `Drop`); returns the DUT's teardown
     /// error, if any.
     pub fn stop(&mut self) -> Result<()> {
-        for mut v in std::mem::take(&mut *lock(&self.vnf)) {
+        let mut vnfs = std::mem::take(&mut *lock(&self.vnf));
+        // Every VNF is asked first, then each is reaped: reaping one while another still
+        // busy-polls the CPU they share hung in the kernel (docs/TESTBED.md, "Stopping VNFs").
+        for v in &mut vnfs {
+            v.ask_to_stop();
+        }
+        for mut v in vnfs {
             v.stop(Duration::from_secs(2));
         }
         let dut = lock(&self.dut).take();
@@ -1103,6 +1109,13 @@ impl Vnf {
             Vnf::Process(c) => c.check_alive(),
             Vnf::Vm(vm) => vm.check_alive(),
             Vnf::Kernel(_) => Ok(()),
+        }
+    }
+
+    /// See [`ChildGuard::ask_to_stop`]; a guest is stopped by [`Vnf::stop`] alone.
+    fn ask_to_stop(&mut self) {
+        if let Vnf::Process(c) = self {
+            c.ask_to_stop();
         }
     }
 

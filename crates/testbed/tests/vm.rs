@@ -190,7 +190,6 @@ fn pvvp_vm_two_guests_in_a_chain() {
 /// VM to VM through the switch: gen0 → guest 0 → vm0 ⇄ vm1 → guest 1 → gen1, and back. The
 /// generator's own vhost-user ports are the guests' outer NICs.
 #[test]
-#[ignore = "hung >10 min once in a fresh-clone CI run (2026-11-24); not reproduced in 11 runs since, alone and with the whole file under load 14; the watchdog below now turns a hang into stacks and a failure — run with --ignored"]
 fn v2v_two_guests_through_vecswitch_with_the_generator_on_vhost_user() {
     let _wd = common::watchdog(
         "v2v_two_guests_through_vecswitch_with_the_generator_on_vhost_user",
@@ -378,7 +377,6 @@ fn vm_suite_parses_and_names_known_topologies() {
 /// swaps the MACs, so after two the frame is as sent — and it did cross both (exact counts on
 /// the switch's four VNF ports).
 #[test]
-#[ignore = "hung >10 min once in a fresh-clone CI run (2026-11-24); not reproduced in 11 runs since, alone and with the whole file under load 14; the watchdog below now turns a hang into stacks and a failure — run with --ignored"]
 fn pvvp_memif_chains_two_testpmd_vnfs() {
     let _wd = common::watchdog(
         "pvvp_memif_chains_two_testpmd_vnfs",

@@ -201,10 +201,15 @@ pub fn watchdog(test: &'static str, limit: Duration) -> Watchdog {
             if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
                 let pid = std::process::id().to_string();
                 say(format!(
-                    "WATCHDOG: {test} still running after {limit:?}; stacks of pid {pid}:"
+                    "WATCHDOG: {test} still running after {limit:?}; kernel stacks of pid {pid}:"
                 ));
-                let gdb = std::process::Command::new("gdb")
-                    .args(["-p", &pid, "-batch", "-ex", "thread apply all bt 30"])
+                // First what cannot hang: each thread's state and kernel stack. A thread looping
+                // in the kernel never stops for gdb (which then waits for good), nor dies.
+                say(kernel_stacks(&pid));
+                say(format!("user stacks of pid {pid} (gdb, at most 60 s):"));
+                let gdb = std::process::Command::new("timeout")
+                    .args(["-s", "KILL", "60", "gdb", "-p", &pid, "-batch"])
+                    .args(["-ex", "thread apply all bt 30"])
                     .stdin(std::process::Stdio::null())
                     .output();
                 match gdb {
@@ -226,6 +231,31 @@ pub fn watchdog(test: &'static str, limit: Duration) -> Watchdog {
         })
         .expect("spawn the watchdog thread");
     Watchdog { _disarm: tx }
+}
+
+/// Every thread of process `pid`: name, state, CPU and kernel stack (`/proc/PID/task/*/stack`).
+fn kernel_stacks(pid: &str) -> String {
+    let mut out = String::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return format!("(/proc/{pid}/task unreadable)");
+    };
+    for t in tasks.flatten() {
+        let dir = t.path();
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+        let stat = read("stat");
+        // Fields after the parenthesised name: state is the first, the CPU the 37th.
+        let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        out += &format!(
+            "thread {} {} state {} cpu {}\n{}",
+            t.file_name().to_string_lossy(),
+            read("comm").trim_end(),
+            fields.first().unwrap_or(&"?"),
+            fields.get(36).unwrap_or(&"?"),
+            read("stack")
+        );
+    }
+    out
 }
 
 /// Writes to the process's stderr directly: the test harness captures `eprintln!` (also from
