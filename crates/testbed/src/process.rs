@@ -167,6 +167,7 @@ impl ChildGuard {
             source,
         })?;
         signal::register_process_group(child.id() as i32);
+        signal::break_kernel_livelocks();
         let stdin = child.stdin.take();
         Ok(ChildGuard {
             name: spec.name.clone(),

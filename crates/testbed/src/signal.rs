@@ -98,6 +98,74 @@ pub(crate) fn unregister_process_group(pgid: i32) {
     }
 }
 
+/// How long a thread of this process may loop in `shrink_dcache_parent` before
+/// [`break_kernel_livelocks`] pauses the run's processes.
+const LIVELOCK_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Starts (once per process) a thread that breaks a kernel livelock seen on the lab machines
+/// (docs/TESTBED.md, "Stopping VNFs"): a thread reaping a child loops in the kernel
+/// (`release_task → d_invalidate → shrink_dcache_parent`) for as long as a busy-polling child
+/// (testpmd) keeps the CPU whose per-CPU kernel worker it waits for, and that worker, runnable,
+/// gets no time from the scheduler. Nothing in user space can stop such a thread. When one of
+/// this process's threads has been in `shrink_dcache_parent` for [`LIVELOCK_AFTER`], the
+/// breaker stops every registered child process group for 50 ms (SIGSTOP, SIGCONT), which lets
+/// the worker run, and says so on stderr. It reads `/proc/self/task/*/stack` (root, as the
+/// testbed needs anyway) twice a second.
+pub fn break_kernel_livelocks() {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    STARTED.get_or_init(|| {
+        let _ = std::thread::Builder::new()
+            .name("livelock-breaker".into())
+            .spawn(livelock_breaker);
+    });
+}
+
+fn livelock_breaker() {
+    let tick = std::time::Duration::from_millis(500);
+    let mut looping: std::collections::BTreeMap<String, std::time::Instant> = Default::default();
+    loop {
+        std::thread::sleep(tick);
+        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+            continue;
+        };
+        let now = std::time::Instant::now();
+        let stuck: BTreeSet<String> = tasks
+            .flatten()
+            .filter(|t| {
+                std::fs::read_to_string(t.path().join("stack"))
+                    .is_ok_and(|s| s.contains("shrink_dcache_parent"))
+            })
+            .map(|t| t.file_name().to_string_lossy().into_owned())
+            .collect();
+        looping.retain(|tid, _| stuck.contains(tid));
+        for tid in &stuck {
+            looping.entry(tid.clone()).or_insert(now);
+        }
+        let Some((tid, since)) = looping.iter().find(|(_, t)| now - **t >= LIVELOCK_AFTER) else {
+            continue;
+        };
+        let groups: Vec<i32> = match REGISTRY.lock() {
+            Ok(r) => r.process_groups.iter().copied().collect(),
+            Err(_) => continue,
+        };
+        eprintln!(
+            "testbed: thread {tid} has looped in the kernel (shrink_dcache_parent) for {:?}; \
+             pausing the run's {} process groups for 50 ms so the kernel work it waits for can \
+             run (docs/TESTBED.md, \"Stopping VNFs\")",
+            now - *since,
+            groups.len()
+        );
+        for &pg in &groups {
+            let _ = killpg(Pid::from_raw(pg), Signal::SIGSTOP);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        for &pg in &groups {
+            let _ = killpg(Pid::from_raw(pg), Signal::SIGCONT);
+        }
+        looping.clear();
+    }
+}
+
 /// Kills every registered child process group and deletes every registered namespace, without
 /// waiting for the owners' `Drop`. Used by the abort path; safe to call more than once.
 pub fn teardown_registered() {
