@@ -46,13 +46,6 @@ fn vecswitch_afpacket_over_veth_at_low_rate_loses_nothing_and_accounts_every_fra
     let rep = m.reports().last().unwrap().clone();
     assert!(r.offered_frames >= 11_000, "{r:?}");
     assert_eq!(r.received_frames, r.offered_frames, "frames lost: {r:?}");
-    for s in &rep.streams {
-        assert_eq!(
-            (s.lost, s.rx.rx_unique, s.rx.duplicated, s.rx_wrong_port),
-            (0, s.tx, 0, 0),
-            "stream {}: {s:?}",
-            s.name
-        );
-    }
+    common::assert_streams_lossless(&rep);
     tb.check_alive().unwrap();
 }

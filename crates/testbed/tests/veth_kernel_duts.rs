@@ -60,14 +60,7 @@ fn assert_no_loss_all_accounted(r: &vecswitch_lab::TrialResult, rep: &vecswitch_
         (0, Some(0), 0),
         "{acc:?}"
     );
-    for s in &rep.streams {
-        assert_eq!(
-            (s.lost, s.rx.rx_unique, s.rx.duplicated, s.rx_wrong_port),
-            (0, s.tx, 0, 0),
-            "stream {}: {s:?}",
-            s.name
-        );
-    }
+    common::assert_streams_lossless(rep);
 }
 
 #[test]

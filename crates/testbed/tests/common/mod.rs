@@ -339,3 +339,16 @@ pub fn run_suite_dut(
     )
     .unwrap()
 }
+
+/// Every stream of the generator's report `rep` lost nothing, got each frame once and on the
+/// port it was meant for.
+pub fn assert_streams_lossless(rep: &vecswitch_gen::TrialReport) {
+    for s in &rep.streams {
+        assert_eq!(
+            (s.lost, s.rx.rx_unique, s.rx.duplicated, s.rx_wrong_port),
+            (0, s.tx, 0, 0),
+            "stream {}: {s:?}",
+            s.name
+        );
+    }
+}
