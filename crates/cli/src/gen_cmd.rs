@@ -47,7 +47,8 @@ enum Sub {
 
 #[derive(Debug, clap::Args)]
 struct PortArgs {
-    /// A port: `memif:SOCKET[:ID[:client|server]]` (default id 0, client),
+    /// A port: `memif:SOCKET[:ID[:client|server[:RING]]]` (default id 0, client, ring 1024
+    /// descriptors; the connection uses the smaller of both ends' ring sizes),
     /// `afp:IFNAME[@NETNS_PATH]` (AF_PACKET) or `afxdp:IFNAME[@NETNS_PATH][,KEY=VALUE...]`
     /// (AF_XDP; keys mode=auto|native|skb, busy_poll_us, napi_defer_hard_irqs,
     /// gro_flush_timeout_us, rx_size, tx_size),
@@ -192,7 +193,7 @@ fn parse_mac(flag: &str, s: &str) -> Result<[u8; 6]> {
 /// Opens a port from its `--port` spec.
 fn open_port(spec: &str, index: usize) -> Result<Box<dyn Port>> {
     let accepted =
-        "memif:SOCKET[:ID[:client|server]], afp:IFNAME[@NETNS_PATH], afxdp:IFNAME[@NETNS_PATH] or vhost:SOCKET[,server|,client]";
+        "memif:SOCKET[:ID[:client|server[:RING]]], afp:IFNAME[@NETNS_PATH], afxdp:IFNAME[@NETNS_PATH] or vhost:SOCKET[,server|,client]";
     if let Some(rest) = spec.strip_prefix("vhost:") {
         let (path, role) = match rest.rsplit_once(',') {
             None => (rest, vhost_user::Role::Client),
@@ -222,12 +223,24 @@ fn open_port(spec: &str, index: usize) -> Result<Box<dyn Port>> {
             Some("server") => Role::Server,
             Some(r) => bail!("invalid --port {spec:?}: role {r:?}; accepted client or server"),
         };
+        let ring_log2 = match it.next() {
+            None => vecswitch_ports::memif::DEFAULT_RING_SIZE_LOG2,
+            Some(r) => match r.parse::<u32>() {
+                Ok(n) if n.is_power_of_two() => n.trailing_zeros() as u8,
+                _ => bail!(
+                    "invalid --port {spec:?}: ring size {r:?}; accepted a power of two from 256 to 16384 (descriptors)"
+                ),
+            },
+        };
         if it.next().is_some() {
             bail!("invalid --port {spec:?}: too many fields; accepted {accepted}");
         }
         let name = format!("memif{index}");
-        let port = MemifPort::new(MemifConfig::new(&name, path, id, role))
-            .with_context(|| format!("opening --port {spec}"))?;
+        let mut cfg = MemifConfig::new(&name, path, id, role);
+        // A client asks for this ring size; a server offers it as the largest (the connection
+        // uses the smaller of the two ends').
+        cfg.ring_size_log2 = ring_log2;
+        let port = MemifPort::new(cfg).with_context(|| format!("opening --port {spec}"))?;
         return Ok(Box::new(port));
     }
     if let Some(rest) = spec.strip_prefix("afp:") {

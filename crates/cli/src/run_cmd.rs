@@ -26,8 +26,9 @@ pub struct Args {
     /// Worker scheduling: `fifo:N`/`rr:N` (real-time, root or CAP_SYS_NICE) or `other` (default).
     #[arg(long, value_name = "POLICY[:PRIO]")]
     worker_priority: Option<vecswitch_switch::worker::WorkerSched>,
-    /// Worker idle policy: `poll` (default, a core of its own) or `sleep` (after every empty poll,
-    /// for a core shared with another busy poller such as a PVP VNF).
+    /// Worker idle policy: `poll` (default, a core of its own; sleeps after 500 µs without a
+    /// packet), `busy` (a core of its own, never sleeps, as DPDK and VPP poll) or `sleep` (after
+    /// every empty poll, for a core shared with another busy poller such as a PVP VNF).
     #[arg(long, value_name = "POLICY")]
     worker_idle: Option<vecswitch_switch::worker::IdlePolicy>,
 }

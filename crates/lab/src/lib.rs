@@ -35,4 +35,6 @@ pub mod suite;
 
 pub use error::LabError;
 pub use load::{LineRate, Load};
-pub use measurer::{BurstResult, FrameAccounting, LatencyStats, Measurer, TrialLimit, TrialResult};
+pub use measurer::{
+    BurstResult, DeviceWorker, FrameAccounting, LatencyStats, Measurer, TrialLimit, TrialResult,
+};

@@ -441,6 +441,35 @@ pub struct TrialResult {
     /// (Self::received_fps); METHODOLOGY.md, "Back-pressure").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rx_window: Option<Duration>,
+    /// The device's forwarding thread during the trial (its warm-up and drain included), where
+    /// the device reports it: how long it stayed away from its ports at worst, and why. A
+    /// refusal by the device's receive ring is explained by a gap longer than the ring holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_worker: Option<DeviceWorker>,
+}
+
+/// What the device's poll-mode worker says about one trial: its long gaps between two polls
+/// (vecswitch: ≥ 500 µs, `show runtime`'s `long_gaps`), the longest of them and what accounts
+/// for it (METHODOLOGY.md, "When the device stalls").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceWorker {
+    /// Long gaps between two polls during the trial.
+    pub long_gaps: u64,
+    /// The longest of them, ns (0 without any).
+    pub longest_gap_ns: u64,
+    /// Of the longest gap: sleep the worker chose, its own work, and the rest (descheduled or
+    /// held in the kernel), ns.
+    pub longest_slept_ns: u64,
+    pub longest_work_ns: u64,
+    pub longest_off_cpu_ns: u64,
+    /// The fullest receive ring right after the longest gap: entries waiting, of the ring's size
+    /// (0/0: not visible). Waiting = size: the tester's frames were refused meanwhile.
+    pub ring_waiting: u32,
+    pub ring_size: u32,
+    /// Polls during the trial that found a receive ring of the tester's links full, where the
+    /// device shows its rings. Refusals with none were not the ring's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ring_full_polls: Option<u64>,
 }
 
 impl TrialResult {
@@ -469,6 +498,7 @@ impl TrialResult {
             limit_reasons: Vec::new(),
             lateness: None,
             rx_window: None,
+            device_worker: None,
         }
     }
 

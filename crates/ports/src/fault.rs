@@ -395,6 +395,10 @@ impl<P: Port> Port for Faulty<P> {
         v
     }
 
+    fn rx_ring(&self) -> Option<crate::RingFill> {
+        self.inner.rx_ring()
+    }
+
     fn describe(&self) -> String {
         format!(
             "{} (fault injection rx {:?} tx {:?})",

@@ -56,6 +56,24 @@ pub struct PortStats {
     pub tx_dropped: u64,
 }
 
+/// How full a port's receive ring has been: its size and the most entries it held when the worker
+/// polled it, since the counters were cleared. A peak equal to the size means the ring was full at
+/// a poll, and whatever the peer sent meanwhile was refused (memif) or dropped (kernel rings): the
+/// worker stayed away longer than the ring holds, which `show runtime`'s poll gaps then show.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RingFill {
+    /// Entries (memif slots) in the ring.
+    pub size: u32,
+    /// Most entries waiting at one poll.
+    pub peak: u32,
+    /// Entries waiting at the latest poll.
+    #[serde(default)]
+    pub last: u32,
+    /// Polls that found the ring full (the peer may have been refused before each).
+    #[serde(default)]
+    pub full_polls: u64,
+}
+
 /// Link state of a port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -83,6 +101,11 @@ pub trait Port: Send {
     fn clear_stats(&mut self);
     /// Whether packets can flow now.
     fn link(&self) -> LinkState;
+    /// The receive ring's size and peak occupancy at a poll since the counters were cleared
+    /// ([`RingFill`]); `None` for a backend that cannot see its ring (or has none connected).
+    fn rx_ring(&self) -> Option<RingFill> {
+        None
+    }
     /// A one-line description of the backend and its state (for `show ports`).
     fn describe(&self) -> String {
         String::new()
@@ -137,6 +160,10 @@ impl Port for Box<dyn Port> {
     fn link(&self) -> LinkState {
         (**self).link()
     }
+    fn rx_ring(&self) -> Option<crate::RingFill> {
+        (**self).rx_ring()
+    }
+
     fn describe(&self) -> String {
         (**self).describe()
     }

@@ -482,6 +482,10 @@ impl<P: Port> Port for Capture<P> {
         self.inner.error_counters()
     }
 
+    fn rx_ring(&self) -> Option<crate::RingFill> {
+        self.inner.rx_ring()
+    }
+
     fn describe(&self) -> String {
         format!(
             "{} (pcap {} frames to {})",

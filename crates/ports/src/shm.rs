@@ -37,9 +37,12 @@ unsafe impl Sync for ShmRegion {}
 
 impl ShmRegion {
     /// Maps `len` bytes of `fd` from offset 0, shared and writable (a packet socket's rings, a
-    /// memfd). The region holds the mapping until dropped.
+    /// memfd). The region holds the mapping until dropped. The whole mapping is faulted in now
+    /// (`MAP_POPULATE`): a ring's first lap would otherwise take a page fault every 4 KiB on the
+    /// data path — on the lab's virtual machines several microseconds each, enough to fill a
+    /// 4,096-slot memif ring during a trial's first thousands of frames (docs/BENCHMARKS.md §14).
     pub fn map(fd: RawFd, len: usize) -> io::Result<ShmRegion> {
-        Self::mmap(fd, len, libc::MAP_SHARED)
+        Self::mmap(fd, len, libc::MAP_SHARED | libc::MAP_POPULATE)
     }
 
     /// `len` bytes of fresh zeroed anonymous memory, for tests and simulated peers.

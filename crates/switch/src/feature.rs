@@ -101,9 +101,12 @@ impl Switch {
     /// Runs every feature's [`Feature::timers`] (called by the worker after each poll; tests that
     /// drive `poll_once` themselves call it too).
     pub fn run_timers(&mut self) {
+        let t0 = self.now_ns();
         for f in FEATURES {
             f.timers(self);
         }
+        let t = self.now_ns().saturating_sub(t0);
+        self.note_timers(t);
     }
 }
 

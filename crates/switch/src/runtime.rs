@@ -90,6 +90,85 @@ pub struct LoopStats {
     /// from its ports at worst — descheduled by the host, a long control call, or an idle sleep
     /// (at most 100 µs, see `worker`). A port's RX ring must hold this much traffic.
     pub max_poll_gap_ns: u64,
+    /// Every gap between the starts of two poll iterations, by size ([`poll_gap_bucket`]):
+    /// `poll_gaps[0]` counts gaps under 1,024 ns, `poll_gaps[i]` gaps of 2^(9+i) up to 2^(10+i) ns,
+    /// the last one every gap of 2^26 ns (67 ms) or more.
+    #[serde(default)]
+    pub poll_gaps: [u64; POLL_GAP_BUCKETS],
+    /// Longest gap between two polls that contained no sleep the worker chose (an idle back-off or
+    /// a real-time break): the worker's longest stall.
+    #[serde(default)]
+    pub max_stall_ns: u64,
+    /// Of one gap, the most time that neither the switch's own work (below) nor a sleep it chose
+    /// accounts for: the thread was descheduled, or held in the kernel (a page fault, an
+    /// interrupt), for this long. A stall close to this figure was the host's; a stall close to
+    /// one of the `max_*_ns` below was the switch's own.
+    #[serde(default)]
+    pub max_off_cpu_ns: u64,
+    /// Longest single call of each part of an iteration: receiving from every port (`rx_burst`),
+    /// running the graph (transmit included), the ports' housekeeping (`poll_control`), a MAC
+    /// aging step, the features' timers, and one control call (a `ctl` verb run on the worker).
+    #[serde(default)]
+    pub max_rx_ns: u64,
+    #[serde(default)]
+    pub max_graph_ns: u64,
+    #[serde(default)]
+    pub max_port_control_ns: u64,
+    #[serde(default)]
+    pub max_aging_ns: u64,
+    #[serde(default)]
+    pub max_timers_ns: u64,
+    #[serde(default)]
+    pub max_control_call_ns: u64,
+    /// Gaps of [`LONG_GAP_NS`] or more, counted.
+    #[serde(default)]
+    pub long_gaps: u64,
+}
+
+/// A gap between two polls at least this long is a *long gap*: counted, and kept in
+/// [`RuntimeInfo::long_gaps`] with what explains it. 500 µs is half of what a 1,024-slot memif
+/// ring holds at 2 Mfps (DPDK's and VPP's default ring size).
+pub const LONG_GAP_NS: u64 = 500_000;
+
+/// How many of the latest long gaps `show runtime` keeps.
+pub const LONG_GAPS_KEPT: usize = 64;
+
+/// One long gap between two polls ([`LONG_GAP_NS`]), with what accounts for it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LongGap {
+    /// When the poll after the gap began (the switch clock, ns; compare with
+    /// [`RuntimeInfo::now_ns`]).
+    pub at_ns: u64,
+    /// The gap, ns.
+    pub gap_ns: u64,
+    /// Sleep the worker chose inside it (idle back-off, real-time break), at most, ns.
+    pub slept_ns: u64,
+    /// The switch's own work inside it (the previous iteration, timers, control calls), ns.
+    pub work_ns: u64,
+    /// The rest: the thread was descheduled or held in the kernel, ns.
+    pub off_cpu_ns: u64,
+    /// The fullest receive ring at the poll after the gap: entries waiting, and the ring's size
+    /// (0/0 where no port shows its ring). Waiting = size means the peer's frames were refused.
+    pub ring_waiting: u32,
+    pub ring_size: u32,
+}
+
+/// Buckets of [`LoopStats::poll_gaps`].
+pub const POLL_GAP_BUCKETS: usize = 18;
+
+/// The [`LoopStats::poll_gaps`] bucket of a gap of `gap_ns`.
+pub fn poll_gap_bucket(gap_ns: u64) -> usize {
+    let bits = (u64::BITS - gap_ns.leading_zeros()) as usize;
+    bits.saturating_sub(10).min(POLL_GAP_BUCKETS - 1)
+}
+
+/// The smallest gap, ns, that falls in bucket `i` of [`LoopStats::poll_gaps`].
+pub fn poll_gap_bucket_floor_ns(i: usize) -> u64 {
+    if i == 0 {
+        0
+    } else {
+        1u64 << (9 + i.min(POLL_GAP_BUCKETS - 1))
+    }
 }
 
 /// `show runtime`: per-node counters and the poll loop's.
@@ -100,6 +179,12 @@ pub struct RuntimeInfo {
     pub loop_stats: LoopStats,
     /// Clock rate used for clocks/packet, Hz.
     pub clock_hz: f64,
+    /// The switch clock when this was read, ns (the time base of `long_gaps`).
+    #[serde(default)]
+    pub now_ns: u64,
+    /// The latest long gaps between polls, oldest first (at most [`LONG_GAPS_KEPT`]).
+    #[serde(default)]
+    pub long_gaps: Vec<LongGap>,
 }
 
 /// A port's service as `show ports` prints it.
@@ -122,6 +207,11 @@ pub struct PortInfo {
     pub stats: PortStats,
     /// The backend's own description.
     pub describe: String,
+    /// The receive ring's size and peak occupancy at a poll, where the backend can see it (memif).
+    /// Every port is polled once per iteration, so a port's longest gap between two polls is the
+    /// loop's (`show runtime`).
+    #[serde(default)]
+    pub rx_ring: Option<vecswitch_ports::RingFill>,
     /// Packet capture on this port, if one was started.
     pub capture: Option<CaptureInfo>,
 }
@@ -149,6 +239,17 @@ pub struct Switch {
     last_poll_ns: u64,
     /// When the ports' `poll_control` last ran (graph clock, ns).
     last_control_ns: u64,
+    /// Since the last poll iteration began: time spent in the switch's own work outside
+    /// `poll_once` (timers, control calls), sleep the worker chose, and whether it slept.
+    pub(crate) gap_work_ns: u64,
+    pub(crate) gap_sleep_ns: u64,
+    pub(crate) gap_slept: bool,
+    /// How long the last `poll_once` itself ran.
+    last_poll_work_ns: u64,
+    /// The latest long gaps (ring buffer of [`LONG_GAPS_KEPT`]); a gap found at a poll's start is
+    /// completed with the ring fill after that poll's receive.
+    long_gaps: std::collections::VecDeque<LongGap>,
+    pending_long_gap: Option<LongGap>,
 }
 
 impl Default for Switch {
@@ -183,6 +284,12 @@ impl Switch {
             rate_mark: (0, 0),
             last_poll_ns: 0,
             last_control_ns: 0,
+            gap_work_ns: 0,
+            gap_sleep_ns: 0,
+            gap_slept: false,
+            last_poll_work_ns: 0,
+            long_gaps: std::collections::VecDeque::with_capacity(LONG_GAPS_KEPT),
+            pending_long_gap: None,
         }
     }
 
@@ -212,9 +319,11 @@ impl Switch {
     pub fn poll_once(&mut self) -> usize {
         let mono = self.graph.now_ns();
         if self.last_poll_ns != 0 {
-            let gap = mono.saturating_sub(self.last_poll_ns);
-            self.stats.max_poll_gap_ns = self.stats.max_poll_gap_ns.max(gap);
+            self.note_gap(mono.saturating_sub(self.last_poll_ns));
         }
+        self.gap_work_ns = 0;
+        self.gap_sleep_ns = 0;
+        self.gap_slept = false;
         self.last_poll_ns = mono;
         let now = mono + self.clock_offset_ns;
         self.state.now_s = (now / 1_000_000_000) as u32;
@@ -243,9 +352,16 @@ impl Switch {
                 .enqueue(&mut self.pool, self.rx_node, &self.rx_scratch);
             received += n;
         }
+        if self.pending_long_gap.is_some() {
+            self.finish_long_gap();
+        }
+        let rx_end = self.graph.now_ns();
+        self.stats.max_rx_ns = self.stats.max_rx_ns.max(rx_end - mono);
         if received > 0 {
             self.dispatch();
-            self.stats.busy_ns += self.now_ns().saturating_sub(now);
+            let end = self.graph.now_ns();
+            self.stats.max_graph_ns = self.stats.max_graph_ns.max(end - rx_end);
+            self.stats.busy_ns += end - mono;
         }
         self.stats.polls += 1;
         self.stats.rx_packets += received as u64;
@@ -259,13 +375,19 @@ impl Switch {
         };
         if control_due {
             self.last_control_ns = mono;
+            let t0 = self.graph.now_ns();
             for p in self.state.ports.iter_mut().flatten() {
                 p.port.poll_control();
             }
+            let t = self.graph.now_ns() - t0;
+            self.stats.max_port_control_ns = self.stats.max_port_control_ns.max(t);
         }
         if now.saturating_sub(self.last_age_ns) >= AGE_STEP_INTERVAL_NS {
             self.last_age_ns = now;
+            let t0 = self.graph.now_ns();
             self.age_step(AGE_SLOTS_PER_STEP);
+            let t = self.graph.now_ns() - t0;
+            self.stats.max_aging_ns = self.stats.max_aging_ns.max(t);
         }
         let (t0, p0) = self.rate_mark;
         if now.saturating_sub(t0) >= 1_000_000_000 {
@@ -275,7 +397,62 @@ impl Switch {
             }
             self.rate_mark = (now, self.stats.rx_packets);
         }
+        self.last_poll_work_ns = self.graph.now_ns().saturating_sub(mono);
         received
+    }
+
+    /// Counts one gap between the starts of two poll iterations (see [`LoopStats`]).
+    fn note_gap(&mut self, gap: u64) {
+        let l = &mut self.stats;
+        l.max_poll_gap_ns = l.max_poll_gap_ns.max(gap);
+        l.poll_gaps[poll_gap_bucket(gap)] += 1;
+        if !self.gap_slept {
+            l.max_stall_ns = l.max_stall_ns.max(gap);
+        }
+        let work = self.last_poll_work_ns + self.gap_work_ns;
+        let off_cpu = gap.saturating_sub(work + self.gap_sleep_ns);
+        l.max_off_cpu_ns = l.max_off_cpu_ns.max(off_cpu);
+        if gap >= LONG_GAP_NS {
+            l.long_gaps += 1;
+            self.pending_long_gap = Some(LongGap {
+                at_ns: self.last_poll_ns + gap + self.clock_offset_ns,
+                gap_ns: gap,
+                slept_ns: self.gap_sleep_ns.min(gap),
+                work_ns: work.min(gap),
+                off_cpu_ns: off_cpu,
+                ring_waiting: 0,
+                ring_size: 0,
+            });
+        }
+    }
+
+    /// Completes the pending long gap with the fullest receive ring seen now, and keeps it.
+    fn finish_long_gap(&mut self) {
+        let Some(mut g) = self.pending_long_gap.take() else {
+            return;
+        };
+        for p in self.state.ports.iter().flatten() {
+            if let Some(r) = p.port.rx_ring() {
+                // The fullest by fraction: waiting / size, compared without division.
+                if g.ring_size == 0
+                    || u64::from(r.last) * u64::from(g.ring_size)
+                        > u64::from(g.ring_waiting) * u64::from(r.size)
+                {
+                    g.ring_waiting = r.last;
+                    g.ring_size = r.size;
+                }
+            }
+        }
+        if self.long_gaps.len() == LONG_GAPS_KEPT {
+            self.long_gaps.pop_front();
+        }
+        self.long_gaps.push_back(g);
+    }
+
+    /// Adds `ns` of the switch's own work done outside `poll_once` since the last poll (the
+    /// worker's control calls, the features' timers): the gap it explains is not the host's.
+    pub(crate) fn note_work(&mut self, ns: u64) {
+        self.gap_work_ns += ns;
     }
 
     /// Runs the graph on what is queued and frees what was sent.
@@ -553,6 +730,7 @@ impl Switch {
                 service: self.service_info(service),
                 stats: p.port.stats(),
                 describe: p.port.describe(),
+                rx_ring: p.port.rx_ring(),
                 capture: p.capture.as_ref().map(|c| c.info()),
             })
             .collect()
@@ -675,6 +853,8 @@ impl Switch {
         self.stats = LoopStats::default();
         self.rate_mark = (0, 0);
         self.last_poll_ns = 0;
+        self.long_gaps.clear();
+        self.pending_long_gap = None;
         for p in self.state.ports.iter_mut().flatten() {
             p.port.clear_stats();
         }
@@ -701,6 +881,8 @@ impl Switch {
             nodes: self.graph.runtime(),
             loop_stats: self.stats,
             clock_hz: self.graph.clock_hz(),
+            now_ns: self.now_ns(),
+            long_gaps: self.long_gaps.iter().copied().collect(),
         }
     }
 
@@ -742,13 +924,34 @@ impl Switch {
     }
 
     /// Adds to the worker's idle-sleep counter (called by the worker thread).
-    pub(crate) fn note_idle_sleep(&mut self) {
+    pub(crate) fn note_idle_sleep(&mut self, asked: Duration) {
         self.stats.idle_sleeps += 1;
+        self.note_sleep(asked);
     }
 
     /// Adds to the worker's real-time break counter (called by the worker thread).
-    pub(crate) fn note_rt_break(&mut self) {
+    pub(crate) fn note_rt_break(&mut self, asked: Duration) {
         self.stats.rt_breaks += 1;
+        self.note_sleep(asked);
+    }
+
+    /// The worker chose to sleep up to `asked` before the next poll: that gap is not a stall, and
+    /// at most `asked` of it is the sleep's.
+    fn note_sleep(&mut self, asked: Duration) {
+        self.gap_slept = true;
+        self.gap_sleep_ns += asked.as_nanos() as u64;
+    }
+
+    /// Records how long the features' timers ran (`run_timers`).
+    pub(crate) fn note_timers(&mut self, ns: u64) {
+        self.stats.max_timers_ns = self.stats.max_timers_ns.max(ns);
+        self.note_work(ns);
+    }
+
+    /// Records how long one control call ran on the worker.
+    pub(crate) fn note_control_call(&mut self, ns: u64) {
+        self.stats.max_control_call_ns = self.stats.max_control_call_ns.max(ns);
+        self.note_work(ns);
     }
 
     /// One port's counters.
@@ -776,6 +979,57 @@ mod tests {
         assert_eq!(sw.show_runtime().loop_stats.max_poll_gap_ns, 0);
         sw.poll_once();
         assert_eq!(sw.show_runtime().loop_stats.max_poll_gap_ns, 0);
+    }
+
+    /// A gap the switch did not choose is a stall, counted in the histogram and kept as a long gap
+    /// with its cause (off CPU: here the test thread slept, which the switch did not ask for); a
+    /// gap with a chosen sleep is not a stall. Every gap lands in exactly one bucket.
+    #[test]
+    fn gaps_are_histogrammed_and_long_ones_kept_with_their_cause() {
+        let mut sw = Switch::default();
+        sw.poll_once();
+        std::thread::sleep(Duration::from_millis(3));
+        sw.poll_once();
+        for _ in 0..100 {
+            sw.poll_once();
+        }
+        let r = sw.show_runtime();
+        let l = r.loop_stats;
+        assert_eq!(l.poll_gaps.iter().sum::<u64>(), l.polls - 1, "{l:?}");
+        assert!(l.max_stall_ns >= 3_000_000, "{l:?}");
+        assert_eq!(l.long_gaps, 1, "{l:?}");
+        let g = r.long_gaps[0];
+        assert!(g.gap_ns >= 3_000_000 && g.off_cpu_ns >= 2_500_000, "{g:?}");
+        assert_eq!((g.slept_ns, g.ring_size), (0, 0), "{g:?}");
+        assert!(g.at_ns <= r.now_ns);
+        assert_eq!(l.poll_gaps[poll_gap_bucket(g.gap_ns)], 1, "{l:?}");
+
+        // A chosen sleep: the gap is long but not a stall, and the sleep accounts for it.
+        sw.clear_counters();
+        sw.poll_once();
+        sw.note_idle_sleep(Duration::from_millis(3));
+        std::thread::sleep(Duration::from_millis(3));
+        sw.poll_once();
+        let r = sw.show_runtime();
+        assert_eq!(r.loop_stats.max_stall_ns, 0, "{:?}", r.loop_stats);
+        assert_eq!(r.long_gaps.len(), 1);
+        assert!(r.long_gaps[0].slept_ns == 3_000_000, "{:?}", r.long_gaps[0]);
+        assert!(r.long_gaps[0].off_cpu_ns < r.long_gaps[0].gap_ns);
+    }
+
+    #[test]
+    fn poll_gap_buckets_are_powers_of_two_from_1024_ns() {
+        assert_eq!(poll_gap_bucket(0), 0);
+        assert_eq!(poll_gap_bucket(1023), 0);
+        assert_eq!(poll_gap_bucket(1024), 1);
+        assert_eq!(poll_gap_bucket(2047), 1);
+        assert_eq!(poll_gap_bucket(2048), 2);
+        assert_eq!(poll_gap_bucket(u64::MAX), POLL_GAP_BUCKETS - 1);
+        for i in 1..POLL_GAP_BUCKETS {
+            let floor = poll_gap_bucket_floor_ns(i);
+            assert_eq!(poll_gap_bucket(floor), i);
+            assert_eq!(poll_gap_bucket(floor - 1), i - 1);
+        }
     }
 
     /// A memif port's configured `mac` is its main interface's MAC; without one the interface keeps

@@ -27,6 +27,18 @@
 //! at any rate and the maximum latency. With throttling off (`sched_rt_runtime_us = -1`) or under
 //! SCHED_OTHER there are no breaks. Counted in `show runtime` (`real-time breaks`).
 //!
+//! A break is taken *at SCHED_OTHER while polling*, not asleep (docs/BENCHMARKS.md §14): the
+//! worker drops to SCHED_OTHER, yields once (a task that waits for the CPU runs now, as it did
+//! while the worker slept), polls on for the break's length — time the RT budget does not count —
+//! and takes its real-time policy back. A sleeping break was woken up to 3 ms late on the lab's
+//! virtual machines (the idle vCPU halts and the host returns it late), and every frame arriving
+//! during one waited up to 66 µs: the p99 of ~100 µs vecswitch had over memif. Where the policy
+//! cannot be changed the break is slept as before.
+//!
+//! Busy polling ([`IdlePolicy::Busy`]): the worker never sleeps, as DPDK's poll-mode drivers and
+//! VPP's polling mode do not; the lab uses it for a DUT on a CPU of its own, whose first frames of
+//! every trial would otherwise meet a worker asleep since the last one.
+//!
 //! Idle policy for a shared core ([`IdlePolicy`], [`SwitchHandle::set_idle_policy`]): with
 //! [`IdlePolicy::Sleep`] the worker sleeps (the back-off above) after *every* poll that found
 //! nothing, not after [`IDLE_BEFORE_SLEEP`] of them. For a core shared with another busy poller
@@ -59,7 +71,7 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -120,7 +132,7 @@ fn rt_break(sched: Option<WorkerSched>) -> Option<Duration> {
 pub const IDLE_SLEEP_MAX: Duration = Duration::from_micros(100);
 
 /// What the worker does after a poll that received nothing (module doc, "Idle policy for a
-/// shared core"). Written and parsed as `poll` or `sleep`.
+/// shared core" and "Busy polling"). Written and parsed as `poll`, `busy` or `sleep`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum IdlePolicy {
     /// Poll again at once, and sleep only after [`IDLE_BEFORE_SLEEP`] without a packet: the
@@ -130,11 +142,33 @@ pub enum IdlePolicy {
     /// Sleep after every empty poll (the back-off of an idle worker, from [`IDLE_SLEEP_MIN`]):
     /// for a core shared with another busy poller, which then gets the CPU at once.
     Sleep,
+    /// Never sleep: poll again at once however long nothing arrives, as DPDK's poll-mode drivers
+    /// and VPP's polling mode do. A worker that never sleeps is never woken late (module doc,
+    /// "Busy polling"); it uses its whole core while idle.
+    Busy,
 }
 
 /// What [`IdlePolicy`]'s text form accepts, for error messages.
 pub const IDLE_POLICY_ACCEPTED: &str =
-    "`poll` (a core of its own) or `sleep` (a core shared with another busy poller)";
+    "`poll` (a core of its own, sleeps when idle), `busy` (a core of its own, never sleeps) or `sleep` (a core shared with another busy poller)";
+
+impl IdlePolicy {
+    fn to_u8(self) -> u8 {
+        match self {
+            IdlePolicy::Poll => 0,
+            IdlePolicy::Sleep => 1,
+            IdlePolicy::Busy => 2,
+        }
+    }
+
+    fn from_u8(v: u8) -> IdlePolicy {
+        match v {
+            1 => IdlePolicy::Sleep,
+            2 => IdlePolicy::Busy,
+            _ => IdlePolicy::Poll,
+        }
+    }
+}
 
 /// A text that is not an [`IdlePolicy`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -148,6 +182,7 @@ impl fmt::Display for IdlePolicy {
         f.write_str(match self {
             IdlePolicy::Poll => "poll",
             IdlePolicy::Sleep => "sleep",
+            IdlePolicy::Busy => "busy",
         })
     }
 }
@@ -159,6 +194,7 @@ impl FromStr for IdlePolicy {
         match s.trim().to_ascii_lowercase().as_str() {
             "poll" => Ok(IdlePolicy::Poll),
             "sleep" => Ok(IdlePolicy::Sleep),
+            "busy" => Ok(IdlePolicy::Busy),
             _ => Err(IdlePolicyError {
                 value: s.to_string(),
             }),
@@ -343,22 +379,22 @@ impl WorkerSched {
 pub struct SwitchHandle {
     tx: Sender<Msg>,
     thread: Option<JoinHandle<Switch>>,
-    /// Whether the [`IdlePolicy`] is `Sleep`, read by the worker after every control call.
-    idle_sleep: Arc<AtomicBool>,
+    /// The [`IdlePolicy`] (as [`IdlePolicy::to_u8`]), read by the worker after every control call.
+    idle_policy: Arc<AtomicU8>,
 }
 
 /// Starts `switch` on a new thread named `vecswitch-worker`.
 pub fn spawn(switch: Switch) -> std::io::Result<SwitchHandle> {
     let (tx, rx) = mpsc::channel();
-    let idle_sleep = Arc::new(AtomicBool::new(IdlePolicy::default() == IdlePolicy::Sleep));
-    let flag = Arc::clone(&idle_sleep);
+    let idle_policy = Arc::new(AtomicU8::new(IdlePolicy::default().to_u8()));
+    let flag = Arc::clone(&idle_policy);
     let thread = std::thread::Builder::new()
         .name("vecswitch-worker".into())
         .spawn(move || run(switch, rx, &flag))?;
     Ok(SwitchHandle {
         tx,
         thread: Some(thread),
-        idle_sleep,
+        idle_policy,
     })
 }
 
@@ -366,14 +402,17 @@ pub fn spawn(switch: Switch) -> std::io::Result<SwitchHandle> {
 fn handle(sw: &mut Switch, msg: Msg) -> bool {
     match msg {
         Msg::Call(f) => {
+            let t0 = sw.now_ns();
             f(sw);
+            let t = sw.now_ns().saturating_sub(t0);
+            sw.note_control_call(t);
             true
         }
         Msg::Stop => false,
     }
 }
 
-fn run(mut sw: Switch, rx: Receiver<Msg>, idle_sleep: &AtomicBool) -> Switch {
+fn run(mut sw: Switch, rx: Receiver<Msg>, idle_policy: &AtomicU8) -> Switch {
     let idle_before_sleep_ns = IDLE_BEFORE_SLEEP.as_nanos() as u64;
     let rt_slice_ns = RT_RUN_SLICE.as_nanos() as u64;
     // When the current run of empty polls began (the switch's clock, ns).
@@ -382,16 +421,36 @@ fn run(mut sw: Switch, rx: Receiver<Msg>, idle_sleep: &AtomicBool) -> Switch {
     // The real-time break (module doc), re-read after every control call (one may change the
     // policy), and when the worker last woke from a sleep or a break.
     let mut rt = rt_break(WorkerSched::of_current_thread().ok());
+    // The real-time policy to return to after a break (re-read with `rt`).
+    let mut rt_sched = WorkerSched::of_current_thread().ok();
     let mut awake_since = sw.now_ns();
-    // The idle policy (`sleep` or not), re-read after every control call like `rt`.
-    let mut sleep_when_idle = idle_sleep.load(Ordering::Relaxed);
+    // The idle policy, re-read after every control call like `rt`.
+    let mut policy = IdlePolicy::from_u8(idle_policy.load(Ordering::Relaxed));
     loop {
         let received = sw.poll_once();
         sw.run_timers(); // the features' timers (e.g. LACP), see `Feature::timers`
         if let Some(pause) = rt {
             let now = sw.now_ns();
             if now.saturating_sub(awake_since) >= rt_slice_ns {
-                sw.note_rt_break();
+                if let Some(back) = rt_sched.filter(|_| DEMOTE_BREAKS) {
+                    match demoted_break(&mut sw, &rx, pause, back) {
+                        Break::Done(msg) => {
+                            awake_since = sw.now_ns();
+                            if let Some(m) = msg {
+                                if !handle(&mut sw, m) {
+                                    return sw;
+                                }
+                                rt = rt_break(WorkerSched::of_current_thread().ok());
+                                rt_sched = WorkerSched::of_current_thread().ok();
+                                policy = IdlePolicy::from_u8(idle_policy.load(Ordering::Relaxed));
+                            }
+                            continue;
+                        }
+                        Break::Gone => return sw,
+                        Break::CannotDemote => {}
+                    }
+                }
+                sw.note_rt_break(pause);
                 let msg = match rx.recv_timeout(pause) {
                     Ok(m) => Some(m),
                     Err(RecvTimeoutError::Timeout) => None,
@@ -403,7 +462,8 @@ fn run(mut sw: Switch, rx: Receiver<Msg>, idle_sleep: &AtomicBool) -> Switch {
                         return sw;
                     }
                     rt = rt_break(WorkerSched::of_current_thread().ok());
-                    sleep_when_idle = idle_sleep.load(Ordering::Relaxed);
+                    rt_sched = WorkerSched::of_current_thread().ok();
+                    policy = IdlePolicy::from_u8(idle_policy.load(Ordering::Relaxed));
                 }
                 continue;
             }
@@ -415,7 +475,11 @@ fn run(mut sw: Switch, rx: Receiver<Msg>, idle_sleep: &AtomicBool) -> Switch {
         } else {
             let now = sw.now_ns();
             let since = *idle_since.get_or_insert(now);
-            sleep_when_idle || now.saturating_sub(since) >= idle_before_sleep_ns
+            match policy {
+                IdlePolicy::Sleep => true,
+                IdlePolicy::Busy => false,
+                IdlePolicy::Poll => now.saturating_sub(since) >= idle_before_sleep_ns,
+            }
         };
         // Then at most one control call, never a queue of them, so every call is followed by a
         // poll: a caller that queues its next call while the worker is descheduled right after
@@ -429,7 +493,7 @@ fn run(mut sw: Switch, rx: Receiver<Msg>, idle_sleep: &AtomicBool) -> Switch {
                 Err(TryRecvError::Disconnected) => return sw,
             }
         } else {
-            sw.note_idle_sleep();
+            sw.note_idle_sleep(sleep);
             match rx.recv_timeout(sleep) {
                 Ok(m) => Some(m),
                 Err(RecvTimeoutError::Timeout) => {
@@ -447,9 +511,52 @@ fn run(mut sw: Switch, rx: Receiver<Msg>, idle_sleep: &AtomicBool) -> Switch {
                 return sw;
             }
             rt = rt_break(WorkerSched::of_current_thread().ok());
-            sleep_when_idle = idle_sleep.load(Ordering::Relaxed);
+            rt_sched = WorkerSched::of_current_thread().ok();
+            policy = IdlePolicy::from_u8(idle_policy.load(Ordering::Relaxed));
         }
     }
+}
+
+/// Real-time breaks are taken at SCHED_OTHER while polling (module doc, "Real-time breaks").
+const DEMOTE_BREAKS: bool = true;
+
+/// How a demoted break ended.
+enum Break {
+    /// Back at the real-time policy; a control call that arrived meanwhile, to run now.
+    Done(Option<Msg>),
+    /// The control side is gone.
+    Gone,
+    /// The policy could not be changed: take the break asleep instead.
+    CannotDemote,
+}
+
+/// One real-time break without sleeping: the worker drops to SCHED_OTHER, yields once (a task
+/// waiting for the CPU runs now, as it would while the worker slept), and polls on at SCHED_OTHER
+/// for `pause` — which the kernel's RT budget does not count — then returns to `back`.
+fn demoted_break(sw: &mut Switch, rx: &Receiver<Msg>, pause: Duration, back: WorkerSched) -> Break {
+    if WorkerSched::OTHER.apply_to_current_thread().is_err() {
+        return Break::CannotDemote;
+    }
+    sw.note_rt_break(Duration::ZERO);
+    std::thread::yield_now();
+    let until = sw.now_ns() + pause.as_nanos() as u64;
+    let mut msg = None;
+    while sw.now_ns() < until {
+        sw.poll_once();
+        sw.run_timers();
+        match rx.try_recv() {
+            Ok(m) => {
+                msg = Some(m);
+                break;
+            }
+            Err(TryRecvError::Empty) => {}
+            Err(TryRecvError::Disconnected) => return Break::Gone,
+        }
+    }
+    // If the real-time policy cannot be had back (it could a moment ago), the worker goes on at
+    // SCHED_OTHER, which `show runtime`'s scheduling line then says.
+    let _ = back.apply_to_current_thread();
+    Break::Done(msg)
 }
 
 impl SwitchHandle {
@@ -496,17 +603,13 @@ impl SwitchHandle {
     /// Sets what the worker does after a poll that found nothing ([`IdlePolicy`]); in force from
     /// the worker's next iteration (the change travels as a control call).
     pub fn set_idle_policy(&self, policy: IdlePolicy) -> Result<(), WorkerGone> {
-        let flag = Arc::clone(&self.idle_sleep);
-        self.call(move |_| flag.store(policy == IdlePolicy::Sleep, Ordering::Relaxed))
+        let flag = Arc::clone(&self.idle_policy);
+        self.call(move |_| flag.store(policy.to_u8(), Ordering::Relaxed))
     }
 
     /// The worker's idle policy.
     pub fn idle_policy(&self) -> IdlePolicy {
-        if self.idle_sleep.load(Ordering::Relaxed) {
-            IdlePolicy::Sleep
-        } else {
-            IdlePolicy::Poll
-        }
+        IdlePolicy::from_u8(self.idle_policy.load(Ordering::Relaxed))
     }
 
     /// The worker thread's current scheduling.

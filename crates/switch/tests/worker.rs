@@ -358,14 +358,21 @@ fn with_the_sleep_policy_every_empty_poll_sleeps() {
         (IdlePolicy::Sleep, 1),
         (IdlePolicy::Poll, 2),
         (IdlePolicy::Sleep, 3),
+        (IdlePolicy::Busy, 4),
     ] {
         h.set_idle_policy(policy).unwrap();
         assert_eq!(h.idle_policy(), policy);
         h.call(|sw| sw.clear_counters()).unwrap();
         let l = forward_and_read(&h, &mut peer0, &mut peer1, &mut tp, 300 + round);
         assert_eq!(l.rx_packets, u64::from(300 + round), "{policy}: {l:?}");
+        if policy == IdlePolicy::Busy {
+            // Never sleeps, however long nothing arrives (real-time breaks are not idle sleeps).
+            assert!(l.idle_polls > 0 && l.idle_sleeps == 0, "busy: {l:?}");
+            continue;
+        }
         assert!(l.idle_polls > 0 && l.idle_sleeps > 0, "{policy}: {l:?}");
         match policy {
+            IdlePolicy::Busy => unreachable!("handled above"),
             IdlePolicy::Sleep => assert_eq!(
                 l.idle_sleeps, l.idle_polls,
                 "sleep: every empty poll slept: {l:?}"

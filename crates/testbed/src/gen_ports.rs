@@ -122,7 +122,12 @@ pub fn open_port_as(end: &PortEnd, veth: GenVethPort) -> Result<Box<dyn Port>> {
                 MemifRole::Server => Role::Server,
                 MemifRole::Client => Role::Client,
             };
-            let cfg = MemifConfig::new(name, &socket.display().to_string(), *id, role);
+            let mut cfg = MemifConfig::new(name, &socket.display().to_string(), *id, role);
+            // The ring the DUT's end of a generator link is configured with (testpmd `rsize`,
+            // vecswitch `ring_size`): a memif connection uses the smaller of both ends' sizes
+            // (the generator's server end offers its own as the largest), so a generator end at
+            // the default 1,024 made every DUT's "4,096-slot" ring a 1,024-slot one.
+            cfg.ring_size_log2 = crate::dut::testpmd::MEMIF_RING_SIZE_LOG2;
             let p = MemifPort::new(cfg).map_err(|e| Error::Port {
                 port: name.clone(),
                 source: Box::new(e),

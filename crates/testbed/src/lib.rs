@@ -36,6 +36,7 @@ pub mod devcost;
 pub mod dut;
 mod error;
 pub mod gen_ports;
+pub mod housekeeping;
 pub mod l7;
 pub mod lag;
 pub mod measurer;

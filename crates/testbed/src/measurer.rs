@@ -301,6 +301,12 @@ pub fn trial_result_counted(
         .map(|s| map_latency(&s.rx.latency, s.rx.latency_histogram.as_ref()))
         .collect();
     t.latency = LatencyStats::combine(&lat);
+    t.device_worker = dev.and_then(|d| {
+        d.worker.map(|mut w| {
+            w.ring_full_polls = d.rx_ring_full_polls;
+            w
+        })
+    });
     t
 }
 

@@ -140,6 +140,10 @@ pub struct Placement {
     /// "dut0 (dut side): rps_cpus 1". Empty on memif topologies.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kernel_rx: Vec<String>,
+    /// The host's housekeeping moved off the DUT's CPU for the run
+    /// ([`crate::housekeeping::Housekeeping::note`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub housekeeping: String,
 }
 
 impl Placement {
@@ -168,6 +172,7 @@ impl Placement {
             processes,
             shared_cpus,
             kernel_rx: Vec::new(),
+            housekeeping: String::new(),
         }
     }
 

@@ -639,6 +639,8 @@ pub struct Testbed {
     run_dir: RunDir,
     /// The NAPI threads of the DUT's veth ends, once placed ([`crate::netns::steer_dut_kernel_rx`]).
     napi: Vec<crate::netns::NapiThread>,
+    /// The host's housekeeping kept off the DUT's CPU while the testbed lives (restored on drop).
+    housekeeping: crate::housekeeping::Housekeeping,
 }
 
 impl Testbed {
@@ -832,6 +834,7 @@ impl Testbed {
             gen_ns,
             run_dir,
             napi: Vec::new(),
+            housekeeping: crate::housekeeping::Housekeeping::isolate(cores.dut, cores.generator),
         })
     }
 
@@ -1050,8 +1053,10 @@ impl Testbed {
                 note,
             });
         }
-        Placement::new(v)
-            .with_kernel_rx(crate::netns::kernel_rx_placement(&self.wiring, &self.napi))
+        let mut p = Placement::new(v)
+            .with_kernel_rx(crate::netns::kernel_rx_placement(&self.wiring, &self.napi));
+        p.housekeeping = self.housekeeping.note();
+        p
     }
 
     /// Stops the VNF and tears the DUT down now (also done on `Drop`); returns the DUT's teardown

@@ -346,6 +346,15 @@ pub struct MemifPort {
     last_disconnect: Option<String>,
     /// `errors.bad_ring_index` when `poll_control` last looked.
     bad_index_seen: u64,
+    /// Most receive descriptors waiting at one `rx_burst` since the counters were cleared.
+    rx_peak: u16,
+    /// Receive descriptors waiting at the latest `rx_burst`.
+    rx_last: u16,
+    /// `rx_burst` calls that found the receive ring full.
+    rx_full_polls: u64,
+    /// The receive ring's size at the latest `rx_burst` (0: never connected): kept after a
+    /// disconnect, so that `show ports` still says what the counters above were measured on.
+    rx_size: u16,
 }
 
 /// Why a handshake step failed: the reason sent to the peer in DISCONNECT.
@@ -376,6 +385,10 @@ impl MemifPort {
             connects: 0,
             last_disconnect: None,
             bad_index_seen: 0,
+            rx_peak: 0,
+            rx_last: 0,
+            rx_full_polls: 0,
+            rx_size: 0,
         })
     }
 
@@ -921,6 +934,12 @@ impl Port for MemifPort {
         self.stats.rx_packets += got.packets;
         self.stats.rx_bytes += got.bytes;
         self.stats.rx_dropped += got.dropped;
+        self.rx_peak = self.rx_peak.max(got.waiting);
+        self.rx_last = got.waiting;
+        self.rx_size = c.rx.ring_ref().size();
+        if got.waiting == self.rx_size {
+            self.rx_full_polls += 1;
+        }
         got.packets as usize
     }
 
@@ -1004,6 +1023,20 @@ impl Port for MemifPort {
         self.stats = PortStats::default();
         self.errors = MemifErrors::default();
         self.bad_index_seen = 0;
+        self.rx_peak = 0;
+        self.rx_full_polls = 0;
+    }
+
+    fn rx_ring(&self) -> Option<crate::RingFill> {
+        if self.rx_size == 0 {
+            return None;
+        }
+        Some(crate::RingFill {
+            size: u32::from(self.rx_size),
+            peak: u32::from(self.rx_peak),
+            last: u32::from(self.rx_last),
+            full_polls: self.rx_full_polls,
+        })
     }
 
     fn link(&self) -> LinkState {

@@ -104,6 +104,9 @@ pub struct BurstCounts {
     pub packets: u64,
     pub bytes: u64,
     pub dropped: u64,
+    /// Receive only: descriptors the producer had published and we had not consumed when the
+    /// burst began (the ring's occupancy at this poll).
+    pub waiting: u16,
 }
 
 /// Why a ring location is unusable.
@@ -441,6 +444,7 @@ impl RxQueue {
             err.bad_ring_index += 1;
             return c;
         }
+        c.waiting = avail;
         let mut cur = self.last;
         while avail > 0 && (c.packets as usize) < max {
             let start = cur;

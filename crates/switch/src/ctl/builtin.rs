@@ -156,6 +156,7 @@ fn ports(ps: &[PortInfo]) -> String {
         ("TX packets", R),
         ("TX bytes", R),
         ("TX drops", R),
+        ("RX ring peak", R),
         ("Capture", L),
         ("Backend", L),
     ]);
@@ -195,6 +196,10 @@ fn ports(ps: &[PortInfo]) -> String {
             s.tx_packets.to_string(),
             s.tx_bytes.to_string(),
             s.tx_dropped.to_string(),
+            match p.rx_ring {
+                Some(r) => format!("{}/{}", r.peak, r.size),
+                None => "-".into(),
+            },
             capture,
             p.describe.clone(),
         ]);
@@ -358,12 +363,58 @@ fn xconnects(xs: &[XconnectInfo]) -> String {
     t.render()
 }
 
+/// The poll-gap histogram as `<1µs 812, 1µs 4…` — each non-empty bucket by its lower bound.
+fn poll_gaps(h: &[u64]) -> String {
+    let label = |ns: u64| match ns {
+        0 => "<1us".to_string(),
+        n if n < 1_000_000 => format!(">={}us", n / 1000),
+        n => format!(">={:.1}ms", n as f64 / 1e6),
+    };
+    let parts: Vec<String> = h
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c > 0)
+        .map(|(i, c)| format!("{} {c}", label(crate::runtime::poll_gap_bucket_floor_ns(i))))
+        .collect();
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
 fn runtime(r: &RuntimeInfo) -> String {
     let l = &r.loop_stats;
     let mut out = format!(
         "Poll loop: {} polls, {} idle, {} idle sleeps, {} real-time breaks, {} packets received, {:.2} packets/s, longest gap between polls {} ns\n",
         l.polls, l.idle_polls, l.idle_sleeps, l.rt_breaks, l.rx_packets, l.packets_per_s, l.max_poll_gap_ns,
     );
+    out.push_str(&format!(
+        "Longest stall {} ns (of it off CPU at most {} ns); longest rx {} ns, graph {} ns, port control {} ns, aging {} ns, timers {} ns, control call {} ns\n",
+        l.max_stall_ns, l.max_off_cpu_ns, l.max_rx_ns, l.max_graph_ns, l.max_port_control_ns,
+        l.max_aging_ns, l.max_timers_ns, l.max_control_call_ns,
+    ));
+    out.push_str(&format!("Poll gaps: {}\n", poll_gaps(&l.poll_gaps)));
+    if l.long_gaps > 0 {
+        out.push_str(&format!(
+            "Long gaps (>= {} us): {}; latest {} (ms ago: gap, slept, work, off CPU, fullest rx ring):\n",
+            crate::runtime::LONG_GAP_NS / 1000,
+            l.long_gaps,
+            r.long_gaps.len()
+        ));
+        for g in r.long_gaps.iter().rev().take(8) {
+            out.push_str(&format!(
+                "  {:.1} ms ago: {} us, slept {} us, work {} us, off CPU {} us, ring {}/{}\n",
+                r.now_ns.saturating_sub(g.at_ns) as f64 / 1e6,
+                g.gap_ns / 1000,
+                g.slept_ns / 1000,
+                g.work_ns / 1000,
+                g.off_cpu_ns / 1000,
+                g.ring_waiting,
+                g.ring_size
+            ));
+        }
+    }
     out.push_str(&format!("Clock: {:.3} GHz\n", r.clock_hz / 1e9));
     let mut t = Table::new(&[
         ("Name", L),

@@ -31,6 +31,14 @@ pub struct DeviceCounters {
     /// Idle polls / total polls of a poll-mode device, where it reports them.
     pub idle_polls: Option<u64>,
     pub total_polls: Option<u64>,
+    /// The device's worker since the previous reading (long gaps between polls): a driver that
+    /// reads it fills it per reading, so the reading after a trial carries the trial's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<vecswitch_lab::DeviceWorker>,
+    /// Polls that found a receive ring of the lab's ports full, where the device shows its rings
+    /// (vecswitch memif): a refusal with no full ring at any poll was not the ring's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_ring_full_polls: Option<u64>,
 }
 
 impl DeviceCounters {
@@ -52,6 +60,9 @@ impl DeviceCounters {
             busy_clocks: d(self.busy_clocks, before.busy_clocks),
             idle_polls: d(self.idle_polls, before.idle_polls),
             total_polls: d(self.total_polls, before.total_polls),
+            // Already a window (since the previous reading): the later reading's.
+            worker: self.worker,
+            rx_ring_full_polls: d(self.rx_ring_full_polls, before.rx_ring_full_polls),
         }
     }
 }

@@ -71,16 +71,16 @@ pub const WORKER_IDLE_ENV: &str = "VECSWITCH_DUT_WORKER_IDLE";
 
 /// The worker idle policy for a DUT on `w` (`vecswitch run --worker-idle`): [`WORKER_IDLE_ENV`]
 /// if set; else `sleep` when the DUT's CPU is shared with the VNF or the generator (the worker
-/// leaves the CPU to the other task after every poll that found nothing), `poll` on a CPU of its
-/// own. Returns the setting and why it is not `poll`.
+/// leaves the CPU to the other task after every poll that found nothing), `busy` (never sleeps)
+/// on a CPU of its own. Returns the setting and why it is not `busy`.
 pub fn worker_idle_for(w: &Wiring) -> Result<(String, Option<&'static str>)> {
     if let Some(v) = std::env::var_os(WORKER_IDLE_ENV) {
         let v = v.to_string_lossy().trim().to_ascii_lowercase();
-        if v != "poll" && v != "sleep" {
+        if !["poll", "busy", "sleep"].contains(&v.as_str()) {
             return Err(Error::Invalid {
                 field: WORKER_IDLE_ENV,
                 value: v,
-                expected: "poll or sleep".into(),
+                expected: "poll, busy or sleep".into(),
             });
         }
         return Ok((v, Some("set by the environment")));
@@ -91,7 +91,10 @@ pub fn worker_idle_for(w: &Wiring) -> Result<(String, Option<&'static str>)> {
     if !w.vnf_ports.is_empty() && w.cores.dut == w.cores.vnf {
         return Ok(("sleep".into(), Some("DUT CPU shared with the VNF")));
     }
-    Ok(("poll".into(), None))
+    // On a CPU of its own the worker never sleeps, as testpmd never does: a sleeping worker is
+    // woken late when the host has halted its vCPU (docs/BENCHMARKS.md §14), and every trial
+    // begins after an idle pause.
+    Ok(("busy".into(), None))
 }
 
 /// [`WORKER_PRIORITY_ENV`] if set, else [`WORKER_PRIORITY`]; checked here so that a typo fails
@@ -414,6 +417,23 @@ pub fn parse_ports(json: &str) -> Option<Vec<(String, PortCounts)>> {
         .collect()
 }
 
+/// Polls that found a receive ring full, summed over the ports named in `facing`, from a
+/// `ctl --json show ports` answer read as the switch's own [`vecswitch_switch::PortInfo`];
+/// `None` when no such port shows its ring.
+pub fn parse_ring_full_polls(json: &str, facing: &[String]) -> Option<u64> {
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        data: Vec<vecswitch_switch::PortInfo>,
+    }
+    let ports = serde_json::from_str::<Answer>(json).ok()?.data;
+    let rings: Vec<u64> = ports
+        .iter()
+        .filter(|p| facing.contains(&p.name))
+        .filter_map(|p| p.rx_ring.map(|r| r.full_polls))
+        .collect();
+    (!rings.is_empty()).then(|| rings.iter().sum())
+}
+
 /// Frames dropped inside the switch from a `ctl --json show errors` answer: the sum of the drop
 /// reasons, without event counters and transmit failures ([`NOT_INTERNAL_DROPS`]).
 pub fn parse_internal_drops(json: &str) -> Option<u64> {
@@ -448,6 +468,37 @@ pub fn parse_runtime(json: &str) -> Option<(Option<u64>, u64, u64)> {
         l.get("idle_polls")?.as_u64()?,
         l.get("polls")?.as_u64()?,
     ))
+}
+
+/// The worker's long gaps between polls after `since_ns` (the switch clock of the previous
+/// reading; `None`: every gap it kept) from a `ctl --json show runtime` answer, read as the
+/// switch's own [`vecswitch_switch::RuntimeInfo`], and the switch clock of this reading.
+pub fn parse_worker_window(
+    json: &str,
+    since_ns: Option<u64>,
+) -> Option<(vecswitch_lab::DeviceWorker, u64)> {
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        data: vecswitch_switch::RuntimeInfo,
+    }
+    let r = serde_json::from_str::<Answer>(json).ok()?.data;
+    let mut w = vecswitch_lab::DeviceWorker::default();
+    for g in r
+        .long_gaps
+        .iter()
+        .filter(|g| since_ns.is_none_or(|t| g.at_ns > t))
+    {
+        w.long_gaps += 1;
+        if g.gap_ns > w.longest_gap_ns {
+            w.longest_gap_ns = g.gap_ns;
+            w.longest_slept_ns = g.slept_ns;
+            w.longest_work_ns = g.work_ns;
+            w.longest_off_cpu_ns = g.off_cpu_ns;
+            w.ring_waiting = g.ring_waiting;
+            w.ring_size = g.ring_size;
+        }
+    }
+    Some((w, r.now_ns))
 }
 
 /// The names of the DUT ports on the generator's links (the first `gen_ports.len()` DUT ports,
@@ -499,6 +550,9 @@ pub struct VecswitchDut {
     route_loads: Vec<TableLoad>,
     /// [`VethPort::AfXdpOffload`]: how the generator's ends were given a NAPI (placement note).
     gen_napi: Vec<String>,
+    /// The switch clock of the last `show runtime` reading (long gaps after it are the next
+    /// reading's); `None` for a freshly started switch.
+    runtime_read_ns: Option<u64>,
 }
 
 /// MAC table entries of a bridge DUT: room for the 1M-entry scale point and the stations
@@ -526,6 +580,7 @@ impl VecswitchDut {
             ingress_mac: None,
             route_loads: Vec::new(),
             gen_napi: Vec::new(),
+            runtime_read_ns: None,
         }
     }
 
@@ -688,6 +743,7 @@ impl Dut for VecswitchDut {
         }
         let (prio, why) = worker_priority_for(w)?;
         let idle = worker_idle_for(w)?;
+        self.runtime_read_ns = None;
         let ctl = w.run_dir.join("dut.ctl");
         let toml = self.config_for(w, &ctl, 1)?;
         let path = w.run_dir.join("dut.toml");
@@ -912,6 +968,11 @@ impl Dut for VecswitchDut {
         c.busy_clocks = busy;
         c.idle_polls = Some(idle);
         c.total_polls = Some(polls);
+        c.rx_ring_full_polls = parse_ring_full_polls(&ports, &facing_names(&w));
+        if let Some((worker, now)) = parse_worker_window(&runtime, self.runtime_read_ns) {
+            c.worker = Some(worker);
+            self.runtime_read_ns = Some(now);
+        }
         Ok(Some(c))
     }
 
@@ -1121,7 +1182,8 @@ ports = [\"phy0\", \"dut1\"]
             return; // the environment decides
         }
         let mut w = crate::dut::test_wiring();
-        assert_eq!(worker_idle_for(&w).unwrap(), ("poll".into(), None));
+        // On a CPU of its own it never sleeps (docs/BENCHMARKS.md §14).
+        assert_eq!(worker_idle_for(&w).unwrap(), ("busy".into(), None));
         w.vnf_ports = vec![memif("vnf0"), memif("vnf1")];
         assert_eq!(
             worker_idle_for(&w).unwrap(),
