@@ -27,17 +27,16 @@
 //! at any rate and the maximum latency. With throttling off (`sched_rt_runtime_us = -1`) or under
 //! SCHED_OTHER there are no breaks. Counted in `show runtime` (`real-time breaks`).
 //!
-//! A break is taken *at SCHED_OTHER while polling*, not asleep (docs/BENCHMARKS.md §14): the
-//! worker drops to SCHED_OTHER, yields once (a task that waits for the CPU runs now, as it did
-//! while the worker slept), polls on for the break's length — time the RT budget does not count —
-//! and takes its real-time policy back. A sleeping break was woken up to 3 ms late on the lab's
-//! virtual machines (the idle vCPU halts and the host returns it late), and every frame arriving
-//! during one waited up to 66 µs: the p99 of ~100 µs vecswitch had over memif. Where the policy
-//! cannot be changed the break is slept as before.
+//! A break is slept. Taking it at SCHED_OTHER while polling instead was tried
+//! (docs/BENCHMARKS.md §14): without competition it cut the p99 over memif from ~100 µs to
+//! 15–56 µs, but with a SCHED_OTHER busy loop on the same CPU the worker spent 60 % of its time
+//! at SCHED_OTHER and the loop took 53 % of the CPU — the opposite of what a real-time worker is
+//! for — so it was not kept.
 //!
 //! Busy polling ([`IdlePolicy::Busy`]): the worker never sleeps, as DPDK's poll-mode drivers and
 //! VPP's polling mode do not; the lab uses it for a DUT on a CPU of its own, whose first frames of
-//! every trial would otherwise meet a worker asleep since the last one.
+//! every trial would otherwise meet a worker asleep since the last one. A real-time worker still
+//! sleeps its real-time breaks.
 //!
 //! Idle policy for a shared core ([`IdlePolicy`], [`SwitchHandle::set_idle_policy`]): with
 //! [`IdlePolicy::Sleep`] the worker sleeps (the back-off above) after *every* poll that found
@@ -421,8 +420,6 @@ fn run(mut sw: Switch, rx: Receiver<Msg>, idle_policy: &AtomicU8) -> Switch {
     // The real-time break (module doc), re-read after every control call (one may change the
     // policy), and when the worker last woke from a sleep or a break.
     let mut rt = rt_break(WorkerSched::of_current_thread().ok());
-    // The real-time policy to return to after a break (re-read with `rt`).
-    let mut rt_sched = WorkerSched::of_current_thread().ok();
     let mut awake_since = sw.now_ns();
     // The idle policy, re-read after every control call like `rt`.
     let mut policy = IdlePolicy::from_u8(idle_policy.load(Ordering::Relaxed));
@@ -432,24 +429,6 @@ fn run(mut sw: Switch, rx: Receiver<Msg>, idle_policy: &AtomicU8) -> Switch {
         if let Some(pause) = rt {
             let now = sw.now_ns();
             if now.saturating_sub(awake_since) >= rt_slice_ns {
-                if let Some(back) = rt_sched.filter(|_| DEMOTE_BREAKS) {
-                    match demoted_break(&mut sw, &rx, pause, back) {
-                        Break::Done(msg) => {
-                            awake_since = sw.now_ns();
-                            if let Some(m) = msg {
-                                if !handle(&mut sw, m) {
-                                    return sw;
-                                }
-                                rt = rt_break(WorkerSched::of_current_thread().ok());
-                                rt_sched = WorkerSched::of_current_thread().ok();
-                                policy = IdlePolicy::from_u8(idle_policy.load(Ordering::Relaxed));
-                            }
-                            continue;
-                        }
-                        Break::Gone => return sw,
-                        Break::CannotDemote => {}
-                    }
-                }
                 sw.note_rt_break(pause);
                 let msg = match rx.recv_timeout(pause) {
                     Ok(m) => Some(m),
@@ -462,7 +441,6 @@ fn run(mut sw: Switch, rx: Receiver<Msg>, idle_policy: &AtomicU8) -> Switch {
                         return sw;
                     }
                     rt = rt_break(WorkerSched::of_current_thread().ok());
-                    rt_sched = WorkerSched::of_current_thread().ok();
                     policy = IdlePolicy::from_u8(idle_policy.load(Ordering::Relaxed));
                 }
                 continue;
@@ -511,52 +489,9 @@ fn run(mut sw: Switch, rx: Receiver<Msg>, idle_policy: &AtomicU8) -> Switch {
                 return sw;
             }
             rt = rt_break(WorkerSched::of_current_thread().ok());
-            rt_sched = WorkerSched::of_current_thread().ok();
             policy = IdlePolicy::from_u8(idle_policy.load(Ordering::Relaxed));
         }
     }
-}
-
-/// Real-time breaks are taken at SCHED_OTHER while polling (module doc, "Real-time breaks").
-const DEMOTE_BREAKS: bool = true;
-
-/// How a demoted break ended.
-enum Break {
-    /// Back at the real-time policy; a control call that arrived meanwhile, to run now.
-    Done(Option<Msg>),
-    /// The control side is gone.
-    Gone,
-    /// The policy could not be changed: take the break asleep instead.
-    CannotDemote,
-}
-
-/// One real-time break without sleeping: the worker drops to SCHED_OTHER, yields once (a task
-/// waiting for the CPU runs now, as it would while the worker slept), and polls on at SCHED_OTHER
-/// for `pause` — which the kernel's RT budget does not count — then returns to `back`.
-fn demoted_break(sw: &mut Switch, rx: &Receiver<Msg>, pause: Duration, back: WorkerSched) -> Break {
-    if WorkerSched::OTHER.apply_to_current_thread().is_err() {
-        return Break::CannotDemote;
-    }
-    sw.note_rt_break(Duration::ZERO);
-    std::thread::yield_now();
-    let until = sw.now_ns() + pause.as_nanos() as u64;
-    let mut msg = None;
-    while sw.now_ns() < until {
-        sw.poll_once();
-        sw.run_timers();
-        match rx.try_recv() {
-            Ok(m) => {
-                msg = Some(m);
-                break;
-            }
-            Err(TryRecvError::Empty) => {}
-            Err(TryRecvError::Disconnected) => return Break::Gone,
-        }
-    }
-    // If the real-time policy cannot be had back (it could a moment ago), the worker goes on at
-    // SCHED_OTHER, which `show runtime`'s scheduling line then says.
-    let _ = back.apply_to_current_thread();
-    Break::Done(msg)
 }
 
 impl SwitchHandle {
