@@ -72,7 +72,8 @@ pub const WORKER_IDLE_ENV: &str = "VECSWITCH_DUT_WORKER_IDLE";
 /// The worker idle policy for a DUT on `w` (`vecswitch run --worker-idle`): [`WORKER_IDLE_ENV`]
 /// if set; else `sleep` when the DUT's CPU is shared with the VNF or the generator (the worker
 /// leaves the CPU to the other task after every poll that found nothing), `busy` (never sleeps)
-/// on a CPU of its own. Returns the setting and why it is not `busy`.
+/// on a CPU of its own in phy2phy, `poll` (sleeps when idle) beside VNFs. Returns the setting and
+/// why it is not `busy`.
 pub fn worker_idle_for(w: &Wiring) -> Result<(String, Option<&'static str>)> {
     if let Some(v) = std::env::var_os(WORKER_IDLE_ENV) {
         let v = v.to_string_lossy().trim().to_ascii_lowercase();
@@ -91,10 +92,19 @@ pub fn worker_idle_for(w: &Wiring) -> Result<(String, Option<&'static str>)> {
     if !w.vnf_ports.is_empty() && w.cores.dut == w.cores.vnf {
         return Ok(("sleep".into(), Some("DUT CPU shared with the VNF")));
     }
-    // On a CPU of its own the worker never sleeps, as testpmd never does: a sleeping worker is
-    // woken late when the host has halted its vCPU (docs/BENCHMARKS.md §14), and every trial
-    // begins after an idle pause.
-    Ok(("busy".into(), None))
+    // Alone on its CPU (phy2phy: no VNF of any kind, user-space or kernel, that may run there)
+    // the worker never sleeps, as testpmd never does: a sleeping worker is woken late when the
+    // host has halted its vCPU (docs/BENCHMARKS.md §14), and every trial begins after an idle
+    // pause. With VNFs (PVP, chains, VMs) it sleeps when idle, so they get the CPU it leaves.
+    let alone = matches!(
+        w.topology,
+        crate::topology::Topology::Phy2Phy { .. } | crate::topology::Topology::Phy2PhyLag { .. }
+    );
+    if alone {
+        Ok(("busy".into(), None))
+    } else {
+        Ok(("poll".into(), Some("VNFs beside the DUT may use its CPU")))
+    }
 }
 
 /// [`WORKER_PRIORITY_ENV`] if set, else [`WORKER_PRIORITY`]; checked here so that a typo fails
