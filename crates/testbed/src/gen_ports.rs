@@ -244,6 +244,19 @@ pub fn wait_links_up(ports: &mut [Box<dyn Port>], timeout: Duration) -> Result<(
             timeout,
         });
     }
+    // Our memif servers are up when the device's CONNECT arrives; the device's client ends one
+    // message later. Poll a little longer before anything is sent, as the generator's own
+    // `wait_link` does ([`vecswitch_gen::engine::LINK_SETTLE`]): a burst sent at once was lost
+    // whole at testpmd's not-yet-up egress port (dut_forwarding, CI).
+    if r.is_ok() {
+        let until = std::time::Instant::now() + vecswitch_gen::engine::LINK_SETTLE;
+        while std::time::Instant::now() < until {
+            for p in ports.iter_mut() {
+                p.poll_control();
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
     r
 }
 
