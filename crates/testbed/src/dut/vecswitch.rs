@@ -427,15 +427,20 @@ pub fn parse_ports(json: &str) -> Option<Vec<(String, PortCounts)>> {
         .collect()
 }
 
+/// The `data` of a `ctl --json` answer, read as the switch's own type `T`.
+fn answer_data<T: serde::de::DeserializeOwned>(json: &str) -> Option<T> {
+    #[derive(serde::Deserialize)]
+    struct Answer<T> {
+        data: T,
+    }
+    serde_json::from_str::<Answer<T>>(json).ok().map(|a| a.data)
+}
+
 /// Polls that found a receive ring full, summed over the ports named in `facing`, from a
 /// `ctl --json show ports` answer read as the switch's own [`vecswitch_switch::PortInfo`];
 /// `None` when no such port shows its ring.
 pub fn parse_ring_full_polls(json: &str, facing: &[String]) -> Option<u64> {
-    #[derive(serde::Deserialize)]
-    struct Answer {
-        data: Vec<vecswitch_switch::PortInfo>,
-    }
-    let ports = serde_json::from_str::<Answer>(json).ok()?.data;
+    let ports: Vec<vecswitch_switch::PortInfo> = answer_data(json)?;
     let rings: Vec<u64> = ports
         .iter()
         .filter(|p| facing.contains(&p.name))
@@ -487,11 +492,7 @@ pub fn parse_worker_window(
     json: &str,
     since_ns: Option<u64>,
 ) -> Option<(vecswitch_lab::DeviceWorker, u64)> {
-    #[derive(serde::Deserialize)]
-    struct Answer {
-        data: vecswitch_switch::RuntimeInfo,
-    }
-    let r = serde_json::from_str::<Answer>(json).ok()?.data;
+    let r: vecswitch_switch::RuntimeInfo = answer_data(json)?;
     let mut w = vecswitch_lab::DeviceWorker::default();
     for g in r
         .long_gaps
