@@ -62,7 +62,8 @@ pub struct PortStats {
 /// worker stayed away longer than the ring holds, which `show runtime`'s poll gaps then show.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RingFill {
-    /// Entries (memif slots) in the ring.
+    /// Entries in the ring: memif slots; AF_PACKET blocks (block mode: a block holds many frames
+    /// and is handed over whole, full or at its retire timeout) or slots (frame mode).
     pub size: u32,
     /// Most entries waiting at one poll.
     pub peak: u32,

@@ -748,8 +748,25 @@ impl Port for AfPacketPort {
         s
     }
 
+    fn rx_ring(&self) -> Option<crate::RingFill> {
+        let (size, fill) = match &self.rx {
+            Rx::Block(r) => (r.block_count, r.fill),
+            Rx::Frame(r) => (r.frame_count, r.fill),
+        };
+        Some(crate::RingFill {
+            size: u32::try_from(size).unwrap_or(u32::MAX),
+            peak: fill.peak,
+            last: fill.last,
+            full_polls: fill.full_polls,
+        })
+    }
+
     fn clear_stats(&mut self) {
         self.poll_kernel_stats();
+        match &mut self.rx {
+            Rx::Block(r) => r.fill = Default::default(),
+            Rx::Frame(r) => r.fill = Default::default(),
+        }
         self.stats = PortStats::default();
         self.extra = AfPacketStats::default();
         self.watch.reopened = 0;

@@ -28,6 +28,60 @@ pub(super) fn rx_slot_size(frame_size: u32, mtu: usize) -> u32 {
         .clamp(128, frame_size)
 }
 
+/// How full a receive ring was when the worker polled it ([`crate::RingFill`], in blocks in block
+/// mode, in slots in frame mode): the most entries the kernel had handed over and not yet read at
+/// one poll, at the latest poll, and the polls that found every entry handed over (the kernel
+/// drops what arrives meanwhile: `tp_drops`, counted in `rx_dropped`).
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Fill {
+    pub(super) peak: u32,
+    pub(super) last: u32,
+    pub(super) full_polls: u64,
+}
+
+impl Fill {
+    fn note(&mut self, waiting: usize, size: usize) {
+        let w = u32::try_from(waiting).unwrap_or(u32::MAX);
+        self.last = w;
+        self.peak = self.peak.max(w);
+        if waiting >= size {
+            self.full_polls += 1;
+        }
+    }
+}
+
+/// How many consecutive entries from the reading position the kernel has handed over, of `size`,
+/// given that the first one is (`user(0)`). The kernel fills the ring in order, so the handed-over
+/// entries are one run from the reading position: galloping (1, 2, 4, … ahead) and then bisecting
+/// finds its end in 2·log2(run) status reads, two or three at a steady state, instead of one read
+/// per entry. A status the kernel changes meanwhile only makes the count a little stale.
+fn waiting(size: usize, user: impl Fn(usize) -> bool) -> usize {
+    // `lo` is handed over, `hi` is not (or is `size`).
+    let mut lo = 0;
+    let mut step = 1;
+    let hi = loop {
+        let probe = lo + step;
+        if probe >= size {
+            break size;
+        }
+        if !user(probe) {
+            break probe;
+        }
+        lo = probe;
+        step *= 2;
+    };
+    let mut hi = hi;
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if user(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    hi
+}
+
 /// The RX ring: `block_count` TPACKET_V3 blocks of `block_size` bytes, and where reading stands.
 #[derive(Debug)]
 pub(super) struct RxRing {
@@ -40,6 +94,7 @@ pub(super) struct RxRing {
     block: usize,
     done: u32,
     offset: usize,
+    pub(super) fill: Fill,
 }
 
 /// The outer VLAN tag the kernel moved from the frame into the descriptor, as wire bytes; `None`
@@ -202,6 +257,7 @@ impl RxRing {
             block: 0,
             done: 0,
             offset: 0,
+            fill: Fill::default(),
         }
     }
 
@@ -249,6 +305,14 @@ impl RxRing {
         self.mem.load_acquire_u32(self.status_at()).unwrap_or(0)
     }
 
+    /// Whether the block `ahead` blocks after the current one is handed over to the reader.
+    #[inline]
+    fn user_ahead(&self, ahead: usize) -> bool {
+        let b = (self.block + ahead) % self.block_count;
+        let at = self.start + b * self.block_size + sys::block::STATUS;
+        self.mem.load_acquire_u32(at).unwrap_or(0) & sys::TP_STATUS_USER != 0
+    }
+
     /// Returns the current block to the kernel and moves to the next one.
     fn release_block(&mut self) {
         self.mem
@@ -283,6 +347,12 @@ impl RxRing {
         extra: &mut AfPacketStats,
     ) -> usize {
         let mut got = 0;
+        let waiting = if self.status() & sys::TP_STATUS_USER == 0 {
+            0
+        } else {
+            waiting(self.block_count, |i| self.user_ahead(i))
+        };
+        self.fill.note(waiting, self.block_count);
         // Visit every block at most once per burst.
         let mut blocks_seen = 0;
         while got < max && blocks_seen < self.block_count {
@@ -366,6 +436,7 @@ pub(super) struct FrameRing {
     frames_per_block: usize,
     pub(super) frame_count: usize,
     next: usize,
+    pub(super) fill: Fill,
 }
 
 impl FrameRing {
@@ -387,6 +458,7 @@ impl FrameRing {
             frames_per_block: block_size / frame_size,
             frame_count,
             next: 0,
+            fill: Fill::default(),
         }
     }
 
@@ -410,6 +482,17 @@ impl FrameRing {
         extra: &mut AfPacketStats,
     ) -> usize {
         let mut got = 0;
+        let user = |i: usize| {
+            let s = self.slot((self.next + i) % self.frame_count);
+            self.mem.load_acquire_u32(s + sys::hdr2::STATUS).unwrap_or(0) & sys::TP_STATUS_USER
+                != 0
+        };
+        let waiting = if user(0) {
+            waiting(self.frame_count, user)
+        } else {
+            0
+        };
+        self.fill.note(waiting, self.frame_count);
         // Visit every slot at most once per burst.
         let mut seen = 0;
         while got < max && seen < self.frame_count {
@@ -910,6 +993,62 @@ mod tests {
         pool.free_bulk(&first);
         pool.free_bulk(&rest);
         pool.free_bulk(&again);
+        assert_eq!(pool.in_use(), 0);
+    }
+
+    #[test]
+    fn waiting_finds_the_end_of_the_handed_over_run_in_few_reads() {
+        for size in 1..70 {
+            for run in 1..=size {
+                let reads = std::cell::Cell::new(0);
+                let got = waiting(size, |i| {
+                    reads.set(reads.get() + 1);
+                    assert!(i < size, "read past the ring: {i} of {size}");
+                    i < run
+                });
+                assert_eq!(got, run, "size {size}");
+                // Galloping then bisecting: at most 2·⌈log2(size)⌉ + 1 reads.
+                let bound = 2 * (usize::BITS - size.leading_zeros()) as usize + 1;
+                assert!(reads.get() <= bound, "{} reads for {run} of {size}", reads.get());
+            }
+        }
+    }
+
+    #[test]
+    fn rings_report_how_many_entries_waited_at_each_poll_and_the_full_polls() {
+        let mut pool = Pool::new(256);
+        let (mut stats, mut extra) = (PortStats::default(), AfPacketStats::default());
+        let mut out = Vec::new();
+        // Block mode: 2 of 4 blocks handed over, then all 4 (full), then none.
+        let mut fake = FakeRing::new(4096, 4);
+        let mut ring = fake.ring();
+        fake.fill(0, &[(frame(0, 60), 0)]);
+        fake.fill(1, &[(frame(1, 60), 0)]);
+        ring.burst(&mut pool, &mut out, 256, &mut stats, &mut extra);
+        assert_eq!((ring.fill.last, ring.fill.peak, ring.fill.full_polls), (2, 2, 0));
+        for b in [2, 3, 0, 1] {
+            fake.fill(b, &[(frame(b as u8, 60), 0)]);
+        }
+        ring.burst(&mut pool, &mut out, 256, &mut stats, &mut extra);
+        assert_eq!((ring.fill.last, ring.fill.peak, ring.fill.full_polls), (4, 4, 1));
+        ring.burst(&mut pool, &mut out, 256, &mut stats, &mut extra);
+        assert_eq!((ring.fill.last, ring.fill.peak, ring.fill.full_polls), (0, 4, 1));
+        assert_eq!(out.len(), 6);
+        pool.free_bulk(&out);
+        // Frame mode: 3 of 8 slots, read one at a time (the count is taken before the burst).
+        let mut slots = FakeSlots::new(8192, 2, 2048);
+        let mut ring = slots.ring();
+        for i in 0..3 {
+            slots.fill(i, &frame(i as u8, 60), 0);
+        }
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            let (o, _, _) = burst_all(&mut ring, &mut pool, 1);
+            seen.push(ring.fill.last);
+            pool.free_bulk(&o);
+        }
+        assert_eq!(seen, [3, 2, 1, 0]);
+        assert_eq!((ring.fill.peak, ring.fill.full_polls), (3, 0));
         assert_eq!(pool.in_use(), 0);
     }
 
