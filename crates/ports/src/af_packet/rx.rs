@@ -484,7 +484,10 @@ impl FrameRing {
         let mut got = 0;
         let user = |i: usize| {
             let s = self.slot((self.next + i) % self.frame_count);
-            self.mem.load_acquire_u32(s + sys::hdr2::STATUS).unwrap_or(0) & sys::TP_STATUS_USER
+            self.mem
+                .load_acquire_u32(s + sys::hdr2::STATUS)
+                .unwrap_or(0)
+                & sys::TP_STATUS_USER
                 != 0
         };
         let waiting = if user(0) {
@@ -1009,7 +1012,11 @@ mod tests {
                 assert_eq!(got, run, "size {size}");
                 // Galloping then bisecting: at most 2·⌈log2(size)⌉ + 1 reads.
                 let bound = 2 * (usize::BITS - size.leading_zeros()) as usize + 1;
-                assert!(reads.get() <= bound, "{} reads for {run} of {size}", reads.get());
+                assert!(
+                    reads.get() <= bound,
+                    "{} reads for {run} of {size}",
+                    reads.get()
+                );
             }
         }
     }
@@ -1025,14 +1032,23 @@ mod tests {
         fake.fill(0, &[(frame(0, 60), 0)]);
         fake.fill(1, &[(frame(1, 60), 0)]);
         ring.burst(&mut pool, &mut out, 256, &mut stats, &mut extra);
-        assert_eq!((ring.fill.last, ring.fill.peak, ring.fill.full_polls), (2, 2, 0));
+        assert_eq!(
+            (ring.fill.last, ring.fill.peak, ring.fill.full_polls),
+            (2, 2, 0)
+        );
         for b in [2, 3, 0, 1] {
             fake.fill(b, &[(frame(b as u8, 60), 0)]);
         }
         ring.burst(&mut pool, &mut out, 256, &mut stats, &mut extra);
-        assert_eq!((ring.fill.last, ring.fill.peak, ring.fill.full_polls), (4, 4, 1));
+        assert_eq!(
+            (ring.fill.last, ring.fill.peak, ring.fill.full_polls),
+            (4, 4, 1)
+        );
         ring.burst(&mut pool, &mut out, 256, &mut stats, &mut extra);
-        assert_eq!((ring.fill.last, ring.fill.peak, ring.fill.full_polls), (0, 4, 1));
+        assert_eq!(
+            (ring.fill.last, ring.fill.peak, ring.fill.full_polls),
+            (0, 4, 1)
+        );
         assert_eq!(out.len(), 6);
         pool.free_bulk(&out);
         // Frame mode: 3 of 8 slots, read one at a time (the count is taken before the burst).

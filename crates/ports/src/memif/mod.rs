@@ -32,6 +32,13 @@
 //! goes back to listening / retrying. All of this happens in [`Port::poll_control`], which never
 //! blocks; [`Port::link`] is `Up` only while connected.
 //!
+//! The client builds its region (memfd, mapping with every page faulted in, descriptors written)
+//! on the process's memif setup thread (started with the first memif port), at ordinary priority
+//! and off the worker's CPU, and the handshake goes on when it is ready; a connection that ends is
+//! unmapped and closed there too. At 4,096 slots a region is 16 MiB: building it on the worker
+//! stopped every other port for 19–26 ms, and releasing it for 2–7 ms (docs/BENCHMARKS.md §14),
+//! longer than a ring holds at 1 Mfps.
+//!
 //! # Socket naming
 //!
 //! `socket_path` is a filesystem path (`/run/vecswitch/memif.sock`), or, starting with `@`, an
@@ -320,10 +327,11 @@ enum State {
     },
     /// Server: INIT accepted, receiving regions and rings.
     ServerHandshake(Link),
-    /// Client: waiting for HELLO.
+    /// Client: waiting for HELLO, then (`building`) for the region built off the worker.
     ClientHello {
         sock: OwnedFd,
         since: Instant,
+        building: Option<Building>,
     },
     /// Client: sending INIT.. CONNECT one per ACK, then waiting for CONNECTED.
     ClientHandshake {
@@ -332,6 +340,71 @@ enum State {
         log2: u8,
     },
     Connected(Box<Connected>),
+}
+
+/// A client's region being built on its own thread (module doc), for the ring size HELLO allowed.
+#[derive(Debug)]
+struct Building {
+    done: std::sync::mpsc::Receiver<io::Result<ClientRings>>,
+    log2: u8,
+    peer: String,
+}
+
+/// A region for a client to build: ring size, buffer size, and where to send it.
+struct RegionJob {
+    log2: u8,
+    bsize: u32,
+    done: std::sync::mpsc::Sender<io::Result<ClientRings>>,
+}
+
+/// Work for the setup thread.
+enum SetupJob {
+    /// Build a client's region.
+    Build(RegionJob),
+    /// Drop a finished connection: unmap its regions, close its descriptors.
+    Release(Box<State>),
+}
+
+/// The process's one memif setup thread, started by the first memif port: it builds client
+/// regions (module doc) and releases torn-down connections, at ordinary priority and off the
+/// worker's CPU. One thread for the process, started with the port rather than per handshake:
+/// spawning a thread maps its stack, an `mmap` waits for the address space's lock, and the worker
+/// would wait with it while a region was being faulted in.
+fn setup_thread() -> std::sync::mpsc::Sender<SetupJob> {
+    static SETUP: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<SetupJob>>> =
+        std::sync::OnceLock::new();
+    let tx = SETUP.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<SetupJob>();
+        let spawned = std::thread::Builder::new()
+            .name("memif-setup".into())
+            .spawn(move || {
+                sys::leave_worker_cpu();
+                for job in rx {
+                    match job {
+                        // The port may have given up meanwhile: then the rings are unmapped here.
+                        SetupJob::Build(j) => {
+                            let _ = j.done.send(build_client_rings(j.log2, j.bsize));
+                        }
+                        SetupJob::Release(state) => drop(state),
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            // Jobs sent to a receiver that is gone fail: a build says so (on_hello), a release
+            // is done by the sender.
+            tracing::warn!(error = %e, "memif: cannot start the setup thread");
+        }
+        Mutex::new(tx)
+    });
+    tx.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// What a client builds before INIT: the region, its two rings written, and their eventfds.
+#[derive(Debug)]
+struct ClientRings {
+    regions: Vec<Region>,
+    c2s: (RingRef, OwnedFd),
+    s2c: (RingRef, OwnedFd),
 }
 
 /// A memif port (see the module documentation).
@@ -365,6 +438,8 @@ impl MemifPort {
     /// first tries to connect on the first [`Port::poll_control`].
     pub fn new(cfg: MemifConfig) -> Result<MemifPort, MemifError> {
         cfg.validate()?;
+        // Started now, where the port is made, not mid-handshake on the worker (see `setup_thread`).
+        setup_thread();
         let listener = match cfg.role {
             Role::Server => Some(listener::register(
                 &cfg.socket_path,
@@ -487,9 +562,19 @@ impl MemifPort {
             return;
         }
         tracing::info!(port = %self.cfg.name, reason = %why, "memif disconnected");
-        self.state = State::Idle {
-            next_try: Instant::now() + RETRY_INTERVAL,
-        };
+        let old = std::mem::replace(
+            &mut self.state,
+            State::Idle {
+                next_try: Instant::now() + RETRY_INTERVAL,
+            },
+        );
+        // Unmapping a 16 MiB region and closing the last descriptor of its memory file (which
+        // frees its pages) took the worker 2–7 ms; the setup thread does it (`setup_thread`).
+        if let Err(std::sync::mpsc::SendError(SetupJob::Release(old))) =
+            setup_thread().send(SetupJob::Release(Box::new(old)))
+        {
+            drop(old);
+        }
         self.last_disconnect = Some(why);
         if let Some(l) = &self.listener {
             l.lock()
@@ -688,6 +773,7 @@ impl MemifPort {
                 self.state = State::ClientHello {
                     sock,
                     since: Instant::now(),
+                    building: None,
                 }
             }
             Err(_) => {
@@ -698,7 +784,8 @@ impl MemifPort {
         }
     }
 
-    /// Client: HELLO received; build the region, rings and eventfds and queue INIT..CONNECT.
+    /// Client: HELLO received; build the region, rings and eventfds on a thread of their own
+    /// (module doc). [`MemifPort::poll_building`] goes on when they are ready.
     fn on_hello(&mut self, h: msg::Hello) -> Result<(), Reject> {
         if h.min_version > msg::VERSION || h.max_version < msg::VERSION {
             return Err("Incompatible memif version");
@@ -707,25 +794,86 @@ impl MemifPort {
         if !ring::LOG2_RING_SIZE_RANGE.contains(&log2) {
             return Err("Unsupported ring size");
         }
-        let State::ClientHello { sock, .. } = std::mem::replace(
+        let State::ClientHello { building, .. } = &mut self.state else {
+            return Ok(());
+        };
+        if building.is_some() {
+            return Err("Unexpected message");
+        }
+        let (tx, done) = std::sync::mpsc::channel();
+        let job = RegionJob {
+            log2,
+            bsize: self.cfg.buffer_size,
+            done: tx,
+        };
+        if setup_thread().send(SetupJob::Build(job)).is_err() {
+            tracing::warn!(port = %self.cfg.name, "memif: no thread to build the region on");
+            self.last_disconnect =
+                Some("local: cannot create shared memory: no builder thread".into());
+            self.state = State::Idle {
+                next_try: Instant::now() + RETRY_INTERVAL,
+            };
+            return Ok(());
+        }
+        *building = Some(Building {
+            done,
+            log2,
+            peer: h.name,
+        });
+        Ok(())
+    }
+
+    /// Client: takes the region once its thread has built it, and queues INIT..CONNECT.
+    fn poll_building(&mut self) {
+        let State::ClientHello {
+            building: Some(b), ..
+        } = &self.state
+        else {
+            return;
+        };
+        let built = match b.done.try_recv() {
+            Err(std::sync::mpsc::TryRecvError::Empty) => return,
+            Ok(r) => r,
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => Err(io::Error::other(
+                "the thread building the region ended without it",
+            )),
+        };
+        let (sock, b) = match std::mem::replace(
             &mut self.state,
             State::Idle {
                 next_try: Instant::now(),
             },
-        ) else {
-            return Ok(());
+        ) {
+            State::ClientHello {
+                sock,
+                building: Some(b),
+                ..
+            } => (sock, b),
+            other => {
+                self.state = other;
+                return;
+            }
         };
-        let link = match build_client_link(sock, log2, self.cfg.buffer_size, &h.name) {
-            Ok(l) => l,
+        let rings = match built {
+            Ok(r) => r,
             Err(e) => {
                 tracing::warn!(port = %self.cfg.name, error = %e, "memif: cannot create shared memory");
-                // The socket was moved into the failed build and is closed by now.
+                // Dropping `sock` closes the connection; the server sees it and starts over.
                 self.last_disconnect = Some(format!("local: cannot create shared memory: {e}"));
                 self.state = State::Idle {
                     next_try: Instant::now() + RETRY_INTERVAL,
                 };
-                return Ok(());
+                return;
             }
+        };
+        let log2 = b.log2;
+        let link = Link {
+            sock,
+            regions: rings.regions,
+            c2s: Some(rings.c2s),
+            s2c: Some(rings.s2c),
+            peer_name: b.peer,
+            since: Instant::now(),
         };
         let rb = ring::ring_bytes(log2) as u32;
         let init = msg::Init {
@@ -760,7 +908,6 @@ impl MemifPort {
         queue.push_front((Msg::Init(init), Attach::None));
         self.state = State::ClientHandshake { link, queue, log2 };
         self.client_send_next();
-        Ok(())
     }
 
     fn client_send_next(&mut self) {
@@ -846,12 +993,12 @@ impl MemifPort {
 
 /// Client: one memfd region `[C2S ring][S2C ring][C2S buffers][S2C buffers]` (DPDK's layout), both
 /// rings initialized, one eventfd per ring.
-fn build_client_link(sock: OwnedFd, log2: u8, bsize: u32, peer: &str) -> io::Result<Link> {
+fn build_client_rings(log2: u8, bsize: u32) -> io::Result<ClientRings> {
     let rb = ring::ring_bytes(log2) as u64;
     let n = 1u64 << log2;
     let size = 2 * rb + 2 * n * bsize as u64;
     let fd = sys::memfd("memif_region_0", size)?;
-    let regions = vec![Region::map(fd, size)?];
+    let regions = vec![Region::map_fresh(fd, size)?];
     let bad = |e: ring::RingError| io::Error::new(io::ErrorKind::InvalidData, e.to_string());
     let c2s = RingRef::new(&regions, 0, 0, log2).map_err(bad)?;
     let s2c = RingRef::new(&regions, 0, rb as u32, log2).map_err(bad)?;
@@ -886,13 +1033,10 @@ fn build_client_link(sock: OwnedFd, log2: u8, bsize: u32, peer: &str) -> io::Res
             );
         }
     }
-    Ok(Link {
-        sock,
+    Ok(ClientRings {
         regions,
-        c2s: Some((c2s, sys::eventfd()?)),
-        s2c: Some((s2c, sys::eventfd()?)),
-        peer_name: peer.to_string(),
-        since: Instant::now(),
+        c2s: (c2s, sys::eventfd()?),
+        s2c: (s2c, sys::eventfd()?),
     })
 }
 
@@ -981,6 +1125,7 @@ impl Port for MemifPort {
                 Role::Client => self.poll_client_idle(),
             }
         }
+        self.poll_building();
         for _ in 0..MAX_MSGS_PER_POLL {
             if let State::Idle { .. } = self.state {
                 break;

@@ -363,6 +363,19 @@ impl Region {
         Ok(Region { shm, fd: Some(fd) })
     }
 
+    /// Maps `len` bytes of `fd`, a memory file this process just created ([`memfd`]), faulting it
+    /// in page by page ([`ShmRegion::map_fresh`]).
+    pub fn map_fresh(fd: OwnedFd, len: u64) -> io::Result<Region> {
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|&l| l > 0 && l <= isize::MAX as usize)
+            .ok_or_else(|| {
+                io::Error::new(io::ErrorKind::InvalidInput, format!("region size {len}"))
+            })?;
+        let shm = ShmRegion::map_fresh(fd.as_raw_fd(), len)?;
+        Ok(Region { shm, fd: Some(fd) })
+    }
+
     /// Anonymous zeroed memory of `len` bytes (at least 1), for tests and fuzzing of ring handling.
     pub fn anonymous(len: usize) -> io::Result<Region> {
         Ok(Region {
@@ -389,5 +402,36 @@ impl Region {
     /// The mapping, reached only through its bounds-checked accessors.
     pub fn shm(&self) -> &ShmRegion {
         &self.shm
+    }
+}
+
+/// Moves the calling thread off the CPUs it inherited and down to ordinary priority: a thread a
+/// real-time worker spawns inherits its SCHED_FIFO priority and its one CPU, and would then either
+/// wait for the worker to sleep or, once running, hold the worker off the CPU until it finishes.
+/// The thread runs on every online CPU but the inherited ones (all of them when it inherited every
+/// CPU, or none would be left). Best effort: a refusal leaves the thread as it was.
+pub fn leave_worker_cpu() {
+    // SAFETY: a zeroed `sched_param` is valid; pid 0 is the calling thread.
+    unsafe {
+        let p: libc::sched_param = std::mem::zeroed();
+        libc::sched_setscheduler(0, libc::SCHED_OTHER, &p);
+    }
+    // SAFETY: `cpu_set_t` is plain bits, valid zeroed; the calls get its true size and pid 0.
+    unsafe {
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        let mut inherited: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, size, &mut inherited) != 0 {
+            return;
+        }
+        let online = libc::sysconf(libc::_SC_NPROCESSORS_ONLN).clamp(1, libc::CPU_SETSIZE as i64);
+        let mut others: libc::cpu_set_t = std::mem::zeroed();
+        for cpu in 0..online as usize {
+            if !libc::CPU_ISSET(cpu, &inherited) {
+                libc::CPU_SET(cpu, &mut others);
+            }
+        }
+        if libc::CPU_COUNT(&others) > 0 {
+            libc::sched_setaffinity(0, size, &others);
+        }
     }
 }
