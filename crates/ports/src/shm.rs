@@ -49,9 +49,8 @@ impl ShmRegion {
     /// pages in one at a time by writing a zero to each: the same pages as [`ShmRegion::map`]
     /// resident, without `MAP_POPULATE`'s hold of the address space's lock for the whole region,
     /// during which another thread's `mmap`, `munmap` or `brk` (a `malloc` growing its arena)
-    /// waits — 6 ms for a 16 MiB memif region, which stopped a worker that only allocated a
-    /// message meanwhile. A fault here takes the lock per page (per area, on kernels with
-    /// per-VMA locks).
+    /// would wait: the memif setup thread builds regions while the worker runs. A fault here
+    /// takes the lock per page (per area, on kernels with per-VMA locks).
     pub fn map_fresh(fd: RawFd, len: usize) -> io::Result<ShmRegion> {
         let r = Self::mmap(fd, len, libc::MAP_SHARED)?;
         let page = 4096;
