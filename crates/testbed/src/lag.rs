@@ -62,7 +62,12 @@ use vecswitch_gen::{Field, FieldMode, FieldRange, StreamSpec};
 use vecswitch_lab::procedures::failover::{EventTrial, LinkEvent, LinkFailover, MemberFrames};
 use vecswitch_lab::{LabError, Load, Measurer};
 
-use crate::dut::vecswitch::{config_toml, parse_internal_drops, parse_ports, wait_ready, Mode};
+use vecswitch_control::config::{Config, XconnectConfig};
+use vecswitch_switch::bond::config::BondConfig;
+use vecswitch_switch::bond::lacp::LacpRate;
+use vecswitch_switch::bond::{BondMode, HashPolicy};
+
+use crate::dut::vecswitch::{config, parse_internal_drops, parse_ports, wait_ready, Mode};
 use crate::error::{Error, Result};
 use crate::measurer::GenMeasurer;
 use crate::netns::{veth_pair, Netns};
@@ -171,10 +176,29 @@ pub fn spread_flows(streams: &mut [StreamSpec]) {
     }
 }
 
-/// The partner's `vecswitch run` config: the generator's memif links as clients `phy0`, `phy1`,
-/// the four member ends as AF_PACKET ports, bonds `lagA`/`lagB` (LACP fast, hash `l34`) and an
-/// E-Line from each memif link to its bond.
+/// A LACP bond `name` over `members`: LACP fast, hash `l34` (the partner's and `vecswitch-lag`'s).
+pub fn lacp_bond(name: &str, members: Vec<String>) -> BondConfig {
+    BondConfig {
+        name: name.to_string(),
+        mode: BondMode::Lacp,
+        hash: HashPolicy::L34,
+        lacp_rate: LacpRate::Fast,
+        members,
+    }
+}
+
+/// [`partner_config`] as the TOML text `vecswitch run` reads.
 pub fn partner_toml(gen_ports: &[PortEnd], netns: &str, ctl: &Path, cpu: usize) -> String {
+    format!(
+        "# written by vecswitch-testbed: the tester's LAG partner (phy2phy-lag)\n{}",
+        partner_config(gen_ports, netns, ctl, cpu).to_toml()
+    )
+}
+
+/// The partner's `vecswitch run` config: the generator's memif links as clients `phy0`, `phy1`,
+/// the four member ends as AF_PACKET ports, bonds `lagA`/`lagB` ([`lacp_bond`]) and an E-Line
+/// from each memif link to its bond.
+pub fn partner_config(gen_ports: &[PortEnd], netns: &str, ctl: &Path, cpu: usize) -> Config {
     let mut ports: Vec<PortEnd> = gen_ports
         .iter()
         .enumerate()
@@ -196,22 +220,14 @@ pub fn partner_toml(gen_ports: &[PortEnd], netns: &str, ctl: &Path, cpu: usize) 
             mac: String::new(),
         });
     }
-    let mut s = config_toml(&ports, &[], Mode::Xconnect, ctl, Some(cpu)).replacen(
-        "# written by vecswitch-testbed\n",
-        "# written by vecswitch-testbed: the tester's LAG partner (phy2phy-lag)\n",
-        1,
-    );
+    let mut c = config(&ports, &[], Mode::Xconnect, ctl, Some(cpu));
     for (g, bond) in PARTNER_BONDS.iter().enumerate() {
-        let members: Vec<String> = (0..MEMBERS)
-            .map(|m| format!("\"{}\"", partner_end(g * MEMBERS + m)))
-            .collect();
-        s.push_str(&format!(
-            "\n[[bond]]\nname = \"{bond}\"\nmode = \"lacp\"\nhash = \"l34\"\nlacp_rate = \"fast\"\n\
-             members = [{}]\n\n[[xconnect]]\nports = [\"phy{g}\", \"{bond}\"]\n",
-            members.join(", ")
-        ));
+        let members = (0..MEMBERS).map(|m| partner_end(g * MEMBERS + m)).collect();
+        c.bonds.push(lacp_bond(bond, members));
+        c.xconnects
+            .push(XconnectConfig::both(&format!("phy{g}"), bond));
     }
-    s
+    c
 }
 
 /// Whether the partner's `ctl --json show lacp` answer says LACP converged on every member: the
@@ -829,11 +845,14 @@ mod tests {
                 role: MemifRole::Server,
             })
             .collect();
+        let c = partner_config(&gen, "r-gen", Path::new("/r/lag-partner.ctl"), 0);
+        crate::dut::vecswitch::assert_valid_round_trip(&c);
         let t = partner_toml(&gen, "r-gen", Path::new("/r/lag-partner.ctl"), 0);
+        assert!(t.starts_with("# written by vecswitch-testbed: the tester's LAG partner"));
         for want in [
             "control_socket = \"/r/lag-partner.ctl\"\nworker_cpu = 0\n",
-            "name = \"phy0\"\ntype = \"memif\"\nsocket = \"/r/phy0.sock\"\nid = 0\nrole = \"client\"\nring_size = 4096\n",
-            "name = \"pm3\"\ntype = \"af_packet\"\ninterface = \"pm3\"\n",
+            "type = \"memif\"\nname = \"phy0\"\nsocket = \"/r/phy0.sock\"\nid = 0\nrole = \"client\"\nring_size = 4096\n",
+            "type = \"af_packet\"\nname = \"pm3\"\ninterface = \"pm3\"\n",
             "[[bond]]\nname = \"lagA\"\nmode = \"lacp\"\nhash = \"l34\"\nlacp_rate = \"fast\"\nmembers = [\"pm0\", \"pm1\"]\n",
             "[[bond]]\nname = \"lagB\"\nmode = \"lacp\"\nhash = \"l34\"\nlacp_rate = \"fast\"\nmembers = [\"pm2\", \"pm3\"]\n",
             "[[xconnect]]\nports = [\"phy0\", \"lagA\"]\n",

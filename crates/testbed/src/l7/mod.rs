@@ -728,7 +728,7 @@ impl L7Bed {
                 &ctl,
                 w.cores.vnf,
                 Some(patterns),
-            );
+            )?;
             let path = tb.run_dir().path().join(format!("vnf{k}-ips.toml"));
             std::fs::write(&path, toml).map_err(|source| Error::Io {
                 what: "writing",
