@@ -258,7 +258,7 @@ mod tests {
     use std::path::Path;
 
     #[test]
-    fn evpl_sections_are_the_examples_service() {
+    fn evpl_config_is_the_examples_service() {
         let w = crate::dut::test_wiring();
         let mut c = config(
             &w.dut_ports,

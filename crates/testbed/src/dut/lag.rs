@@ -306,7 +306,7 @@ mod tests {
     use std::path::Path;
 
     #[test]
-    fn vecswitch_lag_sections_bond_each_group_and_cross_connect_the_bonds() {
+    fn vecswitch_lag_config_bonds_each_group_and_cross_connect_the_bonds() {
         let g = [
             ["dut0".to_string(), "dut1".to_string()],
             ["dut2".to_string(), "dut3".to_string()],

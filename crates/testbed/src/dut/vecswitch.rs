@@ -1,7 +1,9 @@
 //! `vecswitch-xconnect` / `vecswitch-bridge`: the switch itself as the DUT.
 //!
 //! The driver writes a config (`<run dir>/dut.toml`, the schema of `vecswitch run --config`, see
-//! `docs/CONTROL.md`): one `[[port]]` per DUT port (memif servers or AF_PACKET on the DUT's veth
+//! `docs/CONTROL.md`; built as the switch's own [`Config`] by [`config_with`] and written by its
+//! serializer, [`to_toml`]; the `show` answers it reads back are the switch's types too,
+//! `answer_data`): one `[[port]]` per DUT port (memif servers or AF_PACKET on the DUT's veth
 //! ends), and per port pair either an `[[xconnect]]` (E-Line) or a two-port `[[bridge]]` (E-LAN with
 //! MAC learning). It runs `vecswitch run --config dut.toml` inside the DUT namespace, pinned to the
 //! DUT CPU, and is ready when its memif sockets (or its control socket) exist. The binary path

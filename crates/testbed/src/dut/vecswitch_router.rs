@@ -112,7 +112,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ip_section_is_a_valid_ip_config() {
+    fn ip_config_is_a_valid_ip_section() {
         let w = crate::dut::test_wiring();
         let ip = ip_config(&w, (0, 1), 3);
         let a: Vec<String> = ip
