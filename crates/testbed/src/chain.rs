@@ -206,7 +206,7 @@ pub fn vnf_mac(port: usize) -> String {
 
 /// The config of vecswitch VNF `k` of `chain` on its memif `ends` (`vII`, memif clients):
 /// a cross-connect, or (router-nat, firewall) its hop of the IP plan with NAT44 or the
-/// seed-004 firewall.
+/// seed-004 firewall; the TOML text of [`vecswitch_vnf_config`].
 pub fn vecswitch_vnf_toml(
     kind: &VnfKind,
     chain: &[VnfKind],
@@ -214,7 +214,7 @@ pub fn vecswitch_vnf_toml(
     ends: &[PortEnd],
     ctl: &std::path::Path,
     cpu: usize,
-) -> String {
+) -> Result<String> {
     vecswitch_vnf_toml_with_ips(kind, chain, k, ends, ctl, cpu, None)
 }
 
@@ -229,56 +229,76 @@ pub fn vecswitch_vnf_toml_with_ips(
     ctl: &std::path::Path,
     cpu: usize,
     ips: Option<&[String]>,
-) -> String {
-    use crate::dut::vecswitch::{config_toml, Mode};
+) -> Result<String> {
+    vecswitch_vnf_config(kind, chain, k, ends, ctl, cpu, ips)
+        .map(|c| crate::dut::vecswitch::to_toml(&c))
+}
+
+/// The config [`vecswitch_vnf_toml_with_ips`] writes. `Err`: an address of the IP plan the
+/// switch's config does not take (a bug in [`routed`]).
+pub fn vecswitch_vnf_config(
+    kind: &VnfKind,
+    chain: &[VnfKind],
+    k: usize,
+    ends: &[PortEnd],
+    ctl: &std::path::Path,
+    cpu: usize,
+    ips: Option<&[String]>,
+) -> Result<vecswitch_control::config::Config> {
+    use crate::dut::vecswitch::{config, Mode};
+    use vecswitch_control::config::PortConfig;
+    use vecswitch_switch::ip::config::{AddressConfig, NeighborConfig, RouteConfig};
     let Some(j) = routed::hop_index(chain, k).filter(|_| routed::is_routed(kind)) else {
-        return config_toml(ends, &[(0, 1)], Mode::Xconnect, ctl, Some(cpu));
+        return Ok(config(ends, &[(0, 1)], Mode::Xconnect, ctl, Some(cpu)));
     };
-    let mut s = config_toml(ends, &[], Mode::Xconnect, ctl, Some(cpu));
-    for i in [2 * k, 2 * k + 1] {
-        let name = format!("name = \"v{i}\"\n");
-        s = s.replace(&name, &format!("{name}mac = \"{}\"\n", vnf_mac(i)));
+    let mut c = config(ends, &[], Mode::Xconnect, ctl, Some(cpu));
+    for (i, p) in [2 * k, 2 * k + 1].into_iter().zip(&mut c.ports) {
+        // The ends are memif clients (the module doc); a memif port takes a fixed MAC.
+        if let PortConfig::Memif(m) = p {
+            m.mac = Some(vnf_mac(i));
+        }
     }
     let (left, right) = (ends[0].name(), ends[1].name());
     let n = routed::hops(chain);
     let hop = routed::hop(j, n);
-    s.push_str("\n[ip]\n");
     for (iface, addrs) in [(left, &hop.left), (right, &hop.right)] {
         for a in addrs {
-            let _ = std::fmt::Write::write_fmt(
-                &mut s,
-                format_args!("\n[[ip.address]]\ninterface = {iface:?}\naddress = {a:?}\n"),
-            );
+            c.ip.address.push(AddressConfig {
+                interface: iface.to_string(),
+                address: policy::prefix(a)?,
+            });
         }
     }
     for (prefix, via) in &hop.routes {
-        let _ = std::fmt::Write::write_fmt(
-            &mut s,
-            format_args!("\n[[ip.route]]\nprefix = {prefix:?}\nvia = [{via:?}]\n"),
-        );
+        let via = via.parse().map_err(|_| Error::Invalid {
+            field: "chain route next hop",
+            value: via.clone(),
+            expected: "an IP address".into(),
+        })?;
+        c.ip.route.push(RouteConfig {
+            prefix: policy::prefix(prefix)?,
+            via: vec![via],
+            table: 0,
+        });
     }
     for (iface, ip, mac) in tester_neighbours(j, n) {
-        let iface = [left, right][iface];
-        let _ = std::fmt::Write::write_fmt(
-            &mut s,
-            format_args!(
-                "\n[[ip.neighbor]]\ninterface = {iface:?}\nip = \"{ip}\"\nmac = {mac:?}\n"
-            ),
-        );
+        c.ip.neighbor.push(NeighborConfig {
+            interface: [left, right][iface].to_string(),
+            ip: ip.into(),
+            mac: vecswitch_wire::EthernetAddress(mac),
+        });
     }
     match kind {
         VnfKind::VecswitchRouterNat { .. } => {
-            let _ = std::fmt::Write::write_fmt(
-                &mut s,
-                format_args!("\n[nat44]\ninside = [{left:?}]\noutside = [{right:?}]\n"),
-            );
+            c.nat44.inside = vec![left.to_string()];
+            c.nat44.outside = vec![right.to_string()];
         }
         VnfKind::VecswitchFirewall { .. } => {
-            s.push_str(&policy::seed004(n).vecswitch_toml(left, right, ips));
+            c.firewall = policy::seed004(n).vecswitch_firewalls(left, right, ips)?;
         }
         _ => {}
     }
-    s
+    Ok(c)
 }
 
 /// The MACs the built-in tester's frames carry: `[source side (gen0), sink side (gen1)]`; the
@@ -289,22 +309,15 @@ pub const TESTER_MACS: [[u8; 6]; 2] = [
     [0x02, 0x12, 0, 0, 0x01, 0x01],
 ];
 
-fn mac_text(m: [u8; 6]) -> String {
-    m.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
-}
-
 /// The static neighbours hop `j` of `n` holds for the built-in tester, as (side: 0 left, 1
 /// right; address; MAC): the first hop the source, the last hop the sink.
-fn tester_neighbours(j: usize, n: usize) -> Vec<(usize, std::net::Ipv4Addr, String)> {
+fn tester_neighbours(j: usize, n: usize) -> Vec<(usize, std::net::Ipv4Addr, [u8; 6])> {
     let mut v = Vec::new();
     if j == 0 {
-        v.push((0, routed::TESTER_SOURCE, mac_text(TESTER_MACS[0])));
+        v.push((0, routed::TESTER_SOURCE, TESTER_MACS[0]));
     }
     if j + 1 == n {
-        v.push((1, routed::tester_sink(n), mac_text(TESTER_MACS[1])));
+        v.push((1, routed::tester_sink(n), TESTER_MACS[1]));
     }
     v
 }
@@ -347,16 +360,11 @@ pub(crate) fn vecswitch_ctl(
     crate::cmd::run(&bin.display().to_string(), &a)
 }
 
-/// The MAC of interface `name` in a `ctl --json show interfaces` answer.
+/// The MAC of interface `name` in a `ctl --json show interfaces` answer (the switch's own
+/// [`vecswitch_switch::InterfaceInfo`]s).
 fn interface_mac(json: &str, name: &str) -> Option<String> {
-    let v: serde_json::Value = serde_json::from_str(json).ok()?;
-    v.get("data")?
-        .as_array()?
-        .iter()
-        .find(|i| i.get("name").and_then(|n| n.as_str()) == Some(name))?
-        .get("mac")?
-        .as_str()
-        .map(str::to_string)
+    let list: Vec<vecswitch_switch::InterfaceInfo> = crate::dut::vecswitch::answer_data(json)?;
+    list.into_iter().find(|i| i.name == name).map(|i| i.mac)
 }
 
 /// The built-in tester's streams through a chain with routed VNFs (seed 004's "built-in
@@ -592,6 +600,7 @@ impl KernelVnf {
                 }
                 for (side, addr, mac) in tester_neighbours(j, n) {
                     let addr = addr.to_string();
+                    let mac = crate::dut::router::mac_text(mac);
                     let dev = &ifnames[side];
                     ip(&[
                         "neigh",
@@ -767,10 +776,16 @@ mod tests {
                 .collect()
         };
         let ctl = std::path::Path::new("/r/vnf.ctl");
+        for k in 0..2 {
+            let c = vecswitch_vnf_config(&chain[k], &chain, k, &ends(k), ctl, 1, None).unwrap();
+            crate::dut::vecswitch::assert_valid_round_trip(&c);
+        }
         let fw: toml::Table = vecswitch_vnf_toml(&chain[0], &chain, 0, &ends(0), ctl, 1)
+            .unwrap()
             .parse()
             .unwrap();
         let nat: toml::Table = vecswitch_vnf_toml(&chain[1], &chain, 1, &ends(1), ctl, 1)
+            .unwrap()
             .parse()
             .unwrap();
         let addrs = |t: &toml::Table| -> Vec<String> {
@@ -870,18 +885,25 @@ mod tests {
             &ends(0),
             ctl,
             1,
-        );
+        )
+        .unwrap();
         assert!(x.contains("[[xconnect]]") && !x.contains("[ip]"), "{x}");
     }
 
     #[test]
     fn interface_macs_come_from_show_interfaces() {
-        let json = r#"{"ok":true,"data":[{"name":"v0","mac":"02:fe:00:00:00:00"},{"name":"v1","mac":"02:fe:00:00:00:01"}]}"#;
+        let json = &crate::dut::vecswitch_router::interfaces_answer(&[
+            ("v0", "02:fe:00:00:00:00"),
+            ("v1", "02:fe:00:00:00:01"),
+        ]);
         assert_eq!(
             interface_mac(json, "v1").as_deref(),
             Some("02:fe:00:00:00:01")
         );
         assert_eq!(interface_mac(json, "v9"), None);
+        // An answer of another shape (fields renamed or missing) is not read.
+        let partial = r#"{"ok":true,"data":[{"name":"v1","mac":"02:fe:00:00:00:01"}]}"#;
+        assert_eq!(interface_mac(partial, "v1"), None);
         assert_eq!(interface_mac("nonsense", "v0"), None);
     }
 

@@ -59,6 +59,13 @@ pub enum Error {
         value: String,
         expected: String,
     },
+    /// A vecswitch config file the switch's own parser refused (`vecswitch_control::config`).
+    #[error("reading vecswitch config {path}: {source}")]
+    Config {
+        path: PathBuf,
+        #[source]
+        source: vecswitch_control::config::ParseError,
+    },
     /// A generator port could not be opened.
     #[error("opening generator port {port}: {source}")]
     Port {

@@ -62,7 +62,13 @@ use vecswitch_gen::{Field, FieldMode, FieldRange, StreamSpec};
 use vecswitch_lab::procedures::failover::{EventTrial, LinkEvent, LinkFailover, MemberFrames};
 use vecswitch_lab::{LabError, Load, Measurer};
 
-use crate::dut::vecswitch::{config_toml, parse_internal_drops, parse_ports, wait_ready, Mode};
+use vecswitch_control::config::{Config, XconnectConfig};
+use vecswitch_switch::bond::config::BondConfig;
+use vecswitch_switch::bond::control::LacpMemberInfo;
+use vecswitch_switch::bond::lacp::{LacpRate, MuxState};
+use vecswitch_switch::bond::{BondMode, HashPolicy};
+
+use crate::dut::vecswitch::{config, parse_internal_drops, parse_ports, wait_ready, Mode};
 use crate::error::{Error, Result};
 use crate::measurer::GenMeasurer;
 use crate::netns::{veth_pair, Netns};
@@ -171,10 +177,29 @@ pub fn spread_flows(streams: &mut [StreamSpec]) {
     }
 }
 
-/// The partner's `vecswitch run` config: the generator's memif links as clients `phy0`, `phy1`,
-/// the four member ends as AF_PACKET ports, bonds `lagA`/`lagB` (LACP fast, hash `l34`) and an
-/// E-Line from each memif link to its bond.
+/// A LACP bond `name` over `members`: LACP fast, hash `l34` (the partner's and `vecswitch-lag`'s).
+pub fn lacp_bond(name: &str, members: Vec<String>) -> BondConfig {
+    BondConfig {
+        name: name.to_string(),
+        mode: BondMode::Lacp,
+        hash: HashPolicy::L34,
+        lacp_rate: LacpRate::Fast,
+        members,
+    }
+}
+
+/// [`partner_config`] as the TOML text `vecswitch run` reads.
 pub fn partner_toml(gen_ports: &[PortEnd], netns: &str, ctl: &Path, cpu: usize) -> String {
+    format!(
+        "# written by vecswitch-testbed: the tester's LAG partner (phy2phy-lag)\n{}",
+        partner_config(gen_ports, netns, ctl, cpu).to_toml()
+    )
+}
+
+/// The partner's `vecswitch run` config: the generator's memif links as clients `phy0`, `phy1`,
+/// the four member ends as AF_PACKET ports, bonds `lagA`/`lagB` ([`lacp_bond`]) and an E-Line
+/// from each memif link to its bond.
+pub fn partner_config(gen_ports: &[PortEnd], netns: &str, ctl: &Path, cpu: usize) -> Config {
     let mut ports: Vec<PortEnd> = gen_ports
         .iter()
         .enumerate()
@@ -196,22 +221,14 @@ pub fn partner_toml(gen_ports: &[PortEnd], netns: &str, ctl: &Path, cpu: usize) 
             mac: String::new(),
         });
     }
-    let mut s = config_toml(&ports, &[], Mode::Xconnect, ctl, Some(cpu)).replacen(
-        "# written by vecswitch-testbed\n",
-        "# written by vecswitch-testbed: the tester's LAG partner (phy2phy-lag)\n",
-        1,
-    );
+    let mut c = config(&ports, &[], Mode::Xconnect, ctl, Some(cpu));
     for (g, bond) in PARTNER_BONDS.iter().enumerate() {
-        let members: Vec<String> = (0..MEMBERS)
-            .map(|m| format!("\"{}\"", partner_end(g * MEMBERS + m)))
-            .collect();
-        s.push_str(&format!(
-            "\n[[bond]]\nname = \"{bond}\"\nmode = \"lacp\"\nhash = \"l34\"\nlacp_rate = \"fast\"\n\
-             members = [{}]\n\n[[xconnect]]\nports = [\"phy{g}\", \"{bond}\"]\n",
-            members.join(", ")
-        ));
+        let members = (0..MEMBERS).map(|m| partner_end(g * MEMBERS + m)).collect();
+        c.bonds.push(lacp_bond(bond, members));
+        c.xconnects
+            .push(XconnectConfig::both(&format!("phy{g}"), bond));
     }
-    s
+    c
 }
 
 /// Whether the partner's `ctl --json show lacp` answer says LACP converged on every member: the
@@ -219,12 +236,8 @@ pub fn partner_toml(gen_ports: &[PortEnd], netns: &str, ctl: &Path, cpu: usize) 
 /// LACPDU (the partner's "partner" state, §6.4.2.3) says in sync, collecting and distributing.
 /// `Err`: the first member that is not there, with both states, in words.
 pub fn converged(lacp_json: &str) -> std::result::Result<(), String> {
-    let v: serde_json::Value = serde_json::from_str(lacp_json)
-        .map_err(|e| format!("unreadable `show lacp` answer ({e}): {lacp_json}"))?;
-    let list = v
-        .get("data")
-        .and_then(|d| d.as_array())
-        .ok_or_else(|| format!("no member list in `show lacp`: {lacp_json}"))?;
+    let list: Vec<LacpMemberInfo> = crate::dut::vecswitch::answer_data(lacp_json)
+        .ok_or_else(|| format!("unreadable `show lacp` answer: {lacp_json}"))?;
     let want = GROUPS.len() * MEMBERS;
     if list.len() != want {
         return Err(format!(
@@ -232,40 +245,24 @@ pub fn converged(lacp_json: &str) -> std::result::Result<(), String> {
             list.len()
         ));
     }
-    for m in list {
-        let s = |k: &str| m.get(k).and_then(|x| x.as_str()).unwrap_or("?").to_string();
-        let flags = |side: &str| -> Vec<String> {
-            m.get(side)
-                .and_then(|p| p.get("flags"))
-                .and_then(|f| f.as_array())
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|x| x.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let dut = flags("partner");
+    for m in &list {
+        let dut = &m.partner.flags;
         let dut_ok = ["synchronization", "collecting", "distributing"]
             .iter()
             .all(|f| dut.iter().any(|x| x == f));
-        let mux = s("mux_state");
-        if mux != "collecting-distributing" || !dut_ok {
-            let member = s("member");
+        if m.mux_state != MuxState::CollectingDistributing || !dut_ok {
+            let member = &m.member;
             let i = member
                 .strip_prefix("pm")
                 .and_then(|n| n.parse::<usize>().ok());
             let dut_name = i.map(dut_end).unwrap_or_else(|| "?".into());
-            let system = m
-                .get("partner")
-                .and_then(|p| p.get("system"))
-                .and_then(|x| x.as_str())
-                .unwrap_or("?");
+            let system = &m.partner.system;
             return Err(format!(
-                "member {member} (tester) ↔ {dut_name} (DUT) of bond {}: tester mux {mux}, receive \
+                "member {member} (tester) ↔ {dut_name} (DUT) of bond {}: tester mux {}, receive \
                  machine {}; the DUT (system {system}) says [{}]{}",
-                s("bond"),
-                s("rx_state"),
+                m.bond,
+                serde_name(&m.mux_state),
+                serde_name(&m.rx_state),
                 dut.join(" "),
                 if system == "00:00:00:00:00:00" {
                     " — no LACPDU from the DUT: does it run a LAG driver (vecswitch-lag, ovs-lag)?"
@@ -276,6 +273,14 @@ pub fn converged(lacp_json: &str) -> std::result::Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// A state as `show lacp` writes it (`collecting-distributing`).
+fn serde_name<T: Serialize>(t: &T) -> String {
+    match serde_json::to_value(t) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => "?".into(),
+    }
 }
 
 /// The tester's LAG: `vecswitch run` with [`partner_toml`] in the generator's namespace.
@@ -442,23 +447,11 @@ pub(crate) fn ctl_show(bin: &Path, ctl: &Path, what: &str) -> Result<String> {
 
 /// `node reason: count` for each entry of a `ctl --json show errors` answer.
 pub fn error_lines(json: &str) -> Vec<String> {
-    let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
-    v.get("data")
-        .and_then(|d| d.as_array())
-        .map(|l| {
-            l.iter()
-                .map(|e| {
-                    let f = |k: &str| e.get(k).map(|x| x.to_string()).unwrap_or_default();
-                    format!(
-                        "{} {}: {}",
-                        f("node").trim_matches('"'),
-                        f("reason").trim_matches('"'),
-                        f("count")
-                    )
-                })
-                .collect()
-        })
+    crate::dut::vecswitch::answer_data::<Vec<vecswitch_graph::ErrorCount>>(json)
         .unwrap_or_default()
+        .into_iter()
+        .map(|e| format!("{} {}: {}", e.node, e.reason, e.count))
+        .collect()
 }
 
 /// `(rx_packets, tx_packets)` from `ip -s -j link show dev IF`.
@@ -818,6 +811,8 @@ fn trial_error(load_fps: f64, e: Error) -> LabError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use vecswitch_switch::bond::control::LacpSideInfo;
+    use vecswitch_switch::bond::lacp::{LacpCounters, RxState};
 
     #[test]
     fn partner_config_bonds_each_pair_and_connects_it_to_a_generator_link() {
@@ -829,11 +824,14 @@ mod tests {
                 role: MemifRole::Server,
             })
             .collect();
+        let c = partner_config(&gen, "r-gen", Path::new("/r/lag-partner.ctl"), 0);
+        crate::dut::vecswitch::assert_valid_round_trip(&c);
         let t = partner_toml(&gen, "r-gen", Path::new("/r/lag-partner.ctl"), 0);
+        assert!(t.starts_with("# written by vecswitch-testbed: the tester's LAG partner"));
         for want in [
             "control_socket = \"/r/lag-partner.ctl\"\nworker_cpu = 0\n",
-            "name = \"phy0\"\ntype = \"memif\"\nsocket = \"/r/phy0.sock\"\nid = 0\nrole = \"client\"\nring_size = 4096\n",
-            "name = \"pm3\"\ntype = \"af_packet\"\ninterface = \"pm3\"\n",
+            "type = \"memif\"\nname = \"phy0\"\nsocket = \"/r/phy0.sock\"\nid = 0\nrole = \"client\"\nring_size = 4096\n",
+            "type = \"af_packet\"\nname = \"pm3\"\ninterface = \"pm3\"\n",
             "[[bond]]\nname = \"lagA\"\nmode = \"lacp\"\nhash = \"l34\"\nlacp_rate = \"fast\"\nmembers = [\"pm0\", \"pm1\"]\n",
             "[[bond]]\nname = \"lagB\"\nmode = \"lacp\"\nhash = \"l34\"\nlacp_rate = \"fast\"\nmembers = [\"pm2\", \"pm3\"]\n",
             "[[xconnect]]\nports = [\"phy0\", \"lagA\"]\n",
@@ -917,25 +915,48 @@ mod tests {
         assert_eq!(parse_link_stats("[]"), None);
     }
 
-    fn member(name: &str, mux: &str, dut_flags: &[&str], system: &str) -> String {
-        let flags: Vec<String> = dut_flags.iter().map(|f| format!("\"{f}\"")).collect();
-        format!(
-            r#"{{"bond":"lagA","member":"{name}","mux_state":"{mux}","rx_state":"current","selected":true,"partner":{{"system":"{system}","flags":[{}]}}}}"#,
-            flags.join(",")
-        )
+    /// One member of `show lacp`, the switch's own type, as JSON.
+    fn member(name: &str, mux: MuxState, dut_flags: &[&str], system: &str) -> String {
+        let side = |flags: &[&str], system: &str| LacpSideInfo {
+            system_priority: 65535,
+            system: system.into(),
+            key: 1,
+            port_priority: 255,
+            port: 1,
+            state: 0,
+            flags: flags.iter().map(|f| f.to_string()).collect(),
+        };
+        let m = LacpMemberInfo {
+            bond: "lagA".into(),
+            member: name.into(),
+            actor: side(&[], "02:00:00:00:00:09"),
+            partner: side(dut_flags, system),
+            rx_state: RxState::Current,
+            mux_state: mux,
+            selected: true,
+            counters: LacpCounters::default(),
+        };
+        serde_json::to_string(&m).unwrap()
     }
 
     #[test]
     fn convergence_needs_every_member_on_both_sides_and_names_the_one_missing() {
         let all = ["activity", "synchronization", "collecting", "distributing"];
-        let ok = |n: &str| member(n, "collecting-distributing", &all, "02:00:00:00:00:01");
+        let ok = |n: &str| {
+            member(
+                n,
+                MuxState::CollectingDistributing,
+                &all,
+                "02:00:00:00:00:01",
+            )
+        };
         let answer = |ms: Vec<String>| format!(r#"{{"ok":true,"data":[{}]}}"#, ms.join(","));
         let good: Vec<String> = (0..4).map(|i| ok(&partner_end(i))).collect();
         assert_eq!(converged(&answer(good.clone())), Ok(()));
         let mut bad = good.clone();
         bad[2] = member(
             "pm2",
-            "attached",
+            MuxState::Attached,
             &["activity", "synchronization"],
             "02:00:00:00:00:01",
         );
@@ -945,11 +966,14 @@ mod tests {
             "{e}"
         );
         let mut silent = good.clone();
-        silent[0] = member("pm0", "detached", &[], "00:00:00:00:00:00");
+        silent[0] = member("pm0", MuxState::Detached, &[], "00:00:00:00:00:00");
         let e = converged(&answer(silent)).unwrap_err();
         assert!(e.contains("no LACPDU from the DUT"), "{e}");
         let e = converged(&answer(good[..3].to_vec())).unwrap_err();
         assert!(e.contains("3 LACP members"), "{e}");
+        // An answer of another shape is unreadable, not "converged".
+        let e = converged(r#"{"ok":true,"data":[{"member":"pm0"}]}"#).unwrap_err();
+        assert!(e.contains("unreadable"), "{e}");
     }
 
     #[test]

@@ -1246,7 +1246,7 @@ fn start_vnf(kind: &VnfKind, k: usize, w: &Wiring, run_dir: &Path) -> Result<Vnf
                 ends,
                 &ctl,
                 w.cores.vnf,
-            );
+            )?;
             let path = run_dir.join(format!("vnf{sfx}.toml"));
             std::fs::write(&path, toml).map_err(|source| Error::Io {
                 what: "writing",

@@ -89,7 +89,8 @@ fn vecswitch_vnf_configs_pass_vecswitch_run_check() {
             &dir.join("vnf.ctl"),
             0,
             Some(&ips),
-        );
+        )
+        .unwrap();
         let path = dir.join(format!("vnf{k}.toml"));
         std::fs::write(&path, &toml).unwrap();
         let out = std::process::Command::new(&bin)

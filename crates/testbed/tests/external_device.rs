@@ -266,13 +266,14 @@ fn memif_external_device_in_both_roles() {
         },
     ];
     let ctl = dir.0.join("dev.ctl");
-    let toml = vecswitch_testbed::dut::vecswitch::config_toml(
-        &dev_ports,
-        &[(0, 1)],
-        vecswitch_testbed::dut::vecswitch::Mode::Xconnect,
-        &ctl,
-        None,
-    );
+    let toml =
+        vecswitch_testbed::dut::vecswitch::to_toml(&vecswitch_testbed::dut::vecswitch::config(
+            &dev_ports,
+            &[(0, 1)],
+            vecswitch_testbed::dut::vecswitch::Mode::Xconnect,
+            &ctl,
+            None,
+        ));
     let cfg = dir.0.join("dev.toml");
     std::fs::write(&cfg, toml).unwrap();
     let log = std::fs::File::create(dir.0.join("dev.log")).unwrap();

@@ -26,12 +26,19 @@
 //!
 //! IPS mode ([`ips_patterns`], seed 004's "advanced mode"): vecswitch's firewall searches the
 //! payload of what it lets through for byte patterns (docs/NAT.md, "IPS mode");
-//! [`Policy::vecswitch_toml`] turns it on on both ports when given patterns. nftables has no
+//! [`Policy::vecswitch_firewalls`] turns it on on both ports when given patterns. nftables has no
 //! equivalent — its raw payload expressions (`@th,OFFSET,LEN`) compare bytes at a fixed offset,
 //! they do not search a payload for a set of strings (iptables' `xt_string` did, and is neither
 //! installed nor loadable here) — so the kernel chain has no IPS scenario.
 
 use std::fmt::Write;
+
+use vecswitch_switch::firewall::config::FirewallConfig;
+use vecswitch_switch::firewall::ips::IpsConfig;
+use vecswitch_switch::firewall::{Action, PortRange, Proto, Rule};
+use vecswitch_switch::ip::config::{IpPrefix, IpPrefixError};
+
+use crate::error::{Error, Result};
 
 /// What a rule does with the packets it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,6 +147,21 @@ pub fn ips_patterns() -> Vec<String> {
         .collect()
 }
 
+/// IP protocol numbers of the policy's rules (IANA "Assigned Internet Protocol Numbers").
+const PROTO_ICMP: Proto = Proto(1);
+const PROTO_TCP: Proto = Proto(6);
+const PROTO_UDP: Proto = Proto(17);
+const PROTO_ICMPV6: Proto = Proto(58);
+
+/// A prefix of the policy (`10.12.1.208/28`, `fd12:1::d0/124`) as the switch's config holds it.
+pub(crate) fn prefix(s: &str) -> Result<IpPrefix> {
+    s.parse().map_err(|e: IpPrefixError| Error::Invalid {
+        field: "policy prefix",
+        value: s.to_string(),
+        expected: e.to_string(),
+    })
+}
+
 fn ports(p: (u16, u16)) -> String {
     if p.0 == p.1 {
         p.0.to_string()
@@ -151,62 +173,79 @@ fn ports(p: (u16, u16)) -> String {
 impl Policy {
     /// `[[firewall]]` sections for vecswitch: the rules on `left`, default deny on both ports,
     /// each range rule once per family (see the module doc); with `ips`, IPS mode with those
-    /// patterns on both ports (requests and responses are searched).
-    pub fn vecswitch_toml(&self, left: &str, right: &str, ips: Option<&[String]>) -> String {
-        let ips_line = ips.map(|p| {
-            let list =
-                toml::Value::Array(p.iter().map(|x| toml::Value::from(x.as_str())).collect());
-            format!("ips = {{ patterns = {list} }}\n")
+    /// patterns on both ports (requests and responses are searched). `Err` names a prefix of the
+    /// policy the switch's parser does not take.
+    pub fn vecswitch_firewalls(
+        &self,
+        left: &str,
+        right: &str,
+        ips: Option<&[String]>,
+    ) -> Result<Vec<FirewallConfig>> {
+        let ips = ips.map(|p| IpsConfig {
+            patterns: p.to_vec(),
+            case_insensitive: false,
         });
-        let mut s = format!("\n[[firewall]]\ninterface = {left:?}\ndefault-action = \"deny\"\n");
-        s.push_str(ips_line.as_deref().unwrap_or(""));
-        s.push_str("rules = [\n");
+        let mut rules = Vec::new();
         for r in &self.inside {
             let action = match r.verdict {
-                Verdict::Deny => "deny",
-                Verdict::Permit => "permit-reflect",
+                Verdict::Deny => Action::Deny,
+                Verdict::Permit => Action::PermitReflect,
+            };
+            if r.proto == Some("icmp") {
+                // Echo request of both families (RFC 792; RFC 4443 §4.1).
+                for (proto, t) in [(PROTO_ICMP, 8), (PROTO_ICMPV6, 128)] {
+                    rules.push(Rule {
+                        proto: Some(proto),
+                        icmp_type: Some(t),
+                        ..Rule::any(action)
+                    });
+                }
+                continue;
+            }
+            let proto = match r.proto {
+                None => None,
+                Some("tcp") => Some(PROTO_TCP),
+                Some("udp") => Some(PROTO_UDP),
+                Some(other) => {
+                    return Err(Error::Invalid {
+                        field: "policy rule proto",
+                        value: other.to_string(),
+                        expected: "tcp, udp or icmp".into(),
+                    })
+                }
+            };
+            let rule = Rule {
+                proto,
+                dport: r.dport.map(|(lo, hi)| PortRange { lo, hi }),
+                ..Rule::any(action)
             };
             // One rule per family when the rule names addresses, else one for both.
-            let families: &[Option<usize>] = if r.src.is_some() || r.dst.is_some() {
-                &[Some(0), Some(1)]
-            } else {
-                &[None]
-            };
-            for fam in families {
-                let mut f = Vec::new();
-                if let (Some(p), Some(i)) = (&r.src, fam) {
-                    f.push(format!("src = {:?}", p[*i]));
-                }
-                if let (Some(p), Some(i)) = (&r.dst, fam) {
-                    f.push(format!("dst = {:?}", p[*i]));
-                }
-                if r.proto == Some("icmp") {
-                    // Echo request of both families (RFC 792; RFC 4443 §4.1).
-                    for (proto, t) in [("icmp", 8), ("icmpv6", 128)] {
-                        let _ = writeln!(
-                            s,
-                            "  {{ proto = {proto:?}, icmp-type = {t}, action = {action:?} }},"
-                        );
-                    }
-                    continue;
-                }
-                if let Some(p) = r.proto {
-                    f.push(format!("proto = {p:?}"));
-                }
-                if let Some(d) = r.dport {
-                    f.push(format!("dport = {:?}", ports(d)));
-                }
-                f.push(format!("action = {action:?}"));
-                let _ = writeln!(s, "  {{ {} }},", f.join(", "));
+            if r.src.is_none() && r.dst.is_none() {
+                rules.push(rule);
+                continue;
+            }
+            for fam in 0..2 {
+                rules.push(Rule {
+                    src: r.src.as_ref().map(|p| prefix(&p[fam])).transpose()?,
+                    dst: r.dst.as_ref().map(|p| prefix(&p[fam])).transpose()?,
+                    ..rule
+                });
             }
         }
-        s.push_str("]\n");
-        let _ = write!(
-            s,
-            "\n[[firewall]]\ninterface = {right:?}\ndefault-action = \"deny\"\n"
-        );
-        s.push_str(ips_line.as_deref().unwrap_or(""));
-        s
+        Ok(vec![
+            FirewallConfig {
+                interface: left.to_string(),
+                rules,
+                default_action: Action::Deny,
+                ips: ips.clone(),
+            },
+            FirewallConfig {
+                interface: right.to_string(),
+                rules: Vec::new(),
+                default_action: Action::Deny,
+                ips,
+            },
+        ])
     }
 
     /// An `nft -f` script: table `inet l7fw` filtering forwarded packets, the rules on `left`,
@@ -275,17 +314,16 @@ pub fn nft_drops(listing: &str) -> u64 {
 /// `default-deny`) of `firewall-input` and `firewall-input6` in a `ctl --json show errors`
 /// answer.
 pub fn vecswitch_drops(json: &str) -> Option<u64> {
-    let v: serde_json::Value = serde_json::from_str(json).ok()?;
-    let mut sum = 0;
-    for e in v.get("data")?.as_array()? {
-        let node = e.get("node")?.as_str()?;
-        if (node == "firewall-input" || node == "firewall-input6")
-            && e.get("reason")?.as_str()?.ends_with("deny")
-        {
-            sum += e.get("count")?.as_u64()?;
-        }
-    }
-    Some(sum)
+    let list: Vec<vecswitch_graph::ErrorCount> = crate::dut::vecswitch::answer_data(json)?;
+    Some(
+        list.iter()
+            .filter(|e| {
+                (e.node == "firewall-input" || e.node == "firewall-input6")
+                    && e.reason.ends_with("deny")
+            })
+            .map(|e| e.count)
+            .sum(),
+    )
 }
 
 #[cfg(test)]
@@ -312,43 +350,60 @@ mod tests {
 
     #[test]
     fn vecswitch_rendering_is_valid_firewall_config() {
-        let t = seed004(1).vecswitch_toml("v0", "v1", None);
-        let v: toml::Table = t.parse().unwrap();
-        let fw = v["firewall"].as_array().unwrap();
+        let fw = seed004(1).vecswitch_firewalls("v0", "v1", None).unwrap();
         assert_eq!(fw.len(), 2);
         // 92 range rules × 2 families + 7 port permits + echo of both families: as nftables.
-        assert_eq!(fw[0]["rules"].as_array().unwrap().len(), 92 * 2 + 7 + 2);
-        assert_eq!(fw[1]["interface"].as_str(), Some("v1"));
-        assert!(fw[1].get("rules").is_none());
-        assert!(fw[0].get("ips").is_none() && fw[1].get("ips").is_none());
-        assert!(
-            t.contains("{ dst = \"fd12:2::a0/123\", action = \"deny\" }"),
-            "{t}"
-        );
-        assert!(
-            t.contains("{ src = \"fd12:1::d0/124\", action = \"deny\" }"),
-            "{t}"
-        );
-        assert!(
-            t.contains("{ dst = \"2001:2:0:57::/64\", action = \"deny\" }"),
-            "{t}"
-        );
-        assert!(
-            t.contains("{ proto = \"icmpv6\", icmp-type = 128, action = \"permit-reflect\" }"),
-            "{t}"
-        );
-        assert!(
-            t.contains("{ proto = \"tcp\", dport = \"30000-30099\", action = \"permit-reflect\" }"),
-            "{t}"
-        );
-        assert!(
-            t.contains("{ proto = \"icmp\", icmp-type = 8, action = \"permit-reflect\" }"),
-            "{t}"
-        );
-        assert!(
-            t.contains("{ dst = \"10.12.2.160/27\", action = \"deny\" }"),
-            "{t}"
-        );
+        assert_eq!(fw[0].rules.len(), 92 * 2 + 7 + 2);
+        assert_eq!(fw[1].interface, "v1");
+        assert!(fw[1].rules.is_empty());
+        assert!(fw[0].ips.is_none() && fw[1].ips.is_none());
+        let has = |r: Rule| fw[0].rules.contains(&r);
+        let p = |s: &str| Some(prefix(s).unwrap());
+        let deny = Rule::any(Action::Deny);
+        let permit = Rule::any(Action::PermitReflect);
+        assert!(has(Rule {
+            dst: p("fd12:2::a0/123"),
+            ..deny
+        }));
+        assert!(has(Rule {
+            src: p("fd12:1::d0/124"),
+            ..deny
+        }));
+        assert!(has(Rule {
+            dst: p("2001:2:0:57::/64"),
+            ..deny
+        }));
+        assert!(has(Rule {
+            dst: p("10.12.2.160/27"),
+            ..deny
+        }));
+        assert!(has(Rule {
+            proto: Some(PROTO_ICMPV6),
+            icmp_type: Some(128),
+            ..permit
+        }));
+        assert!(has(Rule {
+            proto: Some(PROTO_TCP),
+            dport: Some(PortRange {
+                lo: 30000,
+                hi: 30099
+            }),
+            ..permit
+        }));
+        assert!(has(Rule {
+            proto: Some(PROTO_ICMP),
+            icmp_type: Some(8),
+            ..permit
+        }));
+        // Written out, the sections are what the switch's parser and validation take.
+        let c = vecswitch_control::config::Config {
+            firewall: fw,
+            ..Default::default()
+        };
+        let t = crate::dut::vecswitch::to_toml(&c);
+        assert!(t.contains("dport = \"30000-30099\""), "{t}");
+        assert!(t.contains("icmp-type = 128"), "{t}");
+        crate::dut::vecswitch::assert_round_trip(&c);
     }
 
     #[test]
@@ -368,9 +423,9 @@ mod tests {
         assert_eq!(rules, 92 * 2 + 7 + 2 + 1 + 1 + 1 + 1, "{t}");
         let listing = "  ip daddr 10.12.2.160/27 counter packets 3 bytes 180 drop\n  tcp dport 80 accept\n  counter packets 4 bytes 240 drop\n";
         assert_eq!(nft_drops(listing), 7);
-        let json = r#"{"data":[{"node":"firewall-input","reason":"default-deny","count":5},{"node":"firewall-input","reason":"rule-deny","count":2},{"node":"ip4-input","reason":"bad-checksum","count":9},{"node":"firewall-input","reason":"fragment","count":1}]}"#;
+        let json = r#"{"ok":true,"data":[{"node":"firewall-input","reason":"default-deny","count":5},{"node":"firewall-input","reason":"rule-deny","count":2},{"node":"ip4-input","reason":"bad-checksum","count":9},{"node":"firewall-input","reason":"fragment","count":1}]}"#;
         assert_eq!(vecswitch_drops(json), Some(7));
-        let json6 = r#"{"data":[{"node":"firewall-input6","reason":"rule-deny","count":3},{"node":"firewall-input","reason":"ips-match","count":4}]}"#;
+        let json6 = r#"{"ok":true,"data":[{"node":"firewall-input6","reason":"rule-deny","count":3},{"node":"firewall-input","reason":"ips-match","count":4}]}"#;
         assert_eq!(vecswitch_drops(json6), Some(3));
     }
 
@@ -379,18 +434,18 @@ mod tests {
         let p = ips_patterns();
         assert_eq!(p.len(), 99);
         assert!(!p.iter().any(|x| x == "USER anonymous"));
-        let t = seed004(1).vecswitch_toml("v0", "v1", Some(&p));
-        let v: toml::Table = t.parse().unwrap();
-        for fw in v["firewall"].as_array().unwrap() {
-            let got: Vec<&str> = fw["ips"]["patterns"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|x| x.as_str().unwrap())
-                .collect();
-            assert_eq!(got, p, "{t}");
+        let fw = seed004(1)
+            .vecswitch_firewalls("v0", "v1", Some(&p))
+            .unwrap();
+        for f in &fw {
+            assert_eq!(f.ips.as_ref().map(|i| &i.patterns), Some(&p));
         }
         // Patterns with quotes and backslashes survive the TOML round trip.
         assert!(p.iter().any(|x| x.contains('\\')) && p.iter().any(|x| x.contains('\'')));
+        let c = vecswitch_control::config::Config {
+            firewall: fw,
+            ..Default::default()
+        };
+        crate::dut::vecswitch::assert_round_trip(&c);
     }
 }

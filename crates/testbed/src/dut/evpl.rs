@@ -22,7 +22,10 @@ use vecswitch_gen::{SizeSpec, StreamSpec, VlanSpec};
 
 use crate::dut::counters::DeviceCounters;
 use crate::dut::ovs::OvsDut;
-use crate::dut::vecswitch::{config_toml, write_and_reload, Mode, VecswitchDut};
+use vecswitch_control::config::{Config, XconnectConfig};
+use vecswitch_switch::vlan::{Encap, Inner, SubInterfaceConfig, TagRewrite, Tpid};
+
+use crate::dut::vecswitch::{config, to_toml, write_and_reload, Mode, VecswitchDut};
 use crate::dut::{unsupported_wiring, Dut};
 use crate::error::Result;
 use crate::placement::PlacedProcess;
@@ -73,14 +76,38 @@ fn uni_enni(name: &str, w: &Wiring) -> Result<(String, String)> {
     ))
 }
 
-/// The `[[subinterface]]` and `[[xconnect]]` sections of the EVPL between `uni` and `enni`.
-pub fn evpl_sections(uni: &str, enni: &str) -> String {
-    format!(
-        "\n[[subinterface]]\nparent = \"{uni}\"\nid = {CVLAN}\nencap = \"dot1q {CVLAN} exact-match\"\n\
-         tag-rewrite = \"push dot1ad {SVLAN}\"\n\
-         \n[[subinterface]]\nparent = \"{enni}\"\nid = {SVLAN}\nencap = \"dot1ad {SVLAN} inner-dot1q {CVLAN}\"\n\
-         \n[[xconnect]]\nports = [\"{uni}.{CVLAN}\", \"{enni}.{SVLAN}\"]\n"
-    )
+/// `c` with the `[[subinterface]]`s and the `[[xconnect]]` of the EVPL between `uni` and
+/// `enni`: `uni.10` takes C-tag 10 alone and pushes S-tag 300 (`dot1q 10 exact-match`, `push
+/// dot1ad 300`), `enni.300` takes S-tag 300 over C-tag 10 (`dot1ad 300 inner-dot1q 10`).
+pub fn with_evpl(c: &mut Config, uni: &str, enni: &str) {
+    let u = SubInterfaceConfig {
+        parent: uni.to_string(),
+        id: u32::from(CVLAN),
+        encap: Encap::Tagged {
+            tpid: Tpid::Dot1q,
+            outer: CVLAN,
+            inner: Inner::None,
+            exact: true,
+        },
+        tag_rewrite: TagRewrite::Push {
+            tpid: Tpid::Dot1ad,
+            tags: [SVLAN, 0],
+            n: 1,
+        },
+    };
+    let e = SubInterfaceConfig {
+        parent: enni.to_string(),
+        id: u32::from(SVLAN),
+        encap: Encap::Tagged {
+            tpid: Tpid::Dot1ad,
+            outer: SVLAN,
+            inner: Inner::Vid(CVLAN),
+            exact: false,
+        },
+        tag_rewrite: TagRewrite::Disabled,
+    };
+    c.xconnects.push(XconnectConfig::both(&u.name(), &e.name()));
+    c.subinterfaces.extend([u, e]);
 }
 
 /// The [`Dut`] methods both EVPL drivers hand to the driver they wrap (`inner`), and their tags.
@@ -146,9 +173,9 @@ impl Dut for VecswitchEvplDut {
         self.inner.setup(&bare)?;
         let ctl = w.run_dir.join("dut.ctl");
         let path = w.run_dir.join("dut.toml");
-        let toml = config_toml(&w.dut_ports, &[], Mode::Xconnect, &ctl, Some(w.cores.dut))
-            + &evpl_sections(&uni, &enni);
-        write_and_reload(&self.bin, &ctl, &path, &toml, 20)
+        let mut c = config(&w.dut_ports, &[], Mode::Xconnect, &ctl, Some(w.cores.dut));
+        with_evpl(&mut c, &uni, &enni);
+        write_and_reload(&self.bin, &ctl, &path, &to_toml(&c), 20)
     }
 
     evpl_delegation!();
@@ -228,10 +255,23 @@ impl Dut for OvsEvplDut {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
-    fn evpl_sections_are_the_examples_service() {
-        let s = evpl_sections("dut0", "dut1");
+    fn evpl_config_is_the_examples_service() {
+        let w = crate::dut::test_wiring();
+        let mut c = config(
+            &w.dut_ports,
+            &[],
+            Mode::Xconnect,
+            Path::new("/r/c"),
+            Some(1),
+        );
+        with_evpl(&mut c, "phy0", "phy1");
+        crate::dut::vecswitch::assert_valid_round_trip(&c);
+        let mut c = Config::default();
+        with_evpl(&mut c, "dut0", "dut1");
+        let s = c.to_toml();
         for line in [
             "parent = \"dut0\"\nid = 10\nencap = \"dot1q 10 exact-match\"\ntag-rewrite = \"push dot1ad 300\"",
             "parent = \"dut1\"\nid = 300\nencap = \"dot1ad 300 inner-dot1q 10\"",

@@ -25,13 +25,14 @@
 
 use std::path::PathBuf;
 
+use vecswitch_control::config::Config;
 use vecswitch_gen::StreamSpec;
 
 use crate::chain::policy::{Policy, PolicyRule, Verdict};
 use crate::dut::counters::DeviceCounters;
 use crate::dut::linux_router::LinuxRouterDut;
 use crate::dut::router;
-use crate::dut::vecswitch::{Mode, VecswitchDut};
+use crate::dut::vecswitch::{to_toml, Mode, VecswitchDut};
 use crate::dut::{Dut, Scale};
 use crate::error::{Error, Result};
 use crate::placement::PlacedProcess;
@@ -184,11 +185,15 @@ impl Dut for VecswitchFwDut {
                 value: "none".into(),
                 expected: "the router's config written by setup".into(),
             })?;
-        let mut toml = std::fs::read_to_string(&base).map_err(io("reading", &base))?;
+        // The router's config as the switch reads it, with the policy's `[[firewall]]`s.
+        let mut c = Config::from_file(&base).map_err(|source| Error::Config {
+            path: base.clone(),
+            source,
+        })?;
         let (a, b) = router::routed_pair(self.name(), &w)?;
-        toml.push_str(&p.vecswitch_toml(w.dut_ports[a].name(), w.dut_ports[b].name(), None));
+        c.firewall = p.vecswitch_firewalls(w.dut_ports[a].name(), w.dut_ports[b].name(), None)?;
         let path = w.run_dir.join("dut-fw.toml");
-        std::fs::write(&path, toml).map_err(io("writing", &path))?;
+        std::fs::write(&path, to_toml(&c)).map_err(io("writing", &path))?;
         let sock = w.run_dir.join("dut.ctl").display().to_string();
         crate::cmd::run(
             &self.bin.display().to_string(),
@@ -348,11 +353,25 @@ mod tests {
         let nft = p.nft("in0", "out0");
         assert!(nft.contains("ip daddr 198.18.1.0/24 counter drop"), "{nft}");
         assert!(nft.contains("udp dport 1024-65535 accept"), "{nft}");
-        let vs = p.vecswitch_toml("phy0", "phy1", None);
-        let v: toml::Value = toml::from_str(&vs).unwrap();
-        let rules = v["firewall"][0]["rules"].as_array().unwrap();
+        let fw = p.vecswitch_firewalls("phy0", "phy1", None).unwrap();
+        let rules = &fw[0].rules;
         // 9 address rules once per family, the permit once for both.
         assert_eq!(rules.len(), 19);
-        assert_eq!(rules[18]["action"].as_str(), Some("permit-reflect"));
+        assert_eq!(
+            rules[18].action,
+            vecswitch_switch::firewall::Action::PermitReflect
+        );
+        // On the router's config, as `configure_scale` writes it: what `ctl reload` takes.
+        let w = crate::dut::test_wiring();
+        let mut c = crate::dut::vecswitch::config(
+            &w.dut_ports,
+            &[],
+            crate::dut::vecswitch::Mode::Router,
+            std::path::Path::new("/r/dut.ctl"),
+            Some(1),
+        );
+        c.ip = crate::dut::vecswitch_router::ip_config(&w, (0, 1), 1);
+        c.firewall = fw;
+        crate::dut::vecswitch::assert_valid_round_trip(&c);
     }
 }

@@ -18,35 +18,28 @@ use vecswitch_gen::StreamSpec;
 
 use crate::dut::counters::{sum_ports, DeviceCounters};
 use crate::dut::ovs::OvsDut;
+use vecswitch_control::config::{Config, XconnectConfig};
+
 use crate::dut::vecswitch::{
-    config_toml, parse_internal_drops, parse_ports, parse_runtime, write_and_reload, Mode,
+    config, parse_internal_drops, parse_ports, parse_runtime, to_toml, write_and_reload, Mode,
     VecswitchDut,
 };
 use crate::dut::{version_line, Dut};
 use crate::error::{Error, Result};
-use crate::lag::{dut_groups, spread_flows, MEMBERS};
+use crate::lag::{dut_groups, lacp_bond, spread_flows, MEMBERS};
 use crate::placement::PlacedProcess;
 use crate::topology::Wiring;
 
 /// The DUT's bonds, one per group (vecswitch's; OVS's are `bond0`, `bond1`).
 pub const BONDS: [&str; 2] = ["lag0", "lag1"];
 
-/// The `[[bond]]` and `[[xconnect]]` sections of `vecswitch-lag` over `groups`.
-pub fn lag_sections(groups: &[[String; MEMBERS]; 2]) -> String {
-    let mut s = String::new();
+/// `c` with the `[[bond]]`s of `vecswitch-lag` over `groups` ([`lacp_bond`]) and the
+/// `[[xconnect]]` between them.
+pub fn with_lag(c: &mut Config, groups: &[[String; MEMBERS]; 2]) {
     for (bond, members) in BONDS.iter().zip(groups) {
-        let m: Vec<String> = members.iter().map(|m| format!("\"{m}\"")).collect();
-        s.push_str(&format!(
-            "\n[[bond]]\nname = \"{bond}\"\nmode = \"lacp\"\nhash = \"l34\"\nlacp_rate = \"fast\"\n\
-             members = [{}]\n",
-            m.join(", ")
-        ));
+        c.bonds.push(lacp_bond(bond, members.to_vec()));
     }
-    s.push_str(&format!(
-        "\n[[xconnect]]\nports = [\"{}\", \"{}\"]\n",
-        BONDS[0], BONDS[1]
-    ));
-    s
+    c.xconnects.push(XconnectConfig::both(BONDS[0], BONDS[1]));
 }
 
 /// The wiring without port pairs: the wrapped driver starts its ports (or daemons) and connects
@@ -116,9 +109,9 @@ impl Dut for VecswitchLagDut {
         self.inner.setup(&bare(w))?;
         let ctl = w.run_dir.join("dut.ctl");
         let path = w.run_dir.join("dut.toml");
-        let toml = config_toml(&w.dut_ports, &[], Mode::Xconnect, &ctl, Some(w.cores.dut))
-            + &lag_sections(&groups);
-        write_and_reload(&self.bin, &ctl, &path, &toml, 20)?;
+        let mut c = config(&w.dut_ports, &[], Mode::Xconnect, &ctl, Some(w.cores.dut));
+        with_lag(&mut c, &groups);
+        write_and_reload(&self.bin, &ctl, &path, &to_toml(&c), 20)?;
         self.state = Some((ctl, member_names(&groups)));
         Ok(())
     }
@@ -152,7 +145,7 @@ impl Dut for VecswitchLagDut {
             parse_runtime(&runtime).ok_or_else(|| unreadable("show runtime", &runtime))?;
         let mut c = sum_ports(&p, &members, Some(internal))
             .ok_or_else(|| unreadable("show ports", &ports))?;
-        c.busy_clocks = busy;
+        c.busy_clocks = Some(busy);
         c.idle_polls = Some(idle);
         c.total_polls = Some(polls);
         Ok(Some(c))
@@ -309,22 +302,44 @@ impl Dut for OvsLagDut {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::topology::PortEnd;
+    use std::path::Path;
 
     #[test]
-    fn vecswitch_lag_sections_bond_each_group_and_cross_connect_the_bonds() {
+    fn vecswitch_lag_config_bonds_each_group_and_cross_connect_the_bonds() {
         let g = [
             ["dut0".to_string(), "dut1".to_string()],
             ["dut2".to_string(), "dut3".to_string()],
         ];
-        let s = lag_sections(&g);
-        assert_eq!(
-            s,
-            "\n[[bond]]\nname = \"lag0\"\nmode = \"lacp\"\nhash = \"l34\"\nlacp_rate = \"fast\"\n\
-             members = [\"dut0\", \"dut1\"]\n\
-             \n[[bond]]\nname = \"lag1\"\nmode = \"lacp\"\nhash = \"l34\"\nlacp_rate = \"fast\"\n\
-             members = [\"dut2\", \"dut3\"]\n\
-             \n[[xconnect]]\nports = [\"lag0\", \"lag1\"]\n"
+        let ports: Vec<PortEnd> = (0..4)
+            .map(|i| PortEnd::Veth {
+                name: format!("dut{i}"),
+                netns: "ns".into(),
+                ifname: format!("dut{i}"),
+                mac: String::new(),
+            })
+            .collect();
+        let mut c = config(
+            &ports,
+            &[],
+            Mode::Xconnect,
+            Path::new("/r/dut.ctl"),
+            Some(1),
         );
+        with_lag(&mut c, &g);
+        crate::dut::vecswitch::assert_valid_round_trip(&c);
+        let s = to_toml(&c);
+        for want in [
+            "[[bond]]\nname = \"lag0\"\nmode = \"lacp\"\nhash = \"l34\"\nlacp_rate = \"fast\"\n\
+             members = [\"dut0\", \"dut1\"]\n",
+            "[[bond]]\nname = \"lag1\"\nmode = \"lacp\"\nhash = \"l34\"\nlacp_rate = \"fast\"\n\
+             members = [\"dut2\", \"dut3\"]\n",
+            "[[xconnect]]\nports = [\"lag0\", \"lag1\"]\n",
+        ] {
+            assert!(s.contains(want), "missing {want:?} in\n{s}");
+        }
+        assert_eq!(c.bonds.len(), 2);
+        assert_eq!(c.xconnects.len(), 1);
         assert_eq!(member_names(&g), ["dut0", "dut1", "dut2", "dut3"]);
     }
 

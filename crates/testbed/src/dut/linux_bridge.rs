@@ -46,8 +46,17 @@ impl LinuxBridgeDut {
 
 /// The `n`th locally administered MAC used for scale entries (02:5c:hh:hh:hh:hh).
 pub fn scale_mac(n: u32) -> String {
+    let b = scale_mac_bytes(n);
+    format!(
+        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+        b[0], b[1], b[2], b[3], b[4], b[5]
+    )
+}
+
+/// [`scale_mac`] as bytes.
+pub fn scale_mac_bytes(n: u32) -> [u8; 6] {
     let b = n.to_be_bytes();
-    format!("02:5c:{:02x}:{:02x}:{:02x}:{:02x}", b[0], b[1], b[2], b[3])
+    [0x02, 0x5c, b[0], b[1], b[2], b[3]]
 }
 
 impl Dut for LinuxBridgeDut {

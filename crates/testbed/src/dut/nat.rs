@@ -56,6 +56,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use vecswitch_gen::{Field, FieldMode, FieldRange, FlowOrder, StreamSpec};
+use vecswitch_switch::nat44::ctl::Nat44Show;
 
 use crate::dut::counters::DeviceCounters;
 use crate::dut::linux_router::LinuxRouterDut;
@@ -399,13 +400,13 @@ impl SessionBook {
     }
 }
 
-/// `sessions` from a `ctl --json show nat44 summary` answer.
+/// `sessions` from a `ctl --json show nat44 summary` answer (the switch's own
+/// [`Nat44Show::Summary`]).
 pub fn summary_sessions(json: &str) -> Option<u64> {
-    let v: serde_json::Value = serde_json::from_str(json).ok()?;
-    let d = v.get("data")?;
-    d.get("sessions")
-        .or_else(|| d.get("summary")?.get("sessions"))?
-        .as_u64()
+    match crate::dut::vecswitch::answer_data::<Nat44Show>(json)? {
+        Nat44Show::Summary(s) => u64::try_from(s.sessions).ok(),
+        Nat44Show::Sessions(_) => None,
+    }
 }
 
 /// `vecswitch-router-nat`: [`VecswitchDut`] in router mode with NAT44 set on its interfaces
@@ -860,11 +861,33 @@ mod tests {
             SessionPoint::list(&pts[..1], None),
             "1000 sessions: 1000 held"
         );
-        let j = r#"{"ok":true,"data":{"inside_interfaces":["phy0"],"sessions":1000,"udp":1000}}"#;
-        assert_eq!(summary_sessions(j), Some(1000));
-        let j = r#"{"ok":true,"data":{"summary":{"inside_interfaces":["phy0"],"sessions":64000}}}"#;
-        assert_eq!(summary_sessions(j), Some(64_000));
+        let summary = |sessions: usize| {
+            let s = vecswitch_switch::nat44::control::Nat44Summary {
+                inside_interfaces: vec!["phy0".into()],
+                outside_interfaces: vec![("phy1".into(), "198.19.0.254".parse().unwrap())],
+                pool: Vec::new(),
+                hairpinning: false,
+                sessions,
+                tcp: 0,
+                tcp_established: 0,
+                tcp_transitory: 0,
+                udp: sessions,
+                icmp: 0,
+                inside_hosts: 1,
+                max_sessions: 1 << 20,
+                sessions_created: sessions as u64,
+                sessions_expired: 0,
+                settings: Default::default(),
+                memory: Default::default(),
+            };
+            serde_json::json!({ "ok": true, "data": Nat44Show::Summary(s) }).to_string()
+        };
+        assert_eq!(summary_sessions(&summary(1000)), Some(1000));
+        assert_eq!(summary_sessions(&summary(64_000)), Some(64_000));
         assert_eq!(summary_sessions("{}"), None);
+        // Not the summary's shape (a flat or partial answer): unreadable, not a count.
+        let j = r#"{"ok":true,"data":{"inside_interfaces":["phy0"],"sessions":1000,"udp":1000}}"#;
+        assert_eq!(summary_sessions(j), None);
         assert!(masquerade_nft("dut1").contains("oifname \"dut1\" masquerade"));
     }
 }

@@ -103,10 +103,10 @@ pub fn parse_pid_ticks(stat: &str) -> Option<u64> {
     Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
-/// The `loop` of a `ctl --json show runtime` answer.
+/// The `loop` of a `ctl --json show runtime` answer (the switch's own
+/// [`vecswitch_switch::RuntimeInfo`]).
 pub fn parse_loop(json: &str) -> Option<vecswitch_switch::LoopStats> {
-    let v: serde_json::Value = serde_json::from_str(json).ok()?;
-    serde_json::from_value(v.get("data")?.get("loop")?.clone()).ok()
+    crate::dut::vecswitch::answer_data::<vecswitch_switch::RuntimeInfo>(json).map(|r| r.loop_stats)
 }
 
 impl Probe {

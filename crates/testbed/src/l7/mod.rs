@@ -442,16 +442,18 @@ enum FirewallCounter {
 }
 
 /// Packets the IPS of a `ctl --json show firewall` answer searched, over every interface
-/// (`data.acls[].ips.scanned`); None if the answer has no such shape.
+/// (`data.acls[].ips.scanned`, the switch's own `FirewallInfo`); None if the answer has another
+/// shape.
 fn ips_scanned(json: &str) -> Option<u64> {
-    let v: serde_json::Value = serde_json::from_str(json).ok()?;
-    let mut sum = 0;
-    for a in v.get("data")?.get("acls")?.as_array()? {
-        if let Some(i) = a.get("ips") {
-            sum += i.get("scanned")?.as_u64()?;
-        }
-    }
-    Some(sum)
+    let f: vecswitch_switch::firewall::control::FirewallInfo =
+        crate::dut::vecswitch::answer_data(json)?;
+    Some(
+        f.acls
+            .iter()
+            .filter_map(|a| a.ips.as_ref())
+            .map(|i| i.scanned)
+            .sum(),
+    )
 }
 
 impl FirewallCounter {
@@ -728,7 +730,7 @@ impl L7Bed {
                 &ctl,
                 w.cores.vnf,
                 Some(patterns),
-            );
+            )?;
             let path = tb.run_dir().path().join(format!("vnf{k}-ips.toml"));
             std::fs::write(&path, toml).map_err(|source| Error::Io {
                 what: "writing",
@@ -1052,6 +1054,38 @@ fn drive(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `show firewall` as the switch writes it: the IPS counts of every interface are summed.
+    #[test]
+    fn ips_scanned_sums_the_interfaces_of_show_firewall() {
+        use vecswitch_switch::firewall::control::{AclInfo, FirewallInfo, IpsInfo};
+        let acl = |interface: &str, scanned: Option<u64>| AclInfo {
+            interface: interface.into(),
+            rules: Vec::new(),
+            default_action: vecswitch_switch::firewall::Action::Deny,
+            default_hits: 0,
+            ips: scanned.map(|scanned| IpsInfo {
+                case_insensitive: false,
+                patterns: vec![("USER root".into(), 0)],
+                scanned,
+            }),
+        };
+        let f = FirewallInfo {
+            acls: vec![acl("v0", Some(40)), acl("v1", Some(2)), acl("v2", None)],
+            connections: 0,
+            reflected: 0,
+            connections_created: 0,
+            connections_expired: 0,
+            settings: Default::default(),
+        };
+        let json = serde_json::json!({ "ok": true, "data": f }).to_string();
+        assert_eq!(ips_scanned(&json), Some(42));
+        // Another shape (a renamed field) is unreadable, not zero.
+        assert_eq!(
+            ips_scanned(r#"{"ok":true,"data":{"acls":[{"ips":{"scanned":5}}]}}"#),
+            None
+        );
+    }
 
     #[test]
     fn schedule_holds_the_weights_exactly_per_cycle_and_spreads_them() {
