@@ -468,7 +468,7 @@ pub const EQUAL_LOADS_TITLE: &str = "Device cost at equal offered loads";
 pub const OTHER_LOADS_TITLE: &str = "Device cost at other loads";
 
 /// What the equal-loads table holds and how its loads were chosen.
-const EQUAL_LOADS_NOTE: &str = "Every device of a topology and frame size at the same intended load (load fps): only loads at which every device of the group was measured — the suite's fixed loads_fps, or load_percent of the lower of the generator's limit and the group's lowest NDR, the same load for every device of the group (docs/TESTBED.md, Device cost). A topology and frame size with a single device shows its loads here.";
+const EQUAL_LOADS_NOTE: &str = "Every device of a topology and frame size at the same intended load (load fps): only loads at which every device of the group was measured: the suite's fixed loads_fps, or load_percent of the lower of the generator's limit and the group's lowest NDR (each row's note says how its load was chosen; docs/METHODOLOGY.md, Device cost at a load where it means something). A topology and frame size with a single device shows its loads here.";
 
 /// What the other-loads table holds.
 const OTHER_LOADS_NOTE: &str = "Loads at which not every device of its topology and frame size was measured — a device costed before its group's other NDRs were known (a suite's first round), or a run whose devices chose their loads from their own NDRs: these costs are not comparable across devices; compare a device with itself in another run (vecswitch report agree, at equal loads only).";
