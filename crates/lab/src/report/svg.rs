@@ -596,17 +596,6 @@ impl IntervalChart {
                 };
                 let x = cx - cw * 0.4 + (i as f64 + 0.5) * sw;
                 let color = PALETTE[m.series % PALETTE.len()];
-                if let Some((lo, hi)) = m.range {
-                    let (ylo, yhi) = (py(lo), py(hi));
-                    let _ = write!(
-                        s,
-                        r#"<line x1="{x:.1}" x2="{x:.1}" y1="{ylo:.1}" y2="{yhi:.1}" stroke="{color}" stroke-width="2"/><line x1="{:.1}" x2="{:.1}" y1="{ylo:.1}" y2="{ylo:.1}" stroke="{color}" stroke-width="2"/><line x1="{:.1}" x2="{:.1}" y1="{yhi:.1}" y2="{yhi:.1}" stroke="{color}" stroke-width="2"/>"#,
-                        x - 5.0,
-                        x + 5.0,
-                        x - 5.0,
-                        x + 5.0
-                    );
-                }
                 let tip = format!(
                     "{} {} {}: {}{}{}",
                     self.series.get(m.series).map_or("", String::as_str),
@@ -619,6 +608,18 @@ impl IntervalChart {
                     if m.flag { " (tester-limited)" } else { "" }
                 );
                 s.push_str(&marker(m.shape, x, py(m.value), color, &tip));
+                // Drawn over the marker, caps wider than it: a narrow interval stays visible.
+                if let Some((lo, hi)) = m.range {
+                    let (ylo, yhi) = (py(lo), py(hi));
+                    let _ = write!(
+                        s,
+                        r#"<line x1="{x:.1}" x2="{x:.1}" y1="{ylo:.1}" y2="{yhi:.1}" stroke="{color}" stroke-width="2"/><line x1="{:.1}" x2="{:.1}" y1="{ylo:.1}" y2="{ylo:.1}" stroke="{color}" stroke-width="2"/><line x1="{:.1}" x2="{:.1}" y1="{yhi:.1}" y2="{yhi:.1}" stroke="{color}" stroke-width="2"/>"#,
+                        x - 8.0,
+                        x + 8.0,
+                        x - 8.0,
+                        x + 8.0
+                    );
+                }
                 if m.flag {
                     let _ = write!(
                         s,
