@@ -1,5 +1,7 @@
 //! The HTML report: one self-contained page (inline CSS, inline SVG, no scripts, nothing fetched)
-//! with provenance, the generator's calibrated limits, a summary table, charts (throughput vs frame
+//! that opens with the headline chart (NDR/PDR per device, topology and frame size with the
+//! [min, max] of searches and rounds and the generator's limit, [`IntervalChart`]) above every
+//! table, then a summary table, device cost, provenance, the generator's calibrated limits, charts (throughput vs frame
 //! size per device with the generator's limit and the line rate as dashed references, throughput
 //! vs table size, latency percentiles, loss vs offered load, back-to-back), and every test's
 //! metrics and raw trials. Tester-limited results are flagged in the tables (red rows) and charts

@@ -3,7 +3,9 @@
 //! - [`markdown`]: VSPERF-style result pages (`Metric | Result` per test, as `result_*.md`);
 //! - [`csv`]: one row per result line, VSPERF column names ([`crate::results::COLUMNS`]);
 //! - [`html`]: one self-contained page (no external JS/CSS) with inline SVG charts drawn by
-//!   [`svg`]: throughput vs frame size per device (with the generator's calibrated limit),
+//!   [`svg`]: first the headline chart (NDR/PDR per device, topology and frame size with their
+//!   intervals and the generator's limit), then throughput vs frame size per device (with the
+//!   generator's calibrated limit),
 //!   latency percentiles, loss vs offered load, back-to-back;
 //! - [`summary`]: the side-by-side table (device × frame size, throughput per search policy,
 //!   latency, the generator's limit) that Markdown and HTML put first;

@@ -1,7 +1,8 @@
 //! Inline SVG charts for the HTML report, no scripts, no external resources:
 //! [`LineChart`] (series of points, linear or log axes, optional category labels on x, dashed
-//! reference series, flagged points drawn with a red ring) and [`BarChart`] (bars with min–max
-//! whiskers).
+//! reference series, flagged points drawn with a red ring), [`BarChart`] (bars with min–max
+//! whiskers) and [`IntervalChart`] (markers with [min, max] whiskers per category and a dashed
+//! reference level per category: the report's headline chart).
 
 use std::fmt::Write;
 
