@@ -178,6 +178,210 @@ pub fn cell_load(
     ))
 }
 
+/// The device-cost load of a **group** — the devices of one topology and frame size — from
+/// the group's lowest NDR: `percent` of the lower of the generator's calibrated limit and the
+/// lowest of the `ndrs` found so far (device, NDR), rounded down to the 1-2-5 series as in
+/// [`cell_load`], with the sentence that says so. `members` is how many devices the group has:
+/// when fewer NDRs than that are known the sentence says the load is the lowest *so far*.
+///
+/// Every device of the group is then measured at the same intended load (whatever its own NDR),
+/// so that the report's "Device cost at equal offered loads" compares like with like; the load
+/// is below every device's NDR, so none of them is measured in its loss region. `None` without
+/// an NDR or a limit to start from.
+pub fn group_load(
+    percent: f64,
+    generator_limit_fps: Option<f64>,
+    ndrs: &[(String, f64)],
+    members: usize,
+) -> Option<(f64, String)> {
+    let valid = |x: f64| x.is_finite() && x > 0.0;
+    let limit = generator_limit_fps.filter(|x| valid(*x));
+    let lowest = ndrs
+        .iter()
+        .filter(|(_, x)| valid(*x))
+        .min_by(|a, b| a.1.total_cmp(&b.1));
+    let base = match (limit, lowest.map(|(_, t)| *t)) {
+        (Some(l), Some(t)) => l.min(t),
+        (Some(x), None) | (None, Some(x)) => x,
+        (None, None) => return None,
+    };
+    let load = round_down_125(base * percent / 100.0)?;
+    let known = ndrs.iter().filter(|(_, x)| valid(*x)).count();
+    let of: Vec<String> = [
+        limit.map(|l| format!("generator limit {l:.0} fps")),
+        lowest.map(|(d, t)| {
+            let which = if known >= members {
+                format!("the group's lowest NDR {t:.0} fps ({d}, of {known} devices)")
+            } else {
+                format!(
+                    "the lowest NDR so far {t:.0} fps ({d}, {known} of {members} devices measured)"
+                )
+            };
+            if members <= 1 {
+                format!("throughput (NDR) {t:.0} fps")
+            } else {
+                which
+            }
+        }),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    Some((
+        load,
+        format!(
+            "{percent} % of min({}) = {:.0} fps, rounded down to the 1-2-5 series",
+            of.join(", "),
+            base * percent / 100.0
+        ),
+    ))
+}
+
+/// A device-cost load chosen for a group ([`GroupLoads::load`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupLoad {
+    /// The intended load, frames/s.
+    pub fps: f64,
+    /// How it was chosen ([`group_load`]'s sentence), for the rows' `load_basis`.
+    pub basis: String,
+    /// Every device of the group had an NDR when it was chosen: the load is fixed for the
+    /// group's later rounds. `false`: chosen from the NDRs known so far (a device measured
+    /// before the others of its group), and it may differ from the group's final load.
+    pub settled: bool,
+}
+
+/// The bench's memory of the device-cost loads of a suite with `[device_cost] load_percent`, per
+/// group (topology × frame size, the devices [`Suite::blocks`] runs there).
+///
+/// The bench measures a device's cost on the running device right after its tests, device by
+/// device, so the first devices of a group are costed before the others' NDRs exist. The load
+/// of a block is therefore `load_percent` of the lowest NDR **known so far** in its group
+/// ([`group_load`]); once every device of the group has an NDR (in the first round, at the
+/// group's last device) the load is settled and kept for every later block of the group. In a
+/// suite of several rounds every device is costed at the settled load from the second round
+/// on; a first-round row at an earlier, different load is reported under "other loads".
+///
+/// [`Suite::blocks`]: crate::suite::Suite::blocks
+#[derive(Debug, Clone, Default)]
+pub struct GroupLoads {
+    percent: Option<f64>,
+    /// (topology, size) → the suite's `[[dut]]` indices that run there, and their names.
+    members: std::collections::BTreeMap<(String, crate::suite::FrameSize), Vec<(usize, String)>>,
+    /// (topology, size) → the first NDR found per `[[dut]]` index.
+    ndrs: std::collections::BTreeMap<(String, crate::suite::FrameSize), Vec<(usize, f64)>>,
+    settled: std::collections::BTreeMap<(String, crate::suite::FrameSize), GroupLoad>,
+}
+
+impl GroupLoads {
+    /// The groups of `suite` (none to choose without `[device_cost] load_percent`).
+    pub fn new(suite: &crate::suite::Suite) -> GroupLoads {
+        let mut g = GroupLoads {
+            percent: suite.device_cost.as_ref().and_then(|d| d.load_percent),
+            ..GroupLoads::default()
+        };
+        for (_, i, size) in suite.blocks() {
+            let d = &suite.duts[i];
+            let m = g.members.entry((d.topology.clone(), size)).or_default();
+            if !m.iter().any(|(j, _)| *j == i) {
+                m.push((i, d.name.clone()));
+            }
+        }
+        g
+    }
+
+    fn key(
+        &self,
+        dut: usize,
+        size: &crate::suite::FrameSize,
+    ) -> Option<(String, crate::suite::FrameSize)> {
+        self.members
+            .iter()
+            .find(|((_, s), m)| s == size && m.iter().any(|(j, _)| *j == dut))
+            .map(|(k, _)| k.clone())
+    }
+
+    /// Notes `[[dut]]` `dut`'s throughput (NDR) at `size`; only its first is kept (the load
+    /// does not move with later rounds' NDRs).
+    pub fn note_throughput(
+        &mut self,
+        dut: usize,
+        size: &crate::suite::FrameSize,
+        ndr: Option<f64>,
+    ) {
+        let (Some(k), Some(x)) = (
+            self.key(dut, size),
+            ndr.filter(|x| x.is_finite() && *x > 0.0),
+        ) else {
+            return;
+        };
+        let v = self.ndrs.entry(k).or_default();
+        if !v.iter().any(|(j, _)| *j == dut) {
+            v.push((dut, x));
+        }
+    }
+
+    /// The load at which to cost `[[dut]]` `dut` at `size` ([`GroupLoads`]); `None` without
+    /// `load_percent`, or without an NDR or a generator limit to start from.
+    pub fn load(
+        &mut self,
+        dut: usize,
+        size: &crate::suite::FrameSize,
+        generator_limit_fps: Option<f64>,
+    ) -> Option<GroupLoad> {
+        let percent = self.percent?;
+        let k = self.key(dut, size)?;
+        if let Some(l) = self.settled.get(&k) {
+            return Some(l.clone());
+        }
+        let members = &self.members[&k];
+        let ndrs: Vec<(String, f64)> = self
+            .ndrs
+            .get(&k)
+            .map(|v| {
+                v.iter()
+                    .filter_map(|(j, x)| {
+                        members
+                            .iter()
+                            .find(|(m, _)| m == j)
+                            .map(|(_, n)| (n.clone(), *x))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let (fps, basis) = group_load(percent, generator_limit_fps, &ndrs, members.len())?;
+        let settled = ndrs.len() >= members.len();
+        let l = GroupLoad {
+            fps,
+            basis,
+            settled,
+        };
+        if settled {
+            self.settled.insert(k, l.clone());
+        }
+        Some(l)
+    }
+}
+
+/// Splits cost rows into those at a load **common to their group** and the others, each in the
+/// rows' order. A group is the devices with rows of one topology and frame size; a load is
+/// common when every device of the group has a row at it (in any round). A group of one device
+/// has only common loads. The report shows the first under "Device cost at equal offered
+/// loads", the others apart under "Device cost at other loads" (not comparable across devices).
+pub fn split_by_common_load(rows: &[DeviceCostRow]) -> (Vec<DeviceCostRow>, Vec<DeviceCostRow>) {
+    let same_group = |a: &DeviceCostRow, b: &DeviceCostRow| {
+        a.topology == b.topology && size_key(&a.frame_size) == size_key(&b.frame_size)
+    };
+    let same_load = |a: f64, b: f64| (a - b).abs() <= a.abs().max(b.abs()) * 1e-9;
+    rows.iter().cloned().partition(|r| {
+        let group: Vec<&DeviceCostRow> = rows.iter().filter(|x| same_group(r, x)).collect();
+        group.iter().all(|d| {
+            group
+                .iter()
+                .any(|x| x.device == d.device && same_load(x.intended_fps, r.intended_fps))
+        })
+    })
+}
+
 /// The cost rows of one device, topology, frame size and load merged over rounds and
 /// repetitions ([`merge_rows`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -258,25 +462,78 @@ fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
     v.map(f).unwrap_or_else(|| "—".into())
 }
 
-/// The "Device cost" section of the Markdown report (empty when there are no rows).
+/// Heading of the table of costs at loads common to every device of their group.
+pub const EQUAL_LOADS_TITLE: &str = "Device cost at equal offered loads";
+/// Heading of the table of costs at loads not common to their group.
+pub const OTHER_LOADS_TITLE: &str = "Device cost at other loads";
+
+/// What the equal-loads table holds and how its loads were chosen.
+const EQUAL_LOADS_NOTE: &str = "Every device of a topology and frame size at the same intended load (load fps): only loads at which every device of the group was measured: the suite's fixed loads_fps, or load_percent of the lower of the generator's limit and the group's lowest NDR (each row's note says how its load was chosen; docs/METHODOLOGY.md, Device cost at a load where it means something). A topology and frame size with a single device shows its loads here.";
+
+/// What the other-loads table holds.
+const OTHER_LOADS_NOTE: &str = "Loads at which not every device of its topology and frame size was measured — a device costed before its group's other NDRs were known (a suite's first round), or a run whose devices chose their loads from their own NDRs: these costs are not comparable across devices; compare a device with itself in another run (vecswitch report agree, at equal loads only).";
+
+/// The "Device cost" sections of the Markdown report (empty when there are no rows): the rows
+/// at loads common to their group ([`split_by_common_load`]) under [`EQUAL_LOADS_TITLE`], the
+/// others apart under [`OTHER_LOADS_TITLE`].
 pub fn markdown(rows: &[DeviceCostRow]) -> String {
+    let (equal, other) = split_by_common_load(rows);
     let mut s = String::new();
-    if rows.is_empty() {
-        return s;
+    for (title, note, rows) in [
+        (EQUAL_LOADS_TITLE, EQUAL_LOADS_NOTE, &equal),
+        (OTHER_LOADS_TITLE, OTHER_LOADS_NOTE, &other),
+    ] {
+        if !rows.is_empty() {
+            markdown_section(&mut s, title, note, rows);
+        }
     }
-    let _ = writeln!(s, "## Device cost at equal offered loads\n");
+    s
+}
+
+/// `rows` grouped for reading: by topology and frame size (in the order they first appear),
+/// then load, device (first appearance) and round.
+fn ordered(rows: &[DeviceCostRow]) -> Vec<DeviceCostRow> {
+    let first = |f: &dyn Fn(&DeviceCostRow) -> bool| rows.iter().position(f).unwrap_or(0);
+    let mut v: Vec<(usize, usize, f64, usize, u32, DeviceCostRow)> = rows
+        .iter()
+        .map(|r| {
+            (
+                first(&|x| x.topology == r.topology),
+                first(&|x| {
+                    x.topology == r.topology && size_key(&x.frame_size) == size_key(&r.frame_size)
+                }),
+                r.intended_fps,
+                first(&|x| x.device == r.device),
+                r.round.unwrap_or(0),
+                r.clone(),
+            )
+        })
+        .collect();
+    v.sort_by(|a, b| {
+        (a.0, a.1)
+            .cmp(&(b.0, b.1))
+            .then(a.2.total_cmp(&b.2))
+            .then((a.3, a.4).cmp(&(b.3, b.4)))
+    });
+    v.into_iter().map(|x| x.5).collect()
+}
+
+fn markdown_section(s: &mut String, title: &str, note: &str, rows: &[DeviceCostRow]) {
+    let rows = &ordered(rows);
+    let _ = writeln!(s, "## {title}\n\n{note}\n");
     let _ = writeln!(
         s,
-        "| device | topology | frame | offered fps | received fps | device rx fps | busy | cycles/packet | est. capacity fps (estimate) | idle polls | method | round |"
+        "| device | topology | frame | load fps | offered fps | received fps | device rx fps | busy | cycles/packet | est. capacity fps (estimate) | idle polls | method | round |"
     );
-    let _ = writeln!(s, "|{}", "---|".repeat(12));
+    let _ = writeln!(s, "|{}", "---|".repeat(13));
     for r in rows {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {:.0}{} | {:.0} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {:.0} | {:.0}{} | {:.0} | {} | {} | {} | {} | {} | {} | {} |",
             r.device,
             r.topology,
             r.frame_size,
+            r.intended_fps,
             r.offered_fps,
             if r.tester_limited {
                 " (tester-limited)"
@@ -310,14 +567,15 @@ pub fn markdown(rows: &[DeviceCostRow]) -> String {
     for n in notes {
         let _ = writeln!(s, "{n}");
     }
-    // The load of each cell, when the suite chose it per cell (once per cell, not per round).
-    let mut said: Vec<(String, String, String)> = Vec::new();
+    // How each chosen load was chosen (once per cell and load, not per round).
+    let mut said: Vec<(String, String, String, u64)> = Vec::new();
     for r in rows {
         let Some(b) = &r.load_basis else { continue };
         let k = (
             r.device.clone(),
             r.topology.clone(),
             size_key(&r.frame_size),
+            r.intended_fps.to_bits(),
         );
         if !said.contains(&k) {
             let _ = writeln!(
@@ -329,25 +587,38 @@ pub fn markdown(rows: &[DeviceCostRow]) -> String {
         }
     }
     s.push('\n');
+}
+
+/// The same sections as HTML for the self-contained report (empty when there are no rows).
+pub fn html(rows: &[DeviceCostRow]) -> String {
+    let (equal, other) = split_by_common_load(rows);
+    let mut s = String::new();
+    for (title, note, rows) in [
+        (EQUAL_LOADS_TITLE, EQUAL_LOADS_NOTE, &equal),
+        (OTHER_LOADS_TITLE, OTHER_LOADS_NOTE, &other),
+    ] {
+        if !rows.is_empty() {
+            html_section(&mut s, title, note, rows);
+        }
+    }
     s
 }
 
-/// The same table as HTML for the self-contained report (empty when there are no rows).
-pub fn html(rows: &[DeviceCostRow]) -> String {
+fn html_section(s: &mut String, title: &str, note: &str, rows: &[DeviceCostRow]) {
     use crate::report::svg::esc;
-    let mut s = String::new();
-    if rows.is_empty() {
-        return s;
-    }
+    let rows = &ordered(rows);
     let _ = write!(
         s,
-        "<h2>Device cost at equal offered loads</h2><p class=note>Busy time of each device's forwarding core per packet at the same offered load (medians of the repetitions; how each device's busy time is read: docs/TESTBED.md, Device cost). Estimated capacity = device receive rate ÷ busy fraction: an extrapolation assuming a constant cost per packet, not a measurement; none above {:.0} % busy.</p><div class=scroll><table><tr>",
+        "<h2>{}</h2><p class=note>{} Busy time of each device's forwarding core per packet (medians of the repetitions; how each device's busy time is read: docs/TESTBED.md, Device cost). Estimated capacity = device receive rate ÷ busy fraction: an extrapolation assuming a constant cost per packet, not a measurement; none above {:.0} % busy.</p><div class=scroll><table><tr>",
+        esc(title),
+        esc(note),
         SATURATED_BUSY_FRACTION * 100.0
     );
     for h in [
         "device",
         "topology",
         "frame",
+        "load fps",
         "offered fps",
         "received fps",
         "device rx fps",
@@ -367,6 +638,7 @@ pub fn html(rows: &[DeviceCostRow]) -> String {
             r.device.clone(),
             r.topology.clone(),
             r.frame_size.clone(),
+            format!("{:.0}", r.intended_fps),
             format!(
                 "{:.0}{}",
                 r.offered_fps,
@@ -397,7 +669,6 @@ pub fn html(rows: &[DeviceCostRow]) -> String {
         s.push_str("</tr>");
     }
     s.push_str("</table></div>");
-    s
 }
 
 #[cfg(test)]
@@ -565,7 +836,7 @@ mod tests {
         assert_eq!(markdown(&[]), "");
         let md = markdown(&[row()]);
         assert!(md.contains("## Device cost"), "{md}");
-        assert!(md.contains("| vecswitch-xconnect | phy2phy-memif | 64 | 99990 | 99990 | 99990 | 25.0 % | 6500 | ≈ 399960 | 50.0 % | its own busy clocks | — |"), "{md}");
+        assert!(md.contains("| vecswitch-xconnect | phy2phy-memif | 64 | 100000 | 99990 | 99990 | 99990 | 25.0 % | 6500 | ≈ 399960 | 50.0 % | its own busy clocks | — |"), "{md}");
         assert!(
             md.contains("(estimate)") && md.contains("extrapolation"),
             "{md}"
@@ -580,5 +851,152 @@ mod tests {
         let back: DeviceCostRow =
             serde_json::from_str(&serde_json::to_string(&row()).unwrap()).unwrap();
         assert_eq!(back, row());
+    }
+
+    fn suite(duts: &[(&str, &str)], rounds: u32) -> crate::suite::Suite {
+        let mut t = String::from("name = \"t\"\nframe_sizes = [64, 1518]\n");
+        for (n, topo) in duts {
+            t.push_str(&format!("[[dut]]\nname = \"{n}\"\ntopology = \"{topo}\"\n"));
+        }
+        t.push_str(&format!(
+            "[[test]]\nprocedure = \"mlrsearch\"\nsearches = {rounds}\n[device_cost]\nload_percent = 50\n"
+        ));
+        crate::suite::Suite::parse(&t).unwrap()
+    }
+
+    #[test]
+    fn a_group_of_two_devices_of_different_ndr_gets_one_load_from_the_lowest() {
+        use crate::suite::FrameSize;
+        // `make demo`'s memif pair: vecswitch's NDR 1.0 Mfps, testpmd's 5.7 Mfps, generator
+        // 7.4 Mfps. Each at 50 % of its own NDR gave 500 and 2000 kfps under "equal loads".
+        let s = suite(
+            &[
+                ("vecswitch-xconnect", "phy2phy-memif"),
+                ("testpmd-io", "phy2phy-memif"),
+                ("ovs", "phy2phy-veth"),
+            ],
+            3,
+        );
+        let (b64, limit) = (FrameSize::Bytes(64), Some(7_356_139.0));
+        let mut g = GroupLoads::new(&s);
+        // The bench's order: round 1 device by device (A's cost before B's NDR exists).
+        g.note_throughput(0, &b64, Some(1_000_000.0));
+        let a1 = g.load(0, &b64, limit).unwrap();
+        assert_eq!((a1.fps, a1.settled), (500_000.0, false));
+        assert!(
+            a1.basis.contains(
+                "lowest NDR so far 1000000 fps (vecswitch-xconnect, 1 of 2 devices measured)"
+            ),
+            "{}",
+            a1.basis
+        );
+        g.note_throughput(1, &b64, Some(5_748_000.0));
+        let b1 = g.load(1, &b64, limit).unwrap();
+        assert_eq!((b1.fps, b1.settled), (500_000.0, true));
+        assert_eq!(
+            b1.basis,
+            "50 % of min(generator limit 7356139 fps, the group's lowest NDR 1000000 fps \
+             (vecswitch-xconnect, of 2 devices)) = 500000 fps, rounded down to the 1-2-5 series"
+        );
+        // Later rounds keep the settled load whatever their NDRs.
+        g.note_throughput(0, &b64, Some(300_000.0));
+        for dut in [0, 1] {
+            assert_eq!(g.load(dut, &b64, limit), Some(b1.clone()));
+        }
+        // The lower NDR second: the first device's provisional load was too high; the settled
+        // one is the group's, the same for both from then on.
+        let mut g = GroupLoads::new(&s);
+        g.note_throughput(1, &b64, Some(5_748_000.0));
+        assert_eq!(g.load(1, &b64, limit).unwrap().fps, 2_000_000.0);
+        g.note_throughput(0, &b64, Some(1_000_000.0));
+        let a = g.load(0, &b64, limit).unwrap();
+        assert_eq!((a.fps, a.settled), (500_000.0, true));
+        assert_eq!(g.load(1, &b64, limit).unwrap().fps, 500_000.0);
+        // Another topology or size is another group; a group of one settles at once.
+        g.note_throughput(2, &b64, Some(221_000.0));
+        let o = g.load(2, &b64, Some(892_807.0)).unwrap();
+        assert_eq!((o.fps, o.settled), (100_000.0, true));
+        assert!(
+            o.basis.contains("throughput (NDR) 221000 fps"),
+            "{}",
+            o.basis
+        );
+        assert_eq!(
+            g.load(0, &FrameSize::Bytes(1518), limit).unwrap().fps,
+            2_000_000.0
+        );
+        // Without load_percent there is nothing to choose.
+        let mut none = GroupLoads::new(&crate::suite::Suite {
+            device_cost: None,
+            ..s.clone()
+        });
+        none.note_throughput(0, &b64, Some(1e6));
+        assert_eq!(none.load(0, &b64, limit), None);
+        assert_eq!(group_load(50.0, None, &[], 2), None);
+    }
+
+    #[test]
+    fn a_row_at_a_load_not_common_to_its_group_is_shown_apart() {
+        let at = |dev: &str, load: f64, round: u32| DeviceCostRow {
+            device: dev.into(),
+            intended_fps: load,
+            offered_fps: load,
+            received_fps: load,
+            round: Some(round),
+            note: None,
+            ..row()
+        };
+        // make demo before the change: each device at 50 % of its own NDR; then round 1 of A
+        // at a provisional load, rounds 2-3 of both at the group's load; and a veth device
+        // alone in its group.
+        let mut alone = at("ovs", 100_000.0, 1);
+        alone.topology = "phy2phy-veth".into();
+        let rows = vec![
+            at("vecswitch-xconnect", 2_000_000.0, 1),
+            at("testpmd-io", 500_000.0, 1),
+            at("vecswitch-xconnect", 500_000.0, 2),
+            at("testpmd-io", 500_000.0, 2),
+            alone,
+        ];
+        let (equal, other) = split_by_common_load(&rows);
+        let loads = |v: &[DeviceCostRow]| -> Vec<(String, f64)> {
+            v.iter()
+                .map(|r| (r.device.clone(), r.intended_fps))
+                .collect()
+        };
+        assert_eq!(
+            loads(&equal),
+            vec![
+                ("testpmd-io".into(), 500_000.0),
+                ("vecswitch-xconnect".into(), 500_000.0),
+                ("testpmd-io".into(), 500_000.0),
+                ("ovs".into(), 100_000.0)
+            ]
+        );
+        assert_eq!(
+            loads(&other),
+            vec![("vecswitch-xconnect".into(), 2_000_000.0)]
+        );
+        for text in [markdown(&rows), html(&rows)] {
+            let eq = text.find(EQUAL_LOADS_TITLE).unwrap();
+            let ot = text.find(OTHER_LOADS_TITLE).unwrap();
+            assert!(eq < ot, "{text}");
+            // The 2,000 kfps row is in the other-loads section only.
+            assert!(!text[eq..ot].contains("2000000"), "{text}");
+            assert!(text[ot..].contains("2000000"), "{text}");
+            assert!(text.contains("group's lowest NDR"), "{text}");
+        }
+        // Before the change (each at its own load): no equal-loads section at all.
+        let own = vec![
+            at("vecswitch-xconnect", 500_000.0, 1),
+            at("testpmd-io", 2_000_000.0, 1),
+        ];
+        let (equal, other) = split_by_common_load(&own);
+        assert!(equal.is_empty() && other.len() == 2);
+        let md = markdown(&own);
+        assert!(
+            !md.contains(EQUAL_LOADS_TITLE) && md.contains(OTHER_LOADS_TITLE),
+            "{md}"
+        );
     }
 }

@@ -92,16 +92,24 @@ pub struct Suite {
 }
 
 /// `[device_cost]`: trials at fixed loads around which the testbed reads each device's busy time
-/// (docs/TESTBED.md, "Device cost"). The same loads for every device make the costs comparable.
+/// (docs/TESTBED.md, "Device cost"). The same loads for every device make the costs comparable:
+/// the report shows under "Device cost at equal offered loads" only the loads at which every
+/// device of a topology and frame size was measured, the others under "Device cost at other
+/// loads" ([`crate::device_cost::split_by_common_load`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeviceCostSpec {
     /// Fixed offered loads, frames/s (per direction when bidirectional).
     #[serde(default)]
     pub loads_fps: Vec<f64>,
-    /// A load chosen per cell: this percent of the lower of the generator's calibrated limit and
-    /// the cell's throughput (NDR), rounded down to the 1-2-5 series
-    /// ([`crate::device_cost::cell_load`]); kept for the cell's later rounds.
+    /// A load chosen per group (the devices of one topology and frame size): this percent of
+    /// the lower of the generator's calibrated limit and the group's lowest throughput (NDR),
+    /// rounded down to the 1-2-5 series, the same for every device of the group
+    /// ([`crate::device_cost::GroupLoads`], [`crate::device_cost::group_load`]). A device costed
+    /// before its group's other NDRs are known gets the lowest so far; once every device of the
+    /// group has an NDR the load is settled and kept for the group's later rounds. (The older
+    /// per-cell choice, [`crate::device_cost::cell_load`], used the cell's own NDR: two devices
+    /// of one topology got different loads.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_percent: Option<f64>,
     #[serde(default = "d5")]

@@ -1,5 +1,7 @@
 //! The HTML report: one self-contained page (inline CSS, inline SVG, no scripts, nothing fetched)
-//! with provenance, the generator's calibrated limits, a summary table, charts (throughput vs frame
+//! that opens with the headline chart (NDR/PDR per device, topology and frame size with the
+//! [min, max] of searches and rounds and the generator's limit, [`IntervalChart`]) above every
+//! table, then a summary table, device cost, provenance, the generator's calibrated limits, charts (throughput vs frame
 //! size per device with the generator's limit and the line rate as dashed references, throughput
 //! vs table size, latency percentiles, loss vs offered load, back-to-back), and every test's
 //! metrics and raw trials. Tester-limited results are flagged in the tables (red rows) and charts
@@ -10,7 +12,9 @@ use std::fmt::Write;
 
 use crate::measurer::TrialResult;
 use crate::procedures::throughput::{StepPurpose, Verdict};
-use crate::report::svg::{esc, human, Bar, BarChart, LineChart, Point, Series};
+use crate::report::svg::{
+    esc, human, Bar, BarChart, IntervalChart, LineChart, Mark, Point, Series,
+};
 use crate::results::{Cell, Outcome, Row, RunResults, TestRecord, COLUMNS};
 
 pub(crate) const CSS: &str = "body{font-family:sans-serif;margin:2em auto;max-width:1200px;color:#222}
@@ -42,6 +46,8 @@ pub fn render(run: &RunResults) -> String {
     let mut s = String::new();
     let _ = write!(s, "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>vecswitch benchmark report</title><style>{CSS}</style></head><body>");
     let _ = write!(s, "<h1>vecswitch benchmark report</h1>");
+    // The figure a reader looks for first, above every table (issue 25 item 6).
+    headline(&mut s, run);
     side_by_side(&mut s, run);
     s.push_str(&crate::device_cost::html(&run.device_cost));
     provenance(&mut s, run);
@@ -50,6 +56,157 @@ pub fn render(run: &RunResults) -> String {
     details(&mut s, run);
     s.push_str("</body></html>\n");
     s
+}
+
+/// The headline chart: NDR and PDR (MLRsearch goals; plain throughput tests when the run has
+/// no MLRsearch) per device, topology and frame size, the median of each cell's searches and
+/// rounds with their [min, max] ([`crate::report::agree::headlines`]), and the generator's
+/// calibrated limit of each topology and size as a dashed line. Nothing when the run has no
+/// such figure.
+fn headline(s: &mut String, run: &RunResults) {
+    let Some((chart, caption)) = headline_chart(run) else {
+        return;
+    };
+    let _ = write!(
+        s,
+        "<figure class=headline>{}<figcaption class=note>{}</figcaption></figure>",
+        chart.render(),
+        esc(&caption)
+    );
+}
+
+/// The headline chart of `run` and its one-line caption ([`headline`]).
+pub(crate) fn headline_chart(run: &RunResults) -> Option<(IntervalChart, String)> {
+    let heads: Vec<_> = crate::report::agree::headlines(run)
+        .into_values()
+        .filter(|h| h.scale.is_none())
+        .collect();
+    let searched = heads.iter().any(|h| h.goal != "throughput");
+    let heads: Vec<_> = heads
+        .into_iter()
+        .filter(|h| (h.goal != "throughput") == searched)
+        .collect();
+    if heads.is_empty() {
+        return None;
+    }
+    let topo_of = |t: &TestRecord| t.topology.clone().unwrap_or_else(|| t.deployment.clone());
+    let size_of = |t: &TestRecord| {
+        t.frame_mix
+            .clone()
+            .unwrap_or_else(|| format!("{}B", t.frame_size))
+    };
+    // Categories: topologies in the run's order, each one's fixed sizes ascending, then mixes.
+    let mut topos: Vec<String> = Vec::new();
+    let mut devices: Vec<String> = Vec::new();
+    for t in &run.tests {
+        if !topos.contains(&topo_of(t)) {
+            topos.push(topo_of(t));
+        }
+        if heads.iter().any(|h| h.device == t.vswitch) && !devices.contains(&t.vswitch) {
+            devices.push(t.vswitch.clone());
+        }
+    }
+    let mut cats: Vec<(String, String)> = Vec::new();
+    for topo in &topos {
+        let mut sizes: Vec<(Option<u32>, String)> = heads
+            .iter()
+            .filter(|h| &h.topology == topo)
+            .map(|h| {
+                (
+                    h.size.strip_suffix('B').and_then(|b| b.parse().ok()),
+                    h.size.clone(),
+                )
+            })
+            .collect();
+        sizes.sort_by(|a, b| (a.0.is_none(), a.0, &a.1).cmp(&(b.0.is_none(), b.0, &b.1)));
+        sizes.dedup();
+        cats.extend(sizes.into_iter().map(|(_, sz)| (topo.clone(), sz)));
+    }
+    // A shape per goal, named by the test id too when the run has several searching tests.
+    let ids: std::collections::BTreeSet<&str> = heads.iter().map(|h| h.id.as_str()).collect();
+    let shape_of = |h: &crate::report::agree::Headline| {
+        let flows = h
+            .group
+            .split_once(" flows=")
+            .map(|(_, f)| format!(" {f} flows"))
+            .unwrap_or_default();
+        if ids.len() > 1 {
+            format!("{} {}{flows}", h.id, h.goal)
+        } else {
+            format!("{}{flows}", h.goal)
+        }
+    };
+    let mut shapes: Vec<String> = Vec::new();
+    for h in &heads {
+        let sh = shape_of(h);
+        if !shapes.contains(&sh) {
+            shapes.push(sh);
+        }
+    }
+    shapes.sort_by_key(|g| (!g.contains("NDR"), !g.contains("PDR"), g.clone()));
+    let marks = heads
+        .iter()
+        .filter_map(|h| {
+            Some(Mark {
+                category: cats
+                    .iter()
+                    .position(|(t, sz)| *t == h.topology && *sz == h.size)?,
+                series: devices.iter().position(|d| *d == h.device)?,
+                shape: shapes.iter().position(|g| *g == shape_of(h))?,
+                value: h.figure.fps,
+                range: h.figure.interval,
+                flag: h.figure.tester_limited,
+            })
+        })
+        .collect();
+    let limits = cats
+        .iter()
+        .enumerate()
+        .filter_map(|(c, (topo, sz))| {
+            run.tests
+                .iter()
+                .filter(|t| &topo_of(t) == topo && &size_of(t) == sz)
+                .find_map(|t| {
+                    t.generator_limit_fps
+                        .or_else(|| run.generator.as_ref().and_then(|g| g.limit_for_test(t)))
+                })
+                .map(|l| (c, l))
+        })
+        .collect();
+    let gen = run
+        .generator
+        .as_ref()
+        .map_or_else(|| "generator".to_string(), |g| g.name.clone());
+    let label = |sz: &str| match sz.strip_suffix('B') {
+        Some(b) if b.parse::<u32>().is_ok() => format!("{b} B"),
+        _ => sz.to_string(),
+    };
+    let what = if searched {
+        shapes.join(", ")
+    } else {
+        "Throughput".to_string()
+    };
+    let chart = IntervalChart {
+        title: format!("{what} per device, topology and frame size"),
+        y_label: "frames/s received (log)".into(),
+        categories: cats
+            .iter()
+            .map(|(t, sz)| format!("{}\n{t}", label(sz)))
+            .collect(),
+        series: devices,
+        shapes,
+        marks,
+        limits,
+        limit_label: format!("{gen} calibrated limit"),
+        log_y: true,
+    };
+    let mut caption = format!(
+        "{what} in frames/s (log scale): each marker is the median of a cell's searches and rounds, its whisker their [min, max]; the dashed red line is {gen}'s calibrated limit on that topology and size (no device in the loop) — a figure at or near it measures the tester, not the device (red ring: tester-limited)."
+    );
+    if run.stopped.is_some() || !run.failures.is_empty() {
+        caption.push_str(" Not every cell was measured: see the notes below.");
+    }
+    Some((chart, caption))
 }
 
 fn provenance(s: &mut String, run: &RunResults) {
@@ -720,6 +877,29 @@ mod tests {
             .unwrap();
         assert!(stop < summary);
         assert!(html.contains("not measured</span> ovs on phy2phy-veth at 64 B"));
+    }
+
+    #[test]
+    fn the_headline_chart_comes_first_above_every_table() {
+        let run = sample_run();
+        let html = render(&run);
+        let h1 = html.find("</h1>").unwrap();
+        let svg = html.find("<svg").expect("a chart");
+        let table = html.find("<table").expect("a table");
+        assert!(
+            svg < table,
+            "the headline chart's <svg> precedes the first <table>"
+        );
+        // Nothing but the chart between the title and it.
+        assert_eq!(&html[h1..svg], "</h1><figure class=headline>");
+        let (chart, caption) = headline_chart(&run).unwrap();
+        assert!(!chart.marks.is_empty() && !chart.limits.is_empty());
+        assert!(caption.contains("[min, max]") && caption.contains("calibrated limit"));
+        assert!(html[svg..table].contains(&esc(&caption)));
+        // A run with no throughput figure has no headline chart.
+        let mut empty = run.clone();
+        empty.tests.clear();
+        assert!(headline_chart(&empty).is_none());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Inline SVG charts for the HTML report, no scripts, no external resources:
 //! [`LineChart`] (series of points, linear or log axes, optional category labels on x, dashed
-//! reference series, flagged points drawn with a red ring) and [`BarChart`] (bars with min–max
-//! whiskers).
+//! reference series, flagged points drawn with a red ring), [`BarChart`] (bars with min–max
+//! whiskers) and [`IntervalChart`] (markers with [min, max] whiskers per category and a dashed
+//! reference level per category: the report's headline chart).
 
 use std::fmt::Write;
 
@@ -60,7 +61,8 @@ pub fn human(x: f64) -> String {
             .trim_end_matches('.')
             .to_string()
     } else if a >= 1e6 {
-        format!("{:.3}M", x / 1e6).replace(".000M", "M")
+        let m = format!("{:.3}", x / 1e6);
+        format!("{}M", m.trim_end_matches('0').trim_end_matches('.'))
     } else if a >= 1e4 {
         format!("{:.1}k", x / 1e3).replace(".0k", "k")
     } else if a >= 100.0 || x.fract() == 0.0 {
@@ -411,6 +413,308 @@ impl BarChart {
     }
 }
 
+/// One figure of an [`IntervalChart`]: a marker at `value` with an optional [min, max] whisker.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mark {
+    /// Index into [`IntervalChart::categories`] (the x position).
+    pub category: usize,
+    /// Index into [`IntervalChart::series`] (the colour: a device).
+    pub series: usize,
+    /// Index into [`IntervalChart::shapes`] (the marker: a goal, NDR or PDR).
+    pub shape: usize,
+    pub value: f64,
+    pub range: Option<(f64, f64)>,
+    /// Tester-limited: a red ring.
+    pub flag: bool,
+}
+
+/// Markers with whiskers per category (dot-and-interval plot), a dashed reference level per
+/// category (the generator's calibrated limit of that topology and size, its value under the
+/// category's label), log or linear y: the
+/// report's headline chart. Within a category each (series, shape) gets its own slot, so that
+/// intervals never hide each other.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct IntervalChart {
+    pub title: String,
+    pub y_label: String,
+    /// Category labels; a `\n` splits one over two lines (`64 B` / `phy2phy-memif`).
+    pub categories: Vec<String>,
+    pub series: Vec<String>,
+    pub shapes: Vec<String>,
+    pub marks: Vec<Mark>,
+    /// (category, level): a dashed line across the category.
+    pub limits: Vec<(usize, f64)>,
+    /// Legend entry of the limit lines.
+    pub limit_label: String,
+    pub log_y: bool,
+}
+
+/// The headline chart's size (wider than the others: it leads the page).
+const IW: f64 = 1100.0;
+const IH: f64 = 420.0;
+const IMR: f64 = 250.0;
+const IMB: f64 = 72.0;
+
+/// A marker of `shape` (circle, square, triangle, diamond, then again) centred at (x, y).
+fn marker(shape: usize, x: f64, y: f64, color: &str, tip: &str) -> String {
+    let r = 5.0;
+    let body = match shape % 4 {
+        0 => format!(r#"<circle cx="{x:.1}" cy="{y:.1}" r="{r}" fill="{color}""#),
+        1 => format!(
+            r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{color}""#,
+            x - r,
+            y - r,
+            2.0 * r,
+            2.0 * r
+        ),
+        2 => format!(
+            r#"<polygon points="{x:.1},{:.1} {:.1},{:.1} {:.1},{:.1}" fill="{color}""#,
+            y - r - 1.0,
+            x - r - 1.0,
+            y + r,
+            x + r + 1.0,
+            y + r
+        ),
+        _ => format!(
+            r#"<polygon points="{x:.1},{:.1} {:.1},{y:.1} {x:.1},{:.1} {:.1},{y:.1}" fill="{color}""#,
+            y - r - 1.0,
+            x + r + 1.0,
+            y + r + 1.0,
+            x - r - 1.0
+        ),
+    };
+    if tip.is_empty() {
+        format!("{body}/>")
+    } else {
+        let end = match shape % 4 {
+            0 => "circle",
+            1 => "rect",
+            _ => "polygon",
+        };
+        format!("{body}><title>{}</title></{end}>", esc(tip))
+    }
+}
+
+impl IntervalChart {
+    pub fn render(&self) -> String {
+        let (ml, mt) = (ML, MT);
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {IW} {IH}" width="{IW}" height="{IH}" style="max-width:100%;height:auto" font-family="sans-serif" font-size="12" role="img"><title>{t}</title><rect width="{IW}" height="{IH}" fill="#fff"/><text x="{tx}" y="20" text-anchor="middle" font-size="14" font-weight="bold">{t}</text><text transform="translate(16,{yly}) rotate(-90)" text-anchor="middle">{y}</text>"##,
+            t = esc(&self.title),
+            tx = (ml + IW - IMR) / 2.0,
+            yly = (mt + IH - IMB) / 2.0,
+            y = esc(&self.y_label),
+        );
+        let values = self
+            .marks
+            .iter()
+            .flat_map(|m| {
+                let (lo, hi) = m.range.unwrap_or((m.value, m.value));
+                [m.value, lo, hi]
+            })
+            .chain(self.limits.iter().map(|l| l.1));
+        let ya = Axis::new(values, self.log_y, true);
+        let pw = IW - ml - IMR;
+        let ph = IH - mt - IMB;
+        let py = |y: f64| mt + ph - ya.frac(y) * ph;
+        // Grid: every tick, and 2× and 5× of a log axis's decades when there are few.
+        let mut ticks: Vec<(f64, bool)> = ya.ticks().into_iter().map(|t| (t, true)).collect();
+        if self.log_y && ticks.len() <= 5 {
+            let minor: Vec<(f64, bool)> = ticks
+                .iter()
+                .flat_map(|(t, _)| [(t * 2.0, false), (t * 5.0, false)])
+                .filter(|(t, _)| *t < ya.hi)
+                .collect();
+            ticks.extend(minor);
+        }
+        for (t, major) in ticks {
+            let y = py(t);
+            let _ = write!(
+                s,
+                r##"<line x1="{ml}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="{}"/><text x="{}" y="{:.1}" text-anchor="end"{}>{}</text>"##,
+                IW - IMR,
+                if major { "#ccc" } else { "#eee" },
+                ml - 6.0,
+                y + 4.0,
+                if major {
+                    ""
+                } else {
+                    r##" fill="#777" font-size="10""##
+                },
+                human(t)
+            );
+        }
+        let n = self.categories.len().max(1) as f64;
+        let cw = pw / n;
+        for (c, label) in self.categories.iter().enumerate() {
+            let cx = ml + (c as f64 + 0.5) * cw;
+            if c > 0 {
+                let x = ml + c as f64 * cw;
+                let _ = write!(
+                    s,
+                    r##"<line x1="{x:.1}" x2="{x:.1}" y1="{mt}" y2="{}" stroke="#bbb"/>"##,
+                    IH - IMB
+                );
+            }
+            for (k, line) in label.split('\n').enumerate() {
+                let _ = write!(
+                    s,
+                    r#"<text x="{cx:.1}" y="{:.1}" text-anchor="middle"{}>{}</text>"#,
+                    IH - IMB + 18.0 + k as f64 * 15.0,
+                    if k == 0 { r#" font-weight="bold""# } else { "" },
+                    esc(&truncate(line, (cw / 6.5) as usize + 2))
+                );
+            }
+            // The category's reference level.
+            for (_, v) in self.limits.iter().filter(|l| l.0 == c) {
+                let y = py(*v);
+                let _ = write!(
+                    s,
+                    r##"<line x1="{:.1}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}" stroke="#c0392b" stroke-width="2" stroke-dasharray="6 4"><title>{}: {}</title></line><text x="{cx:.1}" y="{:.1}" text-anchor="middle" font-size="11" fill="#c0392b">limit {}</text>"##,
+                    cx - cw * 0.46,
+                    cx + cw * 0.46,
+                    esc(&self.limit_label),
+                    human(*v),
+                    IH - IMB + 18.0 + label.split('\n').count() as f64 * 15.0,
+                    human(*v)
+                );
+            }
+            // Slots: one per (series, shape) present in the category.
+            let mut slots: Vec<(usize, usize)> = self
+                .marks
+                .iter()
+                .filter(|m| m.category == c)
+                .map(|m| (m.series, m.shape))
+                .collect();
+            slots.sort_unstable();
+            slots.dedup();
+            let sw = cw * 0.8 / slots.len().max(1) as f64;
+            for m in self.marks.iter().filter(|m| m.category == c) {
+                let Some(i) = slots.iter().position(|k| *k == (m.series, m.shape)) else {
+                    continue;
+                };
+                let x = cx - cw * 0.4 + (i as f64 + 0.5) * sw;
+                let color = PALETTE[m.series % PALETTE.len()];
+                let tip = format!(
+                    "{} {} {}: {}{}{}",
+                    self.series.get(m.series).map_or("", String::as_str),
+                    self.shapes.get(m.shape).map_or("", String::as_str),
+                    label.replace('\n', " "),
+                    human(m.value),
+                    m.range
+                        .map(|(lo, hi)| format!(" [{}, {}]", human(lo), human(hi)))
+                        .unwrap_or_default(),
+                    if m.flag { " (tester-limited)" } else { "" }
+                );
+                s.push_str(&marker(m.shape, x, py(m.value), color, &tip));
+                // Drawn over the marker, caps wider than it: a narrow interval stays visible.
+                if let Some((lo, hi)) = m.range {
+                    let (ylo, yhi) = (py(lo), py(hi));
+                    let _ = write!(
+                        s,
+                        r#"<line x1="{x:.1}" x2="{x:.1}" y1="{ylo:.1}" y2="{yhi:.1}" stroke="{color}" stroke-width="2"/><line x1="{:.1}" x2="{:.1}" y1="{ylo:.1}" y2="{ylo:.1}" stroke="{color}" stroke-width="2"/><line x1="{:.1}" x2="{:.1}" y1="{yhi:.1}" y2="{yhi:.1}" stroke="{color}" stroke-width="2"/>"#,
+                        x - 8.0,
+                        x + 8.0,
+                        x - 8.0,
+                        x + 8.0
+                    );
+                }
+                if m.flag {
+                    let _ = write!(
+                        s,
+                        r##"<circle cx="{x:.1}" cy="{:.1}" r="9" fill="none" stroke="#d00" stroke-width="2"/>"##,
+                        py(m.value)
+                    );
+                }
+            }
+        }
+        let _ = write!(
+            s,
+            r##"<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="#444"/>"##
+        );
+        // Legend: devices (colours), goals (shapes), then the conventions.
+        let lx = IW - IMR + 14.0;
+        let mut ly = mt + 8.0;
+        for (i, name) in self.series.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            let _ = write!(
+                s,
+                r#"<rect x="{lx}" y="{:.1}" width="14" height="10" fill="{color}"/><text x="{}" y="{:.1}">{}</text>"#,
+                ly - 5.0,
+                lx + 22.0,
+                ly + 4.0,
+                esc(&truncate(name, 32))
+            );
+            ly += 18.0;
+        }
+        ly += 6.0;
+        for (i, name) in self.shapes.iter().enumerate() {
+            s.push_str(&marker(i, lx + 7.0, ly, "#555", ""));
+            let _ = write!(
+                s,
+                r#"<text x="{}" y="{:.1}">{}</text>"#,
+                lx + 22.0,
+                ly + 4.0,
+                esc(&truncate(name, 32))
+            );
+            ly += 18.0;
+        }
+        ly += 6.0;
+        if self.marks.iter().any(|m| m.range.is_some()) {
+            let _ = write!(
+                s,
+                r##"<line x1="{x}" x2="{x}" y1="{:.1}" y2="{:.1}" stroke="#555" stroke-width="2"/><line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#555" stroke-width="2"/><line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#555" stroke-width="2"/><text x="{}" y="{:.1}">[min, max] of searches</text>"##,
+                ly - 7.0,
+                ly + 7.0,
+                lx + 2.0,
+                lx + 12.0,
+                ly - 7.0,
+                ly - 7.0,
+                lx + 2.0,
+                lx + 12.0,
+                ly + 7.0,
+                ly + 7.0,
+                lx + 22.0,
+                ly + 4.0,
+                x = lx + 7.0,
+            );
+            ly += 20.0;
+        }
+        if !self.limits.is_empty() {
+            let _ = write!(
+                s,
+                r##"<line x1="{lx}" x2="{}" y1="{ly:.1}" y2="{ly:.1}" stroke="#c0392b" stroke-width="2" stroke-dasharray="6 4"/><text x="{}" y="{:.1}">{}</text>"##,
+                lx + 16.0,
+                lx + 22.0,
+                ly + 4.0,
+                esc(&truncate(&self.limit_label, 32))
+            );
+            ly += 18.0;
+        }
+        if self.marks.iter().any(|m| m.flag) {
+            let _ = write!(
+                s,
+                r##"<circle cx="{}" cy="{ly:.1}" r="7" fill="none" stroke="#d00" stroke-width="2"/><text x="{}" y="{:.1}">tester-limited</text>"##,
+                lx + 7.0,
+                lx + 22.0,
+                ly + 4.0
+            );
+        }
+        if self.marks.is_empty() {
+            let _ = write!(
+                s,
+                r##"<text x="{}" y="{}" text-anchor="middle" fill="#888">no data</text>"##,
+                ml + pw / 2.0,
+                mt + ph / 2.0
+            );
+        }
+        s.push_str("</svg>");
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -498,9 +802,57 @@ mod tests {
     }
 
     #[test]
+    fn interval_chart_has_a_marker_whisker_and_limit_per_cell() {
+        let c = IntervalChart {
+            title: "NDR & PDR".into(),
+            y_label: "frames/s".into(),
+            categories: vec!["64 B\nphy2phy-memif".into(), "1518 B\nphy2phy-memif".into()],
+            series: vec!["vecswitch".into(), "testpmd".into()],
+            shapes: vec!["NDR".into(), "PDR".into()],
+            marks: vec![
+                Mark {
+                    category: 0,
+                    series: 0,
+                    shape: 0,
+                    value: 1e6,
+                    range: Some((0.9e6, 1.2e6)),
+                    flag: false,
+                },
+                Mark {
+                    category: 0,
+                    series: 1,
+                    shape: 1,
+                    value: 5e6,
+                    range: None,
+                    flag: true,
+                },
+            ],
+            limits: vec![(0, 7.3e6), (1, 0.8e6)],
+            limit_label: "generator limit".into(),
+            log_y: true,
+        };
+        let svg = c.render();
+        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+        assert!(svg.contains("NDR &amp; PDR") && svg.contains("phy2phy-memif"));
+        assert_eq!(
+            svg.matches("stroke-dasharray").count(),
+            3,
+            "two limits and the legend"
+        );
+        assert!(
+            svg.contains("vecswitch NDR 64 B phy2phy-memif: 1M [900k, 1.2M]"),
+            "{svg}"
+        );
+        assert!(svg.contains("(tester-limited)") && svg.contains("[min, max]"));
+        assert!(!svg.contains("NaN"));
+        assert!(IntervalChart::default().render().contains("no data"));
+    }
+
+    #[test]
     fn human_numbers() {
         assert_eq!(human(14_880_952.0), "14.881M");
         assert_eq!(human(2_000_000.0), "2M");
+        assert_eq!(human(1_200_000.0), "1.2M");
         assert_eq!(human(5713.0), "5713");
         assert_eq!(human(20_000.0), "20k");
         assert_eq!(human(0.384), "0.384");
