@@ -14,7 +14,8 @@
 //! generator's, and its optional `counters_command` gives the device's counters. A suite's
 //! `[device_cost]` table runs trials at fixed loads after each device's tests and records each
 //! device's busy time per packet (`device_cost` in the results, a table in the report), at its
-//! fixed loads and at a load chosen per cell (`load_percent`, kept for the cell's later rounds).
+//! fixed loads and at one load per topology × frame size (`load_percent` of the group's lowest
+//! NDR, `vecswitch_lab::device_cost::GroupLoads`, kept for the group's later rounds).
 //!
 //! A test that asks for repeated searches (`searches = N`) is run in N **rounds**
 //! (`Suite::blocks`): every device and size of a round, each on a freshly built topology and a
@@ -228,8 +229,9 @@ fn real_suite(path: &PathBuf, command: Vec<String>, output: &Path) -> anyhow::Re
     let progress = Progress::new(estimates);
     let mut limits: BTreeMap<(String, FrameSize), Option<f64>> = BTreeMap::new();
     let mut failed_duts = std::collections::BTreeSet::new();
-    // The device-cost load chosen per cell in its first round, kept for its later rounds.
-    let mut cell_loads: BTreeMap<(usize, FrameSize), (f64, String)> = BTreeMap::new();
+    // The device-cost load of each topology × frame size: from the group's lowest NDR (so far),
+    // settled once every device of the group has one and kept for its later rounds.
+    let mut cell_loads = vecswitch_lab::device_cost::GroupLoads::new(&suite);
     for (b, (round, i, size)) in blocks.iter().enumerate() {
         let dut = &suite.duts[*i];
         if testbed::signal::stop_requested() {
@@ -333,10 +335,10 @@ fn round_label(
     }
 }
 
-/// Calibrated limits per (topology, size) and the device-cost load chosen per (DUT, size).
+/// Calibrated limits per (topology, size) and the device-cost loads per (topology, size).
 type BlockMemory<'a> = (
     &'a mut BTreeMap<(String, FrameSize), Option<f64>>,
-    &'a mut BTreeMap<(usize, FrameSize), (f64, String)>,
+    &'a mut vecswitch_lab::device_cost::GroupLoads,
 );
 
 /// Runs one DUT at one frame size in one round: build the topology, calibrate the generator
@@ -501,17 +503,13 @@ fn run_block(
         ) = (&suite.device_cost, &r)
         {
             {
-                // The per-cell load: from this cell's first round that found a throughput.
-                let cell_key = (i, size.clone());
-                if let (Some(p), None) = (dc.load_percent, cell_loads.get(&cell_key)) {
-                    let thr = records
-                        .iter()
-                        .find_map(|t| vecswitch_lab::suite::found_throughput(&t.outcome));
-                    if let Some(l) = vecswitch_lab::device_cost::cell_load(p, limit, thr) {
-                        cell_loads.insert(cell_key.clone(), l);
-                    }
-                }
-                let cell = cell_loads.get(&cell_key).cloned();
+                // The group's load (load_percent): from the lowest NDR of this topology and
+                // size known so far, settled once every device of the group has one.
+                let thr = records
+                    .iter()
+                    .find_map(|t| vecswitch_lab::suite::found_throughput(&t.outcome));
+                cell_loads.note_throughput(i, size, thr);
+                let cell = cell_loads.load(i, size, limit).map(|l| (l.fps, l.basis));
                 let mut loads = dc.loads_fps.clone();
                 loads.extend(cell.as_ref().map(|c| c.0));
                 eprintln!(
