@@ -994,10 +994,20 @@ impl Generator {
                 let port = &mut ports[pi];
                 if late > 0 {
                     // Behind a throttled or held call, or still working off a backlog that one
-                    // left (this poll came within the threshold of the last one: the generator
-                    // was not away in between): the device's back-pressure.
+                    // left while the generator was not away for anything but the path (this poll
+                    // came within the threshold of the last one, or the wait in between was for
+                    // the CPU's softirq thread: crate::waits): the device's back-pressure.
                     let gap = port.last_due_ns.map_or(u64::MAX, |t| now.saturating_sub(t));
-                    let blocked = port.throttled || (gap <= threshold_ns && port.backlog_blocked);
+                    let mut away_for_path = false;
+                    if port.backlog_blocked && !port.throttled && gap > threshold_ns {
+                        let w = self.waits.waited_ns();
+                        if let (Some(a), Some(b)) = (waited_at, w) {
+                            away_for_path = b.saturating_sub(a).saturating_mul(2) < gap;
+                        }
+                        waited_at = w;
+                    }
+                    let blocked = port.throttled
+                        || (port.backlog_blocked && (gap <= threshold_ns || away_for_path));
                     if blocked {
                         port.late_blocked += late;
                     }
