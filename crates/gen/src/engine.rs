@@ -25,9 +25,22 @@
 //! "Back-pressure"). Late slots that fall due right after a transmit call the path throttled
 //! (it refused frames: the ring or socket budget was full) are counted apart
 //! ([`Lateness::slots_dropped_blocked`]): they are the device slowing the sender, not the
-//! generator being descheduled, and the time spent in such calls counts as idle. A call that
-//! was merely slow is not counted so: the generator may have been preempted inside it, and
-//! descheduling must never be charged to the device. The report
+//! generator being descheduled, and the time spent in such calls counts as idle.
+//!
+//! **Held calls.** A path can throttle the sender without refusing anything: on veth the kernel
+//! runs the device's path inside the sender's `sendto` (bridge, qdisc, and the softirqs a tc
+//! shaper's timer raises), and a shaper out of tokens keeps the sender in the call, draining
+//! its queue at the shaper's rate, for up to milliseconds per call — the generator then sends
+//! exactly the shaper's rate and refuses nothing (issue 25: a tbf of 100 kfps, a 14.88 Mfps
+//! trial offered 100,043 fps, every late slot taken as "tester late"). A transmit call slower
+//! than [`HELD_CALL_MIN_NS`] and half the late threshold counts as **held** by the path when
+//! the sending thread's run delay ([`crate::waits`]) grew by less than half the call since the
+//! last reading: the thread was on its CPU, in the kernel, doing the device's work. A slow call
+//! the thread waited through (preempted) is the generator's own lateness, never the device's.
+//! A held call is throttled like a refusing one (its late slots are back-pressure, its time
+//! counts as idle), and so are the late slots of the backlog it left, dropped at polls within
+//! the late threshold of each other until the port catches up with its schedule (the generator
+//! was not away in between). `tx_held_calls` counts held calls per port. The report
 //! also gives the receive window (first and last frame of the measured phase received, and how
 //! many came after the send phase): a path that back-pressured the sender returns the frames its
 //! transmit ring held over a window longer than the send phase, and rates are taken over it.
@@ -57,6 +70,7 @@ use crate::rate::{Clock, Lateness, Pacer, Rate};
 use crate::rx::{find_signature, RxError};
 use crate::signature::{self, Layout};
 use crate::stream::{SizeRaised, StreamBuilder, StreamSpec};
+use crate::waits::{ThreadRunDelay, WaitClock};
 use crate::GenError;
 
 /// Frames built and offered to a port per `tx_burst` call.
@@ -68,6 +82,11 @@ const POOL_BUFFERS: u32 = 4096;
 /// A trial in which refusals came with at least this share of idle send-loop time is back-pressure
 /// (the generator had CPU to spare); with less, the generator's own CPU was the limit.
 pub const BACKPRESSURE_IDLE_MIN: f64 = 0.10;
+
+/// A transmit call is taken as held by the path only when it lasted longer than this and than
+/// half the port's late threshold (module doc, "held calls"): shorter calls are the ports' and
+/// the kernel's ordinary cost.
+pub const HELD_CALL_MIN_NS: u64 = 100_000;
 
 /// How long the measured phase lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -190,6 +209,9 @@ pub struct PortReport {
     pub rx_stale: u64,
     /// Frames the port refused (ring full, socket buffer full); never offered again.
     pub tx_refused: u64,
+    /// Transmit calls the path held: slow, with the sending thread on its CPU throughout (the
+    /// kernel ran the device's path in the call; module doc, "held calls").
+    pub tx_held_calls: u64,
     /// Schedule slots intended for this port (`None` for an unpaced, unlimited port).
     pub intended: Option<u64>,
     /// Intended slots neither sent nor refused: dropped as late, or never reached (stall, end of
@@ -384,11 +406,20 @@ struct RunPort {
     max_gap_ns: u64,
     intended_fps: Option<f64>,
     /// The port's last transmit call was throttled by the path: it refused frames (the ring or
-    /// socket budget was full). Late slots dropped right after such a call are back-pressure
+    /// socket budget was full), or the path held it (slow, and the thread on its CPU throughout:
+    /// module doc, "held calls"). Late slots dropped right after such a call are back-pressure
     /// ([`Lateness::slots_dropped_blocked`]), not the generator being descheduled. A slow call
-    /// that refused nothing does not count (the generator may have been preempted in it).
+    /// the generator was preempted in does not count.
     throttled: bool,
+    /// The schedule backlog being worked off was left by a throttled call: late slots dropped
+    /// at polls that follow within the late threshold are back-pressure too. Cleared once the
+    /// port caught up with its schedule.
+    backlog_blocked: bool,
+    /// When the port's schedule was last polled.
+    last_due_ns: Option<u64>,
     late_blocked: u64,
+    /// Transmit calls the path held (see `throttled`).
+    held_calls: u64,
 }
 
 const FOREIGN_REASONS: [&str; 8] = [
@@ -419,6 +450,9 @@ pub struct Generator {
     ports: Vec<Box<dyn Port>>,
     pool: Pool,
     clock: Box<dyn Clock + Send>,
+    /// The sending thread's run delay: tells a transmit call the path held from one the
+    /// generator was preempted in ([`crate::waits`]).
+    waits: Box<dyn WaitClock + Send>,
     progress: Arc<Progress>,
     scratch: Vec<u8>,
     /// Reassembly of chained (jumbo) received frames.
@@ -476,6 +510,7 @@ impl Generator {
             ports,
             pool: Pool::new(POOL_BUFFERS),
             clock: Box::new(crate::clock::TscClock::new()),
+            waits: Box::new(ThreadRunDelay::default()),
             progress: Arc::new(Progress::default()),
             scratch: vec![0u8; crate::size::MAX_FRAME as usize],
             rx_scratch: Vec::with_capacity(crate::size::MAX_FRAME as usize),
@@ -498,6 +533,13 @@ impl Generator {
     /// Timestamps of frames sent before and after the change are not comparable.
     pub fn with_clock(mut self, clock: Box<dyn Clock + Send>) -> Generator {
         self.clock = clock;
+        self
+    }
+
+    /// Replaces the source of the sending thread's run delay ([`crate::waits`]), e.g. with a
+    /// simulated one in tests.
+    pub fn with_waits(mut self, waits: Box<dyn WaitClock + Send>) -> Generator {
+        self.waits = waits;
         self
     }
 
@@ -902,6 +944,10 @@ impl Generator {
         // transmit calls (busy/idle accounting: waiting for the path is not the generator's work,
         // it counts as time the generator had to spare).
         let mut prev: Option<(u64, bool, u64)> = None;
+        // The sending thread's run delay at the last reading (module doc, "held calls"): read at
+        // the start and after every slow transmit call only.
+        self.waits.begin();
+        let mut waited_at = self.waits.waited_ns();
         loop {
             let now = self.clock.now_ns();
             if let Some((t, worked, blocked)) = prev {
@@ -942,11 +988,35 @@ impl Generator {
                 }
                 all_done = false;
                 let dropped_before = pacer.lateness().slots_dropped;
+                let threshold_ns = pacer.lateness().threshold_ns;
                 let n = pacer.due(now, TX_BATCH as u64) as usize;
                 let late = pacer.lateness().slots_dropped - dropped_before;
-                if late > 0 && ports[pi].throttled {
-                    ports[pi].late_blocked += late;
+                let port = &mut ports[pi];
+                if late > 0 {
+                    // Behind a throttled or held call, or still working off a backlog that one
+                    // left while the generator was not away for anything but the path (this poll
+                    // came within the threshold of the last one, or the wait in between was for
+                    // the CPU's softirq thread: crate::waits): the device's back-pressure.
+                    let gap = port.last_due_ns.map_or(u64::MAX, |t| now.saturating_sub(t));
+                    let mut away_for_path = false;
+                    if port.backlog_blocked && !port.throttled && gap > threshold_ns {
+                        let w = self.waits.waited_ns();
+                        if let (Some(a), Some(b)) = (waited_at, w) {
+                            away_for_path = b.saturating_sub(a).saturating_mul(2) < gap;
+                        }
+                        waited_at = w;
+                    }
+                    let blocked = port.throttled
+                        || (port.backlog_blocked && (gap <= threshold_ns || away_for_path));
+                    if blocked {
+                        port.late_blocked += late;
+                    }
+                    port.backlog_blocked = blocked;
+                } else if n < TX_BATCH {
+                    // Caught up with the schedule: no backlog left.
+                    port.backlog_blocked = false;
                 }
+                port.last_due_ns = Some(now);
                 if n == 0 {
                     continue;
                 }
@@ -956,10 +1026,30 @@ impl Generator {
                 let call_start = self.clock.now_ns();
                 let (built, sent) = self.send_batch(pi, &mut streams[si], n, warmup, now);
                 let call_ns = self.clock.now_ns().saturating_sub(call_start);
+                // A call slower than half the late threshold that the thread spent on its CPU
+                // (its run delay grew by less than half the call since the last reading) was
+                // held by the path (module doc, "held calls"); one it waited through was the
+                // generator preempted.
+                let mut held_ns = 0;
+                if call_ns > HELD_CALL_MIN_NS.max(threshold_ns / 2) {
+                    let w = self.waits.waited_ns();
+                    if let (Some(a), Some(b)) = (waited_at, w) {
+                        let waited = b.saturating_sub(a);
+                        if waited.saturating_mul(2) < call_ns {
+                            held_ns = call_ns - waited;
+                        }
+                    }
+                    waited_at = w;
+                }
                 let port = &mut ports[pi];
-                port.throttled = sent < built;
-                if port.throttled {
+                port.throttled = sent < built || held_ns > 0;
+                if sent < built {
                     blocked_ns += call_ns;
+                } else {
+                    blocked_ns += held_ns;
+                }
+                if held_ns > 0 {
+                    port.held_calls += 1;
                 }
                 // No retry: refused frames' slots are spent (module doc); frames not built (no
                 // buffer) are not sent.
@@ -1288,6 +1378,7 @@ impl Generator {
                 rx_warmup: p.rx_warmup,
                 rx_stale: p.rx_stale,
                 tx_refused: p.refused,
+                tx_held_calls: p.held_calls,
                 intended,
                 not_sent,
                 lateness,
@@ -1429,6 +1520,12 @@ mod tests {
         t0: Option<u64>,
         passed: u64,
         block_ns: u64,
+        /// A full budget holds the send instead of refusing it: the call returns when the shaper
+        /// has made room (the kernel running a tc shaper's dequeue in the sender's `sendto`).
+        hold: bool,
+        /// While holding, the sender was preempted rather than on its CPU: the held time is
+        /// added to this run delay.
+        waited: Option<Arc<AtomicU64>>,
     }
 
     impl Shaper {
@@ -1460,6 +1557,14 @@ mod tests {
         }
         fn tx_burst(&mut self, pool: &mut Pool, pkts: &[u32]) -> usize {
             self.release(pool);
+            while self.hold && self.queue.len() + pkts.len() > self.cap {
+                let step = (1e9 / self.fps) as u64;
+                self.t.fetch_add(step, Ordering::Relaxed);
+                if let Some(w) = &self.waited {
+                    w.fetch_add(step, Ordering::Relaxed);
+                }
+                self.release(pool);
+            }
             let n = pkts.len().min(self.cap - self.queue.len());
             for &h in &pkts[..n] {
                 let mut v = Vec::new();
@@ -1487,8 +1592,30 @@ mod tests {
     }
 
     fn shaped(cap: usize, fps: f64, block_ns: u64, step: u64) -> Generator {
+        shaped_with(cap, fps, block_ns, step, false, false)
+    }
+
+    /// The simulated run delay of the sending thread.
+    struct SimWaits(Arc<AtomicU64>);
+
+    impl WaitClock for SimWaits {
+        fn begin(&mut self) {}
+        fn waited_ns(&mut self) -> Option<u64> {
+            Some(self.0.load(Ordering::Relaxed))
+        }
+    }
+
+    fn shaped_with(
+        cap: usize,
+        fps: f64,
+        block_ns: u64,
+        step: u64,
+        hold: bool,
+        preempted: bool,
+    ) -> Generator {
         let (a, b) = loopback::pair_with_capacity("a", "b", 1 << 16).unwrap();
         let t = Arc::new(AtomicU64::new(0));
+        let waited = Arc::new(AtomicU64::new(0));
         let dev = Shaper {
             out: a,
             queue: VecDeque::new(),
@@ -1498,10 +1625,13 @@ mod tests {
             t0: None,
             passed: 0,
             block_ns,
+            hold,
+            waited: preempted.then(|| Arc::clone(&waited)),
         };
         Generator::new(vec![Box::new(dev), Box::new(b)])
             .unwrap()
             .with_clock(Box::new(SimClock { t, step }))
+            .with_waits(Box::new(SimWaits(waited)))
     }
 
     fn spec(fps: f64, ms: u64) -> TrialSpec {
@@ -1580,6 +1710,59 @@ mod tests {
         let r = g.run_trial(&spec(1e6, 10)).unwrap();
         let l = r.lateness;
         assert!(l.slots_dropped > 0 && l.slots_dropped_blocked == 0, "{l:?}");
+        assert!(r
+            .tester_limited_reasons
+            .iter()
+            .any(|m| m.starts_with("tester late")));
+    }
+
+    #[test]
+    fn a_send_the_path_holds_is_back_pressure_without_a_refusal() {
+        // Issue 25: a tbf shaper behind a veth keeps the sender in `sendto` while it drains
+        // (nothing is refused, the socket budget never fills): asked 37.5 kfps, the generator
+        // sends the shaper's 25 kfps, every late slot behind a held call.
+        let mut g = shaped_with(256, 25_000.0, 0, 100, true, false);
+        let r = g.run_trial(&spec(37_500.0, 200)).unwrap();
+        let l = r.lateness;
+        assert_eq!(r.tx_refused, 0, "{r:?}");
+        assert!(r.ports[0].tx_held_calls > 0, "{:?}", r.ports[0]);
+        assert!(l.slots_dropped > 2_000, "{l:?}");
+        assert!(
+            l.slots_dropped_descheduled() * 100 < l.slots_dropped,
+            "{l:?}"
+        );
+        assert!(r.back_pressured, "{:?}", r.tester_limited_reasons);
+        assert!(
+            !r.tester_limited_reasons
+                .iter()
+                .any(|m| m.starts_with("tester late")),
+            "{:?}",
+            r.tester_limited_reasons
+        );
+        let window = r.rx_last_seconds - r.rx_first_seconds;
+        let fps = r.rx as f64 / window.max(r.tx_seconds);
+        assert!((fps - 25_000.0).abs() < 25_000.0 * 0.02, "{fps}");
+        // At "line rate" (1 Mfps asked of the same 25 kfps path): the same.
+        let mut g = shaped_with(256, 25_000.0, 0, 100, true, false);
+        let r = g.run_trial(&spec(1e6, 100)).unwrap();
+        let l = r.lateness;
+        assert!(
+            l.slots_dropped_descheduled() * 100 < l.slots_dropped,
+            "{l:?}"
+        );
+        assert!(r.back_pressured, "{:?}", r.tester_limited_reasons);
+    }
+
+    #[test]
+    fn a_slow_send_the_generator_was_preempted_in_is_its_own_lateness() {
+        // The same timeline, but the sending thread waited for its CPU through the slow calls:
+        // the generator was late, the device did not hold it.
+        let mut g = shaped_with(256, 25_000.0, 0, 100, true, true);
+        let r = g.run_trial(&spec(37_500.0, 200)).unwrap();
+        let l = r.lateness;
+        assert_eq!(r.ports[0].tx_held_calls, 0, "{:?}", r.ports[0]);
+        assert!(l.slots_dropped > 0 && l.slots_dropped_blocked == 0, "{l:?}");
+        assert!(!r.back_pressured, "{r:?}");
         assert!(r
             .tester_limited_reasons
             .iter()

@@ -24,6 +24,7 @@ pub mod rx;
 pub mod signature;
 pub mod size;
 pub mod stream;
+pub mod waits;
 
 pub use analyze::{Latency, LatencyHistogram, StreamAnalyzer, StreamRx};
 pub use calibrate::{calibrate, CalibrationPoint, CalibrationReport};

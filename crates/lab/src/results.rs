@@ -555,24 +555,7 @@ impl TestRecord {
                     );
                 }
                 r.insert("tester_limited", Cell::Flag(t.tester_limited || at_limit));
-                // Loads above the result that the device flow-controlled: the result is the
-                // device's flow-controlled rate, not a tester ceiling.
-                if let Some(bp) = t
-                    .trials
-                    .iter()
-                    .filter(|tr| tr.back_pressured())
-                    .map(|tr| tr.received_fps())
-                    .reduce(f64::max)
-                {
-                    r.insert("limit", Cell::Text("back-pressure".into()));
-                    append_note(
-                        &mut r,
-                        &format!(
-                            "the device back-pressured the tester above the result \
-                             (flow-controlled to {bp:.0} fps at most)"
-                        ),
-                    );
-                }
+                label_back_pressure(&mut r, &t.trials);
                 vec![r]
             }
             Outcome::Mlrsearch(m) => m
@@ -614,6 +597,7 @@ impl TestRecord {
                             m.trial_seconds
                         )),
                     );
+                    label_back_pressure(&mut r, &m.trials);
                     r
                 })
                 .collect(),
@@ -817,6 +801,27 @@ fn insert_split(r: &mut Row, t: Option<&TrialResult>) {
 }
 
 /// Appends `text` to the row's note (`; `-separated).
+/// Loads above the result that the device flow-controlled (METHODOLOGY.md, "Back-pressure"):
+/// the result is the device's flow-controlled rate, not a tester ceiling. The `limit` column
+/// says `back-pressure` and the note gives the rate the device let through.
+fn label_back_pressure(r: &mut Row, trials: &[TrialResult]) {
+    if let Some(bp) = trials
+        .iter()
+        .filter(|tr| tr.back_pressured())
+        .map(|tr| tr.received_fps())
+        .reduce(f64::max)
+    {
+        r.insert("limit", Cell::Text("back-pressure".into()));
+        append_note(
+            r,
+            &format!(
+                "the device back-pressured the tester above the result \
+                 (flow-controlled to {bp:.0} fps at most)"
+            ),
+        );
+    }
+}
+
 fn append_note(r: &mut Row, text: &str) {
     match r.get_mut("note") {
         Some(Cell::Text(s)) => {
@@ -886,6 +891,39 @@ mod tests {
             topology: None,
             generator_limit_fps: None,
             outcome: Outcome::Throughput(t),
+        }
+    }
+
+    #[test]
+    fn mlrsearch_rows_say_back_pressure_with_the_rate() {
+        use crate::procedures::mlrsearch::{mlrsearch, MlrConfig};
+        use crate::TrialLimit;
+        let mut rec = sample_throughput_record();
+        let mut dut = SimDut::new(SimModel::Fixed { capacity_fps: 1e5 }, 1);
+        let mut m = mlrsearch(&mut dut, &MlrConfig::ndr_pdr(1e4, 1e6)).unwrap();
+        // Without a back-pressured trial: no label.
+        rec.outcome = Outcome::Mlrsearch(m.clone());
+        assert!(rec.rows().iter().all(|r| !r.contains_key("limit")));
+        // A trial above the result that the device flow-controlled to 100,560 fps (the issue's
+        // shaped bridge): every goal's row says so.
+        let t = m
+            .trials
+            .iter_mut()
+            .find(|t| t.intended_load.fps > 2e5)
+            .unwrap();
+        t.limit = TrialLimit::BackPressure {
+            achieved_fps: 100_560.0,
+            refused: 1,
+        };
+        t.received_frames = (100_560.0 * t.intended_duration.as_secs_f64()) as u64;
+        rec.outcome = Outcome::Mlrsearch(m);
+        for r in rec.rows() {
+            assert_eq!(r["limit"], Cell::Text("back-pressure".into()));
+            assert_eq!(r["tester_limited"], Cell::Flag(false));
+            let Cell::Text(note) = &r["note"] else {
+                panic!()
+            };
+            assert!(note.contains("flow-controlled to 100560 fps"), "{note}");
         }
     }
 

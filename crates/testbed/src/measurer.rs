@@ -196,12 +196,12 @@ pub fn trial_result_counted(
         && r.rx_after_send as f64 > tol.max(32.0);
     let back_pressure =
         !memif && ((r.back_pressured && (r.tx_refused + late_blocked) as f64 > tol) || stretched);
+    // The late slots behind throttled sends are the device's even when the generator was also
+    // late for its own reasons: the trial is then `tester late` (inconclusive), but it offered
+    // them — counting them not sent made a throttled trial at 1 Mfps read "offered 328 kfps",
+    // not a hiccup to repeat but a tester ceiling to search below (issue 25).
     let refused_at_send = if refusal_is_device { r.tx_refused } else { 0 }
-        + if back_pressure && !late {
-            late_blocked
-        } else {
-            0
-        };
+        + if back_pressure { late_blocked } else { 0 };
     let not_sent = intended.saturating_sub(r.tx + refused_at_send);
     let dev_tx_dropped = dev.and_then(|d| d.tx_dropped);
     let gen_rx_dropped: u64 = r.ports.iter().map(|p| p.port_stats.rx_dropped).sum();
@@ -839,6 +839,18 @@ mod tests {
             matches!(t.limit, TrialLimit::TesterLate { .. }) && t.tester_limited,
             "{t:?}"
         );
+        // Late slots behind throttled sends were offered even then: a back-pressured trial the
+        // generator was also late in offered what its schedule asked less its own lateness,
+        // so a search repeats it as a hiccup instead of taking the device's rate as the
+        // tester's ceiling (issue 25).
+        r.lateness.slots_dropped = 5_100;
+        r.lateness.slots_dropped_blocked = 5_000;
+        (r.tx, r.tx_refused, r.not_sent) = (700, 200, 5_100);
+        let t = trial_result(Load::fps(60_000.0), d, &r);
+        assert!(matches!(t.limit, TrialLimit::TesterLate { .. }), "{t:?}");
+        assert_eq!(t.offered_frames, 5_900, "{t:?}");
+        assert!(t.tester_hiccup(), "{t:?}");
+        r.lateness.slots_dropped_blocked = 0;
         // Within the tolerance, the same refusals are back-pressure: the load fails.
         r.lateness.slots_dropped = 1;
         (r.tx, r.not_sent) = (799, 1);
