@@ -53,8 +53,8 @@ fn vecswitch_afpacket_over_veth_at_low_rate_loses_nothing_and_accounts_every_fra
     // Issue 24's regression guard for kernel ports (counted, not timed): 20,000 frames/s each
     // way for 5 s loses nothing, no poll finds a receive ring full, and the worker's longest gap
     // between two polls stays below what its ring holds at that rate. The ring is the port's
-    // default (frame mode, 4,096 slots of 2 KiB: docs/CONTROL.md), 205 ms of one direction at
-    // 20 kfps; the kernel drops what arrives once it is full (`tp_drops`), so a longer stall is a
+    // default (frame mode, 128 blocks of 64 KiB in slots sized to the MTU: 5,248 at 1,500, `show
+    // ports`), so at least 4,096 slots, 205 ms of one direction at 20 kfps; the kernel drops what arrives once it is full (`tp_drops`), so a longer stall is a
     // loss, which this bounds before the loss assert would see it.
     const RING_SLOTS: u64 = 4096;
     const EACH_WAY_FPS: u64 = 20_000;
@@ -64,7 +64,6 @@ fn vecswitch_afpacket_over_veth_at_low_rate_loses_nothing_and_accounts_every_fra
     let rep = m.reports().last().unwrap().clone();
     let w = r
         .device_worker
-        .clone()
         .expect("vecswitch reports its worker per trial (show runtime)");
     let why = format!("{r:?}");
     assert!(r.offered_frames >= 2 * 5 * EACH_WAY_FPS * 95 / 100, "{why}");
