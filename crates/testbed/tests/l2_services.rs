@@ -232,13 +232,14 @@ fn vecswitch_mac_limit_is_the_caching_capacity_found() {
     // The driver's config with a mac_limit on its bridge-domain, applied by `ctl reload`.
     let run_dir = tb.wiring().run_dir.clone();
     let path = run_dir.join("dut.toml");
-    let toml = std::fs::read_to_string(&path).unwrap();
-    assert!(toml.contains("name = \"br0\"\n"), "{toml}");
-    std::fs::write(
-        &path,
-        toml.replace("name = \"br0\"\n", "name = \"br0\"\nmac_limit = 100\n"),
-    )
-    .unwrap();
+    let mut config = vecswitch_control::config::Config::from_file(&path).unwrap();
+    let br0 = config
+        .bridges
+        .iter_mut()
+        .find(|b| b.name == "br0")
+        .expect("the driver's bridge-domain br0");
+    br0.mac_limit = 100;
+    std::fs::write(&path, vecswitch_testbed::dut::vecswitch::to_toml(&config)).unwrap();
     let out = std::process::Command::new(&bin)
         .args(["ctl", "--socket"])
         .arg(run_dir.join("dut.ctl"))
