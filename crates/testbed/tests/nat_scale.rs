@@ -77,18 +77,21 @@ fn capture(netns: &str, ifname: &str, pcap: &std::path::Path) -> Capture {
         ])
         .arg(pcap)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(pcap.with_extension("stderr")).expect("tshark's stderr file"))
         .spawn()
         .expect("run tshark");
     let c = Capture(child);
-    for _ in 0..100 {
+    // tshark's start (its Lua and dissector registration, then dumpcap) took over 10 s once in CI
+    // on a fresh clone; 30 s, and what it said if it never starts.
+    for _ in 0..300 {
         if pcap.exists() {
             std::thread::sleep(Duration::from_millis(300));
             return c;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    panic!("tshark did not start capturing on {ifname} in {netns}");
+    let said = std::fs::read_to_string(pcap.with_extension("stderr")).unwrap_or_default();
+    panic!("tshark did not start capturing on {ifname} in {netns} within 30 s; it said: {said}");
 }
 
 /// Held by each test for its whole run: the two tests' generators would share the host's CPUs
