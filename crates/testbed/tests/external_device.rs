@@ -18,7 +18,7 @@
 //!
 //! What the test asserts: the forwarding rate at overload (what came through while the generator
 //! offered ≥ 1.2 × the shaper's rate) within 2 % of the shaper's rate, and an RFC 2544 zero-loss
-//! throughput never above it (+2 %). The zero-loss throughput can come out lower: the unoptimised
+//! throughput never above it (+3 %: burst, queue and the rate's window, at the assert). The zero-loss throughput can come out lower: the unoptimised
 //! generator on a loaded 2-core machine stalls and then catches up in bursts that overflow the
 //! shaper's queue (issue 7 item 2). Measured 2026-11-23 at load average 12-14, three runs:
 //! forwarding rate at overload 12 688, 12 643, 12 569 frames/s (median +1.1 %: the 16 KB burst
@@ -203,8 +203,12 @@ fn shaped_bridge_through_the_external_path_forwards_at_the_shaper_rate() {
     eprintln!("throughput {found:.0} fps, shaper {SHAPED_FPS:.0} fps");
     // Never more than the device passes: a zero-loss result above the shaper's rate would be
     // the lab's error (frames counted that did not go through, or a load not offered).
+    // Bound: the burst and the queue (273 + 625 frames) can pass without loss on top of the
+    // rate, +1.4 % of a 5 s trial, plus up to 1.5 % from the window the rate is read over (a
+    // back-pressured trial is judged at the rate that came through: CI, fresh clone, found
+    // 12,752 = +2.0 %).
     assert!(
-        found <= 1.02 * SHAPED_FPS,
+        found <= 1.03 * SHAPED_FPS,
         "found {found:.0} frames/s, the shaper passes {SHAPED_FPS:.0}"
     );
     // The device was the limit, not the generator: whatever the generator fell short of, it
