@@ -25,13 +25,13 @@
 //! 10 kfps cell, flagged tester-limited) and the test failed on that flag; like
 //! known_answer_tbf.rs it needs an idle machine.
 
+mod common;
+
 use std::time::Duration;
 
 use vecswitch_lab::procedures::throughput::{throughput, ThroughputConfig};
 use vecswitch_lab::{BurstResult, LabError, Load, Measurer, TrialLimit, TrialResult};
-use vecswitch_testbed::{
-    default_streams, veth_pair, DutKind, GenMeasurer, Netns, Testbed, Topology,
-};
+use vecswitch_testbed::{default_streams, DutKind, GenMeasurer, Netns, Testbed, Topology};
 
 /// One shaped device: namespace `gen` holds the generator's ends `eg0`, `eg1`; namespace `dev`
 /// the bridge over `ed0`, `ed1` and the shaper on `ed1`. Dropped: both namespaces go.
@@ -54,30 +54,8 @@ struct Cell {
 
 fn build(tag: &str, c: &Cell) -> ShapedBridge {
     let pid = std::process::id();
-    let gen = Netns::create(&format!("vsbp{pid}{tag}-g")).unwrap();
-    let dev = Netns::create(&format!("vsbp{pid}{tag}-d")).unwrap();
-    for i in 0..2 {
-        let (g, d) = (format!("eg{i}"), format!("ed{i}"));
-        veth_pair(&gen, &g, &dev, &d).unwrap();
-        gen.link_up(&g).unwrap();
-        dev.link_up(&d).unwrap();
-    }
-    dev.ip(&[
-        "link",
-        "add",
-        "br0",
-        "type",
-        "bridge",
-        "stp_state",
-        "0",
-        "forward_delay",
-        "0",
-    ])
-    .unwrap();
-    for d in ["ed0", "ed1"] {
-        dev.ip(&["link", "set", d, "master", "br0"]).unwrap();
-    }
-    dev.ip(&["link", "set", "br0", "up"]).unwrap();
+    let (gen, dev) =
+        common::bridge_in_namespaces(&format!("vsbp{pid}{tag}-g"), &format!("vsbp{pid}{tag}-d"));
     // tbf counts the 60 bytes on the link (no FCS).
     let rate = format!("{}bit", (c.fps * 60.0 * 8.0).round() as u64);
     dev.exec(

@@ -33,9 +33,7 @@ use std::time::Duration;
 
 use vecswitch_lab::procedures::throughput::{throughput, ThroughputConfig};
 use vecswitch_lab::{Load, Measurer};
-use vecswitch_testbed::{
-    default_streams, veth_pair, DutKind, GenMeasurer, Netns, Testbed, Topology,
-};
+use vecswitch_testbed::{default_streams, DutKind, GenMeasurer, Netns, Testbed, Topology};
 
 /// The shaper's rate, Mbit/s, and the frames per second it lets through (60-byte frames).
 const RATE_MBIT: f64 = 6.0;
@@ -50,30 +48,8 @@ struct KnownAnswerDevice {
 
 fn build_device() -> KnownAnswerDevice {
     let pid = std::process::id();
-    let gen = Netns::create(&format!("vsext{pid}-gen")).unwrap();
-    let dev = Netns::create(&format!("vsext{pid}-dev")).unwrap();
-    for i in 0..2 {
-        let (g, d) = (format!("eg{i}"), format!("ed{i}"));
-        veth_pair(&gen, &g, &dev, &d).unwrap();
-        gen.link_up(&g).unwrap();
-        dev.link_up(&d).unwrap();
-    }
-    dev.ip(&[
-        "link",
-        "add",
-        "br0",
-        "type",
-        "bridge",
-        "stp_state",
-        "0",
-        "forward_delay",
-        "0",
-    ])
-    .unwrap();
-    for d in ["ed0", "ed1"] {
-        dev.ip(&["link", "set", d, "master", "br0"]).unwrap();
-    }
-    dev.ip(&["link", "set", "br0", "up"]).unwrap();
+    let (gen, dev) =
+        common::bridge_in_namespaces(&format!("vsext{pid}-gen"), &format!("vsext{pid}-dev"));
     // The shaper on the bridge's egress toward the generator's receive port.
     dev.exec(
         "tc",

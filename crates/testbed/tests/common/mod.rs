@@ -352,3 +352,39 @@ pub fn assert_streams_lossless(rep: &vecswitch_gen::TrialReport) {
         );
     }
 }
+
+/// Two namespaces named `gen` and `dev`, joined by veth pairs eg0–ed0 and eg1–ed1, the `dev` ends
+/// enslaved to a Linux bridge `br0` (no STP, no forward delay), everything up: the external
+/// device that the shaped-bridge tests put a `tc` shaper into. The namespaces (and with them the
+/// links) are removed when the returned guards drop, also when a test fails.
+pub fn bridge_in_namespaces(
+    gen: &str,
+    dev: &str,
+) -> (vecswitch_testbed::Netns, vecswitch_testbed::Netns) {
+    use vecswitch_testbed::{veth_pair, Netns};
+    let gen = Netns::create(gen).unwrap();
+    let dev = Netns::create(dev).unwrap();
+    for i in 0..2 {
+        let (g, d) = (format!("eg{i}"), format!("ed{i}"));
+        veth_pair(&gen, &g, &dev, &d).unwrap();
+        gen.link_up(&g).unwrap();
+        dev.link_up(&d).unwrap();
+    }
+    dev.ip(&[
+        "link",
+        "add",
+        "br0",
+        "type",
+        "bridge",
+        "stp_state",
+        "0",
+        "forward_delay",
+        "0",
+    ])
+    .unwrap();
+    for d in ["ed0", "ed1"] {
+        dev.ip(&["link", "set", d, "master", "br0"]).unwrap();
+    }
+    dev.ip(&["link", "set", "br0", "up"]).unwrap();
+    (gen, dev)
+}
