@@ -37,7 +37,10 @@
 //! and off the worker's CPU, and the handshake goes on when it is ready; a connection that ends is
 //! unmapped and closed there too. At 4,096 slots a region is 16 MiB: building it on the worker
 //! stopped every other port for 19–26 ms, and releasing it for 2–7 ms (docs/BENCHMARKS.md §14),
-//! longer than a ring holds at 1 Mfps.
+//! longer than a ring holds at 1 Mfps. A server maps the client's region there too (its pages
+//! exist already, but `MAP_POPULATE` still writes a page-table entry for every 4 KiB of it and
+//! holds the address space's lock meanwhile: 1.4–1.6 ms at 4,096 slots on the worker), and sends
+//! the region's ACK when the mapping is ready.
 //!
 //! # Socket naming
 //!
@@ -325,8 +328,9 @@ enum State {
     Idle {
         next_try: Instant,
     },
-    /// Server: INIT accepted, receiving regions and rings.
-    ServerHandshake(Link),
+    /// Server: INIT accepted, receiving regions and rings; with a region being mapped off the
+    /// worker (`Some`), whose ACK is sent when the mapping is ready.
+    ServerHandshake(Link, Option<Mapping>),
     /// Client: waiting for HELLO, then (`building`) for the region built off the worker.
     ClientHello {
         sock: OwnedFd,
@@ -350,6 +354,19 @@ struct Building {
     peer: String,
 }
 
+/// A peer's region being mapped on the setup thread, for a server.
+#[derive(Debug)]
+struct Mapping {
+    done: std::sync::mpsc::Receiver<io::Result<Region>>,
+}
+
+/// A peer's region for a server to map: its memory file and the size the peer announced.
+struct MapJob {
+    fd: OwnedFd,
+    size: u64,
+    done: std::sync::mpsc::Sender<io::Result<Region>>,
+}
+
 /// A region for a client to build: ring size, buffer size, and where to send it.
 struct RegionJob {
     log2: u8,
@@ -361,6 +378,8 @@ struct RegionJob {
 enum SetupJob {
     /// Build a client's region.
     Build(RegionJob),
+    /// Map a peer's region (server).
+    Map(MapJob),
     /// Drop a finished connection: unmap its regions, close its descriptors.
     Release(Box<State>),
 }
@@ -384,6 +403,9 @@ fn setup_thread() -> std::sync::mpsc::Sender<SetupJob> {
                         // The port may have given up meanwhile: then the rings are unmapped here.
                         SetupJob::Build(j) => {
                             let _ = j.done.send(build_client_rings(j.log2, j.bsize));
+                        }
+                        SetupJob::Map(j) => {
+                            let _ = j.done.send(Region::map(j.fd, j.size));
                         }
                         SetupJob::Release(state) => drop(state),
                     }
@@ -530,7 +552,7 @@ impl MemifPort {
     pub fn control_fd(&self) -> Option<RawFd> {
         match &self.state {
             State::Idle { .. } => None,
-            State::ServerHandshake(l) => Some(l.sock.as_raw_fd()),
+            State::ServerHandshake(l, _) => Some(l.sock.as_raw_fd()),
             State::ClientHello { sock, .. } => Some(sock.as_raw_fd()),
             State::ClientHandshake { link, .. } => Some(link.sock.as_raw_fd()),
             State::Connected(c) => Some(c.link.sock.as_raw_fd()),
@@ -541,7 +563,7 @@ impl MemifPort {
     fn disconnect(&mut self, reason: &str) {
         let sock = match &self.state {
             State::Idle { .. } => None,
-            State::ServerHandshake(l) => Some(&l.sock),
+            State::ServerHandshake(l, _) => Some(&l.sock),
             State::ClientHello { sock, .. } => Some(sock),
             State::ClientHandshake { link, .. } => Some(&link.sock),
             State::Connected(c) => Some(&c.link.sock),
@@ -603,7 +625,7 @@ impl MemifPort {
             peer_name: h.init.name.clone(),
             since: Instant::now(),
         };
-        self.state = State::ServerHandshake(link);
+        self.state = State::ServerHandshake(link, None);
         match self.check_init(&h.init) {
             Err(reason) => self.disconnect(reason),
             Ok(()) => self.send_or_drop(&Msg::Ack, None),
@@ -631,7 +653,7 @@ impl MemifPort {
     /// Sends a message on the current connection; on failure tears it down.
     fn send_or_drop(&mut self, m: &Msg, fd: Option<std::os::fd::BorrowedFd<'_>>) {
         let sock = match &self.state {
-            State::ServerHandshake(l) => &l.sock,
+            State::ServerHandshake(l, _) => &l.sock,
             State::ClientHello { sock, .. } => sock,
             State::ClientHandshake { link, .. } => &link.sock,
             State::Connected(c) => &c.link.sock,
@@ -645,7 +667,7 @@ impl MemifPort {
     /// Reads one control message from the current connection.
     fn recv(&mut self) -> Option<(Msg, Option<OwnedFd>)> {
         let sock = match &self.state {
-            State::ServerHandshake(l) => &l.sock,
+            State::ServerHandshake(l, _) => &l.sock,
             State::ClientHello { sock, .. } => sock,
             State::ClientHandshake { link, .. } => &link.sock,
             State::Connected(c) => &c.link.sock,
@@ -684,7 +706,7 @@ impl MemifPort {
 
     fn on_server_msg(&mut self, m: Msg, fd: Option<OwnedFd>) -> Result<(), Reject> {
         let rx_flags = self.rx_ring_flags();
-        let State::ServerHandshake(link) = &mut self.state else {
+        let State::ServerHandshake(link, mapping) = &mut self.state else {
             return Ok(());
         };
         match m {
@@ -693,9 +715,17 @@ impl MemifPort {
                 if index as usize != link.regions.len() || index > MAX_REGION_INDEX {
                     return Err("Invalid region index");
                 }
-                let r = Region::map(fd, size).map_err(|_| "Failed to map region")?;
-                link.regions.push(r);
-                self.send_or_drop(&Msg::Ack, None);
+                // Mapped on the setup thread; `poll_mapping` sends the ACK (module doc).
+                let (done, rx) = std::sync::mpsc::channel();
+                match setup_thread().send(SetupJob::Map(MapJob { fd, size, done })) {
+                    Ok(()) => *mapping = Some(Mapping { done: rx }),
+                    Err(std::sync::mpsc::SendError(SetupJob::Map(j))) => {
+                        let r = Region::map(j.fd, j.size).map_err(|_| "Failed to map region")?;
+                        link.regions.push(r);
+                        self.send_or_drop(&Msg::Ack, None);
+                    }
+                    Err(_) => unreachable!("the job sent is the job returned"),
+                }
             }
             Msg::AddRing(r) => {
                 let fd = fd.ok_or("Missing interrupt fd")?;
@@ -730,7 +760,7 @@ impl MemifPort {
                     ring.set_tail(0, std::sync::atomic::Ordering::Relaxed);
                 }
                 c2s.ring(&link.regions).set_flags(rx_flags);
-                let State::ServerHandshake(link) = std::mem::replace(
+                let State::ServerHandshake(link, _) = std::mem::replace(
                     &mut self.state,
                     State::Idle {
                         next_try: Instant::now(),
@@ -824,6 +854,31 @@ impl MemifPort {
     }
 
     /// Client: takes the region once its thread has built it, and queues INIT..CONNECT.
+    /// Server: takes the peer's region once the setup thread has mapped it, and acknowledges it.
+    fn poll_mapping(&mut self) {
+        let State::ServerHandshake(link, mapping @ Some(_)) = &mut self.state else {
+            return;
+        };
+        let done = match mapping.as_ref().map(|m| m.done.try_recv()) {
+            Some(Err(std::sync::mpsc::TryRecvError::Empty)) | None => return,
+            Some(Ok(r)) => r,
+            Some(Err(std::sync::mpsc::TryRecvError::Disconnected)) => {
+                Err(io::Error::other("the memif setup thread is gone"))
+            }
+        };
+        *mapping = None;
+        match done {
+            Ok(region) => {
+                link.regions.push(region);
+                self.send_or_drop(&Msg::Ack, None);
+            }
+            Err(e) => {
+                tracing::warn!(port = %self.cfg.name, error = %e, "memif: cannot map the peer's region");
+                self.disconnect("Failed to map region");
+            }
+        }
+    }
+
     fn poll_building(&mut self) {
         let State::ClientHello {
             building: Some(b), ..
@@ -1057,6 +1112,10 @@ impl Port for MemifPort {
         &self.cfg.name
     }
 
+    fn error_counters(&self) -> Vec<(&'static str, u64)> {
+        self.errors.reasons().to_vec()
+    }
+
     fn configured_mac(&self) -> Option<[u8; 6]> {
         self.cfg.mac
     }
@@ -1126,8 +1185,10 @@ impl Port for MemifPort {
             }
         }
         self.poll_building();
+        self.poll_mapping();
         for _ in 0..MAX_MSGS_PER_POLL {
-            if let State::Idle { .. } = self.state {
+            // A peer waits for the ACK of its region before it sends more.
+            if let State::Idle { .. } | State::ServerHandshake(_, Some(_)) = self.state {
                 break;
             }
             let Some((m, fd)) = self.recv() else { break };
@@ -1150,7 +1211,7 @@ impl Port for MemifPort {
             }
         }
         let started = match &self.state {
-            State::ServerHandshake(l) => Some(l.since),
+            State::ServerHandshake(l, _) => Some(l.since),
             State::ClientHandshake { link, .. } => Some(link.since),
             State::ClientHello { since, .. } => Some(*since),
             _ => None,
@@ -1279,6 +1340,13 @@ mod tests {
         let mut out = Vec::new();
         assert_eq!(srv.rx_burst(&mut pool, &mut out, 32), 0);
         assert_eq!(srv.errors().bad_ring_index, 1);
+        // ... and `show errors` sees it (the switch lists a port's non-zero error counters).
+        let counted: Vec<_> = srv
+            .error_counters()
+            .into_iter()
+            .filter(|r| r.1 > 0)
+            .collect();
+        assert_eq!(counted, vec![("bad-ring-index", 1)]);
         srv.poll_control();
         assert_eq!(srv.link(), LinkState::Down);
         assert_eq!(
