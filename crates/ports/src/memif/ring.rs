@@ -84,16 +84,16 @@ impl MemifErrors {
     /// `(reason, count)` pairs in a fixed order, as `show errors` prints them.
     pub fn reasons(&self) -> [(&'static str, u64); 10] {
         [
-            ("bad_region", self.bad_region),
-            ("out_of_bounds", self.out_of_bounds),
-            ("incomplete_chain", self.incomplete_chain),
-            ("too_long", self.too_long),
-            ("empty", self.empty),
-            ("no_buffer", self.no_buffer),
-            ("bad_ring_index", self.bad_ring_index),
-            ("tx_bad_desc", self.tx_bad_desc),
-            ("tx_ring_full", self.tx_ring_full),
-            ("tx_link_down", self.tx_link_down),
+            ("rx-bad-region", self.bad_region),
+            ("rx-out-of-bounds", self.out_of_bounds),
+            ("rx-incomplete-chain", self.incomplete_chain),
+            ("rx-too-long", self.too_long),
+            ("rx-empty", self.empty),
+            ("rx-no-buffer", self.no_buffer),
+            ("bad-ring-index", self.bad_ring_index),
+            ("tx-bad-descriptor", self.tx_bad_desc),
+            ("tx-ring-full", self.tx_ring_full),
+            ("tx-link-down", self.tx_link_down),
         ]
     }
 }
@@ -992,29 +992,29 @@ mod tests {
             offset: rb,
         };
         let cases = [
-            (Desc { region: 1, ..ok }, "bad_region"),
+            (Desc { region: 1, ..ok }, "rx-bad-region"),
             (
                 Desc {
                     offset: region_len - 59,
                     ..ok
                 },
-                "out_of_bounds",
+                "rx-out-of-bounds",
             ),
             (
                 Desc {
                     offset: u32::MAX,
                     ..ok
                 },
-                "out_of_bounds",
+                "rx-out-of-bounds",
             ),
             (
                 Desc {
                     length: u32::MAX,
                     ..ok
                 },
-                "out_of_bounds",
+                "rx-out-of-bounds",
             ),
-            (Desc { length: 0, ..ok }, "empty"),
+            (Desc { length: 0, ..ok }, "rx-empty"),
         ];
         for (bad, reason) in cases {
             let (c, err, _) = rx_raw(&[ok, bad, ok]);

@@ -171,6 +171,24 @@ pub struct VhostUserErrors {
     pub protocol_errors: u64,
 }
 
+impl VhostUserErrors {
+    /// The loss and protocol counters as `(reason, count)`, in a fixed order, as `show errors`
+    /// prints them (node `port NAME`); `connects` and `disconnects` are events, not losses.
+    pub fn reasons(&self) -> [(&'static str, u64); 9] {
+        [
+            ("rx-no-buffer", self.rx_no_buffer),
+            ("rx-bad-descriptor", self.rx_bad_descriptor),
+            ("rx-oversize", self.rx_oversize),
+            ("rx-runt", self.rx_runt),
+            ("tx-ring-full", self.tx_ring_full),
+            ("tx-too-big", self.tx_too_big),
+            ("tx-bad-descriptor", self.tx_bad_descriptor),
+            ("tx-link-down", self.tx_link_down),
+            ("protocol-errors", self.protocol_errors),
+        ]
+    }
+}
+
 type Handler = BackendReqHandler<Mutex<Device>>;
 
 /// How often a client retries to connect.
@@ -326,6 +344,10 @@ fn peek_vring_enable(fd: RawFd) -> Option<(u32, bool)> {
 impl Port for VhostUserPort {
     fn name(&self) -> &str {
         &self.cfg.name
+    }
+
+    fn error_counters(&self) -> Vec<(&'static str, u64)> {
+        self.errors.reasons().to_vec()
     }
 
     fn rx_burst(&mut self, pool: &mut Pool, out: &mut Vec<u32>, max: usize) -> usize {
@@ -503,6 +525,12 @@ mod tests {
         assert_eq!(port.tx_burst(&mut pool, &[h, h]), 0);
         assert_eq!(port.stats().tx_dropped, 2);
         assert_eq!(port.errors().tx_link_down, 2);
+        let counted: Vec<_> = port
+            .error_counters()
+            .into_iter()
+            .filter(|r| r.1 > 0)
+            .collect();
+        assert_eq!(counted, vec![("tx-link-down", 2)]);
         let mut out = Vec::new();
         assert_eq!(port.rx_burst(&mut pool, &mut out, 32), 0);
         drop(port);
