@@ -22,11 +22,21 @@
 //! Dropping the [`Housekeeping`] restores every value it changed. Nothing is moved when the DUT
 //! shares its CPU with the generator (there is nowhere else to put it) or when
 //! [`HOUSEKEEPING_ENV`] is `keep`.
+//!
+//! A process killed outright (SIGKILL, a CI timeout) runs no drop. So every value is first
+//! written, with its original, to a journal ([`JOURNAL`], with the owner's pid and start time)
+//! before it is changed, and the journal is removed once everything is put back. The next
+//! isolation finds a journal whose owner is gone, puts its values back first, and says so in its
+//! note; one whose owner still runs (another testbed process) is left to that owner, and nothing
+//! is moved twice.
 
 use std::path::{Path, PathBuf};
 
 /// `keep` leaves the host's housekeeping where it is (for comparing with and without).
 pub const HOUSEKEEPING_ENV: &str = "VECSWITCH_LAB_HOUSEKEEPING";
+
+/// The journal of values changed and not yet put back (module doc).
+pub const JOURNAL: &str = "/run/vecswitch-lab/housekeeping.journal";
 
 /// Name prefixes of the movable background kernel threads.
 const BACKGROUND_KTHREADS: [&str; 4] = ["kdamond", "kcompactd", "khugepaged", "kswapd"];
@@ -46,6 +56,9 @@ pub struct Housekeeping {
 /// What was moved, to be put back.
 #[derive(Debug, Default)]
 struct Moved {
+    /// The journal written before each change (module doc); `None` when it cannot be written,
+    /// which the note says.
+    journal: Option<std::fs::File>,
     /// (pid, name, original CPU list).
     threads: Vec<(i32, String, String)>,
     /// (file, original contents): the workqueue mask and IRQ affinities.
@@ -69,7 +82,30 @@ impl Housekeeping {
         }
         let mut g = SHARED.lock().unwrap_or_else(|p| p.into_inner());
         if g.1.is_none() {
+            let journal = Path::new(JOURNAL);
+            let recovered = match recover(journal) {
+                Recovery::OwnerAlive(pid) => {
+                    return Housekeeping {
+                        shared: false,
+                        note: format!("moved by the testbed process {pid}, which still runs"),
+                    };
+                }
+                Recovery::Nothing => None,
+                Recovery::Restored { pid, entries } => Some(format!(
+                    "put back {entries} values left moved by process {pid}, which ended without \
+                     restoring them"
+                )),
+            };
             let mut m = Moved::default();
+            m.journal = open_journal(journal);
+            if m.journal.is_none() {
+                m.left.push(format!(
+                    "no journal at {JOURNAL}: a kill would leave values moved"
+                ));
+            }
+            if let Some(r) = recovered {
+                m.left.push(r);
+            }
             m.move_threads(dut_cpu, to_cpu);
             let wq = Path::new("/sys/devices/virtual/workqueue/cpumask");
             m.write_file(wq, &format!("{:x}", 1u64 << to_cpu), "unbound workqueues");
@@ -127,6 +163,7 @@ impl Moved {
             if !crate::placement::parse_cpu_list(&cpus).contains(&dut_cpu) {
                 continue;
             }
+            self.record(&format!("thread {pid} {comm} {cpus}"));
             if set_affinity(pid, &to_cpu.to_string()) {
                 self.threads.push((pid, comm, cpus));
             } else {
@@ -160,11 +197,24 @@ impl Moved {
         if old.trim() == value {
             return;
         }
+        self.record(&format!("file {} {}", path.display(), old.trim()));
         match std::fs::write(path, value) {
             Ok(()) => self
                 .files
                 .push((path.to_path_buf(), old.trim().to_string())),
             Err(_) => self.left.push(what.to_string()),
+        }
+    }
+
+    /// Appends one line to the journal and syncs it, before the change it records is made.
+    fn record(&mut self, line: &str) {
+        use std::io::Write;
+        if let Some(f) = self.journal.as_mut() {
+            if writeln!(f, "{line}").and_then(|()| f.sync_data()).is_err() {
+                self.journal = None;
+                self.left
+                    .push(format!("the journal {JOURNAL} could not be written"));
+            }
         }
     }
 
@@ -182,7 +232,7 @@ impl Moved {
         };
         if !self.left.is_empty() {
             s.push_str(&format!(
-                "; left (the kernel refused): {}",
+                "; left (the kernel refused) or noted: {}",
                 self.left.join(", ")
             ));
         }
@@ -212,7 +262,90 @@ impl Drop for Moved {
         for (path, old) in self.files.iter().rev() {
             let _ = std::fs::write(path, old);
         }
+        if self.journal.take().is_some() {
+            let _ = std::fs::remove_file(JOURNAL);
+        }
     }
+}
+
+/// What [`recover`] found in the journal.
+#[derive(Debug, PartialEq, Eq)]
+enum Recovery {
+    /// No journal (or an empty one).
+    Nothing,
+    /// The journal's owner still runs: its values are its own to put back.
+    OwnerAlive(i32),
+    /// The owner is gone; `entries` values were put back and the journal removed.
+    Restored { pid: i32, entries: usize },
+}
+
+/// Creates the journal with its owner line (this process's pid and start time).
+fn open_journal(path: &Path) -> Option<std::fs::File> {
+    use std::io::Write;
+    std::fs::create_dir_all(path.parent()?).ok()?;
+    let pid = std::process::id() as i32;
+    let mut f = std::fs::File::create(path).ok()?;
+    writeln!(f, "owner {pid} {}", start_time(pid)?).ok()?;
+    f.sync_data().ok()?;
+    Some(f)
+}
+
+/// Reads a journal left by another process (module doc): its owner still running, or its
+/// values put back, in reverse order, and the journal removed.
+fn recover(path: &Path) -> Recovery {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Recovery::Nothing;
+    };
+    let mut lines = text.lines();
+    let owner = lines.next().and_then(|l| {
+        let mut w = l.strip_prefix("owner ")?.split_whitespace();
+        Some((
+            w.next()?.parse::<i32>().ok()?,
+            w.next()?.parse::<u64>().ok()?,
+        ))
+    });
+    if let Some((pid, started)) = owner {
+        if pid != std::process::id() as i32 && start_time(pid) == Some(started) {
+            return Recovery::OwnerAlive(pid);
+        }
+    }
+    let entries: Vec<&str> = lines.collect();
+    for e in entries.iter().rev() {
+        if let Some(rest) = e.strip_prefix("thread ") {
+            // "PID COMM CPUS": put back only if the pid is still that kernel thread.
+            let w: Vec<&str> = rest.split_whitespace().collect();
+            if let [pid, comm, cpus] = w[..] {
+                let Ok(pid) = pid.parse::<i32>() else {
+                    continue;
+                };
+                let now = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+                if now.trim() == comm {
+                    let _ = set_affinity(pid, cpus);
+                }
+            }
+        } else if let Some(rest) = e.strip_prefix("file ") {
+            if let Some((file, old)) = rest.split_once(' ') {
+                let _ = std::fs::write(file, old);
+            }
+        }
+    }
+    let _ = std::fs::remove_file(path);
+    match owner {
+        Some((pid, _)) if !entries.is_empty() => Recovery::Restored {
+            pid,
+            entries: entries.len(),
+        },
+        _ => Recovery::Nothing,
+    }
+}
+
+/// The start time of `pid` (`/proc/PID/stat` field 22, in clock ticks since boot): with the pid,
+/// it names one process even after the pid is reused.
+fn start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count from after it.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// `Cpus_allowed_list` of `pid`.
@@ -238,10 +371,15 @@ fn set_affinity(pid: i32, cpus: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// The tests that isolate run one at a time (the killed-process test's child holds the
+    /// journal meanwhile).
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     /// Run as root (CI is): the background threads this host has are moved off CPU 1 and put
     /// back exactly; with one CPU to spare nothing is touched.
     #[test]
     fn moves_background_threads_and_restores_them() {
+        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
         let before: Vec<(i32, String)> = background_threads();
         {
             let h = Housekeeping::isolate(1, 1);
@@ -270,6 +408,137 @@ mod tests {
             // No other testbed held the isolation: it was put back.
             assert_eq!(background_threads(), before, "affinities restored");
         }
+    }
+
+    /// A journal whose owner is gone is put back in reverse order and removed; one whose owner
+    /// runs (pid 1, with its real start time) is left alone; this process's own is not "alive".
+    #[test]
+    fn a_journal_left_by_a_dead_owner_is_put_back() {
+        let dir = std::env::temp_dir().join(format!("hk-journal-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (journal, value) = (dir.join("journal"), dir.join("value"));
+        std::fs::write(&value, "moved").unwrap();
+        // A pid that ran and is gone: a child that exited.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id() as i32;
+        child.wait().unwrap();
+        let lines = format!(
+            "owner {dead} 1\nfile {v} first\nfile {v} original\n",
+            v = value.display()
+        );
+        std::fs::write(&journal, &lines).unwrap();
+        assert_eq!(
+            recover(&journal),
+            Recovery::Restored {
+                pid: dead,
+                entries: 2
+            }
+        );
+        // Reverse order: the oldest original is what stays.
+        assert_eq!(std::fs::read_to_string(&value).unwrap(), "first");
+        assert!(!journal.exists());
+
+        let init = format!(
+            "owner 1 {}\nfile {} x\n",
+            start_time(1).unwrap(),
+            value.display()
+        );
+        std::fs::write(&journal, init).unwrap();
+        assert_eq!(recover(&journal), Recovery::OwnerAlive(1));
+        assert_eq!(std::fs::read_to_string(&value).unwrap(), "first");
+        assert!(journal.exists());
+        // pid 1 with another start time is another (gone) process: put back.
+        std::fs::write(&journal, format!("owner 1 0\nfile {} x\n", value.display())).unwrap();
+        assert_eq!(recover(&journal), Recovery::Restored { pid: 1, entries: 1 });
+        assert_eq!(std::fs::read_to_string(&value).unwrap(), "x");
+        assert_eq!(recover(&journal), Recovery::Nothing);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Run as root (CI is): a process that isolated and was killed outright (SIGKILL: no drop
+    /// runs) leaves the background threads moved; the next isolation puts them back first, says
+    /// so, and its own drop leaves them as they were before the killed process started.
+    #[test]
+    fn housekeeping_left_by_a_killed_process_is_put_back() {
+        if std::env::var("HK_CHILD").is_ok() {
+            return; // only as the child of this test (below), never on its own
+        }
+        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let g = SHARED.lock().unwrap_or_else(|p| p.into_inner());
+        assert_eq!(g.0, 0, "no testbed of this process holds the isolation");
+        drop(g);
+        let before = background_threads();
+        let wq = std::fs::read_to_string("/sys/devices/virtual/workqueue/cpumask").unwrap();
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--ignored",
+                "--exact",
+                "housekeeping::tests::isolate_and_wait",
+                "--nocapture",
+            ])
+            .env("HK_CHILD", "1")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let owner = format!("owner {pid} ");
+        let t0 = std::time::Instant::now();
+        while !std::fs::read_to_string(JOURNAL)
+            .is_ok_and(|j| j.starts_with(&owner) && j.lines().count() > 1)
+        {
+            assert!(t0.elapsed().as_secs() < 30, "the child never isolated");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // Let the child finish moving (it signals by creating the ready file).
+        let ready = format!("{JOURNAL}.ready-{pid}");
+        while !Path::new(&ready).exists() {
+            assert!(
+                t0.elapsed().as_secs() < 30,
+                "the child never finished isolating"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let _ = std::fs::remove_file(&ready);
+        // What the kill left: the unbound workqueues still on CPU 0 only (where they were
+        // allowed on CPU 1 before).
+        let on_cpu1 =
+            u64::from_str_radix(wq.trim().trim_start_matches("0x"), 16).is_ok_and(|m| m & 2 != 0);
+        assert!(
+            !on_cpu1 || {
+                let now =
+                    std::fs::read_to_string("/sys/devices/virtual/workqueue/cpumask").unwrap();
+                now.trim() == "1"
+            },
+            "the killed child had moved the workqueues (before: {wq})"
+        );
+        {
+            let h = Housekeeping::isolate(1, 0);
+            assert!(h.note().contains("put back"), "{}", h.note());
+        }
+        assert_eq!(
+            background_threads(),
+            before,
+            "affinities as before the killed process"
+        );
+        assert_eq!(
+            std::fs::read_to_string("/sys/devices/virtual/workqueue/cpumask").unwrap(),
+            wq
+        );
+        assert!(!Path::new(JOURNAL).exists());
+    }
+
+    /// The child of the test above: isolates, says it is ready, and waits to be killed.
+    #[test]
+    #[ignore = "run only as the child of housekeeping_left_by_a_killed_process_is_put_back"]
+    fn isolate_and_wait() {
+        if std::env::var("HK_CHILD").is_err() {
+            return;
+        }
+        let _h = Housekeeping::isolate(1, 0);
+        std::fs::write(format!("{JOURNAL}.ready-{}", std::process::id()), "").unwrap();
+        std::thread::sleep(std::time::Duration::from_secs(60));
     }
 
     fn background_threads() -> Vec<(i32, String)> {
