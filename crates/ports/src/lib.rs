@@ -107,6 +107,11 @@ pub trait Port: Send {
     fn rx_ring(&self) -> Option<RingFill> {
         None
     }
+    /// How an idle worker may wait for this port's next frame instead of polling it
+    /// ([`RxWait`]); the default, [`RxWait::Poll`], keeps the worker polling.
+    fn rx_wait(&self) -> RxWait<'_> {
+        RxWait::Poll
+    }
     /// A one-line description of the backend and its state (for `show ports`).
     fn describe(&self) -> String {
         String::new()
@@ -139,9 +144,27 @@ pub trait Port: Send {
     }
 }
 
+/// What an idle worker may wait on for a port's next frame ([`Port::rx_wait`]), so that an idle
+/// switch sleeps in `poll(2)` instead of polling: VPP's interrupt-mode rx queues, DPDK's
+/// `rte_eth_dev_rx_intr_enable` with `rte_epoll_wait`.
+#[derive(Debug, Clone, Copy)]
+pub enum RxWait<'a> {
+    /// Readable when frames (or control messages) arrive: the peer signals it, e.g. a memif
+    /// link in interrupt mode (the ring's eventfd, written by the peer after it enqueues).
+    Fd(std::os::fd::BorrowedFd<'a>),
+    /// Nothing can arrive until the port's housekeeping ([`Port::poll_control`]) makes a link:
+    /// the worker's periodic wake is enough.
+    Nothing,
+    /// Frames may arrive unannounced: the port must be polled.
+    Poll,
+}
+
 impl Port for Box<dyn Port> {
     fn name(&self) -> &str {
         (**self).name()
+    }
+    fn rx_wait(&self) -> RxWait<'_> {
+        (**self).rx_wait()
     }
     fn rx_burst(&mut self, pool: &mut Pool, out: &mut Vec<u32>, max: usize) -> usize {
         (**self).rx_burst(pool, out, max)

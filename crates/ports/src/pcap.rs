@@ -486,6 +486,10 @@ impl<P: Port> Port for Capture<P> {
         self.inner.rx_ring()
     }
 
+    fn rx_wait(&self) -> crate::RxWait<'_> {
+        self.inner.rx_wait()
+    }
+
     fn describe(&self) -> String {
         format!(
             "{} (pcap {} frames to {})",

@@ -74,6 +74,15 @@ pub struct LoopStats {
     pub idle_polls: u64,
     /// Times the worker thread slept because it was idle (see `worker`).
     pub idle_sleeps: u64,
+    /// Of those, times it slept in `poll(2)` on the ports' descriptors (every port could be
+    /// waited on, [`vecswitch_ports::RxWait`]) rather than for a fixed back-off (see `worker`,
+    /// "Waiting on the ports").
+    #[serde(default)]
+    pub idle_waits: u64,
+    /// Of those, waits that a descriptor ended before their timeout (a frame, a peer's message,
+    /// a control call).
+    #[serde(default)]
+    pub idle_wakes: u64,
     /// Short breaks a real-time worker took so that the kernel's RT throttling never stops it
     /// for tens of milliseconds at once (see `worker`, "Real-time breaks").
     #[serde(default)]
@@ -382,10 +391,19 @@ impl Switch {
             let t = self.graph.now_ns() - t0;
             self.stats.max_port_control_ns = self.stats.max_port_control_ns.max(t);
         }
-        if now.saturating_sub(self.last_age_ns) >= AGE_STEP_INTERVAL_NS {
+        let (last_age, since_age) = (self.last_age_ns, now.saturating_sub(self.last_age_ns));
+        if since_age >= AGE_STEP_INTERVAL_NS {
             self.last_age_ns = now;
             let t0 = self.graph.now_ns();
-            self.age_step(AGE_SLOTS_PER_STEP);
+            // After a wait on the ports (worker) more than one step's time has passed: sweep as
+            // many slots as the steps missed (at most 16), so the table is swept as fast.
+            // (`last_age_ns` 0: the first step, or one `advance_clock` asked for.)
+            let steps = if last_age == 0 {
+                1
+            } else {
+                (since_age / AGE_STEP_INTERVAL_NS).clamp(1, 16) as usize
+            };
+            self.age_step(AGE_SLOTS_PER_STEP * steps);
             let t = self.graph.now_ns() - t0;
             self.stats.max_aging_ns = self.stats.max_aging_ns.max(t);
         }
@@ -927,6 +945,27 @@ impl Switch {
     pub(crate) fn note_idle_sleep(&mut self, asked: Duration) {
         self.stats.idle_sleeps += 1;
         self.note_sleep(asked);
+    }
+
+    /// Counts an idle sleep spent in `poll(2)` on the ports' descriptors (worker).
+    pub(crate) fn note_idle_wait(&mut self, asked: Duration, woken: bool) {
+        self.stats.idle_waits += 1;
+        self.stats.idle_wakes += u64::from(woken);
+        self.note_idle_sleep(asked);
+    }
+
+    /// The descriptors an idle worker can wait on for the next frame, one per port that has one
+    /// ([`vecswitch_ports::RxWait::Fd`]), when no port must be polled; `None` when one must.
+    pub fn rx_wait_fds(&self) -> Option<Vec<std::os::fd::BorrowedFd<'_>>> {
+        let mut fds = Vec::new();
+        for p in self.state.ports.iter().flatten() {
+            match p.port.rx_wait() {
+                vecswitch_ports::RxWait::Fd(fd) => fds.push(fd),
+                vecswitch_ports::RxWait::Nothing => {}
+                vecswitch_ports::RxWait::Poll => return None,
+            }
+        }
+        Some(fds)
     }
 
     /// Adds to the worker's real-time break counter (called by the worker thread).

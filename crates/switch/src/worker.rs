@@ -15,6 +15,17 @@
 //! traffic within at most 100 µs (a 10 Gb/s port receives about 1,500 minimum-size frames in that
 //! time, which port rings absorb). The first received packet resets the back-off.
 //!
+//! Waiting on the ports: when every port can say what to wait on for its next frame
+//! ([`vecswitch_ports::RxWait`]: a memif link in interrupt mode its ring's eventfd, a memif
+//! handshake its control socket, a port without a link nothing) and the switch has been idle for
+//! [`IDLE_BEFORE_WAIT`], the idle sleep is a `poll(2)` on those descriptors and on the worker's
+//! own eventfd, which a control call writes while the worker waits, for at most
+//! [`IDLE_WAIT_MAX`]: an idle switch then wakes 100 times a second (for its ports' housekeeping
+//! and MAC aging, which sweeps the slots of the steps it slept through) instead of about 10,000,
+//! and a frame or a control call wakes it at once. One port that must be polled (a memif link in
+//! polling mode, AF_PACKET, AF_XDP) keeps the back-off above. Counted in `show runtime`
+//! (`idle_waits`, and `idle_wakes` for the waits a descriptor ended). VPP's interrupt-mode rx queues and DPDK's rx interrupts do the same.
+//!
 //! Real-time breaks: the kernel's RT throttling lets real-time tasks run at most
 //! `sched_rt_runtime_us` of every `sched_rt_period_us` on a CPU (950 ms of 1 s by default) and then
 //! stops them until the period ends — a busy-polling real-time worker was stopped for ≈ 50 ms once
@@ -70,7 +81,7 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -86,6 +97,12 @@ use crate::runtime::Switch;
 
 /// Time without a received packet before the worker starts sleeping.
 pub const IDLE_BEFORE_SLEEP: Duration = Duration::from_micros(500);
+/// Idle this long, the worker waits on the ports' descriptors when they all have one (module doc,
+/// "Waiting on the ports").
+pub const IDLE_BEFORE_WAIT: Duration = Duration::from_millis(5);
+/// Longest wait on the ports' descriptors: the ports' housekeeping and MAC aging run at least
+/// this often.
+pub const IDLE_WAIT_MAX: Duration = Duration::from_millis(10);
 /// First idle wait.
 pub const IDLE_SLEEP_MIN: Duration = Duration::from_micros(10);
 /// A real-time worker takes a break after running this long without sleeping (module doc).
@@ -377,9 +394,41 @@ impl WorkerSched {
 #[derive(Debug)]
 pub struct SwitchHandle {
     tx: Sender<Msg>,
+    /// Wakes the worker from a wait on the ports when a call is sent.
+    wake: Arc<Wake>,
     thread: Option<JoinHandle<Switch>>,
     /// The [`IdlePolicy`] (as [`IdlePolicy::to_u8`]), read by the worker after every control call.
     idle_policy: Arc<AtomicU8>,
+}
+
+/// The worker's eventfd and whether it waits on it (module doc, "Waiting on the ports").
+#[derive(Debug)]
+struct Wake {
+    /// `None` if the kernel refused an eventfd: the worker then never waits on the ports.
+    efd: Option<nix::sys::eventfd::EventFd>,
+    /// Set by the worker before its last look at the channel and its `poll(2)`; a sender that
+    /// sees it set writes the eventfd after sending, so a call is never left waiting.
+    waiting: AtomicBool,
+}
+
+impl Wake {
+    fn new() -> Wake {
+        use nix::sys::eventfd::{EfdFlags, EventFd};
+        Wake {
+            efd: EventFd::from_value_and_flags(0, EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK)
+                .ok(),
+            waiting: AtomicBool::new(false),
+        }
+    }
+
+    /// After a message was sent: wakes a waiting worker.
+    fn kick(&self) {
+        if self.waiting.load(Ordering::SeqCst) {
+            if let Some(e) = &self.efd {
+                let _ = e.write(1);
+            }
+        }
+    }
 }
 
 /// Starts `switch` on a new thread named `vecswitch-worker`.
@@ -387,11 +436,14 @@ pub fn spawn(switch: Switch) -> std::io::Result<SwitchHandle> {
     let (tx, rx) = mpsc::channel();
     let idle_policy = Arc::new(AtomicU8::new(IdlePolicy::default().to_u8()));
     let flag = Arc::clone(&idle_policy);
+    let wake = Arc::new(Wake::new());
+    let worker_wake = Arc::clone(&wake);
     let thread = std::thread::Builder::new()
         .name("vecswitch-worker".into())
-        .spawn(move || run(switch, rx, &flag))?;
+        .spawn(move || run(switch, rx, &flag, &worker_wake))?;
     Ok(SwitchHandle {
         tx,
+        wake,
         thread: Some(thread),
         idle_policy,
     })
@@ -411,8 +463,55 @@ fn handle(sw: &mut Switch, msg: Msg) -> bool {
     }
 }
 
-fn run(mut sw: Switch, rx: Receiver<Msg>, idle_policy: &AtomicU8) -> Switch {
+/// One idle sleep in `poll(2)` on the ports' descriptors and the worker's eventfd (module doc,
+/// "Waiting on the ports"), or `None` when a port must be polled. `Some(msg)`: what the channel
+/// held after the wait (a call or a stop, or nothing).
+fn wait_on_ports(
+    sw: &mut Switch,
+    rx: &Receiver<Msg>,
+    wake: &Wake,
+) -> Option<Result<Option<Msg>, ()>> {
+    use nix::poll::{PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    let efd = wake.efd.as_ref()?;
+    wake.waiting.store(true, Ordering::SeqCst);
+    // The last look at the channel, after `waiting` is set: a call sent before it is seen here,
+    // one sent after it writes the eventfd.
+    let pending = match rx.try_recv() {
+        Ok(m) => Some(Ok(Some(m))),
+        Err(TryRecvError::Disconnected) => Some(Err(())),
+        Err(TryRecvError::Empty) => None,
+    };
+    if let Some(p) = pending {
+        wake.waiting.store(false, Ordering::SeqCst);
+        return Some(p);
+    }
+    let waited = {
+        let Some(fds) = sw.rx_wait_fds() else {
+            wake.waiting.store(false, Ordering::SeqCst);
+            return None;
+        };
+        let mut pfds: Vec<PollFd<'_>> = std::iter::once(efd.as_fd())
+            .chain(fds)
+            .map(|fd| PollFd::new(fd, PollFlags::POLLIN))
+            .collect();
+        let ms = IDLE_WAIT_MAX.as_millis() as u16;
+        // Interrupted (EINTR) counts as woken: the loop polls again either way.
+        nix::poll::poll(&mut pfds, PollTimeout::from(ms)).map_or(true, |n| n > 0)
+    };
+    wake.waiting.store(false, Ordering::SeqCst);
+    let _ = efd.read(); // EAGAIN when nobody wrote: fine
+    sw.note_idle_wait(IDLE_WAIT_MAX, waited);
+    Some(match rx.try_recv() {
+        Ok(m) => Ok(Some(m)),
+        Err(TryRecvError::Empty) => Ok(None),
+        Err(TryRecvError::Disconnected) => Err(()),
+    })
+}
+
+fn run(mut sw: Switch, rx: Receiver<Msg>, idle_policy: &AtomicU8, wake: &Wake) -> Switch {
     let idle_before_sleep_ns = IDLE_BEFORE_SLEEP.as_nanos() as u64;
+    let idle_before_wait_ns = IDLE_BEFORE_WAIT.as_nanos() as u64;
     let rt_slice_ns = RT_RUN_SLICE.as_nanos() as u64;
     // When the current run of empty polls began (the switch's clock, ns).
     let mut idle_since: Option<u64> = None;
@@ -464,7 +563,19 @@ fn run(mut sw: Switch, rx: Receiver<Msg>, idle_policy: &AtomicU8) -> Switch {
         // answering the last one would otherwise find the worker draining calls every time it
         // runs, and the ports would not be polled at all (seen in CI on a loaded 2-core host: 20
         // calls answered in a row, 1,000 frames left waiting; test `a_queued_call_waits_for_a_poll`).
-        let msg = if !sleepy {
+        let long_idle =
+            idle_since.is_some_and(|s| sw.now_ns().saturating_sub(s) >= idle_before_wait_ns);
+        let waited = if sleepy && long_idle {
+            wait_on_ports(&mut sw, &rx, wake)
+        } else {
+            None
+        };
+        let msg = if let Some(w) = waited {
+            match w {
+                Ok(m) => m,
+                Err(()) => return sw,
+            }
+        } else if !sleepy {
             match rx.try_recv() {
                 Ok(m) => Some(m),
                 Err(TryRecvError::Empty) => None,
@@ -508,6 +619,7 @@ impl SwitchHandle {
             let _ = rtx.send(f(sw));
         });
         self.tx.send(Msg::Call(call)).map_err(|_| WorkerGone)?;
+        self.wake.kick();
         rrx.recv().map_err(|_| WorkerGone)
     }
 
@@ -518,7 +630,11 @@ impl SwitchHandle {
     where
         F: FnOnce(&mut Switch) + Send + 'static,
     {
-        self.tx.send(Msg::Call(Box::new(f))).map_err(|_| WorkerGone)
+        self.tx
+            .send(Msg::Call(Box::new(f)))
+            .map_err(|_| WorkerGone)?;
+        self.wake.kick();
+        Ok(())
     }
 
     /// Gives the worker thread `sched` (policy and priority), from the worker itself, and returns
@@ -564,6 +680,7 @@ impl SwitchHandle {
     fn stop_inner(&mut self) -> Result<Switch, WorkerGone> {
         let t = self.thread.take().ok_or(WorkerGone)?;
         let _ = self.tx.send(Msg::Stop);
+        self.wake.kick();
         t.join().map_err(|_| WorkerGone)
     }
 

@@ -1120,6 +1120,34 @@ impl Port for MemifPort {
         self.cfg.mac
     }
 
+    /// In interrupt mode the receive ring's eventfd (the peer writes it after it enqueues,
+    /// [`Mode::Interrupt`]; `rx_burst` drains it before it reads the ring, so a frame enqueued
+    /// after that always leaves it readable); during a handshake the control socket; idle (no
+    /// peer yet) nothing: the worker's periodic wake runs the retries and accepts.
+    fn rx_wait(&self) -> crate::RxWait<'_> {
+        use crate::RxWait;
+        match &self.state {
+            State::Connected(c) if self.cfg.mode == Mode::Interrupt => {
+                let efd = match self.cfg.role {
+                    Role::Server => c.link.c2s.as_ref(),
+                    Role::Client => c.link.s2c.as_ref(),
+                };
+                efd.map_or(RxWait::Poll, |(_, fd)| RxWait::Fd(fd.as_fd()))
+            }
+            State::Connected(_) => RxWait::Poll,
+            State::ServerHandshake(l, None) => RxWait::Fd(l.sock.as_fd()),
+            State::ClientHandshake { link, .. } => RxWait::Fd(link.sock.as_fd()),
+            State::ClientHello {
+                sock,
+                building: None,
+                ..
+            } => RxWait::Fd(sock.as_fd()),
+            // A region being built or mapped on the setup thread: poll until it is ready.
+            State::ServerHandshake(_, Some(_)) | State::ClientHello { .. } => RxWait::Poll,
+            State::Idle { .. } => RxWait::Nothing,
+        }
+    }
+
     fn rx_burst(&mut self, pool: &mut Pool, out: &mut Vec<u32>, max: usize) -> usize {
         let State::Connected(c) = &mut self.state else {
             return 0;

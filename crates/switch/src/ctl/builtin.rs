@@ -386,8 +386,8 @@ fn poll_gaps(h: &[u64]) -> String {
 fn runtime(r: &RuntimeInfo) -> String {
     let l = &r.loop_stats;
     let mut out = format!(
-        "Poll loop: {} polls, {} idle, {} idle sleeps, {} real-time breaks, {} packets received, {:.2} packets/s, longest gap between polls {} ns\n",
-        l.polls, l.idle_polls, l.idle_sleeps, l.rt_breaks, l.rx_packets, l.packets_per_s, l.max_poll_gap_ns,
+        "Poll loop: {} polls, {} idle, {} idle sleeps ({} waiting on the ports, {} of them woken), {} real-time breaks, {} packets received, {:.2} packets/s, longest gap between polls {} ns\n",
+        l.polls, l.idle_polls, l.idle_sleeps, l.idle_waits, l.idle_wakes, l.rt_breaks, l.rx_packets, l.packets_per_s, l.max_poll_gap_ns,
     );
     out.push_str(&format!(
         "Longest stall {} ns (of it off CPU at most {} ns); longest rx {} ns, graph {} ns, port control {} ns, aging {} ns, timers {} ns, control call {} ns\n",
