@@ -65,6 +65,14 @@ pub const AGE_STEP_INTERVAL_NS: u64 = 1_000_000;
 
 const MAX_PORTS: usize = u16::MAX as usize;
 
+/// A port's receive clock (`Switch::port_rx`).
+#[derive(Debug, Clone, Copy, Default)]
+struct RxClock {
+    calls: u64,
+    packets: u64,
+    time_ns: u64,
+}
+
 /// Counters of the poll loop, in `show runtime`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct LoopStats {
@@ -239,6 +247,10 @@ pub struct Switch {
     rx_node: NodeId,
     config: SwitchConfig,
     rx_scratch: Vec<u32>,
+    /// Each port's receive clock (by port index): `rx_burst` calls that returned frames, the
+    /// frames, and their time with the capture and the enqueue, as `show runtime`'s `NAME-rx`
+    /// nodes (`show_runtime`).
+    port_rx: Vec<RxClock>,
     age_scratch: Vec<u32>,
     clock_offset_ns: u64,
     last_age_ns: u64,
@@ -286,6 +298,7 @@ impl Switch {
                 ..config
             },
             rx_scratch: Vec::with_capacity(FRAME_SIZE),
+            port_rx: Vec::new(),
             age_scratch: Vec::new(),
             clock_offset_ns: 0,
             last_age_ns: 0,
@@ -338,6 +351,12 @@ impl Switch {
         self.state.now_s = (now / 1_000_000_000) as u32;
         self.state.rx_ns = now;
         let mut received = 0;
+        if self.port_rx.len() < self.state.ports.len() {
+            self.port_rx
+                .resize(self.state.ports.len(), RxClock::default());
+        }
+        // One clock read per port: each port's receive ends where the next one's begins.
+        let mut t_prev = mono;
         for i in 0..self.state.ports.len() {
             let Some(slot) = self.state.ports[i].as_mut() else {
                 continue;
@@ -347,6 +366,7 @@ impl Switch {
                 .port
                 .rx_burst(&mut self.pool, &mut self.rx_scratch, self.config.rx_burst);
             if n == 0 {
+                t_prev = self.graph.now_ns();
                 continue;
             }
             if let Some(c) = slot.capture.as_mut() {
@@ -360,6 +380,12 @@ impl Switch {
             self.graph
                 .enqueue(&mut self.pool, self.rx_node, &self.rx_scratch);
             received += n;
+            let t = self.graph.now_ns();
+            let c = &mut self.port_rx[i];
+            c.calls += 1;
+            c.packets += n as u64;
+            c.time_ns += t.saturating_sub(t_prev);
+            t_prev = t;
         }
         if self.pending_long_gap.is_some() {
             self.finish_long_gap();
@@ -674,6 +700,9 @@ impl Switch {
         };
         self.state
             .insert_port(i as PortIdx, PortSlot::new(name, port));
+        if let Some(c) = self.port_rx.get_mut(i) {
+            *c = RxClock::default();
+        }
         Ok(i as PortIdx)
     }
 
@@ -869,6 +898,7 @@ impl Switch {
             f.counters = Default::default();
         }
         self.stats = LoopStats::default();
+        self.port_rx.fill(RxClock::default());
         self.rate_mark = (0, 0);
         self.last_poll_ns = 0;
         self.long_gaps.clear();
@@ -895,8 +925,32 @@ impl Switch {
 
     /// `show runtime`.
     pub fn show_runtime(&self) -> RuntimeInfo {
+        // The ports' receive first, as VPP lists its input nodes (`memif-input`): `NAME-rx`, one
+        // per port that received, then the graph's nodes.
+        let per_ns = self.graph.clock_hz() / 1e9;
+        let rx = self
+            .state
+            .ports
+            .iter()
+            .zip(&self.port_rx)
+            .filter_map(|(p, c)| Some((p.as_ref()?, c)))
+            .filter(|(_, c)| c.calls > 0)
+            .map(|(p, c)| {
+                let per_call = c.packets as f64 / c.calls as f64;
+                NodeRuntime {
+                    name: format!("{}-rx", p.name),
+                    calls: c.calls,
+                    vectors: c.calls,
+                    packets: c.packets,
+                    drops: 0,
+                    time_ns: c.time_ns,
+                    clocks_per_packet: c.time_ns as f64 * per_ns / c.packets as f64,
+                    vectors_per_call: per_call,
+                    packets_per_vector: per_call,
+                }
+            });
         RuntimeInfo {
-            nodes: self.graph.runtime(),
+            nodes: rx.chain(self.graph.runtime()).collect(),
             loop_stats: self.stats,
             clock_hz: self.graph.clock_hz(),
             now_ns: self.now_ns(),

@@ -56,6 +56,17 @@ fn worker_forwards_and_answers_calls() {
     assert!(rt.loop_stats.idle_sleeps > 0);
     assert!(rt.loop_stats.polls >= rt.loop_stats.idle_polls);
     assert_eq!(rt.loop_stats.rx_packets, 300);
+    // The ports' receive has its own clock in `show runtime`: `p0-rx` received all 300 (p1
+    // nothing, so it is not listed), before the graph's nodes.
+    let rx: Vec<_> = rt
+        .nodes
+        .iter()
+        .filter(|n| n.name == "p0-rx" || n.name == "p1-rx")
+        .collect();
+    assert_eq!(rx.len(), 1, "{:?}", rt.nodes);
+    assert_eq!((rx[0].name.as_str(), rx[0].packets), ("p0-rx", 300));
+    assert!(rx[0].vectors >= 2 && rx[0].time_ns > 0, "{:?}", rx[0]);
+    assert_eq!(rt.nodes[0].name, "p0-rx");
 
     let sw = h.stop().unwrap();
     assert_eq!(sw.show_buffers().in_use, 0);
