@@ -126,22 +126,55 @@ pub trait Port: Send {
     fn configured_mac(&self) -> Option<[u8; 6]> {
         None
     }
-    /// In-kernel forwarding (an offloaded `[[xconnect]]`): the index of the kernel interface that
-    /// frames another port redirects to this one are sent out of, if this port can be the target
-    /// of such a redirect (an AF_XDP port: its interface, in native XDP mode).
-    fn kernel_redirect_target(&self) -> Option<u32> {
+    /// The port's in-kernel forwarding (an offloaded `[[xconnect]]`), if it has that capability
+    /// (an AF_XDP port); the default: none.
+    fn kernel_redirect(&mut self) -> Option<&mut dyn KernelRedirect> {
         None
     }
+}
+
+/// A port's capability to have the kernel forward its frames (an offloaded `[[xconnect]]`),
+/// declared by the port through [`Port::kernel_redirect`].
+pub trait KernelRedirect {
+    /// The index of the kernel interface that frames another port redirects to this one are sent
+    /// out of, if this port can be the target of such a redirect now (an AF_XDP port: its
+    /// interface, in native XDP mode).
+    fn redirect_target(&self) -> Option<u32>;
     /// Makes the kernel send every frame this port's interface receives out of interface `to`
-    /// (an index from [`Port::kernel_redirect_target`] of a port in the same network namespace),
-    /// counting them in the port's `rx_packets`, without handing them to the port; `None` hands
-    /// them to the port again. `Err`: why this port cannot (the port is unchanged).
-    fn set_kernel_redirect(&mut self, to: Option<u32>) -> Result<(), String> {
-        match to {
-            None => Ok(()),
-            Some(_) => Err("this port type cannot forward in the kernel (only af_xdp)".into()),
-        }
-    }
+    /// (an index from [`KernelRedirect::redirect_target`] of a port in the same network
+    /// namespace), counting them in the port's `rx_packets`, without handing them to the port;
+    /// `None` hands them to the port again. On error the port is unchanged.
+    fn set_redirect(&mut self, to: Option<u32>) -> Result<(), RedirectError>;
+}
+
+/// Why [`KernelRedirect::set_redirect`] failed (the port is unchanged).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RedirectError {
+    /// The port's XDP mode cannot redirect: in SKB mode a failed redirect is counted nowhere.
+    #[error(
+        "interface {interface:?} has XDP in mode {mode} (an in-kernel cross-connect needs native \
+         XDP: mode = \"native\", or \"auto\" on a driver with XDP)"
+    )]
+    NotNative {
+        /// The kernel interface.
+        interface: String,
+        /// Its XDP mode.
+        mode: String,
+    },
+    /// A `bpf(2)` step failed: `step` names it (`bpf(BPF_LINK_UPDATE) to the redirect program`).
+    #[error("{step}: {reason}")]
+    Bpf {
+        step: &'static str,
+        /// The kernel's error.
+        reason: String,
+    },
+    /// The kernel's verifier refused the redirect program.
+    #[error("the kernel refused the redirect program: {reason}: {log}")]
+    Refused {
+        reason: String,
+        /// The verifier's log.
+        log: String,
+    },
 }
 
 /// What an idle worker may wait on for a port's next frame ([`Port::rx_wait`]), so that an idle
@@ -197,10 +230,7 @@ impl Port for Box<dyn Port> {
     fn configured_mac(&self) -> Option<[u8; 6]> {
         (**self).configured_mac()
     }
-    fn kernel_redirect_target(&self) -> Option<u32> {
-        (**self).kernel_redirect_target()
-    }
-    fn set_kernel_redirect(&mut self, to: Option<u32>) -> Result<(), String> {
-        (**self).set_kernel_redirect(to)
+    fn kernel_redirect(&mut self) -> Option<&mut dyn KernelRedirect> {
+        (**self).kernel_redirect()
     }
 }

@@ -14,7 +14,7 @@ use vecswitch_ports::af_xdp::{AfXdpConfig, AfXdpPort, XdpMode};
 use vecswitch_ports::pcap::Capture;
 use vecswitch_ports::testing::wait_up;
 use vecswitch_ports::testing::{self, marked_frame};
-use vecswitch_ports::Port;
+use vecswitch_ports::{KernelRedirect, Port};
 use vecswitch_testsupport::tool::require;
 use vecswitch_testsupport::VethLab;
 
@@ -127,8 +127,8 @@ fn offloaded_xconnect_forwards_exact_counts_in_the_kernel_and_counts_the_lost() 
         wait_up(p);
     }
     let (ta, tb) = (
-        xa.kernel_redirect_target().expect("native: a target"),
-        xb.kernel_redirect_target().expect("native: a target"),
+        xa.redirect_target().expect("native: a target"),
+        xb.redirect_target().expect("native: a target"),
     );
     xa.set_offload(Some(tb)).expect("offload a -> b");
     xb.set_offload(Some(ta)).expect("offload b -> a");
@@ -257,9 +257,9 @@ fn offload_needs_native_mode() {
         ..AfXdpConfig::new("xs", la.host())
     })
     .expect("open AF_XDP port in SKB mode");
-    assert_eq!(x.kernel_redirect_target(), None);
+    assert_eq!(x.redirect_target(), None);
     let e = x.set_offload(Some(1)).expect_err("SKB mode is refused");
-    assert!(e.contains("native"), "{e}");
+    assert!(e.to_string().contains("native"), "{e}");
     assert_eq!(x.offload(), None);
 }
 
@@ -278,7 +278,7 @@ fn offload_follows_a_recreated_target_interface() {
     for p in [&xa as &dyn Port, &xb, &fa, &fb] {
         wait_up(p);
     }
-    let old = xb.kernel_redirect_target().expect("native");
+    let old = xb.redirect_target().expect("native");
     xa.set_offload(Some(old)).expect("offload a -> b");
     let mut pool = Pool::new(4096);
     let got = send_and_collect(
@@ -315,7 +315,7 @@ fn offload_follows_a_recreated_target_interface() {
     loop {
         xa.poll_control();
         xb.poll_control();
-        let now = xb.kernel_redirect_target();
+        let now = xb.redirect_target();
         if now.is_some_and(|n| n != old) && xa.offload().is_some_and(|(to, _, _)| Some(to) == now) {
             break;
         }

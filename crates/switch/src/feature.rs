@@ -13,7 +13,10 @@
 //! with `show` commands returns them from [`Feature::shows`] (they reach `vecswitch ctl` with no
 //! change in `crates/control`). A config section and its `ctl` verbs are a [`crate::ctl::Section`]
 //! in the folder, bound to the config with one line in `crates/control/src/sections.rs` (which
-//! declares the `Config` field too). A feature that makes interfaces (sub-interfaces, bonds) gives
+//! declares the `Config` field too). A feature that takes frames from `ethernet-input` registers
+//! the ethertypes ([`Feature::ethertypes`]: IP's IPv4, ARP and IPv6) or the interface services
+//! ([`Feature::services`]: L2's cross-connect and bridge) it takes; `ethernet-input` dispatches by
+//! these tables and names no feature. A feature that makes interfaces (sub-interfaces, bonds) gives
 //! them an [`crate::interface::InterfaceKind::Feature`] of its own naming: the interface layer
 //! needs no change.
 //! See docs/ARCHITECTURE.md for a worked example.
@@ -22,7 +25,7 @@ use vecswitch_graph::{ArcId, Graph, GraphError};
 
 use crate::ctl::Show;
 use crate::error::SwitchError;
-use crate::interface::SwIfIdx;
+use crate::interface::{EthertypeInput, ServiceInput, SwIfIdx};
 use crate::runtime::Switch;
 use crate::state::SwitchState;
 
@@ -87,6 +90,18 @@ pub trait Feature: Sync {
         _iface: SwIfIdx,
     ) -> Result<(), SwitchError> {
         Ok(())
+    }
+    /// The ethertypes whose frames the feature takes from `ethernet-input` on an interface with
+    /// no L2 service, each with its node and whether an interface takes them (VPP's
+    /// `next_by_ethertype`, filled by L3 with `ethernet_register_input_type`). The default: none.
+    fn ethertypes(&self) -> &'static [EthertypeInput] {
+        &[]
+    }
+    /// The interface services ([`crate::interface::ServiceKind`]) whose frames the feature takes
+    /// from `ethernet-input`, each with its nodes and which one a frame goes to. The default:
+    /// none.
+    fn services(&self) -> &'static [ServiceInput] {
+        &[]
     }
     /// For a feature that does its egress step inline in `interface-output` on interfaces it
     /// made ([`crate::interface::InlineEgress`]): the node the step's refused frames go to (the

@@ -25,6 +25,7 @@
 //!   bookkeeping.
 //! - [`capture`]: pcap capture of what a port receives and is sent ([`Switch::capture`]).
 //! - [`error`]: [`SwitchError`], one variant per way a control call fails.
+//! - [`hash`]: the hasher the features' flow tables share ([`hash::MixHasher`]).
 //! - [`testing`]: setups for benchmarks, the instruction-count example and the fuzz target.
 #![forbid(unsafe_code)]
 
@@ -34,6 +35,7 @@ pub mod ctl;
 pub mod error;
 pub mod feature;
 pub mod firewall;
+pub mod hash;
 pub mod interface;
 pub mod ip;
 pub mod l2;

@@ -2,7 +2,7 @@
 //! group and all-zero source MACs dropped by name and never learned, frames over the receive
 //! interface's MTU dropped at input (not `tx-failed`), and the runt policy (14–59-byte frames
 //! forwarded unchanged, not an error; under 14 bytes `runt`). See
-//! `vecswitch_switch::l2::hygiene` for the rules and their sources.
+//! `vecswitch_switch::interface::hygiene` for the rules and their sources.
 
 mod common;
 

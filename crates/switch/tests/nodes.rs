@@ -77,7 +77,9 @@ fn classify_state() -> SwitchState {
 
 #[test]
 fn ethernet_input_classifies_validates_and_sets_header_fields() {
-    use ethernet_input::{DropReason as D, Edge as E};
+    use ethernet_input::DropReason as D;
+    // The edges the features registered (`Feature::services`), by name.
+    let e = |node: &str| ethernet_input::edge_to(node).expect("an edge of ethernet-input");
     let bad = malformed();
     for burst in BURSTS {
         let mut pool = Pool::new(600);
@@ -89,20 +91,20 @@ fn ethernet_input_classifies_validates_and_sets_header_fields() {
             // malformed kind (on a bridge port).
             let kind = i % (7 + bad.len());
             let (rx, bytes, want) = match kind {
-                0 => (0u16, frame(mac(1), mac(2), 60), E::L2Xconnect.next()),
-                1 => (1, frame(mac(1), mac(2), 60), E::L2Learn.next()),
-                2 => (2, frame(mac(1), mac(2), 60), E::L2Fwd.next()),
+                0 => (0u16, frame(mac(1), mac(2), 60), e("l2-xconnect")),
+                1 => (1, frame(mac(1), mac(2), 60), e("l2-learn")),
+                2 => (2, frame(mac(1), mac(2), 60), e("l2-fwd")),
                 3 => (3, frame(mac(1), mac(2), 60), D::NoService.next()),
                 4 => (4, frame(mac(1), mac(2), 60), D::AdminDown.next()),
                 5 => (
                     1,
                     tagged(mac(1), mac(2), &[(0x88a8, 100), (0x8100, 200)]),
-                    E::L2Learn.next(),
+                    e("l2-learn"),
                 ),
                 6 => {
                     let mut f = frame(mac(1), mac(2), 60);
                     f[12..14].copy_from_slice(&46u16.to_be_bytes()); // exact 802.3 length
-                    (1, f, E::L2Learn.next())
+                    (1, f, e("l2-learn"))
                 }
                 k => {
                     let (reason, bytes) = &bad[k - 7];

@@ -47,7 +47,7 @@
 //!
 //! ## In-kernel cross-connect
 //!
-//! [`AfXdpPort::set_offload`] (`Port::set_kernel_redirect`; an `[[xconnect]]` with
+//! [`AfXdpPort::set_offload`] (its [`crate::KernelRedirect`], `Port::kernel_redirect`; an `[[xconnect]]` with
 //! `offload = "xdp"`, docs/CONTROL.md) swaps the program on the port's BPF link
 //! (`BPF_LINK_UPDATE`) for one that counts each frame in a per-CPU array and `bpf_redirect`s it
 //! to another interface ([`bpf`], "The in-kernel cross-connect"); `None` swaps the socket's
@@ -146,7 +146,7 @@ use self::rings::{Ring, Umem};
 use self::sys::XdpDesc;
 use crate::ifstats::{IfKernelStats, IfStatsReader};
 use crate::ifwatch::{self, IfWatch, NetnsHandle};
-use crate::{LinkState, Port, PortStats};
+use crate::{KernelRedirect, LinkState, Port, PortStats, RedirectError};
 
 /// How the XDP program is attached (see the module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -959,32 +959,41 @@ impl AfXdpPort {
     /// socket) or off (`None`: the socket's program again). The program is swapped on the port's
     /// BPF link, so frames never find the interface without a program. Needs native XDP: in SKB
     /// mode a failed redirect is counted nowhere. On error the port is as it was.
-    pub fn set_offload(&mut self, to: Option<u32>) -> Result<(), String> {
+    pub fn set_offload(&mut self, to: Option<u32>) -> Result<(), RedirectError> {
+        let bpf_err = |step: &'static str| {
+            move |e: std::io::Error| RedirectError::Bpf {
+                step,
+                reason: e.to_string(),
+            }
+        };
         let Some(to) = to else {
             if self.offload.is_some() {
-                bpf::link_update(self._link.as_raw_fd(), self._prog.as_raw_fd()).map_err(|e| {
-                    format!("bpf(BPF_LINK_UPDATE) back to the socket's program: {e}")
-                })?;
+                bpf::link_update(self._link.as_raw_fd(), self._prog.as_raw_fd())
+                    .map_err(bpf_err("bpf(BPF_LINK_UPDATE) back to the socket's program"))?;
                 self.retire_offload();
             }
             return Ok(());
         };
         if self.mode != XdpMode::Native {
-            return Err(format!(
-                "interface {:?} has XDP in mode {} (an in-kernel cross-connect needs native XDP: \
-                 mode = \"native\", or \"auto\" on a driver with XDP)",
-                self.config.interface, self.mode
-            ));
+            return Err(RedirectError::NotNative {
+                interface: self.config.interface.clone(),
+                mode: self.mode.to_string(),
+            });
         }
         if self.offload.as_ref().is_some_and(|o| o.to == to) {
             return Ok(());
         }
-        let counter = bpf::create_counter_map()
-            .map_err(|e| format!("bpf(BPF_MAP_CREATE per-CPU counter): {e}"))?;
-        let prog = bpf::load_count_redirect_program(counter.as_raw_fd(), to)
-            .map_err(|(e, log)| format!("the kernel refused the redirect program: {e}: {log}"))?;
+        let counter =
+            bpf::create_counter_map().map_err(bpf_err("bpf(BPF_MAP_CREATE per-CPU counter)"))?;
+        let prog =
+            bpf::load_count_redirect_program(counter.as_raw_fd(), to).map_err(|(e, log)| {
+                RedirectError::Refused {
+                    reason: e.to_string(),
+                    log,
+                }
+            })?;
         bpf::link_update(self._link.as_raw_fd(), prog.as_raw_fd())
-            .map_err(|e| format!("bpf(BPF_LINK_UPDATE) to the redirect program: {e}"))?;
+            .map_err(bpf_err("bpf(BPF_LINK_UPDATE) to the redirect program"))?;
         self.retire_offload();
         self.offload = Some(Offload {
             to,
@@ -1340,6 +1349,16 @@ impl ifwatch::Reopen for AfXdpPort {
     }
 }
 
+impl KernelRedirect for AfXdpPort {
+    fn redirect_target(&self) -> Option<u32> {
+        (self.mode == XdpMode::Native).then_some(self.ifindex)
+    }
+
+    fn set_redirect(&mut self, to: Option<u32>) -> Result<(), RedirectError> {
+        self.set_offload(to)
+    }
+}
+
 impl Port for AfXdpPort {
     fn name(&self) -> &str {
         &self.config.name
@@ -1513,12 +1532,8 @@ impl Port for AfXdpPort {
         }
     }
 
-    fn kernel_redirect_target(&self) -> Option<u32> {
-        (self.mode == XdpMode::Native).then_some(self.ifindex)
-    }
-
-    fn set_kernel_redirect(&mut self, to: Option<u32>) -> Result<(), String> {
-        self.set_offload(to)
+    fn kernel_redirect(&mut self) -> Option<&mut dyn KernelRedirect> {
+        Some(self)
     }
 
     /// Down while the interface is gone or its name stands for another device than the one the

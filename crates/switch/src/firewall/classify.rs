@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use super::acl::{addr, mask, Acl, Family, Hit, PacketKey, PortRange, Rule};
-use crate::nat44::session::MixHasher;
+use crate::hash::MixHasher;
 
 /// What of a packet a shape keeps: masked source and destination, and protocol, ports and ICMP
 /// type packed in `rest`. Equality is on every field; the hash folds them into one word.

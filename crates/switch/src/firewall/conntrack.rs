@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use crate::nat44::session::MixHasher;
+use crate::hash::MixHasher;
 
 /// A connection's tuple as one of its packets carries it: protocol, source and port,
 /// destination and port, of IPv4 (addresses in the low 32 bits) or IPv6.

@@ -20,19 +20,28 @@
 //! (`vlan::shift_tags`) and the header fields decided with the first. VPP's `ethernet-input`
 //! does the same with its last-match cache (`eth_input_tag_lookup` keyed by the tag words).
 //!
-//! Next edges: `l2-xconnect`, `l2-learn` (bridge that learns), `l2-fwd` (bridge that does not),
-//! `ip4-input` / `arp-input` / `ip6-input` (untagged IPv4 / ARP on an interface with an IPv4
-//! address, IPv6 on one with an IPv6 address, and no L2 service; unicast frames to another MAC are
-//! dropped as `l3-mac-mismatch`).
+//! Dispatch is by tables the features register ([`crate::feature::Feature::services`],
+//! [`crate::feature::Feature::ethertypes`]; VPP's `next_by_ethertype`): the node names no
+//! feature. A frame of an interface with a service goes to the node the service's feature picks
+//! for it ([`ServiceInput`]), once per run of frames from the interface; a frame of an interface
+//! with no service, untagged and for the interface's MAC (or a group address), to the node
+//! registered for its ethertype if the interface takes that type ([`EthertypeInput`]); unicast
+//! frames to another MAC on an interface that takes any are dropped as `l3-mac-mismatch`.
+//! Next edges: the registered nodes, in [`crate::feature::FEATURES`] order ([`edges`]): today
+//! `l2-xconnect`, `l2-learn` (bridge that learns), `l2-fwd` (bridge that does not) from `l2`,
+//! `ip4-input` / `arp-input` / `ip6-input` (IPv4 / ARP on an interface with an IPv4 address, IPv6
+//! on one with an IPv6 address) from `ip`.
 //! Drops: `admin-down` (receive interface administratively down), `no-service` (interface has no
 //! service, or is gone),
-//! `no-bridge` (bridge gone; a bug guard), and the wire errors by name: `runt`, `truncated-vlan-tag`,
+//! `no-bridge` (the service's feature picks no node: a bridge gone; a bug guard), and the wire errors by name: `runt`, `truncated-vlan-tag`,
 //! `too-many-vlan-tags` (also: a rewrite that would leave three), `bad-length-field`, and
 //! `malformed` for any other parse error; `unknown-vlan` (tags no sub-interface of the receive
 //! interface takes, and the main interface does not), `no-headroom` (no room for pushed tags).
-//! The input hygiene of `crate::l2::hygiene`: `src-mac-multicast`, `src-mac-zero`, `over-mtu`
+//! The input hygiene of [`super::hygiene`]: `src-mac-multicast`, `src-mac-zero`, `over-mtu`
 //! (receive interface's MTU); 14–59-byte frames are forwarded (the runt policy there).
 //! Trace: `ethertype 0x0800 vlan V/I l3-offset N rx-port P`.
+
+use std::sync::OnceLock;
 
 use vecswitch_buffer::Pool;
 use vecswitch_graph::{Cx, Next, Node, NodeInfo};
@@ -40,25 +49,173 @@ use vecswitch_wire::{Error as WireError, EthernetAddress, L2Header};
 
 use vecswitch_graph::named_enum;
 
-use super::{Interface, Service, SwIfIdx};
-use crate::ip::{IpState, L3Input};
-use crate::l2::{hygiene, Bridge};
+use super::{hygiene, Service, ServiceKind, SwIfIdx};
+use crate::feature::{Feature, FEATURES};
 use crate::state::SwitchState;
 use crate::vlan::{
     move_tags, set_shifted, shift_tags, CounterRun, ParentTable, RewriteError, TagBytes, TagKey,
-    VlanState, Vtr,
+    Vtr,
 };
 
-named_enum! {
-    /// Next edges of `ethernet-input`.
-    pub enum Edge as edge {
-        L2Xconnect = "l2-xconnect",
-        L2Learn = "l2-learn",
-        L2Fwd = "l2-fwd",
-        Ip4Input = "ip4-input",
-        ArpInput = "arp-input",
-        Ip6Input = "ip6-input",
+/// An ethertype a feature takes from `ethernet-input` ([`Feature::ethertypes`]): frames of this
+/// type received untagged on an interface with no L2 service, for the interface's MAC or a group
+/// address, go to `node` when `enabled` says the interface takes them.
+#[derive(Debug, Clone, Copy)]
+pub struct EthertypeInput {
+    /// The type after the tags (IEEE 802.3 §3.2.6), e.g. 0x0800.
+    pub ethertype: u16,
+    /// The node the frames go to (an edge of `ethernet-input`).
+    pub node: &'static str,
+    /// Whether interface `rx` takes frames of this type (the IP feature: it has an address of the
+    /// family). Asked once per run of frames from the interface.
+    pub enabled: fn(&SwitchState, SwIfIdx) -> bool,
+}
+
+/// A service kind a feature takes the frames of ([`Feature::services`]): frames received on an
+/// interface with a service of kind `kind` go to the one of `nodes` that `pick` names.
+#[derive(Debug, Clone, Copy)]
+pub struct ServiceInput {
+    pub kind: ServiceKind,
+    /// The nodes the frames may go to (edges of `ethernet-input`).
+    pub nodes: &'static [&'static str],
+    /// The index into `nodes` for frames of `service` (of this kind); `None` when the service's
+    /// object is gone (dropped as `no-bridge`, a bug guard). Asked once per run of frames from
+    /// the interface.
+    pub pick: fn(&SwitchState, Service) -> Option<usize>,
+}
+
+/// Most ethertypes all features together may register (a bit each in a per-interface mask).
+pub const MAX_ETHERTYPES: usize = 8;
+
+/// `ethernet-input`'s dispatch tables, gathered from [`FEATURES`] once.
+#[derive(Debug)]
+struct Dispatch {
+    /// The next nodes: every feature's service nodes and ethertype nodes, in [`FEATURES`] order.
+    edges: Vec<&'static str>,
+    /// The registered ethertypes, each with its edge.
+    ethertypes: Vec<(EthertypeInput, Next)>,
+    /// By [`ServiceKind::index`]: the service's registration and the edge of its first node.
+    services: [Option<(ServiceInput, u16)>; ServiceKind::ALL.len()],
+}
+
+impl Dispatch {
+    /// The tables of `features`. Panics (at graph build, `InterfaceFeature::register`) on a
+    /// registration that cannot work: an ethertype or a service kind registered twice, more than
+    /// [`MAX_ETHERTYPES`] ethertypes.
+    fn of(features: &[&dyn Feature]) -> Dispatch {
+        let mut d = Dispatch {
+            edges: Vec::new(),
+            ethertypes: Vec::new(),
+            services: [None; ServiceKind::ALL.len()],
+        };
+        for f in features {
+            for s in f.services() {
+                let slot = &mut d.services[s.kind.index()];
+                assert!(
+                    slot.is_none(),
+                    "feature `{}` registers service {:?}, which another feature took",
+                    f.name(),
+                    s.kind
+                );
+                *slot = Some((*s, d.edges.len() as u16));
+                d.edges.extend_from_slice(s.nodes);
+            }
+            for e in f.ethertypes() {
+                assert!(
+                    d.ethertypes.iter().all(|(o, _)| o.ethertype != e.ethertype),
+                    "feature `{}` registers ethertype {:#06x}, which another feature took",
+                    f.name(),
+                    e.ethertype
+                );
+                let next = match d.edges.iter().position(|&n| n == e.node) {
+                    Some(i) => Next::edge(i as u16),
+                    None => {
+                        d.edges.push(e.node);
+                        Next::edge(d.edges.len() as u16 - 1)
+                    }
+                };
+                d.ethertypes.push((*e, next));
+            }
+        }
+        assert!(
+            d.ethertypes.len() <= MAX_ETHERTYPES,
+            "{} ethertypes registered: accepted at most {MAX_ETHERTYPES}",
+            d.ethertypes.len()
+        );
+        d
     }
+
+    /// Where frames of interface `sw` (which has `service` and MAC `mac`) go, asked of the
+    /// registered features.
+    #[inline]
+    fn to(&self, st: &SwitchState, sw: SwIfIdx, service: Service, mac: EthernetAddress) -> To {
+        let Some(kind) = service.kind() else {
+            let mut l3 = 0u8;
+            for (i, (e, _)) in self.ethertypes.iter().enumerate() {
+                if (e.enabled)(st, sw) {
+                    l3 |= 1 << i;
+                }
+            }
+            return To {
+                next: DropReason::NoService.next(),
+                l3,
+                mac,
+            };
+        };
+        let next = match &self.services[kind.index()] {
+            None => DropReason::NoService.next(),
+            Some((s, first)) => match (s.pick)(st, service) {
+                Some(i) if i < s.nodes.len() => Next::edge(first + i as u16),
+                _ => DropReason::NoBridge.next(),
+            },
+        };
+        To { next, l3: 0, mac }
+    }
+
+    /// The next node of an untagged frame for this interface of type `ethertype` on an interface
+    /// that takes the registered types in mask `l3`.
+    #[inline(always)]
+    fn by_ethertype(&self, l3: u8, ethertype: u16) -> Next {
+        for (i, (e, next)) in self.ethertypes.iter().enumerate() {
+            if e.ethertype == ethertype && l3 & (1 << i) != 0 {
+                return *next;
+            }
+        }
+        DropReason::NoService.next()
+    }
+}
+
+/// The dispatch tables of [`FEATURES`].
+fn dispatch() -> &'static Dispatch {
+    static D: OnceLock<Dispatch> = OnceLock::new();
+    D.get_or_init(|| Dispatch::of(FEATURES))
+}
+
+/// Next edges of `ethernet-input`: the nodes the features register ([`ServiceInput::nodes`],
+/// [`EthertypeInput::node`]), in [`FEATURES`] order.
+pub fn edges() -> &'static [&'static str] {
+    &dispatch().edges
+}
+
+/// The edge of `ethernet-input` to `node`, if it is one.
+pub fn edge_to(node: &str) -> Option<Next> {
+    edges()
+        .iter()
+        .position(|&e| e == node)
+        .map(|i| Next::edge(i as u16))
+}
+
+/// Where the frames of one interface go, decided once per run of frames from it (or, for a
+/// sub-interface, with its classification).
+#[derive(Clone, Copy)]
+struct To {
+    /// For an interface with a service: the node its feature picked (or the drop).
+    next: Next,
+    /// For one without: the registered ethertypes it takes, a bit each ([`Dispatch::ethertypes`]
+    /// order); 0: none (`no-service`).
+    l3: u8,
+    /// Its MAC.
+    mac: EthernetAddress,
 }
 named_enum! {
     /// Drop reasons of `ethernet-input`.
@@ -106,27 +263,25 @@ impl DropReason {
 #[derive(Debug, Default)]
 pub struct EthernetInput;
 
-/// What `ethernet-input` reads and writes besides the packets: the switch state's fields, split so
-/// that the tables read (sub-interfaces, bridges, IP) and the interface counters written can be
-/// held at once.
+/// What `ethernet-input` reads and writes besides the packets: the switch state (read between
+/// frames for the decisions made once per run, written for the interface counters) and the
+/// dispatch tables.
 struct Tables<'a> {
     pool: &'a mut Pool,
-    interfaces: &'a mut [Option<Interface>],
-    vlan: &'a VlanState,
-    ip: &'a IpState,
-    bridges: &'a [Option<Bridge>],
+    state: &'a mut SwitchState,
+    d: &'static Dispatch,
 }
 
 /// The receive interface of a run of frames, looked up once per run (frames arrive in runs from
 /// one port: `interface-rx` hands over one `rx_burst` after another).
 #[derive(Clone, Copy)]
-struct RxIf<'a> {
+struct RxIf {
     rx: SwIfIdx,
-    /// Its admin state, service, MAC and MTU; `None` when it is gone.
+    /// Its admin state, service, MTU and where its frames go; `None` when it is gone.
     iface: Option<IfView>,
-    /// Its sub-interface table and whether its main interface is in L2 mode, when it has live
-    /// sub-interfaces (`VlanState::live_parent`); `None` also in a switch without any.
-    parent: Option<(&'a ParentTable, bool)>,
+    /// Whether its main interface is in L2 mode, when it has live sub-interfaces
+    /// (`VlanState::live_parent`); `None` also in a switch without any.
+    parent: Option<bool>,
 }
 
 #[derive(Clone, Copy)]
@@ -134,26 +289,20 @@ struct IfView {
     admin_up: bool,
     service: Service,
     mtu: u16,
+    to: To,
 }
 
-impl<'a> RxIf<'a> {
+impl RxIf {
     #[inline]
-    fn of(
-        interfaces: &[Option<Interface>],
-        vlan: &'a VlanState,
-        any_parent: bool,
-        rx: SwIfIdx,
-    ) -> RxIf<'a> {
-        let iface = interfaces
-            .get(rx as usize)
-            .and_then(Option::as_ref)
-            .map(|i| IfView {
-                admin_up: i.admin_up,
-                service: i.service,
-                mtu: i.mtu,
-            });
+    fn of(st: &SwitchState, d: &Dispatch, any_parent: bool, rx: SwIfIdx) -> RxIf {
+        let iface = st.interface(rx).map(|i| IfView {
+            admin_up: i.admin_up,
+            service: i.service,
+            mtu: i.mtu,
+            to: d.to(st, rx, i.service, i.mac),
+        });
         let parent = if any_parent {
-            vlan.live_parent(interfaces, rx)
+            st.vlan.live_parent(&st.interfaces, rx).map(|(_, l2)| l2)
         } else {
             None
         };
@@ -197,20 +346,21 @@ struct FastIn {
 impl FastIn {
     /// The fast path of the frames after `frame` (tags `count`, received on an interface whose
     /// MTU is `mtu`), if `verdict` is an L2 sub-interface that is up and whose rewrite applies.
-    fn of(t: &Tables<'_>, verdict: &Verdict, frame: &[u8], count: u8, mtu: u16) -> Option<FastIn> {
+    fn of(verdict: &Verdict, frame: &[u8], count: u8, mtu: u16) -> Option<FastIn> {
         let Verdict::Sub {
             sw,
             admin_up: true,
             service,
             vtr,
             after: Ok(after),
+            to,
         } = *verdict
         else {
             return None;
         };
         let (next, bd) = match service {
-            Service::Xconnect { .. } => (Edge::L2Xconnect.next(), None),
-            Service::Bridge { bd } => (bridge_next(t.bridges, bd), Some(bd)),
+            Service::Xconnect { .. } => (to.next, None),
+            Service::Bridge { bd } => (to.next, Some(bd)),
             Service::None => return None,
         };
         Some(FastIn {
@@ -252,7 +402,7 @@ impl FastIn {
             };
             done += 1;
         }
-        counters.add_run(t.interfaces, self.sw, packets, bytes, false);
+        counters.add_run(&mut t.state.interfaces, self.sw, packets, bytes, false);
         done
     }
 
@@ -311,6 +461,8 @@ enum Verdict {
         service: Service,
         vtr: Vtr,
         after: Result<TagKey, RewriteError>,
+        /// Where its frames go.
+        to: To,
     },
 }
 
@@ -326,16 +478,17 @@ fn classify(
     match table.classify(key, rx, main_l2) {
         None => Verdict::Drop(DropReason::UnknownVlan),
         Some(sw) if sw == rx => Verdict::Main,
-        Some(sw) => match t.interfaces.get(sw as usize).and_then(Option::as_ref) {
+        Some(sw) => match t.state.interface(sw) {
             None => Verdict::Drop(DropReason::NoService),
             Some(i) => {
-                let vtr = t.vlan.sub(sw).map_or(Vtr::NONE, |s| s.ingress);
+                let vtr = t.state.vlan.sub(sw).map_or(Vtr::NONE, |s| s.ingress);
                 Verdict::Sub {
                     sw,
                     admin_up: i.admin_up,
                     service: i.service,
                     vtr,
                     after: vtr.key_after(key),
+                    to: t.d.to(&*t.state, sw, i.service, i.mac),
                 }
             }
         },
@@ -347,7 +500,7 @@ fn classify(
 #[inline(always)]
 fn one<const VLAN: bool>(
     t: &mut Tables<'_>,
-    r: &RxIf<'_>,
+    r: &RxIf,
     h: u32,
     last: &mut Option<Classified>,
     counters: &mut CounterRun,
@@ -358,7 +511,7 @@ fn one<const VLAN: bool>(
     if !ifv.admin_up {
         return DropReason::AdminDown.next();
     }
-    let (mut service, mut rx) = (ifv.service, r.rx);
+    let (mut service, mut to) = (ifv.service, ifv.to);
     let l2 = match L2Header::parse(t.pool.data(h)) {
         Ok(l2) => l2,
         Err(e) => return DropReason::from_wire(&e).next(),
@@ -369,12 +522,16 @@ fn one<const VLAN: bool>(
         return DropReason::from_hygiene(b).next();
     }
     let mut key = TagKey::of(&l2);
-    if let (true, Some((table, main_l2))) = (VLAN, r.parent) {
+    if let (true, Some(main_l2)) = (VLAN, r.parent) {
+        let rx = r.rx;
         // Sub-interface classification, here as in VPP (`ethernet-input`, `eth_identify_subint`):
         // the tags were parsed once, above; the verdict is looked up once per run of frames from
         // this interface with these tags.
         if !matches!(last, Some(c) if c.rx == rx && c.key == key) {
-            let verdict = classify(t, table, main_l2, rx, key);
+            let verdict = match t.state.vlan.parent(rx) {
+                Some(table) => classify(t, table, main_l2, rx, key),
+                None => Verdict::Drop(DropReason::NoService), // `r.parent` says it has one
+            };
             *last = Some(Classified {
                 rx,
                 key,
@@ -387,7 +544,7 @@ fn one<const VLAN: bool>(
         };
         // The frames after this one with its tag bytes take the fast path (it holds for the
         // rest of the run from this interface whatever comes in between).
-        if let Some(f) = FastIn::of(t, &c.verdict, t.pool.data(h), key.count, ifv.mtu) {
+        if let Some(f) = FastIn::of(&c.verdict, t.pool.data(h), key.count, ifv.mtu) {
             c.fast = Some(f);
         }
         match &c.verdict {
@@ -399,12 +556,13 @@ fn one<const VLAN: bool>(
                 service: s,
                 vtr,
                 after,
+                to: sub_to,
             } => {
-                counters.add(t.interfaces, *sw, total_len as u64, false);
+                counters.add(&mut t.state.interfaces, *sw, total_len as u64, false);
                 if !admin_up {
                     return DropReason::AdminDown.next();
                 }
-                (service, rx) = (*s, *sw);
+                (service, to) = (*s, *sub_to);
                 t.pool.header_mut(h).rx_port = *sw;
                 if !vtr.is_none() {
                     key = match *after {
@@ -423,7 +581,7 @@ fn one<const VLAN: bool>(
             }
         }
     }
-    finish(t, h, l2, key, service, rx)
+    finish(t, h, l2, key, service, &to)
 }
 
 /// Every frame of a vector, run by run of frames from one receive interface (frames arrive in
@@ -438,7 +596,7 @@ fn run<const VLAN: bool>(t: &mut Tables<'_>, pkts: &[u32], nexts: &mut [Next]) {
     let mut counters = CounterRun::default();
     let mut i = 0;
     while let Some(&first) = pkts.get(i) {
-        let cur = RxIf::of(t.interfaces, t.vlan, VLAN, t.pool.header(first).rx_port);
+        let cur = RxIf::of(&*t.state, t.d, VLAN, t.pool.header(first).rx_port);
         // Frames of an interface without sub-interfaces take the plain path even in a switch
         // that has some.
         if VLAN && cur.parent.is_some() {
@@ -470,10 +628,11 @@ fn run<const VLAN: bool>(t: &mut Tables<'_>, pkts: &[u32], nexts: &mut [Next]) {
             }
         }
     }
-    counters.flush(t.interfaces, false);
+    counters.flush(&mut t.state.interfaces, false);
 }
 
-/// The header fields of a frame with tags `key` and its service's next node.
+/// The header fields of a frame with tags `key` and its next node: its service's (`to`, decided
+/// with the run), or, with no service, its ethertype's.
 #[inline(always)]
 fn finish(
     t: &mut Tables<'_>,
@@ -481,7 +640,7 @@ fn finish(
     l2: L2Header,
     key: TagKey,
     service: Service,
-    rx: SwIfIdx,
+    to: &To,
 ) -> Next {
     let hdr = t.pool.header_mut(h);
     // At most two tags, so the offset fits.
@@ -490,40 +649,22 @@ fn finish(
     hdr.inner_vlan = key.inner;
     hdr.ethertype = l2.ethertype.0;
     match service {
-        // An interface with no L2 service may be routed (the `ip` feature); its MAC is read here,
-        // not carried with every frame.
+        // An interface with no L2 service may take frames by their ethertype (the `ip` feature
+        // registers IPv4, ARP and IPv6): untagged ones for its MAC or a group address.
         Service::None => {
-            let Some(mac) = t
-                .interfaces
-                .get(rx as usize)
-                .and_then(Option::as_ref)
-                .map(|i| i.mac)
-            else {
-                return DropReason::NoService.next();
-            };
-            match crate::ip::classify(t.ip, rx, mac, l2.dst_addr, hdr.ethertype, hdr.vlan) {
-                Some(L3Input::Ip4) => Edge::Ip4Input.next(),
-                Some(L3Input::Arp) => Edge::ArpInput.next(),
-                Some(L3Input::Ip6) => Edge::Ip6Input.next(),
-                Some(L3Input::MacMismatch) => DropReason::L3MacMismatch.next(),
-                Some(L3Input::Other) | None => DropReason::NoService.next(),
+            if to.l3 == 0 || hdr.vlan != 0 {
+                DropReason::NoService.next()
+            } else if l2.dst_addr != to.mac && !l2.dst_addr.is_multicast() {
+                DropReason::L3MacMismatch.next()
+            } else {
+                t.d.by_ethertype(to.l3, hdr.ethertype)
             }
         }
-        Service::Xconnect { .. } => Edge::L2Xconnect.next(),
+        Service::Xconnect { .. } => to.next,
         Service::Bridge { bd } => {
             hdr.bd = bd;
-            bridge_next(t.bridges, bd)
+            to.next
         }
-    }
-}
-
-/// The next node of a frame for bridge `bd`.
-#[inline(always)]
-fn bridge_next(bridges: &[Option<Bridge>], bd: u16) -> Next {
-    match bridges.get(bd as usize).and_then(Option::as_ref) {
-        Some(b) if b.settings.learn => Edge::L2Learn.next(),
-        Some(_) => Edge::L2Fwd.next(),
-        None => DropReason::NoBridge.next(),
     }
 }
 
@@ -531,29 +672,20 @@ impl Node<SwitchState> for EthernetInput {
     fn info(&self) -> NodeInfo {
         NodeInfo {
             name: "ethernet-input",
-            next_nodes: Edge::NAMES,
+            next_nodes: edges(),
             drop_reasons: DropReason::NAMES,
             counters: &[],
         }
     }
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
-        let SwitchState {
-            interfaces,
-            vlan,
-            ip,
-            bridges,
-            ..
-        } = &mut *cx.state;
         let mut t = Tables {
             pool: &mut *cx.pool,
-            interfaces,
-            vlan,
-            ip,
-            bridges,
+            state: &mut *cx.state,
+            d: dispatch(),
         };
         // A switch without sub-interfaces pays one check per vector for them.
-        if t.vlan.parents.iter().any(Option::is_some) {
+        if t.state.vlan.parents.iter().any(Option::is_some) {
             run::<true>(&mut t, pkts, nexts);
         } else {
             run::<false>(&mut t, pkts, nexts);

@@ -22,6 +22,7 @@
 //!   it do not change (VPP's l2-input/l2-output feature bitmaps, `src/vnet/l2/feat_bitmap.h`).
 
 pub mod ethernet_input;
+pub mod hygiene;
 pub mod interface_output;
 pub mod interface_rx;
 
@@ -36,7 +37,7 @@ use crate::error::SwitchError;
 use crate::feature::{Feature, Stage};
 use crate::state::{BdIdx, PortIdx, SwitchState};
 
-pub use ethernet_input::EthernetInput;
+pub use ethernet_input::{EthernetInput, EthertypeInput, ServiceInput};
 pub use interface_output::InterfaceOutput;
 pub use interface_rx::InterfaceRx;
 
@@ -52,7 +53,7 @@ pub const OUTPUT_ARC: ArcId = 1;
 /// The decision of a forwarding node that has set `tx_port`: along the output arc.
 pub const TO_OUTPUT: Next = Next::arc(OUTPUT_ARC);
 /// Default MTU of a main interface (bytes of L3 payload). Frames received with more are dropped by
-/// `ethernet-input` as `over-mtu` (`crate::l2::hygiene`); on transmit it is checked where
+/// `ethernet-input` as `over-mtu` ([`hygiene`]); on transmit it is checked where
 /// `mtu-check` is on.
 pub const DEFAULT_MTU: u16 = 9000;
 
@@ -65,6 +66,39 @@ pub enum Service {
     Xconnect { to: SwIfIdx },
     /// Member of bridge domain `bd` (E-LAN).
     Bridge { bd: BdIdx },
+}
+
+impl Service {
+    /// The service's kind, `None` for [`Service::None`] (the frames are for an L3 feature, by
+    /// their ethertype: [`EthertypeInput`]).
+    #[inline]
+    pub fn kind(&self) -> Option<ServiceKind> {
+        match self {
+            Service::None => None,
+            Service::Xconnect { .. } => Some(ServiceKind::Xconnect),
+            Service::Bridge { .. } => Some(ServiceKind::Bridge),
+        }
+    }
+}
+
+/// The kinds of [`Service`] a feature can take the frames of ([`ServiceInput`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServiceKind {
+    /// [`Service::Xconnect`].
+    Xconnect,
+    /// [`Service::Bridge`].
+    Bridge,
+}
+
+impl ServiceKind {
+    /// Every kind, in the order of [`ServiceKind::index`].
+    pub const ALL: [ServiceKind; 2] = [ServiceKind::Xconnect, ServiceKind::Bridge];
+
+    /// The kind's position in [`ServiceKind::ALL`].
+    #[inline]
+    pub const fn index(self) -> usize {
+        self as usize
+    }
 }
 
 /// What an interface is made of (`show interfaces`' "type" and the fields after it).
@@ -364,6 +398,7 @@ impl Feature for InterfaceFeature {
             }
             Stage::Input => {
                 graph.add(Box::new(InterfaceRx));
+                // Its next edges are the features' registrations ([`ethernet_input::edges`]).
                 graph.add(Box::new(EthernetInput));
             }
             Stage::Forward | Stage::Output => {}

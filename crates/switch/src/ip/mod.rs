@@ -79,10 +79,9 @@ use std::net::Ipv4Addr;
 
 use serde::{Deserialize, Serialize};
 use vecswitch_graph::{ArcId, ArcKey, Graph, GraphError};
-use vecswitch_wire::EthernetAddress;
 
 use crate::feature::{Feature, Stage};
-use crate::interface::SwIfIdx;
+use crate::interface::{EthertypeInput, SwIfIdx};
 use crate::state::SwitchState;
 
 pub use arp_input::ArpInput;
@@ -118,6 +117,10 @@ pub struct IpFeature;
 impl Feature for IpFeature {
     fn name(&self) -> &'static str {
         "ip"
+    }
+
+    fn ethertypes(&self) -> &'static [EthertypeInput] {
+        ETHERTYPES
     }
 
     fn register(&self, graph: &mut Graph<SwitchState>, stage: Stage) -> Result<(), GraphError> {
@@ -574,46 +577,36 @@ impl IpState {
     }
 }
 
-/// Where `ethernet-input` sends a frame of a routed interface.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum L3Input {
-    Ip4,
-    Arp,
-    Ip6,
-    /// Unicast to another station's MAC: not for this interface (`l3-mac-mismatch`).
-    MacMismatch,
-    /// Not IPv4 or ARP on an interface with an IPv4 address, not IPv6 on one with an IPv6
-    /// address, or tagged: no service for it.
-    Other,
+/// What the IP feature takes from `ethernet-input` ([`Feature::ethertypes`]): IPv4 and ARP on an
+/// interface with an IPv4 address, IPv6 on one with an IPv6 address (untagged, for the interface's
+/// MAC or a group address: `ethernet-input` checks that; unicast to another MAC is its
+/// `l3-mac-mismatch`).
+pub static ETHERTYPES: &[EthertypeInput] = &[
+    EthertypeInput {
+        ethertype: 0x0800,
+        node: ip4_input::NAME,
+        enabled: has_v4,
+    },
+    EthertypeInput {
+        ethertype: 0x0806,
+        node: arp_input::NAME,
+        enabled: has_v4,
+    },
+    EthertypeInput {
+        ethertype: 0x86dd,
+        node: ip6_input::NAME,
+        enabled: has_v6,
+    },
+];
+
+/// Whether interface `rx` has an IPv4 address.
+fn has_v4(st: &SwitchState, rx: SwIfIdx) -> bool {
+    st.ip.iface(rx).is_some()
 }
 
-/// Classifies a frame received on interface `rx` (MAC `mac`, no L2 service) for destination
-/// `dst`: `None` if the interface is not routed.
-#[inline]
-pub fn classify(
-    ip: &IpState,
-    rx: SwIfIdx,
-    mac: EthernetAddress,
-    dst: EthernetAddress,
-    ethertype: u16,
-    vlan: u16,
-) -> Option<L3Input> {
-    let (v4, v6) = (ip.iface(rx).is_some(), ip.v6.iface(rx).is_some());
-    if !v4 && !v6 {
-        return None;
-    }
-    if vlan != 0 {
-        return Some(L3Input::Other);
-    }
-    if dst != mac && !dst.is_multicast() {
-        return Some(L3Input::MacMismatch);
-    }
-    Some(match ethertype {
-        0x0800 if v4 => L3Input::Ip4,
-        0x0806 if v4 => L3Input::Arp,
-        0x86dd if v6 => L3Input::Ip6,
-        _ => L3Input::Other,
-    })
+/// Whether interface `rx` has an IPv6 address.
+fn has_v6(st: &SwitchState, rx: SwIfIdx) -> bool {
+    st.ip.v6.iface(rx).is_some()
 }
 
 /// Packet `h`, turned into a reply in place (an echo reply of `ip4-local` or `ip6-local`), is

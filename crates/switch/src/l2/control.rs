@@ -303,7 +303,7 @@ impl Switch {
 
     /// Hands the xconnect of `port` to the kernel (`on`) or takes it back: `port`'s backend sends
     /// what its interface receives straight out of the interface of the xconnect's target
-    /// ([`vecswitch_ports::Port::set_kernel_redirect`]; an `af_xdp` port in native mode). Both
+    /// (the backend's [`vecswitch_ports::KernelRedirect`], `Port::kernel_redirect`; an `af_xdp` port in native mode). Both
     /// ends must be ports' main interfaces. On error nothing changed.
     pub fn set_xconnect_offload(&mut self, port: &str, on: bool) -> Result<(), SwitchError> {
         let a = self.iface_idx(port)?;
@@ -330,8 +330,14 @@ impl Switch {
             ));
         };
         let target = if on {
-            let slot = self.state.port(pb).expect("a main interface has its port");
-            Some(slot.port.kernel_redirect_target().ok_or_else(|| {
+            let slot = self.state.ports[pb as usize]
+                .as_mut()
+                .expect("a main interface has its port");
+            let target = slot
+                .port
+                .kernel_redirect()
+                .and_then(|k| k.redirect_target());
+            Some(target.ok_or_else(|| {
                 err(format!(
                     "port `{}` cannot receive frames redirected in the kernel (an af_xdp port in native XDP mode can)",
                     slot.name
@@ -343,7 +349,13 @@ impl Switch {
         let slot = self.state.ports[pa as usize]
             .as_mut()
             .expect("a main interface has its port");
-        slot.port.set_kernel_redirect(target).map_err(err)
+        match (slot.port.kernel_redirect(), target) {
+            (Some(k), _) => k.set_redirect(target).map_err(|e| err(e.to_string())),
+            (None, None) => Ok(()),
+            (None, Some(_)) => Err(err(
+                "this port type cannot forward in the kernel (only af_xdp)".into(),
+            )),
+        }
     }
 
     // ----- MAC table -----------------------------------------------------------------------------

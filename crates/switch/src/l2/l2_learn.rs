@@ -3,7 +3,7 @@
 //! seen on another port moved (counted as `station-moves`) unless its entry is static. A bridge at
 //! its MAC limit learns nothing more (`mac-limit-reached`); the frame is forwarded all the same.
 //! Group (multicast) and all-zero source addresses never get here: `ethernet-input` drops them
-//! (`src-mac-multicast`, `src-mac-zero`; [`super::hygiene`]); the group check below stays as a
+//! (`src-mac-multicast`, `src-mac-zero`; [`crate::interface::hygiene`]); the group check below stays as a
 //! guard.
 //!
 //! Next edges: `l2-fwd`. Drops: `no-bridge` (bridge deleted while in flight; a bug guard).

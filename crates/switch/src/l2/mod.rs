@@ -8,8 +8,6 @@
 //!   static MACs, `show bridges`, `show mac`).
 //! - [`BridgeSettings`]: what a bridge domain does (learn, forward, flood, unknown-unicast flood,
 //!   MAC age, MAC limit).
-//! - [`hygiene`]: the input checks `ethernet-input` makes for every frame (group or all-zero
-//!   source MAC, over the receive MTU) and the runt policy.
 //! - [`format_mac`] / [`parse_mac`]: the `aa:bb:cc:dd:ee:ff` text form used by `show mac` and the
 //!   control API.
 //!
@@ -21,7 +19,6 @@
 
 pub mod config;
 pub mod control;
-pub mod hygiene;
 pub mod l2_flood;
 pub mod l2_fwd;
 pub mod l2_learn;
@@ -33,7 +30,7 @@ use vecswitch_buffer::Pool;
 use vecswitch_graph::{Cx, Graph, GraphError, Next};
 
 use crate::feature::{Feature, Stage};
-use crate::interface::SwIfIdx;
+use crate::interface::{Service, ServiceInput, ServiceKind, SwIfIdx};
 use crate::state::SwitchState;
 
 pub use l2_flood::L2Flood;
@@ -50,6 +47,10 @@ impl Feature for L2Feature {
         "l2"
     }
 
+    fn services(&self) -> &'static [ServiceInput] {
+        SERVICES
+    }
+
     fn register(&self, graph: &mut Graph<SwitchState>, stage: Stage) -> Result<(), GraphError> {
         if stage == Stage::Forward {
             graph.add(Box::new(L2Xconnect));
@@ -58,6 +59,36 @@ impl Feature for L2Feature {
             graph.add(Box::new(L2Flood));
         }
         Ok(())
+    }
+}
+
+/// What the L2 feature takes from `ethernet-input` ([`Feature::services`]): a cross-connect's
+/// frames go to `l2-xconnect`; a bridge member's to `l2-learn` when its bridge learns, else to
+/// `l2-fwd`.
+pub static SERVICES: &[ServiceInput] = &[
+    ServiceInput {
+        kind: ServiceKind::Xconnect,
+        nodes: &["l2-xconnect"],
+        pick: xconnect_node,
+    },
+    ServiceInput {
+        kind: ServiceKind::Bridge,
+        nodes: &["l2-learn", "l2-fwd"],
+        pick: bridge_node,
+    },
+];
+
+/// A cross-connect's node: `l2-xconnect`.
+fn xconnect_node(_: &SwitchState, _: Service) -> Option<usize> {
+    Some(0)
+}
+
+/// A bridge member's node: `l2-learn` (0) if its bridge learns, else `l2-fwd` (1); `None` when
+/// the bridge is gone.
+fn bridge_node(st: &SwitchState, s: Service) -> Option<usize> {
+    match s {
+        Service::Bridge { bd } => st.bridge(bd).map(|b| usize::from(!b.settings.learn)),
+        _ => None,
     }
 }
 

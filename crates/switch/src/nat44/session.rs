@@ -23,8 +23,7 @@
 //! ones), so the staged lookups' misses are cache misses only, not TLB misses and page walks
 //! as well. [`SessionTable::memory`] says what they got.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
 use std::net::Ipv4Addr;
 
 use serde::{Deserialize, Serialize};
@@ -33,6 +32,7 @@ use vecswitch_wire::checksum;
 
 use super::index::{Hashed, Index, Key, MAX_SLOTS};
 use super::translate::{ICMP, TCP};
+use crate::hash::{MixHasher, MixMap};
 
 /// Ports (or ICMP identifiers) tried for a new session before it is refused as `out-of-ports`.
 pub const MAX_PORT_TRIES: u32 = 256;
@@ -164,31 +164,7 @@ pub fn apply(hc: u16, d: u16) -> u16 {
     !checksum::fold(!hc as u64 + d as u64)
 }
 
-/// FxHash-class hasher for the packed keys (a multiply and a fold, seeded by the table).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct MixHasher(u64);
-
-impl Hasher for MixHasher {
-    fn finish(&self) -> u64 {
-        let mut x = self.0;
-        x = (x ^ (x >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
-        x ^ (x >> 33)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ *b as u64).wrapping_mul(0x517c_c1b7_2722_0a95);
-        }
-    }
-    fn write_u128(&mut self, i: u128) {
-        let v = (i as u64) ^ ((i >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        self.0 = (self.0 ^ v).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.write_u128(i as u128);
-    }
-}
-
-type Map<K> = HashMap<K, u32, BuildHasherDefault<MixHasher>>;
+type Map<K> = MixMap<K, u32>;
 
 /// Why a session could not be made (each a drop reason of `nat44-in2out`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,5 +1,7 @@
 //! Input hygiene at L2: the checks `ethernet-input` makes on every received frame after its L2
 //! header parsed, before the frame reaches any service (bridge, cross-connect, routed interface).
+//! They belong to the interface layer, not to a feature: they apply to every frame whatever its
+//! receive interface's service.
 //!
 //! | frame | verdict | named |
 //! |---|---|---|
@@ -18,7 +20,7 @@
 //! - The MTU check at input drops a frame the switch must not carry where it enters, with a reason
 //!   that says so, instead of letting it fail later at transmit as `tx-failed` (a bridge does not
 //!   fragment: IEEE 802.1Q-2018 §8.5.1). The MTU is the receive interface's (`[[mtu]]`, default
-//!   9000); an egress interface with a smaller MTU is `mtu-check`'s job (`crate::mtu`).
+//!   9000); an egress interface with a smaller MTU is `mtu-check`'s job (the `mtu` feature).
 //! - Runt policy: software ports carry no PHY and pad nothing. A kernel's ARP request on a veth is
 //!   42 bytes, a memif or vhost-user peer may send 14-byte frames; dropping them would break
 //!   ARP between namespaces and every peer that does not pad. So 14–59-byte frames are forwarded
