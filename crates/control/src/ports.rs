@@ -17,7 +17,7 @@ use vecswitch_ports::af_xdp::{AfXdpConfig, AfXdpError, AfXdpPort};
 use vecswitch_ports::memif::{self, MemifConfig, MemifPort};
 use vecswitch_ports::vhost_user::{self, VhostUserConfig, VhostUserPort};
 use vecswitch_ports::Port;
-use vecswitch_switch::l2::config::KIND_PORT;
+use vecswitch_switch::interface::KIND_PORT;
 use vecswitch_switch::object::{
     check_name, q, same_as, ApplyCx, ConfigObject, Obj, ObjectKey, Validation,
 };

@@ -183,8 +183,8 @@ impl ControlSocket {
                     let group = std::fs::metadata(&self.path).map(|m| m.gid()).ok();
                     let peer = match admit(&stream, own_uid, group) {
                         Ok(peer) => peer,
-                        Err(msg) => {
-                            refuse(stream, &msg);
+                        Err(e) => {
+                            refuse(stream, &e.to_string());
                             continue;
                         }
                     };
@@ -253,14 +253,31 @@ fn supplementary_groups(pid: i32) -> Vec<u32> {
         .unwrap_or_default()
 }
 
+/// Why a connection was refused before its first request ([`admit`]); its text is the answer the
+/// peer reads (`permission denied: ...`).
+#[derive(Debug, thiserror::Error)]
+enum Refused {
+    /// `SO_PEERCRED` could not be read.
+    #[error("permission denied: cannot read the peer credentials (SO_PEERCRED): {0}")]
+    NoCredentials(#[source] nix::Error),
+    /// A peer that is not root, the switch's user or in the socket's group.
+    #[error("permission denied: uid {} (gid {}, pid {}) may not use this control socket; accepted are uid 0, the switch's uid {own_uid} and members of the socket's group (gid {group})", .peer.uid, .peer.gid, .peer.pid)]
+    Peer {
+        peer: Peer,
+        own_uid: u32,
+        /// The socket's group, or `(unknown)`.
+        group: String,
+    },
+}
+
 /// Admits uid 0, `own_uid` (the switch's) and members of `group` (the socket file's group);
 /// anything else is refused with a message naming the peer and who is accepted, and logged.
-fn admit(stream: &UnixStream, own_uid: u32, group: Option<u32>) -> Result<Peer, String> {
+fn admit(stream: &UnixStream, own_uid: u32, group: Option<u32>) -> Result<Peer, Refused> {
     use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
     let cred = getsockopt(stream, PeerCredentials).map_err(|e| {
-        let msg = format!("permission denied: cannot read the peer credentials (SO_PEERCRED): {e}");
-        tracing::warn!("control: {msg}");
-        msg
+        let e = Refused::NoCredentials(e);
+        tracing::warn!("control: {e}");
+        e
     })?;
     let peer = Peer {
         uid: cred.uid(),
@@ -272,20 +289,20 @@ fn admit(stream: &UnixStream, own_uid: u32, group: Option<u32>) -> Result<Peer, 
     if peer.uid == 0 || peer.uid == own_uid || in_group {
         return Ok(peer);
     }
-    let group = group.map_or_else(|| "(unknown)".to_string(), |g| g.to_string());
-    let msg = format!(
-        "permission denied: uid {} (gid {}, pid {}) may not use this control socket; accepted are uid 0, the switch's uid {own_uid} and members of the socket's group (gid {group})",
-        peer.uid, peer.gid, peer.pid
-    );
+    let e = Refused::Peer {
+        peer,
+        own_uid,
+        group: group.map_or_else(|| "(unknown)".to_string(), |g| g.to_string()),
+    };
     tracing::warn!(
         uid = peer.uid,
         gid = peer.gid,
         pid = peer.pid,
-        "control: refused connection: {msg}"
+        "control: refused connection: {e}"
     );
     // The binary installs no tracing subscriber; stderr is where its other control messages go.
-    eprintln!("vecswitch: control: refused connection: {msg}");
-    Err(msg)
+    eprintln!("vecswitch: control: refused connection: {e}");
+    Err(e)
 }
 
 impl Drop for ControlSocket {
@@ -360,9 +377,19 @@ impl Read for DeadlineStream {
     }
 }
 
+/// A request line that is not text the protocol can read ([`read_line`]); the connection is then
+/// closed after the answer (`bad request: ...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum BadLine {
+    #[error("request line longer than {max} bytes")]
+    TooLong { max: usize },
+    #[error("request is not UTF-8")]
+    NotUtf8,
+}
+
 /// Reads one line of at most `max` bytes. `Ok(None)` at end of stream (or a partial last line:
 /// the client went away mid-request).
-fn read_line(r: &mut impl BufRead, max: usize) -> io::Result<Option<Result<String, String>>> {
+fn read_line(r: &mut impl BufRead, max: usize) -> io::Result<Option<Result<String, BadLine>>> {
     let mut buf = Vec::new();
     let n = r
         .by_ref()
@@ -373,14 +400,12 @@ fn read_line(r: &mut impl BufRead, max: usize) -> io::Result<Option<Result<Strin
     }
     if buf.last() != Some(&b'\n') {
         if buf.len() > max {
-            return Ok(Some(Err(format!("request line longer than {max} bytes"))));
+            return Ok(Some(Err(BadLine::TooLong { max })));
         }
         // End of stream without a newline: the client stopped mid-request.
         return Ok(None);
     }
-    Ok(Some(
-        String::from_utf8(buf).map_err(|_| "request is not UTF-8".to_string()),
-    ))
+    Ok(Some(String::from_utf8(buf).map_err(|_| BadLine::NotUtf8)))
 }
 
 /// Serves one connection: request lines in, response lines out.
@@ -399,7 +424,7 @@ fn serve_connection(stream: UnixStream, controller: &Mutex<Controller>) {
             Ok(None) | Err(_) => return,
         };
         let (resp, fatal) = match line {
-            Err(msg) => (Response::err(format!("bad request: {msg}")), true),
+            Err(e) => (Response::err(format!("bad request: {e}")), true),
             Ok(l) if l.trim().is_empty() => continue,
             Ok(l) => match parse_request(&l) {
                 Err(e) => (Response::err(e.to_string()), false),

@@ -190,6 +190,21 @@ pub struct EditError {
     pub accepted: &'static str,
 }
 
+/// Serde for a MAC address as `aa:bb:cc:dd:ee:ff` text (crates/wire has no serde).
+pub mod mac_text {
+    use serde::{de, Deserialize, Deserializer, Serializer};
+    use vecswitch_wire::EthernetAddress;
+
+    pub fn serialize<S: Serializer>(m: &EthernetAddress, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(m)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<EthernetAddress, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(de::Error::custom)
+    }
+}
+
 /// A string as written in a config (quoted).
 pub fn q(s: &str) -> String {
     format!("{s:?}")

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::{BondMode, BondSettings, HashPolicy, LacpRate, MAX_MEMBERS};
 use crate::error::SwitchError;
 use crate::interface::Service;
-use crate::l2::config::KIND_PORT;
+use crate::interface::KIND_PORT;
 use crate::object::{check_name, q, same_as, ApplyCx, ConfigObject, Obj, ObjectKey, Validation};
 use crate::runtime::Switch;
 

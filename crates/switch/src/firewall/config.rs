@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use super::acl::{Acl, Action, Rule};
 use super::ips::IpsConfig;
 use crate::error::SwitchError;
-use crate::l2::config::KIND_PORT;
+use crate::interface::KIND_PORT;
 use crate::object::{q, same_as, ApplyCx, ConfigObject, Obj, ObjectKey, Validation};
 use crate::runtime::Switch;
 

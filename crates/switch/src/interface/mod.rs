@@ -331,6 +331,11 @@ pub const NO_PORT: PortIdx = PortIdx::MAX;
 /// Most interfaces (indices are `u16`; one value is kept free).
 pub const MAX_INTERFACES: usize = u16::MAX as usize - 1;
 
+/// The config-object kind of an interface (a port, a bond, a sub-interface: one namespace, so an
+/// object that refers to an interface depends on `ObjectKey::new(KIND_PORT, name)` whatever made
+/// it; [`crate::object`]).
+pub const KIND_PORT: &str = "port";
+
 impl SwitchState {
     /// The first index free both as an interface and as a port, for an interface a feature makes:
     /// a port added later (whose main interface takes its port's index) never lands on it.

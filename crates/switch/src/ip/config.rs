@@ -26,7 +26,8 @@ use vecswitch_wire::EthernetAddress;
 use super::ip6::{is_link_local, Ipv6Prefix, Prefix6Error};
 use super::{IpSettings, Ipv4Prefix, PrefixError, MAX_PATHS};
 use crate::error::SwitchError;
-use crate::l2::config::{mac_text, KIND_PORT};
+use crate::interface::KIND_PORT;
+use crate::object::mac_text;
 use crate::object::{q, same_as, ApplyCx, ConfigObject, Obj, ObjectKey, Validation};
 use crate::runtime::Switch;
 

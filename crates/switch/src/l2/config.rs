@@ -20,7 +20,10 @@ use vecswitch_wire::EthernetAddress;
 
 use super::{BridgeSettings, DEFAULT_MAC_AGE_S, DEFAULT_MAC_LIMIT};
 use crate::error::SwitchError;
-use crate::object::{check_name, q, same_as, ApplyCx, ConfigObject, Obj, ObjectKey, Validation};
+use crate::interface::KIND_PORT;
+use crate::object::{
+    check_name, mac_text, q, same_as, ApplyCx, ConfigObject, Obj, ObjectKey, Validation,
+};
 use crate::runtime::Switch;
 
 /// Accepted `mac_limit` values.
@@ -193,21 +196,6 @@ pub struct StaticMacConfig {
     #[serde(with = "mac_text")]
     pub mac: EthernetAddress,
     pub port: String,
-}
-
-/// Serde for a MAC address as `aa:bb:cc:dd:ee:ff` text (crates/wire has no serde).
-pub mod mac_text {
-    use serde::{de, Deserialize, Deserializer, Serializer};
-    use vecswitch_wire::EthernetAddress;
-
-    pub fn serialize<S: Serializer>(m: &EthernetAddress, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(m)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<EthernetAddress, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(de::Error::custom)
-    }
 }
 
 /// Validates `[[xconnect]]` (after the ports: references are checked against
@@ -406,8 +394,6 @@ pub const KIND_BRIDGE: &str = "bridge";
 pub const KIND_MEMBER: &str = "bridge-member";
 pub const KIND_STATIC_MAC: &str = "static-mac";
 pub const KIND_XCONNECT: &str = "xconnect";
-/// The kind of ports (the control plane's port objects use it).
-pub const KIND_PORT: &str = "port";
 
 /// A bridge-domain and its settings.
 #[derive(Debug, Clone, PartialEq, Eq)]

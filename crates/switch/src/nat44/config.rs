@@ -27,9 +27,9 @@ use super::control::MAX_POOL;
 use super::index::MAX_SLOTS;
 use super::{Nat44Settings, Role};
 use crate::error::SwitchError;
+use crate::interface::KIND_PORT;
 use crate::ip::config::{IpConfig, IpPrefix, KIND_ADDRESS};
 use crate::ip::Ipv4Prefix;
-use crate::l2::config::KIND_PORT;
 use crate::object::{q, same_as, ApplyCx, ConfigObject, Obj, ObjectKey, Validation};
 use crate::runtime::Switch;
 

@@ -10,7 +10,7 @@
 //! ```
 //!
 //! A sub-interface is an interface services refer to by name, so its object has the kind of ports
-//! (`l2::config::KIND_PORT`): a bridge member or cross-connect on it depends on it, and re-creating
+//! (`interface::KIND_PORT`): a bridge member or cross-connect on it depends on it, and re-creating
 //! it (a new encap) detaches and re-attaches them. A changed `tag-rewrite` alone is changed in
 //! place.
 
@@ -20,7 +20,7 @@ use std::sync::Arc;
 use super::control::check_rewrite;
 use super::{Duplicate, ParentTable, SubInterfaceConfig};
 use crate::error::SwitchError;
-use crate::l2::config::KIND_PORT;
+use crate::interface::KIND_PORT;
 use crate::object::{q, same_as, ApplyCx, ConfigObject, Obj, ObjectKey, Validation};
 use crate::runtime::Switch;
 

@@ -26,148 +26,34 @@
 //! every failed apply) is reported by `show version` (`queued_failed`) and leaves the running config
 //! as it was — the controller never believes the opposite of what the worker did.
 
+mod error;
+mod files;
+mod worker;
+
+pub use error::ControlError;
+pub(crate) use files::create_capture_file;
+#[cfg(test)]
+pub(crate) use worker::stuck;
+pub use worker::{Job, Local, Worker, WorkerDeadline, WORKER_DEADLINE};
+
 use crate::apply::{apply_changes, ApplyError, PortFactory};
-use crate::config::{AdminState, Config, ParseError, StaticMacConfig, XconnectConfig};
+use crate::config::{AdminState, Config, StaticMacConfig, XconnectConfig};
 use crate::diff::{check_reloadable, diff, Change};
-use crate::ports::{port_of, PortOpenError};
-use crate::protocol::{Changes, Flushed, Request, Response, Saved, VersionInfo};
+use crate::ports::port_of;
+use crate::protocol::{Changes, Flushed, Request, Response, VersionInfo};
 use crate::sections::FoundShow;
-use crate::validate::{validate, ValidationErrors};
+use crate::validate::validate;
+use files::read_config;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::{mpsc, Arc};
+use std::time::Instant;
 use vecswitch_ports::Port;
 use vecswitch_switch::capture::PortCapture;
-use vecswitch_switch::ctl::ShowError;
-use vecswitch_switch::{Switch, SwitchError, WorkerGone};
+use vecswitch_switch::{Switch, SwitchError};
 use vecswitch_wire::EthernetAddress;
-
-/// A closure to run on the switch.
-pub type Job = Box<dyn FnOnce(&mut Switch) + Send>;
-
-/// Where the switch runs: [`Worker::run`] queues a job on it and returns without waiting for it
-/// (for a spawned switch, the worker thread runs it between two poll iterations:
-/// `SwitchHandle::post`); a switch in the caller's thread may run it before returning.
-pub trait Worker: Send + Sync {
-    fn run(&self, job: Job) -> Result<(), WorkerGone>;
-    /// Whether the switch still runs (a worker thread that panicked does not).
-    fn is_alive(&self) -> bool {
-        true
-    }
-}
-
-impl Worker for vecswitch_switch::SwitchHandle {
-    fn run(&self, job: Job) -> Result<(), WorkerGone> {
-        self.post(job)
-    }
-    fn is_alive(&self) -> bool {
-        self.is_running()
-    }
-}
-
-/// A switch driven in the caller's thread (tests; a switch that is not spawned): a job runs
-/// before [`Worker::run`] returns.
-#[derive(Debug)]
-pub struct Local(pub Mutex<Switch>);
-
-impl Worker for Local {
-    fn run(&self, job: Job) -> Result<(), WorkerGone> {
-        let mut d = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        job(&mut d);
-        Ok(())
-    }
-}
-
-/// How long a request waits for the worker (see the module doc).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WorkerDeadline {
-    /// A job the worker has not started this long after it was queued is given up on: the worker
-    /// runs one between two poll iterations (microseconds apart) unless it is stuck.
-    pub start: Duration,
-    /// A job the worker has started is waited for until this long after it was queued.
-    pub answer: Duration,
-}
-
-/// The deadline of socket requests. With the server's 5 s wait for the controller
-/// (`server::REQUEST_DEADLINE`) a request is answered within 25 s, inside `vecswitch ctl`'s
-/// default 30 s.
-pub const WORKER_DEADLINE: WorkerDeadline = WorkerDeadline {
-    start: Duration::from_secs(5),
-    answer: Duration::from_secs(20),
-};
-
-/// A job queued on the worker, and the way to its answer.
-struct Queued<R> {
-    answer: mpsc::Receiver<R>,
-    started: Arc<AtomicBool>,
-    done: Arc<AtomicBool>,
-    at: Instant,
-}
-
-/// Queues `f` on the worker.
-fn queue<R, F>(w: &dyn Worker, f: F) -> Result<Queued<R>, ControlError>
-where
-    R: Send + 'static,
-    F: FnOnce(&mut Switch) -> R + Send + 'static,
-{
-    let (tx, answer) = mpsc::sync_channel(1);
-    let started = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicBool::new(false));
-    let (s, d) = (Arc::clone(&started), Arc::clone(&done));
-    let at = Instant::now();
-    w.run(Box::new(move |sw| {
-        s.store(true, Ordering::Release);
-        let r = f(sw);
-        d.store(true, Ordering::Release);
-        // The caller may have stopped waiting; the answer then waits in the channel.
-        let _ = tx.send(r);
-    }))?;
-    Ok(Queued {
-        answer,
-        started,
-        done,
-        at,
-    })
-}
-
-impl<R> Queued<R> {
-    /// Waits for the answer until `deadline` (`None`: as long as it takes). `Ok(Err(self))`: not
-    /// answered in time (the job stays queued or running).
-    fn wait(self, deadline: Option<WorkerDeadline>) -> Result<Result<R, Queued<R>>, ControlError> {
-        use mpsc::RecvTimeoutError::{Disconnected, Timeout};
-        let Some(d) = deadline else {
-            return self
-                .answer
-                .recv()
-                .map(Ok)
-                .map_err(|_| ControlError::NoAnswer);
-        };
-        for limit in [d.start, d.answer.max(d.start)] {
-            match self
-                .answer
-                .recv_timeout(limit.saturating_sub(self.at.elapsed()))
-            {
-                Ok(r) => return Ok(Ok(r)),
-                // The job was dropped without an answer: the worker is gone (or the job panicked).
-                Err(Disconnected) => return Err(ControlError::NoAnswer),
-                Err(Timeout) if !self.started.load(Ordering::Acquire) => break,
-                Err(Timeout) => {}
-            }
-        }
-        Ok(Err(self))
-    }
-
-    /// Why it was not answered in time, for messages.
-    fn why_late(&self) -> &'static str {
-        if self.started.load(Ordering::Acquire) {
-            "its worker started the request and has not finished it"
-        } else {
-            "its worker has not started the request (it is stuck, e.g. in a port's system call)"
-        }
-    }
-}
+use worker::{queue, Queued};
 
 /// A request the worker did not answer by its deadline: still queued (or running) there.
 struct Overdue {
@@ -199,63 +85,6 @@ fn summarize(changes: &[Change]) -> String {
     }
 }
 
-/// Resolves `file` inside the capture directory `dir` (relative names inside it; absolute paths
-/// only if inside it; no `..`) and creates it there on the calling (control) thread: exclusively
-/// (`O_CREAT|O_EXCL`, so an existing file, symlink or FIFO in the way is refused and never
-/// followed or opened), mode 0640, in a directory created 0750 if missing. Returns the new path
-/// and the open file (which the capture's writer thread writes; the worker never opens it).
-pub(crate) fn create_capture_file(
-    dir: &Path,
-    file: &str,
-) -> Result<(PathBuf, std::fs::File), ControlError> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    let err = |reason: String| ControlError::CapturePath {
-        value: file.to_string(),
-        dir: dir.display().to_string(),
-        reason,
-    };
-    let given = Path::new(file);
-    if given
-        .components()
-        .any(|c| matches!(c, std::path::Component::ParentDir))
-    {
-        return Err(err("`..` is not accepted".into()));
-    }
-    let rel = if given.is_absolute() {
-        given
-            .strip_prefix(dir)
-            .map_err(|_| err("an absolute path outside the capture directory".into()))?
-    } else {
-        given
-    };
-    if rel.as_os_str().is_empty() {
-        return Err(err("names the capture directory itself, not a file".into()));
-    }
-    let path = dir.join(rel);
-    let parent = path.parent().unwrap_or(dir);
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o750)
-        .create(parent)
-        .map_err(|e| err(format!("cannot create directory {}: {e}", parent.display())))?;
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o640)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&path)
-        .map_err(|e| {
-            let why = if e.kind() == std::io::ErrorKind::AlreadyExists {
-                "already exists (a capture never overwrites, follows a link or opens a special file)"
-                    .to_string()
-            } else {
-                e.to_string()
-            };
-            err(format!("cannot create {}: {why}", path.display()))
-        })?;
-    Ok((path, f))
-}
-
 /// Most changes an answer lists one by one; one more line says how many others there are (a
 /// million-route reload answers a page, not a million lines built on the control path).
 pub const MAX_CHANGES_LISTED: usize = 1000;
@@ -268,37 +97,9 @@ const TRIM_AFTER_CHANGES: usize = 1000;
 /// How long `capture stop` waits for the capture's writer thread to complete the file.
 const CAPTURE_FINISH_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Reads the config file at `path` (resolved through links by [`Controller::reload_path`]) for
-/// `reload`: opened without blocking or following a link (`O_NONBLOCK | O_NOFOLLOW`: a FIFO or a
-/// link swapped in after `reload_path` looked cannot hang the control plane or lead elsewhere)
-/// and read only if it is a regular file.
-fn read_config(path: &Path) -> Result<Config, ControlError> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let read_err = |source| ParseError::Read {
-        path: path.display().to_string(),
-        source,
-    };
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(read_err)?;
-    if !f.metadata().map_err(read_err)?.is_file() {
-        return Err(read_err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ))
-        .into());
-    }
-    let mut text = String::new();
-    f.read_to_string(&mut text).map_err(read_err)?;
-    Ok(Config::from_toml(&text, &path.display().to_string())?)
-}
-
 /// A typed answer as JSON.
 pub(crate) fn json<T: serde::Serialize>(v: T) -> Result<serde_json::Value, ControlError> {
-    serde_json::to_value(v).map_err(|e| ControlError::Encode(e.to_string()))
+    serde_json::to_value(v).map_err(ControlError::Encode)
 }
 
 /// Joins names for messages (`a, b`), or `(none)`.
@@ -309,104 +110,6 @@ fn list<'a>(names: impl Iterator<Item = &'a str>) -> String {
     } else {
         v.join(", ")
     }
-}
-
-/// Why a request or a change was refused. Each names the field, the value and what is accepted.
-#[derive(Debug, thiserror::Error)]
-pub enum ControlError {
-    #[error(transparent)]
-    Parse(#[from] ParseError),
-    #[error(transparent)]
-    Invalid(#[from] ValidationErrors),
-    #[error("cannot open port: {0} (nothing was changed)")]
-    PortOpen(#[source] Box<PortOpenError>),
-    #[error(transparent)]
-    Apply(#[from] ApplyError),
-    /// The switch refused a call that is not a config change (show, flush, capture).
-    #[error(transparent)]
-    Switch(#[from] SwitchError),
-    #[error(transparent)]
-    Worker(#[from] WorkerGone),
-    #[error("the switch worker did not answer")]
-    NoAnswer,
-    /// The worker did not answer by its deadline ([`WorkerDeadline`]); the request stays queued.
-    #[error("the switch did not answer within {waited_s:.1} s: {why}; {what} stays queued and {outcome}; `show version` shows it until then")]
-    Late {
-        waited_s: f64,
-        why: &'static str,
-        what: String,
-        outcome: &'static str,
-    },
-    /// A request that needs the worker (or the running config) while one the worker has not run
-    /// is queued.
-    #[error("switch busy: the worker has not yet run {what}, queued {ago_s} s ago (that request timed out); requests that need the worker or change the config are refused until it has (`show version` and `show config` still answer); try again later")]
-    Behind { what: String, ago_s: u64 },
-    #[error("cannot encode answer: {0}")]
-    Encode(String),
-    /// A registered show refused (its arguments, the switch's answer).
-    #[error(transparent)]
-    Show(#[from] ShowError),
-    #[error("what = {what:?}: one of {known}")]
-    NoShow { what: String, known: String },
-    #[error("show {what}: {given:?}: takes no argument")]
-    ShowArgs { what: String, given: Vec<String> },
-    #[error("reload: no path given and the switch was not started from a file")]
-    NoReloadPath,
-    #[error("path = {value:?}: {reason}; accepted: no path (the running file) or a regular file in {dir}, the directory of the file the switch was started with")]
-    ReloadPath {
-        value: String,
-        dir: String,
-        reason: String,
-    },
-    #[error("bridge = {name:?}: the name of a bridge-domain; bridges are: {known}")]
-    NoBridge { name: String, known: String },
-    #[error("port = {name:?}: the name of an interface (a port, a bond, a sub-interface); interfaces are: {known}")]
-    NoPort { name: String, known: String },
-    #[error("file = \"\": a path for the pcap file")]
-    EmptyCaptureFile,
-    /// `ctl capture FILE` outside the capture directory, or not creatable there.
-    #[error("file = {value:?}: {reason}; accepted: a new file name (or relative path without `..`) inside the capture directory {dir} ([switch] capture_dir), or an absolute path inside it")]
-    CapturePath {
-        value: String,
-        dir: String,
-        reason: String,
-    },
-    #[error("port {port:?} is a member of bridge {bridge:?}; remove it first (bridge member del {bridge} {port})")]
-    PortInBridge { port: String, bridge: String },
-    #[error("port {port:?} is cross-connected; remove the xconnect first (xconnect del ...)")]
-    PortXconnected { port: String },
-    #[error("port = {port:?}: a member of bridge {bridge:?}; its members are: {members}")]
-    NotMember {
-        port: String,
-        bridge: String,
-        members: String,
-    },
-    #[error("from = {from:?}: a port with a cross-connect")]
-    NoXconnect { from: String },
-    #[error("mac = {value:?}: a MAC address like 02:00:00:00:00:01")]
-    BadMac { value: String },
-    #[error("mac = {mac:?}: a static MAC of bridge {bridge:?}")]
-    NoStaticMac { mac: String, bridge: String },
-    #[error("save: no path given and the switch was not started from a file")]
-    NoSavePath,
-    /// `save PATH` where the switch may not write.
-    #[error("path = {value:?}: {reason}; accepted: no path (the file the switch runs from) or a new or regular file (not a symlink) in {dir}, the directory of the file the switch was started with")]
-    SavePath {
-        value: String,
-        dir: String,
-        reason: String,
-    },
-    #[error("cannot save the running config to {path}: {source}")]
-    Save {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("verb = {verb:?}: one of {known}")]
-    NoVerb { verb: String, known: String },
-    /// A feature's `ctl` words that could not be read.
-    #[error(transparent)]
-    Edit(#[from] vecswitch_switch::object::EditError),
 }
 
 /// The control plane's state. See the module doc.
@@ -692,145 +395,12 @@ impl Controller {
         Ok(changes)
     }
 
-    /// The file to reload: the one the switch runs from, or `path` if it is in the directory of
-    /// the file the switch was started with (resolved through links: a link there pointing
-    /// elsewhere is refused), so a control client cannot make the switch read arbitrary files.
-    fn reload_path(&self, path: Option<PathBuf>) -> Result<PathBuf, ControlError> {
-        let Some(path) = path else {
-            let p = self.config_path.clone().ok_or(ControlError::NoReloadPath)?;
-            return Ok(std::fs::canonicalize(&p).unwrap_or(p));
-        };
-        let refused = |reason: &str| ControlError::ReloadPath {
-            value: path.display().to_string(),
-            reason: reason.to_string(),
-            dir: self.allowed_dir(),
-        };
-        let Some(dir) = &self.reload_dir else {
-            return Err(refused("the switch was not started from a file"));
-        };
-        let real = std::fs::canonicalize(&path)
-            .map_err(|e| refused(&format!("cannot resolve it: {e}")))?;
-        if real.parent() != Some(dir.as_path()) {
-            return Err(refused(
-                "not in the directory of the file the switch was started with",
-            ));
-        }
-        if !std::fs::metadata(&real)
-            .map(|m| m.is_file())
-            .unwrap_or(false)
-        {
-            return Err(refused("not a regular file"));
-        }
-        Ok(real)
-    }
-
-    /// The directory `reload PATH` reads from and `save PATH` writes to, for messages.
-    fn allowed_dir(&self) -> String {
-        self.reload_dir.as_ref().map_or_else(
-            || "(none: not started from a file)".into(),
-            |d| d.display().to_string(),
-        )
-    }
-
     /// The changes a reload of `path` would make, checked like a reload, applied not at all.
     pub fn plan(&self, path: Option<PathBuf>) -> Result<Vec<Change>, ControlError> {
         let new = read_config(&self.reload_path(path)?)?;
         validate(&new)?;
         check_reloadable(&self.running, &new)?;
         Ok(diff(&self.running, &new))
-    }
-
-    /// Where `save` may write: the file the switch runs from (resolved through links: the real
-    /// file), or a file directly in the directory of the file the switch was started with — the
-    /// same directory `reload PATH` reads from — that is not a symlink or a special file. Every
-    /// refusal names `path`, the value and what is accepted.
-    fn save_path(&self, path: Option<PathBuf>) -> Result<PathBuf, ControlError> {
-        let given = match path {
-            Some(p) => p,
-            None => {
-                let p = self.config_path.clone().ok_or(ControlError::NoSavePath)?;
-                std::fs::canonicalize(&p).unwrap_or(p)
-            }
-        };
-        let refused = |reason: &str| ControlError::SavePath {
-            value: given.display().to_string(),
-            reason: reason.to_string(),
-            dir: self.allowed_dir(),
-        };
-        let Some(dir) = &self.reload_dir else {
-            return Err(refused("the switch was not started from a file"));
-        };
-        if !given.is_absolute() {
-            return Err(refused(
-                "a relative path (the switch has no directory of yours)",
-            ));
-        }
-        let Some(name) = given.file_name() else {
-            return Err(refused("names no file"));
-        };
-        let parent = given.parent().unwrap_or(Path::new("/"));
-        let real_parent = std::fs::canonicalize(parent)
-            .map_err(|e| refused(&format!("cannot resolve its directory: {e}")))?;
-        if real_parent != *dir {
-            return Err(refused(
-                "not in the directory of the file the switch was started with",
-            ));
-        }
-        let target = dir.join(name);
-        match std::fs::symlink_metadata(&target) {
-            Ok(m) if m.file_type().is_symlink() => Err(refused(
-                "a symbolic link (save never follows or replaces a link)",
-            )),
-            Ok(m) if !m.is_file() => Err(refused("not a regular file")),
-            Ok(_) => Ok(target),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(target),
-            Err(e) => Err(refused(&e.to_string())),
-        }
-    }
-
-    /// Writes the running config as TOML to `path`, or to the file the switch runs from (only
-    /// where [`Controller::save_path`] allows), through a temporary file created exclusively in
-    /// the same directory (never following a link; mode of the file it replaces, else 0640) and
-    /// renamed over it: a reader sees the old file or the new one, never half of one. Returns the
-    /// path and the size written.
-    pub fn save(&self, path: Option<PathBuf>) -> Result<Saved, ControlError> {
-        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-        let path = self.save_path(path)?;
-        let text = self.running.to_toml();
-        let err = |source| ControlError::Save {
-            path: path.display().to_string(),
-            source,
-        };
-        let mut tmp_name = std::ffi::OsString::from(".");
-        tmp_name.push(path.file_name().expect("save_path names a file"));
-        tmp_name.push(format!(".tmp.{}", std::process::id()));
-        let tmp = path.with_file_name(tmp_name);
-        let mode = std::fs::metadata(&path).map_or(0o640, |m| m.permissions().mode() & 0o7777);
-        let mut created = false;
-        let mut write = || -> std::io::Result<()> {
-            use std::io::Write;
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&tmp)?;
-            created = true;
-            f.set_permissions(std::fs::Permissions::from_mode(mode))?;
-            f.write_all(text.as_bytes())?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &path)
-        };
-        if let Err(e) = write() {
-            if created {
-                let _ = std::fs::remove_file(&tmp);
-            }
-            return Err(err(e));
-        }
-        Ok(Saved {
-            path: path.display().to_string(),
-            bytes: text.len(),
-        })
     }
 
     fn bridge_index(&self, name: &str) -> Result<usize, ControlError> {
@@ -1170,67 +740,7 @@ fn parse_mac(value: &str) -> Result<EthernetAddress, ControlError> {
 }
 
 #[cfg(test)]
-pub(crate) mod stuck {
-    //! A worker that can be stuck: while held, jobs queue and nothing runs (a worker blocked in a
-    //! port's system call); released, the queued jobs run in order on a switch in the test's
-    //! thread.
-    use super::{Job, Local, Worker};
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{Arc, Mutex};
-    use vecswitch_switch::WorkerGone;
-
-    /// The worker (give it to the controller) and its handle (keep it) share the switch.
-    #[derive(Clone)]
-    pub struct Stuck {
-        pub local: Arc<Local>,
-        inner: Arc<(AtomicBool, Mutex<Vec<Job>>)>,
-    }
-
-    impl Stuck {
-        pub fn new(local: Local) -> Stuck {
-            Stuck {
-                local: Arc::new(local),
-                inner: Arc::default(),
-            }
-        }
-        /// From now on jobs queue instead of running.
-        pub fn hold(&self) {
-            self.inner.0.store(true, Ordering::SeqCst);
-        }
-        /// Jobs waiting.
-        pub fn queued(&self) -> usize {
-            self.inner.1.lock().unwrap().len()
-        }
-        /// Runs the queued jobs (in order) and lets later ones run at once; returns how many ran.
-        pub fn release(&self) -> usize {
-            let jobs: Vec<Job> = {
-                let mut q = self.inner.1.lock().unwrap();
-                self.inner.0.store(false, Ordering::SeqCst);
-                q.drain(..).collect()
-            };
-            let n = jobs.len();
-            for j in jobs {
-                self.local.run(j).unwrap();
-            }
-            n
-        }
-    }
-
-    impl Worker for Stuck {
-        fn run(&self, job: Job) -> Result<(), WorkerGone> {
-            let mut q = self.inner.1.lock().unwrap();
-            if self.inner.0.load(Ordering::SeqCst) {
-                q.push(job);
-                return Ok(());
-            }
-            drop(q);
-            self.local.run(job)
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
+pub(crate) mod tests {
 
     mod deadline {
         //! Issue 14 item 1: a request the worker does not answer by its deadline.
@@ -1238,8 +748,10 @@ mod tests {
         use super::super::*;
         use super::{req, BASE};
         use crate::apply::testing::{factory, switch};
+        use std::sync::Mutex;
         use std::time::{Duration, Instant};
         use vecswitch_switch::BridgeSettings;
+        use vecswitch_switch::WorkerGone;
 
         const D: WorkerDeadline = WorkerDeadline {
             start: Duration::from_millis(300),
@@ -1453,64 +965,13 @@ mod tests {
         }
     }
 
-    mod capture_path {
-        use super::super::{create_capture_file, ControlError};
-        use super::{scratch_dir as dir, Rm};
-
-        fn refused(d: &Rm, file: &str) -> String {
-            match create_capture_file(&d.0.join("cap"), file) {
-                Err(e @ ControlError::CapturePath { .. }) => e.to_string(),
-                other => panic!("{file:?} not refused: {other:?}"),
-            }
-        }
-
-        #[test]
-        fn inside_the_directory_only_created_exclusively_never_following() {
-            let d = dir("path");
-            let cap = d.0.join("cap");
-            // Relative names land inside (directories created); absolute ones inside are accepted.
-            let (p, _) = create_capture_file(&cap, "a.pcap").unwrap();
-            assert_eq!(p, cap.join("a.pcap"));
-            assert!(std::fs::metadata(&p).unwrap().is_file());
-            let abs = cap.join("sub/b.pcap");
-            assert_eq!(
-                create_capture_file(&cap, abs.to_str().unwrap()).unwrap().0,
-                abs
-            );
-            // Outside: refused naming field, value and what is accepted.
-            let e = refused(&d, "/etc/passwd");
-            assert!(
-                e.contains("file = \"/etc/passwd\"") && e.contains("outside the capture directory"),
-                "{e}"
-            );
-            assert!(e.contains("capture_dir"), "{e}");
-            assert!(refused(&d, "../x.pcap").contains("`..`"));
-            assert!(refused(&d, "sub/../../x.pcap").contains("`..`"));
-            assert!(!d.0.join("x.pcap").exists());
-            // Existing file: not truncated.
-            std::fs::write(cap.join("keep.pcap"), b"data").unwrap();
-            assert!(refused(&d, "keep.pcap").contains("already exists"));
-            assert_eq!(std::fs::read(cap.join("keep.pcap")).unwrap(), b"data");
-            // A symlink in the way (to a file outside) is not followed.
-            let target = d.0.join("victim");
-            std::fs::write(&target, b"victim").unwrap();
-            std::os::unix::fs::symlink(&target, cap.join("link.pcap")).unwrap();
-            assert!(refused(&d, "link.pcap").contains("already exists"));
-            assert_eq!(std::fs::read(&target).unwrap(), b"victim");
-            // A FIFO in the way is not opened (opening it would block).
-            let fifo = cap.join("fifo.pcap");
-            let st = std::process::Command::new("mkfifo")
-                .arg(&fifo)
-                .status()
-                .expect("mkfifo (coreutils)");
-            assert!(st.success());
-            assert!(refused(&d, "fifo.pcap").contains("already exists"));
-        }
-    }
     use super::*;
     use crate::apply::testing::{admin_up, factory, members, snapshot, switch, xconnects};
     use crate::config::{BridgeConfig, PortConfig};
     use crate::protocol::parse_request;
+    use crate::protocol::Saved;
+    use std::sync::Mutex;
+    use vecswitch_switch::WorkerGone;
 
     const BASE: &str = r#"
 [[port]]
@@ -1823,13 +1284,13 @@ ports = ["v0"]
     }
 
     /// A fresh directory under the temp dir, removed on drop.
-    struct Rm(std::path::PathBuf);
+    pub(crate) struct Rm(pub(crate) std::path::PathBuf);
     impl Drop for Rm {
         fn drop(&mut self) {
             let _ = std::fs::remove_dir_all(&self.0);
         }
     }
-    fn scratch_dir(tag: &str) -> Rm {
+    pub(crate) fn scratch_dir(tag: &str) -> Rm {
         let dir = std::env::temp_dir().join(format!("vecswitch-ctl-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
