@@ -42,6 +42,7 @@
 //! fall back to a default).
 
 mod device;
+mod names;
 mod run;
 mod test_spec;
 #[cfg(test)]
@@ -53,11 +54,12 @@ use serde::{Deserialize, Serialize};
 use vecswitch_gen::SizeSpec;
 
 pub use device::{DeviceCostSpec, DutSpec, SimSpec};
+pub use names::{parse_policy, FlowMode, Policy, ScaleKind, SearchMax};
 pub use run::{
     found_throughput, run_for_dut, run_for_dut_observed, run_test, run_test_with_limit, DutRun,
     Reconfigure, SuiteObserver,
 };
-pub use test_spec::{parse_policy, GoalSpec, ScaleSpec, TestSpec, SCALE_KINDS};
+pub use test_spec::{GoalSpec, ScaleSpec, TestSpec, SCALE_KINDS};
 
 use crate::{LabError, LineRate};
 
@@ -159,13 +161,14 @@ fn default_gbps() -> f64 {
 impl Suite {
     /// Parses and validates a suite; errors name the key, the value and what is accepted.
     pub fn parse(text: &str) -> Result<Suite, LabError> {
-        let suite: Suite = toml::from_str(text).map_err(|e| {
-            LabError::invalid(
-                "suite",
-                e.message().to_string(),
-                "a suite as documented in docs/METHODOLOGY.md",
-            )
-        })?;
+        let suite: Suite = serde_path_to_error::deserialize(toml::Deserializer::new(text))
+            .map_err(|e| LabError::Suite {
+                at: match e.path().to_string() {
+                    p if p == "." => "(top level)".to_string(),
+                    p => p,
+                },
+                message: e.into_inner().message().to_string(),
+            })?;
         suite.validate()?;
         Ok(suite)
     }
@@ -221,21 +224,11 @@ impl Suite {
                 ));
             }
             if let TestSpec::Mlrsearch {
-                goals,
-                searches,
-                search_max,
-                ..
+                goals, searches, ..
             } = t
             {
                 for g in goals {
                     g.goal()?.validate()?;
-                }
-                if search_max != "line-rate" && search_max != "generator-limit" {
-                    return Err(LabError::invalid(
-                        "test.search_max",
-                        search_max,
-                        "line-rate or generator-limit",
-                    ));
                 }
                 if *searches == 0 {
                     return Err(LabError::invalid(
@@ -297,24 +290,13 @@ impl Suite {
                 }
             }
             if let TestSpec::Throughput {
-                policy,
                 scale,
                 frame_sizes,
                 duts,
-                search_max,
-                flow_mode,
                 learning_percent,
                 ..
             } = t
             {
-                parse_policy(policy)?;
-                if flow_mode != "cycle" && flow_mode != "unique" {
-                    return Err(LabError::invalid(
-                        "test.flow_mode",
-                        flow_mode,
-                        "cycle (flows repeat) or unique (every frame a new 5-tuple)",
-                    ));
-                }
                 if !(learning_percent.is_finite()
                     && *learning_percent > 0.0
                     && *learning_percent <= 100.0)
@@ -323,13 +305,6 @@ impl Suite {
                         "test.learning_percent",
                         learning_percent,
                         "a percentage of line rate in (0, 100]",
-                    ));
-                }
-                if search_max != "line-rate" && search_max != "generator-limit" {
-                    return Err(LabError::invalid(
-                        "test.search_max",
-                        search_max,
-                        "line-rate or generator-limit",
                     ));
                 }
                 for f in frame_sizes.iter().flatten() {

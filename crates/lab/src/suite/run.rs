@@ -1,7 +1,7 @@
 //! Running a suite's tests on a [`Measurer`]: one test ([`run_test`]), or every test of one
 //! device and frame size ([`run_for_dut_observed`]).
 
-use super::{parse_policy, secs, DutSpec, FrameSize, GoalSpec, ScaleSpec, Suite, TestSpec};
+use super::{secs, DutSpec, FlowMode, FrameSize, GoalSpec, ScaleSpec, Suite, TestSpec};
 use crate::measurer::Measurer;
 use crate::procedures::back_to_back::{back_to_back, BackToBackConfig};
 use crate::procedures::failover::failover;
@@ -58,10 +58,7 @@ pub fn run_test_with_limit<M: Measurer + ?Sized>(
             flow_mode,
             ..
         } => {
-            let top = match (search_max.as_str(), generator_limit_fps) {
-                ("generator-limit", Some(g)) if g > 0.0 && g.is_finite() => g.min(max),
-                _ => max,
-            };
+            let top = search_max.top(max, generator_limit_fps);
             // The lowest load searched is one resolution step: a device that fails there has no
             // throughput at this resolution ("no load passed"), rather than a trivial 0 frames/s.
             let res = top * resolution_percent / 100.0;
@@ -72,7 +69,7 @@ pub fn run_test_with_limit<M: Measurer + ?Sized>(
             );
             c.loss_tolerance = loss_tolerance_percent / 100.0;
             c.resolution_fps = res;
-            c.policy = parse_policy(policy)?;
+            c.policy = policy.0;
             c.verify = *verify;
             if *learning_s > 0.0 {
                 c.learning = Some((
@@ -80,7 +77,7 @@ pub fn run_test_with_limit<M: Measurer + ?Sized>(
                     secs("learning_s", *learning_s)?,
                 ));
             }
-            if flow_mode == "unique" {
+            if *flow_mode == FlowMode::Unique {
                 // The new-session rate: every frame of every trial a new 5-tuple; back to
                 // repeating flows afterwards, also when the search failed.
                 m.set_unique_flows(true)?;
@@ -139,10 +136,7 @@ pub fn run_test_with_limit<M: Measurer + ?Sized>(
             searches,
             ..
         } => {
-            let top = match (search_max.as_str(), generator_limit_fps) {
-                ("generator-limit", Some(g)) if g > 0.0 && g.is_finite() => g.min(max),
-                _ => max,
-            };
+            let top = search_max.top(max, generator_limit_fps);
             let mut c = MlrConfig::ndr_pdr((max * min_percent / 100.0).min(top / 2.0), top);
             if !goals.is_empty() {
                 c.goals = goals.iter().map(GoalSpec::goal).collect::<Result<_, _>>()?;

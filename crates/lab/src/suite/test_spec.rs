@@ -6,11 +6,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use vecswitch_gen::flow::MAX_FLOWS;
 
-use super::{secs, FrameSize};
+use super::{secs, FlowMode, FrameSize, Policy, ScaleKind, SearchMax};
 use crate::procedures::failover::FailoverConfig;
 use crate::procedures::mlrsearch::SearchGoal;
 use crate::procedures::rfc2889::{CachingConfig, LearningRateConfig};
-use crate::procedures::throughput::TrialPolicy;
 use crate::{LabError, LineRate, Load};
 
 /// One test of the suite, run for every DUT and frame size.
@@ -31,11 +30,11 @@ pub enum TestSpec {
         /// Highest load searched: `line-rate` (default, RFC 2544) or `generator-limit` (the
         /// generator's calibrated limit when the bench run measured one, else line rate: a load
         /// the generator cannot offer is tester-limited anyway).
-        #[serde(default = "line_rate_max")]
-        search_max: String,
+        #[serde(default)]
+        search_max: SearchMax,
         /// `single`, `best-of-N`, `worst-of-N`.
-        #[serde(default = "single")]
-        policy: String,
+        #[serde(default)]
+        policy: Policy,
         #[serde(default = "yes")]
         verify: bool,
         /// Learning trial before the search (RFC 2544 §23): seconds at `learning_percent` of line
@@ -51,8 +50,8 @@ pub enum TestSpec {
         /// within a trial or across the trials of the search, so every frame opens a new session
         /// at a stateful device and the throughput found is the **new-session rate** (sessions per
         /// second; [`Measurer::set_unique_flows`], METHODOLOGY.md "New-session rate").
-        #[serde(default = "cycle")]
-        flow_mode: String,
+        #[serde(default)]
+        flow_mode: FlowMode,
         /// Run once per table size / flow count (scale sweep); the bench command reconfigures the
         /// DUT before each point.
         #[serde(default)]
@@ -110,8 +109,8 @@ pub enum TestSpec {
         #[serde(default = "one")]
         min_percent: f64,
         /// Max Load: `line-rate` (default) or `generator-limit`, as for `throughput`.
-        #[serde(default = "line_rate_max")]
-        search_max: String,
+        #[serde(default)]
+        search_max: SearchMax,
         /// Independent searches (each from scratch); more than one reports the median search and
         /// the [min, max] interval of each goal's lower bound over them.
         #[serde(default = "one_u32")]
@@ -259,34 +258,26 @@ fn d21() -> f64 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScaleSpec {
-    /// `mac-entries`, `routes` or `flows`.
-    pub kind: String,
+    /// What the points count: `mac-entries`, `routes`, `flows`, `sessions` or `rules`.
+    pub kind: ScaleKind,
     pub points: Vec<u64>,
 }
 
 /// The scale kinds a suite may name.
 /// (`sessions`: NAT44 sessions, distinct UDP flows from the inside, testbed `dut::nat`;
 /// `rules`: firewall rules with the permit last, `dut::firewall`.)
-pub const SCALE_KINDS: &[&str] = &["mac-entries", "routes", "flows", "sessions", "rules"];
+pub const SCALE_KINDS: &[&str] = ScaleKind::NAMES;
 
 impl ScaleSpec {
     /// Distinct destinations the generator sends to at `point`: one per MAC entry or route, at
     /// most [`MAX_FLOWS`]; `None` for `flows` (the rules are not in the traffic's path).
     pub fn destinations(&self, point: u64) -> Option<u64> {
-        match self.kind.as_str() {
-            "mac-entries" | "routes" | "sessions" => Some(point.clamp(1, u64::from(MAX_FLOWS))),
-            _ => None,
-        }
+        self.kind
+            .spreads_traffic()
+            .then(|| point.clamp(1, u64::from(MAX_FLOWS)))
     }
 
     pub(super) fn validate(&self) -> Result<(), LabError> {
-        if !SCALE_KINDS.contains(&self.kind.as_str()) {
-            return Err(LabError::invalid(
-                "test.scale.kind",
-                &self.kind,
-                "mac-entries, routes, flows, sessions or rules",
-            ));
-        }
         if self.points.is_empty() {
             return Err(LabError::invalid(
                 "test.scale.points",
@@ -295,9 +286,7 @@ impl ScaleSpec {
             ));
         }
         for &p in &self.points {
-            if p > u64::from(u32::MAX)
-                || (matches!(self.kind.as_str(), "routes" | "sessions" | "rules") && p == 0)
-            {
+            if p > u64::from(u32::MAX) || (self.kind.needs_one() && p == 0) {
                 return Err(LabError::invalid(
                     "test.scale.points",
                     p,
@@ -318,20 +307,11 @@ fn d10() -> f64 {
 fn ten() -> f64 {
     10.0
 }
-fn cycle() -> String {
-    "cycle".into()
-}
 fn d01() -> f64 {
     0.1
 }
 fn d120() -> f64 {
     120.0
-}
-fn single() -> String {
-    "single".into()
-}
-fn line_rate_max() -> String {
-    "line-rate".into()
 }
 fn yes() -> bool {
     true
@@ -368,26 +348,6 @@ fn learn_fps() -> f64 {
 }
 fn thousand() -> f64 {
     1_000.0
-}
-
-/// Parses `best-of-5`, `worst-of-3`, `single`.
-pub fn parse_policy(s: &str) -> Result<TrialPolicy, LabError> {
-    const EXPECTED: &str = "single, best-of-N or worst-of-N with N >= 1";
-    let n = |rest: &str| {
-        rest.parse::<u32>()
-            .ok()
-            .filter(|n| *n >= 1)
-            .ok_or_else(|| LabError::invalid("policy", s, EXPECTED))
-    };
-    if s == "single" {
-        Ok(TrialPolicy::Single)
-    } else if let Some(rest) = s.strip_prefix("best-of-") {
-        Ok(TrialPolicy::BestOf(n(rest)?))
-    } else if let Some(rest) = s.strip_prefix("worst-of-") {
-        Ok(TrialPolicy::WorstOf(n(rest)?))
-    } else {
-        Err(LabError::invalid("policy", s, EXPECTED))
-    }
 }
 
 impl TestSpec {

@@ -135,7 +135,7 @@ fn run_for_dut_records_every_test_and_scale_point() {
     let mut m = SimDut::new(sim.model(), 3).with_line_rate(line.max_fps());
     let mut seen = Vec::new();
     let recs = run_for_dut(&s, &s.duts[1], &line, &mut m, &mut |_, sc, p| {
-        seen.push((sc.kind.clone(), p));
+        seen.push((sc.kind.name().to_string(), p));
         Ok(())
     })
     .unwrap();
@@ -166,7 +166,7 @@ fn run_for_dut_records_every_test_and_scale_point() {
 #[test]
 fn scale_destinations_are_capped_at_the_generators_flows() {
     let sc = |kind: &str| ScaleSpec {
-        kind: kind.into(),
+        kind: kind.parse().unwrap(),
         points: vec![],
     };
     assert_eq!(sc("routes").destinations(1), Some(1));
@@ -482,6 +482,13 @@ fn documented_device_suites_parse() {
     for f in ["device-cost.toml", "external-device.toml"] {
         let path = format!("{}/../../docs/suites/{f}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap();
+        // Suites with an `[l7]` table are the testbed's L7 format (its tests load them).
+        if toml::from_str::<toml::Table>(&text)
+            .unwrap()
+            .contains_key("l7")
+        {
+            continue;
+        }
         Suite::parse(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
     }
 }
@@ -799,4 +806,118 @@ fn tests_needing_throughput_fail_without_it() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("throughput"), "{e}");
+}
+
+#[test]
+fn misspelt_names_are_rejected_at_load_naming_the_key_the_value_and_the_names() {
+    let base = "name = \"x\"\n[[dut]]\nname = \"a\"\ntopology = \"phy2phy-memif\"\n[[test]]\nprocedure = \"throughput\"\n[[test]]\n";
+    for (extra, says) in [
+        (
+            "procedure = \"throughputt\"",
+            &["test[1].procedure", "throughputt", "rfc2889-caching"][..],
+        ),
+        (
+            "procedure = \"throughput\"\nsearch_max = \"gen\"",
+            &[
+                "test[1]",
+                "test.search_max",
+                "\"gen\"",
+                "line-rate generator-limit",
+            ],
+        ),
+        (
+            "procedure = \"mlrsearch\"\nsearch_max = \"line\"",
+            &["test[1]", "test.search_max", "\"line\"", "generator-limit"],
+        ),
+        (
+            "procedure = \"throughput\"\nscale = { kind = \"vlans\", points = [1] }",
+            &[
+                "test[1]",
+                "test.scale.kind",
+                "vlans",
+                "mac-entries routes flows sessions rules",
+            ],
+        ),
+        (
+            "procedure = \"throughput\"\npolicy = \"median\"",
+            &["test[1]", "test.policy", "median", "best-of-N"],
+        ),
+        (
+            "procedure = \"throughput\"\nflow_mode = \"x\"",
+            &["test[1]", "test.flow_mode", "\"x\"", "cycle unique"],
+        ),
+    ] {
+        let e = Suite::parse(&format!("{base}{extra}\n"))
+            .unwrap_err()
+            .to_string();
+        for s in says {
+            assert!(e.contains(s), "{extra}: {e} (wanted {s:?})");
+        }
+    }
+    // A sim model and an unknown key name their place too.
+    let e = Suite::parse("name = \"x\"\n[[dut]]\nname = \"a\"\ntopology = \"t\"\nsim = { model = \"fix\", capacity_mfps = 1 }\n[[test]]\nprocedure = \"throughput\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("dut[0].sim") && e.contains("fix") && e.contains("sporadic"),
+        "{e}"
+    );
+    // The typed values read back as what the file said.
+    let s = Suite::parse(&format!(
+        "{base}procedure = \"throughput\"\nsearch_max = \"generator-limit\"\npolicy = \"worst-of-3\"\nflow_mode = \"unique\"\nscale = {{ kind = \"sessions\", points = [5] }}\n"
+    ))
+    .unwrap();
+    let TestSpec::Throughput {
+        search_max,
+        policy,
+        flow_mode,
+        scale,
+        ..
+    } = &s.tests[1]
+    else {
+        panic!("{:?}", s.tests[1])
+    };
+    assert_eq!(*search_max, SearchMax::GeneratorLimit);
+    assert_eq!(policy.0, TrialPolicy::WorstOf(3));
+    assert_eq!(*flow_mode, FlowMode::Unique);
+    assert_eq!(scale.as_ref().unwrap().kind, ScaleKind::Sessions);
+    // And serialize back to the same names.
+    let v = serde_json::to_value(&s.tests[1]).unwrap();
+    assert_eq!(
+        (
+            &v["search_max"],
+            &v["policy"],
+            &v["flow_mode"],
+            &v["scale"]["kind"]
+        ),
+        (
+            &serde_json::json!("generator-limit"),
+            &serde_json::json!("worst-of-3"),
+            &serde_json::json!("unique"),
+            &serde_json::json!("sessions")
+        )
+    );
+}
+
+#[test]
+fn every_documented_suite_loads() {
+    let dir = format!("{}/../../docs/suites", env!("CARGO_MANIFEST_DIR"));
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        // Suites with an `[l7]` table are the testbed's L7 format (its tests load them).
+        if toml::from_str::<toml::Table>(&text)
+            .unwrap()
+            .contains_key("l7")
+        {
+            continue;
+        }
+        Suite::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        n += 1;
+    }
+    assert!(n >= 10, "{n} suites in {dir}");
 }

@@ -61,6 +61,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use vecswitch_gen::StreamSpec;
+use vecswitch_lab::suite::ScaleKind;
 
 use crate::error::{Error, Result};
 use crate::placement::PlacedProcess;
@@ -151,39 +152,38 @@ pub trait Dut: fmt::Debug + Send {
 }
 
 impl Scale {
-    /// From a suite's scale kind (`mac-entries`, `flows`, `routes`, `sessions`, `rules`) and point.
+    /// From a suite's scale kind name (`mac-entries`, `flows`, `routes`, `sessions`, `rules`)
+    /// and point; an unknown name is an error listing them.
     pub fn parse(kind: &str, n: u64) -> Result<Scale> {
+        let kind: ScaleKind = kind.parse().map_err(|_| Error::Invalid {
+            field: "scale kind",
+            value: kind.to_string(),
+            expected: "mac-entries, flows, routes, sessions or rules".into(),
+        })?;
+        Scale::of(kind, n)
+    }
+
+    /// From a suite's (typed) scale kind and point: routes, sessions and rules need at least 1.
+    pub fn of(kind: ScaleKind, n: u64) -> Result<Scale> {
         let n32 = u32::try_from(n).map_err(|_| Error::Invalid {
             field: "scale point",
             value: n.to_string(),
             expected: format!("at most {}", u32::MAX),
         })?;
+        let at_least_one = |what: &str| Error::Invalid {
+            field: "scale point",
+            value: n.to_string(),
+            expected: format!("at least 1 {what}"),
+        };
         match kind {
-            "mac-entries" => Ok(Scale::MacEntries(n32)),
-            "flows" => Ok(Scale::Flows(n32)),
-            "routes" if n32 >= 1 => Ok(Scale::Routes(n32)),
-            "routes" => Err(Error::Invalid {
-                field: "scale point",
-                value: n.to_string(),
-                expected: "at least 1 route".into(),
-            }),
-            "sessions" if n32 >= 1 => Ok(Scale::Sessions(n32)),
-            "sessions" => Err(Error::Invalid {
-                field: "scale point",
-                value: n.to_string(),
-                expected: "at least 1 session".into(),
-            }),
-            "rules" if n32 >= 1 => Ok(Scale::Rules(n32)),
-            "rules" => Err(Error::Invalid {
-                field: "scale point",
-                value: n.to_string(),
-                expected: "at least 1 rule (the permit)".into(),
-            }),
-            _ => Err(Error::Invalid {
-                field: "scale kind",
-                value: kind.to_string(),
-                expected: "mac-entries, flows, routes, sessions or rules".into(),
-            }),
+            ScaleKind::MacEntries => Ok(Scale::MacEntries(n32)),
+            ScaleKind::Flows => Ok(Scale::Flows(n32)),
+            ScaleKind::Routes if n32 >= 1 => Ok(Scale::Routes(n32)),
+            ScaleKind::Routes => Err(at_least_one("route")),
+            ScaleKind::Sessions if n32 >= 1 => Ok(Scale::Sessions(n32)),
+            ScaleKind::Sessions => Err(at_least_one("session")),
+            ScaleKind::Rules if n32 >= 1 => Ok(Scale::Rules(n32)),
+            ScaleKind::Rules => Err(at_least_one("rule (the permit)")),
         }
     }
 
@@ -363,6 +363,27 @@ impl DutKind {
         })
     }
 }
+/// The driver and topology a suite's `[[dut]]` table names: [`DutKind::parse`] of its `name`
+/// (an `external` device with the table's `counters_command`), and its `topology` (or, with
+/// `ports`, the external topology between them). The bench command resolves every table this way
+/// when it loads the suite, so a misspelt name fails before the first device runs.
+pub fn resolve_dut_spec(
+    spec: &vecswitch_lab::suite::DutSpec,
+    vecswitch_bin: &std::path::Path,
+) -> Result<(DutKind, crate::Topology)> {
+    let topology = match &spec.ports {
+        Some(ports) => crate::Topology::external(ports)?,
+        None => spec.topology.parse()?,
+    };
+    let kind = match DutKind::parse(&spec.name, vecswitch_bin.to_path_buf())? {
+        DutKind::External { .. } => DutKind::External {
+            counters_command: spec.counters_command.clone(),
+        },
+        k => k,
+    };
+    Ok((kind, topology))
+}
+
 /// The placement record of one child process with role `dut`.
 pub(crate) fn placed(child: &ChildGuard, note: &str) -> PlacedProcess {
     PlacedProcess {
@@ -519,5 +540,65 @@ mod tests {
         );
         let e = DutKind::parse("vpp", "/x".into()).unwrap_err().to_string();
         assert!(e.contains("vpp") && e.contains("linux-bridge"), "{e}");
+    }
+
+    /// Every documented suite loads, and every `[[dut]]` of it names a driver and a topology
+    /// the testbed knows (the L7 suites in their own format, with their DUT names checked by
+    /// `L7Suite::parse`).
+    #[test]
+    fn every_documented_suite_loads_and_its_devices_resolve() {
+        let dir = format!("{}/../../docs/suites", env!("CARGO_MANIFEST_DIR"));
+        let (mut lab, mut l7) = (0, 0);
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "toml") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let at = path.display();
+            if crate::l7::suite::is_l7_suite(&text) {
+                crate::l7::suite::L7Suite::parse(&text).unwrap_or_else(|e| panic!("{at}: {e}"));
+                l7 += 1;
+                continue;
+            }
+            let suite =
+                vecswitch_lab::suite::Suite::parse(&text).unwrap_or_else(|e| panic!("{at}: {e}"));
+            for d in &suite.duts {
+                let (kind, _) = resolve_dut_spec(d, std::path::Path::new("/bin/vecswitch"))
+                    .unwrap_or_else(|e| panic!("{at}: dut {}: {e}", d.name));
+                assert!(
+                    kind.name() == d.name
+                        || DutKind::ALIASES.contains(&(d.name.as_str(), kind.name())),
+                    "{at}: {} built as {}",
+                    d.name,
+                    kind.name()
+                );
+            }
+            lab += 1;
+        }
+        assert!(
+            lab >= 10 && l7 >= 3,
+            "{lab} lab and {l7} L7 suites in {dir}"
+        );
+        // A misspelt driver or topology fails with the name and the accepted names.
+        let spec = |name: &str, topology: &str| vecswitch_lab::suite::DutSpec {
+            name: name.into(),
+            topology: topology.into(),
+            sim: None,
+            ports: None,
+            counters_command: None,
+        };
+        let bin = std::path::Path::new("/x");
+        let e = resolve_dut_spec(&spec("linux-brdge", "phy2phy-veth"), bin)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("linux-brdge") && e.contains("linux-bridge"),
+            "{e}"
+        );
+        let e = resolve_dut_spec(&spec("linux-bridge", "phy2phy-vet"), bin)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("phy2phy-vet"), "{e}");
     }
 }
