@@ -55,6 +55,7 @@ pub mod router;
 pub mod testpmd;
 pub mod vecswitch;
 pub mod vecswitch_router;
+pub mod vecswitch_show;
 
 use std::fmt;
 use std::path::PathBuf;
