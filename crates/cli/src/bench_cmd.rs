@@ -196,6 +196,18 @@ fn real_suite(path: &PathBuf, command: Vec<String>, output: &Path) -> anyhow::Re
     eprintln!("bench: stale resources of earlier runs: {stale:?}");
     let bin = std::env::current_exe()
         .context("locating the vecswitch binary for the vecswitch drivers")?;
+    // Every device's driver and topology before the first runs: a misspelt name in the last
+    // [[dut]] must not surface hours into the run.
+    for (i, dut) in suite.duts.iter().enumerate() {
+        testbed::resolve_dut_spec(dut, &bin).with_context(|| {
+            format!(
+                "dut[{i}] ({}, {}) in {}",
+                dut.name,
+                dut.topology,
+                path.display()
+            )
+        })?;
+    }
     let mut run = RunResults::new(Provenance::collect(command, Some(config)));
     run.generator = Some(GeneratorInfo {
         name: "vecswitch-gen".into(),
@@ -357,24 +369,8 @@ fn run_block(
     let dut = &suite.duts[i];
     let rounds = suite.rounds(&dut.name, size);
     let this_round = suite.round(round);
-    let topology: testbed::Topology = match &dut.ports {
-        // A device the lab does not start, between the ports the suite names.
-        Some(ports) => {
-            testbed::Topology::external(ports).with_context(|| format!("dut[{i}].ports"))?
-        }
-        None => dut
-            .topology
-            .parse()
-            .with_context(|| format!("dut[{i}].topology"))?,
-    };
-    let kind = match testbed::DutKind::parse(&dut.name, bin.to_path_buf())
-        .with_context(|| format!("dut[{i}].name"))?
-    {
-        testbed::DutKind::External { .. } => testbed::DutKind::External {
-            counters_command: dut.counters_command.clone(),
-        },
-        k => k,
-    };
+    let (kind, topology) = testbed::resolve_dut_spec(dut, bin)
+        .with_context(|| format!("dut[{i}] ({}, {})", dut.name, dut.topology))?;
     let line = suite.line(size)?;
     let spec = size.spec()?;
     let mut tb = testbed::Testbed::build(topology.clone())
@@ -485,7 +481,7 @@ fn run_block(
             limit,
             &mut pm,
             &mut |_, sc, point| {
-                let scale = testbed::Scale::parse(&sc.kind, point).map_err(|e| {
+                let scale = testbed::Scale::of(sc.kind, point).map_err(|e| {
                     LabError::invalid("test.scale", e, "a kind and point the testbed accepts")
                 })?;
                 tbr.configure_scale(scale)

@@ -252,7 +252,7 @@ mod tests {
             TestSpec::Mlrsearch { searches: 2, frame_sizes: Some(f), .. }
                 if f == &[FrameSize::Bytes(1518)]
         ));
-        assert_eq!(search_max, "generator-limit");
+        assert_eq!(*search_max, crate::suite::SearchMax::GeneratorLimit);
         let goals: Vec<_> = goals.iter().map(|g| g.goal().unwrap()).collect();
         assert_eq!(
             goals

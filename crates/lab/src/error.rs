@@ -13,6 +13,11 @@ pub enum LabError {
         expected: &'static str,
     },
 
+    /// A suite file that does not read: `at` is the key's path (`test[1].procedure`, `dut[0]`),
+    /// the message what was wrong there (an unknown name with the accepted ones, a missing key).
+    #[error("suite {at}: {message} (docs/METHODOLOGY.md lists every key)")]
+    Suite { at: String, message: String },
+
     /// The measurer (generator + DUT) could not run a trial.
     #[error("trial at {load_fps:.1} frames/s failed: {reason}")]
     Trial { load_fps: f64, reason: String },

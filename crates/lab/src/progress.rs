@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use crate::measurer::{BurstResult, Measurer, TrialResult};
 use crate::procedures::throughput::TrialPolicy;
-use crate::suite::{parse_policy, FrameSize, SuiteObserver, TestSpec};
+use crate::suite::{FrameSize, SuiteObserver, TestSpec};
 use crate::{LabError, Load};
 
 /// Seconds a trial costs besides its duration (warm-up, drain, bookkeeping), for estimates.
@@ -51,11 +51,9 @@ pub fn estimate_block_secs(tests: &[TestSpec], dut: &str, size: &FrameSize, setu
                     + f64::from(u8::from(*verify));
                 // Best-of-N stops at the first pass, worst-of-N at the first failure: about half of
                 // the steps take all N trials.
-                let n = match parse_policy(policy) {
-                    Ok(TrialPolicy::BestOf(n)) | Ok(TrialPolicy::WorstOf(n)) => {
-                        (f64::from(n) + 1.0) / 2.0
-                    }
-                    _ => 1.0,
+                let n = match policy.0 {
+                    TrialPolicy::BestOf(n) | TrialPolicy::WorstOf(n) => (f64::from(n) + 1.0) / 2.0,
+                    TrialPolicy::Single => 1.0,
                 };
                 let points = scale.as_ref().map_or(1, |s| s.points.len()) as f64;
                 points * (learning_s + steps * n * (trial_duration_s + TRIAL_OVERHEAD_S))
@@ -280,7 +278,7 @@ impl SuiteObserver for Progress {
     fn test_started(&mut self, _index: usize, spec: &TestSpec, scale_point: Option<u64>) {
         let mut s = self.0.borrow_mut();
         s.test = match (spec, scale_point) {
-            (TestSpec::Throughput { policy, .. }, None) if policy != "single" => {
+            (TestSpec::Throughput { policy, .. }, None) if policy.0 != TrialPolicy::Single => {
                 format!("throughput {policy}")
             }
             (_, Some(p)) => format!("{} at scale {p}", spec.procedure()),

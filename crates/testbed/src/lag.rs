@@ -231,19 +231,58 @@ pub fn partner_config(gen_ports: &[PortEnd], netns: &str, ctl: &Path, cpu: usize
     c
 }
 
+/// Why LACP has not converged, as [`converged`] reads the partner's `show lacp` answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotConverged {
+    /// The answer is not a list of the switch's `LacpMemberInfo`.
+    #[error("unreadable `show lacp` answer: {0}")]
+    Unreadable(String),
+    /// The partner lists another number of members than the topology has.
+    #[error("the partner lists {listed} LACP members, expected {expected}")]
+    Members { listed: usize, expected: usize },
+    /// The first member that is not collecting and distributing on both sides.
+    #[error("{0}")]
+    Member(Box<MemberNotReady>),
+}
+
+/// A LACP member not collecting and distributing on both sides, with both states in words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "member {member} (tester) ↔ {dut} (DUT) of bond {bond}: tester mux {mux}, receive \
+     machine {rx}; the DUT (system {system}) says [{flags}]{hint}"
+)]
+pub struct MemberNotReady {
+    /// The tester's member port (`pm0` …).
+    pub member: String,
+    /// The DUT's end of that link (`dut0` …, `?` when the member name is not `pmN`).
+    pub dut: String,
+    /// The tester's bond the member is in.
+    pub bond: String,
+    /// The tester's mux state (802.1AX §6.4.15), as the switch names it.
+    pub mux: String,
+    /// The tester's receive machine state (§6.4.12).
+    pub rx: String,
+    /// The DUT's system id from its last LACPDU (all zeros: none came).
+    pub system: String,
+    /// The DUT's state flags from its last LACPDU, space-separated.
+    pub flags: String,
+    /// Why the DUT may be silent (no LACPDU from it at all), or empty.
+    pub hint: &'static str,
+}
+
 /// Whether the partner's `ctl --json show lacp` answer says LACP converged on every member: the
 /// partner's mux is collecting-distributing (IEEE 802.1AX-2014 §6.4.15) and the DUT's last
 /// LACPDU (the partner's "partner" state, §6.4.2.3) says in sync, collecting and distributing.
-/// `Err`: the first member that is not there, with both states, in words.
-pub fn converged(lacp_json: &str) -> std::result::Result<(), String> {
+/// `Err`: the first member that is not there, with both states ([`NotConverged`]).
+pub fn converged(lacp_json: &str) -> std::result::Result<(), NotConverged> {
     let list: Vec<LacpMemberInfo> = crate::dut::vecswitch::answer_data(lacp_json)
-        .ok_or_else(|| format!("unreadable `show lacp` answer: {lacp_json}"))?;
+        .ok_or_else(|| NotConverged::Unreadable(lacp_json.to_string()))?;
     let want = GROUPS.len() * MEMBERS;
     if list.len() != want {
-        return Err(format!(
-            "the partner lists {} LACP members, expected {want}",
-            list.len()
-        ));
+        return Err(NotConverged::Members {
+            listed: list.len(),
+            expected: want,
+        });
     }
     for m in &list {
         let dut = &m.partner.flags;
@@ -255,21 +294,21 @@ pub fn converged(lacp_json: &str) -> std::result::Result<(), String> {
             let i = member
                 .strip_prefix("pm")
                 .and_then(|n| n.parse::<usize>().ok());
-            let dut_name = i.map(dut_end).unwrap_or_else(|| "?".into());
             let system = &m.partner.system;
-            return Err(format!(
-                "member {member} (tester) ↔ {dut_name} (DUT) of bond {}: tester mux {}, receive \
-                 machine {}; the DUT (system {system}) says [{}]{}",
-                m.bond,
-                serde_name(&m.mux_state),
-                serde_name(&m.rx_state),
-                dut.join(" "),
-                if system == "00:00:00:00:00:00" {
+            return Err(NotConverged::Member(Box::new(MemberNotReady {
+                member: member.clone(),
+                dut: i.map(dut_end).unwrap_or_else(|| "?".into()),
+                bond: m.bond.clone(),
+                mux: serde_name(&m.mux_state),
+                rx: serde_name(&m.rx_state),
+                system: system.clone(),
+                flags: dut.join(" "),
+                hint: if system == "00:00:00:00:00:00" {
                     " — no LACPDU from the DUT: does it run a LAG driver (vecswitch-lag, ovs-lag)?"
                 } else {
                     ""
-                }
-            ));
+                },
+            })));
         }
     }
     Ok(())
@@ -356,7 +395,7 @@ impl Partner {
                 Ok(json) => match converged(&json) {
                     Ok(()) => Ok(true),
                     Err(why) => {
-                        last = why;
+                        last = why.to_string();
                         Ok(false)
                     }
                 },
@@ -417,7 +456,7 @@ impl Partner {
                 Ok(()) => {
                     "converged: every member collecting and distributing on both sides".into()
                 }
-                Err(why) => why,
+                Err(why) => why.to_string(),
             },
         })
     }
@@ -960,19 +999,23 @@ mod tests {
             &["activity", "synchronization"],
             "02:00:00:00:00:01",
         );
-        let e = converged(&answer(bad)).unwrap_err();
+        let e = converged(&answer(bad)).unwrap_err().to_string();
         assert!(
             e.contains("pm2") && e.contains("dut2") && e.contains("attached"),
             "{e}"
         );
         let mut silent = good.clone();
         silent[0] = member("pm0", MuxState::Detached, &[], "00:00:00:00:00:00");
-        let e = converged(&answer(silent)).unwrap_err();
+        let e = converged(&answer(silent)).unwrap_err().to_string();
         assert!(e.contains("no LACPDU from the DUT"), "{e}");
-        let e = converged(&answer(good[..3].to_vec())).unwrap_err();
+        let e = converged(&answer(good[..3].to_vec()))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("3 LACP members"), "{e}");
         // An answer of another shape is unreadable, not "converged".
-        let e = converged(r#"{"ok":true,"data":[{"member":"pm0"}]}"#).unwrap_err();
+        let e = converged(r#"{"ok":true,"data":[{"member":"pm0"}]}"#)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unreadable"), "{e}");
     }
 

@@ -51,7 +51,7 @@ pub mod vm;
 pub use calibrate::{calibrate_ports, calibrate_testbed, Calibration};
 pub use cmd::{wait_for, wait_for_result};
 pub use dut::counters::DeviceCounters;
-pub use dut::{Dut, DutKind, Scale};
+pub use dut::{resolve_dut_spec, Dut, DutKind, Scale};
 pub use error::{Error, Result};
 pub use gen_ports::{
     open_generator_ports, open_generator_ports_as, open_port, open_port_as, wait_links_up,

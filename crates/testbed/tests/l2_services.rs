@@ -129,7 +129,7 @@ fn every_device_runs_the_l2_suite_and_forwards() {
                 &size,
                 Some(GENERATOR_LIMIT_FPS),
                 &mut |_, sc, point| {
-                    tbr.configure_scale(Scale::parse(&sc.kind, point).unwrap())
+                    tbr.configure_scale(Scale::of(sc.kind, point).unwrap())
                         .map_err(|e| LabError::Dut(e.to_string()))
                 },
             )

@@ -288,7 +288,7 @@ fn nat_devices_make_one_new_session_per_frame_in_unique_trials() {
         .find(|t| t.id("x") == "nat_new_sessions")
         .expect("docs/suites/nat-scale.toml: test nat_new_sessions");
     assert!(
-        matches!(t, vecswitch_lab::suite::TestSpec::Throughput { flow_mode, .. } if flow_mode == "unique"),
+        matches!(t, vecswitch_lab::suite::TestSpec::Throughput { flow_mode, .. } if *flow_mode == vecswitch_lab::suite::FlowMode::Unique),
         "{t:?}"
     );
     let size = s.frame_sizes[0].spec().unwrap();

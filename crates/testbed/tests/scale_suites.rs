@@ -55,8 +55,7 @@ fn run_suite(
         .iter()
         .find_map(|t| t.scale())
         .expect("a scale test in the suite")
-        .kind
-        .clone();
+        .kind;
     let size = s.frame_sizes[0].spec().unwrap();
     let mut seen = Vec::new();
     let mut out = Vec::new();
@@ -76,7 +75,7 @@ fn run_suite(
             .warmup(Duration::from_millis(300))
             .drain(Duration::from_millis(500));
         for p in points {
-            let scale = Scale::parse(&kind, p).unwrap();
+            let scale = Scale::of(kind, p).unwrap();
             tb.configure_scale(scale)
                 .unwrap_or_else(|e| panic!("{} at {kind} {p}: {e}", d.name));
             // The bench's traffic at this point: one destination per entry.

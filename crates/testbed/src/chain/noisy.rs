@@ -98,7 +98,7 @@ pub struct StressorReport {
 #[derive(Debug)]
 pub struct Stressor {
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<std::result::Result<u64, String>>,
+    handle: JoinHandle<Result<u64>>,
     cpu: usize,
     working_set: u64,
     started: Instant,
@@ -119,11 +119,17 @@ impl Stressor {
         let handle = std::thread::Builder::new()
             .name(format!("noisy-cpu{cpu}"))
             .spawn(move || {
+                let not_here = |what: String| Error::Invalid {
+                    field: "stressor",
+                    value: what,
+                    expected: "a CPU this process may run on".into(),
+                };
                 let mut set = CpuSet::new();
-                set.set(cpu).map_err(|e| format!("cpu {cpu}: {e}"))?;
+                set.set(cpu)
+                    .map_err(|e| not_here(format!("cpu {cpu}: {e}")))?;
                 // Pid 0: the calling thread.
                 sched_setaffinity(Pid::from_raw(0), &set)
-                    .map_err(|e| format!("pinning to cpu {cpu}: {e}"))?;
+                    .map_err(|e| not_here(format!("pinning to cpu {cpu}: {e}")))?;
                 let mut buf = vec![0u8; working_set as usize];
                 let mut passes = 0u64;
                 while !flag.load(Ordering::Relaxed) {
@@ -153,15 +159,13 @@ impl Stressor {
     pub fn stop(self) -> Result<StressorReport> {
         self.stop.store(true, Ordering::Relaxed);
         let seconds = self.started.elapsed().as_secs_f64();
-        let passes = self
-            .handle
-            .join()
-            .unwrap_or_else(|_| Err("the stressor thread panicked".into()))
-            .map_err(|e| Error::Invalid {
+        let passes = self.handle.join().unwrap_or_else(|_| {
+            Err(Error::Invalid {
                 field: "stressor",
-                value: e,
-                expected: "a CPU this process may run on".into(),
-            })?;
+                value: "the stressor thread panicked".into(),
+                expected: "a thread that stops when told".into(),
+            })
+        })?;
         Ok(StressorReport {
             cpu: self.cpu,
             working_set_bytes: self.working_set,

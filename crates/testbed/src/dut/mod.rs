@@ -55,12 +55,14 @@ pub mod router;
 pub mod testpmd;
 pub mod vecswitch;
 pub mod vecswitch_router;
+pub mod vecswitch_show;
 
 use std::fmt;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use vecswitch_gen::StreamSpec;
+use vecswitch_lab::suite::ScaleKind;
 
 use crate::error::{Error, Result};
 use crate::placement::PlacedProcess;
@@ -151,39 +153,38 @@ pub trait Dut: fmt::Debug + Send {
 }
 
 impl Scale {
-    /// From a suite's scale kind (`mac-entries`, `flows`, `routes`, `sessions`, `rules`) and point.
+    /// From a suite's scale kind name (`mac-entries`, `flows`, `routes`, `sessions`, `rules`)
+    /// and point; an unknown name is an error listing them.
     pub fn parse(kind: &str, n: u64) -> Result<Scale> {
+        let kind: ScaleKind = kind.parse().map_err(|_| Error::Invalid {
+            field: "scale kind",
+            value: kind.to_string(),
+            expected: "mac-entries, flows, routes, sessions or rules".into(),
+        })?;
+        Scale::of(kind, n)
+    }
+
+    /// From a suite's (typed) scale kind and point: routes, sessions and rules need at least 1.
+    pub fn of(kind: ScaleKind, n: u64) -> Result<Scale> {
         let n32 = u32::try_from(n).map_err(|_| Error::Invalid {
             field: "scale point",
             value: n.to_string(),
             expected: format!("at most {}", u32::MAX),
         })?;
+        let at_least_one = |what: &str| Error::Invalid {
+            field: "scale point",
+            value: n.to_string(),
+            expected: format!("at least 1 {what}"),
+        };
         match kind {
-            "mac-entries" => Ok(Scale::MacEntries(n32)),
-            "flows" => Ok(Scale::Flows(n32)),
-            "routes" if n32 >= 1 => Ok(Scale::Routes(n32)),
-            "routes" => Err(Error::Invalid {
-                field: "scale point",
-                value: n.to_string(),
-                expected: "at least 1 route".into(),
-            }),
-            "sessions" if n32 >= 1 => Ok(Scale::Sessions(n32)),
-            "sessions" => Err(Error::Invalid {
-                field: "scale point",
-                value: n.to_string(),
-                expected: "at least 1 session".into(),
-            }),
-            "rules" if n32 >= 1 => Ok(Scale::Rules(n32)),
-            "rules" => Err(Error::Invalid {
-                field: "scale point",
-                value: n.to_string(),
-                expected: "at least 1 rule (the permit)".into(),
-            }),
-            _ => Err(Error::Invalid {
-                field: "scale kind",
-                value: kind.to_string(),
-                expected: "mac-entries, flows, routes, sessions or rules".into(),
-            }),
+            ScaleKind::MacEntries => Ok(Scale::MacEntries(n32)),
+            ScaleKind::Flows => Ok(Scale::Flows(n32)),
+            ScaleKind::Routes if n32 >= 1 => Ok(Scale::Routes(n32)),
+            ScaleKind::Routes => Err(at_least_one("route")),
+            ScaleKind::Sessions if n32 >= 1 => Ok(Scale::Sessions(n32)),
+            ScaleKind::Sessions => Err(at_least_one("session")),
+            ScaleKind::Rules if n32 >= 1 => Ok(Scale::Rules(n32)),
+            ScaleKind::Rules => Err(at_least_one("rule (the permit)")),
         }
     }
 
@@ -228,166 +229,160 @@ pub(crate) fn spread_dst_macs(
     }
 }
 
-/// The drivers by name, for configs and the CLI.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DutKind {
-    VecswitchXconnect {
-        bin: PathBuf,
-    },
-    VecswitchBridge {
-        bin: PathBuf,
-    },
-    /// `vecswitch-xconnect` with AF_XDP ports on its veth ends.
-    VecswitchXconnectAfxdp {
-        bin: PathBuf,
-    },
-    /// `vecswitch-xconnect-afxdp` with the xconnect forwarded in the kernel (`offload = "xdp"`).
-    VecswitchXconnectXdp {
-        bin: PathBuf,
-    },
-    LinuxBridge,
-    Ovs,
-    /// OVS with afxdp ports only.
-    OvsAfxdp,
-    /// OVS as a learning bridge (`actions=NORMAL`).
-    OvsBridge,
-    TestpmdIo,
-    OvsDpdk,
-    /// An EVPL from an 802.1Q UNI to an 802.1ad ENNI ([`evpl`]).
-    VecswitchEvpl {
-        bin: PathBuf,
-    },
-    /// OVS's Q-in-Q EVPL ([`evpl`]).
-    OvsEvpl,
-    /// vecswitch's LACP bonds with an E-Line between them ([`lag`], topology `phy2phy-lag`).
-    VecswitchLag {
-        bin: PathBuf,
-    },
-    /// OVS's LACP bonds on a learning bridge ([`lag`]).
-    OvsLag,
-    /// A device the lab does not start (topology `external`), with an optional counter command.
-    External {
-        counters_command: Option<String>,
-    },
-    /// vecswitch routing between two `[ip]` interfaces (scale: [`Scale::Routes`]).
-    VecswitchRouter {
-        bin: PathBuf,
-    },
-    /// Kernel IPv4 forwarding in the DUT namespace.
-    LinuxRouter,
-    /// `vecswitch-router` with NAT44 masquerade (scale: [`Scale::Sessions`]).
-    VecswitchRouterNat {
-        bin: PathBuf,
-    },
-    /// `linux-router` with nftables masquerade.
-    LinuxRouterNat,
-    /// `vecswitch-router` with a firewall (scale: [`Scale::Rules`]).
-    VecswitchRouterFw {
-        bin: PathBuf,
-    },
-    /// `linux-router` with an nftables filter.
-    LinuxRouterFw,
-    /// OVS with one OpenFlow rule per route.
-    OvsRouter,
+/// Declares [`DutKind`] from one table: per kind, its doc, its variant (with the field it
+/// carries, if any, and how [`DutKind::parse`] fills it from the `vecswitch` binary), its name
+/// (and older names still accepted), and how [`DutKind::build`] makes the driver. The name list
+/// ([`DutKind::NAMES`], [`DutKind::ALIASES`]), the parser, the serde names and the builder all come from
+/// the table: a new kind is one row.
+macro_rules! dut_kinds {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident $({ $field:ident : $ty:ty = $init:expr })?
+            = $name:literal $(| $alias:literal)*
+            => $build:expr;
+    )*) => {
+        /// The drivers by name, for configs and the CLI (one row per kind in `dut_kinds!`).
+        #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+        pub enum DutKind {
+            $(
+                $(#[$doc])*
+                #[serde(rename = $name $(, alias = $alias)*)]
+                $variant $({ $field: $ty })?,
+            )*
+        }
+
+        impl DutKind {
+            /// Every kind's name as suites and results spell it, in table order.
+            pub const NAMES: &'static [&'static str] = &[$($name),*];
+
+            /// Names accepted besides [`DutKind::NAMES`] (older spellings), with the name each
+            /// stands for.
+            pub const ALIASES: &'static [(&'static str, &'static str)] =
+                &[$($(($alias, $name),)*)*];
+
+            /// The kind's name ([`DutKind::NAMES`]); the driver it builds reports the same.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(DutKind::$variant { .. } => $name,)*
+                }
+            }
+
+            /// The kind called `name` (or one of its older names), or `None`.
+            fn by_name(name: &str, vecswitch_bin: &std::path::Path) -> Option<DutKind> {
+                match name {
+                    $($name $(| $alias)* => Some(DutKind::$variant $({
+                        $field: ($init)(vecswitch_bin)
+                    })?),)*
+                    _ => None,
+                }
+            }
+
+            /// A fresh driver.
+            pub fn build(&self) -> Box<dyn Dut> {
+                match self {
+                    $(DutKind::$variant $({ $field })? => Box::new($build),)*
+                }
+            }
+        }
+    };
 }
 
-/// Names accepted by [`DutKind::parse`].
-pub const DUT_NAMES: &str = "vecswitch-xconnect, vecswitch-bridge, vecswitch-xconnect-afxdp, \
-     vecswitch-xconnect-xdp, \
-     vecswitch-evpl, vecswitch-lag, linux-bridge, ovs, ovs-afxdp, ovs-bridge, ovs-evpl, ovs-lag, \
-     testpmd-io, ovs-dpdk, external, vecswitch-router, linux-router, ovs-router, \
-     vecswitch-router-nat, linux-router-nat, vecswitch-router-fw, linux-router-fw";
+/// The `vecswitch` binary, for the kinds that run it.
+fn bin_of(vecswitch_bin: &std::path::Path) -> PathBuf {
+    vecswitch_bin.to_path_buf()
+}
+
+dut_kinds! {
+    VecswitchXconnect { bin: PathBuf = bin_of } = "vecswitch-xconnect" | "vecswitch"
+        => vecswitch::VecswitchDut::new(bin.clone(), vecswitch::Mode::Xconnect);
+    VecswitchBridge { bin: PathBuf = bin_of } = "vecswitch-bridge"
+        => vecswitch::VecswitchDut::new(bin.clone(), vecswitch::Mode::Bridge);
+    /// `vecswitch-xconnect` with AF_XDP ports on its veth ends.
+    VecswitchXconnectAfxdp { bin: PathBuf = bin_of } = "vecswitch-xconnect-afxdp"
+        => vecswitch::VecswitchDut::with_veth(
+            bin.clone(),
+            vecswitch::Mode::Xconnect,
+            vecswitch::VethPort::AfXdp,
+        );
+    /// `vecswitch-xconnect-afxdp` with the xconnect forwarded in the kernel (`offload = "xdp"`).
+    VecswitchXconnectXdp { bin: PathBuf = bin_of } = "vecswitch-xconnect-xdp"
+        => vecswitch::VecswitchDut::with_veth(
+            bin.clone(),
+            vecswitch::Mode::Xconnect,
+            vecswitch::VethPort::AfXdpOffload,
+        );
+    LinuxBridge = "linux-bridge" => linux_bridge::LinuxBridgeDut::new();
+    Ovs = "ovs" => ovs::OvsDut::new();
+    /// OVS with afxdp ports only.
+    OvsAfxdp = "ovs-afxdp" => ovs::OvsDut::new().afxdp_only();
+    /// OVS as a learning bridge (`actions=NORMAL`).
+    OvsBridge = "ovs-bridge" => ovs::OvsDut::new().learning();
+    TestpmdIo = "testpmd-io" => testpmd::TestpmdDut::new();
+    OvsDpdk = "ovs-dpdk" => ovs_dpdk::OvsDpdkDut::new();
+    /// An EVPL from an 802.1Q UNI to an 802.1ad ENNI ([`evpl`]).
+    VecswitchEvpl { bin: PathBuf = bin_of } = "vecswitch-evpl"
+        => evpl::VecswitchEvplDut::new(bin.clone());
+    /// OVS's Q-in-Q EVPL ([`evpl`]).
+    OvsEvpl = "ovs-evpl" => evpl::OvsEvplDut::new();
+    /// vecswitch's LACP bonds with an E-Line between them ([`lag`], topology `phy2phy-lag`).
+    VecswitchLag { bin: PathBuf = bin_of } = "vecswitch-lag"
+        => lag::VecswitchLagDut::new(bin.clone());
+    /// OVS's LACP bonds on a learning bridge ([`lag`]).
+    OvsLag = "ovs-lag" => lag::OvsLagDut::new();
+    /// A device the lab does not start (topology `external`), with an optional counter command
+    /// (the suite's `counters_command`; none when parsed from a name).
+    External { counters_command: Option<String> = |_| None } = "external"
+        => external::ExternalDut::new(counters_command.clone());
+    /// vecswitch routing between two `[ip]` interfaces (scale: [`Scale::Routes`]).
+    VecswitchRouter { bin: PathBuf = bin_of } = "vecswitch-router"
+        => vecswitch::VecswitchDut::new(bin.clone(), vecswitch::Mode::Router);
+    /// Kernel IPv4 forwarding in the DUT namespace.
+    LinuxRouter = "linux-router" => linux_router::LinuxRouterDut::new();
+    /// `vecswitch-router` with NAT44 masquerade (scale: [`Scale::Sessions`]).
+    VecswitchRouterNat { bin: PathBuf = bin_of } = "vecswitch-router-nat"
+        => nat::VecswitchNatDut::new(bin.clone());
+    /// `linux-router` with nftables masquerade.
+    LinuxRouterNat = "linux-router-nat" => nat::LinuxNatDut::new();
+    /// `vecswitch-router` with a firewall (scale: [`Scale::Rules`]).
+    VecswitchRouterFw { bin: PathBuf = bin_of } = "vecswitch-router-fw"
+        => firewall::VecswitchFwDut::new(bin.clone());
+    /// `linux-router` with an nftables filter.
+    LinuxRouterFw = "linux-router-fw" => firewall::LinuxFwDut::new();
+    /// OVS with one OpenFlow rule per route.
+    OvsRouter = "ovs-router" => ovs_router::OvsRouterDut::new();
+}
 
 impl DutKind {
     /// Parses a driver name; `vecswitch_bin` is the `vecswitch` binary for the vecswitch drivers
-    /// (`std::env::current_exe()` in the CLI, `CARGO_BIN_EXE_vecswitch` in tests).
+    /// (`std::env::current_exe()` in the CLI, `CARGO_BIN_EXE_vecswitch` in tests). An unknown
+    /// name is an error listing [`DutKind::NAMES`].
     pub fn parse(name: &str, vecswitch_bin: PathBuf) -> Result<DutKind> {
-        Ok(match name {
-            "vecswitch" | "vecswitch-xconnect" => DutKind::VecswitchXconnect { bin: vecswitch_bin },
-            "vecswitch-bridge" => DutKind::VecswitchBridge { bin: vecswitch_bin },
-            "vecswitch-xconnect-afxdp" => DutKind::VecswitchXconnectAfxdp { bin: vecswitch_bin },
-            "vecswitch-xconnect-xdp" => DutKind::VecswitchXconnectXdp { bin: vecswitch_bin },
-            "linux-bridge" => DutKind::LinuxBridge,
-            "ovs" => DutKind::Ovs,
-            "ovs-afxdp" => DutKind::OvsAfxdp,
-            "ovs-bridge" => DutKind::OvsBridge,
-            "vecswitch-evpl" => DutKind::VecswitchEvpl { bin: vecswitch_bin },
-            "ovs-evpl" => DutKind::OvsEvpl,
-            "vecswitch-lag" => DutKind::VecswitchLag { bin: vecswitch_bin },
-            "ovs-lag" => DutKind::OvsLag,
-            "testpmd-io" => DutKind::TestpmdIo,
-            "ovs-dpdk" => DutKind::OvsDpdk,
-            "external" => DutKind::External {
-                counters_command: None,
-            },
-            "vecswitch-router" => DutKind::VecswitchRouter { bin: vecswitch_bin },
-            "linux-router" => DutKind::LinuxRouter,
-            "vecswitch-router-nat" => DutKind::VecswitchRouterNat { bin: vecswitch_bin },
-            "linux-router-nat" => DutKind::LinuxRouterNat,
-            "vecswitch-router-fw" => DutKind::VecswitchRouterFw { bin: vecswitch_bin },
-            "linux-router-fw" => DutKind::LinuxRouterFw,
-            "ovs-router" => DutKind::OvsRouter,
-            _ => {
-                return Err(Error::Invalid {
-                    field: "dut",
-                    value: name.to_string(),
-                    expected: DUT_NAMES.to_string(),
-                })
-            }
+        DutKind::by_name(name, &vecswitch_bin).ok_or_else(|| Error::Invalid {
+            field: "dut",
+            value: name.to_string(),
+            expected: DutKind::NAMES.join(", "),
         })
     }
-
-    /// A fresh driver.
-    pub fn build(&self) -> Box<dyn Dut> {
-        match self {
-            DutKind::VecswitchXconnect { bin } => Box::new(vecswitch::VecswitchDut::new(
-                bin.clone(),
-                vecswitch::Mode::Xconnect,
-            )),
-            DutKind::VecswitchBridge { bin } => Box::new(vecswitch::VecswitchDut::new(
-                bin.clone(),
-                vecswitch::Mode::Bridge,
-            )),
-            DutKind::VecswitchXconnectAfxdp { bin } => {
-                Box::new(vecswitch::VecswitchDut::with_veth(
-                    bin.clone(),
-                    vecswitch::Mode::Xconnect,
-                    vecswitch::VethPort::AfXdp,
-                ))
-            }
-            DutKind::VecswitchXconnectXdp { bin } => Box::new(vecswitch::VecswitchDut::with_veth(
-                bin.clone(),
-                vecswitch::Mode::Xconnect,
-                vecswitch::VethPort::AfXdpOffload,
-            )),
-            DutKind::LinuxBridge => Box::new(linux_bridge::LinuxBridgeDut::new()),
-            DutKind::Ovs => Box::new(ovs::OvsDut::new()),
-            DutKind::OvsAfxdp => Box::new(ovs::OvsDut::new().afxdp_only()),
-            DutKind::OvsBridge => Box::new(ovs::OvsDut::new().learning()),
-            DutKind::VecswitchEvpl { bin } => Box::new(evpl::VecswitchEvplDut::new(bin.clone())),
-            DutKind::OvsEvpl => Box::new(evpl::OvsEvplDut::new()),
-            DutKind::VecswitchLag { bin } => Box::new(lag::VecswitchLagDut::new(bin.clone())),
-            DutKind::OvsLag => Box::new(lag::OvsLagDut::new()),
-            DutKind::TestpmdIo => Box::new(testpmd::TestpmdDut::new()),
-            DutKind::OvsDpdk => Box::new(ovs_dpdk::OvsDpdkDut::new()),
-            DutKind::External { counters_command } => {
-                Box::new(external::ExternalDut::new(counters_command.clone()))
-            }
-            DutKind::VecswitchRouter { bin } => Box::new(vecswitch::VecswitchDut::new(
-                bin.clone(),
-                vecswitch::Mode::Router,
-            )),
-            DutKind::LinuxRouter => Box::new(linux_router::LinuxRouterDut::new()),
-            DutKind::VecswitchRouterNat { bin } => Box::new(nat::VecswitchNatDut::new(bin.clone())),
-            DutKind::LinuxRouterNat => Box::new(nat::LinuxNatDut::new()),
-            DutKind::VecswitchRouterFw { bin } => {
-                Box::new(firewall::VecswitchFwDut::new(bin.clone()))
-            }
-            DutKind::LinuxRouterFw => Box::new(firewall::LinuxFwDut::new()),
-            DutKind::OvsRouter => Box::new(ovs_router::OvsRouterDut::new()),
-        }
-    }
+}
+/// The driver and topology a suite's `[[dut]]` table names: [`DutKind::parse`] of its `name`
+/// (an `external` device with the table's `counters_command`), and its `topology` (or, with
+/// `ports`, the external topology between them). The bench command resolves every table this way
+/// when it loads the suite, so a misspelt name fails before the first device runs.
+pub fn resolve_dut_spec(
+    spec: &vecswitch_lab::suite::DutSpec,
+    vecswitch_bin: &std::path::Path,
+) -> Result<(DutKind, crate::Topology)> {
+    let topology = match &spec.ports {
+        Some(ports) => crate::Topology::external(ports)?,
+        None => spec.topology.parse()?,
+    };
+    let kind = match DutKind::parse(&spec.name, vecswitch_bin.to_path_buf())? {
+        DutKind::External { .. } => DutKind::External {
+            counters_command: spec.counters_command.clone(),
+        },
+        k => k,
+    };
+    Ok((kind, topology))
 }
 
 /// The placement record of one child process with role `dut`.
@@ -465,6 +460,7 @@ mod tests {
 
     #[test]
     fn names_parse_and_build() {
+        let mut names = Vec::new();
         for n in [
             "vecswitch-xconnect",
             "vecswitch-bridge",
@@ -491,7 +487,33 @@ mod tests {
         ] {
             let k = DutKind::parse(n, "/bin/vecswitch".into()).unwrap();
             assert_eq!(k.build().name(), n);
+            assert_eq!(k.name(), n);
+            // The serde name is the table's name too.
+            let v = serde_json::to_value(&k).unwrap();
+            let tag = (v.as_str().map(str::to_string))
+                .or_else(|| v.as_object().and_then(|o| o.keys().next().cloned()));
+            assert_eq!(tag.as_deref(), Some(n));
+            names.push(n);
         }
+        // The table lists exactly these names, once each; the older `vecswitch` still parses.
+        let mut table = DutKind::NAMES.to_vec();
+        table.sort_unstable();
+        names.sort_unstable();
+        assert_eq!(table, names);
+        assert_eq!(DutKind::ALIASES, &[("vecswitch", "vecswitch-xconnect")]);
+        let k = DutKind::parse("vecswitch", "/bin/vecswitch".into()).unwrap();
+        assert_eq!(
+            k,
+            DutKind::VecswitchXconnect {
+                bin: "/bin/vecswitch".into()
+            }
+        );
+        assert_eq!(
+            DutKind::parse("external", "/x".into()).unwrap(),
+            DutKind::External {
+                counters_command: None
+            }
+        );
         assert_eq!(Scale::parse("flows", 10).unwrap(), Scale::Flows(10));
         assert_eq!(
             Scale::parse("mac-entries", 7).unwrap(),
@@ -519,5 +541,65 @@ mod tests {
         );
         let e = DutKind::parse("vpp", "/x".into()).unwrap_err().to_string();
         assert!(e.contains("vpp") && e.contains("linux-bridge"), "{e}");
+    }
+
+    /// Every documented suite loads, and every `[[dut]]` of it names a driver and a topology
+    /// the testbed knows (the L7 suites in their own format, with their DUT names checked by
+    /// `L7Suite::parse`).
+    #[test]
+    fn every_documented_suite_loads_and_its_devices_resolve() {
+        let dir = format!("{}/../../docs/suites", env!("CARGO_MANIFEST_DIR"));
+        let (mut lab, mut l7) = (0, 0);
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "toml") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let at = path.display();
+            if crate::l7::suite::is_l7_suite(&text) {
+                crate::l7::suite::L7Suite::parse(&text).unwrap_or_else(|e| panic!("{at}: {e}"));
+                l7 += 1;
+                continue;
+            }
+            let suite =
+                vecswitch_lab::suite::Suite::parse(&text).unwrap_or_else(|e| panic!("{at}: {e}"));
+            for d in &suite.duts {
+                let (kind, _) = resolve_dut_spec(d, std::path::Path::new("/bin/vecswitch"))
+                    .unwrap_or_else(|e| panic!("{at}: dut {}: {e}", d.name));
+                assert!(
+                    kind.name() == d.name
+                        || DutKind::ALIASES.contains(&(d.name.as_str(), kind.name())),
+                    "{at}: {} built as {}",
+                    d.name,
+                    kind.name()
+                );
+            }
+            lab += 1;
+        }
+        assert!(
+            lab >= 10 && l7 >= 3,
+            "{lab} lab and {l7} L7 suites in {dir}"
+        );
+        // A misspelt driver or topology fails with the name and the accepted names.
+        let spec = |name: &str, topology: &str| vecswitch_lab::suite::DutSpec {
+            name: name.into(),
+            topology: topology.into(),
+            sim: None,
+            ports: None,
+            counters_command: None,
+        };
+        let bin = std::path::Path::new("/x");
+        let e = resolve_dut_spec(&spec("linux-brdge", "phy2phy-veth"), bin)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("linux-brdge") && e.contains("linux-bridge"),
+            "{e}"
+        );
+        let e = resolve_dut_spec(&spec("linux-bridge", "phy2phy-vet"), bin)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("phy2phy-vet"), "{e}");
     }
 }

@@ -65,7 +65,7 @@ pub fn run(
     };
     let (payload_bytes, error) = match r {
         Ok(n) => (n, None),
-        Err(e) => (0, Some(e)),
+        Err(e) => (0, Some(e.to_string())),
     };
     Outcome {
         class,
@@ -77,13 +77,44 @@ pub fn run(
     }
 }
 
-fn connect(addr: SocketAddr, timeout: Duration, what: &str) -> Result<TcpStream, String> {
+/// Why a transaction failed: the step, and what was seen there.
+#[derive(Debug, thiserror::Error)]
+pub enum TransactionError {
+    /// A socket call failed.
+    #[error("{step}: {source}")]
+    Io {
+        step: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The server answered, but not as the protocol (or the test's expectation) says.
+    #[error("{step}: {what}")]
+    Protocol { step: String, what: String },
+}
+
+/// A socket error at `step`, for `map_err`.
+fn io_at(step: impl Into<String>) -> impl FnOnce(std::io::Error) -> TransactionError {
+    let step = step.into();
+    move |source| TransactionError::Io { step, source }
+}
+
+/// An answer that is not what `step` expects.
+fn protocol(step: impl Into<String>, what: impl Into<String>) -> TransactionError {
+    TransactionError::Protocol {
+        step: step.into(),
+        what: what.into(),
+    }
+}
+
+type Result<T> = std::result::Result<T, TransactionError>;
+
+fn connect(addr: SocketAddr, timeout: Duration, what: &str) -> Result<TcpStream> {
     let s = TcpStream::connect_timeout(&addr, timeout)
-        .map_err(|e| format!("{what}: connect {addr}: {e}"))?;
+        .map_err(io_at(format!("{what}: connect {addr}")))?;
     s.set_read_timeout(Some(timeout))
         .and_then(|_| s.set_write_timeout(Some(timeout)))
         .and_then(|_| s.set_nodelay(true))
-        .map_err(|e| format!("{what}: socket options: {e}"))?;
+        .map_err(io_at(format!("{what}: socket options")))?;
     Ok(s)
 }
 
@@ -95,7 +126,7 @@ fn http(
     scheduled: Instant,
     timeout: Duration,
     ttfb: &mut Option<Duration>,
-) -> Result<u64, String> {
+) -> Result<u64> {
     let mut s = connect(SocketAddr::new(server, 80), timeout, "http")?;
     let host = match server {
         IpAddr::V4(a) => a.to_string(),
@@ -103,18 +134,16 @@ fn http(
     };
     let req = format!("GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
     s.write_all(req.as_bytes())
-        .map_err(|e| format!("http: sending request: {e}"))?;
+        .map_err(io_at("http: sending request"))?;
     let mut buf = vec![0u8; 64 * 1024];
     let mut head = Vec::new();
     let mut body = 0u64;
     let mut header_end = None;
     loop {
-        let n = s.read(&mut buf).map_err(|e| {
-            format!(
-                "http GET /{path}: reading after {} bytes: {e}",
-                head.len() as u64 + body
-            )
-        })?;
+        let n = s.read(&mut buf).map_err(io_at(format!(
+            "http GET /{path}: reading after {} bytes",
+            head.len() as u64 + body
+        )))?;
         if n == 0 {
             break;
         }
@@ -131,30 +160,34 @@ fn http(
             body += (head.len() - (i + 4)) as u64;
             head.truncate(i + 4);
         } else if head.len() > 16 * 1024 {
-            return Err("http: response header longer than 16 KiB".into());
+            return Err(protocol("http", "response header longer than 16 KiB"));
         }
     }
     let Some(_) = header_end else {
-        return Err(format!(
-            "http GET /{path}: connection closed inside the header ({} bytes)",
-            head.len()
+        return Err(protocol(
+            format!("http GET /{path}"),
+            format!("connection closed inside the header ({} bytes)", head.len()),
         ));
     };
     let head = String::from_utf8_lossy(&head);
     let status = head.lines().next().unwrap_or_default();
     if !status.starts_with("HTTP/1.1 200") {
-        return Err(format!("http GET /{path}: status `{status}`, expected 200"));
+        return Err(protocol(
+            format!("http GET /{path}"),
+            format!("status `{status}`, expected 200"),
+        ));
     }
     if body != expect as u64 {
-        return Err(format!(
-            "http GET /{path}: body {body} bytes, expected {expect}"
+        return Err(protocol(
+            format!("http GET /{path}"),
+            format!("body {body} bytes, expected {expect}"),
         ));
     }
     Ok(body)
 }
 
 /// Reads one (possibly multi-line) FTP reply; returns its code and text (RFC 959 §4.2).
-fn ftp_reply(r: &mut BufReader<TcpStream>, step: &str) -> Result<(u16, String), String> {
+fn ftp_reply(r: &mut BufReader<TcpStream>, step: &str) -> Result<(u16, String)> {
     let mut line = String::new();
     let mut all = String::new();
     let mut code: Option<String> = None;
@@ -162,11 +195,11 @@ fn ftp_reply(r: &mut BufReader<TcpStream>, step: &str) -> Result<(u16, String), 
         line.clear();
         let n = r
             .read_line(&mut line)
-            .map_err(|e| format!("ftp {step}: reading reply: {e}"))?;
+            .map_err(io_at(format!("ftp {step}: reading reply")))?;
         if n == 0 {
-            return Err(format!(
-                "ftp {step}: connection closed (so far: `{}`)",
-                all.trim()
+            return Err(protocol(
+                format!("ftp {step}"),
+                format!("connection closed (so far: `{}`)", all.trim()),
             ));
         }
         all.push_str(&line);
@@ -182,7 +215,10 @@ fn ftp_reply(r: &mut BufReader<TcpStream>, step: &str) -> Result<(u16, String), 
                 Some(_) => {}
             }
         } else if code.is_none() {
-            return Err(format!("ftp {step}: not a reply: `{l}`"));
+            return Err(protocol(
+                format!("ftp {step}"),
+                format!("not a reply: `{l}`"),
+            ));
         }
     }
 }
@@ -192,14 +228,14 @@ fn ftp_cmd(
     r: &mut BufReader<TcpStream>,
     cmd: &str,
     ok: &[u16],
-) -> Result<String, String> {
+) -> Result<String> {
     w.write_all(format!("{cmd}\r\n").as_bytes())
-        .map_err(|e| format!("ftp {cmd}: sending: {e}"))?;
+        .map_err(io_at(format!("ftp {cmd}: sending")))?;
     let (code, text) = ftp_reply(r, cmd)?;
     if !ok.contains(&code) {
-        return Err(format!(
-            "ftp {cmd}: reply `{}`, expected {ok:?}",
-            text.trim()
+        return Err(protocol(
+            format!("ftp {cmd}"),
+            format!("reply `{}`, expected {ok:?}", text.trim()),
         ));
     }
     Ok(text)
@@ -212,15 +248,18 @@ fn ftp(
     scheduled: Instant,
     timeout: Duration,
     ttfb: &mut Option<Duration>,
-) -> Result<u64, String> {
+) -> Result<u64> {
     let mut w = connect(SocketAddr::new(server, 21), timeout, "ftp control")?;
     let mut r = BufReader::new(
         w.try_clone()
-            .map_err(|e| format!("ftp: cloning control socket: {e}"))?,
+            .map_err(io_at("ftp: cloning control socket"))?,
     );
     let (code, text) = ftp_reply(&mut r, "greeting")?;
     if code != 220 {
-        return Err(format!("ftp greeting: `{}`, expected 220", text.trim()));
+        return Err(protocol(
+            "ftp greeting",
+            format!("`{}`, expected 220", text.trim()),
+        ));
     }
     let t = ftp_cmd(&mut w, &mut r, "USER anonymous", &[230, 331])?;
     if t.starts_with("331") {
@@ -238,9 +277,9 @@ fn ftp(
             .filter_map(|n| n.trim().parse().ok())
             .collect();
         if nums.len() != 6 {
-            return Err(format!(
-                "ftp PASV: cannot read the address in `{}`",
-                t.trim()
+            return Err(protocol(
+                "ftp PASV",
+                format!("cannot read the address in `{}`", t.trim()),
             ));
         }
         SocketAddr::new(server, nums[4] * 256 + nums[5])
@@ -250,7 +289,12 @@ fn ftp(
             .split('|')
             .nth(3)
             .and_then(|p| p.parse().ok())
-            .ok_or_else(|| format!("ftp EPSV: cannot read the port in `{}`", t.trim()))?;
+            .ok_or_else(|| {
+                protocol(
+                    "ftp EPSV",
+                    format!("cannot read the port in `{}`", t.trim()),
+                )
+            })?;
         SocketAddr::new(server, port)
     };
     let mut data = connect(data_addr, timeout, "ftp data")?;
@@ -260,7 +304,7 @@ fn ftp(
     loop {
         let n = data
             .read(&mut buf)
-            .map_err(|e| format!("ftp RETR: reading data after {got} bytes: {e}"))?;
+            .map_err(io_at(format!("ftp RETR: reading data after {got} bytes")))?;
         if n == 0 {
             break;
         }
@@ -271,14 +315,17 @@ fn ftp(
     }
     let (code, text) = ftp_reply(&mut r, "RETR completion")?;
     if code != 226 {
-        return Err(format!(
-            "ftp RETR completion: `{}`, expected 226",
-            text.trim()
+        return Err(protocol(
+            "ftp RETR completion",
+            format!("`{}`, expected 226", text.trim()),
         ));
     }
     let _ = w.write_all(b"QUIT\r\n");
     if got != expect as u64 {
-        return Err(format!("ftp RETR: {got} bytes, expected {expect}"));
+        return Err(protocol(
+            "ftp RETR",
+            format!("{got} bytes, expected {expect}"),
+        ));
     }
     Ok(got)
 }
@@ -289,25 +336,25 @@ fn dns(
     scheduled: Instant,
     timeout: Duration,
     ttfb: &mut Option<Duration>,
-) -> Result<u64, String> {
+) -> Result<u64> {
     let bind: SocketAddr = if server.is_ipv4() {
         "0.0.0.0:0".parse().expect("literal")
     } else {
         "[::]:0".parse().expect("literal")
     };
-    let s = UdpSocket::bind(bind).map_err(|e| format!("dns: bind: {e}"))?;
+    let s = UdpSocket::bind(bind).map_err(io_at("dns: bind"))?;
     s.set_read_timeout(Some(timeout))
-        .map_err(|e| format!("dns: socket options: {e}"))?;
+        .map_err(io_at("dns: socket options"))?;
     let id = (scheduled.elapsed().as_nanos() as u16) ^ 0x5a5a;
     let qtype: u16 = if server.is_ipv4() { 1 } else { 28 };
     let q = query(id, DNS_NAME, qtype);
     s.send_to(&q, SocketAddr::new(server, 53))
-        .map_err(|e| format!("dns: send: {e}"))?;
+        .map_err(io_at("dns: send"))?;
     let mut buf = [0u8; 1500];
     loop {
         let (n, from) = s
             .recv_from(&mut buf)
-            .map_err(|e| format!("dns: no answer to query {id:#06x}: {e}"))?;
+            .map_err(io_at(format!("dns: no answer to query {id:#06x}")))?;
         if from.ip() != server || n < 12 || u16::from_be_bytes([buf[0], buf[1]]) != id {
             continue;
         }
@@ -315,8 +362,9 @@ fn dns(
         let rcode = buf[3] & 0x0f;
         let answers = u16::from_be_bytes([buf[6], buf[7]]);
         if buf[2] & 0x80 == 0 || rcode != 0 || answers == 0 {
-            return Err(format!(
-                "dns {DNS_NAME}: rcode {rcode}, {answers} answers (expected rcode 0, >= 1 answer)"
+            return Err(protocol(
+                format!("dns {DNS_NAME}"),
+                format!("rcode {rcode}, {answers} answers (expected rcode 0, >= 1 answer)"),
             ));
         }
         return Ok(n as u64);

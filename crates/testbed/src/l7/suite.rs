@@ -86,7 +86,7 @@ fn one() -> u32 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct L7Dut {
-    /// `direct`, or a DUT driver name ([`crate::dut::DUT_NAMES`]).
+    /// `direct`, or a DUT driver name ([`crate::dut::DutKind::NAMES`]).
     pub name: String,
     /// A `*-veth` topology (not for `direct`).
     #[serde(default)]
