@@ -23,6 +23,7 @@ pub mod controller;
 pub mod diff;
 pub mod metrics;
 pub mod ports;
+pub mod ports_ctl;
 #[cfg(test)]
 mod proptests;
 pub mod protocol;

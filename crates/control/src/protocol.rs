@@ -6,9 +6,15 @@
 //! {"cmd":"show","what":"ports"}
 //! {"cmd":"show","what":"mac","bridge":"br0"}
 //! {"cmd":"trace_add","count":10}
+//! {"cmd":"edit","verb":"bridge member add","args":["br0","p2"]}
+//! {"cmd":"action","action":"mac flush","args":["br0"]}
 //! {"cmd":"bridge_member_add","bridge":"br0","port":"p2"}
 //! {"cmd":"port_add","port":{"type":"memif","name":"p2","socket":"/run/m.sock","id":2}}
 //! ```
+//!
+//! Every change is an `edit` with a registered verb's words, as `vecswitch ctl` sends them; the
+//! older commands of the port and L2 verbs (`port_add`, `bridge_member_add`, `mac_flush`, ...)
+//! are still read with their keys and become the same `edit` (or `action`) request.
 //!
 //! The answer is `{"ok":true,"data":...}` or `{"ok":false,"error":"..."}`. A request that cannot be
 //! read gets an error naming the field and value ([`parse_request`]), never a dropped connection.
@@ -37,9 +43,7 @@ pub enum Request {
     /// Zeroes port, node and error counters.
     ClearCounters {},
     /// Traces the next `count` packets.
-    TraceAdd {
-        count: u32,
-    },
+    TraceAdd { count: u32 },
     /// Forgets the trace.
     TraceClear {},
     /// Writes the next `count` packets seen on `port` to the pcap file `file`.
@@ -50,64 +54,7 @@ pub enum Request {
         count: Option<u64>,
     },
     /// Stops the capture on `port` and answers what was written.
-    CaptureStop {
-        port: String,
-    },
-    /// Adds a port (same keys as a `[[port]]` table).
-    PortAdd {
-        port: PortConfig,
-    },
-    /// Deletes a port; it must be in no bridge-domain or cross-connect.
-    PortDelete {
-        name: String,
-    },
-    /// Sets a port's admin state.
-    PortState {
-        name: String,
-        up: bool,
-    },
-    /// Adds a bridge-domain (same keys as a `[[bridge]]` table; `ports` and `static_mac` allowed).
-    BridgeAdd {
-        bridge: BridgeConfig,
-    },
-    /// Deletes a bridge-domain with its members and static MACs (the ports stay).
-    BridgeDelete {
-        name: String,
-    },
-    BridgeMemberAdd {
-        bridge: String,
-        port: String,
-    },
-    BridgeMemberRemove {
-        bridge: String,
-        port: String,
-    },
-    /// Cross-connects `from` → `to`; `both` adds `to` → `from` too.
-    XconnectAdd {
-        from: String,
-        to: String,
-        #[serde(default)]
-        both: bool,
-    },
-    /// Removes the cross-connect whose receive side is `from`.
-    XconnectDelete {
-        from: String,
-    },
-    MacAdd {
-        bridge: String,
-        mac: String,
-        port: String,
-    },
-    MacDelete {
-        bridge: String,
-        mac: String,
-    },
-    /// Forgets the learned (not static) MACs of a bridge-domain, or only those behind `port`.
-    MacFlush {
-        bridge: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        port: Option<String>,
-    },
+    CaptureStop { port: String },
     /// Re-reads the config file (`path`, or the one the switch was started with) and applies the
     /// difference; an invalid file is rejected whole and nothing changes.
     /// Like `reload`, but only answers the changes it would make (`reload --dry-run`).
@@ -135,6 +82,146 @@ pub enum Request {
         #[serde(default, alias = "words")]
         args: Vec<String>,
     },
+    /// A `ctl` action a feature registered ([`crate::sections::find_action`]): a command that
+    /// acts on the running switch without changing its config, by its canonical name, with its
+    /// arguments: `{"cmd":"action","action":"mac flush","args":["br0"]}`.
+    Action {
+        action: String,
+        #[serde(default)]
+        args: Vec<String>,
+    },
+}
+
+/// The requests of protocol version 1 that are now a registered verb or action (the L2 feature's
+/// and the ports'), still accepted with their keys: [`parse_request`] reads them with the same
+/// serde rules as before (so a bad key or value is named as before) and makes them the
+/// [`Request::Edit`] (or [`Request::Action`]) with the words `vecswitch ctl` would send, so the
+/// answers are those of the verb.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum Legacy {
+    /// `port add` (same keys as a `[[port]]` table).
+    PortAdd { port: PortConfig },
+    /// `port del`.
+    PortDelete { name: String },
+    /// `port up|down`.
+    PortState { name: String, up: bool },
+    /// `bridge add` (same keys as a `[[bridge]]` table; `ports` and `static_mac` allowed).
+    BridgeAdd { bridge: BridgeConfig },
+    /// `bridge del`.
+    BridgeDelete { name: String },
+    /// `bridge member add`.
+    BridgeMemberAdd { bridge: String, port: String },
+    /// `bridge member del`.
+    BridgeMemberRemove { bridge: String, port: String },
+    /// `xconnect add [--both]`.
+    XconnectAdd {
+        from: String,
+        to: String,
+        #[serde(default)]
+        both: bool,
+    },
+    /// `xconnect del`.
+    XconnectDelete { from: String },
+    /// `mac add`.
+    MacAdd {
+        bridge: String,
+        mac: String,
+        port: String,
+    },
+    /// `mac del`.
+    MacDelete { bridge: String, mac: String },
+    /// The action `mac flush`.
+    MacFlush {
+        bridge: String,
+        #[serde(default)]
+        port: Option<String>,
+    },
+}
+
+/// The `cmd` values of [`Legacy`].
+const LEGACY: &[&str] = &[
+    "port_add",
+    "port_delete",
+    "port_state",
+    "bridge_add",
+    "bridge_delete",
+    "bridge_member_add",
+    "bridge_member_remove",
+    "xconnect_add",
+    "xconnect_delete",
+    "mac_add",
+    "mac_delete",
+    "mac_flush",
+];
+
+impl Legacy {
+    /// The request `vecswitch ctl` sends for the same command.
+    fn into_request(self) -> Request {
+        let edit = |verb: &str, args: Vec<String>| Request::Edit {
+            verb: verb.to_string(),
+            args,
+        };
+        match self {
+            Legacy::PortAdd { port } => edit("port add", crate::ports_ctl::add_words(&port)),
+            Legacy::PortDelete { name } => edit("port del", vec![name]),
+            Legacy::PortState { name, up } => {
+                edit(if up { "port up" } else { "port down" }, vec![name])
+            }
+            Legacy::BridgeAdd { bridge } => edit("bridge add", bridge_add_words(&bridge)),
+            Legacy::BridgeDelete { name } => edit("bridge del", vec![name]),
+            Legacy::BridgeMemberAdd { bridge, port } => {
+                edit("bridge member add", vec![bridge, port])
+            }
+            Legacy::BridgeMemberRemove { bridge, port } => {
+                edit("bridge member del", vec![bridge, port])
+            }
+            Legacy::XconnectAdd { from, to, both } => {
+                let mut w = vec![from, to];
+                if both {
+                    w.push("--both".into());
+                }
+                edit("xconnect add", w)
+            }
+            Legacy::XconnectDelete { from } => edit("xconnect del", vec![from]),
+            Legacy::MacAdd { bridge, mac, port } => edit("mac add", vec![bridge, mac, port]),
+            Legacy::MacDelete { bridge, mac } => edit("mac del", vec![bridge, mac]),
+            Legacy::MacFlush { bridge, port } => Request::Action {
+                action: "mac flush".into(),
+                args: std::iter::once(bridge).chain(port).collect(),
+            },
+        }
+    }
+}
+
+/// The words of `bridge add` for a `[[bridge]]` table: the name, the settings that are not the
+/// defaults, the members and the static MACs.
+fn bridge_add_words(b: &BridgeConfig) -> Vec<String> {
+    let d = BridgeConfig::new(&b.name);
+    let mut w = vec![b.name.clone()];
+    for (on, off, flag) in [
+        (b.learn, d.learn, "--no-learn"),
+        (b.forward, d.forward, "--no-forward"),
+        (b.flood, d.flood, "--no-flood"),
+        (b.uu_flood, d.uu_flood, "--no-uu-flood"),
+    ] {
+        if on != off {
+            w.push(flag.into());
+        }
+    }
+    if b.mac_age != d.mac_age {
+        w.extend(["--mac-age".into(), b.mac_age.to_string()]);
+    }
+    if b.mac_limit != d.mac_limit {
+        w.extend(["--mac-limit".into(), b.mac_limit.to_string()]);
+    }
+    for p in &b.ports {
+        w.extend(["--port".into(), p.clone()]);
+    }
+    for m in &b.static_mac {
+        w.extend(["--static-mac".into(), m.mac.to_string(), m.port.clone()]);
+    }
+    w
 }
 
 /// The answer to one request.
@@ -204,11 +291,8 @@ pub struct Saved {
     pub bytes: usize,
 }
 
-/// The answer to `mac_flush`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Flushed {
-    pub flushed: usize,
-}
+/// The answer to `mac flush` (the L2 feature's action).
+pub use vecswitch_switch::l2::ctl::Flushed;
 
 /// A request line that could not be understood: one variant per way, each naming the field, the
 /// value as sent and what is accepted. On the wire it is the `error` string of the answer
@@ -275,6 +359,7 @@ pub const COMMANDS: &[&str] = &[
     "trace_clear",
     "capture",
     "capture_stop",
+    "action",
     "port_add",
     "port_delete",
     "port_state",
@@ -366,8 +451,20 @@ pub fn parse_request(line: &str) -> Result<Request, RequestError> {
         }
     }
     let args = Value::Object(obj);
+    if LEGACY.contains(&cmd.as_str()) {
+        return registered(deserialize_cmd::<Legacy>(cmd, args)?.into_request());
+    }
+    registered(deserialize_cmd::<Request>(cmd, args)?)
+}
+
+/// The request `cmd` with its arguments `args`, as a `T` (an enum tagged by the command name);
+/// errors name the field, the value and what serde accepts.
+fn deserialize_cmd<T: serde::de::DeserializeOwned>(
+    cmd: String,
+    args: Value,
+) -> Result<T, RequestError> {
     let wrapped = Value::Object(Map::from_iter([(cmd.clone(), args.clone())]));
-    let req = serde_path_to_error::deserialize::<_, Request>(wrapped).map_err(|e| {
+    serde_path_to_error::deserialize::<_, T>(wrapped).map_err(|e| {
         // The path starts with the command name (the enum tag); drop it.
         let path = e.path().to_string();
         let field = path
@@ -396,11 +493,10 @@ pub fn parse_request(line: &str) -> Result<Request, RequestError> {
                 accepted: inner,
             }
         }
-    })?;
-    registered(req)
+    })
 }
 
-/// Checks that a `show` or `edit` names something registered, and names it canonically (an
+/// Checks that a `show`, `edit` or `action` names something registered, and names it canonically (an
 /// alias becomes the word).
 fn registered(req: Request) -> Result<Request, RequestError> {
     match req {
@@ -424,6 +520,18 @@ fn registered(req: Request) -> Result<Request, RequestError> {
                 value: show_value(&Value::String(verb)),
                 accepted: crate::sections::verbs()
                     .map(|v| v.info.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+        },
+        Request::Action { action, args } => match crate::sections::find_action(&action) {
+            Some(_) => Ok(Request::Action { action, args }),
+            None => Err(RequestError::Unregistered {
+                cmd: "action",
+                field: "action",
+                value: show_value(&Value::String(action)),
+                accepted: vecswitch_switch::ctl::actions()
+                    .map(|a| a.info().name())
                     .collect::<Vec<_>>()
                     .join(", "),
             }),
@@ -516,41 +624,9 @@ mod tests {
                 count: Some(5),
             },
             Request::CaptureStop { port: "p0".into() },
-            Request::PortDelete { name: "p0".into() },
-            Request::PortState {
-                name: "p0".into(),
-                up: false,
-            },
-            Request::BridgeAdd {
-                bridge: BridgeConfig::new("br9"),
-            },
-            Request::BridgeDelete { name: "br9".into() },
-            Request::BridgeMemberAdd {
-                bridge: "b".into(),
-                port: "p".into(),
-            },
-            Request::BridgeMemberRemove {
-                bridge: "b".into(),
-                port: "p".into(),
-            },
-            Request::XconnectAdd {
-                from: "a".into(),
-                to: "b".into(),
-                both: true,
-            },
-            Request::XconnectDelete { from: "a".into() },
-            Request::MacAdd {
-                bridge: "b".into(),
-                mac: "02:00:00:00:00:01".into(),
-                port: "p".into(),
-            },
-            Request::MacDelete {
-                bridge: "b".into(),
-                mac: "02:00:00:00:00:01".into(),
-            },
-            Request::MacFlush {
-                bridge: "b".into(),
-                port: Some("p".into()),
+            Request::Action {
+                action: "mac flush".into(),
+                args: vec!["b".into(), "p".into()],
             },
             Request::Reload { path: None },
             Request::ReloadPlan {
@@ -566,6 +642,119 @@ mod tests {
             assert!(!line.contains('\n'));
             assert_eq!(parse_request(&line).unwrap(), r, "{line}");
         }
+    }
+
+    /// The commands of protocol version 1 that are registered verbs (and an action) now: every
+    /// one is still accepted with its keys, as the request `vecswitch ctl` sends for it.
+    #[test]
+    fn older_commands_are_the_verbs_requests() {
+        let edit = |verb: &str, args: &[&str]| Request::Edit {
+            verb: verb.into(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+        };
+        for (line, want) in [
+            (
+                r#"{"cmd":"port_delete","name":"p0"}"#,
+                edit("port del", &["p0"]),
+            ),
+            (
+                r#"{"cmd":"port_state","name":"p0","up":false}"#,
+                edit("port down", &["p0"]),
+            ),
+            (
+                r#"{"cmd":"port_state","name":"p0","up":true}"#,
+                edit("port up", &["p0"]),
+            ),
+            (
+                r#"{"cmd":"bridge_add","bridge":{"name":"br9"}}"#,
+                edit("bridge add", &["br9"]),
+            ),
+            (
+                r#"{"cmd":"bridge_add","bridge":{"name":"br9","learn":false,"mac_age":0,"ports":["p0"],"static_mac":[{"mac":"02:00:00:00:00:01","port":"p0"}]}}"#,
+                edit(
+                    "bridge add",
+                    &[
+                        "br9",
+                        "--no-learn",
+                        "--mac-age",
+                        "0",
+                        "--port",
+                        "p0",
+                        "--static-mac",
+                        "02:00:00:00:00:01",
+                        "p0",
+                    ],
+                ),
+            ),
+            (
+                r#"{"cmd":"bridge_delete","name":"br9"}"#,
+                edit("bridge del", &["br9"]),
+            ),
+            (
+                r#"{"cmd":"bridge_member_add","bridge":"b","port":"p"}"#,
+                edit("bridge member add", &["b", "p"]),
+            ),
+            (
+                r#"{"cmd":"bridge_member_remove","bridge":"b","port":"p"}"#,
+                edit("bridge member del", &["b", "p"]),
+            ),
+            (
+                r#"{"cmd":"xconnect_add","from":"a","to":"b","both":true}"#,
+                edit("xconnect add", &["a", "b", "--both"]),
+            ),
+            (
+                r#"{"cmd":"xconnect_add","from":"a","to":"b"}"#,
+                edit("xconnect add", &["a", "b"]),
+            ),
+            (
+                r#"{"cmd":"xconnect_delete","from":"a"}"#,
+                edit("xconnect del", &["a"]),
+            ),
+            (
+                r#"{"cmd":"mac_add","bridge":"b","mac":"02:00:00:00:00:01","port":"p"}"#,
+                edit("mac add", &["b", "02:00:00:00:00:01", "p"]),
+            ),
+            (
+                r#"{"cmd":"mac_delete","bridge":"b","mac":"02:00:00:00:00:01"}"#,
+                edit("mac del", &["b", "02:00:00:00:00:01"]),
+            ),
+            (
+                r#"{"cmd":"port_add","port":{"type":"memif","name":"p9","socket":"/tmp/a.sock","id":3}}"#,
+                edit(
+                    "port add",
+                    &["p9", "memif", "socket=\"/tmp/a.sock\"", "id=3"],
+                ),
+            ),
+        ] {
+            let got = parse_request(line).unwrap_or_else(|e| panic!("{line}: {e}"));
+            match (&got, &want) {
+                // The port's other keys (defaults written out) follow its own.
+                (Request::Edit { verb, args }, Request::Edit { verb: v, args: a })
+                    if v == "port add" =>
+                {
+                    assert_eq!(verb, v);
+                    for w in a {
+                        assert!(args.contains(w), "{line}: {w} not in {args:?}");
+                    }
+                }
+                _ => assert_eq!(got, want, "{line}"),
+            }
+        }
+        for line in [
+            r#"{"cmd":"mac_flush","bridge":"b","port":"p"}"#,
+            r#"{"cmd":"mac_flush","bridge":"b"}"#,
+        ] {
+            let Request::Action { action, args } = parse_request(line).unwrap() else {
+                panic!("{line}")
+            };
+            assert_eq!(action, "mac flush");
+            assert_eq!(args[0], "b");
+        }
+        // An older command's bad key is named as before.
+        let e = err(r#"{"cmd":"bridge_member_add","bridge":"b"}"#);
+        assert!(e.contains("port"), "{e}");
+        let e = err(r#"{"cmd":"xconnect_add","from":"a","to":"b","both":"yes"}"#);
+        assert!(e.contains("both = \"yes\""), "{e}");
     }
 
     #[test]
@@ -608,7 +797,9 @@ mod tests {
             parse_request(r#"{"cmd":"port_add","port":{"type":"memif","name":"p9","socket":"/tmp/a.sock","id":3}}"#)
                 .unwrap();
         match r {
-            Request::PortAdd { port } => assert_eq!(port.name(), "p9"),
+            Request::Edit { verb, args } => {
+                assert_eq!((verb.as_str(), args[0].as_str()), ("port add", "p9"))
+            }
             other => panic!("{other:?}"),
         }
     }

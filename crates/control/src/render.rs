@@ -2,11 +2,11 @@
 //! (`show runtime`: Name, Calls, Vectors, Packets, Drops, Clocks/pkt, Vectors/Call). [`render`]
 //! takes the request and the `data` of its answer (JSON). A `show` is printed by its registered
 //! renderer (`vecswitch_switch::ctl::Show::render`, in the feature's folder), which reads the
-//! JSON back into the very type the switch's `show_*` method returned; the other answers
-//! (changes, captures, saves) are printed here. It never fails: an answer that is not of the
+//! JSON back into the very type the switch's `show_*` method returned, and an action (`mac flush`)
+//! by its registered renderer too; the other answers (changes, captures, saves) are printed here. It never fails: an answer that is not of the
 //! expected type (a switch of another version) prints as pretty JSON.
 
-use crate::protocol::{Changes, Flushed, Request, Saved, VersionInfo};
+use crate::protocol::{Changes, Request, Saved, VersionInfo};
 use serde_json::Value;
 use vecswitch_switch::ctl::typed;
 use vecswitch_switch::CaptureInfo;
@@ -73,8 +73,8 @@ pub fn render(req: &Request, data: &Value) -> String {
     let text = match req {
         Request::Show { what, .. } => crate::sections::find_show(what).and_then(|s| s.render(data)),
         Request::CaptureStop { .. } => typed::<CaptureInfo>(data).map(|v| capture_stopped(&v)),
-        Request::MacFlush { .. } => {
-            typed::<Flushed>(data).map(|f| format!("{} learned entries flushed\n", f.flushed))
+        Request::Action { action, .. } => {
+            crate::sections::find_action(action).and_then(|a| (a.render)(data))
         }
         Request::ReloadPlan { .. } => typed::<Changes>(data).map(|c| changes(&c, "would ")),
         Request::Save { .. } => typed::<Saved>(data).map(|s| {

@@ -10,19 +10,22 @@
 //!   [`crate::diff::diff`] diffs the objects of all sections together; [`find_verb`] finds the
 //!   section whose verb a `ctl` command names (`mtu p0 1500 check`): the words edit a copy of the
 //!   running config, which then takes the same validate → diff → apply path as a file.
+//! - [`find_action`]: a command that acts on the running switch without changing its config
+//!   (`mac flush`), registered by its feature.
 //! - [`find_show`]: a `show WORD` — the switch's registered shows, or one the controller answers
 //!   itself ([`CONTROLLER_SHOWS`]: `config`, `version`).
 
 use crate::config::SwitchConfig;
 use crate::ports::{self, PortConfig};
+use crate::ports_ctl;
 use crate::protocol::VersionInfo;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use vecswitch_switch::ctl::{typed, Show, VerbInfo};
-use vecswitch_switch::l2::config::{self as l2, BridgeConfig, XconnectConfig};
+use vecswitch_switch::ctl::{typed, Action, Show, VerbError, VerbInfo};
+use vecswitch_switch::l2::config::{BridgeConfig, XconnectConfig};
 use vecswitch_switch::nat44::ctl as nat44ctl;
-use vecswitch_switch::object::{EditError, Obj, Validation};
-use vecswitch_switch::{bond, firewall, ip, mtu, nat44, vlan};
+use vecswitch_switch::object::{Obj, Validation};
+use vecswitch_switch::{bond, firewall, ip, l2, mtu, nat44, vlan};
 
 /// One config section, bound to its field of [`Config`].
 #[derive(Debug, Clone, Copy)]
@@ -36,21 +39,7 @@ pub struct Section {
     /// Its `ctl` verbs.
     pub verbs: fn() -> Vec<VerbInfo>,
     /// Applies verb number `i` (of `verbs`) with its arguments to the section of a config.
-    pub edit: fn(&mut Config, usize, &[String]) -> Result<(), EditError>,
-}
-
-/// A section without verbs.
-fn no_verbs() -> Vec<VerbInfo> {
-    Vec::new()
-}
-
-/// The edit of a section without verbs (never called: it has no verb to find).
-fn no_edit(_: &mut Config, _: usize, _: &[String]) -> Result<(), EditError> {
-    Err(EditError {
-        field: "verb",
-        value: String::new(),
-        accepted: "a verb the section registers",
-    })
+    pub edit: fn(&mut Config, usize, &[String]) -> Result<(), VerbError>,
 }
 
 /// Whether a section is as an empty file leaves it (it is then not written back).
@@ -88,7 +77,7 @@ macro_rules! section {
             validate: |c, v| ($spec.validate)(&c.$field, v),
             objects: |c, o| ($spec.objects)(&c.$field, o),
             verbs: || $spec.verbs.iter().map(|v| v.info()).collect(),
-            edit: |c, i, w| ($spec.verbs[i].apply)(&mut c.$field, w),
+            edit: |c, i, w| ($spec.verbs[i].apply)(&mut c.$field, w).map_err(VerbError::from),
         }
     }};
     ($field:ident, $key:tt, { $($body:tt)* }) => {
@@ -125,31 +114,22 @@ macro_rules! config_sections {
 }
 
 config_sections! {
-    /// Ports, in order (`[[port]]`; their backends are the control plane's, `crate::ports`).
+    /// Ports, in order (`[[port]]`; their backends are the control plane's, `crate::ports`; their
+    /// verbs edit the whole config: deleting a port asks what refers to it, `crate::ports_ctl`).
     ports: Vec<PortConfig> = "port" {
         validate: |c, v| ports::validate_ports(&c.ports, v),
         objects: |c, o| ports::port_objects(&c.ports, o),
-        verbs: no_verbs,
-        edit: no_edit,
+        verbs: || ports_ctl::VERBS.iter().map(|v| v.info()).collect(),
+        edit: |c, i, w| (ports_ctl::VERBS[i].apply)(c, w),
     };
     /// Link aggregation groups (`[[bond]]`).
     bonds: Vec<bond::config::BondConfig> = "bond" (bond::ctl::SECTION);
     /// VLAN sub-interfaces (`[[subinterface]]`).
     subinterfaces: Vec<vlan::SubInterfaceConfig> = "subinterface" (vlan::ctl::SECTION);
     /// E-Line cross-connects (`[[xconnect]]`).
-    xconnects: Vec<XconnectConfig> = "xconnect" {
-        validate: |c, v| l2::validate_xconnects(&c.xconnects, v),
-        objects: |c, o| l2::xconnect_objects(&c.xconnects, o),
-        verbs: no_verbs,
-        edit: no_edit,
-    };
+    xconnects: Vec<XconnectConfig> = "xconnect" (l2::ctl::XCONNECTS);
     /// E-LAN bridge-domains (`[[bridge]]`).
-    bridges: Vec<BridgeConfig> = "bridge" {
-        validate: |c, v| l2::validate_bridges(&c.bridges, v),
-        objects: |c, o| l2::bridge_objects(&c.bridges, o),
-        verbs: no_verbs,
-        edit: no_edit,
-    };
+    bridges: Vec<BridgeConfig> = "bridge" (l2::ctl::BRIDGES);
     /// Interface MTUs and the MTU check (`[[mtu]]`).
     mtu: Vec<mtu::MtuConfig> = "mtu" (mtu::SECTION);
     /// Routing: interface addresses, routes, static neighbours (`[ip]`).
@@ -160,7 +140,7 @@ config_sections! {
         validate: |c, v| nat44::config::validate(&c.nat44, &c.ip, v),
         objects: |c, o| nat44::config::objects(&c.nat44, &c.ip, o),
         verbs: || nat44ctl::VERBS.iter().map(|v| v.info()).collect(),
-        edit: |c, i, w| (nat44ctl::VERBS[i].apply)(&mut c.nat44, w),
+        edit: |c, i, w| (nat44ctl::VERBS[i].apply)(&mut c.nat44, w).map_err(VerbError::from),
     };
     /// Firewall ACLs per interface (`[[firewall]]`).
     firewall: Vec<firewall::config::FirewallConfig> = "firewall" (firewall::ctl::SECTION);
@@ -198,6 +178,20 @@ pub fn find_verb(name: &str) -> Option<FoundVerb> {
 pub fn match_verb(words: &[&str]) -> Option<(FoundVerb, usize)> {
     verbs()
         .filter_map(|v| v.info.matches(words).map(|n| (v, n)))
+        .max_by_key(|(_, n)| *n)
+}
+
+/// The action whose canonical name is `name` (`mac flush`): a command that acts on the running
+/// switch without changing its config, registered by a feature
+/// ([`vecswitch_switch::ctl::Action`]).
+pub fn find_action(name: &str) -> Option<&'static Action> {
+    vecswitch_switch::ctl::find_action(name)
+}
+
+/// The action the command `words` start with and how many words its name takes.
+pub fn match_action(words: &[&str]) -> Option<(&'static Action, usize)> {
+    vecswitch_switch::ctl::actions()
+        .filter_map(|a| a.info().matches(words).map(|n| (a, n)))
         .max_by_key(|(_, n)| *n)
 }
 

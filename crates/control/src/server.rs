@@ -819,8 +819,9 @@ mod tests {
         let w = Stuck::new(Local(Mutex::new(switch())));
         let srv = run_server_on(&d.0.join("ctl.sock"), Box::new(w.clone()), Some(deadline));
         w.hold();
-        let add = |name: &str| Request::BridgeAdd {
-            bridge: crate::config::BridgeConfig::new(name),
+        let add = |name: &str| Request::Edit {
+            verb: "bridge add".into(),
+            args: vec![name.into()],
         };
         let t0 = Instant::now();
         let r = request(&srv.path, &add("br9"), Duration::from_secs(30)).unwrap();

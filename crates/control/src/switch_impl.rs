@@ -2,7 +2,7 @@
 //! registered shows (`vecswitch_switch::ctl`), whose `Serialize` values are the JSON answers.
 //! `show xconnect`'s type lives with the switch's other shows; it is re-exported here.
 
-pub use vecswitch_switch::ctl::builtin::XconnectInfo;
+pub use vecswitch_switch::l2::ctl::XconnectInfo;
 
 #[cfg(test)]
 mod tests {

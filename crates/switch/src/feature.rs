@@ -76,6 +76,11 @@ pub trait Feature: Sync {
     fn shows(&self) -> &'static [Show] {
         &[]
     }
+    /// Its `ctl` actions (`mac flush`): commands that act on the running switch without changing
+    /// its config.
+    fn actions(&self) -> &'static [crate::ctl::Action] {
+        &[]
+    }
     /// Called by [`Switch::set_interface_feature`] after a feature was switched on or off on
     /// interface `iface`'s `arc`, for a feature whose own place on an arc depends on what else is
     /// there: one with an inline egress ([`Feature::inline_egress_node`]) puts its node on the

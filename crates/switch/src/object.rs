@@ -146,6 +146,10 @@ pub struct Validation {
     /// Port → whether its frames can be forwarded in the kernel (an offloaded `[[xconnect]]`):
     /// `None` if so, else why not (the port's type or mode, a sub-interface on it).
     pub kernel_redirect: HashMap<String, Option<String>>,
+    /// Interface → what refers to it, for people (`a member of bridge "br0" (bridge[0].ports[0])`,
+    /// `mtu[0].interface`), in config order: a `ctl` command that deletes an interface is refused
+    /// while something uses it.
+    pub users: HashMap<String, Vec<String>>,
 }
 
 impl Validation {
@@ -158,14 +162,48 @@ impl Validation {
         });
     }
 
-    /// Checks that `name` (at `path`) names an interface; records the error if not.
+    /// Checks that `name` (at `path`) names an interface; records the error if not (naming the
+    /// interfaces there are), and the use ([`Validation::users`]) if so.
     pub fn check_interface_ref(&mut self, path: String, name: &str) -> bool {
+        self.check_interface_use(path.clone(), name, path)
+    }
+
+    /// [`Validation::check_interface_ref`], recording the use as `what (path)` (`a member of
+    /// bridge "br0" (bridge[0].ports[1])`).
+    pub fn check_interface_use(
+        &mut self,
+        path: String,
+        name: &str,
+        what: impl fmt::Display,
+    ) -> bool {
         if self.interfaces.contains(name) {
+            let what = what.to_string();
+            let used = if what == path {
+                path
+            } else {
+                format!("{what} ({path})")
+            };
+            self.users.entry(name.to_string()).or_default().push(used);
             true
         } else {
-            self.push(path, q(name), "the name of a port defined in [[port]]");
+            let known = self.interface_names();
+            self.push(
+                path,
+                q(name),
+                format!(
+                    "the name of an interface (a port, a bond, a sub-interface); interfaces are: {known}"
+                ),
+            );
             false
         }
+    }
+
+    /// The interfaces defined so far, sorted, for messages (`lag0, p0, p1`; the first
+    /// [`MAX_NAMES_LISTED`] and how many there are in all; `(none)`).
+    pub fn interface_names(&self) -> String {
+        let mut names: Vec<&str> = self.interfaces.iter().map(String::as_str).collect();
+        names.sort_unstable();
+        list_names(&names)
     }
 
     /// Gives `iface`'s receive side to `service`; records an error (at `path`) if another
@@ -203,6 +241,27 @@ pub mod mac_text {
         let s = String::deserialize(d)?;
         s.parse().map_err(de::Error::custom)
     }
+}
+
+/// Most names a message lists ([`list_names`]).
+pub const MAX_NAMES_LISTED: usize = 32;
+
+/// Names for messages: `a, b`, at most [`MAX_NAMES_LISTED`] of them (`a, b, ... (40 in all)`), or
+/// `(none)`.
+pub fn list_names<S: AsRef<str>>(names: &[S]) -> String {
+    if names.is_empty() {
+        return "(none)".into();
+    }
+    let shown: Vec<&str> = names
+        .iter()
+        .take(MAX_NAMES_LISTED)
+        .map(AsRef::as_ref)
+        .collect();
+    let mut s = shown.join(", ");
+    if names.len() > MAX_NAMES_LISTED {
+        s.push_str(&format!(", ... ({} in all)", names.len()));
+    }
+    s
 }
 
 /// A string as written in a config (quoted).

@@ -54,8 +54,6 @@ pub enum ControlError {
         dir: String,
         reason: String,
     },
-    #[error("bridge = {name:?}: the name of a bridge-domain; bridges are: {known}")]
-    NoBridge { name: String, known: String },
     #[error("port = {name:?}: the name of an interface (a port, a bond, a sub-interface); interfaces are: {known}")]
     NoPort { name: String, known: String },
     #[error("file = \"\": a path for the pcap file")]
@@ -67,22 +65,6 @@ pub enum ControlError {
         dir: String,
         reason: String,
     },
-    #[error("port {port:?} is a member of bridge {bridge:?}; remove it first (bridge member del {bridge} {port})")]
-    PortInBridge { port: String, bridge: String },
-    #[error("port {port:?} is cross-connected; remove the xconnect first (xconnect del ...)")]
-    PortXconnected { port: String },
-    #[error("port = {port:?}: a member of bridge {bridge:?}; its members are: {members}")]
-    NotMember {
-        port: String,
-        bridge: String,
-        members: String,
-    },
-    #[error("from = {from:?}: a port with a cross-connect")]
-    NoXconnect { from: String },
-    #[error("mac = {value:?}: a MAC address like 02:00:00:00:00:01")]
-    BadMac { value: String },
-    #[error("mac = {mac:?}: a static MAC of bridge {bridge:?}")]
-    NoStaticMac { mac: String, bridge: String },
     #[error("save: no path given and the switch was not started from a file")]
     NoSavePath,
     /// `save PATH` where the switch may not write.
@@ -100,7 +82,10 @@ pub enum ControlError {
     },
     #[error("verb = {verb:?}: one of {known}")]
     NoVerb { verb: String, known: String },
-    /// A feature's `ctl` words that could not be read.
+    #[error("action = {action:?}: one of {known}")]
+    NoAction { action: String, known: String },
+    /// A registered verb's words that were refused (by the verb: the running config has no such
+    /// thing; the whole-config validation after it is [`ControlError::Invalid`]).
     #[error(transparent)]
-    Edit(#[from] vecswitch_switch::object::EditError),
+    Verb(#[from] vecswitch_switch::ctl::VerbError),
 }

@@ -4,8 +4,9 @@
 //! opens new ports before touching the switch, applies the changes on the worker (all or nothing,
 //! see [`crate::apply`]) and only then makes it the running config.
 //!
-//! Socket requests ([`Controller::handle`]) that change something (`port add`, `bridge member add`,
-//! `mac add`, ...) are edits of a copy of the running config sent down the same path, so they are
+//! Socket requests ([`Controller::handle`]) that change something are the `ctl` verbs the sections
+//! register (`port add`, `bridge member add`, `mac add`, `bond add`, ...: [`crate::sections`]),
+//! edits of a copy of the running config sent down the same path, so they are
 //! checked by the same rules as a config file and `show config` always describes the switch. A
 //! `reload` makes the file the truth again: what was added at run time and is not in the file goes.
 //!
@@ -37,10 +38,10 @@ pub(crate) use worker::stuck;
 pub use worker::{Job, Local, Worker, WorkerDeadline, WORKER_DEADLINE};
 
 use crate::apply::{apply_changes, ApplyError, PortFactory};
-use crate::config::{AdminState, Config, StaticMacConfig, XconnectConfig};
+use crate::config::Config;
 use crate::diff::{check_reloadable, diff, Change};
 use crate::ports::port_of;
-use crate::protocol::{Changes, Flushed, Request, Response, VersionInfo};
+use crate::protocol::{Changes, Request, Response, VersionInfo};
 use crate::sections::FoundShow;
 use crate::validate::validate;
 use files::read_config;
@@ -52,7 +53,6 @@ use std::time::Instant;
 use vecswitch_ports::Port;
 use vecswitch_switch::capture::PortCapture;
 use vecswitch_switch::{Switch, SwitchError};
-use vecswitch_wire::EthernetAddress;
 use worker::{queue, Queued};
 
 /// A request the worker did not answer by its deadline: still queued (or running) there.
@@ -403,17 +403,6 @@ impl Controller {
         Ok(diff(&self.running, &new))
     }
 
-    fn bridge_index(&self, name: &str) -> Result<usize, ControlError> {
-        self.running
-            .bridges
-            .iter()
-            .position(|b| b.name == name)
-            .ok_or_else(|| ControlError::NoBridge {
-                name: name.to_string(),
-                known: list(self.running.bridges.iter().map(|b| b.name.as_str())),
-            })
-    }
-
     /// Checks that `name` is an interface of the running config: a port, or whatever a section
     /// defines as one (a bond, a sub-interface) — the interfaces the sections' validation
     /// collects, so no feature is named here.
@@ -428,11 +417,9 @@ impl Controller {
         if v.interfaces.contains(name) {
             Ok(())
         } else {
-            let mut known: Vec<String> = v.interfaces.into_iter().collect();
-            known.sort();
             Err(ControlError::NoPort {
                 name: name.to_string(),
-                known: list(known.iter().map(String::as_str)),
+                known: v.interface_names(),
             })
         }
     }
@@ -440,10 +427,10 @@ impl Controller {
     /// Applies one edit to a copy of the running config.
     fn edit(
         &mut self,
-        f: impl FnOnce(&mut Config, &Controller) -> Result<(), ControlError>,
+        f: impl FnOnce(&mut Config) -> Result<(), ControlError>,
     ) -> Result<Vec<Change>, ControlError> {
         let mut new = self.running.clone();
-        f(&mut new, self)?;
+        f(&mut new)?;
         self.set_config(new)
     }
 
@@ -562,12 +549,15 @@ impl Controller {
                 }
                 json(info)
             }
-            Request::MacFlush { bridge, port } => {
-                self.bridge_index(&bridge)?;
-                let n = self.on_worker("`mac flush`", move |sw| {
-                    sw.flush_mac(&bridge, port.as_deref())
-                })??;
-                json(Flushed { flushed: n })
+            Request::Action { action, args } => {
+                let a = crate::sections::find_action(&action).ok_or_else(|| {
+                    ControlError::NoAction {
+                        action: action.clone(),
+                        known: list(vecswitch_switch::ctl::actions().map(|a| a.info().name())),
+                    }
+                })?;
+                let what = format!("`{}`", a.info().name());
+                Ok(self.on_worker(&what, move |sw| (a.run)(sw, &args))??)
             }
             Request::ReloadPlan { path } => {
                 // A plan against a running config that a queued change is about to replace
@@ -583,125 +573,6 @@ impl Controller {
                 vecswitch_ports::heap::release_free_heap();
                 r
             }
-            Request::PortAdd { port } => self
-                .edit(|c, _| {
-                    c.ports.push(port);
-                    Ok(())
-                })
-                .and_then(Self::changed),
-            Request::PortDelete { name } => self
-                .edit(|c, me| {
-                    me.port_must_exist(&name)?;
-                    if let Some(b) = c.bridges.iter().find(|b| b.ports.contains(&name)) {
-                        return Err(ControlError::PortInBridge {
-                            port: name.clone(),
-                            bridge: b.name.clone(),
-                        });
-                    }
-                    if c.xconnect_directions()
-                        .iter()
-                        .any(|(f, t)| *f == name || *t == name)
-                    {
-                        return Err(ControlError::PortXconnected { port: name.clone() });
-                    }
-                    c.ports.retain(|p| p.name() != name);
-                    Ok(())
-                })
-                .and_then(Self::changed),
-            Request::PortState { name, up } => self
-                .edit(|c, me| {
-                    me.port_must_exist(&name)?;
-                    for p in c.ports.iter_mut().filter(|p| p.name() == name) {
-                        p.set_admin(if up { AdminState::Up } else { AdminState::Down });
-                    }
-                    Ok(())
-                })
-                .and_then(Self::changed),
-            Request::BridgeAdd { bridge } => self
-                .edit(|c, _| {
-                    c.bridges.push(bridge);
-                    Ok(())
-                })
-                .and_then(Self::changed),
-            Request::BridgeDelete { name } => self
-                .edit(|c, me| {
-                    let i = me.bridge_index(&name)?;
-                    c.bridges.remove(i);
-                    Ok(())
-                })
-                .and_then(Self::changed),
-            Request::BridgeMemberAdd { bridge, port } => self
-                .edit(|c, me| {
-                    let i = me.bridge_index(&bridge)?;
-                    me.port_must_exist(&port)?;
-                    c.bridges[i].ports.push(port);
-                    Ok(())
-                })
-                .and_then(Self::changed),
-            Request::BridgeMemberRemove { bridge, port } => self
-                .edit(|c, me| {
-                    let i = me.bridge_index(&bridge)?;
-                    let b = &mut c.bridges[i];
-                    if !b.ports.contains(&port) {
-                        return Err(ControlError::NotMember {
-                            port,
-                            bridge,
-                            members: list(b.ports.iter().map(String::as_str)),
-                        });
-                    }
-                    b.ports.retain(|p| *p != port);
-                    // Its static MACs go with it.
-                    b.static_mac.retain(|s| s.port != port);
-                    Ok(())
-                })
-                .and_then(Self::changed),
-            Request::XconnectAdd { from, to, both } => self
-                .edit(|c, me| {
-                    me.port_must_exist(&from)?;
-                    me.port_must_exist(&to)?;
-                    if both {
-                        c.xconnects.push(XconnectConfig::both(&from, &to));
-                    } else {
-                        c.xconnects.push(XconnectConfig::one_way(&from, &to));
-                    }
-                    Ok(())
-                })
-                .and_then(Self::changed),
-            Request::XconnectDelete { from } => self
-                .edit(|c, _| {
-                    let mut found = false;
-                    let mut out = Vec::new();
-                    for x in c.xconnects.drain(..) {
-                        let dirs = x.directions();
-                        if !dirs.iter().any(|(f, _)| *f == from) {
-                            out.push(x);
-                            continue;
-                        }
-                        found = true;
-                        // Keep the other direction of an E-Line, offloaded if it was.
-                        for (f, t) in dirs.into_iter().filter(|(f, _)| *f != from) {
-                            out.push(XconnectConfig {
-                                offload: x.offload,
-                                ..XconnectConfig::one_way(&f, &t)
-                            });
-                        }
-                    }
-                    c.xconnects = out;
-                    if found {
-                        Ok(())
-                    } else {
-                        Err(ControlError::NoXconnect { from })
-                    }
-                })
-                .and_then(Self::changed),
-            Request::MacAdd { bridge, mac, port } => self
-                .edit(|c, me| {
-                    let i = me.bridge_index(&bridge)?;
-                    let mac = parse_mac(&mac)?;
-                    c.bridges[i].static_mac.push(StaticMacConfig { mac, port });
-                    Ok(())
-                })
-                .and_then(Self::changed),
             Request::Save { path } => {
                 // Not a config that a queued change is about to replace.
                 self.worker_free()?;
@@ -712,31 +583,11 @@ impl Controller {
                     verb: verb.clone(),
                     known: list(crate::sections::verbs().map(|v| v.info.name())),
                 })?;
-                self.edit(|c, _| (v.section.edit)(c, v.index, &args).map_err(ControlError::from))
+                self.edit(|c| (v.section.edit)(c, v.index, &args).map_err(ControlError::from))
                     .and_then(Self::changed)
             }
-            Request::MacDelete { bridge, mac } => self
-                .edit(|c, me| {
-                    let i = me.bridge_index(&bridge)?;
-                    let m = parse_mac(&mac)?;
-                    let b = &mut c.bridges[i];
-                    let before = b.static_mac.len();
-                    b.static_mac.retain(|s| s.mac != m);
-                    if b.static_mac.len() == before {
-                        return Err(ControlError::NoStaticMac { mac, bridge });
-                    }
-                    Ok(())
-                })
-                .and_then(Self::changed),
         }
     }
-}
-
-/// A MAC address from a request.
-fn parse_mac(value: &str) -> Result<EthernetAddress, ControlError> {
-    value.parse().map_err(|_| ControlError::BadMac {
-        value: value.to_string(),
-    })
 }
 
 #[cfg(test)]
@@ -967,7 +818,7 @@ pub(crate) mod tests {
 
     use super::*;
     use crate::apply::testing::{admin_up, factory, members, snapshot, switch, xconnects};
-    use crate::config::{BridgeConfig, PortConfig};
+    use crate::config::{AdminState, PortConfig};
     use crate::protocol::parse_request;
     use crate::protocol::Saved;
     use std::sync::Mutex;
@@ -1125,13 +976,9 @@ ports = ["v0"]
         );
         assert!(r.ok, "{r:?}");
         assert!(l.0.lock().unwrap().show_mac(None).unwrap().is_empty());
-        let r = c.handle(Request::BridgeAdd {
-            bridge: BridgeConfig::new("br1"),
-        });
+        let r = req(&mut c, r#"{"cmd":"bridge_add","bridge":{"name":"br1"}}"#);
         assert!(r.ok, "{r:?}");
-        let r = c.handle(Request::BridgeAdd {
-            bridge: BridgeConfig::new("br1"),
-        });
+        let r = req(&mut c, r#"{"cmd":"bridge_add","bridge":{"name":"br1"}}"#);
         assert!(r.error.unwrap().contains("bridge[2].name = \"br1\""));
         let r = req(&mut c, r#"{"cmd":"bridge_delete","name":"br1"}"#);
         assert!(r.ok, "{r:?}");

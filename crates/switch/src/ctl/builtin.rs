@@ -1,71 +1,18 @@
-//! The switch's own shows — ports, interfaces, bridge-domains, MACs, cross-connects, runtime,
-//! errors, buffers, trace — registered like a feature's ([`SHOWS`]), with their tables.
+//! The switch's own shows — ports, interfaces, runtime, errors, buffers, trace — registered like a
+//! feature's ([`SHOWS`]), with their tables. (Bridge-domains, MACs and cross-connects are the L2
+//! feature's: `crate::l2::ctl`.)
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use vecswitch_buffer::PoolStats;
 use vecswitch_graph::{ErrorCount, TraceStep};
 use vecswitch_ports::LinkState;
 
-use super::table::{on_off, Align, Table};
-use super::{json, page_args, typed, Show, ShowError};
-use crate::error::SwitchError;
+use super::table::{Align, Table};
+use super::{json, typed, Show};
 use crate::interface::InterfaceKind;
-use crate::l2::control::{MacTableInfo, MAC_DEFAULT_LIMIT};
-use crate::runtime::Switch;
-use crate::{BridgeInfo, InterfaceInfo, PortInfo, RuntimeInfo, ServiceInfo};
+use crate::{InterfaceInfo, PortInfo, RuntimeInfo, ServiceInfo};
 
 use Align::{Left as L, Right as R};
-
-/// One line of `show xconnect`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct XconnectInfo {
-    pub from: String,
-    pub to: String,
-}
-
-impl Switch {
-    /// `show xconnect`: every directed cross-connect.
-    pub fn show_xconnects(&self) -> Vec<XconnectInfo> {
-        self.show_ports()
-            .into_iter()
-            .filter_map(|p| match p.service {
-                ServiceInfo::Xconnect { to } => Some(XconnectInfo { from: p.name, to }),
-                _ => None,
-            })
-            .collect()
-    }
-}
-
-/// `show bridge [BRIDGE]`: every bridge-domain, or the one named.
-fn show_bridges(sw: &Switch, args: &[String]) -> Result<Value, ShowError> {
-    let mut b = sw.show_bridges();
-    if let Some(name) = args.first() {
-        let known: Vec<String> = b.iter().map(|b| b.name.clone()).collect();
-        b.retain(|x| &x.name == name);
-        if b.is_empty() {
-            return Err(SwitchError::NoBridge {
-                name: name.clone(),
-                known: crate::error::list(&known),
-            }
-            .into());
-        }
-    }
-    json("bridge", b)
-}
-
-/// `show mac [BRIDGE] [OFFSET] [LIMIT]`: a first word that is a bridge's name, or not a number,
-/// names the bridge.
-fn show_mac(sw: &Switch, args: &[String]) -> Result<Value, ShowError> {
-    let (bridge, rest) = match args.first() {
-        Some(w) if w.parse::<usize>().is_err() || sw.state.bridge_index(w).is_some() => {
-            (Some(w.as_str()), &args[1..])
-        }
-        _ => (None, args),
-    };
-    let (offset, limit) = page_args(rest, MAC_DEFAULT_LIMIT)?;
-    json("mac", sw.show_mac_page(bridge, offset, limit)?)
-}
 
 /// The switch's own shows, in help order.
 pub const SHOWS: &[Show] = &[
@@ -84,30 +31,6 @@ pub const SHOWS: &[Show] = &[
         help: "interfaces: kind, admin state, MAC, MTU, RX/TX packets and bytes, input/output features",
         run: |sw, _| json("interfaces", sw.show_interfaces()),
         render: |v| typed::<Vec<InterfaceInfo>>(v).map(|i| interfaces(&i)),
-    },
-    Show {
-        word: "bridge",
-        aliases: &["bridges", "bridge-domain"],
-        args: &["BRIDGE"],
-        help: "bridge-domains: settings, learned and static MACs, members",
-        run: show_bridges,
-        render: |v| typed::<Vec<BridgeInfo>>(v).map(|b| bridges(&b)),
-    },
-    Show {
-        word: "mac",
-        aliases: &["macs", "l2fib"],
-        args: &["BRIDGE", "OFFSET", "LIMIT"],
-        help: "MAC table: entries (learned, static), then one page (default 1000, at most 10000) of bridge, MAC, port, static or learned, age",
-        run: show_mac,
-        render: |v| typed::<MacTableInfo>(v).map(|m| macs(&m)),
-    },
-    Show {
-        word: "xconnect",
-        aliases: &["xconnects"],
-        args: &[],
-        help: "cross-connects, one line per direction",
-        run: |sw, _| json("xconnect", sw.show_xconnects()),
-        render: |v| typed::<Vec<XconnectInfo>>(v).map(|x| xconnects(&x)),
     },
     Show {
         word: "runtime",
@@ -274,91 +197,6 @@ fn interfaces(is: &[InterfaceInfo]) -> String {
             list(&i.input_features),
             list(&i.output_features),
         ]);
-    }
-    t.render()
-}
-
-fn bridges(bs: &[BridgeInfo]) -> String {
-    let mut t = Table::new(&[
-        ("Name", L),
-        ("Idx", R),
-        ("Learn", L),
-        ("Fwd", L),
-        ("Flood", L),
-        ("UU-Flood", L),
-        ("MAC age", R),
-        ("MAC limit", R),
-        ("Learned", R),
-        ("Static", R),
-        ("Members", L),
-    ]);
-    for b in bs {
-        let s = &b.settings;
-        t.row(vec![
-            b.name.clone(),
-            b.index.to_string(),
-            on_off(s.learn),
-            on_off(s.forward),
-            on_off(s.flood),
-            on_off(s.uu_flood),
-            match s.mac_age_s {
-                0 => "off".into(),
-                a => format!("{a}s"),
-            },
-            s.mac_limit.to_string(),
-            b.learned.to_string(),
-            b.statics.to_string(),
-            if b.members.is_empty() {
-                "-".into()
-            } else {
-                b.members.join(",")
-            },
-        ]);
-    }
-    t.render()
-}
-
-fn macs(m: &MacTableInfo) -> String {
-    let of = m
-        .bridge
-        .as_ref()
-        .map_or_else(|| "every bridge".to_string(), |b| format!("bridge {b}"));
-    let head = format!(
-        "{} MACs in {of} ({} learned, {} static; {} in the table), showing {} from {}\n",
-        m.matched,
-        m.learned,
-        m.statics,
-        m.total,
-        m.entries.len(),
-        m.offset
-    );
-    let mut t = Table::new(&[
-        ("Bridge", L),
-        ("MAC", L),
-        ("Port", L),
-        ("Type", L),
-        ("Age(s)", R),
-    ]);
-    for e in &m.entries {
-        t.row(vec![
-            e.bridge.clone(),
-            e.mac.clone(),
-            e.port.clone(),
-            if e.is_static { "static" } else { "dynamic" }.into(),
-            if e.is_static {
-                "-".into()
-            } else {
-                e.age_s.to_string()
-            },
-        ]);
-    }
-    head + &t.render()
-}
-
-fn xconnects(xs: &[XconnectInfo]) -> String {
-    let mut t = Table::new(&[("From", L), ("To", L)]);
-    for x in xs {
-        t.row(vec![x.from.clone(), x.to.clone()]);
     }
     t.render()
 }

@@ -6,7 +6,7 @@
 //!   typed, `Serialize` value (as JSON on the socket), and the renderer `vecswitch ctl` uses to
 //!   print that JSON read back into the same type as a [`Table`]. A feature lists its shows in
 //!   [`Feature::shows`](crate::feature::Feature::shows); the switch's own shows (ports,
-//!   interfaces, bridges, MACs, cross-connects, runtime, errors, buffers, trace) are
+//!   interfaces, runtime, errors, buffers, trace) are
 //!   [`builtin::SHOWS`]. [`shows`] iterates both, [`find_show`] looks a word up.
 //! - [`Section`]: a config section (`[[subinterface]]`) as the feature's own serde type `T`: its
 //!   whole-config validation, its [`ConfigObject`](crate::object::ConfigObject)s, and its
@@ -14,6 +14,9 @@
 //!   the control plane then validates, diffs and applies the edited config like a file. The
 //!   control crate binds the section to its field of the config with one line
 //!   (`crates/control/src/sections.rs`).
+//! - [`Action`]: a `ctl` command that acts on the running switch without changing its config
+//!   (`mac flush`): run on the worker like a show; a feature lists them in
+//!   [`Feature::actions`](crate::feature::Feature::actions).
 //! - [`Table`]: the aligned text table every renderer prints into.
 //!
 //! A feature's registrations live in its folder's `ctl.rs` (see `vlan/ctl.rs`, `bond/ctl.rs`,
@@ -162,9 +165,38 @@ pub fn find_show(w: &str) -> Option<&'static Show> {
     shows().find(|s| s.is(w))
 }
 
+/// Why a verb's words were refused, where the words are right but the running config has no such
+/// thing (an [`EditError`] names a fixed set of what is accepted; these name the running
+/// config's). Each names the field, the value and what is accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VerbError {
+    /// The words themselves.
+    #[error(transparent)]
+    Edit(#[from] EditError),
+    /// A name or value the running config does not have (`bridge = "nope": the name of a
+    /// bridge-domain; bridges are: br0`).
+    #[error("{field} = {value:?}: {accepted}")]
+    Value {
+        field: &'static str,
+        value: String,
+        accepted: String,
+    },
+    /// Something the config still refers to, which the verb would delete.
+    #[error("{field} = {value:?}: {accepted}; it is {users}: remove that first")]
+    InUse {
+        field: &'static str,
+        value: String,
+        accepted: &'static str,
+        /// What refers to it ([`Validation::users`]).
+        users: String,
+    },
+}
+
 /// A `ctl` verb that edits a feature's config section `T`: `subinterface add uni0 20 dot1q 20`.
+/// Its errors are `E`: an [`EditError`], or a [`VerbError`] for a verb that names what the running
+/// config has.
 #[derive(Debug)]
-pub struct Verb<T: 'static> {
+pub struct Verb<T: 'static, E: 'static = EditError> {
     /// Its names: the words it starts with, canonical first (the `verb` on the socket), e.g.
     /// `["subinterface add", "sub-interface add"]`.
     pub names: &'static [&'static str],
@@ -175,7 +207,7 @@ pub struct Verb<T: 'static> {
     /// Parses the arguments (the words after the name) into the feature's typed config and puts
     /// it into (or takes it out of) a copy of the running section. Errors name the argument, the
     /// value and what is accepted; the edited config is then validated whole.
-    pub apply: fn(&mut T, &[String]) -> Result<(), EditError>,
+    pub apply: fn(&mut T, &[String]) -> Result<(), E>,
 }
 
 /// A verb without its section type: what help and the command-line parser need.
@@ -203,7 +235,7 @@ impl VerbInfo {
     }
 }
 
-impl<T> Verb<T> {
+impl<T, E> Verb<T, E> {
     /// Without its section type.
     pub const fn info(&self) -> VerbInfo {
         VerbInfo {
@@ -214,9 +246,10 @@ impl<T> Verb<T> {
     }
 }
 
-/// A feature's config section, over its own serde type `T` (`Vec<SubInterfaceConfig>`).
+/// A feature's config section, over its own serde type `T` (`Vec<SubInterfaceConfig>`), its
+/// verbs' errors `E` ([`Verb`]).
 #[derive(Debug)]
-pub struct Section<T: 'static> {
+pub struct Section<T: 'static, E: 'static = EditError> {
     /// The TOML key (`subinterface` for `[[subinterface]]`).
     pub key: &'static str,
     /// Whole-config validation of the section; the interfaces and services the sections before
@@ -225,7 +258,45 @@ pub struct Section<T: 'static> {
     /// The section's config objects, in config order.
     pub objects: fn(&T, &mut Vec<Obj>),
     /// The `ctl` verbs that edit it.
-    pub verbs: &'static [Verb<T>],
+    pub verbs: &'static [Verb<T, E>],
+}
+
+/// A `ctl` command that acts on the running switch without changing its config (`mac flush BRIDGE
+/// [PORT]`): run on the worker like a show, answered with a typed value as JSON. A feature lists
+/// its actions in [`Feature::actions`](crate::feature::Feature::actions).
+#[derive(Debug, Clone, Copy)]
+pub struct Action {
+    /// Its names, canonical first (`"action"` on the socket): `["mac flush"]`.
+    pub names: &'static [&'static str],
+    /// Its arguments, for help (`BRIDGE [PORT]`).
+    pub usage: &'static str,
+    /// What it does, for help.
+    pub help: &'static str,
+    /// Runs it on the worker; errors name the argument, the value and what is accepted.
+    pub run: fn(&mut Switch, &[String]) -> Result<Value, ShowError>,
+    /// The text `ctl` prints for its answer ([`typed`]); `None`: the JSON is printed.
+    pub render: fn(&Value) -> Option<String>,
+}
+
+impl Action {
+    /// Without how it runs: what help and the command-line parser need.
+    pub const fn info(&self) -> VerbInfo {
+        VerbInfo {
+            names: self.names,
+            usage: self.usage,
+            help: self.help,
+        }
+    }
+}
+
+/// Every registered action, in [`FEATURES`] order.
+pub fn actions() -> impl Iterator<Item = &'static Action> {
+    FEATURES.iter().flat_map(|f| f.actions().iter())
+}
+
+/// The action whose canonical name is `name` (`mac flush`).
+pub fn find_action(name: &str) -> Option<&'static Action> {
+    actions().find(|a| a.info().name() == name)
 }
 
 #[cfg(test)]

@@ -217,8 +217,10 @@ pub fn validate_xconnects(xs: &[XconnectConfig], v: &mut Validation) {
                 if x.bidirectional {
                     pairs.push((format!("{svc}.ports[1]"), p[1].clone(), p[0].clone()));
                 }
-                let ok0 = v.check_interface_ref(format!("{svc}.ports[0]"), &p[0]);
-                let ok1 = v.check_interface_ref(format!("{svc}.ports[1]"), &p[1]);
+                let ok0 =
+                    v.check_interface_use(format!("{svc}.ports[0]"), &p[0], "cross-connected");
+                let ok1 =
+                    v.check_interface_use(format!("{svc}.ports[1]"), &p[1], "cross-connected");
                 if !(ok0 && ok1) {
                     continue;
                 }
@@ -232,8 +234,8 @@ pub fn validate_xconnects(xs: &[XconnectConfig], v: &mut Validation) {
                         "only with `ports = [A, B]`; from/to is one direction already",
                     );
                 }
-                let okf = v.check_interface_ref(format!("{svc}.from"), f);
-                let okt = v.check_interface_ref(format!("{svc}.to"), t);
+                let okf = v.check_interface_use(format!("{svc}.from"), f, "cross-connected");
+                let okt = v.check_interface_use(format!("{svc}.to"), t, "cross-connected");
                 if !(okf && okt) {
                     continue;
                 }
@@ -315,7 +317,11 @@ pub fn validate_bridges(bs: &[BridgeConfig], v: &mut Validation) {
         let mut members = HashSet::new();
         for (j, p) in b.ports.iter().enumerate() {
             let path = format!("{svc}.ports[{j}]");
-            if !v.check_interface_ref(path.clone(), p) {
+            if !v.check_interface_use(
+                path.clone(),
+                p,
+                format_args!("a member of bridge {:?}", b.name),
+            ) {
                 continue;
             }
             if !members.insert(p.as_str()) {

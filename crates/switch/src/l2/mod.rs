@@ -5,7 +5,8 @@
 //! - Tables: [`mac_table::MacTable`] (the MAC table of all bridge domains; fast path `learn`,
 //!   `lookup`; control: static entries, flush, incremental aging) and the [`Bridge`]s.
 //! - Control: [`control`] — the `Switch` methods on these tables (bridges, members, xconnects,
-//!   static MACs, `show bridges`, `show mac`).
+//!   static MACs, `show bridges`, `show mac`); [`ctl`] — the `[[xconnect]]` and `[[bridge]]`
+//!   sections with their `ctl` verbs, and the `mac flush` action (the generic control path).
 //! - [`BridgeSettings`]: what a bridge domain does (learn, forward, flood, unknown-unicast flood,
 //!   MAC age, MAC limit).
 //! - [`format_mac`] / [`parse_mac`]: the `aa:bb:cc:dd:ee:ff` text form used by `show mac` and the
@@ -19,6 +20,7 @@
 
 pub mod config;
 pub mod control;
+pub mod ctl;
 pub mod l2_flood;
 pub mod l2_fwd;
 pub mod l2_learn;
@@ -59,6 +61,14 @@ impl Feature for L2Feature {
             graph.add(Box::new(L2Flood));
         }
         Ok(())
+    }
+
+    fn shows(&self) -> &'static [crate::ctl::Show] {
+        ctl::SHOWS
+    }
+
+    fn actions(&self) -> &'static [crate::ctl::Action] {
+        ctl::ACTIONS
     }
 }
 
