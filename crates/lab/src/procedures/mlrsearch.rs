@@ -918,6 +918,39 @@ mod tests {
     }
 
     #[test]
+    fn grid_neighbours_meet_the_width_and_goals_share_a_bound() {
+        let cfg = MlrConfig::ndr_pdr(1e4, 1.488e7);
+        let grid = Grid::new(&cfg);
+        assert_eq!(grid.point(0), 1e4);
+        assert!((grid.point(grid.steps) - 1.488e7).abs() < 1e-3);
+        for i in [0, 1, grid.steps / 2, grid.steps - 1] {
+            let (l, u) = (grid.point(i), grid.point(i + 1));
+            assert!(
+                (u - l) / u <= 0.005 && (u - l) / u > 0.0049,
+                "step {i}: {l}..{u}"
+            );
+            assert_eq!(grid.index_down(l), i);
+            assert_eq!(grid.down(u * (1.0 - 1e-4)), l);
+        }
+        // A fixed 2.5 Mfps device: NDR's upper bound forwards 99.5 % or more, so it is PDR's
+        // lower bound, and its trials serve both goals.
+        let r = mlrsearch(
+            &mut SimDut::new(
+                SimModel::Fixed {
+                    capacity_fps: 2.5e6,
+                },
+                1,
+            ),
+            &cfg,
+        )
+        .unwrap();
+        let (ndr, pdr) = (&r.goals[0], &r.goals[1]);
+        assert_eq!(ndr.relevant_upper_bound_fps, pdr.relevant_lower_bound_fps);
+        assert!(ndr.relevant_lower_bound_fps.unwrap() <= 2.5e6);
+        assert!(r.trial_seconds <= 35.0, "{}", r.trial_seconds);
+    }
+
+    #[test]
     fn phased_durations_start_short() {
         let goal = SearchGoal {
             initial_trial_duration: Duration::from_secs(1),
