@@ -3,8 +3,8 @@
 //! must bracket the known answer, meet the goal width, and agree with each other to within one
 //! goal width on the lower bound, the upper bound and the conditional throughput. Their cost
 //! (trial-seconds) is printed side by side and bounded: ours at most the reference's on the
-//! deterministic devices and on the noisy device's median over the seeds (docs/METHODOLOGY.md,
-//! "Cross-check", has the table).
+//! deterministic devices and, on the noisy and sporadic ones, in median and total over the seeds
+//! (docs/METHODOLOGY.md, "Cross-check", has the table).
 //!
 //! The devices: a linear-loss knee and a fixed capacity (deterministic), a noisy capacity (drawn
 //! per trial) and a fixed capacity with sporadic small losses at any load (the OVS-DPDK behaviour
@@ -349,9 +349,9 @@ fn agrees_with_the_reference_library_on_sporadic_loss() {
             )
         })
         .collect();
-    // Over these 20 seeds: median 38 vs 37.5 trial-seconds, total 835 vs 838, worst seed 1.22×
+    // Over these 20 seeds: median 37.5 vs 37.5 trial-seconds, total 817 vs 838, worst seed 1.22×
     // (seed 13, where sporadic losses below the capacity walk both searches down).
-    assert_costs("sporadic loss", &costs, 1.02, 1.0, 1.3);
+    assert_costs("sporadic loss", &costs, 1.0, 1.0, 1.3);
 }
 
 #[test]
