@@ -331,8 +331,8 @@ mod tests {
         };
         let ndr = &r.repeated.as_ref().unwrap().goals[0];
         let (lo, hi) = (ndr.min_fps.unwrap(), ndr.max_fps.unwrap());
-        // Every search lands within the noise band (± 5 %) less one goal width.
-        assert!(lo >= 0.95e6 * 0.98 && hi <= 1.05e6, "[{lo}, {hi}]");
+        // Every search lands within the noise band (± 5 %) less one goal width (the demo's 5 %).
+        assert!(lo >= 0.95e6 * 0.95 && hi <= 1.05e6, "[{lo}, {hi}]");
         assert!(matches!(run.records[1].outcome, Outcome::Latency(_)));
         // What it cost, in simulated trial-seconds: three searches of NDR and PDR.
         assert_eq!(r.repeated.as_ref().unwrap().searches, 3);
