@@ -80,7 +80,10 @@ pub struct SwitchState {
     /// Packets `interface-output` has sent, freed by the worker after the dispatch (so that the
     /// trace can still read them).
     pub tx_done: Vec<u32>,
-    /// VLAN sub-interfaces and their parents' classification tables.
+    /// The interface layer's sub-interface tables (`interface::subif`): per parent its
+    /// classification table, per sub-interface its ingress rewrite; filled by `vlan`.
+    pub subifs: crate::interface::subif::SubIfTables,
+    /// VLAN sub-interfaces' settings.
     pub vlan: crate::vlan::VlanState,
     /// NAT44 interface roles and sessions (`crate::nat44`).
     pub nat44: crate::nat44::Nat44State,
@@ -103,6 +106,7 @@ impl SwitchState {
             rx_runs: VecDeque::with_capacity(64),
             rx_ns: 0,
             tx_done: Vec::with_capacity(1024),
+            subifs: Default::default(),
             vlan: Default::default(),
             nat44: Default::default(),
             firewall: Default::default(),

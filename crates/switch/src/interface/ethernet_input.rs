@@ -4,20 +4,20 @@
 //! `vlan`, `inner_vlan`, `ethertype`, and `bd` for bridge members), and classifies the frame by its
 //! receive interface's service.
 //!
-//! On an interface with VLAN sub-interfaces (`crate::vlan`) it first finds the one the parsed tags
-//! belong to (`vlan::ParentTable::classify`, VPP's order; VPP does this in its `ethernet-input`
+//! On an interface with VLAN sub-interfaces (made by the `vlan` feature) it first finds the one the parsed tags
+//! belong to (`subif::ParentTable::classify`, VPP's order; VPP does this in its `ethernet-input`
 //! too, `eth_identify_subint`), once per run of frames with the same receive interface and tags;
 //! the frame becomes the sub-interface's (`rx_port`, its `rx_packets`/`rx_bytes`), gets its
-//! ingress tag rewrite (`vlan::move_tags`) and goes to the sub-interface's service, with the
+//! ingress tag rewrite (`subif::move_tags`) and goes to the sub-interface's service, with the
 //! header fields describing the tags it has after the rewrite. The receive interface (its state,
 //! service, MTU and sub-interface table) is looked up once per run of frames from it, the
 //! sub-interface verdict once per run of frames from it with the same tags; a switch without
 //! sub-interfaces pays one check per vector for them. The frames after the first of such a run
 //! take a fast path when the first went to an L2 sub-interface (`FastIn`): their tag bytes
-//! (TPIDs, VIDs and the type after the tags, `vlan::TagBytes`) compare equal to the first's as
+//! (TPIDs, VIDs and the type after the tags, `subif::TagBytes`) compare equal to the first's as
 //! one masked 8-byte word and a 2-byte type, which promises the same parse and the same verdict,
 //! so they are not parsed again: the input hygiene, the rewrite as fixed-size writes
-//! (`vlan::shift_tags`) and the header fields decided with the first. VPP's `ethernet-input`
+//! (`subif::shift_tags`) and the header fields decided with the first. VPP's `ethernet-input`
 //! does the same with its last-match cache (`eth_input_tag_lookup` keyed by the tag words).
 //!
 //! Dispatch is by tables the features register ([`crate::feature::Feature::services`],
@@ -49,13 +49,13 @@ use vecswitch_wire::{Error as WireError, EthernetAddress, L2Header};
 
 use vecswitch_graph::named_enum;
 
-use super::{hygiene, Service, ServiceKind, SwIfIdx};
-use crate::feature::{Feature, FEATURES};
-use crate::state::SwitchState;
-use crate::vlan::{
+use super::subif::{
     move_tags, set_shifted, shift_tags, CounterRun, ParentTable, RewriteError, TagBytes, TagKey,
     Vtr,
 };
+use super::{hygiene, Service, ServiceKind, SwIfIdx};
+use crate::feature::{Feature, FEATURES};
+use crate::state::SwitchState;
 
 /// An ethertype a feature takes from `ethernet-input` ([`Feature::ethertypes`]): frames of this
 /// type received untagged on an interface with no L2 service, for the interface's MAC or a group
@@ -280,7 +280,7 @@ struct RxIf {
     /// Its admin state, service, MTU and where its frames go; `None` when it is gone.
     iface: Option<IfView>,
     /// Whether its main interface is in L2 mode, when it has live sub-interfaces
-    /// (`VlanState::live_parent`); `None` also in a switch without any.
+    /// (`SubIfTables::live_parent`); `None` also in a switch without any.
     parent: Option<bool>,
 }
 
@@ -302,7 +302,7 @@ impl RxIf {
             to: d.to(st, rx, i.service, i.mac),
         });
         let parent = if any_parent {
-            st.vlan.live_parent(&st.interfaces, rx).map(|(_, l2)| l2)
+            st.subifs.live_parent(&st.interfaces, rx).map(|(_, l2)| l2)
         } else {
             None
         };
@@ -481,7 +481,7 @@ fn classify(
         Some(sw) => match t.state.interface(sw) {
             None => Verdict::Drop(DropReason::NoService),
             Some(i) => {
-                let vtr = t.state.vlan.sub(sw).map_or(Vtr::NONE, |s| s.ingress);
+                let vtr = t.state.subifs.ingress(sw);
                 Verdict::Sub {
                     sw,
                     admin_up: i.admin_up,
@@ -528,7 +528,7 @@ fn one<const VLAN: bool>(
         // the tags were parsed once, above; the verdict is looked up once per run of frames from
         // this interface with these tags.
         if !matches!(last, Some(c) if c.rx == rx && c.key == key) {
-            let verdict = match t.state.vlan.parent(rx) {
+            let verdict = match t.state.subifs.parent(rx) {
                 Some(table) => classify(t, table, main_l2, rx, key),
                 None => Verdict::Drop(DropReason::NoService), // `r.parent` says it has one
             };
@@ -685,7 +685,7 @@ impl Node<SwitchState> for EthernetInput {
             d: dispatch(),
         };
         // A switch without sub-interfaces pays one check per vector for them.
-        if t.state.vlan.parents.iter().any(Option::is_some) {
+        if t.state.subifs.any() {
             run::<true>(&mut t, pkts, nexts);
         } else {
             run::<false>(&mut t, pkts, nexts);

@@ -25,6 +25,7 @@ pub mod ethernet_input;
 pub mod hygiene;
 pub mod interface_output;
 pub mod interface_rx;
+pub mod subif;
 
 use std::borrow::Cow;
 

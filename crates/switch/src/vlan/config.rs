@@ -64,7 +64,7 @@ pub fn validate_subinterfaces(subs: &[SubInterfaceConfig], v: &mut Validation) {
             ok = false;
         }
         let table = tables.entry(s.parent.as_str()).or_default();
-        if let Err(Duplicate { existing }) = table.insert(i as u16, &s.encap) {
+        if let Err(Duplicate { existing }) = table.insert(i as u16, s.encap.matching()) {
             v.push(
                 path("encap"),
                 q(&s.encap.to_string()),

@@ -68,9 +68,14 @@ impl Switch {
             return Err(SwitchError::PortExists { name });
         }
         check_rewrite(&cfg.encap, &cfg.tag_rewrite)?;
-        let mut table = self.state.vlan.parent(parent).cloned().unwrap_or_default();
+        let mut table = self
+            .state
+            .subifs
+            .parent(parent)
+            .cloned()
+            .unwrap_or_default();
         let idx = self.state.free_interface()?;
-        if let Err(Duplicate { existing }) = table.insert(idx, &cfg.encap) {
+        if let Err(Duplicate { existing }) = table.insert(idx, cfg.encap.matching()) {
             return Err(SwitchError::InvalidValue {
                 field: "encap",
                 value: format!(
@@ -109,8 +114,10 @@ impl Switch {
             ingress: Vtr::ingress(&cfg.tag_rewrite),
             egress: Vtr::egress(&cfg.encap, &cfg.tag_rewrite),
         });
+        st.subifs
+            .set_ingress(idx as SwIfIdx, Vtr::ingress(&cfg.tag_rewrite));
         // `ethernet-input` classifies the parent's frames by this table from now on.
-        st.vlan.rebuild(parent, &cfg.parent);
+        super::rebuild(st, parent, &cfg.parent);
         self.place_vlan_output(idx as SwIfIdx)?;
         Ok(idx as SwIfIdx)
     }
@@ -152,14 +159,15 @@ impl Switch {
         // The parent as the table knows it (it may have been deleted since).
         let pname = self
             .state
-            .vlan
+            .subifs
             .parent(parent)
             .map(|t| t.parent_name.clone())
             .unwrap_or_default();
         let st = &mut self.state;
         st.interfaces[idx as usize] = None;
         st.vlan.subs[idx as usize] = None;
-        st.vlan.rebuild(parent, &pname);
+        st.subifs.set_ingress(idx, Vtr::NONE);
+        super::rebuild(st, parent, &pname);
         Ok(())
     }
 
@@ -174,6 +182,8 @@ impl Switch {
         sub.rewrite = rewrite;
         sub.ingress = Vtr::ingress(&rewrite);
         sub.egress = Vtr::egress(&sub.encap, &rewrite);
+        let ingress = sub.ingress;
+        self.state.subifs.set_ingress(idx, ingress);
         Ok(())
     }
 

@@ -20,15 +20,8 @@ use std::str::FromStr;
 
 use vecswitch_wire::{EtherType, L2Tag};
 
-/// A tag as a push writes it: PCP 0, DEI clear (VPP pushes the configured TCI whole).
-pub const fn push_tag(tpid: EtherType, vid: u16) -> L2Tag {
-    L2Tag {
-        tpid,
-        pcp: 0,
-        dei: false,
-        vid,
-    }
-}
+pub use crate::interface::subif::{push_tag, Vtr};
+use crate::interface::subif::{InnerMatch, SubMatch};
 
 /// Largest VID a sub-interface matches or pushes (4095 is reserved).
 pub const VID_MAX: u16 = 4094;
@@ -116,6 +109,31 @@ impl Encap {
                 }
             }
             _ => ([none, none], 0),
+        }
+    }
+}
+
+impl Encap {
+    /// What the interface layer's sub-interface table matches for this encap.
+    pub const fn matching(&self) -> SubMatch {
+        match *self {
+            Encap::Tagged {
+                tpid,
+                outer,
+                inner,
+                exact,
+            } => SubMatch::Tagged {
+                dot1ad: matches!(tpid, Tpid::Dot1ad),
+                outer,
+                inner: match inner {
+                    Inner::None => InnerMatch::None,
+                    Inner::Any => InnerMatch::Any,
+                    Inner::Vid(v) => InnerMatch::Vid(v),
+                },
+                exact,
+            },
+            Encap::Default => SubMatch::Default,
+            Encap::Untagged => SubMatch::Untagged,
         }
     }
 }
@@ -356,48 +374,7 @@ impl fmt::Display for TagRewrite {
     }
 }
 
-/// A tag rewrite as byte work: pop `pop` tags, then push `push[..n]` (outermost first).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Vtr {
-    pub pop: u8,
-    pub push: [L2Tag; 2],
-    pub n: u8,
-    /// `push[..n]` as the bytes written into the frame (TPID and TCI of each, big-endian), so
-    /// that the fast path copies them instead of encoding them per packet.
-    pub bytes: [u8; 8],
-}
-
 impl Vtr {
-    /// Nothing to do.
-    pub const NONE: Vtr = Vtr::new(0, [push_tag(EtherType::VLAN, 0); 2], 0);
-
-    /// Pop `pop` tags, then push `push[..n]`.
-    pub const fn new(pop: u8, push: [L2Tag; 2], n: u8) -> Vtr {
-        let mut bytes = [0u8; 8];
-        let mut i = 0;
-        while i < 2 {
-            let t = push[i].tpid.0.to_be_bytes();
-            let c = push[i].tci().to_be_bytes();
-            bytes[4 * i] = t[0];
-            bytes[4 * i + 1] = t[1];
-            bytes[4 * i + 2] = c[0];
-            bytes[4 * i + 3] = c[1];
-            i += 1;
-        }
-        Vtr {
-            pop,
-            push,
-            n,
-            bytes,
-        }
-    }
-
-    /// True when the rewrite changes nothing.
-    #[inline]
-    pub const fn is_none(&self) -> bool {
-        self.pop == 0 && self.n == 0
-    }
-
     /// The operation on frames received on a sub-interface with `rewrite`.
     pub fn ingress(rewrite: &TagRewrite) -> Vtr {
         let (push, n) = rewrite.pushes();

@@ -30,6 +30,7 @@ use vecswitch_wire::EtherType;
 use super::{
     move_tags, read_tags, CounterRun, ParentTable, RewriteError, SubIf, TagBytes, TagKey, VlanState,
 };
+use crate::interface::subif::SubIfTables;
 use crate::interface::{Interface, SwIfIdx, OUTPUT_ARC};
 use crate::state::SwitchState;
 
@@ -309,7 +310,7 @@ fn one(
 #[inline(always)]
 fn run_of(
     pool: &mut Pool,
-    vlan: &VlanState,
+    (vlan, subifs): (&VlanState, &SubIfTables),
     interfaces: &mut [Option<Interface>],
     counters: &mut CounterRun,
     pkts: &[u32],
@@ -322,7 +323,7 @@ fn run_of(
     let tx = pool.header(first).tx_port;
     let sub = vlan
         .sub(tx)
-        .map(|s| match vlan.live_parent(interfaces, s.parent) {
+        .map(|s| match subifs.live_parent(interfaces, s.parent) {
             Some((t, l2)) => (s, Some(t), l2),
             None => (s, None, false),
         });
@@ -368,13 +369,16 @@ pub(crate) fn inline(
     hand_over: Next,
 ) -> usize {
     let SwitchState {
-        vlan, interfaces, ..
+        vlan,
+        subifs,
+        interfaces,
+        ..
     } = state;
     let pkts = &pkts[..pkts.len().min(nexts.len())];
     let mut counters = CounterRun::default();
     let n = run_of(
         pool,
-        vlan,
+        (vlan, subifs),
         interfaces,
         &mut counters,
         pkts,
@@ -397,7 +401,10 @@ impl Node<SwitchState> for VlanOutput {
 
     fn process(&mut self, cx: &mut Cx<'_, SwitchState>, pkts: &[u32], nexts: &mut [Next]) {
         let SwitchState {
-            vlan, interfaces, ..
+            vlan,
+            subifs,
+            interfaces,
+            ..
         } = &mut *cx.state;
         let pool = &mut *cx.pool;
         // One next per packet (the graph hands over as many): each run takes at least one.
@@ -408,7 +415,7 @@ impl Node<SwitchState> for VlanOutput {
         while i < pkts.len() {
             i += run_of(
                 pool,
-                vlan,
+                (vlan, subifs),
                 interfaces,
                 &mut counters,
                 &pkts[i..],
