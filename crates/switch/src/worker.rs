@@ -563,9 +563,10 @@ fn run(mut sw: Switch, rx: Receiver<Msg>, idle_policy: &AtomicU8, wake: &Wake) -
         // answering the last one would otherwise find the worker draining calls every time it
         // runs, and the ports would not be polled at all (seen in CI on a loaded 2-core host: 20
         // calls answered in a row, 1,000 frames left waiting; test `a_queued_call_waits_for_a_poll`).
-        let long_idle =
-            idle_since.is_some_and(|s| sw.now_ns().saturating_sub(s) >= idle_before_wait_ns);
-        let waited = if sleepy && long_idle {
+        // Asked only when the worker would sleep anyway (no clock read on the busy path).
+        let waited = if sleepy
+            && idle_since.is_some_and(|s| sw.now_ns().saturating_sub(s) >= idle_before_wait_ns)
+        {
             wait_on_ports(&mut sw, &rx, wake)
         } else {
             None

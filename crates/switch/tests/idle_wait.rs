@@ -58,6 +58,14 @@ fn loop_stats(h: &vecswitch_switch::SwitchHandle) -> LoopStats {
 fn idle_then_bursts(mode: Mode) -> (LoopStats, LoopStats) {
     let dir = std::env::temp_dir().join(format!("vs-idle-wait-{}-{mode:?}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    // Removed when the test ends, passed or failed.
+    struct Dir(std::path::PathBuf);
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _cleanup = Dir(dir.clone());
     let (sa, sb) = (
         dir.join("a.sock").display().to_string(),
         dir.join("b.sock").display().to_string(),
@@ -106,7 +114,6 @@ fn idle_then_bursts(mode: Mode) -> (LoopStats, LoopStats) {
     let sw = h.stop().unwrap();
     assert_eq!(sw.show_buffers().in_use, 0);
     drop((pa, pb));
-    let _ = std::fs::remove_dir_all(&dir);
     let delta = |a: &LoopStats, b: &LoopStats| LoopStats {
         polls: b.polls - a.polls,
         idle_sleeps: b.idle_sleeps - a.idle_sleeps,
